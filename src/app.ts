@@ -1,0 +1,351 @@
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo, Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { randomUUID } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
+import { performance } from 'node:perf_hooks'
+import { systemClock, type Clock } from './clock.js'
+import { loadConfigFile } from './config/load.js'
+import type { Config, ListenAddress } from './config/types.js'
+import { ConfigWatcher } from './config/watch.js'
+import type { RequestContext, Shared } from './context.js'
+import { ConfigError, NotFound, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
+import { sendError, sendJson } from './http/reply.js'
+import { createLogger, redactUrl, type Logger } from './log.js'
+import { Metrics } from './metrics.js'
+import { ProcessState, Runtime } from './runtime.js'
+import { createStore } from './store/index.js'
+import { RevocationList } from './store/revocation-list.js'
+import type { DestinationStream } from 'pino'
+
+export interface AppOptions {
+  configPath: string
+  env?: NodeJS.ProcessEnv
+  clock?: Clock
+  /** Where logs go (default stdout); tests capture them. */
+  logDestination?: DestinationStream
+  /** Watch the config file for changes (default true). */
+  watch?: boolean
+}
+
+/** A request id we echo must be short and plain, so it cannot forge log lines or headers. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+function sameStore(a: Config, b: Config): boolean {
+  return JSON.stringify(a.store) === JSON.stringify(b.store)
+}
+
+function sameListen(a: ListenAddress | null, b: ListenAddress | null): boolean {
+  return a?.host === b?.host && a?.port === b?.port
+}
+
+function urlOf(addr: AddressInfo, tls: boolean): string {
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address
+  return `${tls ? 'https' : 'http'}://${host}:${addr.port}`
+}
+
+/**
+ * The process: one Runtime at a time serving `listen`, the admin server on
+ * `admin_listen`, hot reload, and graceful shutdown.
+ */
+export class App {
+  readonly shared: Shared
+  readonly #state: ProcessState
+  readonly #configPath: string
+  readonly #env: NodeJS.ProcessEnv
+  #runtime: Runtime
+  #server: Server | null = null
+  #admin: Server | null = null
+  #watcher: ConfigWatcher | null = null
+  #lastReloadError: string | null = null
+  #reloading: Promise<boolean> | null = null
+  #closing = false
+
+  private constructor(shared: Shared, state: ProcessState, runtime: Runtime, configPath: string, env: NodeJS.ProcessEnv) {
+    this.shared = shared
+    this.#state = state
+    this.#runtime = runtime
+    this.#configPath = configPath
+    this.#env = env
+  }
+
+  /** Load the config, connect the store, build the first Runtime and listen. Throws ConfigError on a bad config. */
+  static async start(options: AppOptions): Promise<App> {
+    const env = options.env ?? process.env
+    const config = await loadConfigFile(options.configPath, env)
+    const log = createLogger(config.log.level, options.logDestination)
+    const clock = options.clock ?? systemClock
+    const metrics = new Metrics()
+    const store = createStore(config.store, { clock, log })
+    if (config.store.kind === 'redis') log.info({ store: redactUrl(config.store.url) }, 'using redis store')
+    else log.info('using the embedded memory store (single instance)')
+    const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec)
+    await revocations.start()
+    const shared: Shared = { clock, log, store, revocations, metrics }
+    const state = new ProcessState(shared)
+    let runtime: Runtime
+    try {
+      runtime = await Runtime.build(config, shared, state)
+    } catch (err) {
+      await revocations.stop()
+      await store.close()
+      throw err
+    }
+    metrics.configInfo.set(Math.floor(clock.now() / 1000))
+    const app = new App(shared, state, runtime, options.configPath, env)
+    try {
+      await app.#listen(config)
+    } catch (err) {
+      await app.close()
+      throw err
+    }
+    if (options.watch !== false) {
+      app.#watcher = new ConfigWatcher(options.configPath, () => void app.reload())
+      await app.#watcher.start()
+    }
+    return app
+  }
+
+  get runtime(): Runtime {
+    return this.#runtime
+  }
+
+  get log(): Logger {
+    return this.shared.log
+  }
+
+  /** Addresses actually bound (port 0 resolved). */
+  addresses(): { listen: string; admin: string | null } {
+    const tls = this.#runtime.config.tls !== null
+    const main = this.#server?.address() as AddressInfo
+    const admin = this.#admin?.address() as AddressInfo | null | undefined
+    return { listen: urlOf(main, tls), admin: admin ? urlOf(admin, false) : null }
+  }
+
+  async #listen(config: Config): Promise<void> {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res)
+    if (config.tls) {
+      const [cert, key] = await Promise.all([readFile(config.tls.certFile), readFile(config.tls.keyFile)])
+      this.#server = createHttpsServer({ cert, key }, handler)
+    } else {
+      this.#server = createHttpServer(handler)
+    }
+    // Node's defaults leave slow clients holding sockets for long; bound them.
+    this.#server.headersTimeout = 30_000
+    this.#server.requestTimeout = 0
+    this.#server.keepAliveTimeout = 65_000
+    this.#server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.#onUpgrade(req, socket, head))
+    this.#server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      if (socket.writable && !(socket as Socket).destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      else socket.destroy()
+      this.log.debug({ code: err.code }, 'client error')
+    })
+    await listenOn(this.#server, config.listen)
+    if (config.adminListen) {
+      this.#admin = createHttpServer((req, res) => void this.#onAdmin(req, res))
+      await listenOn(this.#admin, config.adminListen)
+    }
+    const where = this.addresses()
+    this.log.info({ listen: where.listen, admin: where.admin, public_url: config.publicUrl }, `bearward listening on ${where.listen}`)
+  }
+
+  #context(req: IncomingMessage, runtime: Runtime): RequestContext {
+    const raw = req.url ?? '/'
+    const q = raw.indexOf('?')
+    const incoming = req.headers['x-request-id']
+    const id =
+      runtime.config.trustIncomingRequestId && typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
+    return {
+      id,
+      log: this.log.child({ req_id: id }),
+      rawPath: q === -1 ? raw : raw.slice(0, q),
+      rawQuery: q === -1 ? '' : raw.slice(q + 1),
+      routeLabel: 'unmatched',
+    }
+  }
+
+  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    // One Runtime from start to end of the request, whatever reloads happen meanwhile.
+    const runtime = this.#runtime
+    const leave = runtime.enter()
+    const started = performance.now()
+    const ctx = this.#context(req, runtime)
+    res.setHeader('x-request-id', ctx.id)
+    res.on('close', () => {
+      leave()
+      const seconds = (performance.now() - started) / 1000
+      const outcome = res.writableFinished ? String(res.statusCode) : 'aborted'
+      this.shared.metrics.observeRequest(ctx.routeLabel, outcome, seconds)
+      ctx.log.info(
+        { method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },
+        'request',
+      )
+    })
+    void this.#dispatch(req, res, ctx, runtime)
+  }
+
+  async #dispatch(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, runtime: Runtime): Promise<void> {
+    try {
+      if (runtime.as && (await runtime.as.handle(req, res, ctx))) return
+      if (await runtime.gateway.handle(req, res, ctx)) return
+      ctx.routeLabel = 'not_found'
+      sendError(res, new NotFound())
+    } catch (err) {
+      if (err instanceof OAuthError) {
+        sendError(res, err)
+      } else if (err instanceof StoreUnavailableError) {
+        this.shared.metrics.storeErrors.inc()
+        sendError(res, new TemporarilyUnavailable())
+      } else {
+        ctx.log.error({ err }, 'unhandled error')
+        sendError(res, new ServerError())
+      }
+    }
+  }
+
+  #onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const runtime = this.#runtime
+    const leave = runtime.enter()
+    socket.on('close', leave)
+    const ctx = this.#context(req, runtime)
+    runtime.gateway
+      .handleUpgrade(req, socket, head, ctx)
+      .then((handled) => {
+        if (!handled) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      })
+      .catch((err: unknown) => {
+        ctx.log.error({ err }, 'upgrade failed')
+        socket.destroy()
+      })
+  }
+
+  async #onAdmin(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0]
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      sendJson(res, 405, { error: 'method_not_allowed' }, { allow: 'GET, HEAD' })
+      return
+    }
+    if (path === '/healthz') {
+      sendJson(res, 200, { status: 'ok' })
+    } else if (path === '/readyz') {
+      const reasons: string[] = []
+      if (this.#closing) reasons.push('shutting down')
+      try {
+        await withTimeout(this.shared.store.ping(), 1000)
+      } catch {
+        reasons.push('store unreachable')
+      }
+      const body: Record<string, unknown> = { status: reasons.length ? 'unavailable' : 'ready', store: this.shared.store.kind }
+      if (reasons.length) body.reasons = reasons
+      if (this.#lastReloadError) body.last_reload_error = this.#lastReloadError
+      sendJson(res, reasons.length ? 503 : 200, body, { 'cache-control': 'no-store' })
+    } else if (path === '/metrics') {
+      const text = this.shared.metrics.render()
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+      res.end(text)
+    } else {
+      sendJson(res, 404, { error: 'not_found' })
+    }
+  }
+
+  /**
+   * Reload the config file. A bad file is refused: logged with its position,
+   * counted, shown by /readyz, and the running Runtime keeps serving.
+   * Returns whether the new config is now in use.
+   */
+  reload(): Promise<boolean> {
+    // Reloads are serialized; a reload requested during one runs after it.
+    const run = async (): Promise<boolean> => {
+      const metrics = this.shared.metrics
+      try {
+        const config = await loadConfigFile(this.#configPath, this.#env)
+        const old = this.#runtime
+        if (!sameStore(old.config, config)) this.log.warn('store settings changed: they take effect at the next restart')
+        if (!sameListen(old.config.listen, config.listen) || !sameListen(old.config.adminListen, config.adminListen)) {
+          this.log.warn('listen addresses changed: they take effect at the next restart')
+        }
+        const next = await Runtime.build(config, this.shared, this.#state)
+        if (config.tls && this.#server && 'setSecureContext' in this.#server) {
+          const [cert, key] = await Promise.all([readFile(config.tls.certFile), readFile(config.tls.keyFile)])
+          ;(this.#server as import('node:https').Server).setSecureContext({ cert, key })
+        }
+        if (config.log.level !== this.log.level) this.log.level = config.log.level
+        this.#runtime = next
+        this.#lastReloadError = null
+        metrics.reloads.inc({ result: 'ok' })
+        metrics.configInfo.set(Math.floor(this.shared.clock.now() / 1000))
+        this.log.info({ routes: config.routes.length }, 'config reloaded')
+        void old.drain(config.shutdownTimeoutMs).then(() => old.close())
+        return true
+      } catch (err) {
+        metrics.reloads.inc({ result: 'error' })
+        const message = err instanceof ConfigError ? err.message : (err as Error).message
+        this.#lastReloadError = message
+        this.log.error({ problems: err instanceof ConfigError ? err.problems : undefined }, `config reload refused, still serving the previous config: ${message}`)
+        return false
+      }
+    }
+    const prev = this.#reloading ?? Promise.resolve(true)
+    const next = prev.then(run, run)
+    this.#reloading = next
+    return next
+  }
+
+  /** Graceful shutdown: stop accepting, let in-flight requests finish within the bound, close the store. */
+  async close(): Promise<void> {
+    if (this.#closing) return
+    this.#closing = true
+    this.#watcher?.close()
+    const runtime = this.#runtime
+    const timeout = runtime.config.shutdownTimeoutMs
+    const server = this.#server
+    const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve()
+    server?.closeIdleConnections()
+    await runtime.drain(timeout)
+    server?.closeAllConnections()
+    await closed
+    await new Promise<void>((resolve) => (this.#admin ? this.#admin.close(() => resolve()) : resolve()))
+    this.#admin?.closeAllConnections()
+    await runtime.close()
+    await this.#state.close()
+    await this.shared.revocations.stop()
+    await this.shared.store.close()
+    this.log.info('bearward stopped')
+    this.log.flush()
+  }
+}
+
+function listenOn(server: Server, addr: ListenAddress): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      server.off('listening', onListening)
+      const why = err.code === 'EADDRINUSE' ? 'the address is already in use' : err.code === 'EACCES' ? 'permission denied' : err.message
+      reject(new Error(`cannot listen on ${addr.host}:${addr.port}: ${why}`))
+    }
+    const onListening = (): void => {
+      server.off('error', onError)
+      resolve()
+    }
+    server.once('error', onError)
+    server.once('listening', onListening)
+    server.listen(addr.port, addr.host)
+  })
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('timeout')), ms)
+    t.unref()
+    p.then(
+      (v) => {
+        clearTimeout(t)
+        resolve(v)
+      },
+      (e: unknown) => {
+        clearTimeout(t)
+        reject(e instanceof Error ? e : new Error(String(e)))
+      },
+    )
+  })
+}

@@ -1,0 +1,27 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/types.js'
+import type { FaceDeps, RequestContext } from '../context.js'
+import type { SecretVerifier } from '../crypto/secret.js'
+import type { KeySet } from '../keys/keyset.js'
+
+/**
+ * Everything the authorization server's endpoints read, precomputed once per
+ * Runtime (lookups by client_id and username are maps, not scans).
+ */
+export interface AsContext extends FaceDeps {
+  readonly as: AuthorizationServerConfig
+  readonly keys: KeySet
+  /** The issuer identifier: exactly `public_url` (RFC 8414 2, RFC 9207). */
+  readonly issuer: string
+  readonly clients: ReadonlyMap<string, ClientConfig>
+  readonly users: ReadonlyMap<string, UserConfig>
+  /** Verifies client secrets and passwords (scrypt; repeat successes memoized). */
+  readonly secrets: SecretVerifier
+  /** Cookies get `Secure` when public_url is https. */
+  readonly secureCookies: boolean
+  /** Audiences of the configured routes: the values an RFC 8707 `resource` may name. */
+  readonly resources: ReadonlySet<string>
+}
+
+/** One authorization-server endpoint. */
+export type AsHandler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext) => Promise<void>

@@ -1,0 +1,196 @@
+import { parseArgs } from 'node:util'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { dirname, join, resolve } from 'node:path'
+import { App } from './app.js'
+import { checkConfig } from './config/load.js'
+import { ConfigError, formatProblem } from './errors.js'
+import { generateClientSecret, hashSecret } from './crypto/secret.js'
+import { generatePrivateJwk, SUPPORTED_ALGS, type SigningAlg } from './keys/keyset.js'
+
+const DEFAULT_CONFIG = 'config/gateway.yaml'
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8')) as { version: string }
+  return pkg.version
+}
+
+const HELP: Record<string, string> = {
+  main: `bearward: OAuth 2.0 authorization server and bearer-token gateway
+
+Usage: bearward <command> [options]
+
+Commands:
+  start          run the server
+  check-config   validate a config file
+  hash-secret    hash a client secret or password (or generate a new client secret)
+  keys generate  print a new private signing key (JWK)
+
+Options:
+  -h, --help     help for a command: bearward <command> --help
+  -v, --version  print the version
+`,
+  start: `Usage: bearward start [-c FILE]
+
+Runs the authorization server and the gateway described by FILE.
+  -c, --config FILE   config file (default: $BEARWARD_CONFIG or ${DEFAULT_CONFIG})
+
+Reloads the config when the file changes and on SIGHUP; a bad file is refused and the
+running config keeps serving. SIGTERM/SIGINT: stop accepting, finish in-flight requests, exit 0.
+`,
+  'check-config': `Usage: bearward check-config [-c FILE]
+
+Validates FILE. Prints "ok" (and warnings), or every error as file:line:col: key: reason
+and exits 1.
+  -c, --config FILE   config file (default: $BEARWARD_CONFIG or ${DEFAULT_CONFIG})
+`,
+  'hash-secret': `Usage: printf '%s' SECRET | bearward hash-secret
+       bearward hash-secret --generate
+
+Reads a secret or password from stdin (a single trailing newline is removed) and prints
+its hash, alone on the last line, for secret_hash or password_hash.
+With --generate (or nothing on stdin from a terminal), creates a new random 256-bit client
+secret and prints it together with its hash.
+`,
+  keys: `Usage: bearward keys generate [--alg ES256|ES384|RS256|PS256|EdDSA] [--kid KID]
+
+Prints a new private JWK (with kid, alg and use) for authorization_server.keys.
+Keep it secret: store it in a file readable only by bearward.
+`,
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin as AsyncIterable<Buffer>) chunks.push(chunk)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function configPath(value: string | undefined): string {
+  return resolve(value ?? process.env.BEARWARD_CONFIG ?? DEFAULT_CONFIG)
+}
+
+async function cmdStart(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } })
+  if (values.help) return print(HELP.start)
+  const file = configPath(values.config)
+  let app: App
+  try {
+    app = await App.start({ configPath: file })
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`bearward: invalid config, not starting:\n${err.problems.map(formatProblem).join('\n')}\n`)
+    } else {
+      process.stderr.write(`bearward: ${(err as Error).message}\n`)
+    }
+    return 1
+  }
+  let stopping = false
+  const stop = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    app.log.info({ signal }, 'shutting down')
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`bearward: error during shutdown: ${(err as Error).message}\n`)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGHUP', () => void app.reload())
+  return new Promise<number>(() => {
+    // runs until a signal
+  })
+}
+
+async function cmdCheckConfig(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } })
+  if (values.help) return print(HELP['check-config'])
+  const result = await checkConfig(configPath(values.config), process.env)
+  for (const w of result.warnings) process.stdout.write(`warning: ${formatProblem(w)}\n`)
+  if (result.problems.length > 0) {
+    for (const p of result.problems) process.stderr.write(`${formatProblem(p)}\n`)
+    process.stderr.write(`${result.problems.length} error${result.problems.length === 1 ? '' : 's'}\n`)
+    return 1
+  }
+  process.stdout.write('ok\n')
+  return 0
+}
+
+async function cmdHashSecret(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { generate: { type: 'boolean', short: 'g' }, help: { type: 'boolean', short: 'h' } } })
+  if (values.help) return print(HELP['hash-secret'])
+  let secret: string
+  if (values.generate || process.stdin.isTTY) {
+    secret = generateClientSecret()
+    process.stdout.write(`client_secret: ${secret}\n`)
+    process.stdout.write('secret_hash (paste into the config; give the secret to the client):\n')
+  } else {
+    secret = (await readStdin()).replace(/\r?\n$/, '')
+    if (secret.length === 0) {
+      process.stderr.write('bearward: nothing on stdin; pipe a secret in, or use --generate\n')
+      return 1
+    }
+  }
+  process.stdout.write(`${await hashSecret(secret)}\n`)
+  return 0
+}
+
+async function cmdKeys(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { alg: { type: 'string' }, kid: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  })
+  if (values.help || positionals[0] !== 'generate') {
+    process.stdout.write(HELP.keys ?? '')
+    return values.help ? 0 : 1
+  }
+  const alg = (values.alg ?? 'ES256') as SigningAlg
+  if (!(SUPPORTED_ALGS as readonly string[]).includes(alg)) {
+    process.stderr.write(`bearward: --alg must be one of ${SUPPORTED_ALGS.join(', ')}\n`)
+    return 1
+  }
+  const jwk = await generatePrivateJwk(alg, values.kid)
+  process.stdout.write(`${JSON.stringify(jwk, null, 2)}\n`)
+  return 0
+}
+
+function print(text: string | undefined): number {
+  process.stdout.write(text ?? '')
+  return 0
+}
+
+/** Entry point of bin/bearward. Resolves to the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  try {
+    switch (command) {
+      case 'start':
+        return await cmdStart(rest)
+      case 'check-config':
+        return await cmdCheckConfig(rest)
+      case 'hash-secret':
+        return await cmdHashSecret(rest)
+      case 'keys':
+        return await cmdKeys(rest)
+      case '-v':
+      case '--version':
+        return print(`${version()}\n`)
+      case undefined:
+      case '-h':
+      case '--help':
+      case 'help':
+        return print(HELP.main)
+      default:
+        process.stderr.write(`bearward: unknown command ${command}\n\n${HELP.main}`)
+        return 1
+    }
+  } catch (err) {
+    // parseArgs errors (unknown option) and the like: say it plainly.
+    process.stderr.write(`bearward: ${(err as Error).message}\n`)
+    return 1
+  }
+}

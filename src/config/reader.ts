@@ -1,0 +1,580 @@
+/**
+ * Typed, positioned reading of a parsed YAML document. Every reader reports
+ * what is wrong with a value as a {@link ConfigProblem} (file, line, column,
+ * dotted key path, reason) and carries on, so one run finds every problem.
+ *
+ * Readers return `undefined` for a value they refused (the problem is already
+ * recorded); callers substitute a default and keep validating, and the final
+ * result is discarded when any problem was recorded.
+ */
+import { existsSync, statSync } from 'node:fs'
+import { isAbsolute, resolve as resolvePath } from 'node:path'
+import { isAlias, isMap, isScalar, isSeq, Scalar, type Document, type LineCounter, type Node, type YAMLMap } from 'yaml'
+import type { ConfigProblem } from '../errors.js'
+import { parseDurationMs, formatDurationMs } from './duration.js'
+import { substituteEnv, type Env } from './env.js'
+import { parseSizeBytes } from './size.js'
+import { suggest } from './suggest.js'
+
+/** Reads one value at `path`; undefined when refused (problem recorded). */
+export type Read<T> = (node: Node, path: string) => T | undefined
+
+/** A value refused by the env substitution step (already reported). */
+const REPORTED: unique symbol = Symbol('reported')
+
+/** Deep enough for any sane config; stops alias cycles and absurd nesting. */
+const MAX_DEPTH = 64
+
+/** `parent.key`, or `parent["odd key"]` when the key would not read as one word. */
+export function childPath(parent: string, key: string): string {
+  if (/^[A-Za-z0-9_:*+-]+$/.test(key)) return parent === '' ? key : `${parent}.${key}`
+  return `${parent}[${JSON.stringify(key)}]`
+}
+
+export function itemPath(parent: string, index: number): string {
+  return `${parent}[${index}]`
+}
+
+function kindOf(node: Node | undefined, value?: unknown): string {
+  if (isMap(node)) return 'a mapping'
+  if (isSeq(node)) return 'a list'
+  const v = value !== undefined ? value : isScalar(node) ? node.value : undefined
+  if (v === null || v === undefined) return 'an empty value'
+  if (typeof v === 'string') return 'a string'
+  if (typeof v === 'number') return Number.isInteger(v) ? 'a number' : 'a decimal number'
+  if (typeof v === 'boolean') return `\`${String(v)}\``
+  return 'an unsupported value'
+}
+
+/**
+ * Retype an unquoted scalar after `${VAR}` substitution the way YAML's core
+ * schema would have typed the text, so `port: ${PORT}` is a number and
+ * `introspect: ${FLAG:-false}` a boolean. Quote the value to keep a string.
+ */
+function retypePlain(text: string): unknown {
+  if (/^(?:~|null|Null|NULL)?$/.test(text)) return null
+  if (/^(?:true|True|TRUE)$/.test(text)) return true
+  if (/^(?:false|False|FALSE)$/.test(text)) return false
+  if (/^[-+]?[0-9]+$/.test(text)) return Number(text)
+  if (/^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/.test(text)) return Number(text)
+  return text
+}
+
+interface Entry {
+  keyNode: Node
+  value: Node
+}
+
+/** The known keys of one mapping, after merge keys (`<<`) are applied. */
+export class MapView {
+  readonly node: Node | undefined
+  readonly path: string
+  readonly #reader: Reader
+  readonly #entries: Map<string, Entry>
+
+  constructor(reader: Reader, node: Node | undefined, path: string, entries: Map<string, Entry>) {
+    this.#reader = reader
+    this.node = node
+    this.path = path
+    this.#entries = entries
+  }
+
+  has(key: string): boolean {
+    return this.#entries.has(key)
+  }
+
+  /** The value node of `key`, when present. */
+  get(key: string): Node | undefined {
+    return this.#entries.get(key)?.value
+  }
+
+  /** True when `key` is present with an empty / `null` value. */
+  isNull(key: string): boolean {
+    const node = this.#reader.resolve(this.get(key))
+    return isScalar(node) && node.value === null
+  }
+
+  pathOf(key: string): string {
+    return childPath(this.path, key)
+  }
+
+  /** Optional key: `fallback` when absent (or refused: the problem is recorded). */
+  opt<T>(key: string, read: Read<T>, fallback: T): T {
+    const node = this.get(key)
+    if (node === undefined) return fallback
+    return read(node, this.pathOf(key)) ?? fallback
+  }
+
+  /** Optional key without a default. */
+  maybe<T>(key: string, read: Read<T>): T | undefined {
+    const node = this.get(key)
+    return node === undefined ? undefined : read(node, this.pathOf(key))
+  }
+
+  /** Required key: a problem at the mapping when absent. */
+  req<T>(key: string, read: Read<T>, hint = ''): T | undefined {
+    const node = this.get(key)
+    if (node === undefined) {
+      this.#reader.problem(this.node, this.pathOf(key), `missing required key \`${key}\`${hint}`)
+      return undefined
+    }
+    return read(node, this.pathOf(key))
+  }
+}
+
+export interface ReaderOptions {
+  doc: Document.Parsed
+  lineCounter: LineCounter
+  /** The file name used in problems, as the user gave it. */
+  file: string
+  /** Directory that relative file paths in the config are relative to. */
+  baseDir: string
+  env: Env
+  /** Check that referenced files exist (default true). */
+  checkFiles?: boolean
+}
+
+export class Reader {
+  readonly file: string
+  readonly baseDir: string
+  readonly problems: ConfigProblem[] = []
+  readonly warnings: ConfigProblem[] = []
+  readonly #doc: Document.Parsed
+  readonly #lines: LineCounter
+  readonly #env: Env
+  readonly #checkFiles: boolean
+  readonly #source: string
+  /** Substituted value per scalar, so each env problem is reported once even when aliased. */
+  readonly #scalars = new Map<Scalar, unknown>()
+
+  constructor(opts: ReaderOptions, source: string) {
+    this.#doc = opts.doc
+    this.#lines = opts.lineCounter
+    this.file = opts.file
+    this.baseDir = opts.baseDir
+    this.#env = opts.env
+    this.#checkFiles = opts.checkFiles ?? true
+    this.#source = source
+  }
+
+  /** 1-based line and column of `node` (plus `offset` characters), or 1:1. */
+  position(node: Node | undefined, offset = 0): { line: number; col: number } {
+    const start = node?.range?.[0]
+    if (start === undefined) return { line: 1, col: 1 }
+    return this.#lines.linePos(start + offset)
+  }
+
+  problem(node: Node | undefined, path: string, message: string, offset = 0): void {
+    this.problems.push({ file: this.file, ...this.position(node, offset), path, message })
+  }
+
+  warn(node: Node | undefined, path: string, message: string): void {
+    this.warnings.push({ file: this.file, ...this.position(node), path, message })
+  }
+
+  /** "line N", for messages that point back at an earlier definition. */
+  lineOf(node: Node | undefined): string {
+    return `line ${this.position(node).line}`
+  }
+
+  /** Follow aliases (`*name`) to the anchored node. */
+  resolve(node: unknown): Node | undefined {
+    let current = node as Node | undefined
+    for (let hops = 0; isAlias(current); hops++) {
+      if (hops > MAX_DEPTH) return undefined
+      current = current.resolve(this.#doc) as Node | undefined
+    }
+    return current ?? undefined
+  }
+
+  // ---------------------------------------------------------------- scalars
+
+  /** The scalar's value after `${VAR}` substitution, or REPORTED. */
+  #scalarValue(node: Scalar, path: string): unknown {
+    if (this.#scalars.has(node)) return this.#scalars.get(node)
+    let value: unknown = node.value
+    if (typeof value === 'string') {
+      const sub = substituteEnv(value, this.#env)
+      for (const p of sub.problems) this.problem(node, path, p.message, this.#sourceOffset(node, value, p.index))
+      if (sub.problems.length > 0) value = REPORTED
+      else if (sub.replaced && (node.type === Scalar.PLAIN || node.type === undefined)) value = retypePlain(sub.value)
+      else value = sub.value
+    }
+    this.#scalars.set(node, value)
+    return value
+  }
+
+  /**
+   * Where the `${` at `index` of the parsed value sits in the source, so an
+   * env problem points at the reference itself: the n-th unescaped `${` of
+   * the value is the n-th unescaped `${` of the source text.
+   */
+  #sourceOffset(node: Scalar, value: string, index: number): number {
+    const ordinal = countRefs(value.slice(0, index))
+    const [start, end] = node.range ?? [0, 0]
+    const raw = this.#source.slice(start, end)
+    let seen = 0
+    for (let i = 0; i < raw.length - 1; i++) {
+      if (raw.startsWith('$${', i)) {
+        i += 2
+        continue
+      }
+      if (raw.startsWith('${', i)) {
+        if (seen === ordinal) return i
+        seen++
+      }
+    }
+    return 0
+  }
+
+  /** The scalar at `node` (aliases followed), or REPORTED after a type problem. */
+  #scalar(node: Node, path: string, expected: string): unknown {
+    const resolved = this.resolve(node)
+    if (!isScalar(resolved)) {
+      this.problem(resolved ?? node, path, `expected ${expected}, got ${kindOf(resolved)}`)
+      return REPORTED
+    }
+    return this.#scalarValue(resolved, path)
+  }
+
+  /** A node to point at for a value (the alias target when aliased). */
+  #at(node: Node): Node {
+    return this.resolve(node) ?? node
+  }
+
+  /** A string (non-empty unless `allowEmpty`), optionally checked by `check`. */
+  str(opts: { allowEmpty?: boolean; check?: (value: string) => string | undefined; expected?: string } = {}): Read<string> {
+    const expected = opts.expected ?? 'a string'
+    return (node, path) => {
+      const value = this.#scalar(node, path, expected)
+      if (value === REPORTED) return undefined
+      if (typeof value !== 'string') {
+        this.problem(this.#at(node), path, `expected ${expected}, got ${kindOf(undefined, value)}`)
+        return undefined
+      }
+      if (!opts.allowEmpty && value.trim() === '') {
+        this.problem(this.#at(node), path, `expected ${expected}, got an empty string`)
+        return undefined
+      }
+      const reason = opts.check?.(value)
+      if (reason !== undefined) {
+        this.problem(this.#at(node), path, reason)
+        return undefined
+      }
+      return value
+    }
+  }
+
+  /** A string or a number (listen addresses accept a bare port). */
+  strOrInt(): Read<string | number> {
+    return (node, path) => {
+      const value = this.#scalar(node, path, 'a string')
+      if (value === REPORTED) return undefined
+      if (typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value))) return value
+      this.problem(this.#at(node), path, `expected a string, got ${kindOf(undefined, value)}`)
+      return undefined
+    }
+  }
+
+  bool(): Read<boolean> {
+    return (node, path) => {
+      const value = this.#scalar(node, path, '`true` or `false`')
+      if (value === REPORTED) return undefined
+      if (typeof value === 'boolean') return value
+      const hint = typeof value === 'string' && /^(?:yes|no|on|off|y|n)$/i.test(value) ? ' (YAML 1.2: yes/no/on/off are strings)' : ''
+      this.problem(this.#at(node), path, `expected \`true\` or \`false\`, got ${kindOf(undefined, value)}${hint}`)
+      return undefined
+    }
+  }
+
+  int(opts: { min?: number; max?: number } = {}): Read<number> {
+    return (node, path) => {
+      const value = this.#scalar(node, path, 'a whole number')
+      if (value === REPORTED) return undefined
+      if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+        this.problem(this.#at(node), path, `expected a whole number, got ${kindOf(undefined, value)}`)
+        return undefined
+      }
+      if (opts.min !== undefined && value < opts.min) {
+        this.problem(this.#at(node), path, `must be at least ${opts.min}, got ${value}`)
+        return undefined
+      }
+      if (opts.max !== undefined && value > opts.max) {
+        this.problem(this.#at(node), path, `must be at most ${opts.max}, got ${value}`)
+        return undefined
+      }
+      return value
+    }
+  }
+
+  /**
+   * One of `values`. `aliases` maps accepted spellings to a value; `refused`
+   * maps known-but-unsupported values to the reason.
+   */
+  oneOf<T extends string>(
+    values: readonly T[],
+    opts: { aliases?: Readonly<Record<string, T>>; refused?: Readonly<Record<string, string>>; what?: string } = {},
+  ): Read<T> {
+    const allowed = values.map((v) => `\`${v}\``).join(', ')
+    return (node, path) => {
+      const value = this.str({ expected: `one of ${allowed}` })(node, path)
+      if (value === undefined) return undefined
+      if ((values as readonly string[]).includes(value)) return value as T
+      const aliased = opts.aliases?.[value]
+      if (aliased !== undefined) return aliased
+      const refusal = opts.refused?.[value]
+      if (refusal !== undefined) {
+        this.problem(this.#at(node), path, refusal)
+        return undefined
+      }
+      const guess = suggest(value, [...values, ...Object.keys(opts.aliases ?? {})])
+      const didYouMean = guess === undefined ? '' : `; did you mean \`${guess}\`?`
+      this.problem(this.#at(node), path, `\`${value}\` is not ${opts.what ?? 'allowed here'}: expected one of ${allowed}${didYouMean}`)
+      return undefined
+    }
+  }
+
+  #duration(unitMs: number, opts: { min?: number; max?: number }, unitName: string): Read<number> {
+    return (node, path) => {
+      const value = this.#scalar(node, path, 'a duration like `30s`')
+      if (value === REPORTED) return undefined
+      if (typeof value !== 'string' && typeof value !== 'number') {
+        this.problem(this.#at(node), path, `expected a duration like \`30s\`, \`10m\`, \`1h\`, got ${kindOf(undefined, value)}`)
+        return undefined
+      }
+      const parsed = parseDurationMs(value)
+      if (!parsed.ok) {
+        this.problem(this.#at(node), path, parsed.reason)
+        return undefined
+      }
+      const ms = parsed.value
+      if (ms % unitMs !== 0) {
+        this.problem(this.#at(node), path, `must be a whole number of ${unitName}, got \`${String(value)}\``)
+        return undefined
+      }
+      const minMs = (opts.min ?? 0) * unitMs
+      if (ms < minMs) {
+        this.problem(this.#at(node), path, `must be at least ${formatDurationMs(minMs)}, got \`${String(value)}\``)
+        return undefined
+      }
+      if (opts.max !== undefined && ms > opts.max * unitMs) {
+        this.problem(this.#at(node), path, `must be at most ${formatDurationMs(opts.max * unitMs)}, got \`${String(value)}\``)
+        return undefined
+      }
+      return ms / unitMs
+    }
+  }
+
+  /** A duration in whole seconds; `min`/`max` are seconds. */
+  seconds(opts: { min?: number; max?: number } = {}): Read<number> {
+    return this.#duration(1000, opts, 'seconds')
+  }
+
+  /** A duration in milliseconds; `min`/`max` are milliseconds. */
+  millis(opts: { min?: number; max?: number } = {}): Read<number> {
+    return this.#duration(1, opts, 'milliseconds')
+  }
+
+  /** A size in bytes (`512kb`, `10mb`, or a number of bytes). */
+  bytes(opts: { min?: number } = {}): Read<number> {
+    return (node, path) => {
+      const value = this.#scalar(node, path, 'a size like `10mb`')
+      if (value === REPORTED) return undefined
+      if (typeof value !== 'string' && typeof value !== 'number') {
+        this.problem(this.#at(node), path, `expected a size like \`512kb\` or \`10mb\`, got ${kindOf(undefined, value)}`)
+        return undefined
+      }
+      const parsed = parseSizeBytes(value)
+      if (!parsed.ok) {
+        this.problem(this.#at(node), path, parsed.reason)
+        return undefined
+      }
+      if (opts.min !== undefined && parsed.value < opts.min) {
+        this.problem(this.#at(node), path, `must be at least ${opts.min} bytes`)
+        return undefined
+      }
+      return parsed.value
+    }
+  }
+
+  /**
+   * A file path, resolved against the config file's directory; a problem
+   * when it does not name an existing file (caught at load, not at first use).
+   */
+  filePath(): Read<string> {
+    return (node, path) => {
+      const value = this.str()(node, path)
+      if (value === undefined) return undefined
+      const absolute = isAbsolute(value) ? value : resolvePath(this.baseDir, value)
+      if (this.#checkFiles) {
+        if (!existsSync(absolute)) {
+          this.problem(this.#at(node), path, `file not found: ${absolute}`)
+          return undefined
+        }
+        if (!statSync(absolute).isFile()) {
+          this.problem(this.#at(node), path, `not a regular file: ${absolute}`)
+          return undefined
+        }
+      }
+      return absolute
+    }
+  }
+
+  /** Adds a check to a reader: `check` returns a reason to refuse, or undefined. */
+  checked<T>(read: Read<T>, check: (value: T) => string | undefined): Read<T> {
+    return (node, path) => {
+      const value = read(node, path)
+      if (value === undefined) return undefined
+      const reason = check(value)
+      if (reason !== undefined) {
+        this.problem(this.#at(node), path, reason)
+        return undefined
+      }
+      return value
+    }
+  }
+
+  // ------------------------------------------------------------ collections
+
+  /** The items of a list, each with its path; undefined when not a list. */
+  items(node: Node, path: string): Array<{ node: Node; path: string }> | undefined {
+    const resolved = this.resolve(node)
+    if (!isSeq(resolved)) {
+      const hint = isScalar(resolved) && resolved.value !== null ? ' (write a single value as `[value]`)' : ''
+      this.problem(resolved ?? node, path, `expected a list, got ${kindOf(resolved)}${hint}`)
+      return undefined
+    }
+    return resolved.items.map((item, index) => ({
+      node: (item as Node | null) ?? nullAt(resolved),
+      path: itemPath(path, index),
+    }))
+  }
+
+  /** A list read item by item; refused items are dropped (problems recorded). */
+  list<T>(read: Read<T>, opts: { nonEmpty?: boolean } = {}): Read<T[]> {
+    return (node, path) => {
+      const items = this.items(node, path)
+      if (items === undefined) return undefined
+      if (opts.nonEmpty && items.length === 0) {
+        this.problem(this.#at(node), path, 'must list at least one value')
+        return undefined
+      }
+      const out: T[] = []
+      for (const item of items) {
+        const value = read(item.node, item.path)
+        if (value !== undefined) out.push(value)
+      }
+      return out
+    }
+  }
+
+  /**
+   * A mapping with a fixed set of keys. Unknown keys are problems, with a
+   * "did you mean" when a known key is within two edits.
+   */
+  map(node: Node | undefined, path: string, known: readonly string[]): MapView | undefined {
+    if (node === undefined) return new MapView(this, undefined, path, new Map())
+    const entries = this.#mapEntries(node, path, 0)
+    if (entries === undefined) return undefined
+    for (const [key, entry] of entries) {
+      if (known.includes(key)) continue
+      const guess = suggest(key, known)
+      const help = guess !== undefined ? `did you mean \`${guess}\`?` : `known keys here: ${known.map((k) => `\`${k}\``).join(', ')}`
+      this.problem(entry.keyNode, childPath(path, key), `unknown key \`${key}\`; ${help}`)
+    }
+    return new MapView(this, this.resolve(node) ?? node, path, entries)
+  }
+
+  /** Every key of a free-form mapping (scope descriptions, route scope rules, ...). */
+  entries(node: Node, path: string): Array<{ key: string; keyNode: Node; value: Node; path: string }> | undefined {
+    const entries = this.#mapEntries(node, path, 0)
+    if (entries === undefined) return undefined
+    return [...entries].map(([key, e]) => ({ key, keyNode: e.keyNode, value: e.value, path: childPath(path, key) }))
+  }
+
+  #mapEntries(node: Node, path: string, depth: number): Map<string, Entry> | undefined {
+    const resolved = this.resolve(node)
+    if (!isMap(resolved) || depth > MAX_DEPTH) {
+      this.problem(resolved ?? node, path, `expected a mapping (\`key: value\` lines), got ${kindOf(resolved)}`)
+      return undefined
+    }
+    const own = new Map<string, Entry>()
+    const merged: Array<Map<string, Entry>> = []
+    for (const pair of (resolved as YAMLMap<unknown, unknown>).items) {
+      const keyNode = this.resolve(pair.key)
+      const value = (pair.value as Node | null) ?? nullAt(keyNode)
+      if (isScalar(keyNode) && typeof keyNode.value === 'symbol' && keyNode.value.description === '<<') {
+        merged.push(...this.#mergeSources(value, path, depth))
+        continue
+      }
+      if (!isScalar(keyNode) || !['string', 'number', 'boolean'].includes(typeof keyNode.value)) {
+        this.problem(keyNode ?? resolved, path, 'keys must be plain words, not lists, mappings or empty')
+        continue
+      }
+      own.set(String(keyNode.value), { keyNode, value })
+    }
+    // Explicit keys win over merged ones; earlier merge sources win over later ones.
+    for (const source of merged) {
+      for (const [key, entry] of source) if (!own.has(key)) own.set(key, entry)
+    }
+    return own
+  }
+
+  #mergeSources(value: Node, path: string, depth: number): Array<Map<string, Entry>> {
+    const resolved = this.resolve(value)
+    const sources = isSeq(resolved) ? resolved.items.map((i) => i as Node) : [value]
+    const out: Array<Map<string, Entry>> = []
+    for (const source of sources) {
+      const entries = this.#mapEntries(source, `${path}.<<`, depth + 1)
+      if (entries !== undefined) out.push(entries)
+    }
+    return out
+  }
+
+  /**
+   * Free-form data (user claims, inline JWKs) as plain JSON values, with
+   * `${VAR}` substituted in its strings.
+   */
+  plain(node: Node, path: string, depth = 0): unknown {
+    const resolved = this.resolve(node)
+    if (depth > MAX_DEPTH || resolved === undefined) {
+      this.problem(node, path, 'nested too deeply')
+      return undefined
+    }
+    if (isSeq(resolved)) return resolved.items.map((item, i) => this.plain(item as Node, itemPath(path, i), depth + 1))
+    if (isMap(resolved)) {
+      const out: Record<string, unknown> = {}
+      for (const e of this.entries(resolved, path) ?? []) out[e.key] = this.plain(e.value, e.path, depth + 1)
+      return out
+    }
+    if (isScalar(resolved)) {
+      const value = this.#scalarValue(resolved, path)
+      if (value === REPORTED) return undefined
+      if (value instanceof Uint8Array || value instanceof Date || typeof value === 'bigint') {
+        this.problem(resolved, path, 'only strings, numbers, booleans, lists and mappings are allowed here')
+        return undefined
+      }
+      return value
+    }
+    return undefined
+  }
+}
+
+/** An empty value standing in for a missing one (`key:` with nothing after). */
+function nullAt(near: Node | undefined): Node {
+  const s = new Scalar(null)
+  if (near?.range) s.range = [near.range[1], near.range[1], near.range[1]]
+  return s
+}
+
+function countRefs(text: string): number {
+  let n = 0
+  for (let i = 0; i < text.length - 1; i++) {
+    if (text.startsWith('$${', i)) {
+      i += 2
+      continue
+    }
+    if (text.startsWith('${', i)) n++
+  }
+  return n
+}

@@ -1,0 +1,224 @@
+/**
+ * The validated, defaulted configuration. `src/config/load.ts` turns the YAML
+ * contract (snake_case keys, documented in README and config/gateway.schema.json)
+ * into this shape; nothing else reads YAML. Durations are whole seconds,
+ * sizes are bytes. Every object is frozen after validation.
+ */
+
+export interface ListenAddress {
+  host: string
+  port: number
+}
+
+export interface TlsConfig {
+  /** PEM certificate chain file (`tls.cert_file`). */
+  certFile: string
+  /** PEM private key file (`tls.key_file`). */
+  keyFile: string
+}
+
+export type StoreConfig =
+  | { kind: 'memory' }
+  | {
+      kind: 'redis'
+      /** redis:// or rediss:// URL (may hold a password: never log it). */
+      url: string
+      /** Seed nodes for Redis Cluster (`store.cluster`); empty for a single node. */
+      cluster: string[]
+      /** Prefix of every key (`store.key_prefix`, default `bw:`). */
+      keyPrefix: string
+      /** Per-command timeout in ms (`store.command_timeout`, default 1s). */
+      commandTimeoutMs: number
+    }
+
+export interface LogConfig {
+  level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+}
+
+export type ClientType = 'confidential' | 'public'
+export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
+export type GrantType =
+  | 'authorization_code'
+  | 'refresh_token'
+  | 'client_credentials'
+  | 'urn:ietf:params:oauth:grant-type:device_code'
+
+export interface ClientConfig {
+  clientId: string
+  /** Shown on the consent page; defaults to clientId. */
+  name: string
+  type: ClientType
+  /** `bearward hash-secret` output; confidential clients only. */
+  secretHash: string | null
+  /** Derived: `none` for public clients, else `client_secret_basic` unless configured `client_secret_post`. */
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod
+  redirectUris: string[]
+  grantTypes: GrantType[]
+  /** Scopes this client may request. */
+  scopes: string[]
+  /** Browser origins allowed CORS at /token, /revoke, /userinfo, metadata, JWKS. */
+  allowedOrigins: string[]
+  /** May call /introspect (`introspect`, default false). */
+  introspect: boolean
+  /** PKCE required (`require_pkce`); always true for public clients, default true. */
+  requirePkce: boolean
+  /** Accept code_challenge_method=plain (`allow_plain_pkce`, default false). */
+  allowPlainPkce: boolean
+  /** Skip the consent page for this (first-party) client (`skip_consent`, default false). */
+  skipConsent: boolean
+  /** Rotate refresh tokens on every use (`rotate_refresh_tokens`); forced true for public clients. */
+  rotateRefreshTokens: boolean
+}
+
+export interface UserConfig {
+  username: string
+  passwordHash: string
+  /** `sub` claim; defaults to username. */
+  sub: string
+  /** OIDC claims (name, email, ...) released per scope at /userinfo and in the id_token. */
+  claims: Record<string, unknown>
+}
+
+/** Where a signing key comes from: a JWK file (`file`) or inline JWK (`jwk`). */
+export type KeySource = { file: string } | { jwk: Record<string, unknown> }
+
+export interface AuthorizationServerConfig {
+  keys: KeySource[]
+  accessToken: { format: 'jwt' | 'opaque'; ttlSec: number }
+  refreshToken: { ttlSec: number }
+  idToken: { ttlSec: number }
+  codeTtlSec: number
+  /** Known scopes and their consent-page descriptions; openid/profile/email/offline_access are built in. */
+  scopes: Record<string, string>
+  clients: ClientConfig[]
+  users: UserConfig[]
+  /** Login session (`session.ttl`, default 8h). */
+  session: { ttlSec: number }
+  /** Remembered consent (`consent.remember`, default true; `consent.ttl`, default 30d). */
+  consent: { remember: boolean; ttlSec: number }
+  /** Failed logins / client auth (`rate_limit.*`). */
+  rateLimit: {
+    loginMaxFailures: number
+    clientAuthMaxFailures: number
+    windowSec: number
+  }
+  /** RFC 8628 (`device.*`). */
+  device: { ttlSec: number; intervalSec: number }
+}
+
+export interface RemoteIntrospectionConfig {
+  endpoint: string
+  clientId: string
+  clientSecret: string
+  timeoutMs: number
+}
+
+/** A trusted issuer other than the built-in one (`issuers[]`). */
+export interface IssuerConfig {
+  id: string
+  issuer: string
+  jwksUri: string | null
+  /** Accepted JWS algorithms; fixed here, never taken from the token. Default [RS256, ES256]. */
+  algorithms: string[]
+  introspection: RemoteIntrospectionConfig | null
+  jwks: {
+    /** Lower bound on Cache-Control max-age (default 5m). */
+    minTtlSec: number
+    /** Upper bound (default 24h). */
+    maxTtlSec: number
+    /** At most one refetch per cooldown for an unknown kid (default 30s). */
+    cooldownSec: number
+    /** Keep the last good key set this long when fetches fail (default 24h). */
+    staleSec: number
+    /** How long a request waits for the first fetch (default 2s). */
+    firstFetchWaitMs: number
+    timeoutMs: number
+  }
+}
+
+export type RouteTokenKind = 'jwt' | 'introspect' | 'any'
+
+export interface IdentityHeaders {
+  subject: string
+  clientId: string
+  scope: string
+  issuer: string
+}
+
+export interface RouteConfig {
+  name: string
+  match: {
+    /** Normalized prefix, no trailing slash except the root `/`. */
+    path: string
+    /** Lower-cased host without port, or null for any host. */
+    host: string | null
+    /** Upper-cased methods, or null for any. */
+    methods: string[] | null
+  }
+  upstream: string
+  /** `aud` the token must contain; default public_url. */
+  audience: string
+  token: RouteTokenKind
+  /** Issuer ids: `self` and/or ids from `issuers[]`. Default [self] when the AS is configured. */
+  issuers: string[]
+  /** Method (upper case) or `*` to the scopes all required. */
+  scopes: Record<string, string[]>
+  public: boolean
+  /** Remove the matched prefix before forwarding (`strip_prefix`, default false). */
+  stripPrefix: boolean
+  /** RFC 6750 2.2 / 2.3 (`token_in_body`, `token_in_query`; default false). */
+  tokenInBody: boolean
+  tokenInQuery: boolean
+  /** Pass CORS preflights to the upstream without a token (`pass_preflight`, default false). */
+  passPreflight: boolean
+  /** Keep the client's Host header (`preserve_host`, default false). */
+  preserveHost: boolean
+  /** Forward the Authorization header upstream (`forward_authorization`, default false). */
+  forwardAuthorization: boolean
+  identityHeaders: IdentityHeaders
+  timeouts: { connectMs: number; headersMs: number; idleMs: number }
+  /** `max_body`, default 10 MiB. */
+  maxBodyBytes: number
+  /** PEM CA bundle file for https upstreams (`upstream_ca`). */
+  upstreamCaFile: string | null
+  /** What to do when the store cannot be reached for revocation state (`store_unavailable`). */
+  storeUnavailable: 'closed' | 'open'
+  /** `realm` in challenges; default gateway.realm. */
+  realm: string
+}
+
+export interface GatewayConfig {
+  realm: string
+  /** exp/nbf tolerance (`clock_skew`, default 30s, at most 60s). */
+  clockSkewSec: number
+  /** Verified-token cache (`token_cache.max_entries`, default 10000). */
+  tokenCacheMaxEntries: number
+  /** Introspection result cache TTL caps (`introspection_cache.ttl`, `.negative_ttl`). */
+  introspectionCacheTtlSec: number
+  introspectionNegativeTtlSec: number
+  /** How often the in-memory revocation list is resynced from the store (default 30s). */
+  revocationResyncSec: number
+  identityHeaders: IdentityHeaders
+  /** Client addresses whose X-Forwarded-* headers are trusted (`trusted_proxies`). */
+  trustedProxies: string[]
+}
+
+export interface Config {
+  /** Absolute path of the file this came from (or `<inline>`). */
+  file: string
+  listen: ListenAddress
+  adminListen: ListenAddress | null
+  /** Issuer identifier and {base_url}; no trailing slash. */
+  publicUrl: string
+  tls: TlsConfig | null
+  store: StoreConfig
+  log: LogConfig
+  /** Honour an incoming X-Request-Id (`request_id.trust_incoming`, default false). */
+  trustIncomingRequestId: boolean
+  /** Grace for in-flight requests at shutdown (`shutdown_timeout`, default 10s). */
+  shutdownTimeoutMs: number
+  authorizationServer: AuthorizationServerConfig | null
+  issuers: IssuerConfig[]
+  gateway: GatewayConfig
+  routes: RouteConfig[]
+}

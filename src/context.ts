@@ -1,0 +1,59 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { Clock } from './clock.js'
+import type { Config } from './config/types.js'
+import type { KeySet } from './keys/keyset.js'
+import type { Logger } from './log.js'
+import type { Metrics } from './metrics.js'
+import type { RevocationList } from './store/revocation-list.js'
+import type { Store } from './store/types.js'
+
+/**
+ * What lives for the whole process and is shared by every Runtime: a reload
+ * swaps the config-derived parts, never these.
+ */
+export interface Shared {
+  readonly clock: Clock
+  readonly log: Logger
+  readonly store: Store
+  readonly revocations: RevocationList
+  readonly metrics: Metrics
+}
+
+/** Per-request state, created by the dispatcher in src/app.ts. */
+export interface RequestContext {
+  /** Request id (generated, or the incoming X-Request-Id when trusted). */
+  readonly id: string
+  /** Logger bound to this request id. */
+  readonly log: Logger
+  /** The raw path of req.url (before normalization), e.g. `/orders/1`. */
+  readonly rawPath: string
+  /** The raw query string without `?`, or ''. */
+  readonly rawQuery: string
+  /** Label for metrics and the access log: an endpoint (`as:token`) or a route name. */
+  routeLabel: string
+}
+
+/** A request handler for one face (authorization server or gateway). */
+export interface Face {
+  /**
+   * Handle the request if this face owns it; return false (without touching
+   * the response) when it does not.
+   */
+  handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<boolean>
+  /** Release per-runtime resources (connection pools, timers) after the runtime is swapped out and drained. */
+  close(): Promise<void>
+}
+
+/** The gateway also takes WebSocket upgrades. */
+export interface GatewayFace extends Face {
+  /** Handle an HTTP upgrade; returns false when no route matches (the caller answers 404 and closes). */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): Promise<boolean>
+}
+
+/** Everything a face is built from. */
+export interface FaceDeps extends Shared {
+  readonly config: Config
+  /** The authorization server's keys; null when `authorization_server` is not configured. */
+  readonly keys: KeySet | null
+}

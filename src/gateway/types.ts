@@ -1,0 +1,29 @@
+import type { RouteConfig } from '../config/types.js'
+
+/** Who a validated token speaks for; what the gateway tells the upstream. */
+export interface TokenIdentity {
+  /** The issuer id from config (`self` or an `issuers[].id`). */
+  issuerId: string
+  /** The `iss` value. */
+  issuer: string
+  sub: string | null
+  clientId: string | null
+  scopes: readonly string[]
+  jti: string | null
+  grantId: string | null
+  /** Epoch seconds. */
+  exp: number
+}
+
+/** What the gateway decided to forward, handed to the proxy. */
+export interface ForwardRequest {
+  route: RouteConfig
+  /** The normalized path the policy judged (after strip_prefix when set); always starts with `/`. */
+  path: string
+  /** Raw query string without `?`, or ''. With token_in_query, the access_token parameter is already removed. */
+  query: string
+  /** null on public routes and passed-through preflights. */
+  identity: TokenIdentity | null
+  /** When the gateway had to read the body (form token), the bytes to send instead of the stream. */
+  body: Buffer | null
+}

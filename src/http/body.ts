@@ -1,0 +1,104 @@
+import type { IncomingMessage } from 'node:http'
+import { InvalidRequest, PayloadTooLarge } from '../errors.js'
+
+/** Largest form body accepted at the authorization server's endpoints. */
+export const AS_BODY_LIMIT = 64 * 1024
+
+/**
+ * Read a whole request body, refusing more than `limit` bytes (413) before
+ * buffering it. A declared Content-Length over the limit is refused without
+ * reading.
+ */
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = req.headers['content-length']
+  if (declared !== undefined && Number(declared) > limit) throw new PayloadTooLarge()
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > limit) {
+      req.resume()
+      throw new PayloadTooLarge()
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks, size)
+}
+
+/** True when the Content-Type's media type is application/x-www-form-urlencoded. */
+export function isFormContentType(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false
+  const semi = contentType.indexOf(';')
+  const media = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase()
+  return media === 'application/x-www-form-urlencoded'
+}
+
+/**
+ * Read and parse a form body (RFC 6749 3.2: the token endpoint takes
+ * application/x-www-form-urlencoded; other media types are invalid_request).
+ */
+export async function readForm(req: IncomingMessage, limit = AS_BODY_LIMIT): Promise<FormParams> {
+  if (!isFormContentType(req.headers['content-type'])) {
+    throw new InvalidRequest('Content-Type must be application/x-www-form-urlencoded')
+  }
+  const body = await readBody(req, limit)
+  return FormParams.parse(body.toString('utf8'))
+}
+
+/**
+ * Parsed `application/x-www-form-urlencoded` or query parameters that keep
+ * every occurrence, so a repeated parameter can be refused (RFC 6749 3.1,
+ * 3.2: "Request and response parameters MUST NOT be included more than once").
+ */
+export class FormParams {
+  readonly #values: Map<string, string[]>
+
+  private constructor(values: Map<string, string[]>) {
+    this.#values = values
+  }
+
+  static parse(text: string): FormParams {
+    const values = new Map<string, string[]>()
+    for (const [name, value] of new URLSearchParams(text)) {
+      const list = values.get(name)
+      if (list === undefined) values.set(name, [value])
+      else list.push(value)
+    }
+    return new FormParams(values)
+  }
+
+  /**
+   * The single value of `name`, or undefined when absent. An empty value is
+   * treated as absent (RFC 6749 3.1). Repeated: invalid_request.
+   */
+  get(name: string): string | undefined {
+    const list = this.#values.get(name)
+    if (list === undefined) return undefined
+    if (list.length > 1) throw new InvalidRequest(`Parameter ${name} is repeated`)
+    const value = list[0]
+    return value === '' ? undefined : value
+  }
+
+  /** Like get(), but a missing value is invalid_request. */
+  require(name: string): string {
+    const value = this.get(name)
+    if (value === undefined) throw new InvalidRequest(`Parameter ${name} is required`)
+    return value
+  }
+
+  has(name: string): boolean {
+    return this.#values.has(name)
+  }
+
+  /** Throw invalid_request if any of `names` occurs more than once. */
+  assertNoRepeats(names: Iterable<string>): void {
+    for (const name of names) {
+      const list = this.#values.get(name)
+      if (list !== undefined && list.length > 1) throw new InvalidRequest(`Parameter ${name} is repeated`)
+    }
+  }
+
+  names(): IterableIterator<string> {
+    return this.#values.keys()
+  }
+}

@@ -1,0 +1,117 @@
+import type { ServerResponse } from 'node:http'
+import { OAuthError } from '../errors.js'
+
+/**
+ * The one place where a failure becomes an HTTP answer: status, JSON body,
+ * and the `WWW-Authenticate` challenge. Every endpoint and the gateway throw
+ * an `OAuthError` and let this render it.
+ */
+
+/** Headers every token-bearing JSON answer carries (RFC 6749 5.1). */
+export const NO_STORE: Readonly<Record<string, string>> = Object.freeze({
+  'cache-control': 'no-store',
+  pragma: 'no-cache',
+})
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): void {
+  const payload = JSON.stringify(body)
+  res.statusCode = status
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+  res.setHeader('content-type', 'application/json')
+  res.setHeader('content-length', Buffer.byteLength(payload))
+  res.end(payload)
+}
+
+/**
+ * RFC 6750 3 limits error_description and scope to printable ASCII without
+ * `"` and `\`; anything else is dropped rather than escaped so a header can
+ * never be broken out of.
+ */
+export function challengeValue(value: string): string {
+  return value.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '')
+}
+
+/**
+ * Build a `WWW-Authenticate` value: `Bearer realm="x", error="invalid_token", ...`.
+ * RFC 6750 3: realm first; a request without credentials gets no error attribute.
+ */
+export function buildChallenge(scheme: string, realm: string, params: Readonly<Record<string, string | undefined>>): string {
+  const parts = [`realm="${challengeValue(realm)}"`]
+  for (const [name, value] of Object.entries(params)) {
+    if (value === undefined || value === '') continue
+    parts.push(`${name}="${challengeValue(value)}"`)
+  }
+  return `${scheme} ${parts.join(', ')}`
+}
+
+export interface ErrorReplyOptions {
+  /** realm for the challenge (default `bearward`). */
+  realm?: string
+  /** Extra headers, e.g. CORS headers already decided by the endpoint. */
+  headers?: Readonly<Record<string, string>>
+}
+
+/**
+ * Answer with an OAuthError. The body is `{ error, error_description }`; a 401
+ * or 403 carries the challenge its class names (Basic at client-authenticated
+ * endpoints, RFC 6749 5.2; Bearer at resources, RFC 6750 3).
+ */
+export function sendError(res: ServerResponse, err: OAuthError, options: ErrorReplyOptions = {}): void {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  const realm = options.realm ?? 'bearward'
+  const headers: Record<string, string> = { ...NO_STORE, ...options.headers, ...err.headers }
+  if (err.challenge === 'Bearer') {
+    headers['www-authenticate'] = buildChallenge('Bearer', realm, {
+      error: err.error || undefined,
+      error_description: err.error ? err.description : undefined,
+      ...err.challengeParams,
+    })
+  } else if (err.challenge === 'Basic') {
+    headers['www-authenticate'] = buildChallenge('Basic', realm, {})
+  }
+  const body: Record<string, string> = {}
+  if (err.error) body.error = err.error
+  if (err.description !== undefined) body.error_description = err.description
+  if (!err.error) body.error_description = 'A bearer access token is required'
+  sendJson(res, err.status, body, headers)
+}
+
+/** Security headers for the server-rendered pages (login, consent, device, errors). */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  pragma: 'no-cache',
+  // No script at all; styles only from our own stylesheet. form-action is left
+  // out on purpose: Chrome applies it to the redirect that follows a consent
+  // POST, which must go to the client's redirect_uri.
+  'content-security-policy': "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+})
+
+export function sendHtml(res: ServerResponse, status: number, html: string, headers: Readonly<Record<string, string>> = {}): void {
+  res.statusCode = status
+  for (const [name, value] of Object.entries({ ...PAGE_HEADERS, ...headers })) res.setHeader(name, value)
+  res.setHeader('content-length', Buffer.byteLength(html))
+  res.end(html)
+}
+
+/** 302/303 redirect. The Location is built by the caller from trusted parts. */
+export function sendRedirect(res: ServerResponse, location: string, status: 302 | 303 = 302, headers: Readonly<Record<string, string>> = {}): void {
+  res.statusCode = status
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+  res.setHeader('location', location)
+  res.setHeader('cache-control', 'no-store')
+  res.setHeader('referrer-policy', 'no-referrer')
+  res.setHeader('content-length', 0)
+  res.end()
+}

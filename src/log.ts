@@ -1,0 +1,61 @@
+import { pino, destination as pinoDestination, type Logger, type DestinationStream } from 'pino'
+
+export type { Logger }
+
+/**
+ * Paths pino blanks out wherever they appear in a logged object. Tokens,
+ * secrets, passwords and cookies never reach the log (tested in test/log.test.ts).
+ */
+export const REDACT_PATHS: readonly string[] = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["proxy-authorization"]',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers.cookie',
+  '*.authorization',
+  '*.cookie',
+  '*.password',
+  '*.client_secret',
+  '*.clientSecret',
+  '*.secret',
+  '*.token',
+  '*.access_token',
+  '*.refresh_token',
+  '*.id_token',
+  '*.code',
+  '*.code_verifier',
+  '*.device_code',
+  'password',
+  'client_secret',
+  'token',
+  'access_token',
+  'refresh_token',
+  'code_verifier',
+]
+
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'bearward' },
+      redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination ?? pinoDestination({ fd: 1, sync: false }),
+  )
+}
+
+/** Remove userinfo (e.g. a Redis password) from a URL before it is logged. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.username || u.password) {
+      u.username = u.username ? '[redacted]' : ''
+      u.password = u.password ? '[redacted]' : ''
+    }
+    return u.toString()
+  } catch {
+    return '[unparseable url]'
+  }
+}

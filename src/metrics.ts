@@ -1,0 +1,113 @@
+/**
+ * A small Prometheus text-format registry (exposition format 0.0.4). The
+ * metrics object lives for the process and is shared by every Runtime, so a
+ * reload does not reset counters.
+ */
+
+type Labels = Readonly<Record<string, string>>
+
+function labelKey(labels: Labels): string {
+  const names = Object.keys(labels).sort()
+  return names.map((n) => `${n}="${escapeLabel(labels[n] ?? '')}"`).join(',')
+}
+
+function escapeLabel(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')
+}
+
+export class Counter {
+  readonly #values = new Map<string, number>()
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+  inc(labels: Labels = {}, by = 1): void {
+    const key = labelKey(labels)
+    this.#values.set(key, (this.#values.get(key) ?? 0) + by)
+  }
+  get(labels: Labels = {}): number {
+    return this.#values.get(labelKey(labels)) ?? 0
+  }
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`]
+    for (const [key, value] of this.#values) lines.push(`${this.name}${key ? `{${key}}` : ''} ${value}`)
+    return lines.join('\n')
+  }
+}
+
+export class Gauge {
+  readonly #values = new Map<string, number>()
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+  set(value: number, labels: Labels = {}): void {
+    this.#values.set(labelKey(labels), value)
+  }
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`]
+    for (const [key, value] of this.#values) lines.push(`${this.name}${key ? `{${key}}` : ''} ${value}`)
+    return lines.join('\n')
+  }
+}
+
+export class Histogram {
+  readonly #series = new Map<string, { counts: number[]; sum: number; count: number }>()
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly buckets: readonly number[],
+  ) {}
+  observe(labels: Labels, value: number): void {
+    const key = labelKey(labels)
+    let s = this.#series.get(key)
+    if (s === undefined) {
+      s = { counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }
+      this.#series.set(key, s)
+    }
+    for (let i = 0; i < this.buckets.length; i++) {
+      if (value <= (this.buckets[i] ?? Infinity)) s.counts[i] = (s.counts[i] ?? 0) + 1
+    }
+    s.sum += value
+    s.count += 1
+  }
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`]
+    for (const [key, s] of this.#series) {
+      const sep = key ? ',' : ''
+      this.buckets.forEach((b, i) => lines.push(`${this.name}_bucket{${key}${sep}le="${b}"} ${s.counts[i] ?? 0}`))
+      lines.push(`${this.name}_bucket{${key}${sep}le="+Inf"} ${s.count}`)
+      lines.push(`${this.name}_sum${key ? `{${key}}` : ''} ${s.sum}`)
+      lines.push(`${this.name}_count${key ? `{${key}}` : ''} ${s.count}`)
+    }
+    return lines.join('\n')
+  }
+}
+
+/** The metrics bearward exposes on admin_listen /metrics. */
+export class Metrics {
+  readonly requests = new Counter('bearward_requests_total', 'Requests by route and outcome')
+  readonly requestDuration = new Histogram('bearward_request_duration_seconds', 'Request latency by route and outcome', [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+  ])
+  readonly tokensIssued = new Counter('bearward_tokens_issued_total', 'Access tokens issued by grant type')
+  readonly reloads = new Counter('bearward_config_reloads_total', 'Config reloads by result')
+  readonly storeErrors = new Counter('bearward_store_errors_total', 'Store operations that failed')
+  readonly tokenValidations = new Counter('bearward_token_validations_total', 'Token validations by result')
+  readonly configInfo = new Gauge('bearward_config_last_reload_timestamp_seconds', 'When the config in use was loaded')
+
+  /** Record one finished request. */
+  observeRequest(route: string, outcome: string, seconds: number): void {
+    const labels = { route, outcome }
+    this.requests.inc(labels)
+    this.requestDuration.observe(labels, seconds)
+  }
+
+  render(): string {
+    return (
+      [this.requests, this.requestDuration, this.tokensIssued, this.reloads, this.storeErrors, this.tokenValidations, this.configInfo]
+        .map((m) => m.render())
+        .join('\n') + '\n'
+    )
+  }
+}

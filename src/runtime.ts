@@ -1,0 +1,99 @@
+import type { Config } from './config/types.js'
+import type { Face, FaceDeps, GatewayFace, Shared } from './context.js'
+import { loadKeySet, generatePrivateJwk, signingKeyFromJwk, type KeySet, type SigningKey } from './keys/keyset.js'
+import { buildAsContext } from './as/build.js'
+import { createAuthorizationServer } from './as/server.js'
+import { createGateway } from './gateway/gateway.js'
+import { JwksRegistry } from './gateway/jwks-client.js'
+
+/**
+ * What outlives a reload besides `Shared`: the ephemeral signing key (so a
+ * reload does not invalidate tokens) and the remote JWKS caches.
+ */
+export class ProcessState {
+  #ephemeral: Promise<SigningKey> | null = null
+  readonly jwks: JwksRegistry
+
+  constructor(shared: Shared) {
+    this.jwks = new JwksRegistry(shared.clock, shared.log)
+  }
+
+  ephemeralKey(): Promise<SigningKey> {
+    this.#ephemeral ??= generatePrivateJwk('ES256').then(signingKeyFromJwk)
+    return this.#ephemeral
+  }
+
+  async close(): Promise<void> {
+    await this.jwks.close()
+  }
+}
+
+/**
+ * Everything built from one Config. Immutable once built; a reload builds a
+ * new one and swaps it in, and a request keeps the Runtime it started with.
+ */
+export class Runtime {
+  readonly config: Config
+  readonly keys: KeySet | null
+  readonly as: Face | null
+  readonly gateway: GatewayFace
+  #inflight = 0
+  #drained: (() => void) | null = null
+
+  private constructor(config: Config, keys: KeySet | null, as: Face | null, gateway: GatewayFace) {
+    this.config = config
+    this.keys = keys
+    this.as = as
+    this.gateway = gateway
+  }
+
+  static async build(config: Config, shared: Shared, state: ProcessState): Promise<Runtime> {
+    const asConfig = config.authorizationServer
+    const keys = asConfig ? await loadKeySet(asConfig.keys, () => state.ephemeralKey()) : null
+    if (keys?.ephemeral) {
+      shared.log.warn('authorization_server.keys is empty: signing with an in-memory key that is lost on restart; run `bearward keys generate` and configure it')
+    }
+    const deps: FaceDeps = { ...shared, config, keys }
+    const as = asConfig && keys ? createAuthorizationServer(buildAsContext({ ...deps, as: asConfig, keys })) : null
+    const gateway = createGateway(deps, { jwks: state.jwks })
+    return new Runtime(config, keys, as, gateway)
+  }
+
+  /** Count a request in; call the returned function when it is done. */
+  enter(): () => void {
+    this.#inflight++
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      this.#inflight--
+      if (this.#inflight === 0 && this.#drained) this.#drained()
+    }
+  }
+
+  get inflight(): number {
+    return this.#inflight
+  }
+
+  /** Resolve when no request is in flight, or after `timeoutMs`. */
+  drain(timeoutMs: number): Promise<void> {
+    if (this.#inflight === 0) return Promise.resolve()
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#drained = null
+        resolve()
+      }, timeoutMs)
+      timer.unref()
+      this.#drained = () => {
+        clearTimeout(timer)
+        this.#drained = null
+        resolve()
+      }
+    })
+  }
+
+  /** Release per-runtime resources (upstream pools). */
+  async close(): Promise<void> {
+    await Promise.allSettled([this.gateway.close(), this.as?.close()])
+  }
+}

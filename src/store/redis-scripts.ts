@@ -1,0 +1,233 @@
+/**
+ * The Lua scripts behind every atomic transition of the Redis store. Each
+ * script touches only the keys passed in KEYS, and (except where noted for the
+ * revocation list on a single node) all of those share one hash tag, so the
+ * same script runs on Redis Cluster.
+ *
+ * Time: scripts never read Redis' clock. The caller passes "now" (epoch ms,
+ * from the injected Clock) and every expiry decision compares it with a time
+ * stored in the record; Redis TTLs (PEXPIRE) only collect garbage.
+ */
+import { createHash } from 'node:crypto'
+
+/** A script and its SHA-1, for EVALSHA with an EVAL fallback on NOSCRIPT. */
+export interface LuaScript {
+  readonly name: string
+  readonly lua: string
+  readonly sha: string
+}
+
+function script(name: string, lua: string): LuaScript {
+  return { name, lua, sha: createHash('sha1').update(lua, 'utf8').digest('hex') }
+}
+
+/**
+ * Shared helper: add `id` to a revocation sorted set (score = exp, epoch s,
+ * only ever raised: ZADD GT), trim entries whose exp has passed, and publish
+ * the entry as JSON. `zkey` may be nil (cluster mode, where the caller writes
+ * the set itself): then only the publish happens here.
+ */
+const ADD_REVOCATION_FN = `
+local function add_revocation(zkey, kind, id, exp, now_sec, channel, publish)
+  local stored = exp
+  if zkey then
+    redis.call('ZADD', zkey, 'GT', exp, id)
+    redis.call('ZREMRANGEBYSCORE', zkey, '-inf', '(' .. now_sec)
+    local s = redis.call('ZSCORE', zkey, id)
+    if s then stored = tonumber(s) end
+  end
+  if publish then
+    redis.call('PUBLISH', channel, cjson.encode({ kind = kind, id = id, exp = stored }))
+  end
+end
+`
+
+/** KEYS[1] = key; ARGV[1] = ttl ms; ARGV[2..] = field, value pairs. Replaces the hash. */
+export const PUT_HASH = script('putHash', `
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+`)
+
+/**
+ * Authorization code Issued → Used (RFC 6749 4.1.2: single use).
+ * KEYS[1] = code hash key {r, st, gid, exp, dl}; ARGV[1] = now ms.
+ * Returns {'missing'} | {'used', record, grantId or ''} | {'taken', record}.
+ */
+export const TAKE_CODE = script('takeCode', `
+local h = redis.call('HMGET', KEYS[1], 'r', 'st', 'gid', 'exp', 'dl')
+if not h[1] then return {'missing'} end
+local now = tonumber(ARGV[1])
+if now >= tonumber(h[5]) then return {'missing'} end
+if h[2] == 'u' then return {'used', h[1], h[3] or ''} end
+if now >= tonumber(h[4]) * 1000 then return {'missing'} end
+redis.call('HSET', KEYS[1], 'st', 'u')
+return {'taken', h[1]}
+`)
+
+/** KEYS[1] = code key; ARGV[1] = grant id. Only a Used code gets linked. */
+export const LINK_CODE_GRANT = script('linkCodeGrant', `
+if redis.call('HGET', KEYS[1], 'st') == 'u' then
+  redis.call('HSET', KEYS[1], 'gid', ARGV[1])
+  return 1
+end
+return 0
+`)
+
+/**
+ * KEYS[1] = grant key {g, exp, max, cur, rev, t:<hash>...}; ARGV[1] = exp (s), ARGV[2] = now ms.
+ * Raises maxAccessExp of a live, unrevoked family.
+ */
+export const NOTE_ACCESS_EXP = script('noteAccessExp', `
+local h = redis.call('HMGET', KEYS[1], 'exp', 'max', 'rev')
+if not h[1] or h[3] then return 0 end
+if tonumber(ARGV[2]) >= tonumber(h[1]) * 1000 then return 0 end
+if tonumber(ARGV[1]) > tonumber(h[2]) then redis.call('HSET', KEYS[1], 'max', ARGV[1]) end
+return 1
+`)
+
+/**
+ * Refresh rotation with reuse detection (RFC 9700 4.14.2).
+ * KEYS[1] = grant key; KEYS[2] = revoked-grants sorted set (single node only; absent on cluster).
+ * ARGV: 1 old hash, 2 new hash or '', 3 new expiresAt (s), 4 now ms, 5 grant id, 6 channel.
+ * The old hash must be a member of this family (field t:<hash>): the caller found the grant id
+ * through a separate index key, and this re-check makes a race with that lookup harmless.
+ * Returns {status, grantJson, expiresAt, maxAccessExp, revokedUntil?} with status
+ * 'rotated' | 'reused' | 'missing'. On reuse the family becomes a tombstone (field rev =
+ * revoked-until), which keeps recognising its tokens as reused but serves nothing.
+ */
+export const ROTATE_REFRESH = script('rotateRefresh', ADD_REVOCATION_FN + `
+local now = tonumber(ARGV[4])
+local now_sec = math.floor(now / 1000)
+local h = redis.call('HMGET', KEYS[1], 'g', 'exp', 'max', 'cur', 'rev', 't:' .. ARGV[1])
+if not h[1] or not h[6] then return {'missing'} end
+if now >= tonumber(h[2]) * 1000 then return {'missing'} end
+if h[4] == ARGV[1] then
+  if h[5] then return {'missing'} end
+  if ARGV[2] == '' then return {'rotated', h[1], h[2], h[3]} end
+  redis.call('HSET', KEYS[1], 'cur', ARGV[2], 't:' .. ARGV[2], now_sec, 'exp', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[3]) * 1000 - now))
+  return {'rotated', h[1], ARGV[3], h[3]}
+end
+if h[5] then return {'reused', h[1], h[2], h[3], h[5]} end
+local until_sec = math.max(tonumber(h[3]), now_sec)
+redis.call('HSET', KEYS[1], 'rev', until_sec)
+add_revocation(KEYS[2], 'grant', ARGV[5], until_sec, now_sec, ARGV[6], true)
+return {'reused', h[1], h[2], h[3], tostring(until_sec)}
+`)
+
+/**
+ * Revoke a grant: tombstone the family (if live) and add the grant id to the
+ * revocation list until max(until, maxAccessExp), published. Idempotent.
+ * KEYS[1] = grant key; KEYS[2] = revoked-grants set (single node only).
+ * ARGV: 1 grant id, 2 until (s), 3 now ms, 4 channel. Returns the until used.
+ */
+export const REVOKE_GRANT = script('revokeGrant', ADD_REVOCATION_FN + `
+local now = tonumber(ARGV[3])
+local now_sec = math.floor(now / 1000)
+local until_sec = tonumber(ARGV[2])
+local h = redis.call('HMGET', KEYS[1], 'exp', 'max', 'rev')
+if h[1] and now < tonumber(h[1]) * 1000 then
+  until_sec = math.max(until_sec, tonumber(h[2]))
+  if h[3] then until_sec = math.max(until_sec, tonumber(h[3])) end
+  redis.call('HSET', KEYS[1], 'rev', until_sec)
+end
+add_revocation(KEYS[2], 'grant', ARGV[1], until_sec, now_sec, ARGV[4], true)
+return tostring(until_sec)
+`)
+
+/**
+ * KEYS[1] = revocation sorted set of the entry's kind; ARGV: 1 kind, 2 id, 3 exp (s), 4 now ms,
+ * 5 channel, 6 '1' to publish. Returns the stored exp.
+ */
+export const ADD_REVOCATION = script('addRevocation', ADD_REVOCATION_FN + `
+local now_sec = math.floor(tonumber(ARGV[4]) / 1000)
+add_revocation(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), now_sec, ARGV[5], ARGV[6] == '1')
+return 1
+`)
+
+/**
+ * KEYS[1] = opaque token key {r, exp}; ARGV[1] = now ms. Deletes it; 1 when it was live.
+ */
+export const DELETE_OPAQUE = script('deleteOpaque', `
+local exp = redis.call('HGET', KEYS[1], 'exp')
+if not exp then return 0 end
+redis.call('DEL', KEYS[1])
+if tonumber(ARGV[1]) >= tonumber(exp) * 1000 then return 0 end
+return 1
+`)
+
+/**
+ * Claim a user code for a device code (RFC 8628 6.1: user codes must be unique while live).
+ * KEYS[1] = user-code key {d, e}; ARGV: 1 device hash, 2 expires ms, 3 now ms, 4 ttl ms.
+ */
+export const CLAIM_USER_CODE = script('claimUserCode', `
+local e = redis.call('HGET', KEYS[1], 'e')
+if e and tonumber(e) > tonumber(ARGV[3]) then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'd', ARGV[1], 'e', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`)
+
+/**
+ * pending → approved | denied (RFC 8628 3.3), only while pending and unexpired.
+ * KEYS[1] = device key; ARGV: 1 '1' approve / '0' deny, 2 sub, 3 authTime, 4 now ms.
+ */
+export const DECIDE_DEVICE = script('decideDevice', `
+local h = redis.call('HMGET', KEYS[1], 'status', 'expiresAt')
+if h[1] ~= 'pending' then return 0 end
+if tonumber(ARGV[4]) >= tonumber(h[2]) * 1000 then return 0 end
+if ARGV[1] == '1' then
+  redis.call('HSET', KEYS[1], 'status', 'approved', 'sub', ARGV[2], 'authTime', ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'status', 'denied')
+end
+return 1
+`)
+
+/**
+ * Device token poll (RFC 8628 3.4, 3.5). KEYS[1] = device key; ARGV: 1 poll time ms
+ * (judged against lastPollMs), 2 clock now ms (judged against expiresAt).
+ * Polled sooner than intervalSec after lastPollMs → slow_down and interval += 5;
+ * approved → consumed (exactly once). Returns {status, HGETALL...} or {'missing'}.
+ */
+export const POLL_DEVICE = script('pollDevice', `
+local h = redis.call('HMGET', KEYS[1], 'status', 'expiresAt', 'intervalSec', 'lastPollMs')
+if not h[1] or h[1] == 'consumed' then return {'missing'} end
+local now = tonumber(ARGV[1])
+if tonumber(ARGV[2]) >= tonumber(h[2]) * 1000 then return {'missing'} end
+local interval = tonumber(h[3])
+local last = tonumber(h[4])
+local status = h[1]
+if last > 0 and now - last < interval * 1000 then
+  redis.call('HSET', KEYS[1], 'lastPollMs', ARGV[1], 'intervalSec', interval + 5)
+  status = 'slow_down'
+else
+  redis.call('HSET', KEYS[1], 'lastPollMs', ARGV[1])
+  if status == 'approved' then redis.call('HSET', KEYS[1], 'status', 'consumed') end
+end
+return {status, redis.call('HGETALL', KEYS[1])}
+`)
+
+/**
+ * Fixed-window counter. KEYS[1] = counter {c, r}; ARGV: 1 now ms, 2 window s.
+ * A window starts at the first hit and resets at r (epoch ms); returns the count.
+ */
+export const HIT = script('hit', `
+local now = tonumber(ARGV[1])
+local win = tonumber(ARGV[2]) * 1000
+local r = redis.call('HGET', KEYS[1], 'r')
+if not r or now >= tonumber(r) then
+  redis.call('HSET', KEYS[1], 'c', 1, 'r', now + win)
+  redis.call('PEXPIRE', KEYS[1], math.max(1, win))
+  return 1
+end
+return redis.call('HINCRBY', KEYS[1], 'c', 1)
+`)
+
+export const ALL_SCRIPTS: readonly LuaScript[] = [
+  PUT_HASH, TAKE_CODE, LINK_CODE_GRANT, NOTE_ACCESS_EXP, ROTATE_REFRESH, REVOKE_GRANT,
+  ADD_REVOCATION, DELETE_OPAQUE, CLAIM_USER_CODE, DECIDE_DEVICE, POLL_DEVICE, HIT,
+]

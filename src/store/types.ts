@@ -1,0 +1,206 @@
+/**
+ * The state bearward keeps, behind one interface with two implementations:
+ * `memory.ts` (embedded, single instance) and `redis.ts` (shared). Both pass
+ * `test/store/contract.ts`.
+ *
+ * Conventions:
+ * - Every token value (code, refresh token, opaque access token, device code)
+ *   reaches the store only as `hashToken(value)` (SHA-256, base64url).
+ * - TTLs are seconds; expiry is judged by the store's clock (the injected Clock
+ *   for memory; Redis' own for redis, where TTLs are set relative to "now").
+ * - Every method rejects with `StoreUnavailableError` when the backing store
+ *   cannot be reached; none hangs longer than the configured command timeout.
+ * - Each state transition documented "atomic" is one Redis command or Lua script.
+ */
+
+/** An authorization code as issued by /authorize. */
+export interface CodeRecord {
+  clientId: string
+  /** The redirect_uri sent in the authorization request, or null when it was omitted. */
+  redirectUri: string | null
+  /** The redirect URI actually used (registered one when omitted). */
+  effectiveRedirectUri: string
+  codeChallenge: string | null
+  codeChallengeMethod: 'S256' | 'plain' | null
+  scope: string
+  sub: string
+  /** Epoch seconds of the login. */
+  authTime: number
+  nonce: string | null
+  /** RFC 8707 resource, when requested. */
+  resource: string | null
+  /** Epoch seconds. */
+  expiresAt: number
+}
+
+/** Result of takeCode: atomic Issued → Used. */
+export type TakeCodeResult =
+  | { status: 'taken'; record: CodeRecord }
+  /** Already used: `grantId` is the grant created by the first exchange (null if it did not finish). */
+  | { status: 'used'; record: CodeRecord; grantId: string | null }
+  | { status: 'missing' }
+
+/**
+ * A grant: one user's authorization of one client for a scope, the root of a
+ * refresh-token family. Every access token issued under it carries its id
+ * (claim `grant_id`), so revoking the grant revokes them all.
+ */
+export interface GrantRecord {
+  grantId: string
+  clientId: string
+  sub: string
+  /** Scope granted at authorization; refreshes may narrow but never widen. */
+  scope: string
+  authTime: number
+  resource: string | null
+  /** Epoch seconds the family was created. */
+  createdAt: number
+  /** Epoch seconds when the family ends (refresh TTL from creation or last rotation). */
+  expiresAt: number
+  /** Latest exp of any access token issued under this grant (revocation must outlive it). */
+  maxAccessExp: number
+}
+
+export type RotateResult =
+  | { status: 'rotated'; grant: GrantRecord }
+  /** A replaced token was presented: the family is now revoked (atomically). */
+  | { status: 'reused'; grant: GrantRecord }
+  | { status: 'missing' }
+
+/** What a refresh-token hash is, for revocation and introspection. */
+export interface RefreshLookup {
+  grant: GrantRecord
+  /** True for the family's current token; false for a replaced one. */
+  current: boolean
+  /** Epoch seconds this refresh token was issued. */
+  issuedAt: number
+}
+
+/** An opaque access token's claims, stored under its hash. */
+export interface OpaqueTokenRecord {
+  iss: string
+  sub: string
+  aud: string[]
+  clientId: string
+  scope: string
+  jti: string
+  iat: number
+  exp: number
+  grantId: string | null
+}
+
+export type RevocationKind = 'jti' | 'grant'
+
+/** One entry of the revocation list; `exp` = epoch seconds after which it can be forgotten. */
+export interface RevocationEntry {
+  kind: RevocationKind
+  id: string
+  exp: number
+}
+
+export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'consumed'
+
+export interface DeviceRecord {
+  clientId: string
+  /** Normalized user code (8 characters, upper case, no dash). */
+  userCode: string
+  scope: string
+  status: DeviceStatus
+  /** Set when approved. */
+  sub: string | null
+  authTime: number | null
+  /** Epoch seconds. */
+  expiresAt: number
+  /** Current polling interval in seconds (grows by 5 on slow_down). */
+  intervalSec: number
+  /** Epoch milliseconds of the last poll, or 0. */
+  lastPollMs: number
+}
+
+export type PollResult =
+  | { status: 'slow_down'; record: DeviceRecord }
+  | { status: 'pending'; record: DeviceRecord }
+  | { status: 'denied'; record: DeviceRecord }
+  /** Approved and now consumed by this poll: the caller issues tokens, exactly once. */
+  | { status: 'approved'; record: DeviceRecord }
+  /** Already consumed, or unknown / expired. */
+  | { status: 'missing' }
+
+/** A browser login session at the authorization server. */
+export interface SessionRecord {
+  sub: string
+  username: string
+  /** Epoch seconds of the login. */
+  authTime: number
+  /** CSRF token bound to this session. */
+  csrf: string
+}
+
+export interface Store {
+  readonly kind: 'memory' | 'redis'
+
+  /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
+  ping(): Promise<void>
+  close(): Promise<void>
+
+  // -- authorization codes ---------------------------------------------------
+  putCode(codeHash: string, record: CodeRecord, ttlSec: number): Promise<void>
+  /** Atomic Issued → Used. Exactly one of N concurrent calls gets `taken`. The Used tombstone lives until the original expiry (at least ttl). */
+  takeCode(codeHash: string): Promise<TakeCodeResult>
+  /** Record which grant the code produced, so a replay can revoke it. */
+  linkCodeGrant(codeHash: string, grantId: string): Promise<void>
+
+  // -- grants and refresh families -------------------------------------------
+  /** Create a grant, with its first refresh token when one is issued. */
+  createGrant(grant: GrantRecord, refreshHash: string | null): Promise<void>
+  getGrant(grantId: string): Promise<GrantRecord | null>
+  /** Raise maxAccessExp (after issuing an access token under the grant). */
+  noteAccessExp(grantId: string, exp: number): Promise<void>
+  /**
+   * Atomic rotation. Current token → `rotated` (old hash becomes Replaced, `newHash` becomes current,
+   * grant.expiresAt = newExpiresAt). A Replaced token → `reused`: the family is deleted and its grant id
+   * added to the revocation list (and published) in the same step. Unknown → `missing`.
+   * With `newHash` null (no rotation), the token stays current and `rotated` is returned.
+   */
+  rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number): Promise<RotateResult>
+  findRefresh(refreshHash: string): Promise<RefreshLookup | null>
+  /** Delete the family and put the grant id on the revocation list until `until` (published). Idempotent. */
+  revokeGrant(grantId: string, until: number): Promise<void>
+
+  // -- revocation list -------------------------------------------------------
+  /** Add a jti or grant id until `exp` (epoch seconds) and publish it to every instance. */
+  addRevocation(entry: RevocationEntry): Promise<void>
+  /** Every unexpired entry (for load at start and periodic resync). */
+  listRevocations(): Promise<RevocationEntry[]>
+  /** Receive entries added by any instance (this one included). Returns an unsubscribe function. */
+  subscribeRevocations(onEntry: (entry: RevocationEntry) => void): Promise<() => Promise<void>>
+
+  // -- opaque access tokens --------------------------------------------------
+  putOpaqueToken(tokenHash: string, record: OpaqueTokenRecord): Promise<void>
+  getOpaqueToken(tokenHash: string): Promise<OpaqueTokenRecord | null>
+  deleteOpaqueToken(tokenHash: string): Promise<boolean>
+
+  // -- device authorization (RFC 8628) ----------------------------------------
+  /** Fails (returns false) when the user code is already in use. */
+  putDevice(deviceHash: string, record: DeviceRecord): Promise<boolean>
+  getDeviceByUserCode(userCode: string): Promise<{ deviceHash: string; record: DeviceRecord } | null>
+  /** pending → approved/denied, only from pending and before expiry. Returns false otherwise. */
+  decideDevice(userCode: string, decision: { approved: true; sub: string; authTime: number } | { approved: false }): Promise<boolean>
+  /** Atomic poll: slow_down when polled sooner than intervalSec after lastPollMs (interval += 5); approved → consumed once. */
+  pollDevice(deviceHash: string, nowMs: number): Promise<PollResult>
+
+  // -- browser sessions and consent ------------------------------------------
+  putSession(sessionId: string, record: SessionRecord, ttlSec: number): Promise<void>
+  getSession(sessionId: string): Promise<SessionRecord | null>
+  deleteSession(sessionId: string): Promise<void>
+  /** Remembered consent for (sub, client): the scopes granted. */
+  putConsent(sub: string, clientId: string, scopes: string[], ttlSec: number): Promise<void>
+  getConsent(sub: string, clientId: string): Promise<string[] | null>
+
+  // -- rate limits -----------------------------------------------------------
+  /** Count one hit in the fixed window of `windowSec` for key; returns the count so far in that window. */
+  hit(key: string, windowSec: number): Promise<number>
+  /** Current count without adding. */
+  hits(key: string): Promise<number>
+  clearHits(key: string): Promise<void>
+}
