@@ -5,8 +5,8 @@
  * `bearward check-config`.
  */
 export const DEMO_SECRET_HASHES: ReadonlyMap<string, string> = new Map([
-  ['__DEMO_CLIENT_HASH__', 'demo-secret'],
-  ['__DEMO_USER_HASH__', 'demo-password'],
+  ['scrypt$16384$8$1$T_fa9RH8qvVUH6zmXvgxwg$5I6XnQ5GNOnSvh4hfIvI-IzxZqino7IpleF2VoTz-9U', 'demo-secret'],
+  ['scrypt$16384$8$1$Xg4RwaADC0DMb75lzB2hIw$4DPebt_jLGmC_340SLD_j-d605lpJ8SBvJnUCSZrQT0', 'demo-password'],
 ])
 
 /** The demo secret a hash belongs to, or undefined. */

@@ -19,6 +19,13 @@ import { suggest } from './suggest.js'
 /** Reads one value at `path`; undefined when refused (problem recorded). */
 export type Read<T> = (node: Node, path: string) => T | undefined
 
+/** A value with the node and path it was read from. */
+export interface Located<T> {
+  value: T
+  node: Node
+  path: string
+}
+
 /** A value refused by the env substitution step (already reported). */
 const REPORTED: unique symbol = Symbol('reported')
 
@@ -450,22 +457,28 @@ export class Reader {
     }))
   }
 
-  /** A list read item by item; refused items are dropped (problems recorded). */
-  list<T>(read: Read<T>, opts: { nonEmpty?: boolean } = {}): Read<T[]> {
+  /** A list read item by item, keeping each value's node and path for later cross-checks. */
+  located<T>(read: Read<T>, opts: { nonEmpty?: boolean; emptyMessage?: string } = {}): Read<Array<Located<T>>> {
     return (node, path) => {
       const items = this.items(node, path)
       if (items === undefined) return undefined
       if (opts.nonEmpty && items.length === 0) {
-        this.problem(this.#at(node), path, 'must list at least one value')
+        this.problem(this.#at(node), path, opts.emptyMessage ?? 'must list at least one value')
         return undefined
       }
-      const out: T[] = []
+      const out: Array<Located<T>> = []
       for (const item of items) {
         const value = read(item.node, item.path)
-        if (value !== undefined) out.push(value)
+        if (value !== undefined) out.push({ value, node: item.node, path: item.path })
       }
       return out
     }
+  }
+
+  /** A list read item by item; refused items are dropped (problems recorded). */
+  list<T>(read: Read<T>, opts: { nonEmpty?: boolean; emptyMessage?: string } = {}): Read<T[]> {
+    const located = this.located(read, opts)
+    return (node, path) => located(node, path)?.map((item) => item.value)
   }
 
   /**

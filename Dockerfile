@@ -1,0 +1,30 @@
+# syntax=docker/dockerfile:1
+# Build stage: dev dependencies + TypeScript compile.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# Runtime stage: production dependencies only, non-root.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    BEARWARD_CONFIG=/etc/bearward/gateway.yaml
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+COPY config ./config
+# The config is mounted at /etc/bearward (a ConfigMap or a bind mount); the
+# image's example is the fallback.
+RUN mkdir -p /etc/bearward && cp config/gateway.yaml /etc/bearward/gateway.yaml && chown -R node:node /etc/bearward
+USER node
+EXPOSE 8080 9090
+# admin_listen must bind 0.0.0.0:9090 (or the health check's address) in containers.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:9090/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+ENTRYPOINT ["node", "bin/bearward"]
+CMD ["start"]

@@ -1,0 +1,136 @@
+/**
+ * `authorization_server`: the built-in issuer (`self`). Durations become whole
+ * seconds; the built-in OIDC scopes are always known.
+ */
+import type { Node } from 'yaml'
+import type { AuthorizationServerConfig, KeySource } from '../types.js'
+import type { Reader } from '../reader.js'
+import { SCOPE_TOKEN } from '../values.js'
+import { readClients } from './clients.js'
+import { readUsers } from './users.js'
+
+export const AUTHORIZATION_SERVER_KEYS = [
+  'keys',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'code_ttl',
+  'scopes',
+  'clients',
+  'users',
+  'session',
+  'consent',
+  'rate_limit',
+  'device',
+] as const
+
+/** OIDC Core 5.4 scopes plus offline_access (OIDC Core 11); their texts show on the consent page. */
+export const BUILT_IN_SCOPES: Readonly<Record<string, string>> = {
+  openid: 'Sign you in with your account',
+  profile: 'Read your basic profile (name)',
+  email: 'Read your email address',
+  offline_access: 'Keep access while you are not using the app',
+}
+
+/** Key types that can sign JWTs with the asymmetric algorithms we allow. */
+const SIGNING_KTY = ['RSA', 'EC', 'OKP']
+
+/** RFC 6749 4.1.2 recommends at most 10 minutes for an authorization code. */
+const MAX_CODE_TTL_SEC = 600
+
+export function readAuthorizationServer(r: Reader, node: Node, path: string): AuthorizationServerConfig | undefined {
+  const as = r.map(node, path, AUTHORIZATION_SERVER_KEYS)
+  if (as === undefined) return undefined
+
+  const keys = as.opt('keys', (n, p) => readKeys(r, n, p), [])
+  if (keys.length === 0) {
+    r.warn(
+      as.get('keys') ?? as.node,
+      as.pathOf('keys'),
+      'no signing keys: an ephemeral key is generated at start, so tokens stop validating after a restart and differ between instances; create one with `bearward keys generate` and list it under `keys`',
+    )
+  }
+
+  const at = r.map(as.get('access_token'), as.pathOf('access_token'), ['format', 'ttl'])
+  const rt = r.map(as.get('refresh_token'), as.pathOf('refresh_token'), ['ttl'])
+  const it = r.map(as.get('id_token'), as.pathOf('id_token'), ['ttl'])
+  const session = r.map(as.get('session'), as.pathOf('session'), ['ttl'])
+  const consent = r.map(as.get('consent'), as.pathOf('consent'), ['remember', 'ttl'])
+  const rate = r.map(as.get('rate_limit'), as.pathOf('rate_limit'), ['login_max_failures', 'client_auth_max_failures', 'window'])
+  const device = r.map(as.get('device'), as.pathOf('device'), ['ttl', 'interval'])
+
+  const scopes: Record<string, string> = { ...BUILT_IN_SCOPES }
+  const scopesNode = as.get('scopes')
+  for (const e of scopesNode === undefined ? [] : (r.entries(scopesNode, as.pathOf('scopes')) ?? [])) {
+    if (!SCOPE_TOKEN.test(e.key)) {
+      r.problem(e.keyNode, e.path, `\`${e.key}\` is not a valid scope name: no spaces, \`"\` or \`\\\` (RFC 6749 3.3)`)
+      continue
+    }
+    const description = r.str()(e.value, e.path)
+    if (description !== undefined) scopes[e.key] = description
+  }
+  const knownScopes = new Set(Object.keys(scopes))
+
+  const deviceTtlSec = device?.opt('ttl', r.seconds({ min: 1 }), 600) ?? 600
+  const intervalSec = device?.opt('interval', r.seconds({ min: 1 }), 5) ?? 5
+  if (device !== undefined && intervalSec >= deviceTtlSec) {
+    r.problem(device.get('interval') ?? device.node, device.pathOf('interval'), `the polling interval (${intervalSec}s) must be shorter than the device code ttl (${deviceTtlSec}s)`)
+  }
+
+  return {
+    keys,
+    accessToken: {
+      format: at?.opt('format', r.oneOf(['jwt', 'opaque'] as const, { what: 'an access token format' }), 'jwt') ?? 'jwt',
+      ttlSec: at?.opt('ttl', r.seconds({ min: 1 }), 600) ?? 600,
+    },
+    refreshToken: { ttlSec: rt?.opt('ttl', r.seconds({ min: 1 }), 30 * 86400) ?? 30 * 86400 },
+    idToken: { ttlSec: it?.opt('ttl', r.seconds({ min: 1 }), 3600) ?? 3600 },
+    codeTtlSec: as.opt('code_ttl', r.seconds({ min: 1, max: MAX_CODE_TTL_SEC }), 60),
+    scopes,
+    clients: as.opt('clients', (n, p) => readClients(r, n, p, knownScopes), []),
+    users: as.opt('users', (n, p) => readUsers(r, n, p), []),
+    session: { ttlSec: session?.opt('ttl', r.seconds({ min: 1 }), 8 * 3600) ?? 8 * 3600 },
+    consent: {
+      remember: consent?.opt('remember', r.bool(), true) ?? true,
+      ttlSec: consent?.opt('ttl', r.seconds({ min: 1 }), 30 * 86400) ?? 30 * 86400,
+    },
+    rateLimit: {
+      loginMaxFailures: rate?.opt('login_max_failures', r.int({ min: 1 }), 5) ?? 5,
+      clientAuthMaxFailures: rate?.opt('client_auth_max_failures', r.int({ min: 1 }), 10) ?? 10,
+      windowSec: rate?.opt('window', r.seconds({ min: 1 }), 900) ?? 900,
+    },
+    device: { ttlSec: deviceTtlSec, intervalSec },
+  }
+}
+
+function readKeys(r: Reader, node: Node, path: string): KeySource[] | undefined {
+  const items = r.items(node, path)
+  if (items === undefined) return undefined
+  const keys: KeySource[] = []
+  for (const item of items) {
+    const k = r.map(item.node, item.path, ['file', 'jwk'])
+    if (k === undefined) continue
+    if (k.has('file') === k.has('jwk')) {
+      r.problem(k.node ?? item.node, item.path, 'a key is either `{ file: path/to/key.jwk }` or `{ jwk: { ... } }`, exactly one of the two')
+      continue
+    }
+    if (k.has('file')) {
+      const file = k.req('file', r.filePath())
+      if (file !== undefined) keys.push({ file })
+      continue
+    }
+    const jwkNode = k.get('jwk')
+    if (jwkNode === undefined || r.entries(jwkNode, k.pathOf('jwk')) === undefined) continue
+    const jwk = r.plain(jwkNode, k.pathOf('jwk')) as Record<string, unknown>
+    if (typeof jwk.kty !== 'string' || !SIGNING_KTY.includes(jwk.kty)) {
+      r.problem(jwkNode, `${k.pathOf('jwk')}.kty`, 'a signing JWK needs `kty` `RSA`, `EC` or `OKP` (symmetric keys are not used)')
+      continue
+    }
+    if (keys.length === 0 && typeof jwk.d !== 'string') {
+      r.problem(jwkNode, `${k.pathOf('jwk')}.d`, 'the first key signs tokens, so it needs its private part (`d`)')
+      continue
+    }
+    keys.push({ jwk })
+  }
+  return keys
+}

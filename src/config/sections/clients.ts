@@ -1,0 +1,165 @@
+/**
+ * `authorization_server.clients[]`: registered clients (RFC 6749 2).
+ * Public clients never have a secret and always use PKCE with rotated refresh
+ * tokens (RFC 9700 2.1.1, 4.14.2); confidential clients always have one.
+ */
+import type { Node } from 'yaml'
+import type { ClientConfig, ClientType, GrantType, TokenEndpointAuthMethod } from '../types.js'
+import { checkSecretHashShape } from '../hash-format.js'
+import { demoSecretOf } from '../demo.js'
+import type { MapView, Reader } from '../reader.js'
+import { suggest } from '../suggest.js'
+import { UniqueSet } from '../unique.js'
+import { checkOrigin, parseAbsoluteUrl } from '../values.js'
+
+export const CLIENT_KEYS = [
+  'client_id',
+  'name',
+  'type',
+  'secret_hash',
+  'token_endpoint_auth_method',
+  'redirect_uris',
+  'grant_types',
+  'scopes',
+  'allowed_origins',
+  'introspect',
+  'require_pkce',
+  'allow_plain_pkce',
+  'skip_consent',
+  'rotate_refresh_tokens',
+] as const
+
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
+
+export const GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT]
+
+const REFUSED_GRANTS: Readonly<Record<string, string>> = {
+  password: 'the `password` grant is not supported: RFC 9700 2.4 forbids the resource owner password credentials grant',
+  implicit: 'the `implicit` grant is not supported: RFC 9700 2.1.2 forbids issuing tokens in the authorization response',
+  token: 'the `implicit` grant is not supported: RFC 9700 2.1.2 forbids issuing tokens in the authorization response',
+}
+
+/** RFC 6749 A.1: client_id is VSCHAR; spaces are refused too, they only cause grief in Basic auth. */
+const CLIENT_ID = /^[\x21-\x7e]+$/
+
+const HASH_HINT = "; create one with `printf '%s' SECRET | bearward hash-secret`"
+
+function checkRedirectUri(value: string): string | undefined {
+  const url = parseAbsoluteUrl(value)
+  if (url === undefined) return `\`${value}\` is not an absolute URI; redirect URIs are compared by exact string match (RFC 9700 4.1.3), so write the full URI`
+  if (value.includes('#')) return 'a redirect URI must not contain a fragment (RFC 6749 3.1.2)'
+  return undefined
+}
+
+export function readClients(r: Reader, node: Node, path: string, knownScopes: ReadonlySet<string>): ClientConfig[] {
+  const clients: ClientConfig[] = []
+  const ids = new UniqueSet(r, 'client_id')
+  for (const item of r.items(node, path) ?? []) {
+    const c = r.map(item.node, item.path, CLIENT_KEYS)
+    if (c === undefined) continue
+    const client = readClient(r, c, knownScopes)
+    if (client === undefined) continue
+    ids.add(client.clientId, c.get('client_id'), c.pathOf('client_id'))
+    clients.push(client)
+  }
+  return clients
+}
+
+function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): ClientConfig | undefined {
+  const clientId = c.req('client_id', r.str({ check: (v) => (CLIENT_ID.test(v) ? undefined : 'a client_id is printable ASCII without spaces') }))
+  const type = c.req('type', r.oneOf<ClientType>(['confidential', 'public'], { what: 'a client type' }), ' (`confidential` or `public`)')
+  const name = c.opt('name', r.str(), clientId ?? '')
+
+  const secretHash = c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
+  if (type === 'public' && c.has('secret_hash')) {
+    r.problem(c.get('secret_hash'), c.pathOf('secret_hash'), 'a public client has no secret: remove `secret_hash`, or make the client `type: confidential`')
+  }
+  if (type === 'confidential' && !c.has('secret_hash')) {
+    r.problem(c.node, c.pathOf('secret_hash'), `a confidential client needs \`secret_hash\`${HASH_HINT}`)
+  }
+  if (secretHash !== undefined) {
+    const demo = demoSecretOf(secretHash)
+    if (demo !== undefined) {
+      r.warn(c.get('secret_hash'), c.pathOf('secret_hash'), `this is the public DEMO secret \`${demo}\` from the example config; replace it${HASH_HINT}`)
+    }
+  }
+
+  const method = c.maybe('token_endpoint_auth_method', r.oneOf<TokenEndpointAuthMethod>(['client_secret_basic', 'client_secret_post', 'none']))
+  let tokenEndpointAuthMethod: TokenEndpointAuthMethod = type === 'public' ? 'none' : 'client_secret_basic'
+  if (method !== undefined) {
+    const methodPath = c.pathOf('token_endpoint_auth_method')
+    if (type === 'public' && method !== 'none') {
+      r.problem(c.get('token_endpoint_auth_method'), methodPath, `a public client cannot authenticate with \`${method}\`; public clients use \`none\``)
+    } else if (type === 'confidential' && method === 'none') {
+      r.problem(c.get('token_endpoint_auth_method'), methodPath, 'a confidential client authenticates with its secret: use `client_secret_basic` or `client_secret_post`')
+    } else {
+      tokenEndpointAuthMethod = method
+    }
+  }
+
+  const grantTypes = dedupe(
+    c.opt(
+      'grant_types',
+      r.list(r.oneOf(GRANT_TYPES, { aliases: { device_code: DEVICE_CODE_GRANT }, refused: REFUSED_GRANTS, what: 'a supported grant type' }), { nonEmpty: true }),
+      ['authorization_code', 'refresh_token'],
+    ),
+  )
+  if (type === 'public' && grantTypes.includes('client_credentials')) {
+    r.problem(c.get('grant_types') ?? c.node, c.pathOf('grant_types'), 'a public client cannot use `client_credentials`: that grant needs client authentication (RFC 6749 4.4)')
+  }
+
+  const needsRedirect = grantTypes.includes('authorization_code')
+  const redirectNeeded = 'a client with the `authorization_code` grant needs at least one redirect URI'
+  const redirectUris = dedupe(
+    c.opt('redirect_uris', r.list(r.str({ check: checkRedirectUri }), { nonEmpty: needsRedirect, emptyMessage: redirectNeeded }), []),
+  )
+  if (needsRedirect && !c.has('redirect_uris')) r.problem(c.node, c.pathOf('redirect_uris'), redirectNeeded)
+
+  const scopes = c.opt('scopes', r.located(r.str()), [])
+  for (const scope of scopes) {
+    if (knownScopes.has(scope.value)) continue
+    const guess = suggest(scope.value, [...knownScopes])
+    const didYouMean = guess === undefined ? '' : `did you mean \`${guess}\`? `
+    r.problem(scope.node, scope.path, `unknown scope \`${scope.value}\`; ${didYouMean}declare it under \`authorization_server.scopes\``)
+  }
+
+  const allowedOrigins = dedupe(c.opt('allowed_origins', r.list(r.str({ check: checkOrigin })), []))
+  const introspect = c.opt('introspect', r.bool(), false)
+  const allowPlainPkce = c.opt('allow_plain_pkce', r.bool(), false)
+  const skipConsent = c.opt('skip_consent', r.bool(), false)
+
+  const requirePkce = c.opt('require_pkce', r.bool(), true)
+  if (type === 'public' && !requirePkce) {
+    r.problem(c.get('require_pkce'), c.pathOf('require_pkce'), 'public clients must use PKCE (RFC 9700 2.1.1); remove `require_pkce: false`')
+  }
+  const rotateRefreshTokens = c.opt('rotate_refresh_tokens', r.bool(), true)
+  if (type === 'public' && !rotateRefreshTokens) {
+    r.problem(
+      c.get('rotate_refresh_tokens'),
+      c.pathOf('rotate_refresh_tokens'),
+      "a public client's refresh tokens must rotate (RFC 9700 4.14.2); remove `rotate_refresh_tokens: false`",
+    )
+  }
+
+  if (clientId === undefined || type === undefined) return undefined
+  return {
+    clientId,
+    name,
+    type,
+    secretHash: type === 'confidential' ? (secretHash ?? null) : null,
+    tokenEndpointAuthMethod,
+    redirectUris,
+    grantTypes,
+    scopes: dedupe(scopes.map((s) => s.value)),
+    allowedOrigins,
+    introspect,
+    requirePkce: type === 'public' ? true : requirePkce,
+    allowPlainPkce,
+    skipConsent,
+    rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
+  }
+}
+
+function dedupe<T>(values: T[]): T[] {
+  return [...new Set(values)]
+}

@@ -1,0 +1,697 @@
+/**
+ * The shared store on Redis (single node or Cluster) via ioredis.
+ *
+ * Atomicity: every transition documented "atomic" in `types.ts` is one command
+ * or one Lua script (`redis-scripts.ts`). Keys a script touches share a hash
+ * tag (`{...}`), so scripts are cluster-safe.
+ *
+ * Time: expiry decisions compare the injected Clock with times stored in the
+ * records (the script gets "now" as an argument); Redis TTLs only collect
+ * garbage (set to the same deadline, relative to the Clock's now). Tests can
+ * therefore move a ManualClock instead of sleeping, with a real Redis.
+ *
+ * Key layout (`p` = keyPrefix, default `bw:`; every variable part is
+ * percent-encoded so it can hold no brace):
+ *   p code:{hash}     hash {r: record JSON, st: i|u, gid, exp, dl: deadline ms}
+ *   p grant:{gid}     hash {g: grant JSON, exp, max, cur: current hash,
+ *                           rev: revoked-until (tombstone), t:<hash>: issuedAt}
+ *   p rt:{hash}       string grant id (refresh-token index)
+ *   p revoked:{jti}, p revoked:{grant}   sorted sets, score = exp (epoch s)
+ *   p at:{hash}       hash {r: opaque token JSON, exp}
+ *   p dev:{hash}      hash of the DeviceRecord fields
+ *   p ucode:{code}    hash {d: device hash, e: expires ms}
+ *   p sess:{sha256(id)}, p consent:{sub}:client   string {r|s, e: expires ms}
+ *   p rl:{key}        hash {c: count, r: window reset ms}
+ *   channel p revocations: RevocationEntry JSON
+ *
+ * Refresh families: the caller gives only a token hash, so `rt:{hash}` maps it
+ * to its grant id (one GET), and the rotation script then runs on the grant's
+ * key alone and re-checks that the hash is a member of that family (field
+ * `t:<hash>`): a race between the lookup and the script can only make it answer
+ * `missing`. The new token's index key is written before the script, so once
+ * the rotation commits the new token is findable; a leftover index key pointing
+ * at a family that does not hold the hash is harmless.
+ * On reuse the family becomes a tombstone (`rev`), which still recognises the
+ * family's tokens as `reused` (so N concurrent replays of one token give one
+ * `rotated` and N-1 `reused`) but serves nothing. On a single node the same
+ * script adds the grant to `revoked:{grant}` and publishes; on Cluster that set
+ * lives in another slot, so the script publishes and the client adds the entry
+ * right after (re-added on any later replay, as ZADD GT is idempotent).
+ *
+ * Failure: commands fail fast with StoreUnavailableError while Redis is down
+ * (no offline queue, nothing replayed after a caller saw an error), each
+ * bounded by `commandTimeoutMs`; the client reconnects forever with capped
+ * backoff, and a state change is logged once.
+ */
+import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis'
+import type { Clock } from '../clock.js'
+import { StoreUnavailableError } from '../errors.js'
+import { hashToken } from './hash.js'
+import {
+  ADD_REVOCATION,
+  CLAIM_USER_CODE,
+  DECIDE_DEVICE,
+  DELETE_OPAQUE,
+  HIT,
+  LINK_CODE_GRANT,
+  NOTE_ACCESS_EXP,
+  POLL_DEVICE,
+  PUT_HASH,
+  REVOKE_GRANT,
+  ROTATE_REFRESH,
+  TAKE_CODE,
+  type LuaScript,
+} from './redis-scripts.js'
+import type {
+  CodeRecord,
+  DeviceRecord,
+  DeviceStatus,
+  GrantRecord,
+  OpaqueTokenRecord,
+  PollResult,
+  RefreshLookup,
+  RevocationEntry,
+  RevocationKind,
+  RotateResult,
+  SessionRecord,
+  Store,
+  TakeCodeResult,
+} from './types.js'
+
+/** The subset of a pino logger the store uses. */
+export interface StoreLog {
+  info(obj: object, msg: string): void
+  warn(obj: object, msg: string): void
+  error(obj: object, msg: string): void
+}
+
+export interface RedisStoreOptions {
+  /** redis:// or rediss:// URL (may hold a password: never logged). */
+  url: string
+  /** Cluster seed nodes (`host:port` or redis:// URLs); empty or absent for a single node. */
+  cluster?: string[]
+  /** Prefix of every key and of the revocation channel (default `bw:`). */
+  keyPrefix?: string
+  /** Per-command timeout (default 1000 ms). */
+  commandTimeoutMs?: number
+  clock: Clock
+  log?: StoreLog
+  /** Cap of the reconnect backoff (default 2000 ms). */
+  maxReconnectDelayMs?: number
+}
+
+type Client = Redis | Cluster
+type Arg = string | number
+
+const KINDS: readonly RevocationKind[] = ['jti', 'grant']
+const DEVICE_STATUSES: readonly DeviceStatus[] = ['pending', 'approved', 'denied', 'consumed']
+
+/** Percent-encode a key part, so it cannot contain `{`/`}` (hash tags) or `:`. */
+function part(value: string): string {
+  return encodeURIComponent(value)
+}
+
+function unavailable(err: unknown): StoreUnavailableError {
+  if (err instanceof StoreUnavailableError) return err
+  return new StoreUnavailableError('store unavailable', { cause: err })
+}
+
+/** A message that is safe to log: no URL (it may carry a password), no values. */
+function describe(err: unknown): { code?: string; message: string } {
+  if (!(err instanceof Error)) return { message: 'unknown error' }
+  const code = (err as { code?: unknown }).code
+  return typeof code === 'string' ? { code, message: err.message } : { message: err.message }
+}
+
+/**
+ * One ioredis connection (or cluster) and what we know of its health. Commands
+ * are only written while it is `ready`; before the first connection a command
+ * waits for it, bounded by the command timeout.
+ */
+class Link {
+  readonly client: Client
+  readonly #name: string
+  readonly #timeoutMs: number
+  readonly #log: StoreLog | undefined
+  /** Known unreachable (an error or close since the last ready). */
+  #down = false
+  /** Last state logged, so each change is logged once. */
+  #logged: 'up' | 'down' | null = null
+
+  constructor(client: Client, name: string, timeoutMs: number, log: StoreLog | undefined) {
+    this.client = client
+    this.#name = name
+    this.#timeoutMs = timeoutMs
+    this.#log = log
+    client.on('ready', () => {
+      this.#down = false
+      if (this.#logged !== 'up') this.#log?.info({ connection: this.#name }, 'store connected')
+      this.#logged = 'up'
+    })
+    // Without an 'error' listener ioredis would report every failed reconnect itself.
+    client.on('error', (err: unknown) => this.#fail(err))
+    client.on('close', () => this.#fail(null))
+  }
+
+  #fail(err: unknown): void {
+    if (this.client.status === 'ready') return
+    this.#down = true
+    if (this.#logged !== 'down') {
+      this.#log?.warn({ connection: this.#name, err: err ? describe(err) : undefined }, 'store unreachable')
+    }
+    this.#logged = 'down'
+  }
+
+  /** Resolves when commands may be written; rejects with StoreUnavailableError otherwise. */
+  async ready(): Promise<void> {
+    const c = this.client
+    if (c.status === 'ready') return
+    if (this.#down || c.status === 'end' || c.status === 'close') throw new StoreUnavailableError()
+    await new Promise<void>((resolve, reject) => {
+      const done = (err: StoreUnavailableError | null): void => {
+        clearTimeout(timer)
+        c.off('ready', onReady)
+        c.off('error', onFail)
+        c.off('end', onFail)
+        if (err) reject(err)
+        else resolve()
+      }
+      const onReady = (): void => done(null)
+      const onFail = (): void => done(new StoreUnavailableError())
+      const timer = setTimeout(() => {
+        this.#down = true
+        done(new StoreUnavailableError('store did not answer in time'))
+      }, this.#timeoutMs)
+      c.once('ready', onReady)
+      c.once('error', onFail)
+      c.once('end', onFail)
+    })
+  }
+
+  async close(): Promise<void> {
+    const c = this.client
+    if (c.status === 'ready') {
+      try {
+        await c.quit()
+        return
+      } catch {
+        // fall through to a hard disconnect
+      }
+    }
+    c.disconnect()
+  }
+}
+
+function parseNode(seed: string): ClusterNode {
+  if (/^rediss?:\/\//.test(seed)) {
+    const u = new URL(seed)
+    return { host: u.hostname, port: Number(u.port || 6379) }
+  }
+  const i = seed.lastIndexOf(':')
+  return i > 0 ? { host: seed.slice(0, i), port: Number(seed.slice(i + 1)) } : { host: seed, port: 6379 }
+}
+
+function createClient(o: RedisStoreOptions, timeoutMs: number): Client {
+  const capMs = o.maxReconnectDelayMs ?? 2000
+  const common: RedisOptions = {
+    commandTimeout: timeoutMs,
+    connectTimeout: Math.max(timeoutMs, 2000),
+    // No offline queue and no replay: a command either goes out now or fails,
+    // and nothing the caller saw fail is executed later behind its back.
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    // In-flight commands are rejected as soon as the connection drops.
+    maxRetriesPerRequest: 0,
+    retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 10), capMs),
+  }
+  if (o.cluster && o.cluster.length > 0) {
+    const u = new URL(o.url)
+    const redisOptions: RedisOptions = { ...common }
+    if (u.username) redisOptions.username = decodeURIComponent(u.username)
+    if (u.password) redisOptions.password = decodeURIComponent(u.password)
+    if (u.protocol === 'rediss:') redisOptions.tls = {}
+    return new Cluster(o.cluster.map(parseNode), {
+      redisOptions,
+      enableOfflineQueue: false,
+      clusterRetryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 10), capMs),
+    })
+  }
+  return new Redis(o.url, common)
+}
+
+function str(v: unknown): string {
+  if (typeof v === 'string') return v
+  if (typeof v === 'number') return String(v)
+  if (Buffer.isBuffer(v)) return v.toString('utf8')
+  throw new StoreUnavailableError('unexpected reply from store')
+}
+
+function num(v: unknown): number {
+  const n = Number(str(v))
+  if (!Number.isFinite(n)) throw new StoreUnavailableError('unexpected reply from store')
+  return n
+}
+
+function list(v: unknown): unknown[] {
+  if (!Array.isArray(v)) throw new StoreUnavailableError('unexpected reply from store')
+  return v as unknown[]
+}
+
+function parseEntry(message: string): RevocationEntry | null {
+  try {
+    const v = JSON.parse(message) as { kind?: unknown; id?: unknown; exp?: unknown }
+    if ((v.kind === 'jti' || v.kind === 'grant') && typeof v.id === 'string' && typeof v.exp === 'number') {
+      return { kind: v.kind, id: v.id, exp: v.exp }
+    }
+  } catch {
+    // fall through: a message we did not write is ignored
+  }
+  return null
+}
+
+/** Build a DeviceRecord from the device hash's fields (HGETALL as a flat list or object). */
+function decodeDevice(fields: Record<string, string>): DeviceRecord | null {
+  const status = fields.status as DeviceStatus | undefined
+  if (!status || !DEVICE_STATUSES.includes(status)) return null
+  return {
+    clientId: fields.clientId ?? '',
+    userCode: fields.userCode ?? '',
+    scope: fields.scope ?? '',
+    status,
+    sub: fields.sub ?? null,
+    authTime: fields.authTime === undefined ? null : Number(fields.authTime),
+    expiresAt: Number(fields.expiresAt),
+    intervalSec: Number(fields.intervalSec),
+    lastPollMs: Number(fields.lastPollMs),
+  }
+}
+
+function pairs(flat: unknown[]): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (let i = 0; i + 1 < flat.length; i += 2) out[str(flat[i])] = str(flat[i + 1])
+  return out
+}
+
+/** {@link Store} on Redis; see the module comment for keys, atomicity and failure behaviour. */
+export class RedisStore implements Store {
+  readonly kind = 'redis' as const
+
+  readonly #opts: RedisStoreOptions
+  readonly #clock: Clock
+  readonly #prefix: string
+  readonly #channel: string
+  readonly #timeoutMs: number
+  readonly #cluster: boolean
+  readonly #main: Link
+  #sub: Link | null = null
+  readonly #listeners = new Set<(entry: RevocationEntry) => void>()
+  #subscribing: Promise<void> | null = null
+  #closed = false
+
+  constructor(options: RedisStoreOptions) {
+    this.#opts = options
+    this.#clock = options.clock
+    this.#prefix = options.keyPrefix ?? 'bw:'
+    this.#channel = `${this.#prefix}revocations`
+    this.#timeoutMs = options.commandTimeoutMs ?? 1000
+    this.#cluster = (options.cluster?.length ?? 0) > 0
+    this.#main = new Link(createClient(options, this.#timeoutMs), 'main', this.#timeoutMs, options.log)
+  }
+
+  // -- plumbing --------------------------------------------------------------
+
+  #key(kind: string, tag: string, rest = ''): string {
+    return `${this.#prefix}${kind}:{${part(tag)}}${rest}`
+  }
+
+  #ttlMs(untilMs: number): number {
+    return Math.max(1, Math.ceil(untilMs - this.#clock.now()))
+  }
+
+  /** Run commands on the main connection; any failure becomes StoreUnavailableError. */
+  async #do<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+    if (this.#closed) throw new StoreUnavailableError('store closed')
+    await this.#main.ready()
+    try {
+      return await fn(this.#main.client)
+    } catch (err) {
+      throw unavailable(err)
+    }
+  }
+
+  /** EVALSHA, loading the script with EVAL when the server does not have it yet. */
+  async #eval(c: Client, s: LuaScript, keys: string[], args: Arg[]): Promise<unknown> {
+    try {
+      return await c.evalsha(s.sha, keys.length, ...keys, ...args)
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+        return await c.eval(s.lua, keys.length, ...keys, ...args)
+      }
+      throw err
+    }
+  }
+
+  async #putHash(c: Client, key: string, ttlMs: number, fields: Record<string, Arg>): Promise<void> {
+    const flat: Arg[] = []
+    for (const [k, v] of Object.entries(fields)) flat.push(k, v)
+    await this.#eval(c, PUT_HASH, [key], [ttlMs, ...flat])
+  }
+
+  /** Keys of a revoke-capable script: the revoked-grants set joins only on a single node. */
+  #revokeKeys(grantId: string): string[] {
+    const grantKey = this.#key('grant', grantId)
+    return this.#cluster ? [grantKey] : [grantKey, this.#key('revoked', 'grant')]
+  }
+
+  /** Cluster only: write the revocation set entry the grant script could not (no publish). */
+  async #durableGrantRevocation(c: Client, grantId: string, until: number): Promise<void> {
+    if (!this.#cluster) return
+    await this.#eval(c, ADD_REVOCATION, [this.#key('revoked', 'grant')], ['grant', grantId, until, this.#clock.now(), this.#channel, '0'])
+  }
+
+  async ping(): Promise<void> {
+    await this.#do(async (c) => {
+      await c.ping()
+    })
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.#listeners.clear()
+    await Promise.all([this.#main.close(), this.#sub?.close()])
+  }
+
+  // -- authorization codes ---------------------------------------------------
+
+  async putCode(codeHash: string, record: CodeRecord, ttlSec: number): Promise<void> {
+    const deadlineMs = Math.max(this.#clock.now() + ttlSec * 1000, record.expiresAt * 1000)
+    await this.#do((c) =>
+      this.#putHash(c, this.#key('code', codeHash), this.#ttlMs(deadlineMs), {
+        r: JSON.stringify(record),
+        st: 'i',
+        exp: record.expiresAt,
+        dl: deadlineMs,
+      }),
+    )
+  }
+
+  async takeCode(codeHash: string): Promise<TakeCodeResult> {
+    const reply = list(await this.#do((c) => this.#eval(c, TAKE_CODE, [this.#key('code', codeHash)], [this.#clock.now()])))
+    const status = str(reply[0])
+    if (status === 'taken') return { status, record: JSON.parse(str(reply[1])) as CodeRecord }
+    if (status === 'used') {
+      const gid = str(reply[2])
+      return { status, record: JSON.parse(str(reply[1])) as CodeRecord, grantId: gid === '' ? null : gid }
+    }
+    return { status: 'missing' }
+  }
+
+  async linkCodeGrant(codeHash: string, grantId: string): Promise<void> {
+    await this.#do((c) => this.#eval(c, LINK_CODE_GRANT, [this.#key('code', codeHash)], [grantId]))
+  }
+
+  // -- grants and refresh families -------------------------------------------
+
+  async createGrant(grant: GrantRecord, refreshHash: string | null): Promise<void> {
+    const ttl = this.#ttlMs(grant.expiresAt * 1000)
+    const fields: Record<string, Arg> = {
+      g: JSON.stringify(grant),
+      exp: grant.expiresAt,
+      max: grant.maxAccessExp,
+    }
+    if (refreshHash !== null) {
+      fields.cur = refreshHash
+      fields[`t:${refreshHash}`] = Math.floor(this.#clock.now() / 1000)
+    }
+    await this.#do(async (c) => {
+      // Index first: once the family exists its token is findable.
+      if (refreshHash !== null) await c.set(this.#key('rt', refreshHash), grant.grantId, 'PX', ttl)
+      await this.#putHash(c, this.#key('grant', grant.grantId), ttl, fields)
+    })
+  }
+
+  /** The family's fields, judged against the clock; null when gone, expired or revoked. */
+  async #readFamily(c: Client, grantId: string, tokenHash: string | null): Promise<{ grant: GrantRecord; current: string | null; issuedAt: number | null } | null> {
+    const [g, exp, max, cur, rev, t] = await c.hmget(this.#key('grant', grantId), 'g', 'exp', 'max', 'cur', 'rev', `t:${tokenHash ?? ''}`)
+    if (!g || !exp || !max || rev) return null
+    if (this.#clock.now() >= Number(exp) * 1000) return null
+    const grant = { ...(JSON.parse(g) as GrantRecord), expiresAt: Number(exp), maxAccessExp: Number(max) }
+    return { grant, current: cur ?? null, issuedAt: t ? Number(t) : null }
+  }
+
+  async getGrant(grantId: string): Promise<GrantRecord | null> {
+    return (await this.#do((c) => this.#readFamily(c, grantId, null)))?.grant ?? null
+  }
+
+  async noteAccessExp(grantId: string, exp: number): Promise<void> {
+    await this.#do((c) => this.#eval(c, NOTE_ACCESS_EXP, [this.#key('grant', grantId)], [exp, this.#clock.now()]))
+  }
+
+  async rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number): Promise<RotateResult> {
+    return this.#do(async (c) => {
+      const grantId = await c.get(this.#key('rt', oldHash))
+      if (grantId === null) return { status: 'missing' }
+      if (newHash !== null) {
+        await c.set(this.#key('rt', newHash), grantId, 'PX', this.#ttlMs(newExpiresAt * 1000))
+      }
+      const reply = list(
+        await this.#eval(c, ROTATE_REFRESH, this.#revokeKeys(grantId), [
+          oldHash, newHash ?? '', newExpiresAt, this.#clock.now(), grantId, this.#channel,
+        ]),
+      )
+      const status = str(reply[0])
+      if (status !== 'rotated' && newHash !== null) {
+        // The new token was never issued: drop its index key (best effort; it also expires).
+        await c.del(this.#key('rt', newHash)).catch(() => 0)
+      }
+      if (status === 'missing') return { status }
+      const grant = { ...(JSON.parse(str(reply[1])) as GrantRecord), expiresAt: num(reply[2]), maxAccessExp: num(reply[3]) }
+      if (status === 'rotated') return { status, grant }
+      await this.#durableGrantRevocation(c, grantId, num(reply[4]))
+      return { status: 'reused', grant }
+    })
+  }
+
+  async findRefresh(refreshHash: string): Promise<RefreshLookup | null> {
+    return this.#do(async (c) => {
+      const grantId = await c.get(this.#key('rt', refreshHash))
+      if (grantId === null) return null
+      const f = await this.#readFamily(c, grantId, refreshHash)
+      if (!f || f.issuedAt === null) return null
+      return { grant: f.grant, current: f.current === refreshHash, issuedAt: f.issuedAt }
+    })
+  }
+
+  async revokeGrant(grantId: string, until: number): Promise<void> {
+    await this.#do(async (c) => {
+      const used = num(await this.#eval(c, REVOKE_GRANT, this.#revokeKeys(grantId), [grantId, until, this.#clock.now(), this.#channel]))
+      await this.#durableGrantRevocation(c, grantId, used)
+    })
+  }
+
+  // -- revocation list -------------------------------------------------------
+
+  async addRevocation(entry: RevocationEntry): Promise<void> {
+    await this.#do((c) =>
+      this.#eval(c, ADD_REVOCATION, [this.#key('revoked', entry.kind)], [
+        entry.kind, entry.id, entry.exp, this.#clock.now(), this.#channel, '1',
+      ]),
+    )
+  }
+
+  async listRevocations(): Promise<RevocationEntry[]> {
+    const nowSec = Math.floor(this.#clock.now() / 1000)
+    return this.#do(async (c) => {
+      const replies = await Promise.all(KINDS.map((kind) => c.zrangebyscore(this.#key('revoked', kind), nowSec, '+inf', 'WITHSCORES')))
+      const out: RevocationEntry[] = []
+      KINDS.forEach((kind, i) => {
+        const flat = replies[i] ?? []
+        for (let j = 0; j + 1 < flat.length; j += 2) out.push({ kind, id: str(flat[j]), exp: num(flat[j + 1]) })
+      })
+      return out
+    })
+  }
+
+  async subscribeRevocations(onEntry: (entry: RevocationEntry) => void): Promise<() => Promise<void>> {
+    if (this.#closed) throw new StoreUnavailableError('store closed')
+    await this.#ensureSubscribed()
+    const fn = (e: RevocationEntry): void => onEntry(e)
+    this.#listeners.add(fn)
+    return async () => {
+      this.#listeners.delete(fn)
+    }
+  }
+
+  /** One subscriber connection per store, subscribed once; ioredis resubscribes after reconnects. */
+  async #ensureSubscribed(): Promise<void> {
+    if (!this.#sub) {
+      const sub = new Link(this.#main.client.duplicate(), 'subscriber', this.#timeoutMs, this.#opts.log)
+      sub.client.on('message', (channel: string, message: string) => {
+        if (channel !== this.#channel) return
+        const entry = parseEntry(message)
+        if (!entry) return
+        for (const fn of this.#listeners) {
+          try {
+            fn({ ...entry })
+          } catch (err) {
+            this.#opts.log?.error({ err: describe(err) }, 'revocation listener failed')
+          }
+        }
+      })
+      this.#sub = sub
+    }
+    const sub = this.#sub
+    this.#subscribing ??= (async () => {
+      await sub.ready()
+      await sub.client.subscribe(this.#channel)
+    })()
+    try {
+      await this.#subscribing
+    } catch (err) {
+      this.#subscribing = null // try again on the next call
+      throw unavailable(err)
+    }
+  }
+
+  // -- opaque access tokens --------------------------------------------------
+
+  async putOpaqueToken(tokenHash: string, record: OpaqueTokenRecord): Promise<void> {
+    await this.#do((c) =>
+      this.#putHash(c, this.#key('at', tokenHash), this.#ttlMs(record.exp * 1000), { r: JSON.stringify(record), exp: record.exp }),
+    )
+  }
+
+  async getOpaqueToken(tokenHash: string): Promise<OpaqueTokenRecord | null> {
+    const [r, exp] = await this.#do((c) => c.hmget(this.#key('at', tokenHash), 'r', 'exp'))
+    if (!r || !exp || this.#clock.now() >= Number(exp) * 1000) return null
+    return JSON.parse(r) as OpaqueTokenRecord
+  }
+
+  async deleteOpaqueToken(tokenHash: string): Promise<boolean> {
+    const n = await this.#do((c) => this.#eval(c, DELETE_OPAQUE, [this.#key('at', tokenHash)], [this.#clock.now()]))
+    return num(n) === 1
+  }
+
+  // -- device authorization (RFC 8628) ----------------------------------------
+
+  async putDevice(deviceHash: string, record: DeviceRecord): Promise<boolean> {
+    const expMs = record.expiresAt * 1000
+    const ttl = this.#ttlMs(expMs)
+    return this.#do(async (c) => {
+      const claimed = num(await this.#eval(c, CLAIM_USER_CODE, [this.#key('ucode', record.userCode)], [deviceHash, expMs, this.#clock.now(), ttl]))
+      if (claimed !== 1) return false
+      const fields: Record<string, Arg> = {
+        clientId: record.clientId,
+        userCode: record.userCode,
+        scope: record.scope,
+        status: record.status,
+        expiresAt: record.expiresAt,
+        intervalSec: record.intervalSec,
+        lastPollMs: record.lastPollMs,
+      }
+      if (record.sub !== null) fields.sub = record.sub
+      if (record.authTime !== null) fields.authTime = record.authTime
+      await this.#putHash(c, this.#key('dev', deviceHash), ttl, fields)
+      return true
+    })
+  }
+
+  /** The device hash a live user code points to, or null. */
+  async #deviceHashOf(c: Client, userCode: string): Promise<string | null> {
+    const [d, e] = await c.hmget(this.#key('ucode', userCode), 'd', 'e')
+    return d && e && this.#clock.now() < Number(e) ? d : null
+  }
+
+  async getDeviceByUserCode(userCode: string): Promise<{ deviceHash: string; record: DeviceRecord } | null> {
+    return this.#do(async (c) => {
+      const deviceHash = await this.#deviceHashOf(c, userCode)
+      if (deviceHash === null) return null
+      const record = decodeDevice(await c.hgetall(this.#key('dev', deviceHash)))
+      if (!record || this.#clock.now() >= record.expiresAt * 1000) return null
+      return { deviceHash, record }
+    })
+  }
+
+  async decideDevice(
+    userCode: string,
+    decision: { approved: true; sub: string; authTime: number } | { approved: false },
+  ): Promise<boolean> {
+    return this.#do(async (c) => {
+      const deviceHash = await this.#deviceHashOf(c, userCode)
+      if (deviceHash === null) return false
+      const args: Arg[] = decision.approved ? ['1', decision.sub, decision.authTime] : ['0', '', '']
+      return num(await this.#eval(c, DECIDE_DEVICE, [this.#key('dev', deviceHash)], [...args, this.#clock.now()])) === 1
+    })
+  }
+
+  async pollDevice(deviceHash: string, nowMs: number): Promise<PollResult> {
+    const reply = list(await this.#do((c) => this.#eval(c, POLL_DEVICE, [this.#key('dev', deviceHash)], [nowMs, this.#clock.now()])))
+    const status = str(reply[0])
+    const record = reply.length > 1 ? decodeDevice(pairs(list(reply[1]))) : null
+    if (!record) return { status: 'missing' }
+    if (status === 'slow_down' || status === 'pending' || status === 'denied' || status === 'approved') {
+      return { status, record }
+    }
+    // 'consumed' is never returned by the script for a live poll; treat anything else as gone.
+    return { status: 'missing' }
+  }
+
+  // -- browser sessions and consent ------------------------------------------
+
+  /** Session ids are bearer secrets (cookie values): only their hash becomes a key. */
+  #sessionKey(sessionId: string): string {
+    return this.#key('sess', hashToken(sessionId))
+  }
+
+  async #putExpiring(key: string, value: unknown, ttlSec: number): Promise<void> {
+    const expMs = this.#clock.now() + ttlSec * 1000
+    await this.#do((c) => c.set(key, JSON.stringify({ v: value, e: expMs }), 'PX', this.#ttlMs(expMs)))
+  }
+
+  async #getExpiring<T>(key: string): Promise<T | null> {
+    const raw = await this.#do((c) => c.get(key))
+    if (raw === null) return null
+    const { v, e } = JSON.parse(raw) as { v: T; e: number }
+    return this.#clock.now() < e ? v : null
+  }
+
+  async putSession(sessionId: string, record: SessionRecord, ttlSec: number): Promise<void> {
+    await this.#putExpiring(this.#sessionKey(sessionId), record, ttlSec)
+  }
+
+  async getSession(sessionId: string): Promise<SessionRecord | null> {
+    return this.#getExpiring<SessionRecord>(this.#sessionKey(sessionId))
+  }
+
+  async deleteSession(sessionId: string): Promise<void> {
+    await this.#do((c) => c.del(this.#sessionKey(sessionId)))
+  }
+
+  #consentKey(sub: string, clientId: string): string {
+    return this.#key('consent', sub, `:${part(clientId)}`)
+  }
+
+  async putConsent(sub: string, clientId: string, scopes: string[], ttlSec: number): Promise<void> {
+    await this.#putExpiring(this.#consentKey(sub, clientId), scopes, ttlSec)
+  }
+
+  async getConsent(sub: string, clientId: string): Promise<string[] | null> {
+    return this.#getExpiring<string[]>(this.#consentKey(sub, clientId))
+  }
+
+  // -- rate limits -----------------------------------------------------------
+
+  async hit(key: string, windowSec: number): Promise<number> {
+    return num(await this.#do((c) => this.#eval(c, HIT, [this.#key('rl', key)], [this.#clock.now(), windowSec])))
+  }
+
+  async hits(key: string): Promise<number> {
+    const [count, reset] = await this.#do((c) => c.hmget(this.#key('rl', key), 'c', 'r'))
+    return count && reset && this.#clock.now() < Number(reset) ? Number(count) : 0
+  }
+
+  async clearHits(key: string): Promise<void> {
+    await this.#do((c) => c.del(this.#key('rl', key)))
+  }
+}

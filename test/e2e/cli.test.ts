@@ -1,0 +1,87 @@
+import t from 'tap'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { runCli, tempConfig } from '../helpers/bin.js'
+import { parseSecretHash, SecretVerifier } from '../../src/crypto/secret.js'
+
+t.test('--version and --help', async (t) => {
+  const v = await runCli(['--version'])
+  t.equal(v.code, 0)
+  t.match(v.stdout, /^\d+\.\d+\.\d+\n$/)
+  for (const cmd of [[], ['--help'], ['start', '--help'], ['check-config', '--help'], ['hash-secret', '--help'], ['keys', '--help']]) {
+    const r = await runCli(cmd)
+    t.equal(r.code, 0, `bearward ${cmd.join(' ')}`)
+    t.match(r.stdout, /Usage: bearward/)
+  }
+  const bad = await runCli(['frobnicate'])
+  t.equal(bad.code, 1)
+  t.match(bad.stderr, /unknown command frobnicate/)
+})
+
+t.test('hash-secret prints a verifiable hash alone on its last line', async (t) => {
+  const r = await runCli(['hash-secret'], 's3cret-value\n')
+  t.equal(r.code, 0)
+  const last = r.stdout.trimEnd().split('\n').at(-1) ?? ''
+  t.ok(parseSecretHash(last), 'the last line is a hash in our format')
+  t.equal(await new SecretVerifier().verify('s3cret-value', last), true, 'the trailing newline is not part of the secret')
+  t.equal(await new SecretVerifier().verify('s3cret-value\n', last), false)
+
+  const g = await runCli(['hash-secret', '--generate'])
+  t.equal(g.code, 0)
+  const secret = /client_secret: (\S+)/.exec(g.stdout)?.[1] ?? ''
+  t.equal(secret.length, 43, 'a 256-bit secret, base64url')
+  const hash = g.stdout.trimEnd().split('\n').at(-1) ?? ''
+  t.equal(await new SecretVerifier().verify(secret, hash), true)
+
+  const empty = await runCli(['hash-secret'], '')
+  t.equal(empty.code, 1)
+})
+
+t.test('keys generate prints a private JWK with kid, alg and use', async (t) => {
+  for (const alg of ['ES256', 'RS256', 'PS256', 'EdDSA']) {
+    const r = await runCli(['keys', 'generate', '--alg', alg, '--kid', `k-${alg}`])
+    t.equal(r.code, 0, alg)
+    const jwk = JSON.parse(r.stdout) as Record<string, string>
+    t.equal(jwk.alg, alg)
+    t.equal(jwk.kid, `k-${alg}`)
+    t.equal(jwk.use, 'sig')
+    t.type(jwk.d, 'string', 'private member present')
+  }
+  const bad = await runCli(['keys', 'generate', '--alg', 'HS256'])
+  t.equal(bad.code, 1)
+  t.match(bad.stderr, /--alg must be one of/)
+})
+
+t.test('check-config: ok for a good file; positioned errors and exit 1 for a broken one', async (t) => {
+  const good = await tempConfig('listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nroutes:\n  - name: docs\n    match: { path: /docs }\n    upstream: http://127.0.0.1:3001\n    public: true\n')
+  const bad = await tempConfig('listen: 127.0.0.1:0\nlistn: 1\nroutes:\n  - name: docs\n    match: { path: /docs }\n    upstream: not a url\n    public: true\n')
+  t.teardown(async () => {
+    await good.cleanup()
+    await bad.cleanup()
+  })
+  const ok = await runCli(['check-config', '-c', good.file])
+  t.equal(ok.code, 0, ok.stderr)
+  t.match(ok.stdout, /^ok$/m)
+  const r = await runCli(['check-config', '-c', bad.file])
+  t.equal(r.code, 1)
+  t.match(r.stderr, new RegExp(`${bad.file.replace(/[.]/g, '\\.')}:2:1: .*listn`), 'unknown key with its position')
+  t.match(r.stderr, /did you mean `?listen`?/)
+  t.match(r.stderr, new RegExp(`${bad.file.replace(/[.]/g, '\\.')}:6:\\d+: routes\\[0\\]\\.upstream`), 'bad URL with its position')
+  const bin = await runCli(['start', '-c', bad.file])
+  t.equal(bin.code, 1, 'start refuses an invalid config')
+  t.match(bin.stderr, /invalid config/)
+})
+
+t.test('start exits non-zero with a clear message when the port is taken', async (t) => {
+  const blocker = createServer()
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
+  const port = (blocker.address() as AddressInfo).port
+  const cfg = await tempConfig(`listen: 127.0.0.1:${port}\nadmin_listen: 127.0.0.1:0\nroutes: []\n`)
+  t.teardown(async () => {
+    blocker.close()
+    await cfg.cleanup()
+  })
+  const r = await runCli(['start', '-c', cfg.file])
+  t.equal(r.code, 1)
+  t.match(r.stderr, /already in use/)
+})

@@ -1,0 +1,130 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, writeFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { createInterface } from 'node:readline'
+
+export const BIN = resolve('bin/bearward')
+
+export interface RunningBin {
+  /** Base URL of `listen`. */
+  url: string
+  /** Base URL of `admin_listen`. */
+  admin: string
+  child: ChildProcess
+  /** Every log line printed so far (raw JSON text). */
+  lines: string[]
+  /** Resolve with the first log line (parsed) for which `pred` holds, waiting up to `ms`. */
+  waitForLog(pred: (entry: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>
+  /** Send a signal and resolve with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+  exited: Promise<number | null>
+}
+
+/** A temporary directory holding a config file; removed by cleanup(). */
+export async function tempConfig(yaml: string, name = 'gateway.yaml'): Promise<{ dir: string; file: string; cleanup(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'bearward-'))
+  const file = join(dir, name)
+  await writeFile(file, yaml)
+  return { dir, file, cleanup: () => rm(dir, { recursive: true, force: true }) }
+}
+
+/**
+ * Start `bin/bearward start -c file` and wait until it logs where it listens
+ * (configs use port 0, so the log line is how a test learns the ports).
+ */
+export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 15000): Promise<RunningBin> {
+  const child = spawn(process.execPath, [BIN, 'start', '-c', file], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const lines: string[] = []
+  const waiters: Array<{ pred: (e: Record<string, unknown>) => boolean; resolve: (e: Record<string, unknown>) => void }> = []
+  const onLine = (line: string): void => {
+    lines.push(line)
+    let entry: Record<string, unknown>
+    try {
+      entry = JSON.parse(line) as Record<string, unknown>
+    } catch {
+      return
+    }
+    for (const w of [...waiters]) {
+      if (w.pred(entry)) {
+        waiters.splice(waiters.indexOf(w), 1)
+        w.resolve(entry)
+      }
+    }
+  }
+  createInterface({ input: child.stdout! }).on('line', onLine)
+  let stderr = ''
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString()
+  })
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)))
+
+  const waitForLog = (pred: (e: Record<string, unknown>) => boolean, ms = 10000): Promise<Record<string, unknown>> => {
+    for (const line of lines) {
+      try {
+        const e = JSON.parse(line) as Record<string, unknown>
+        if (pred(e)) return Promise.resolve(e)
+      } catch {
+        // not JSON
+      }
+    }
+    return new Promise((res, rej) => {
+      const w = { pred, resolve: res }
+      waiters.push(w)
+      const t = setTimeout(() => {
+        waiters.splice(waiters.indexOf(w), 1)
+        rej(new Error(`log line not seen within ${ms} ms; stderr: ${stderr}\nlog:\n${lines.join('\n')}`))
+      }, ms)
+      t.unref()
+      exited.then(() => {
+        if (waiters.includes(w)) {
+          clearTimeout(t)
+          waiters.splice(waiters.indexOf(w), 1)
+          rej(new Error(`bearward exited before the log line; stderr: ${stderr}\nlog:\n${lines.join('\n')}`))
+        }
+      })
+    })
+  }
+
+  const listening = await waitForLog((e) => typeof e.listen === 'string' && e.msg !== undefined && String(e.msg).startsWith('bearward listening'), timeoutMs)
+  return {
+    url: String(listening.listen),
+    admin: String(listening.admin),
+    child,
+    lines,
+    waitForLog,
+    exited,
+    stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
+      if (child.exitCode !== null) return child.exitCode
+      child.kill(signal)
+      return exited
+    },
+  }
+}
+
+/** Run the CLI to completion. */
+export function runCli(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((res) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.on('exit', (code) => res({ code, stdout, stderr }))
+    if (input !== undefined) child.stdin.end(input)
+    else child.stdin.end()
+  })
+}
+
+/** Poll `check` until it returns true or `ms` passes; returns whether it did. Used for effects of another process. */
+export async function eventually(check: () => Promise<boolean>, ms = 5000, stepMs = 25): Promise<boolean> {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    if (await check()) return true
+    await new Promise((r) => setTimeout(r, stepMs))
+  }
+  return check()
+}
