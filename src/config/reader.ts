@@ -544,6 +544,16 @@ export class Reader {
     return out
   }
 
+  /** A free-form mapping (user claims, inline JWK) as a plain object. */
+  plainMap(node: Node, path: string): Record<string, unknown> | undefined {
+    const resolved = this.resolve(node)
+    if (!isMap(resolved)) {
+      this.problem(resolved ?? node, path, `expected a mapping (\`key: value\` lines), got ${kindOf(resolved)}`)
+      return undefined
+    }
+    return this.plain(resolved, path) as Record<string, unknown>
+  }
+
   /**
    * Free-form data (user claims, inline JWKs) as plain JSON values, with
    * `${VAR}` substituted in its strings.

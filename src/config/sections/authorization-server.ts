@@ -107,7 +107,7 @@ function readKeys(r: Reader, node: Node, path: string): KeySource[] | undefined 
   const items = r.items(node, path)
   if (items === undefined) return undefined
   const keys: KeySource[] = []
-  for (const item of items) {
+  for (const [index, item] of items.entries()) {
     const k = r.map(item.node, item.path, ['file', 'jwk'])
     if (k === undefined) continue
     if (k.has('file') === k.has('jwk')) {
@@ -120,13 +120,13 @@ function readKeys(r: Reader, node: Node, path: string): KeySource[] | undefined 
       continue
     }
     const jwkNode = k.get('jwk')
-    if (jwkNode === undefined || r.entries(jwkNode, k.pathOf('jwk')) === undefined) continue
-    const jwk = r.plain(jwkNode, k.pathOf('jwk')) as Record<string, unknown>
+    const jwk = jwkNode === undefined ? undefined : r.plainMap(jwkNode, k.pathOf('jwk'))
+    if (jwk === undefined) continue
     if (typeof jwk.kty !== 'string' || !SIGNING_KTY.includes(jwk.kty)) {
       r.problem(jwkNode, `${k.pathOf('jwk')}.kty`, 'a signing JWK needs `kty` `RSA`, `EC` or `OKP` (symmetric keys are not used)')
       continue
     }
-    if (keys.length === 0 && typeof jwk.d !== 'string') {
+    if (index === 0 && typeof jwk.d !== 'string') {
       r.problem(jwkNode, `${k.pathOf('jwk')}.d`, 'the first key signs tokens, so it needs its private part (`d`)')
       continue
     }

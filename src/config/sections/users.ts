@@ -26,8 +26,9 @@ export function readUsers(r: Reader, node: Node, path: string): UserConfig[] {
     const sub = u.opt('sub', r.str(), username ?? '')
     const claimsNode = u.get('claims')
     let claims: Record<string, unknown> = {}
-    if (claimsNode !== undefined && r.entries(claimsNode, u.pathOf('claims')) !== undefined) {
-      claims = r.plain(claimsNode, u.pathOf('claims')) as Record<string, unknown>
+    const readClaims = claimsNode === undefined ? undefined : r.plainMap(claimsNode, u.pathOf('claims'))
+    if (readClaims !== undefined) {
+      claims = readClaims
       if ('sub' in claims) {
         r.problem(claimsNode, `${u.pathOf('claims')}.sub`, 'set the subject with the user\'s `sub` key, not in `claims`')
       }

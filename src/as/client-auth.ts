@@ -1,0 +1,144 @@
+/**
+ * Client authentication at the back-channel endpoints (/token, /revoke,
+ * /introspect, /device_authorization).
+ *
+ * - client_secret_basic (RFC 6749 2.3.1): every confidential client may use it.
+ * - client_secret_post: only a client registered with that method.
+ * - none: a public client names itself with `client_id` in the body.
+ * Using two methods at once is `invalid_request` (RFC 6749 2.3); every other
+ * failure is 401 `invalid_client` with a Basic challenge (RFC 6749 5.2).
+ */
+import type { IncomingMessage } from 'node:http'
+import type { ClientConfig } from '../config/types.js'
+import { DUMMY_HASH } from '../crypto/secret.js'
+import { InvalidClient, InvalidRequest, TooManyRequests } from '../errors.js'
+import type { FormParams } from '../http/body.js'
+import { hashToken } from '../store/hash.js'
+import type { AsContext } from './context.js'
+
+/** How the client proved who it is. */
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
+
+export interface AuthenticatedClient {
+  client: ClientConfig
+  method: ClientAuthMethod
+}
+
+export interface ClientAuthOptions {
+  /** Refuse public clients (their identity is not proven): used by /introspect. */
+  confidentialOnly?: boolean
+}
+
+/** Credentials found in the request, before they are checked. */
+interface Presented {
+  clientId: string
+  secret: string | null
+  method: ClientAuthMethod
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
+
+/**
+ * RFC 6749 2.3.1: the client id and secret are form-urlencoded before they go
+ * into the Basic credentials, so `+` is a space and `%XX` an octet.
+ */
+function formDecode(value: string): string {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '))
+  } catch {
+    throw new InvalidClient('The client credentials are malformed', { cause: 'basic credentials: bad percent-encoding' })
+  }
+}
+
+/** Parse `Authorization: Basic ...`; null when the header is absent. */
+function parseBasic(header: string | undefined): { clientId: string; secret: string } | null {
+  if (header === undefined) return null
+  const space = header.indexOf(' ')
+  const scheme = space === -1 ? header : header.slice(0, space)
+  if (scheme.toLowerCase() !== 'basic') {
+    throw new InvalidClient('Use HTTP Basic to authenticate the client', { cause: 'unsupported authorization scheme' })
+  }
+  const encoded = header.slice(space + 1).trim()
+  if (space === -1 || !BASE64.test(encoded)) {
+    throw new InvalidClient('The client credentials are malformed', { cause: 'basic credentials: not base64' })
+  }
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  if (colon === -1) throw new InvalidClient('The client credentials are malformed', { cause: 'basic credentials: no colon' })
+  const clientId = formDecode(decoded.slice(0, colon))
+  const secret = formDecode(decoded.slice(colon + 1))
+  if (clientId === '') throw new InvalidClient('The client credentials are malformed', { cause: 'basic credentials: empty client id' })
+  return { clientId, secret }
+}
+
+/** What the request presents, refusing requests that use more than one method. */
+function presented(req: IncomingMessage, form: FormParams): Presented {
+  const basic = parseBasic(req.headers.authorization)
+  const bodyId = form.get('client_id')
+  const bodySecret = form.get('client_secret')
+  if (basic !== null) {
+    if (bodySecret !== undefined) throw new InvalidRequest('Use only one client authentication method')
+    if (bodyId !== undefined && bodyId !== basic.clientId) {
+      throw new InvalidRequest('client_id in the body does not match the authenticated client')
+    }
+    return { clientId: basic.clientId, secret: basic.secret, method: 'client_secret_basic' }
+  }
+  if (bodyId === undefined) {
+    throw new InvalidClient('Client authentication is required', { cause: 'no client credentials' })
+  }
+  if (bodySecret !== undefined) return { clientId: bodyId, secret: bodySecret, method: 'client_secret_post' }
+  return { clientId: bodyId, secret: null, method: 'none' }
+}
+
+/** Store key of the failed-authentication window for one client id (hashed: ids are arbitrary text). */
+export function clientAuthFailureKey(clientId: string): string {
+  return `client-auth:${hashToken(clientId)}`
+}
+
+/**
+ * Authenticate the client of a back-channel request.
+ *
+ * An unknown client id still costs one secret verification (against
+ * {@link DUMMY_HASH}) so timing does not reveal which ids exist. Failed
+ * secrets count per client id; past `rate_limit.client_auth_max_failures` in
+ * the window, the client gets 429 `invalid_client` without a verification.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc6749#section-2.3
+ * @see https://www.rfc-editor.org/rfc/rfc6749#section-3.2.1
+ */
+export async function authenticateClient(
+  req: IncomingMessage,
+  form: FormParams,
+  as: AsContext,
+  options: ClientAuthOptions = {},
+): Promise<AuthenticatedClient> {
+  const p = presented(req, form)
+  const client = as.clients.get(p.clientId)
+
+  if (p.secret === null) {
+    if (client === undefined) throw new InvalidClient(undefined, { cause: 'unknown client' })
+    if (client.tokenEndpointAuthMethod !== 'none' || options.confidentialOnly) {
+      throw new InvalidClient(undefined, { cause: 'client must authenticate with a secret' })
+    }
+    return { client, method: 'none' }
+  }
+
+  if (client !== undefined && client.type === 'public') {
+    throw new InvalidClient('Public clients do not use a client secret', { cause: 'public client sent a secret' })
+  }
+  if (client !== undefined && p.method === 'client_secret_post' && client.tokenEndpointAuthMethod !== 'client_secret_post') {
+    throw new InvalidClient('This client is not registered for client_secret_post', { cause: 'client_secret_post not allowed' })
+  }
+
+  const { clientAuthMaxFailures, windowSec } = as.as.rateLimit
+  const failureKey = clientAuthFailureKey(p.clientId)
+  if ((await as.store.hits(failureKey)) >= clientAuthMaxFailures) {
+    throw new TooManyRequests(windowSec, 'invalid_client', 'Too many failed client authentications; try again later')
+  }
+  const ok = await as.secrets.verify(p.secret, client?.secretHash ?? DUMMY_HASH)
+  if (!ok || client === undefined || client.secretHash === null) {
+    await as.store.hit(failureKey, windowSec)
+    throw new InvalidClient(undefined, { cause: client === undefined ? 'unknown client' : 'wrong client secret' })
+  }
+  return { client, method: p.method }
+}

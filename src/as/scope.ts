@@ -1,0 +1,62 @@
+/**
+ * Scope values (RFC 6749 3.3): a space-delimited, case-sensitive list of
+ * scope-tokens whose order does not matter.
+ */
+import { InvalidScope } from '../errors.js'
+import { SCOPE_TOKEN } from '../config/values.js'
+import type { ClientConfig } from '../config/types.js'
+
+/** Scopes the OpenID Connect layer defines; always known to the server (OIDC Core 5.4, 11). */
+export const OIDC_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline_access']
+
+/**
+ * Split a scope parameter into its distinct tokens, in first-seen order.
+ * A token outside the RFC 6749 3.3 grammar is `invalid_scope`.
+ * @see https://www.rfc-editor.org/rfc/rfc6749#section-3.3
+ */
+export function parseScope(value: string | undefined): string[] {
+  if (value === undefined) return []
+  const out: string[] = []
+  for (const token of value.split(' ')) {
+    if (token === '') continue
+    if (!SCOPE_TOKEN.test(token)) throw new InvalidScope('The scope parameter is malformed')
+    if (!out.includes(token)) out.push(token)
+  }
+  return out
+}
+
+/** The wire form of a scope list. */
+export function formatScope(scopes: readonly string[]): string {
+  return scopes.join(' ')
+}
+
+/** True when every scope of `requested` is in `allowed`. */
+export function isSubset(requested: readonly string[], allowed: readonly string[]): boolean {
+  const set = new Set(allowed)
+  return requested.every((s) => set.has(s))
+}
+
+/** True when the space-separated `scope` contains `name`. */
+export function hasScope(scope: string, name: string): boolean {
+  return scope.split(' ').includes(name)
+}
+
+/**
+ * The scope a client asks for at the token or device authorization endpoint
+ * (client_credentials, device_code). Absent: the client's registered scopes
+ * minus `excluded` (RFC 6749 3.3 lets the server apply a documented default).
+ * Anything beyond the registration is `invalid_scope`.
+ */
+export function requestedClientScope(
+  value: string | undefined,
+  client: ClientConfig,
+  excluded: readonly string[] = [],
+): string[] {
+  const requested = parseScope(value)
+  if (requested.length === 0) return client.scopes.filter((s) => !excluded.includes(s))
+  if (requested.some((s) => excluded.includes(s))) {
+    throw new InvalidScope('The requested scope is not available for this grant type')
+  }
+  if (!isSubset(requested, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+  return requested
+}

@@ -1,0 +1,225 @@
+/**
+ * The only stylesheet of the server-rendered pages, served at
+ * `/assets/bearward.css`. The pages' CSP allows styles from 'self' only (no
+ * inline styles, no scripts), so everything visual lives here.
+ */
+export const STYLESHEET = `
+:root {
+  color-scheme: light dark;
+  --bg: #f3f4f7;
+  --card: #ffffff;
+  --text: #1b1f27;
+  --muted: #5b6372;
+  --border: #dde1e8;
+  --accent: #2f5bd3;
+  --accent-text: #ffffff;
+  --accent-hover: #2449b0;
+  --focus: #7aa2ff;
+  --danger-bg: #fdecec;
+  --danger-text: #a1232b;
+  --danger-border: #f4c2c5;
+  --ok-bg: #e8f6ee;
+  --ok-text: #1d6b3e;
+  --code-bg: #eef1f8;
+  --shadow: 0 1px 2px rgba(16, 24, 40, .06), 0 8px 24px rgba(16, 24, 40, .08);
+}
+@media (prefers-color-scheme: dark) {
+  :root {
+    --bg: #0f1218;
+    --card: #181c24;
+    --text: #e7e9ee;
+    --muted: #a0a8b8;
+    --border: #2c323e;
+    --accent: #6f93ff;
+    --accent-text: #0b1020;
+    --accent-hover: #8eaaff;
+    --focus: #9db7ff;
+    --danger-bg: #3a1a1d;
+    --danger-text: #ffb4b9;
+    --danger-border: #5c2a2f;
+    --ok-bg: #15301f;
+    --ok-text: #9fe0b5;
+    --code-bg: #222836;
+    --shadow: 0 1px 2px rgba(0, 0, 0, .4), 0 8px 24px rgba(0, 0, 0, .35);
+  }
+}
+*, *::before, *::after { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
+body {
+  margin: 0;
+  min-height: 100vh;
+  display: flex;
+  flex-direction: column;
+  align-items: center;
+  justify-content: flex-start;
+  padding: 6vh 16px 32px;
+  background: var(--bg);
+  color: var(--text);
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif;
+  font-size: 16px;
+  line-height: 1.5;
+}
+main.card {
+  width: 100%;
+  max-width: 420px;
+  background: var(--card);
+  border: 1px solid var(--border);
+  border-radius: 14px;
+  box-shadow: var(--shadow);
+  padding: 28px 24px 24px;
+}
+.brand {
+  display: flex;
+  align-items: center;
+  gap: 8px;
+  margin: 0 0 20px;
+  color: var(--muted);
+  font-size: .875rem;
+  font-weight: 600;
+  letter-spacing: .02em;
+}
+.brand::before {
+  content: "";
+  width: 14px;
+  height: 14px;
+  border-radius: 4px;
+  background: var(--accent);
+}
+h1 {
+  margin: 0 0 8px;
+  font-size: 1.375rem;
+  line-height: 1.3;
+  font-weight: 650;
+  overflow-wrap: anywhere;
+}
+p { margin: 0 0 16px; }
+.lead { color: var(--muted); overflow-wrap: anywhere; }
+.lead strong, .client { color: var(--text); font-weight: 600; }
+form { margin: 0; }
+label {
+  display: block;
+  margin: 0 0 6px;
+  font-size: .9375rem;
+  font-weight: 600;
+}
+.field { margin: 0 0 16px; }
+input[type="text"], input[type="password"] {
+  display: block;
+  width: 100%;
+  padding: 11px 12px;
+  font: inherit;
+  font-size: 1rem;
+  color: var(--text);
+  background: var(--card);
+  border: 1px solid var(--border);
+  border-radius: 8px;
+}
+input.code-input {
+  font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace;
+  font-size: 1.25rem;
+  letter-spacing: .12em;
+  text-transform: uppercase;
+  text-align: center;
+}
+input:focus-visible, button:focus-visible, a:focus-visible {
+  outline: 3px solid var(--focus);
+  outline-offset: 2px;
+}
+.actions {
+  display: flex;
+  flex-direction: row-reverse;
+  flex-wrap: wrap;
+  gap: 10px;
+  margin-top: 20px;
+}
+button {
+  flex: 1 1 140px;
+  min-height: 44px;
+  padding: 10px 16px;
+  font: inherit;
+  font-weight: 600;
+  border-radius: 8px;
+  border: 1px solid transparent;
+  cursor: pointer;
+}
+button.primary { background: var(--accent); color: var(--accent-text); }
+button.primary:hover { background: var(--accent-hover); }
+button.secondary { background: transparent; color: var(--text); border-color: var(--border); }
+button.secondary:hover { background: var(--code-bg); }
+.alert {
+  margin: 0 0 16px;
+  padding: 10px 12px;
+  border-radius: 8px;
+  border: 1px solid var(--danger-border);
+  background: var(--danger-bg);
+  color: var(--danger-text);
+  font-size: .9375rem;
+}
+.notice {
+  margin: 0 0 16px;
+  padding: 10px 12px;
+  border-radius: 8px;
+  background: var(--ok-bg);
+  color: var(--ok-text);
+  font-size: .9375rem;
+}
+ul.scopes {
+  list-style: none;
+  margin: 0 0 16px;
+  padding: 0;
+  border: 1px solid var(--border);
+  border-radius: 10px;
+}
+ul.scopes li {
+  position: relative;
+  padding: 12px 12px 12px 40px;
+  border-top: 1px solid var(--border);
+  overflow-wrap: anywhere;
+}
+ul.scopes li:first-child { border-top: 0; }
+ul.scopes li::before {
+  content: "";
+  position: absolute;
+  left: 15px;
+  top: 19px;
+  width: 10px;
+  height: 10px;
+  border-radius: 50%;
+  background: var(--accent);
+}
+ul.scopes .scope-name {
+  display: block;
+  color: var(--muted);
+  font-size: .8125rem;
+  font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+}
+.user-code {
+  display: block;
+  margin: 0 0 16px;
+  padding: 14px 12px;
+  text-align: center;
+  font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace;
+  font-size: 1.75rem;
+  font-weight: 650;
+  letter-spacing: .16em;
+  background: var(--code-bg);
+  border-radius: 10px;
+}
+.fine {
+  margin: 16px 0 0;
+  color: var(--muted);
+  font-size: .8125rem;
+  overflow-wrap: anywhere;
+}
+.fine code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+a { color: var(--accent); }
+footer {
+  margin-top: 20px;
+  color: var(--muted);
+  font-size: .8125rem;
+}
+@media (max-width: 380px) {
+  body { padding-top: 16px; }
+  main.card { padding: 22px 18px 18px; border-radius: 12px; }
+}
+`.trimStart()

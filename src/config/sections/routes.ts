@@ -1,0 +1,250 @@
+/**
+ * `routes[]`: what the gateway protects (RFC 6750) and where it forwards.
+ * Cross-checks: issuer ids exist, each issuer can validate the route's token
+ * kind, scope rules name methods the route matches.
+ */
+import type { Node } from 'yaml'
+import type { GatewayConfig, IssuerConfig, RouteConfig, RouteTokenKind } from '../types.js'
+import type { Located, MapView, Reader } from '../reader.js'
+import { checkRoutePath } from '../route-path.js'
+import { isHostname } from '../listen.js'
+import { suggest } from '../suggest.js'
+import { UniqueSet } from '../unique.js'
+import { checkHttpUrl, HTTP_TOKEN, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
+import { checkRealm, readIdentityHeaders } from './gateway.js'
+
+export const ROUTE_KEYS = [
+  'name',
+  'match',
+  'upstream',
+  'audience',
+  'token',
+  'issuers',
+  'scopes',
+  'public',
+  'strip_prefix',
+  'token_in_body',
+  'token_in_query',
+  'pass_preflight',
+  'preserve_host',
+  'forward_authorization',
+  'identity_headers',
+  'timeouts',
+  'max_body',
+  'upstream_ca',
+  'store_unavailable',
+  'realm',
+] as const
+
+export const MATCH_KEYS = ['path', 'host', 'methods'] as const
+export const TIMEOUT_KEYS = ['connect', 'headers', 'idle'] as const
+
+/** The built-in authorization server's issuer id. */
+export const SELF = 'self'
+
+const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
+const DEFAULT_MAX_BODY = 10 * 1024 * 1024
+
+export interface RouteContext {
+  /** The built-in AS's access token format, or null when there is no AS. */
+  selfTokenFormat: 'jwt' | 'opaque' | null
+  issuers: ReadonlyMap<string, IssuerConfig>
+  publicUrl: string
+  gateway: GatewayConfig
+}
+
+export function readRoutes(r: Reader, node: Node, path: string, ctx: RouteContext): RouteConfig[] {
+  const routes: RouteConfig[] = []
+  const names = new UniqueSet(r, 'route name')
+  const seen: Array<{ route: RouteConfig; node: Node | undefined; path: string }> = []
+  for (const item of r.items(node, path) ?? []) {
+    const m = r.map(item.node, item.path, ROUTE_KEYS)
+    if (m === undefined) continue
+    const route = readRoute(r, m, ctx)
+    if (route === undefined) continue
+    names.add(route.name, m.get('name'), m.pathOf('name'))
+    warnOverlap(r, seen, route, m.get('match') ?? m.node, item.path)
+    seen.push({ route, node: m.node, path: item.path })
+    routes.push(route)
+  }
+  return routes
+}
+
+function readRoute(r: Reader, m: MapView, ctx: RouteContext): RouteConfig | undefined {
+  const name = m.req('name', r.str({ check: (v) => (ROUTE_NAME.test(v) ? undefined : 'a route name is letters, digits, `.`, `_` and `-`') }))
+  const match = readMatch(r, m)
+  const upstream = m.req('upstream', r.str({ check: (v) => checkHttpUrl(v) }))
+  const isPublic = m.opt('public', r.bool(), false)
+  const token = m.opt('token', r.oneOf<RouteTokenKind>(['jwt', 'introspect', 'any'], { what: 'a token kind' }), 'jwt')
+  const issuers = readRouteIssuers(r, m, ctx, isPublic, token)
+  const scopes = readScopeRules(r, m, isPublic, match?.methods ?? null)
+  const upstreamCaFile = m.isNull('upstream_ca') ? null : (m.maybe('upstream_ca', r.filePath()) ?? null)
+  if (upstreamCaFile !== null && upstream !== undefined && !upstream.startsWith('https:')) {
+    r.problem(m.get('upstream_ca'), m.pathOf('upstream_ca'), '`upstream_ca` only applies to https:// upstreams')
+  }
+  const timeouts = r.map(m.get('timeouts'), m.pathOf('timeouts'), TIMEOUT_KEYS)
+  const route = {
+    audience: m.opt('audience', r.str(), ctx.publicUrl),
+    token,
+    issuers,
+    scopes,
+    public: isPublic,
+    stripPrefix: m.opt('strip_prefix', r.bool(), false),
+    tokenInBody: m.opt('token_in_body', r.bool(), false),
+    tokenInQuery: m.opt('token_in_query', r.bool(), false),
+    passPreflight: m.opt('pass_preflight', r.bool(), false),
+    preserveHost: m.opt('preserve_host', r.bool(), false),
+    forwardAuthorization: m.opt('forward_authorization', r.bool(), false),
+    identityHeaders: readIdentityHeaders(r, m.get('identity_headers'), m.pathOf('identity_headers'), ctx.gateway.identityHeaders),
+    timeouts: {
+      connectMs: timeouts?.opt('connect', r.millis({ min: 1 }), 5000) ?? 5000,
+      headersMs: timeouts?.opt('headers', r.millis({ min: 1 }), 30000) ?? 30000,
+      idleMs: timeouts?.opt('idle', r.millis({ min: 1 }), 60000) ?? 60000,
+    },
+    maxBodyBytes: m.opt('max_body', r.bytes(), DEFAULT_MAX_BODY),
+    upstreamCaFile,
+    storeUnavailable: m.opt('store_unavailable', r.oneOf(['closed', 'open'] as const, { what: 'a store_unavailable policy' }), 'closed'),
+    realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
+  }
+  if (name === undefined || match === undefined || upstream === undefined) return undefined
+  return { name, match, upstream: stripTrailingSlash(upstream), ...route }
+}
+
+function readMatch(r: Reader, m: MapView): RouteConfig['match'] | undefined {
+  const node = m.get('match')
+  if (node === undefined) {
+    r.problem(m.node, m.pathOf('match'), 'missing required key `match` (e.g. `match: { path: /orders }`)')
+    return undefined
+  }
+  const match = r.map(node, m.pathOf('match'), MATCH_KEYS)
+  if (match === undefined) return undefined
+  const path = match.req('path', r.str({ check: checkRoutePath }))
+  const host = match.isNull('host')
+    ? null
+    : (match.maybe(
+        'host',
+        r.str({
+          check: (v) =>
+            /:\d+$/.test(v) && !v.startsWith('[')
+              ? `match a host without its port: \`${v.replace(/:\d+$/, '')}\``
+              : isHostname(v.replace(/^\[(.*)\]$/, '$1'))
+                ? undefined
+                : `\`${v}\` is not a host name`,
+        }),
+      ) ?? null)
+  const methods = match.has('methods')
+    ? match.maybe(
+        'methods',
+        r.list(
+          r.str({ check: (v) => (HTTP_TOKEN.test(v) ? undefined : `\`${v}\` is not an HTTP method`) }),
+          { nonEmpty: true, emptyMessage: 'list at least one method, or remove `methods` to match every method' },
+        ),
+      )
+    : null
+  if (path === undefined || methods === undefined) return undefined
+  return {
+    path,
+    host: host === null ? null : host.toLowerCase(),
+    methods: methods === null ? null : [...new Set(methods.map((x) => x.toUpperCase()))],
+  }
+}
+
+function readRouteIssuers(r: Reader, m: MapView, ctx: RouteContext, isPublic: boolean, token: RouteTokenKind): string[] {
+  const hasSelf = ctx.selfTokenFormat !== null
+  if (!m.has('issuers')) {
+    if (hasSelf) return [SELF]
+    if (!isPublic) {
+      r.problem(m.node, m.pathOf('issuers'), 'missing required key `issuers`: there is no `authorization_server`, so name the ids of `issuers[]` this route trusts')
+    }
+    return []
+  }
+  const listed: Array<Located<string>> = m.opt('issuers', r.located(r.str(), { nonEmpty: !isPublic }), [])
+  const out: string[] = []
+  for (const { value: id, node, path } of listed) {
+    if (out.includes(id)) continue
+    if (id === SELF) {
+      if (!hasSelf) {
+        r.problem(node, path, '`self` is the built-in authorization server, but there is no `authorization_server` section')
+        continue
+      }
+      if (!isPublic && token === 'jwt' && ctx.selfTokenFormat === 'opaque') {
+        r.problem(node, path, '`self` issues opaque access tokens (`authorization_server.access_token.format: opaque`); use `token: introspect` or `token: any` on this route')
+        continue
+      }
+      out.push(id)
+      continue
+    }
+    const issuer = ctx.issuers.get(id)
+    if (issuer === undefined) {
+      const known = [...(hasSelf ? [SELF] : []), ...ctx.issuers.keys()]
+      const guess = suggest(id, known)
+      const help = guess !== undefined ? `did you mean \`${guess}\`?` : known.length > 0 ? `known issuers: ${known.map((k) => `\`${k}\``).join(', ')}` : 'define it under `issuers`'
+      r.problem(node, path, `unknown issuer \`${id}\`; ${help}`)
+      continue
+    }
+    if (!isPublic && token === 'jwt' && issuer.jwksUri === null) {
+      r.problem(node, path, `issuer \`${id}\` has no \`jwks_uri\`, so its JWTs cannot be verified; add one, or use \`token: introspect\``)
+      continue
+    }
+    if (!isPublic && token === 'introspect' && issuer.introspection === null) {
+      r.problem(node, path, `issuer \`${id}\` has no \`introspection\` endpoint; add one, or use \`token: jwt\``)
+      continue
+    }
+    out.push(id)
+  }
+  return out
+}
+
+function readScopeRules(r: Reader, m: MapView, isPublic: boolean, methods: string[] | null): Record<string, string[]> {
+  const node = m.get('scopes')
+  if (node === undefined) return {}
+  if (isPublic) {
+    r.problem(node, m.pathOf('scopes'), 'a public route takes no token, so it has no scopes; remove `scopes` or `public: true`')
+    return {}
+  }
+  const rules: Record<string, string[]> = {}
+  const keys = new UniqueSet(r, 'method')
+  const scopeToken = r.str({ check: (v) => (SCOPE_TOKEN.test(v) ? undefined : `\`${v}\` is not a valid scope name (RFC 6749 3.3)`) })
+  for (const e of r.entries(node, m.pathOf('scopes')) ?? []) {
+    if (e.key !== '*' && !HTTP_TOKEN.test(e.key)) {
+      r.problem(e.keyNode, e.path, `\`${e.key}\` is not an HTTP method or \`"*"\` (any method)`)
+      continue
+    }
+    const method = e.key === '*' ? '*' : e.key.toUpperCase()
+    if (!keys.add(method, e.keyNode, e.path)) continue
+    if (method !== '*' && methods !== null && !methods.includes(method)) {
+      r.problem(e.keyNode, e.path, `this rule can never apply: the route only matches ${methods.join(', ')}`)
+      continue
+    }
+    const scopes = r.list(scopeToken)(e.value, e.path)
+    if (scopes !== undefined) rules[method] = [...new Set(scopes)]
+  }
+  return rules
+}
+
+/**
+ * Two routes with the same normalized path and host and a common method:
+ * only the first can ever serve those requests. Prefixes that shadow one
+ * another are normal (longest prefix wins) and not reported.
+ */
+function warnOverlap(
+  r: Reader,
+  earlier: ReadonlyArray<{ route: RouteConfig; path: string }>,
+  route: RouteConfig,
+  node: Node | undefined,
+  path: string,
+): void {
+  for (const other of earlier) {
+    if (other.route.match.path !== route.match.path || other.route.match.host !== route.match.host) continue
+    const a = other.route.match.methods
+    const b = route.match.methods
+    const common = a === null ? (b ?? ['every method']) : b === null ? a : a.filter((x) => b.includes(x))
+    if (common.length === 0) continue
+    const where = route.match.host === null ? route.match.path : `${route.match.host}${route.match.path}`
+    r.warn(
+      node,
+      path,
+      `route \`${route.name}\` matches the same requests as route \`${other.route.name}\` (${other.path}) for ${common.join(', ')} ${where}; only one of them can serve them`,
+    )
+  }
+}

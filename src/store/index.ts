@@ -1,0 +1,33 @@
+/**
+ * Builds the configured {@link Store}: the embedded memory store, or Redis
+ * (single node or Cluster). The Runtime owns the result and closes it.
+ */
+import type { Clock } from '../clock.js'
+import type { StoreConfig } from '../config/types.js'
+import { MemoryStore } from './memory.js'
+import { RedisStore, type StoreLog } from './redis.js'
+import type { Store } from './types.js'
+
+export type { StoreLog } from './redis.js'
+export { MemoryStore } from './memory.js'
+export { RedisStore } from './redis.js'
+export { RevocationList } from './revocation-list.js'
+
+export interface StoreDeps {
+  clock: Clock
+  /** A pino logger (or anything with info/warn/error); connection state changes are logged once each. */
+  log?: StoreLog
+}
+
+/** Create the store `config` describes. Redis connects in the background; it never throws for an unreachable server. */
+export function createStore(config: StoreConfig, deps: StoreDeps): Store {
+  if (config.kind === 'memory') return new MemoryStore(deps.clock)
+  return new RedisStore({
+    url: config.url,
+    cluster: config.cluster,
+    keyPrefix: config.keyPrefix,
+    commandTimeoutMs: config.commandTimeoutMs,
+    clock: deps.clock,
+    ...(deps.log ? { log: deps.log } : {}),
+  })
+}
