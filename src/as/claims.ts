@@ -1,0 +1,58 @@
+/**
+ * Which user claims a scope releases (OIDC Core 5.4), shared by the id_token
+ * and /userinfo. A claim is released only when its scope was granted and the
+ * user's config carries a value for it.
+ */
+import type { UserConfig } from '../config/types.js'
+import type { AsContext } from './context.js'
+
+/** OIDC Core 5.4: standard claims requested by each scope value. */
+export const SCOPE_CLAIMS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  profile: [
+    'name',
+    'family_name',
+    'given_name',
+    'middle_name',
+    'nickname',
+    'preferred_username',
+    'profile',
+    'picture',
+    'website',
+    'gender',
+    'birthdate',
+    'zoneinfo',
+    'locale',
+    'updated_at',
+  ],
+  email: ['email', 'email_verified'],
+  address: ['address'],
+  phone: ['phone_number', 'phone_number_verified'],
+})
+
+/** Every claim a scope can release (for `claims_supported`). */
+export function releasableClaims(): string[] {
+  return Object.values(SCOPE_CLAIMS).flat()
+}
+
+/** The user claims the granted `scope` (space separated) allows. Never `sub`: the caller sets it. */
+export function claimsForScope(user: UserConfig, scope: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const s of scope.split(' ')) {
+    for (const name of SCOPE_CLAIMS[s] ?? []) {
+      if (Object.hasOwn(user.claims, name) && user.claims[name] !== undefined) out[name] = user.claims[name]
+    }
+  }
+  return out
+}
+
+/**
+ * The configured user whose `sub` is `sub`. `sub` defaults to the username,
+ * so the username map answers most lookups; a scan covers explicit subs
+ * (the user list is config, and small).
+ */
+export function findUserBySub(as: AsContext, sub: string): UserConfig | undefined {
+  const direct = as.users.get(sub)
+  if (direct !== undefined && direct.sub === sub) return direct
+  for (const user of as.users.values()) if (user.sub === sub) return user
+  return undefined
+}

@@ -1,0 +1,29 @@
+/** The shape every grant handler of the token endpoint shares (RFC 6749 4, 5.1). */
+import type { ClientConfig } from '../../config/types.js'
+import type { RequestContext } from '../../context.js'
+import type { FormParams } from '../../http/body.js'
+import type { AsContext } from '../context.js'
+
+/** RFC 6749 5.1 successful token response (plus `id_token`, OIDC Core 3.1.3.3). */
+export interface TokenResponse {
+  access_token: string
+  token_type: 'Bearer'
+  expires_in: number
+  refresh_token?: string
+  scope: string
+  id_token?: string
+}
+
+export interface GrantRequest {
+  form: FormParams
+  /** The authenticated client, already known to be allowed this grant type. */
+  client: ClientConfig
+  as: AsContext
+  req: RequestContext
+}
+
+export interface Grant {
+  /** Body parameters this grant reads besides grant_type and client authentication; each may occur once. */
+  readonly params: readonly string[]
+  handle(request: GrantRequest): Promise<TokenResponse>
+}

@@ -1,0 +1,195 @@
+/**
+ * Minting of access tokens (RFC 9068 JWT or opaque), refresh tokens and ID
+ * tokens (OIDC Core 2). Token values never leave this module except in the
+ * token response; the store sees only their hashes.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { SignJWT } from 'jose'
+import { epochSeconds } from '../clock.js'
+import type { SigningAlg } from '../keys/keyset.js'
+import { hashToken } from '../store/hash.js'
+import { claimsForScope, findUserBySub } from './claims.js'
+import type { AsContext } from './context.js'
+import type { TokenResponse } from './grants/types.js'
+import { hasScope } from './scope.js'
+
+/** Label of `bearward_tokens_issued_total{grant}`. */
+export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code'
+
+/** 32 random bytes, base64url (43 characters): refresh tokens, opaque access tokens, device codes. */
+export function randomToken(): string {
+  return randomBytes(32).toString('base64url')
+}
+
+/** A unique identifier (jti, grant id): 16 random bytes, base64url. */
+export function randomId(): string {
+  return randomBytes(16).toString('base64url')
+}
+
+export interface AccessTokenInput {
+  grant: GrantLabel
+  /** The user, or the client id for client_credentials. */
+  sub: string
+  clientId: string
+  /** Granted scope, space separated. */
+  scope: string
+  /** The grant the token belongs to; revoking the grant revokes the token. */
+  grantId: string | null
+  /** Epoch seconds of the user's login, when there was one. */
+  authTime: number | null
+  /** `aud`: public_url, or the RFC 8707 resource. */
+  audience: string
+}
+
+export interface IssuedAccessToken {
+  token: string
+  jti: string
+  iat: number
+  exp: number
+  expiresIn: number
+}
+
+/**
+ * Issue an access token in the configured format and note its expiry on its
+ * grant (a grant revocation must outlive every token issued under it).
+ *
+ * JWT: header `typ: at+jwt`, claims iss, sub, aud, exp, iat, jti, client_id,
+ * scope, grant_id and auth_time (RFC 9068 2.2); no personal data.
+ * Opaque: 32 random bytes; the claims stay in the store under the token's hash.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc9068#section-2
+ */
+export async function issueAccessToken(as: AsContext, input: AccessTokenInput): Promise<IssuedAccessToken> {
+  const iat = epochSeconds(as.clock)
+  const expiresIn = as.as.accessToken.ttlSec
+  const exp = iat + expiresIn
+  const jti = randomId()
+  let token: string
+  if (as.as.accessToken.format === 'opaque') {
+    token = randomToken()
+    await as.store.putOpaqueToken(hashToken(token), {
+      iss: as.issuer,
+      sub: input.sub,
+      aud: [input.audience],
+      clientId: input.clientId,
+      scope: input.scope,
+      jti,
+      iat,
+      exp,
+      grantId: input.grantId,
+    })
+  } else {
+    const claims: Record<string, unknown> = { client_id: input.clientId, scope: input.scope }
+    if (input.grantId !== null) claims.grant_id = input.grantId
+    if (input.authTime !== null) claims.auth_time = input.authTime
+    const key = as.keys.signing
+    token = await new SignJWT(claims)
+      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
+      .setIssuer(as.issuer)
+      .setSubject(input.sub)
+      .setAudience(input.audience)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .setJti(jti)
+      .sign(key.privateKey)
+  }
+  if (input.grantId !== null) await as.store.noteAccessExp(input.grantId, exp)
+  as.metrics.tokensIssued.inc({ grant: input.grant })
+  return { token, jti, iat, exp, expiresIn }
+}
+
+/** OIDC Core 3.1.3.6: the hash behind at_hash follows the signing algorithm's hash. */
+function atHashAlgorithm(alg: SigningAlg): 'sha256' | 'sha384' | 'sha512' {
+  switch (alg) {
+    case 'ES384':
+      return 'sha384'
+    case 'EdDSA':
+      return 'sha512' // Ed25519's hash, by the convention OIDC implementations follow
+    default:
+      return 'sha256'
+  }
+}
+
+/** at_hash: base64url of the left half of the hash of the access token's ASCII octets. */
+export function atHash(accessToken: string, alg: SigningAlg): string {
+  const digest = createHash(atHashAlgorithm(alg)).update(accessToken, 'ascii').digest()
+  return digest.subarray(0, digest.length / 2).toString('base64url')
+}
+
+export interface IdTokenInput {
+  sub: string
+  clientId: string
+  /** Granted scope; profile/email/... release the user's claims. */
+  scope: string
+  authTime: number | null
+  nonce: string | null
+  /** The access token issued alongside, for at_hash. */
+  accessToken: string
+}
+
+/**
+ * Issue an ID token: header `typ: JWT`, aud = the client, azp, auth_time,
+ * nonce when the authorization request carried one, at_hash, and the user
+ * claims the granted scopes release.
+ *
+ * @see https://openid.net/specs/openid-connect-core-1_0.html#IDToken
+ */
+export async function issueIdToken(as: AsContext, input: IdTokenInput): Promise<string> {
+  const iat = epochSeconds(as.clock)
+  const key = as.keys.signing
+  const user = findUserBySub(as, input.sub)
+  const claims: Record<string, unknown> = user === undefined ? {} : claimsForScope(user, input.scope)
+  claims.azp = input.clientId
+  claims.at_hash = atHash(input.accessToken, key.alg)
+  if (input.authTime !== null) claims.auth_time = input.authTime
+  if (input.nonce !== null) claims.nonce = input.nonce
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
+    .setIssuer(as.issuer)
+    .setSubject(input.sub)
+    .setAudience(input.clientId)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + as.as.idToken.ttlSec)
+    .sign(key.privateKey)
+}
+
+export interface UserTokensInput {
+  grant: GrantLabel
+  clientId: string
+  grantId: string
+  sub: string
+  scope: string
+  authTime: number | null
+  audience: string
+  /** From the authorization request; null at refresh and for device codes. */
+  nonce: string | null
+  /** The refresh token value to hand out, or null when none is issued this time. */
+  refreshToken: string | null
+}
+
+/**
+ * The token response for a grant made by a user: access token, the refresh
+ * token when one was issued, and an ID token when `openid` was granted.
+ * @see https://www.rfc-editor.org/rfc/rfc6749#section-5.1
+ */
+export async function userTokenResponse(as: AsContext, input: UserTokensInput): Promise<TokenResponse> {
+  const access = await issueAccessToken(as, input)
+  const body: TokenResponse = {
+    access_token: access.token,
+    token_type: 'Bearer',
+    expires_in: access.expiresIn,
+    scope: input.scope,
+  }
+  if (input.refreshToken !== null) body.refresh_token = input.refreshToken
+  if (hasScope(input.scope, 'openid')) {
+    body.id_token = await issueIdToken(as, {
+      sub: input.sub,
+      clientId: input.clientId,
+      scope: input.scope,
+      authTime: input.authTime,
+      nonce: input.nonce,
+      accessToken: access.token,
+    })
+  }
+  return body
+}

@@ -1,0 +1,40 @@
+import { html, type SafeHtml } from './html.js'
+import { hiddenFields, renderPage } from './layout.js'
+
+export interface LoginPageOptions {
+  /** What the sign-in is for, e.g. "to continue to <b>App</b>". */
+  purpose: SafeHtml
+  /** Pre-session CSRF token (double-submit with the cookie). */
+  csrf: string
+  /** The pending request to continue after login (`request` or `user_code`). */
+  continuation: Readonly<Record<string, string>>
+  /** Prefill (login_hint, or what was typed before a failure). */
+  username?: string
+  /** Message shown above the form. */
+  error?: string
+}
+
+/**
+ * The login form. Field names `username` and `password` are part of the
+ * contract (DESIGN.md); the form posts to `login` beside this page.
+ */
+export function loginPage(o: LoginPageOptions): string {
+  const prefilled = o.username !== undefined && o.username !== ''
+  const body = html`<h1>Sign in</h1>
+<p class="lead">${o.purpose}</p>
+${o.error ? html`<p class="alert" role="alert">${o.error}</p>` : ''}
+<form method="post" action="login">
+${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="field">
+<label for="username">Username</label>
+<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${o.username ?? ''}"${prefilled ? '' : html` autofocus`}>
+</div>
+<div class="field">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required${prefilled ? html` autofocus` : ''}>
+</div>
+<div class="actions">
+<button class="primary" type="submit">Sign in</button>
+</div>
+</form>`
+  return renderPage('Sign in', body)
+}

@@ -1,0 +1,192 @@
+/**
+ * Turns a parsed YAML document into a {@link Config}: checks every key
+ * against the contract (DESIGN.md "Config"), applies the documented
+ * defaults, and cross-checks ids. Every problem is collected, none stops the
+ * run; the result is null when any was found.
+ */
+import type { Node } from 'yaml'
+import type { ConfigProblem } from '../errors.js'
+import type { Config, IssuerConfig, ListenAddress, StoreConfig, TlsConfig } from './types.js'
+import { deepFreeze } from './freeze.js'
+import { parseListenAddress } from './listen.js'
+import type { MapView, Reader } from './reader.js'
+import { readAuthorizationServer } from './sections/authorization-server.js'
+import { readGateway } from './sections/gateway.js'
+import { readIssuers } from './sections/issuers.js'
+import { readRoutes } from './sections/routes.js'
+import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
+
+export const TOP_LEVEL_KEYS = [
+  'listen',
+  'admin_listen',
+  'public_url',
+  'tls',
+  'store',
+  'log',
+  'request_id',
+  'shutdown_timeout',
+  'authorization_server',
+  'issuers',
+  'gateway',
+  'routes',
+] as const
+
+export const STORE_KEYS = ['url', 'cluster', 'key_prefix', 'command_timeout'] as const
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+const DEFAULT_LISTEN: ListenAddress = { host: '0.0.0.0', port: 8080 }
+const DEFAULT_ADMIN_LISTEN: ListenAddress = { host: '127.0.0.1', port: 9090 }
+
+export interface ValidationResult {
+  config: Config | null
+  problems: ConfigProblem[]
+  warnings: ConfigProblem[]
+}
+
+/**
+ * Validate the document's root node. `file` becomes `Config.file` (absolute
+ * path or `<inline>`); problems carry the reader's file name.
+ */
+export function validateRoot(r: Reader, root: Node | undefined, file: string): ValidationResult {
+  const top = r.map(root, '', TOP_LEVEL_KEYS)
+  if (top === undefined) return { config: null, problems: r.problems, warnings: r.warnings }
+
+  const listen = top.opt('listen', listenAddress(r), DEFAULT_LISTEN)
+  const adminListen = readAdminListen(r, top)
+  const publicUrl = top.opt(
+    'public_url',
+    r.str({
+      check: (v) => {
+        const reason = checkHttpUrl(v)
+        if (reason !== undefined) return reason
+        return parseAbsoluteUrl(v)?.pathname.includes('//') ? 'the URL path must not contain `//`' : undefined
+      },
+    }),
+    `http://localhost:${listen.port}`,
+  )
+  const normalizedPublicUrl = stripTrailingSlash(publicUrl)
+  const tls = readTls(r, top)
+  const store = readStore(r, top.get('store'), top.pathOf('store'))
+  const log = r.map(top.get('log'), top.pathOf('log'), ['level'])
+  const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), ['trust_incoming'])
+
+  const asNode = top.get('authorization_server')
+  const authorizationServer =
+    asNode === undefined || top.isNull('authorization_server') ? null : (readAuthorizationServer(r, asNode, top.pathOf('authorization_server')) ?? null)
+  const asBroken = asNode !== undefined && !top.isNull('authorization_server') && authorizationServer === null
+
+  const { issuers } = top.has('issuers')
+    ? readIssuers(r, top.get('issuers') as Node, top.pathOf('issuers'), authorizationServer === null ? null : normalizedPublicUrl)
+    : { issuers: [] as IssuerConfig[] }
+  const gateway = readGateway(r, top.get('gateway'), top.pathOf('gateway'))
+  const routesNode = top.get('routes')
+  const routes =
+    routesNode === undefined || asBroken
+      ? []
+      : readRoutes(r, routesNode, top.pathOf('routes'), {
+          selfTokenFormat: authorizationServer?.accessToken.format ?? null,
+          issuers: new Map(issuers.map((i) => [i.id, i])),
+          publicUrl: normalizedPublicUrl,
+          gateway,
+        })
+
+  if (r.problems.length > 0) return { config: null, problems: r.problems, warnings: r.warnings }
+  const config: Config = {
+    file,
+    listen,
+    adminListen,
+    publicUrl: normalizedPublicUrl,
+    tls,
+    store,
+    log: { level: log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info' },
+    trustIncomingRequestId: requestId?.opt('trust_incoming', r.bool(), false) ?? false,
+    shutdownTimeoutMs: top.opt('shutdown_timeout', r.millis(), 10_000),
+    authorizationServer,
+    issuers,
+    gateway,
+    routes,
+  }
+  // Reading log/request_id/shutdown_timeout above can still add problems.
+  if (r.problems.length > 0) return { config: null, problems: r.problems, warnings: r.warnings }
+  return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
+}
+
+/** `host:port`, `[v6]:port`, or a bare port number (all interfaces). */
+function listenAddress(r: Reader) {
+  return (node: Node, path: string): ListenAddress | undefined => {
+    const value = r.strOrInt()(node, path)
+    if (value === undefined) return undefined
+    const parsed = typeof value === 'number' ? parseListenAddress(`0.0.0.0:${value}`) : parseListenAddress(value.trim())
+    if (!parsed.ok) {
+      r.problem(r.resolve(node) ?? node, path, parsed.reason)
+      return undefined
+    }
+    return parsed.value
+  }
+}
+
+function readAdminListen(r: Reader, top: MapView): ListenAddress | null {
+  if (!top.has('admin_listen')) return DEFAULT_ADMIN_LISTEN
+  if (top.isNull('admin_listen')) return null
+  const node = top.get('admin_listen') as Node
+  const resolved = r.resolve(node)
+  // `admin_listen: false` turns the admin listener off.
+  if (resolved !== undefined && 'value' in resolved && resolved.value === false) return null
+  return listenAddress(r)(node, top.pathOf('admin_listen')) ?? null
+}
+
+function readTls(r: Reader, top: MapView): TlsConfig | null {
+  if (!top.has('tls') || top.isNull('tls')) return null
+  const tls = r.map(top.get('tls'), top.pathOf('tls'), ['cert_file', 'key_file'])
+  if (tls === undefined) return null
+  const certFile = tls.req('cert_file', r.filePath())
+  const keyFile = tls.req('key_file', r.filePath())
+  return certFile === undefined || keyFile === undefined ? null : { certFile, keyFile }
+}
+
+function checkRedisUrl(value: string): string | undefined {
+  const url = parseAbsoluteUrl(value)
+  // Never echo the URL: it may hold a password.
+  if (url === undefined || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.host === '') {
+    return 'expected a redis:// or rediss:// URL (e.g. `redis://127.0.0.1:6379/0`)'
+  }
+  return undefined
+}
+
+/** `memory`, a redis URL, or `{ url, cluster, key_prefix, command_timeout }`. */
+function readStore(r: Reader, node: Node | undefined, path: string): StoreConfig {
+  const memory: StoreConfig = { kind: 'memory' }
+  if (node === undefined) return memory
+  const resolved = r.resolve(node)
+  const redis = (url: string, m?: MapView): StoreConfig => ({
+    kind: 'redis',
+    url,
+    cluster: m?.opt('cluster', r.list(listenHostPort(r)), []) ?? [],
+    keyPrefix: m?.opt('key_prefix', r.str({ allowEmpty: true }), 'bw:') ?? 'bw:',
+    commandTimeoutMs: m?.opt('command_timeout', r.millis({ min: 1 }), 1000) ?? 1000,
+  })
+  if (resolved !== undefined && 'items' in resolved && !Array.isArray(resolved.items) === false && !('flow' in resolved && false)) {
+    // fallthrough: a mapping or a list is handled below
+  }
+  const m = resolved !== undefined && resolved.constructor.name === 'YAMLMap' ? r.map(node, path, STORE_KEYS) : undefined
+  if (m !== undefined) {
+    const url = m.req('url', r.str({ check: checkRedisUrl }))
+    return redis(url ?? '', m)
+  }
+  const value = r.str({
+    expected: '`memory`, a redis:// URL, or a mapping with `url`',
+    check: (v) => (v === 'memory' ? undefined : checkRedisUrl(v)?.replace('expected a', 'expected `memory` or a')),
+  })(node, path)
+  if (value === undefined || value === 'memory') return memory
+  return redis(value)
+}
+
+/** A `host:port` seed node of a Redis Cluster. */
+function listenHostPort(r: Reader) {
+  return r.str({
+    check: (v) => {
+      const parsed = parseListenAddress(v)
+      return parsed.ok ? undefined : `cluster nodes are \`host:port\`: ${parsed.reason}`
+    },
+  })
+}
