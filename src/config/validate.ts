@@ -4,7 +4,7 @@
  * defaults, and cross-checks ids. Every problem is collected, none stops the
  * run; the result is null when any was found.
  */
-import type { Node } from 'yaml'
+import { isMap, isScalar, type Node } from 'yaml'
 import type { ConfigProblem } from '../errors.js'
 import type { Config, IssuerConfig, ListenAddress, StoreConfig, TlsConfig } from './types.js'
 import { deepFreeze } from './freeze.js'
@@ -68,7 +68,10 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const tls = readTls(r, top)
   const store = readStore(r, top.get('store'), top.pathOf('store'))
   const log = r.map(top.get('log'), top.pathOf('log'), ['level'])
+  const logLevel = log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info'
   const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), ['trust_incoming'])
+  const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
+  const shutdownTimeoutMs = top.opt('shutdown_timeout', r.millis(), 10_000)
 
   const asNode = top.get('authorization_server')
   const authorizationServer =
@@ -98,16 +101,14 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     publicUrl: normalizedPublicUrl,
     tls,
     store,
-    log: { level: log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info' },
-    trustIncomingRequestId: requestId?.opt('trust_incoming', r.bool(), false) ?? false,
-    shutdownTimeoutMs: top.opt('shutdown_timeout', r.millis(), 10_000),
+    log: { level: logLevel },
+    trustIncomingRequestId,
+    shutdownTimeoutMs,
     authorizationServer,
     issuers,
     gateway,
     routes,
   }
-  // Reading log/request_id/shutdown_timeout above can still add problems.
-  if (r.problems.length > 0) return { config: null, problems: r.problems, warnings: r.warnings }
   return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
 }
 
@@ -131,7 +132,7 @@ function readAdminListen(r: Reader, top: MapView): ListenAddress | null {
   const node = top.get('admin_listen') as Node
   const resolved = r.resolve(node)
   // `admin_listen: false` turns the admin listener off.
-  if (resolved !== undefined && 'value' in resolved && resolved.value === false) return null
+  if (isScalar(resolved) && resolved.value === false) return null
   return listenAddress(r)(node, top.pathOf('admin_listen')) ?? null
 }
 
@@ -165,11 +166,9 @@ function readStore(r: Reader, node: Node | undefined, path: string): StoreConfig
     keyPrefix: m?.opt('key_prefix', r.str({ allowEmpty: true }), 'bw:') ?? 'bw:',
     commandTimeoutMs: m?.opt('command_timeout', r.millis({ min: 1 }), 1000) ?? 1000,
   })
-  if (resolved !== undefined && 'items' in resolved && !Array.isArray(resolved.items) === false && !('flow' in resolved && false)) {
-    // fallthrough: a mapping or a list is handled below
-  }
-  const m = resolved !== undefined && resolved.constructor.name === 'YAMLMap' ? r.map(node, path, STORE_KEYS) : undefined
-  if (m !== undefined) {
+  if (isMap(resolved)) {
+    const m = r.map(resolved, path, STORE_KEYS)
+    if (m === undefined) return memory
     const url = m.req('url', r.str({ check: checkRedisUrl }))
     return redis(url ?? '', m)
   }

@@ -1,0 +1,126 @@
+/**
+ * grant_type=authorization_code (RFC 6749 4.1.3, RFC 7636 4.5-4.6, SPEC.md
+ * "POST /token" validation sequence).
+ *
+ * Order and state, decided here:
+ * - The code is taken with the store's atomic Issued → Used (`takeCode`), so
+ *   of N concurrent exchanges exactly one gets to run the checks.
+ * - When a check then fails (another client, redirect_uri, PKCE, resource),
+ *   the code is put back as Issued with its remaining lifetime. SPEC.md's
+ *   state table says a failing check leaves the code Issued, so a legitimate
+ *   client whose request lost a race to a forged one can still redeem it.
+ *   Putting back cannot produce a second redemption: only the request that
+ *   took the code puts it back, and a successful exchange never does. A
+ *   request arriving while a failing one holds the code sees Used with no
+ *   grant linked, gets invalid_grant and revokes nothing.
+ * - A code found Used after a successful exchange is a replay: the grant it
+ *   produced is revoked (refresh family and every access token carrying its
+ *   grant_id), RFC 6749 4.1.2 / 10.5. The grant id is linked to the code
+ *   before the grant is created, so even a replay racing the first exchange
+ *   revokes what it issues.
+ * - Every cause is the same 400 invalid_grant; the cause is only logged.
+ */
+import { createHash } from 'node:crypto'
+import { epochSeconds } from '../../clock.js'
+import type { ClientConfig } from '../../config/types.js'
+import { safeEqual } from '../../crypto/secret.js'
+import { InvalidGrant } from '../../errors.js'
+import type { CodeRecord } from '../../store/types.js'
+import { hashToken } from '../../store/hash.js'
+import { randomId, randomToken, userTokenResponse } from '../issue.js'
+import { audienceFor, requestedResource } from '../resource.js'
+import type { Grant, GrantRequest, TokenResponse } from './types.js'
+
+/** RFC 7636 4.1: code_verifier = 43*128unreserved. */
+const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/
+
+/**
+ * Why the PKCE check fails, or null when it passes. S256 is recomputed and
+ * compared in constant time; plain is accepted only for a code issued with
+ * plain, never as a fallback (RFC 7636 4.6, RFC 9700 2.1.1).
+ */
+export function pkceFailure(record: CodeRecord, client: ClientConfig, verifier: string | undefined): string | null {
+  if (record.codeChallenge === null) {
+    if (client.requirePkce) return 'code has no challenge but the client requires PKCE'
+    return verifier === undefined ? null : 'code_verifier sent for a code issued without a challenge'
+  }
+  if (verifier === undefined) return 'code_verifier missing'
+  if (!VERIFIER.test(verifier)) return 'code_verifier malformed'
+  if (record.codeChallengeMethod === 'plain') {
+    return safeEqual(verifier, record.codeChallenge) ? null : 'plain code_verifier mismatch'
+  }
+  const computed = createHash('sha256').update(verifier, 'ascii').digest('base64url')
+  return safeEqual(computed, record.codeChallenge) ? null : 'S256 code_verifier mismatch'
+}
+
+/** RFC 6749 4.1.3: identical to the authorization request's; when it sent none, none or the one used. */
+function redirectFailure(record: CodeRecord, sent: string | undefined): string | null {
+  if (record.redirectUri !== null) return sent === record.redirectUri ? null : 'redirect_uri differs from the authorization request'
+  return sent === undefined || sent === record.effectiveRedirectUri ? null : 'redirect_uri differs from the one used'
+}
+
+export const authorizationCodeGrant: Grant = {
+  params: ['code', 'redirect_uri', 'code_verifier', 'resource'],
+
+  async handle({ form, client, as }: GrantRequest): Promise<TokenResponse> {
+    const code = form.require('code')
+    const redirectUri = form.get('redirect_uri')
+    const verifier = form.get('code_verifier')
+    const resource = requestedResource(form, as)
+    const codeHash = hashToken(code)
+
+    const taken = await as.store.takeCode(codeHash)
+    const now = epochSeconds(as.clock)
+    if (taken.status === 'missing') throw new InvalidGrant(undefined, { cause: 'code unknown or expired' })
+    if (taken.status === 'used') {
+      if (taken.grantId !== null) await as.store.revokeGrant(taken.grantId, now + as.as.accessToken.ttlSec)
+      throw new InvalidGrant(undefined, { cause: taken.grantId !== null ? 'code replayed; its grant is revoked' : 'code in use' })
+    }
+    const record = taken.record
+    if (now >= record.expiresAt) throw new InvalidGrant(undefined, { cause: 'code expired' })
+
+    const failure =
+      (record.clientId !== client.clientId ? 'code issued to another client' : null) ??
+      redirectFailure(record, redirectUri) ??
+      pkceFailure(record, client, verifier)
+    let audience: string
+    try {
+      if (failure !== null) throw new InvalidGrant(undefined, { cause: failure })
+      audience = audienceFor(as, resource, record.resource)
+    } catch (err) {
+      // SPEC.md: a failing check leaves the code Issued.
+      await as.store.putCode(codeHash, record, Math.max(1, record.expiresAt - now))
+      throw err
+    }
+
+    const grantId = randomId()
+    await as.store.linkCodeGrant(codeHash, grantId)
+    const refreshToken = client.grantTypes.includes('refresh_token') ? randomToken() : null
+    const accessExp = now + as.as.accessToken.ttlSec
+    await as.store.createGrant(
+      {
+        grantId,
+        clientId: client.clientId,
+        sub: record.sub,
+        scope: record.scope,
+        authTime: record.authTime,
+        resource: resource ?? record.resource,
+        createdAt: now,
+        expiresAt: refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec,
+        maxAccessExp: accessExp,
+      },
+      refreshToken === null ? null : hashToken(refreshToken),
+    )
+    return userTokenResponse(as, {
+      grant: 'authorization_code',
+      clientId: client.clientId,
+      grantId,
+      sub: record.sub,
+      scope: record.scope,
+      authTime: record.authTime,
+      audience,
+      nonce: record.nonce,
+      refreshToken,
+    })
+  },
+}

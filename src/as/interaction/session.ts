@@ -1,0 +1,71 @@
+import type { IncomingMessage } from 'node:http'
+import { epochSeconds } from '../../clock.js'
+import type { UserConfig } from '../../config/types.js'
+import { parseCookies, serializeCookie } from '../../http/cookies.js'
+import { hashToken } from '../../store/hash.js'
+import type { SessionRecord } from '../../store/types.js'
+import type { AsContext } from '../context.js'
+import { isTokenShaped, randomToken } from './tokens.js'
+
+/**
+ * The browser login session at the authorization server. The cookie holds a
+ * random id; the store holds only its hash (like every other bearer value),
+ * with the user, the login time and the session's CSRF token.
+ */
+
+/** Name of the session cookie; `__Host-` prefixed under https (no Domain, Path=/, Secure). */
+export function sessionCookieName(secure: boolean): string {
+  return secure ? '__Host-bw_session' : 'bw_session'
+}
+
+export interface ActiveSession {
+  id: string
+  record: SessionRecord
+  user: UserConfig
+}
+
+/**
+ * The session the request's cookie names, or null. A session whose user was
+ * removed from the config (or whose sub changed) since login no longer counts.
+ */
+export async function currentSession(req: IncomingMessage, as: AsContext): Promise<ActiveSession | null> {
+  const id = parseCookies(req.headers.cookie).get(sessionCookieName(as.secureCookies))
+  if (!isTokenShaped(id)) return null
+  const record = await as.store.getSession(hashToken(id))
+  if (record === null) return null
+  const user = as.users.get(record.username)
+  if (user === undefined || user.sub !== record.sub) return null
+  return { id, record, user }
+}
+
+/**
+ * Log the user in: always a new session id (no session fixation, RFC 9700 /
+ * OWASP), the previous session, if any, deleted. Returns the Set-Cookie.
+ */
+export async function startSession(
+  as: AsContext,
+  user: UserConfig,
+  previousId: string | null,
+): Promise<{ session: ActiveSession; setCookie: string }> {
+  const id = randomToken()
+  const record: SessionRecord = { sub: user.sub, username: user.username, authTime: epochSeconds(as.clock), csrf: randomToken() }
+  await as.store.putSession(hashToken(id), record, as.as.session.ttlSec)
+  if (previousId !== null) await as.store.deleteSession(hashToken(previousId))
+  const setCookie = serializeCookie(sessionCookieName(as.secureCookies), id, {
+    secure: as.secureCookies,
+    maxAgeSec: as.as.session.ttlSec,
+  })
+  return { session: { id, record, user }, setCookie }
+}
+
+/** The raw session id in the request's cookie, if it has one of the right shape. */
+export function sessionIdOf(req: IncomingMessage, as: AsContext): string | null {
+  const id = parseCookies(req.headers.cookie).get(sessionCookieName(as.secureCookies))
+  return isTokenShaped(id) ? id : null
+}
+
+/** Delete the session and return the Set-Cookie that clears the cookie. */
+export async function endSession(as: AsContext, id: string | null): Promise<string> {
+  if (id !== null) await as.store.deleteSession(hashToken(id))
+  return serializeCookie(sessionCookieName(as.secureCookies), '', { secure: as.secureCookies, maxAgeSec: 0 })
+}

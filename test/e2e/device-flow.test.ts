@@ -1,0 +1,118 @@
+import t from 'tap'
+import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
+import { startUpstream } from '../helpers/upstream.js'
+import { Browser, parseForms, freePort } from '../helpers/browser.js'
+import { asConfigYaml, DEMO_PASSWORD } from '../helpers/as-config.js'
+
+interface DeviceStart {
+  device_code: string
+  user_code: string
+  verification_uri: string
+  verification_uri_complete: string
+  expires_in: number
+  interval: number
+}
+
+const post = (url: string, body: Record<string, string>): Promise<Response> =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body) })
+
+async function startDevice(bin: RunningBin): Promise<DeviceStart> {
+  const res = await post(`${bin.url}/device_authorization`, { client_id: 'cli', scope: 'orders:read' })
+  if (res.status !== 200) throw new Error(`device_authorization: ${res.status} ${await res.text()}`)
+  return (await res.json()) as DeviceStart
+}
+
+const poll = (bin: RunningBin, deviceCode: string): Promise<Response> =>
+  post(`${bin.url}/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: 'cli' })
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/** A person at a browser: open the verification page, confirm the code, log in, decide. Returns the last page's text. */
+async function personApproves(start: DeviceStart, decision: 'allow' | 'deny', typeCode = false): Promise<string> {
+  const browser = new Browser()
+  const origin = new URL(start.verification_uri).origin
+  let url = typeCode ? start.verification_uri : start.verification_uri_complete
+  let { res, url: at } = await browser.follow(await browser.get(url), url, origin)
+  for (let step = 0; step < 6; step++) {
+    const html = await res.text()
+    const forms = parseForms(html, at).filter((f) => f.method === 'POST')
+    if (forms.length === 0) return html
+    const login = forms.find((f) => 'password' in f.fields)
+    const consent = forms.find((f) => f.buttons.some((b) => b.name === 'decision'))
+    const code = forms.find((f) => 'user_code' in f.fields)
+    let sent: Response
+    if (login) sent = await browser.submit(login, { username: 'alice', password: DEMO_PASSWORD })
+    else if (consent) sent = await browser.submit(consent, { decision })
+    else if (code) {
+      const button = code.buttons[0]
+      // Typed the way people type: lower case, no dash.
+      sent = await browser.submit(code, { user_code: typeCode ? start.user_code.replace('-', '').toLowerCase() : code.fields.user_code ?? '', ...(button ? { [button.name]: button.value } : {}) })
+    } else return html
+    ;({ res, url: at } = await browser.follow(sent, at, origin))
+    url = at
+  }
+  throw new Error('the device page flow did not finish')
+}
+
+t.test('device authorization grant as a command-line tool and a person would', async (t) => {
+  const up = await startUpstream('orders')
+  const port = await freePort()
+  const yaml = (await asConfigYaml({ port, upstream: up.url })).replace('authorization_server:\n', 'authorization_server:\n  device: { ttl: 4s, interval: 1s }\n')
+  const cfg = await tempConfig(yaml)
+  const bin = await startBin(cfg.file)
+  t.teardown(async () => {
+    await bin.stop()
+    await up.close()
+    await cfg.cleanup()
+  })
+
+  await t.test('start, poll (pending), approve through the page, poll (tokens), call the route', async (t) => {
+    const start = await startDevice(bin)
+    t.match(start.user_code, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/)
+    t.equal(start.verification_uri, `${bin.url}/device`)
+    t.equal(start.verification_uri_complete, `${bin.url}/device?user_code=${start.user_code}`)
+    t.equal(start.interval, 1)
+    const pending = await poll(bin, start.device_code)
+    t.equal(pending.status, 400)
+    t.match(await pending.json(), { error: 'authorization_pending' })
+    const page = await personApproves(start, 'allow', true)
+    t.match(page, /approved|connected|done|success/i, 'the person is told it worked')
+    await sleep(1100)
+    const done = await poll(bin, start.device_code)
+    t.equal(done.status, 200)
+    t.equal(done.headers.get('cache-control'), 'no-store')
+    const tokens = (await done.json()) as { access_token: string; token_type: string; refresh_token?: string }
+    t.equal(tokens.token_type, 'Bearer')
+    const route = await fetch(`${bin.url}/orders/7`, { headers: { authorization: `Bearer ${tokens.access_token}` } })
+    t.equal(route.status, 200, 'the device token opens the protected route')
+    await sleep(1100)
+    const again = await poll(bin, start.device_code)
+    t.equal(again.status, 400, 'tokens are handed out once')
+    t.match(await again.json(), { error: 'invalid_grant' })
+  })
+
+  await t.test('deny', async (t) => {
+    const start = await startDevice(bin)
+    await personApproves(start, 'deny')
+    const res = await poll(bin, start.device_code)
+    t.equal(res.status, 400)
+    t.match(await res.json(), { error: 'access_denied' })
+  })
+
+  await t.test('polling faster than the interval gets slow_down', async (t) => {
+    const start = await startDevice(bin)
+    const first = await poll(bin, start.device_code)
+    t.match(await first.json(), { error: 'authorization_pending' })
+    const second = await poll(bin, start.device_code)
+    t.equal(second.status, 400)
+    t.match(await second.json(), { error: 'slow_down' })
+  })
+
+  await t.test('expiry', async (t) => {
+    const start = await startDevice(bin)
+    await sleep(4200)
+    const res = await poll(bin, start.device_code)
+    t.equal(res.status, 400)
+    t.match(await res.json(), { error: 'expired_token' })
+  })
+})
