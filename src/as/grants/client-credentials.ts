@@ -1,0 +1,32 @@
+/**
+ * grant_type=client_credentials (RFC 6749 4.4): server-to-server, no user.
+ * Confidential clients only; no refresh token (4.4.3) and no ID token (there
+ * is no end-user to identify, so `openid` is not grantable); sub = client_id.
+ */
+import { UnauthorizedClient } from '../../errors.js'
+import { issueAccessToken } from '../issue.js'
+import { requestedResource } from '../resource.js'
+import { formatScope, requestedClientScope } from '../scope.js'
+import type { Grant, GrantRequest, TokenResponse } from './types.js'
+
+export const clientCredentialsGrant: Grant = {
+  params: ['scope', 'resource'],
+
+  async handle({ form, client, as }: GrantRequest): Promise<TokenResponse> {
+    if (client.type !== 'confidential') {
+      throw new UnauthorizedClient('Only confidential clients may use client_credentials')
+    }
+    const scope = formatScope(requestedClientScope(form.get('scope'), client, ['openid']))
+    const audience = requestedResource(form, as) ?? as.issuer
+    const access = await issueAccessToken(as, {
+      grant: 'client_credentials',
+      sub: client.clientId,
+      clientId: client.clientId,
+      scope,
+      grantId: null,
+      authTime: null,
+      audience,
+    })
+    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, scope }
+  },
+}

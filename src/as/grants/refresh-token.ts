@@ -1,0 +1,58 @@
+/**
+ * grant_type=refresh_token (RFC 6749 6) with rotation (RFC 9700 4.14.2).
+ *
+ * Everything that can be refused without changing state is checked first
+ * (the token exists, belongs to this client, the scope only narrows, the
+ * resource is the bound one); only then does the store rotate, atomically.
+ * Presenting a replaced token makes the store revoke the whole family and the
+ * access tokens issued under it; the answer is the same invalid_grant.
+ */
+import { epochSeconds } from '../../clock.js'
+import { InvalidGrant, InvalidScope } from '../../errors.js'
+import { hashToken } from '../../store/hash.js'
+import { randomToken, userTokenResponse } from '../issue.js'
+import { audienceFor, requestedResource } from '../resource.js'
+import { formatScope, isSubset, parseScope } from '../scope.js'
+import type { Grant, GrantRequest, TokenResponse } from './types.js'
+
+export const refreshTokenGrant: Grant = {
+  params: ['refresh_token', 'scope', 'resource'],
+
+  async handle({ form, client, as }: GrantRequest): Promise<TokenResponse> {
+    const presented = form.require('refresh_token')
+    const requestedScope = parseScope(form.get('scope'))
+    const resource = requestedResource(form, as)
+    const oldHash = hashToken(presented)
+
+    const found = await as.store.findRefresh(oldHash)
+    if (found === null) throw new InvalidGrant(undefined, { cause: 'refresh token unknown, expired or revoked' })
+    const grant = found.grant
+    if (grant.clientId !== client.clientId) throw new InvalidGrant(undefined, { cause: 'refresh token issued to another client' })
+    if (as.revocations.isRevoked(null, grant.grantId)) throw new InvalidGrant(undefined, { cause: 'grant revoked' })
+
+    const granted = parseScope(grant.scope)
+    if (!isSubset(requestedScope, granted)) throw new InvalidScope('The requested scope exceeds the original grant')
+    const scope = requestedScope.length === 0 ? grant.scope : formatScope(requestedScope)
+    const audience = audienceFor(as, resource, grant.resource)
+
+    // Public clients always rotate (RFC 9700 4.14.2: sender-constrained or rotated).
+    const rotate = client.type === 'public' || client.rotateRefreshTokens
+    const next = rotate ? randomToken() : null
+    const now = epochSeconds(as.clock)
+    const result = await as.store.rotateRefresh(oldHash, next === null ? null : hashToken(next), now + as.as.refreshToken.ttlSec)
+    if (result.status === 'reused') throw new InvalidGrant(undefined, { cause: 'replaced refresh token reused; family revoked' })
+    if (result.status === 'missing') throw new InvalidGrant(undefined, { cause: 'refresh token no longer current' })
+
+    return userTokenResponse(as, {
+      grant: 'refresh_token',
+      clientId: client.clientId,
+      grantId: grant.grantId,
+      sub: grant.sub,
+      scope,
+      authTime: grant.authTime,
+      audience,
+      nonce: null,
+      refreshToken: next,
+    })
+  },
+}
