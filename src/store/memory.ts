@@ -110,6 +110,15 @@ export class MemoryStore implements Store {
     if (this.#closed) throw new StoreUnavailableError('store closed')
   }
 
+  /** Entries held in all tables, expired ones included until swept (for tests and metrics). */
+  get size(): number {
+    return (
+      this.#codes.size + this.#families.size + this.#refreshIndex.size + this.#revoked.jti.size +
+      this.#revoked.grant.size + this.#opaque.size + this.#devices.size + this.#userCodes.size +
+      this.#sessions.size + this.#consents.size + this.#hits.size
+    )
+  }
+
   /** Drop every entry whose time has passed (the periodic sweep; callable directly). */
   sweep(): void {
     const now = this.#nowMs()

@@ -4,6 +4,8 @@ import { renderPage } from './layout.js'
 export interface MessagePageOptions {
   title: string
   message: string
+  /** A second paragraph: what to do next. */
+  extra?: string
   /** Technical detail for developers, e.g. the RFC error code. */
   detail?: string
   /** A link to go on from here (relative to the page). */
@@ -17,6 +19,7 @@ export interface MessagePageOptions {
 export function messagePage(o: MessagePageOptions): string {
   const body = html`<h1>${o.title}</h1>
 <p class="lead">${o.message}</p>
+${o.extra ? html`<p>${o.extra}</p>` : ''}
 ${o.link ? html`<p><a href="${o.link.href}">${o.link.text}</a></p>` : ''}
 ${o.detail ? html`<p class="fine">Error code: <code>${o.detail}</code></p>` : ''}`
   return renderPage(o.title, body)

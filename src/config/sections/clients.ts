@@ -98,7 +98,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): Cl
   }
 
   const grantTypes = dedupe(
-    c.opt(
+    c.opt<GrantType[]>(
       'grant_types',
       r.list(r.oneOf<GrantType>(GRANT_TYPES, { aliases: { device_code: DEVICE_CODE_GRANT }, refused: REFUSED_GRANTS, what: 'a supported grant type' }), { nonEmpty: true }),
       ['authorization_code', 'refresh_token'],

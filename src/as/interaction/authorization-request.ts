@@ -1,0 +1,327 @@
+import type { ClientConfig } from '../../config/types.js'
+import {
+  InvalidRequest,
+  InvalidScope,
+  InvalidTarget,
+  OAuthError,
+  UnauthorizedClient,
+  UnsupportedResponseType,
+} from '../../errors.js'
+import { FormParams } from '../../http/body.js'
+import type { AsContext } from '../context.js'
+import { appendQuery, matchRedirectUri } from './redirect-uri.js'
+
+/**
+ * Validation of an authorization request (RFC 6749 4.1.1, RFC 7636 4.3,
+ * OIDC Core 3.1.2.1, RFC 8707 2), in the order RFC 6749 4.1.2.1 demands:
+ * client_id and redirect_uri first, and any problem with those is shown to
+ * the user (never redirected, or the endpoint becomes an open redirector);
+ * every later problem goes back to the verified redirect URI.
+ *
+ * The same function validates the request again when the login and consent
+ * forms come back (the request travels through them as its raw query), so
+ * nothing a browser sends after the first check is trusted.
+ */
+
+/** Parameters this endpoint reads; each may appear at most once (RFC 6749 3.1). */
+const SINGLE_VALUED = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'scope',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'nonce',
+  'prompt',
+  'max_age',
+  'response_mode',
+  'login_hint',
+  'ui_locales',
+  'display',
+  'id_token_hint',
+  'acr_values',
+  'claims',
+  'claims_locales',
+  'request',
+  'request_uri',
+  'registration',
+] as const
+
+export type Prompt = 'none' | 'login' | 'consent' | 'select_account'
+const PROMPTS: ReadonlySet<string> = new Set<Prompt>(['none', 'login', 'consent', 'select_account'])
+
+/** Scopes never granted by default when `scope` is omitted: identity and offline access must be asked for. */
+const NOT_DEFAULT: ReadonlySet<string> = new Set(['openid', 'offline_access'])
+
+const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/
+/** RFC 7636 4.1: a plain challenge is the verifier itself. */
+const PLAIN_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/
+
+/**
+ * Where the authorization response goes, once client_id and redirect_uri are
+ * verified. Adds `state` exactly as received and `iss` (RFC 9207 2) to every
+ * response, success or error.
+ */
+export class RedirectTarget {
+  constructor(
+    /** The verified redirect URI (the registered one when redirect_uri was omitted). */
+    readonly uri: string,
+    readonly state: string | null,
+    readonly issuer: string,
+  ) {}
+
+  #with(params: Array<[string, string]>): string {
+    if (this.state !== null) params.push(['state', this.state])
+    params.push(['iss', this.issuer])
+    return appendQuery(this.uri, params)
+  }
+
+  /** RFC 6749 4.1.2 */
+  success(code: string): string {
+    return this.#with([['code', code]])
+  }
+
+  /** RFC 6749 4.1.2.1 */
+  error(err: OAuthError): string {
+    const params: Array<[string, string]> = [['error', err.error]]
+    if (err.description !== undefined) params.push(['error_description', err.description])
+    return this.#with(params)
+  }
+
+  /** What the person is sent back to, for the consent page: an origin, or a custom scheme. */
+  displayOrigin(): string {
+    const url = new URL(this.uri)
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol
+  }
+}
+
+/** A fully validated authorization request. */
+export interface AuthorizationRequest {
+  client: ClientConfig
+  target: RedirectTarget
+  /** redirect_uri as sent, or null when omitted (the token request must then omit it too). */
+  redirectUri: string | null
+  /** Granted scopes, deduplicated, in request order. */
+  scopes: string[]
+  codeChallenge: string | null
+  codeChallengeMethod: 'S256' | 'plain' | null
+  nonce: string | null
+  prompt: ReadonlySet<Prompt>
+  /** OIDC max_age in seconds, or null. */
+  maxAge: number | null
+  /** RFC 8707 resource, or null. */
+  resource: string | null
+  loginHint: string | null
+  /** The request's parameters as received, carried through the login and consent forms. */
+  raw: string
+}
+
+export type ParsedAuthorizationRequest =
+  | { kind: 'ok'; request: AuthorizationRequest }
+  /** client_id or redirect_uri is wrong: show an error page, never redirect. */
+  | { kind: 'page'; error: OAuthError }
+  /** Anything else: send the error to the verified redirect URI. */
+  | { kind: 'redirect'; target: RedirectTarget; error: OAuthError }
+
+/**
+ * Validate an authorization request given as a query string (or a POSTed
+ * form body, OIDC Core 3.1.2.1).
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2.1
+ * @see https://www.rfc-editor.org/rfc/rfc9700#section-2.1
+ */
+export function parseAuthorizationRequest(raw: string, as: AsContext): ParsedAuthorizationRequest {
+  const params = FormParams.parse(raw)
+
+  // 1. Client and redirect URI: errors here are shown, not redirected.
+  let client: ClientConfig | undefined
+  let redirectUri: string | undefined
+  try {
+    const clientId = params.get('client_id')
+    if (clientId === undefined) return page(new InvalidRequest('The request has no client_id'))
+    client = as.clients.get(clientId)
+    if (client === undefined) return page(new InvalidRequest('The application (client_id) is not registered with this server'))
+    redirectUri = params.get('redirect_uri')
+  } catch (err) {
+    if (err instanceof OAuthError) return page(err)
+    throw err
+  }
+  const effective = matchRedirectUri(client.redirectUris, redirectUri)
+  if (effective === null) {
+    return page(
+      new InvalidRequest(
+        redirectUri === undefined
+          ? 'The request has no redirect_uri, and the application has more than one registered'
+          : 'The redirect_uri is not registered for this application',
+      ),
+    )
+  }
+
+  // 2. Everything else is answered at the redirect URI.
+  let state: string | null = null
+  try {
+    state = params.get('state') ?? null
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err
+    return { kind: 'redirect', target: new RedirectTarget(effective, null, as.issuer), error: err }
+  }
+  const target = new RedirectTarget(effective, state, as.issuer)
+  try {
+    const request = validateRest(params, client, target, redirectUri ?? null, raw, as)
+    return { kind: 'ok', request }
+  } catch (err) {
+    if (err instanceof OAuthError) return { kind: 'redirect', target, error: err }
+    throw err
+  }
+}
+
+function page(error: OAuthError): ParsedAuthorizationRequest {
+  return { kind: 'page', error }
+}
+
+function validateRest(
+  params: FormParams,
+  client: ClientConfig,
+  target: RedirectTarget,
+  redirectUri: string | null,
+  raw: string,
+  as: AsContext,
+): AuthorizationRequest {
+  params.assertNoRepeats(SINGLE_VALUED)
+
+  // OIDC Core 6: request objects are not supported.
+  if (params.get('request') !== undefined) {
+    throw new OAuthError(400, 'request_not_supported', 'Request objects are not supported')
+  }
+  if (params.get('request_uri') !== undefined) {
+    throw new OAuthError(400, 'request_uri_not_supported', 'request_uri is not supported')
+  }
+  const responseMode = params.get('response_mode')
+  if (responseMode !== undefined && responseMode !== 'query') {
+    throw new InvalidRequest('Only response_mode=query is supported')
+  }
+
+  // RFC 6749 4.1.1; RFC 9700 2.1.2: no response type that returns a token.
+  const responseType = params.get('response_type')
+  if (responseType === undefined) throw new InvalidRequest('The request has no response_type')
+  if (responseType !== 'code') throw new UnsupportedResponseType()
+  if (!client.grantTypes.includes('authorization_code')) {
+    throw new UnauthorizedClient('This application may not use the authorization code grant')
+  }
+
+  const scopes = parseScopes(params.get('scope'), client, as)
+  const pkce = parsePkce(params, client)
+  const prompt = parsePrompt(params.get('prompt'))
+  const maxAge = parseMaxAge(params.get('max_age'))
+  const resource = parseResource(params, as)
+
+  return {
+    client,
+    target,
+    redirectUri,
+    scopes,
+    codeChallenge: pkce.challenge,
+    codeChallengeMethod: pkce.method,
+    nonce: params.get('nonce') ?? null,
+    prompt,
+    maxAge,
+    resource,
+    loginHint: params.get('login_hint') ?? null,
+    raw,
+  }
+}
+
+/**
+ * RFC 6749 3.3. Every scope must be known and allowed to the client. When
+ * `scope` is omitted the client gets its configured scopes except `openid`
+ * and `offline_access` (an id_token or a long-lived grant is only ever issued
+ * when asked for by name).
+ */
+function parseScopes(value: string | undefined, client: ClientConfig, as: AsContext): string[] {
+  if (value === undefined) return client.scopes.filter((s) => !NOT_DEFAULT.has(s))
+  const scopes = [...new Set(value.split(' ').filter((s) => s !== ''))]
+  for (const scope of scopes) {
+    if (!Object.hasOwn(as.as.scopes, scope) || !client.scopes.includes(scope)) {
+      throw new InvalidScope('The requested scope is unknown or not allowed for this application')
+    }
+  }
+  return scopes
+}
+
+/** RFC 7636 4.3 and 4.4.1; RFC 9700 2.1.1 (PKCE required for public clients; S256 only by default). */
+function parsePkce(params: FormParams, client: ClientConfig): { challenge: string | null; method: 'S256' | 'plain' | null } {
+  const challenge = params.get('code_challenge')
+  const method = params.get('code_challenge_method')
+  if (method !== undefined && method !== 'S256' && method !== 'plain') {
+    throw new InvalidRequest('code_challenge_method must be S256')
+  }
+  if (challenge === undefined) {
+    if (method !== undefined) throw new InvalidRequest('code_challenge_method was sent without code_challenge')
+    if (client.type === 'public' || client.requirePkce) throw new InvalidRequest('code_challenge is required (PKCE, RFC 7636)')
+    return { challenge: null, method: null }
+  }
+  // RFC 7636 4.3: an omitted method means plain.
+  const effective = method ?? 'plain'
+  if (effective === 'plain') {
+    if (!client.allowPlainPkce) throw new InvalidRequest('code_challenge_method must be S256')
+    if (!PLAIN_CHALLENGE.test(challenge)) throw new InvalidRequest('A plain code_challenge is 43 to 128 unreserved characters')
+    return { challenge, method: 'plain' }
+  }
+  if (!S256_CHALLENGE.test(challenge)) throw new InvalidRequest('An S256 code_challenge is exactly 43 base64url characters')
+  return { challenge, method: 'S256' }
+}
+
+/** OIDC Core 3.1.2.1: `none` cannot be combined with another value. */
+function parsePrompt(value: string | undefined): ReadonlySet<Prompt> {
+  const prompt = new Set<Prompt>()
+  if (value === undefined) return prompt
+  for (const p of value.split(' ')) {
+    if (p === '') continue
+    if (!PROMPTS.has(p)) throw new InvalidRequest('prompt must be none, login, consent or select_account')
+    prompt.add(p as Prompt)
+  }
+  if (prompt.has('none') && prompt.size > 1) throw new InvalidRequest('prompt=none cannot be combined with other values')
+  return prompt
+}
+
+/** OIDC Core 3.1.2.1: max_age in whole seconds. */
+function parseMaxAge(value: string | undefined): number | null {
+  if (value === undefined) return null
+  if (!/^\d{1,10}$/.test(value)) throw new InvalidRequest('max_age must be a whole number of seconds')
+  return Number(value)
+}
+
+/**
+ * RFC 8707 2: `resource` names where the token will be used; it must be one
+ * of the audiences this server issues for. A code carries one audience, so a
+ * second `resource` is refused as invalid_target.
+ */
+function parseResource(params: FormParams, as: AsContext): string | null {
+  let value: string | undefined
+  try {
+    value = params.get('resource')
+  } catch {
+    throw new InvalidTarget('Only one resource may be requested')
+  }
+  if (value === undefined) return null
+  if (value.includes('#') || !as.resources.has(value)) throw new InvalidTarget()
+  return value
+}
+
+/**
+ * The request to continue with after a successful login: the same
+ * parameters without `prompt=login` and `max_age`, which that login has just
+ * satisfied (otherwise the next step would ask for a login again, forever).
+ */
+export function afterLogin(raw: string): string {
+  const params = new URLSearchParams(raw)
+  const prompt = params.get('prompt')
+  if (prompt !== null) {
+    const rest = prompt.split(' ').filter((p) => p !== '' && p !== 'login')
+    if (rest.length === 0) params.delete('prompt')
+    else params.set('prompt', rest.join(' '))
+  }
+  params.delete('max_age')
+  return params.toString()
+}

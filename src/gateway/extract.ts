@@ -1,0 +1,169 @@
+/**
+ * Finding the access token in a protected request (RFC 6750 2): the
+ * Authorization header always; the form body (2.2) and the query (2.3) only
+ * where the route allows them, since tokens there leak into logs and
+ * caches. A token sent more than one way, or twice, is invalid_request
+ * (RFC 6750 3.1); no token at all is a bare challenge (RFC 6750 3).
+ */
+import type { IncomingMessage } from 'node:http'
+import type { RouteConfig } from '../config/types.js'
+import { InvalidRequest, MissingToken } from '../errors.js'
+import { isFormContentType, readBody } from '../http/body.js'
+
+/** RFC 6750 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
+
+const BEARER = 'bearer'
+
+/** A 400 about the credentials carries the Bearer challenge with error="invalid_request". */
+function malformed(description: string, cause: string): InvalidRequest {
+  return new InvalidRequest(description, { challenge: 'Bearer', cause })
+}
+
+/** Where the token came from and what to forward instead of the raw request parts. */
+export interface ExtractedToken {
+  readonly token: string
+  /** The query to forward: without `access_token` when the token came from it. */
+  readonly query: string
+  /** The form body read to find the token (forwarded as is), or null when the body was not read. */
+  readonly body: Buffer | null
+}
+
+/** Case-insensitive check for the `Bearer` scheme at the start of the header value. */
+function hasBearerScheme(value: string): boolean {
+  if (value.length < BEARER.length) return false
+  for (let i = 0; i < BEARER.length; i++) {
+    if ((value.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return false
+  }
+  return value.length === BEARER.length || value.charCodeAt(BEARER.length) === 0x20
+}
+
+/**
+ * The bearer token of the Authorization header (RFC 6750 2.1), or null when
+ * there is none or it uses another scheme (Basic is not a bearer token).
+ * A repeated header, or `Bearer` followed by anything but 1*SP b64token, is
+ * invalid_request.
+ */
+export function bearerFromHeader(req: IncomingMessage): string | null {
+  const value = req.headers.authorization
+  if (value === undefined) return null
+  // Node keeps only the first Authorization header; a second one must not
+  // slip past us to an upstream that reads the last.
+  let seen = 0
+  const raw = req.rawHeaders
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.length === 13 && name.toLowerCase() === 'authorization') seen++
+  }
+  if (seen > 1) throw malformed('The Authorization header is repeated', 'repeated authorization header')
+  if (!hasBearerScheme(value)) return null
+  let start = BEARER.length
+  while (value.charCodeAt(start) === 0x20) start++
+  const token = value.slice(start)
+  if (start === BEARER.length || !B64TOKEN.test(token)) {
+    throw malformed('The Authorization header is not a valid Bearer credential', 'bearer grammar')
+  }
+  return token
+}
+
+function formDecode(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '))
+  } catch {
+    throw malformed('The request query is malformed', 'bad percent-encoding in query')
+  }
+}
+
+function checkTokenValue(token: string, where: string): void {
+  if (!B64TOKEN.test(token)) throw malformed(`The access_token ${where} parameter is malformed`, `access_token ${where} grammar`)
+}
+
+/**
+ * Take `access_token` out of a raw query string (RFC 6750 2.3). Returns the
+ * token (null when absent or empty) and the query without it, the other
+ * parameters byte for byte as sent.
+ */
+export function takeQueryToken(rawQuery: string): { token: string | null; query: string } {
+  if (rawQuery === '') return { token: null, query: rawQuery }
+  let token: string | null = null
+  let found = 0
+  const kept: string[] = []
+  for (const part of rawQuery.split('&')) {
+    const eq = part.indexOf('=')
+    if (formDecode(eq === -1 ? part : part.slice(0, eq)) !== 'access_token') {
+      kept.push(part)
+      continue
+    }
+    found++
+    const value = eq === -1 ? '' : formDecode(part.slice(eq + 1))
+    if (value !== '') token = value
+  }
+  if (found === 0) return { token: null, query: rawQuery }
+  if (found > 1) throw malformed('The access_token parameter is repeated', 'repeated access_token in query')
+  if (token !== null) checkTokenValue(token, 'query')
+  return { token, query: kept.join('&') }
+}
+
+/**
+ * RFC 6750 2.2: a body token is considered only for a single-part
+ * application/x-www-form-urlencoded body, on a method whose body has
+ * defined semantics (never GET).
+ */
+export function mayCarryFormToken(req: IncomingMessage): boolean {
+  if (req.method === 'GET' || req.method === 'HEAD') return false
+  if (!isFormContentType(req.headers['content-type'])) return false
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+/**
+ * Read the form body (at most `limit` bytes, else 413) and find its
+ * `access_token` (null when absent or empty). The body is returned whole so
+ * it can be forwarded unchanged.
+ */
+export async function readBodyToken(req: IncomingMessage, limit: number): Promise<{ token: string | null; body: Buffer }> {
+  const body = await readBody(req, limit)
+  let token: string | null = null
+  let found = 0
+  for (const [name, value] of new URLSearchParams(body.toString('utf8'))) {
+    if (name !== 'access_token') continue
+    found++
+    if (value !== '') token = value
+  }
+  if (found > 1) throw malformed('The access_token parameter is repeated', 'repeated access_token in body')
+  if (token !== null) checkTokenValue(token, 'body')
+  return { token, body }
+}
+
+/**
+ * The token of a request to `route`, from exactly one place. `allowBody` is
+ * false for upgrades (no body to read). Throws MissingToken (401 with a bare
+ * challenge) when there is none, InvalidRequest (400) when it is malformed,
+ * repeated or sent more than one way, PayloadTooLarge (413) for a form body
+ * over `max_body`.
+ */
+export async function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): Promise<ExtractedToken> {
+  let token = bearerFromHeader(req)
+  let ways = token === null ? 0 : 1
+  let query = rawQuery
+  let body: Buffer | null = null
+  if (route.tokenInQuery) {
+    const fromQuery = takeQueryToken(rawQuery)
+    query = fromQuery.query
+    if (fromQuery.token !== null) {
+      token = fromQuery.token
+      ways++
+    }
+  }
+  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) {
+    const fromBody = await readBodyToken(req, route.maxBodyBytes)
+    body = fromBody.body
+    if (fromBody.token !== null) {
+      token = fromBody.token
+      ways++
+    }
+  }
+  if (ways > 1) throw malformed('The access token was sent in more than one way', 'token in more than one place')
+  if (token === null) throw new MissingToken()
+  return { token, query, body }
+}

@@ -1,0 +1,524 @@
+/**
+ * The behaviour every Store implementation must show (src/store/types.ts).
+ * Run by memory.test.ts and redis.test.ts. Time moves only through the
+ * ManualClock; nothing sleeps to expire.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Test } from 'tap'
+import { ManualClock } from '../../src/clock.js'
+import { StoreUnavailableError } from '../../src/errors.js'
+import { hashToken } from '../../src/store/hash.js'
+import type {
+  CodeRecord,
+  DeviceRecord,
+  GrantRecord,
+  OpaqueTokenRecord,
+  RevocationEntry,
+  SessionRecord,
+  Store,
+} from '../../src/store/types.js'
+
+
+export interface StoreHarness {
+  store: Store
+  /**
+   * Another instance over the same data (Redis: a second connection with its
+   * own subscriber; memory: the same object, as there is no other instance).
+   */
+  peer(): Promise<Store>
+  cleanup(): Promise<void>
+}
+
+export type MakeStore = (clock: ManualClock) => Promise<StoreHarness>
+
+/** A fresh random token value and its hash, as callers mint them. */
+export function token(): { value: string; hash: string } {
+  const value = randomBytes(32).toString('base64url')
+  return { value, hash: hashToken(value) }
+}
+
+export function nowSec(clock: ManualClock): number {
+  return Math.floor(clock.now() / 1000)
+}
+
+export function codeRecord(clock: ManualClock, ttlSec = 60): CodeRecord {
+  return {
+    clientId: 'app',
+    redirectUri: 'https://app.example/cb',
+    effectiveRedirectUri: 'https://app.example/cb',
+    codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    codeChallengeMethod: 'S256',
+    scope: 'openid orders:read',
+    sub: 'alice',
+    authTime: nowSec(clock),
+    nonce: null,
+    resource: null,
+    expiresAt: nowSec(clock) + ttlSec,
+  }
+}
+
+export function grantRecord(clock: ManualClock, ttlSec = 3600): GrantRecord {
+  const now = nowSec(clock)
+  return {
+    grantId: `g-${randomBytes(8).toString('hex')}`,
+    clientId: 'app',
+    sub: 'alice',
+    scope: 'openid offline_access orders:read',
+    authTime: now,
+    resource: null,
+    createdAt: now,
+    expiresAt: now + ttlSec,
+    maxAccessExp: now + 300,
+  }
+}
+
+export function deviceRecord(clock: ManualClock, userCode: string, ttlSec = 600): DeviceRecord {
+  return {
+    clientId: 'tv',
+    userCode,
+    scope: 'orders:read',
+    status: 'pending',
+    sub: null,
+    authTime: null,
+    expiresAt: nowSec(clock) + ttlSec,
+    intervalSec: 5,
+    lastPollMs: 0,
+  }
+}
+
+export function userCode(): string {
+  const letters = 'BCDFGHJKLMNPQRSTVWXZ'
+  return Array.from(randomBytes(8), (b) => letters[b % letters.length]).join('')
+}
+
+/** Poll `check` until true, up to `ms` (for pub/sub delivery, which is asynchronous by nature). */
+export async function eventually(check: () => boolean, ms = 2000): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > deadline) return false
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  return true
+}
+
+export function runStoreContract(t: Test, name: string, makeStore: MakeStore): void {
+  /** A store on a fresh clock, cleaned up when the subtest ends. */
+  const setup = async (tt: Test): Promise<{ clock: ManualClock; h: StoreHarness; store: Store }> => {
+    const clock = new ManualClock()
+    const h = await makeStore(clock)
+    tt.teardown(() => h.cleanup())
+    return { clock, h, store: h.store }
+  }
+
+  t.test(`${name}: ping answers`, async (tt) => {
+    const { store } = await setup(tt)
+    await tt.resolves(store.ping())
+  })
+
+  t.test(`${name}: authorization codes`, async (tt) => {
+    tt.test('Issued → Used exactly once; a replay sees the tombstone and the linked grant', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const code = token()
+      const rec = codeRecord(clock)
+      await store.putCode(code.hash, rec, 60)
+      const first = await store.takeCode(code.hash)
+      t2.same(first, { status: 'taken', record: rec })
+      t2.same(await store.takeCode(code.hash), { status: 'used', record: rec, grantId: null })
+      await store.linkCodeGrant(code.hash, 'grant-1')
+      t2.same(await store.takeCode(code.hash), { status: 'used', record: rec, grantId: 'grant-1' })
+    })
+
+    tt.test('unknown code is missing; linking it creates nothing', async (t2) => {
+      const { store } = await setup(t2)
+      const code = token()
+      await store.linkCodeGrant(code.hash, 'grant-1')
+      t2.same(await store.takeCode(code.hash), { status: 'missing' })
+    })
+
+    tt.test('linking an unused code does not mark it used', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const code = token()
+      await store.putCode(code.hash, codeRecord(clock), 60)
+      await store.linkCodeGrant(code.hash, 'grant-1')
+      t2.equal((await store.takeCode(code.hash)).status, 'taken')
+    })
+
+    tt.test('an expired code cannot be taken; the tombstone lives until the original expiry', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const a = token()
+      const b = token()
+      await store.putCode(a.hash, codeRecord(clock, 60), 60)
+      await store.putCode(b.hash, codeRecord(clock, 60), 60)
+      t2.equal((await store.takeCode(b.hash)).status, 'taken')
+      clock.advance(59_000)
+      t2.equal((await store.takeCode(b.hash)).status, 'used', 'tombstone still there just before expiry')
+      clock.advance(1_000)
+      t2.same(await store.takeCode(a.hash), { status: 'missing' }, 'expired unused code')
+      t2.same(await store.takeCode(b.hash), { status: 'missing' }, 'tombstone gone after expiry')
+    })
+
+    tt.test('50 concurrent exchanges of one code: exactly one taken', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const code = token()
+      await store.putCode(code.hash, codeRecord(clock), 60)
+      const results = await Promise.all(Array.from({ length: 50 }, () => store.takeCode(code.hash)))
+      t2.equal(results.filter((r) => r.status === 'taken').length, 1)
+      t2.equal(results.filter((r) => r.status === 'used').length, 49)
+    })
+  })
+
+  t.test(`${name}: grants and refresh families`, async (tt) => {
+    tt.test('create, read, raise maxAccessExp (never lower)', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const g = grantRecord(clock)
+      const rt = token()
+      await store.createGrant(g, rt.hash)
+      t2.same(await store.getGrant(g.grantId), g)
+      await store.noteAccessExp(g.grantId, g.maxAccessExp + 100)
+      await store.noteAccessExp(g.grantId, g.maxAccessExp - 100)
+      t2.equal((await store.getGrant(g.grantId))?.maxAccessExp, g.maxAccessExp + 100)
+      t2.same(await store.findRefresh(rt.hash), { grant: { ...g, maxAccessExp: g.maxAccessExp + 100 }, current: true, issuedAt: nowSec(clock) })
+      t2.equal(await store.getGrant('no-such-grant'), null)
+    })
+
+    tt.test('a grant without a refresh token', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const g = grantRecord(clock)
+      await store.createGrant(g, null)
+      t2.same(await store.getGrant(g.grantId), g)
+    })
+
+    tt.test('rotation: current → rotated, old becomes replaced, new is current', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const g = grantRecord(clock)
+      const rt1 = token()
+      const rt2 = token()
+      await store.createGrant(g, rt1.hash)
+      clock.advance(10_000)
+      const newExp = nowSec(clock) + 3600
+      const r = await store.rotateRefresh(rt1.hash, rt2.hash, newExp)
+      t2.same(r, { status: 'rotated', grant: { ...g, expiresAt: newExp } })
+      const old = await store.findRefresh(rt1.hash)
+      const cur = await store.findRefresh(rt2.hash)
+      t2.equal(old?.current, false)
+      t2.equal(old?.issuedAt, g.createdAt)
+      t2.equal(cur?.current, true)
+      t2.equal(cur?.issuedAt, nowSec(clock))
+      t2.equal(cur?.grant.expiresAt, newExp)
+    })
+
+    tt.test('no rotation (newHash null): token stays current, lifetime unchanged', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const g = grantRecord(clock)
+      const rt = token()
+      await store.createGrant(g, rt.hash)
+      const r = await store.rotateRefresh(rt.hash, null, g.expiresAt + 999)
+      t2.same(r, { status: 'rotated', grant: g })
+      t2.equal((await store.rotateRefresh(rt.hash, null, g.expiresAt)).status, 'rotated', 'usable again')
+      t2.equal((await store.findRefresh(rt.hash))?.current, true)
+    })
+
+    tt.test('reuse of a replaced token revokes the family, lists and publishes the grant', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const seen: RevocationEntry[] = []
+      const unsubscribe = await store.subscribeRevocations((e) => seen.push(e))
+      t2.teardown(unsubscribe)
+      const g = grantRecord(clock)
+      const [rt1, rt2, rt3] = [token(), token(), token()]
+      await store.createGrant(g, rt1.hash)
+      await store.noteAccessExp(g.grantId, g.maxAccessExp + 60)
+      t2.equal((await store.rotateRefresh(rt1.hash, rt2.hash, g.expiresAt)).status, 'rotated')
+
+      const reused = await store.rotateRefresh(rt1.hash, rt3.hash, g.expiresAt)
+      t2.equal(reused.status, 'reused')
+      t2.equal(reused.status === 'reused' && reused.grant.grantId, g.grantId)
+      const expected = { kind: 'grant', id: g.grantId, exp: g.maxAccessExp + 60 }
+      t2.same(await store.listRevocations(), [expected])
+      t2.ok(await eventually(() => seen.length > 0), 'published')
+      t2.same(seen, [expected])
+
+      t2.equal(await store.getGrant(g.grantId), null, 'family gone')
+      t2.equal(await store.findRefresh(rt2.hash), null, 'newest token no longer found')
+      t2.not((await store.rotateRefresh(rt2.hash, token().hash, g.expiresAt)).status, 'rotated', 'newest token unusable')
+      t2.equal(await store.findRefresh(rt3.hash), null, 'the token minted for the failed rotation was never stored')
+      t2.equal((await store.rotateRefresh(rt1.hash, null, g.expiresAt)).status, 'reused', 'still recognised as reuse')
+    })
+
+    tt.test('revocation of a reused family lasts at least until now', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const g = { ...grantRecord(clock), maxAccessExp: nowSec(clock) - 100 }
+      const [rt1, rt2] = [token(), token()]
+      await store.createGrant(g, rt1.hash)
+      await store.rotateRefresh(rt1.hash, rt2.hash, g.expiresAt)
+      await store.rotateRefresh(rt1.hash, null, g.expiresAt)
+      t2.same(await store.listRevocations(), [{ kind: 'grant', id: g.grantId, exp: nowSec(clock) }])
+    })
+
+    tt.test('50 concurrent rotations of one token: one rotated, 49 reused, then the family is dead', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const g = grantRecord(clock)
+      const rt = token()
+      await store.createGrant(g, rt.hash)
+      const minted = Array.from({ length: 50 }, () => token())
+      const results = await Promise.all(minted.map((n) => store.rotateRefresh(rt.hash, n.hash, g.expiresAt)))
+      const winners = results.flatMap((r, i) => (r.status === 'rotated' ? [minted[i]!] : []))
+      t2.equal(winners.length, 1, 'exactly one rotated')
+      t2.equal(results.filter((r) => r.status === 'reused').length, 49, 'the rest reused')
+      const newest = winners[0]!
+      t2.equal(await store.findRefresh(newest.hash), null, 'newest token revoked too')
+      t2.not((await store.rotateRefresh(newest.hash, token().hash, g.expiresAt)).status, 'rotated')
+      t2.same(
+        (await store.listRevocations()).filter((e) => e.id === g.grantId),
+        [{ kind: 'grant', id: g.grantId, exp: g.maxAccessExp }],
+      )
+    })
+
+    tt.test('unknown token is missing; an expired family is missing', async (t2) => {
+      const { clock, store } = await setup(t2)
+      t2.same(await store.rotateRefresh(token().hash, token().hash, nowSec(clock) + 60), { status: 'missing' })
+      t2.equal(await store.findRefresh(token().hash), null)
+      const g = grantRecord(clock, 100)
+      const rt = token()
+      await store.createGrant(g, rt.hash)
+      clock.advance(100_000)
+      t2.same(await store.rotateRefresh(rt.hash, token().hash, nowSec(clock) + 60), { status: 'missing' })
+      t2.equal(await store.findRefresh(rt.hash), null)
+      t2.equal(await store.getGrant(g.grantId), null)
+    })
+
+    tt.test('revokeGrant is idempotent and kills the family', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const g = grantRecord(clock)
+      const rt = token()
+      await store.createGrant(g, rt.hash)
+      const until = g.maxAccessExp + 10
+      await store.revokeGrant(g.grantId, until)
+      await store.revokeGrant(g.grantId, until)
+      t2.same(await store.listRevocations(), [{ kind: 'grant', id: g.grantId, exp: until }])
+      t2.equal(await store.getGrant(g.grantId), null)
+      t2.equal(await store.findRefresh(rt.hash), null)
+      t2.same(await store.rotateRefresh(rt.hash, token().hash, g.expiresAt), { status: 'missing' })
+      await store.noteAccessExp(g.grantId, until + 1000)
+      t2.equal(await store.getGrant(g.grantId), null, 'noteAccessExp does not resurrect it')
+    })
+
+    tt.test('revokeGrant keeps the entry as long as the latest access token', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const g = grantRecord(clock)
+      await store.createGrant(g, token().hash)
+      await store.revokeGrant(g.grantId, nowSec(clock))
+      t2.same(await store.listRevocations(), [{ kind: 'grant', id: g.grantId, exp: g.maxAccessExp }])
+    })
+
+    tt.test('revokeGrant of an unknown grant still lists it', async (t2) => {
+      const { clock, store } = await setup(t2)
+      await store.revokeGrant('gone', nowSec(clock) + 30)
+      t2.same(await store.listRevocations(), [{ kind: 'grant', id: 'gone', exp: nowSec(clock) + 30 }])
+    })
+  })
+
+  t.test(`${name}: revocation list`, async (tt) => {
+    tt.test('add, list, keep the later exp, forget after exp', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const now = nowSec(clock)
+      await store.addRevocation({ kind: 'jti', id: 'j1', exp: now + 60 })
+      await store.addRevocation({ kind: 'jti', id: 'j1', exp: now + 30 })
+      await store.addRevocation({ kind: 'jti', id: 'j2', exp: now + 120 })
+      await store.addRevocation({ kind: 'grant', id: 'g1', exp: now + 60 })
+      const sorted = (l: RevocationEntry[]): RevocationEntry[] => [...l].sort((a, b) => (a.kind + a.id).localeCompare(b.kind + b.id))
+      t2.same(sorted(await store.listRevocations()), [
+        { kind: 'grant', id: 'g1', exp: now + 60 },
+        { kind: 'jti', id: 'j1', exp: now + 60 },
+        { kind: 'jti', id: 'j2', exp: now + 120 },
+      ])
+      clock.advance(60_000)
+      t2.equal((await store.listRevocations()).length, 3, 'kept through the exp second')
+      clock.advance(1_000)
+      t2.same(await store.listRevocations(), [{ kind: 'jti', id: 'j2', exp: now + 120 }])
+    })
+
+    tt.test('subscribers receive entries until they unsubscribe', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const seen: RevocationEntry[] = []
+      const unsubscribe = await store.subscribeRevocations((e) => seen.push(e))
+      const entry: RevocationEntry = { kind: 'jti', id: 'j-sub', exp: nowSec(clock) + 60 }
+      await store.addRevocation(entry)
+      t2.ok(await eventually(() => seen.length === 1))
+      t2.same(seen, [entry])
+      await unsubscribe()
+      await store.addRevocation({ kind: 'jti', id: 'j-after', exp: nowSec(clock) + 60 })
+      // Proof of quiet: a second subscriber gets the next entry, the first does not.
+      const later: RevocationEntry[] = []
+      const unsub2 = await store.subscribeRevocations((e) => later.push(e))
+      t2.teardown(unsub2)
+      await store.addRevocation({ kind: 'jti', id: 'j-last', exp: nowSec(clock) + 60 })
+      t2.ok(await eventually(() => later.length === 1))
+      t2.same(seen, [entry], 'no delivery after unsubscribe')
+    })
+
+    tt.test('an entry added through one instance reaches the other', async (t2) => {
+      const { clock, h, store } = await setup(t2)
+      const other = await h.peer()
+      const seen: RevocationEntry[] = []
+      const unsubscribe = await other.subscribeRevocations((e) => seen.push(e))
+      t2.teardown(unsubscribe)
+      const entry: RevocationEntry = { kind: 'grant', id: 'g-peer', exp: nowSec(clock) + 60 }
+      await store.addRevocation(entry)
+      t2.ok(await eventually(() => seen.length === 1), 'published to the other instance')
+      t2.same(seen, [entry])
+      t2.same(await other.listRevocations(), [entry], 'listed by the other instance')
+    })
+  })
+
+  t.test(`${name}: opaque access tokens`, async (tt) => {
+    const { clock, store } = await setup(tt)
+    const at = token()
+    const rec: OpaqueTokenRecord = {
+      iss: 'https://as.example',
+      sub: 'alice',
+      aud: ['https://api.example'],
+      clientId: 'app',
+      scope: 'orders:read',
+      jti: 'jti-1',
+      iat: nowSec(clock),
+      exp: nowSec(clock) + 300,
+      grantId: null,
+    }
+    await store.putOpaqueToken(at.hash, rec)
+    tt.same(await store.getOpaqueToken(at.hash), rec)
+    tt.equal(await store.deleteOpaqueToken(at.hash), true)
+    tt.equal(await store.getOpaqueToken(at.hash), null)
+    tt.equal(await store.deleteOpaqueToken(at.hash), false, 'second delete finds nothing')
+
+    const short = token()
+    await store.putOpaqueToken(short.hash, { ...rec, exp: nowSec(clock) + 10 })
+    clock.advance(10_000)
+    tt.equal(await store.getOpaqueToken(short.hash), null, 'expired')
+    tt.equal(await store.deleteOpaqueToken(short.hash), false, 'an expired token was not live')
+  })
+
+  t.test(`${name}: device authorization`, async (tt) => {
+    tt.test('user codes are unique while live; lookup by user code', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      const rec = deviceRecord(clock, uc)
+      t2.equal(await store.putDevice(dc.hash, rec), true)
+      t2.equal(await store.putDevice(token().hash, deviceRecord(clock, uc)), false, 'user code in use')
+      t2.same(await store.getDeviceByUserCode(uc), { deviceHash: dc.hash, record: rec })
+      t2.equal(await store.getDeviceByUserCode(userCode()), null)
+      clock.advance(600_000)
+      t2.equal(await store.getDeviceByUserCode(uc), null, 'expired')
+      t2.equal(await store.putDevice(token().hash, deviceRecord(clock, uc)), true, 'free again after expiry')
+    })
+
+    tt.test('approve once, then the first poll gets it and consumes it', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.putDevice(dc.hash, deviceRecord(clock, uc))
+      t2.equal(await store.decideDevice(uc, { approved: true, sub: 'alice', authTime: nowSec(clock) }), true)
+      t2.equal(await store.decideDevice(uc, { approved: false }), false, 'only from pending')
+      const r = await store.pollDevice(dc.hash, clock.now())
+      t2.equal(r.status, 'approved')
+      t2.match(r.status === 'approved' && r.record, { sub: 'alice', authTime: nowSec(clock), clientId: 'tv', scope: 'orders:read' })
+      clock.advance(10_000)
+      t2.same(await store.pollDevice(dc.hash, clock.now()), { status: 'missing' }, 'consumed')
+    })
+
+    tt.test('pending, slow_down grows the interval by 5, deny stays denied', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.putDevice(dc.hash, deviceRecord(clock, uc))
+      const t0 = clock.now()
+      const p1 = await store.pollDevice(dc.hash, t0)
+      t2.equal(p1.status, 'pending')
+      const p2 = await store.pollDevice(dc.hash, t0 + 1_000)
+      t2.equal(p2.status, 'slow_down')
+      t2.equal(p2.status === 'slow_down' && p2.record.intervalSec, 10)
+      const p3 = await store.pollDevice(dc.hash, t0 + 1_000 + 9_000)
+      t2.equal(p3.status, 'slow_down', 'the new interval (10 s) applies')
+      t2.equal(p3.status === 'slow_down' && p3.record.intervalSec, 15)
+      const p4 = await store.pollDevice(dc.hash, t0 + 10_000 + 15_000)
+      t2.equal(p4.status, 'pending')
+      t2.equal(p4.status === 'pending' && p4.record.lastPollMs, t0 + 25_000)
+      t2.equal(await store.decideDevice(uc, { approved: false }), true)
+      t2.equal((await store.pollDevice(dc.hash, t0 + 50_000)).status, 'denied')
+      t2.equal((await store.pollDevice(dc.hash, t0 + 100_000)).status, 'denied', 'stays denied')
+      t2.equal(await store.decideDevice(uc, { approved: true, sub: 'alice', authTime: 1 }), false)
+    })
+
+    tt.test('expired: poll is missing, decision refused', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.putDevice(dc.hash, deviceRecord(clock, uc, 60))
+      clock.advance(60_000)
+      t2.same(await store.pollDevice(dc.hash, clock.now()), { status: 'missing' })
+      t2.equal(await store.decideDevice(uc, { approved: true, sub: 'alice', authTime: 1 }), false)
+      t2.same(await store.pollDevice(token().hash, clock.now()), { status: 'missing' }, 'unknown')
+    })
+
+    tt.test('20 concurrent polls of an approved code: exactly one approved', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.putDevice(dc.hash, deviceRecord(clock, uc))
+      await store.decideDevice(uc, { approved: true, sub: 'alice', authTime: nowSec(clock) })
+      const polls = await Promise.all(Array.from({ length: 20 }, () => store.pollDevice(dc.hash, clock.now())))
+      t2.equal(polls.filter((p) => p.status === 'approved').length, 1)
+      t2.equal(polls.filter((p) => p.status === 'missing').length, 19)
+    })
+  })
+
+  t.test(`${name}: sessions and consent`, async (tt) => {
+    const { clock, store } = await setup(tt)
+    const sid = token().value
+    const rec: SessionRecord = { sub: 'alice', username: 'alice', authTime: nowSec(clock), csrf: 'c-1' }
+    await store.putSession(sid, rec, 3600)
+    tt.same(await store.getSession(sid), rec)
+    await store.deleteSession(sid)
+    tt.equal(await store.getSession(sid), null, 'deleted')
+    await store.putSession(sid, rec, 60)
+    clock.advance(60_000)
+    tt.equal(await store.getSession(sid), null, 'expired')
+
+    await store.putConsent('alice', 'app', ['openid', 'orders:read'], 100)
+    tt.same(await store.getConsent('alice', 'app'), ['openid', 'orders:read'])
+    tt.equal(await store.getConsent('alice', 'other'), null)
+    tt.equal(await store.getConsent('bob', 'app'), null)
+    await store.putConsent('a:b', 'c', ['x'], 100)
+    tt.equal(await store.getConsent('a', 'b:c'), null, 'sub and client id cannot be confused')
+    clock.advance(100_000)
+    tt.equal(await store.getConsent('alice', 'app'), null, 'expired')
+  })
+
+  t.test(`${name}: rate-limit counters`, async (tt) => {
+    const { clock, store } = await setup(tt)
+    tt.equal(await store.hits('ip:1'), 0)
+    tt.equal(await store.hit('ip:1', 60), 1)
+    tt.equal(await store.hit('ip:1', 60), 2)
+    clock.advance(59_000)
+    tt.equal(await store.hit('ip:1', 60), 3, 'same window')
+    tt.equal(await store.hits('ip:1'), 3)
+    tt.equal(await store.hits('ip:2'), 0, 'keys are separate')
+    clock.advance(1_000)
+    tt.equal(await store.hits('ip:1'), 0, 'window over')
+    tt.equal(await store.hit('ip:1', 60), 1, 'a new window')
+    await store.clearHits('ip:1')
+    tt.equal(await store.hits('ip:1'), 0)
+    const burst = await Promise.all(Array.from({ length: 30 }, () => store.hit('ip:3', 60)))
+    tt.same([...burst].sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => i + 1), 'concurrent hits count each once')
+  })
+
+  t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
+    const clock = new ManualClock()
+    const h = await makeStore(clock)
+    tt.teardown(() => h.cleanup())
+    await h.store.close()
+    await tt.rejects(h.store.ping(), StoreUnavailableError)
+    await tt.rejects(h.store.takeCode(token().hash), StoreUnavailableError)
+    await tt.rejects(h.store.subscribeRevocations(() => undefined), StoreUnavailableError)
+  })
+}

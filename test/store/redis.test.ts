@@ -1,0 +1,179 @@
+import t from 'tap'
+import { Redis } from 'ioredis'
+import { ManualClock } from '../../src/clock.js'
+import { createStore } from '../../src/store/index.js'
+import { RedisStore } from '../../src/store/redis.js'
+import type { RevocationEntry } from '../../src/store/types.js'
+import { startRedis, type TestRedis } from '../helpers/redis.js'
+import { codeRecord, deviceRecord, eventually, grantRecord, nowSec, runStoreContract, token, userCode } from './contract.js'
+
+const redis: TestRedis = await startRedis()
+t.teardown(() => redis.stop())
+
+/** A raw client for looking at what the store wrote. */
+const raw = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+t.teardown(() => raw.disconnect())
+
+let n = 0
+/** Each store gets its own prefix under the helper's, so tests never see each other's keys. */
+function prefix(): string {
+  n += 1
+  return `${redis.prefix}${n}:`
+}
+
+function makeRedisStore(clock: ManualClock, keyPrefix: string): RedisStore {
+  return new RedisStore({ url: redis.url, keyPrefix, clock, commandTimeoutMs: 1000 })
+}
+
+runStoreContract(t, 'redis', async (clock) => {
+  const keyPrefix = prefix()
+  const store = makeRedisStore(clock, keyPrefix)
+  const peers: RedisStore[] = []
+  return {
+    store,
+    peer: async () => {
+      const p = makeRedisStore(clock, keyPrefix)
+      peers.push(p)
+      return p
+    },
+    cleanup: async () => {
+      await Promise.all([store.close(), ...peers.map((p) => p.close())])
+    },
+  }
+})
+
+/** Every key under `keyPrefix` with its full contents, as text. */
+async function dump(keyPrefix: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>()
+  let cursor = '0'
+  do {
+    const [next, keys] = await raw.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 500)
+    cursor = next
+    for (const key of keys) {
+      const type = await raw.type(key)
+      let value: unknown
+      if (type === 'string') value = await raw.get(key)
+      else if (type === 'hash') value = await raw.hgetall(key)
+      else if (type === 'zset') value = await raw.zrange(key, 0, -1, 'WITHSCORES')
+      else value = `<${type}>`
+      out.set(key, JSON.stringify(value))
+    }
+  } while (cursor !== '0')
+  return out
+}
+
+t.test('redis: createStore builds a RedisStore from the config', async (t) => {
+  const store = createStore(
+    { kind: 'redis', url: redis.url, cluster: [], keyPrefix: prefix(), commandTimeoutMs: 1000 },
+    { clock: new ManualClock() },
+  )
+  t.teardown(() => store.close())
+  t.equal(store.kind, 'redis')
+  await t.resolves(store.ping())
+  const mem = createStore({ kind: 'memory' }, { clock: new ManualClock() })
+  t.teardown(() => mem.close())
+  t.equal(mem.kind, 'memory')
+})
+
+t.test('redis: tokens reach Redis only hashed', async (t) => {
+  const clock = new ManualClock()
+  const keyPrefix = prefix()
+  const store = makeRedisStore(clock, keyPrefix)
+  t.teardown(() => store.close())
+  const code = token()
+  const rt1 = token()
+  const rt2 = token()
+  const at = token()
+  const dc = token()
+  const sessionId = token()
+  const g = grantRecord(clock)
+  await store.putCode(code.hash, codeRecord(clock), 60)
+  await store.takeCode(code.hash)
+  await store.createGrant(g, rt1.hash)
+  await store.rotateRefresh(rt1.hash, rt2.hash, g.expiresAt)
+  await store.putOpaqueToken(at.hash, {
+    iss: 'https://as.example', sub: 'alice', aud: ['x'], clientId: 'app', scope: 's', jti: 'j', iat: nowSec(clock), exp: nowSec(clock) + 60, grantId: g.grantId,
+  })
+  await store.putDevice(dc.hash, deviceRecord(clock, userCode()))
+  // The session id is the cookie value; the store hashes it itself.
+  await store.putSession(sessionId.value, { sub: 'alice', username: 'alice', authTime: 0, csrf: 'c' }, 60)
+  t.ok(await store.getSession(sessionId.value), 'session readable by its id')
+
+  const contents = await dump(keyPrefix)
+  const everything = [...contents.keys(), ...contents.values()].join('\n')
+  t.ok(contents.size >= 7, `keys written (${contents.size})`)
+  for (const [name, tk] of Object.entries({ code, rt1, rt2, at, dc, sessionId })) {
+    t.notOk(everything.includes(tk.value), `raw ${name} never stored`)
+  }
+  t.ok(everything.includes(code.hash) && everything.includes(rt2.hash), 'hashes are (control)')
+})
+
+t.test('redis: two key prefixes on one Redis do not see each other', async (t) => {
+  const clock = new ManualClock()
+  const a = makeRedisStore(clock, prefix())
+  const b = makeRedisStore(clock, prefix())
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+  })
+  const code = token()
+  await a.putCode(code.hash, codeRecord(clock), 60)
+  t.same(await b.takeCode(code.hash), { status: 'missing' })
+  const g = grantRecord(clock)
+  const rt = token()
+  await a.createGrant(g, rt.hash)
+  t.equal(await b.getGrant(g.grantId), null)
+  t.equal(await b.findRefresh(rt.hash), null)
+  await a.hit('k', 60)
+  t.equal(await b.hits('k'), 0)
+
+  const seenB: RevocationEntry[] = []
+  const seenA: RevocationEntry[] = []
+  t.teardown(await b.subscribeRevocations((e) => seenB.push(e)))
+  t.teardown(await a.subscribeRevocations((e) => seenA.push(e)))
+  await a.addRevocation({ kind: 'jti', id: 'only-a', exp: nowSec(clock) + 60 })
+  t.same(await b.listRevocations(), [])
+  // Once A's own subscriber has the message, B's (same Redis, earlier subscription) would have it too.
+  t.ok(await eventually(() => seenA.length === 1))
+  t.same(seenB, [], 'not published on the other prefix channel')
+  t.equal((await a.takeCode(code.hash)).status, 'taken', 'a still has its code')
+})
+
+t.test('redis: keys carry one hash tag each; a family lives in one key', async (t) => {
+  const clock = new ManualClock()
+  const keyPrefix = prefix()
+  const store = makeRedisStore(clock, keyPrefix)
+  t.teardown(() => store.close())
+  const g = grantRecord(clock)
+  const rt = token()
+  await store.createGrant(g, rt.hash)
+  await store.rotateRefresh(rt.hash, token().hash, g.expiresAt)
+  const keys = [...(await dump(keyPrefix)).keys()].sort()
+  t.same(keys.filter((k) => k.includes(':grant:')), [`${keyPrefix}grant:{${g.grantId}}`])
+  for (const k of keys) t.match(k, /^[^{}]*\{[^{}]+\}[^{}]*$/, `${k} has exactly one hash tag`)
+})
+
+t.test('redis: scripts are reloaded after SCRIPT FLUSH (NOSCRIPT fallback)', async (t) => {
+  const clock = new ManualClock()
+  const store = makeRedisStore(clock, prefix())
+  t.teardown(() => store.close())
+  const code = token()
+  await store.putCode(code.hash, codeRecord(clock), 60)
+  await raw.script('FLUSH')
+  t.equal((await store.takeCode(code.hash)).status, 'taken')
+})
+
+t.test('redis: Redis TTLs collect garbage at the record deadline', async (t) => {
+  const clock = new ManualClock()
+  const keyPrefix = prefix()
+  const store = makeRedisStore(clock, keyPrefix)
+  t.teardown(() => store.close())
+  const code = token()
+  await store.putCode(code.hash, codeRecord(clock, 60), 60)
+  await store.putSession('sid', { sub: 'a', username: 'a', authTime: 0, csrf: 'c' }, 3600)
+  const codeTtl = await raw.pttl(`${keyPrefix}code:{${code.hash}}`)
+  t.ok(codeTtl > 55_000 && codeTtl <= 60_000, `code key expires with the code (${codeTtl} ms)`)
+  for (const key of (await dump(keyPrefix)).keys()) {
+    t.ok((await raw.pttl(key)) > 0, `${key} has a TTL`)
+  }
+})
