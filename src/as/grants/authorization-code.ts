@@ -29,6 +29,7 @@ import type { CodeRecord } from '../../store/types.js'
 import { hashToken } from '../../store/hash.js'
 import { randomId, randomToken, userTokenResponse } from '../issue.js'
 import { audienceFor, requestedResource } from '../resource.js'
+import { revokeGrant } from '../revoke.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
 
 /** RFC 7636 4.1: code_verifier = 43*128unreserved. */
@@ -73,7 +74,7 @@ export const authorizationCodeGrant: Grant = {
     const now = epochSeconds(as.clock)
     if (taken.status === 'missing') throw new InvalidGrant(undefined, { cause: 'code unknown or expired' })
     if (taken.status === 'used') {
-      if (taken.grantId !== null) await as.store.revokeGrant(taken.grantId, now + as.as.accessToken.ttlSec)
+      if (taken.grantId !== null) await revokeGrant(as, taken.grantId, now + as.as.accessToken.ttlSec)
       throw new InvalidGrant(undefined, { cause: taken.grantId !== null ? 'code replayed; its grant is revoked' : 'code in use' })
     }
     const record = taken.record

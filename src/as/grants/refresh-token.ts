@@ -40,7 +40,11 @@ export const refreshTokenGrant: Grant = {
     const next = rotate ? randomToken() : null
     const now = epochSeconds(as.clock)
     const result = await as.store.rotateRefresh(oldHash, next === null ? null : hashToken(next), now + as.as.refreshToken.ttlSec)
-    if (result.status === 'reused') throw new InvalidGrant(undefined, { cause: 'replaced refresh token reused; family revoked' })
+    if (result.status === 'reused') {
+      // The store revoked the family and published it; apply it here at once too.
+      as.revocations.add({ kind: 'grant', id: grant.grantId, exp: Math.max(result.grant.maxAccessExp, now) })
+      throw new InvalidGrant(undefined, { cause: 'replaced refresh token reused; family revoked' })
+    }
     if (result.status === 'missing') throw new InvalidGrant(undefined, { cause: 'refresh token no longer current' })
 
     return userTokenResponse(as, {

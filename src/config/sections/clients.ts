@@ -57,20 +57,19 @@ export function readClients(r: Reader, node: Node, path: string, knownScopes: Re
   for (const item of r.items(node, path) ?? []) {
     const c = r.map(item.node, item.path, CLIENT_KEYS)
     if (c === undefined) continue
-    const client = readClient(r, c, knownScopes)
-    if (client === undefined) continue
-    ids.add(client.clientId, c.get('client_id'), c.pathOf('client_id'))
-    clients.push(client)
+    const { clientId, client } = readClient(r, c, knownScopes)
+    if (clientId !== undefined) ids.add(clientId, c.get('client_id'), c.pathOf('client_id'))
+    if (client !== undefined) clients.push(client)
   }
   return clients
 }
 
-function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): ClientConfig | undefined {
+function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { clientId: string | undefined; client: ClientConfig | undefined } {
   const clientId = c.req('client_id', r.str({ check: (v) => (CLIENT_ID.test(v) ? undefined : 'a client_id is printable ASCII without spaces') }))
   const type = c.req('type', r.oneOf<ClientType>(['confidential', 'public'], { what: 'a client type' }), ' (`confidential` or `public`)')
   const name = c.opt('name', r.str(), clientId ?? '')
 
-  const secretHash = c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
+  const secretHash = type === 'public' ? undefined : c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
   if (type === 'public' && c.has('secret_hash')) {
     r.problem(c.get('secret_hash'), c.pathOf('secret_hash'), 'a public client has no secret: remove `secret_hash`, or make the client `type: confidential`')
   }
@@ -141,8 +140,8 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): Cl
     )
   }
 
-  if (clientId === undefined || type === undefined) return undefined
-  return {
+  if (clientId === undefined || type === undefined) return { clientId, client: undefined }
+  const client: ClientConfig = {
     clientId,
     name,
     type,
@@ -158,6 +157,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): Cl
     skipConsent,
     rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
   }
+  return { clientId, client }
 }
 
 function dedupe<T>(values: T[]): T[] {

@@ -60,9 +60,9 @@ export function readRoutes(r: Reader, node: Node, path: string, ctx: RouteContex
   for (const item of r.items(node, path) ?? []) {
     const m = r.map(item.node, item.path, ROUTE_KEYS)
     if (m === undefined) continue
-    const route = readRoute(r, m, ctx)
+    const { name, route } = readRoute(r, m, ctx)
+    if (name !== undefined) names.add(name, m.get('name'), m.pathOf('name'))
     if (route === undefined) continue
-    names.add(route.name, m.get('name'), m.pathOf('name'))
     warnOverlap(r, seen, route, m.get('match') ?? m.node, item.path)
     seen.push({ route, node: m.node, path: item.path })
     routes.push(route)
@@ -70,7 +70,7 @@ export function readRoutes(r: Reader, node: Node, path: string, ctx: RouteContex
   return routes
 }
 
-function readRoute(r: Reader, m: MapView, ctx: RouteContext): RouteConfig | undefined {
+function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | undefined; route: RouteConfig | undefined } {
   const name = m.req('name', r.str({ check: (v) => (ROUTE_NAME.test(v) ? undefined : 'a route name is letters, digits, `.`, `_` and `-`') }))
   const match = readMatch(r, m)
   const upstream = m.req('upstream', r.str({ check: (v) => checkHttpUrl(v) }))
@@ -106,8 +106,8 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): RouteConfig | unde
     storeUnavailable: m.opt('store_unavailable', r.oneOf(['closed', 'open'] as const, { what: 'a store_unavailable policy' }), 'closed'),
     realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
   }
-  if (name === undefined || match === undefined || upstream === undefined) return undefined
-  return { name, match, upstream: stripTrailingSlash(upstream), ...route }
+  if (name === undefined || match === undefined || upstream === undefined) return { name, route: undefined }
+  return { name, route: { name, match, upstream: stripTrailingSlash(upstream), ...route } }
 }
 
 function readMatch(r: Reader, m: MapView): RouteConfig['match'] | undefined {

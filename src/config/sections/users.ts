@@ -33,9 +33,10 @@ export function readUsers(r: Reader, node: Node, path: string): UserConfig[] {
         r.problem(claimsNode, `${u.pathOf('claims')}.sub`, 'set the subject with the user\'s `sub` key, not in `claims`')
       }
     }
-    if (username === undefined || passwordHash === undefined) continue
+    if (username === undefined) continue
     usernames.add(username, u.get('username'), u.pathOf('username'))
     subjects.add(sub, u.get('sub') ?? u.get('username'), u.has('sub') ? u.pathOf('sub') : u.pathOf('username'))
+    if (passwordHash === undefined) continue
     users.push({ username, passwordHash, sub, claims })
   }
   return users

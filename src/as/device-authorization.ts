@@ -1,0 +1,90 @@
+/**
+ * POST /device_authorization (RFC 8628 3.1, 3.2): a device with poor input
+ * gets a device code to poll /token with, and a short user code the user
+ * types at `{issuer}/device` on another screen.
+ */
+import { randomInt } from 'node:crypto'
+import { epochSeconds } from '../clock.js'
+import { MethodNotAllowed, ServerError, UnauthorizedClient } from '../errors.js'
+import { readForm } from '../http/body.js'
+import { NO_STORE, sendJson } from '../http/reply.js'
+import { authenticateClient } from './client-auth.js'
+import type { AsHandler } from './context.js'
+import { DEVICE_CODE_GRANT, deviceCodeHash, newDeviceCode } from './grants/device-code.js'
+import { formatScope, requestedClientScope } from './scope.js'
+import { CLIENT_AUTH_PARAMS } from './token.js'
+
+/**
+ * RFC 8628 6.1: consonants only (no words can form), without look-alikes
+ * (no vowels, so no 0/O or 1/I confusion). 20^8 ≈ 2^34.6 codes.
+ */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ'
+export const USER_CODE_LENGTH = 8
+
+/** Attempts at an unused user code before giving up (a collision is rare: 2^-34 per live code). */
+const USER_CODE_ATTEMPTS = 5
+
+/** A fresh user code in its stored (normalized) form: 8 characters, no dash. */
+export function newUserCode(): string {
+  let code = ''
+  for (let i = 0; i < USER_CODE_LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]
+  return code
+}
+
+/** The displayed form: `XXXX-XXXX`. */
+export function displayUserCode(code: string): string {
+  return `${code.slice(0, 4)}-${code.slice(4)}`
+}
+
+/** RFC 8628 3.2 device authorization response. */
+export interface DeviceAuthorizationResponse {
+  device_code: string
+  user_code: string
+  verification_uri: string
+  verification_uri_complete: string
+  expires_in: number
+  interval: number
+}
+
+/** @see https://www.rfc-editor.org/rfc/rfc8628#section-3.1 */
+export const handleDeviceAuthorization: AsHandler = async (req, res, _ctx, as) => {
+  if (req.method !== 'POST') throw new MethodNotAllowed(['POST'])
+  const form = await readForm(req)
+  form.assertNoRepeats(['scope', ...CLIENT_AUTH_PARAMS])
+  const { client } = await authenticateClient(req, form, as)
+  if (!client.grantTypes.includes(DEVICE_CODE_GRANT)) {
+    throw new UnauthorizedClient('The client is not allowed to use the device authorization grant')
+  }
+  const scope = formatScope(requestedClientScope(form.get('scope'), client))
+  const { ttlSec, intervalSec } = as.as.device
+  const expiresAt = epochSeconds(as.clock) + ttlSec
+  const deviceCode = newDeviceCode(expiresAt)
+  for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
+    const userCode = newUserCode()
+    const stored = await as.store.putDevice(deviceCodeHash(client.clientId, deviceCode), {
+      clientId: client.clientId,
+      userCode,
+      scope,
+      status: 'pending',
+      sub: null,
+      authTime: null,
+      expiresAt,
+      intervalSec,
+      lastPollMs: 0,
+    })
+    if (!stored) continue
+    const shown = displayUserCode(userCode)
+    const verificationUri = `${as.issuer}/device`
+    const body: DeviceAuthorizationResponse = {
+      device_code: deviceCode,
+      user_code: shown,
+      verification_uri: verificationUri,
+      verification_uri_complete: `${verificationUri}?user_code=${shown}`,
+      expires_in: ttlSec,
+      interval: intervalSec,
+    }
+    sendJson(res, 200, body, NO_STORE)
+    return
+  }
+  throw new ServerError('Could not allocate a user code', { cause: 'user code collisions' })
+}

@@ -1,0 +1,107 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { epochSeconds } from '../../clock.js'
+import { ConsentRequired, LoginRequired } from '../../errors.js'
+import type { AsContext } from '../context.js'
+import { consentPage } from '../views/consent.js'
+import { html } from '../views/html.js'
+import { loginPage } from '../views/login.js'
+import { afterLogin, type AuthorizationRequest } from './authorization-request.js'
+import { preSessionCsrf } from './csrf.js'
+import { issueCode } from './issue-code.js'
+import { redirect, showPage } from './respond.js'
+import { describeScopes } from './scopes.js'
+import type { ActiveSession } from './session.js'
+
+/**
+ * The interaction steps of a validated authorization request: login when
+ * needed, consent when needed, then the code. /authorize, the login POST and
+ * the consent POST all go through here, so the rules live in one place.
+ */
+
+/** OIDC Core 3.1.2.1: no session, prompt=login, or a login older than max_age. */
+export function needsLogin(as: AsContext, request: AuthorizationRequest, session: ActiveSession | null): boolean {
+  if (session === null) return true
+  if (request.prompt.has('login')) return true
+  return request.maxAge !== null && epochSeconds(as.clock) - session.record.authTime > request.maxAge
+}
+
+/**
+ * prompt=consent always asks; a `skip_consent` client never does otherwise;
+ * else ask unless a remembered consent covers every requested scope.
+ */
+export async function needsConsent(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<boolean> {
+  if (request.prompt.has('consent')) return true
+  if (request.client.skipConsent) return false
+  if (!as.as.consent.remember) return true
+  const granted = await as.store.getConsent(session.user.sub, request.client.clientId)
+  if (granted === null) return true
+  return !request.scopes.every((s) => granted.includes(s))
+}
+
+export interface ContinueOptions {
+  session: ActiveSession | null
+  /** True right after a successful login POST (login is then satisfied whatever prompt/max_age say). */
+  freshLogin: boolean
+  /** Set-Cookie values to send with the answer (the new session). */
+  cookies: readonly string[]
+  /** 302 after GET /authorize; 303 after a POST that carried a password (RFC 9700 4.11). */
+  redirectStatus: 302 | 303
+}
+
+/** Take the next step of the authorization and answer the browser. */
+export async function continueAuthorization(
+  req: IncomingMessage,
+  res: ServerResponse,
+  as: AsContext,
+  request: AuthorizationRequest,
+  o: ContinueOptions,
+): Promise<void> {
+  const { target } = request
+  const session = o.session
+  if (session === null || (!o.freshLogin && needsLogin(as, request, session))) {
+    if (request.prompt.has('none')) return redirect(res, target.error(new LoginRequired()), o.redirectStatus, o.cookies)
+    return showAuthorizationLogin(req, res, as, request, { status: 200 })
+  }
+  if (await needsConsent(as, request, session)) {
+    if (request.prompt.has('none')) return redirect(res, target.error(new ConsentRequired()), o.redirectStatus, o.cookies)
+    // After a login POST, go back through GET /authorize so the consent page
+    // is a GET (reloadable) and its form is not a resubmission of the password.
+    if (o.freshLogin) return redirect(res, `authorize?${afterLogin(request.raw)}`, 303, o.cookies)
+    return showConsent(res, as, request, session)
+  }
+  const code = await issueCode(as, request, session)
+  redirect(res, target.success(code), o.redirectStatus, o.cookies)
+}
+
+/** The login page for an authorization request. */
+export function showAuthorizationLogin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  as: AsContext,
+  request: AuthorizationRequest,
+  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>> },
+): void {
+  const csrf = preSessionCsrf(req, as)
+  const username = o.username ?? request.loginHint ?? undefined
+  const page = loginPage({
+    purpose: html`to continue to <span class="client">${request.client.name}</span>`,
+    csrf: csrf.token,
+    continuation: { request: request.raw },
+    ...(username !== undefined ? { username } : {}),
+    ...(o.error !== undefined ? { error: o.error } : {}),
+  })
+  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(o.headers ? { headers: o.headers } : {}) })
+}
+
+function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationRequest, session: ActiveSession): void {
+  const page = consentPage({
+    clientName: request.client.name,
+    scopes: describeScopes(as, request.scopes),
+    username: session.user.username,
+    csrf: session.record.csrf,
+    action: 'consent',
+    continuation: { request: request.raw },
+    returnTo: request.target.displayOrigin(),
+  })
+  showPage(res, 200, page)
+}

@@ -1,0 +1,33 @@
+import { epochSeconds } from '../../clock.js'
+import { hashToken } from '../../store/hash.js'
+import type { CodeRecord } from '../../store/types.js'
+import type { AsContext } from '../context.js'
+import type { AuthorizationRequest } from './authorization-request.js'
+import type { ActiveSession } from './session.js'
+import { randomToken } from './tokens.js'
+
+/**
+ * Mint an authorization code (RFC 6749 4.1.2): 32 random bytes, base64url;
+ * only its hash is stored, with everything /token must check (client,
+ * redirect URI, PKCE challenge) and what the tokens will carry (scope, sub,
+ * auth_time, nonce, resource). Single use and short-lived: `code_ttl`
+ * (RFC 9700 4.1.1 / SPEC.md Limits: at most 10 minutes).
+ */
+export async function issueCode(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<string> {
+  const code = randomToken()
+  const record: CodeRecord = {
+    clientId: request.client.clientId,
+    redirectUri: request.redirectUri,
+    effectiveRedirectUri: request.target.uri,
+    codeChallenge: request.codeChallenge,
+    codeChallengeMethod: request.codeChallengeMethod,
+    scope: request.scopes.join(' '),
+    sub: session.user.sub,
+    authTime: session.record.authTime,
+    nonce: request.nonce,
+    resource: request.resource,
+    expiresAt: epochSeconds(as.clock) + as.as.codeTtlSec,
+  }
+  await as.store.putCode(hashToken(code), record, as.as.codeTtlSec)
+  return code
+}

@@ -1,0 +1,104 @@
+/**
+ * POST /introspect (RFC 7662). Only confidential clients registered with
+ * `introspect: true` may call it. The answer starts from `{"active":false}`
+ * and says more only for a live token of this issuer: an access token (JWT
+ * or opaque) that is unexpired and not on the revocation list, or the
+ * current refresh token of a live family.
+ */
+import { epochSeconds } from '../clock.js'
+import { InvalidClient, InvalidRequest, MethodNotAllowed } from '../errors.js'
+import { readForm } from '../http/body.js'
+import { NO_STORE, sendJson } from '../http/reply.js'
+import { hashToken } from '../store/hash.js'
+import { findUserBySub } from './claims.js'
+import { authenticateClient } from './client-auth.js'
+import type { AsContext, AsHandler } from './context.js'
+import { CLIENT_AUTH_PARAMS } from './token.js'
+import { looksLikeJwt, verifyOwnAccessToken } from './verify-token.js'
+
+/** RFC 7662 2.2 response members this server sends. */
+export interface IntrospectionResponse {
+  active: boolean
+  scope?: string
+  client_id?: string
+  username?: string
+  token_type?: 'Bearer' | 'refresh_token'
+  exp?: number
+  iat?: number
+  nbf?: number
+  sub?: string
+  aud?: string | string[]
+  iss?: string
+  jti?: string
+}
+
+const INACTIVE: IntrospectionResponse = Object.freeze({ active: false })
+
+/** The username of a user grant's subject, when the user is configured. */
+function usernameOf(as: AsContext, sub: string, grantId: string | null): { username?: string } {
+  if (grantId === null) return {}
+  const user = findUserBySub(as, sub)
+  return user === undefined ? {} : { username: user.username }
+}
+
+async function introspectAccessToken(as: AsContext, token: string): Promise<IntrospectionResponse | null> {
+  const c = await verifyOwnAccessToken(as, token)
+  if (c === null) return null
+  return {
+    active: true,
+    scope: c.scope,
+    client_id: c.clientId,
+    ...usernameOf(as, c.sub, c.grantId),
+    token_type: 'Bearer',
+    exp: c.exp,
+    iat: c.iat,
+    ...(c.nbf === null ? {} : { nbf: c.nbf }),
+    sub: c.sub,
+    aud: c.aud.length === 1 ? (c.aud[0] as string) : c.aud,
+    iss: c.iss,
+    jti: c.jti,
+  }
+}
+
+async function introspectRefreshToken(as: AsContext, token: string): Promise<IntrospectionResponse | null> {
+  if (looksLikeJwt(token)) return null
+  const found = await as.store.findRefresh(hashToken(token))
+  if (found === null || !found.current) return null
+  const g = found.grant
+  if (g.expiresAt <= epochSeconds(as.clock) || as.revocations.isRevoked(null, g.grantId)) return null
+  return {
+    active: true,
+    scope: g.scope,
+    client_id: g.clientId,
+    ...usernameOf(as, g.sub, g.grantId),
+    token_type: 'refresh_token',
+    exp: g.expiresAt,
+    iat: found.issuedAt,
+    sub: g.sub,
+    iss: as.issuer,
+  }
+}
+
+/** @see https://www.rfc-editor.org/rfc/rfc7662#section-2 */
+export const handleIntrospect: AsHandler = async (req, res, _ctx, as) => {
+  if (req.method !== 'POST') throw new MethodNotAllowed(['POST'])
+  const form = await readForm(req)
+  form.assertNoRepeats(['token', 'token_type_hint', ...CLIENT_AUTH_PARAMS])
+  const { client } = await authenticateClient(req, form, as, { confidentialOnly: true })
+  if (!client.introspect) throw new InvalidClient('This client may not use introspection', { cause: 'introspect not allowed' })
+  const token = form.get('token')
+  if (token === undefined) throw new InvalidRequest('Parameter token is required')
+  const lookups =
+    form.get('token_type_hint') === 'refresh_token'
+      ? [introspectRefreshToken, introspectAccessToken]
+      : [introspectAccessToken, introspectRefreshToken]
+  let answer: IntrospectionResponse = INACTIVE
+  for (const lookup of lookups) {
+    const found = await lookup(as, token)
+    if (found !== null) {
+      answer = found
+      break
+    }
+  }
+  sendJson(res, 200, answer, NO_STORE)
+}
