@@ -156,13 +156,7 @@ export class App {
     const incoming = req.headers['x-request-id']
     const id =
       runtime.config.trustIncomingRequestId && typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
-    return {
-      id,
-      log: this.log.child({ req_id: id }),
-      rawPath: q === -1 ? raw : raw.slice(0, q),
-      rawQuery: q === -1 ? '' : raw.slice(q + 1),
-      routeLabel: 'unmatched',
-    }
+    return new Context(id, this.log, q === -1 ? raw : raw.slice(0, q), q === -1 ? '' : raw.slice(q + 1))
   }
 
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
@@ -177,10 +171,12 @@ export class App {
       const seconds = (performance.now() - started) / 1000
       const outcome = res.writableFinished ? String(res.statusCode) : 'aborted'
       this.shared.metrics.observeRequest(ctx.routeLabel, outcome, seconds)
-      ctx.log.info(
+      if (this.log.isLevelEnabled('info')) {
+        ctx.log.info(
         { method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },
-        'request',
-      )
+          'request',
+        )
+      }
     })
     void this.#dispatch(req, res, ctx, runtime)
   }
@@ -313,6 +309,31 @@ export class App {
     await this.shared.store.close()
     this.log.info('bearward stopped')
     this.log.flush()
+  }
+}
+
+/**
+ * RequestContext with a lazily bound child logger: most requests never log
+ * anything but the access line, and binding costs a serialization.
+ */
+class Context implements RequestContext {
+  readonly id: string
+  readonly rawPath: string
+  readonly rawQuery: string
+  routeLabel = 'unmatched'
+  readonly #root: Logger
+  #log: Logger | null = null
+
+  constructor(id: string, root: Logger, rawPath: string, rawQuery: string) {
+    this.id = id
+    this.#root = root
+    this.rawPath = rawPath
+    this.rawQuery = rawQuery
+  }
+
+  get log(): Logger {
+    this.#log ??= this.#root.child({ req_id: this.id })
+    return this.#log
   }
 }
 

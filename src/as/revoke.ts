@@ -21,7 +21,7 @@ import type { AsContext, AsHandler } from './context.js'
 import { CLIENT_AUTH_PARAMS } from './token.js'
 import { looksLikeJwt, verifyOwnAccessToken } from './verify-token.js'
 
-/** What a lookup found: nothing of this type, or a token (whether or not it was this client's). */
+/** A lookup answers true when it found the token (whether or not it was this client's): the search stops there. */
 type Found = boolean
 
 /** Put an entry on the shared list, and on this instance's copy at once (pub/sub catches up the others). */

@@ -34,7 +34,8 @@ export interface VerifyOptions {
 /** Longest token value worth looking at; ours are far shorter. */
 const MAX_TOKEN_LENGTH = 8192
 
-function looksLikeJwt(token: string): boolean {
+/** True when `token` has the shape of a JWT (three dot-separated segments); such a value is never looked up as opaque. */
+export function looksLikeJwt(token: string): boolean {
   return token.split('.').length === 3
 }
 
@@ -122,6 +123,3 @@ export async function verifyOwnAccessToken(as: AsContext, token: string, options
   if (!options.includeRevoked && as.revocations.isRevoked(claims.jti, claims.grantId)) return null
   return claims
 }
-
-/** True when `token` has the shape of a JWT (three dot-separated segments). */
-export { looksLikeJwt }

@@ -26,12 +26,20 @@ export interface ConfigCheck {
 /** The name used for configs that do not come from a file. */
 export const INLINE = '<inline>'
 
+export interface ParseOptions {
+  /**
+   * Check that files named in the config (keys, TLS, CA) exist. Default true;
+   * tests that build configs in memory may turn it off.
+   */
+  checkFiles?: boolean
+}
+
 /**
  * Parse and validate config text. Never throws: problems and warnings come
  * back in the result. `file` is the name used in problems; relative paths in
  * the config (key files, TLS files) are resolved against its directory.
  */
-export function inspectConfig(text: string, file: string, env: Env = process.env): ConfigCheck {
+export function inspectConfig(text: string, file: string, env: Env = process.env, options: ParseOptions = {}): ConfigCheck {
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, {
     lineCounter,
@@ -49,7 +57,7 @@ export function inspectConfig(text: string, file: string, env: Env = process.env
   }
   const absolute = file === INLINE ? INLINE : resolve(file)
   const baseDir = file === INLINE ? process.cwd() : dirname(absolute)
-  const reader = new Reader({ doc, lineCounter, file, baseDir, env }, text)
+  const reader = new Reader({ doc, lineCounter, file, baseDir, env, checkFiles: options.checkFiles ?? true }, text)
   const result = validateRoot(reader, doc.contents ?? undefined, absolute)
   const problems = [...syntax, ...result.problems].sort(byPosition)
   return {
@@ -63,8 +71,8 @@ export function inspectConfig(text: string, file: string, env: Env = process.env
  * Parse and validate config text; throws {@link ConfigError} carrying every
  * problem found.
  */
-export function parseConfig(text: string, file: string = INLINE, env: Env = process.env): Config {
-  const { config, problems } = inspectConfig(text, file, env)
+export function parseConfig(text: string, file: string = INLINE, env: Env = process.env, options: ParseOptions = {}): Config {
+  const { config, problems } = inspectConfig(text, file, env, options)
   if (config === null) throw new ConfigError(problems)
   return config
 }

@@ -26,7 +26,7 @@ export interface Located<T> {
   path: string
 }
 
-/** A value refused by the env substitution step (already reported). */
+/** Marks a value whose problem is already reported (bad `${VAR}`, wrong node kind). */
 const REPORTED: unique symbol = Symbol('reported')
 
 /** Deep enough for any sane config; stops alias cycles and absurd nesting. */
@@ -51,20 +51,6 @@ function kindOf(node: Node | undefined, value?: unknown): string {
   if (typeof v === 'number') return Number.isInteger(v) ? 'a number' : 'a decimal number'
   if (typeof v === 'boolean') return `\`${String(v)}\``
   return 'an unsupported value'
-}
-
-/**
- * Retype an unquoted scalar after `${VAR}` substitution the way YAML's core
- * schema would have typed the text, so `port: ${PORT}` is a number and
- * `introspect: ${FLAG:-false}` a boolean. Quote the value to keep a string.
- */
-function retypePlain(text: string): unknown {
-  if (/^(?:~|null|Null|NULL)?$/.test(text)) return null
-  if (/^(?:true|True|TRUE)$/.test(text)) return true
-  if (/^(?:false|False|FALSE)$/.test(text)) return false
-  if (/^[-+]?[0-9]+$/.test(text)) return Number(text)
-  if (/^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/.test(text)) return Number(text)
-  return text
 }
 
 interface Entry {
@@ -153,6 +139,12 @@ export class Reader {
   readonly #source: string
   /** Substituted value per scalar, so each env problem is reported once even when aliased. */
   readonly #scalars = new Map<Scalar, unknown>()
+  /**
+   * Scalars whose text came (partly) from `${VAR}`. They stay strings; a
+   * reader that wants a number, boolean or duration parses the text, so
+   * `port: ${PORT}` works and `secret: ${SECRET}` never turns into a number.
+   */
+  readonly #fromEnv = new Set<Scalar>()
 
   constructor(opts: ReaderOptions, source: string) {
     this.#doc = opts.doc
@@ -204,8 +196,8 @@ export class Reader {
       const sub = substituteEnv(value, this.#env)
       for (const p of sub.problems) this.problem(node, path, p.message, this.#sourceOffset(node, value, p.index))
       if (sub.problems.length > 0) value = REPORTED
-      else if (sub.replaced && (node.type === Scalar.PLAIN || node.type === undefined)) value = retypePlain(sub.value)
       else value = sub.value
+      if (sub.replaced) this.#fromEnv.add(node)
     }
     this.#scalars.set(node, value)
     return value
@@ -244,6 +236,12 @@ export class Reader {
     return this.#scalarValue(resolved, path)
   }
 
+  /** True when the text of this value came from `${VAR}` substitution. */
+  #isFromEnv(node: Node): boolean {
+    const resolved = this.resolve(node)
+    return isScalar(resolved) && this.#fromEnv.has(resolved)
+  }
+
   /** A node to point at for a value (the alias target when aliased). */
   #at(node: Node): Node {
     return this.resolve(node) ?? node
@@ -277,6 +275,7 @@ export class Reader {
     return (node, path) => {
       const value = this.#scalar(node, path, 'a string')
       if (value === REPORTED) return undefined
+      if (typeof value === 'string' && this.#isFromEnv(node) && /^\d+$/.test(value.trim())) return Number(value.trim())
       if (typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value))) return value
       this.problem(this.#at(node), path, `expected a string, got ${kindOf(undefined, value)}`)
       return undefined
@@ -288,6 +287,7 @@ export class Reader {
       const value = this.#scalar(node, path, '`true` or `false`')
       if (value === REPORTED) return undefined
       if (typeof value === 'boolean') return value
+      if (typeof value === 'string' && this.#isFromEnv(node) && /^(?:true|false)$/i.test(value.trim())) return value.trim().toLowerCase() === 'true'
       const hint = typeof value === 'string' && /^(?:yes|no|on|off|y|n)$/i.test(value) ? ' (YAML 1.2: yes/no/on/off are strings)' : ''
       this.problem(this.#at(node), path, `expected \`true\` or \`false\`, got ${kindOf(undefined, value)}${hint}`)
       return undefined
@@ -296,8 +296,9 @@ export class Reader {
 
   int(opts: { min?: number; max?: number } = {}): Read<number> {
     return (node, path) => {
-      const value = this.#scalar(node, path, 'a whole number')
-      if (value === REPORTED) return undefined
+      const raw = this.#scalar(node, path, 'a whole number')
+      if (raw === REPORTED) return undefined
+      const value = typeof raw === 'string' && this.#isFromEnv(node) && /^[-+]?\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw
       if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
         this.problem(this.#at(node), path, `expected a whole number, got ${kindOf(undefined, value)}`)
         return undefined
@@ -485,12 +486,14 @@ export class Reader {
    * A mapping with a fixed set of keys. Unknown keys are problems, with a
    * "did you mean" when a known key is within two edits.
    */
-  map(node: Node | undefined, path: string, known: readonly string[]): MapView | undefined {
+  map(node: Node | undefined, path: string, known: readonly string[], opts: { extensionKeys?: boolean } = {}): MapView | undefined {
     if (node === undefined) return new MapView(this, undefined, path, new Map())
     const entries = this.#mapEntries(node, path, 0)
     if (entries === undefined) return undefined
     for (const [key, entry] of entries) {
       if (known.includes(key)) continue
+      // `x-...` keys hold YAML anchors for reuse (as in Compose files); they are not config.
+      if (opts.extensionKeys && key.startsWith('x-')) continue
       const guess = suggest(key, known)
       const help = guess !== undefined ? `did you mean \`${guess}\`?` : `known keys here: ${known.map((k) => `\`${k}\``).join(', ')}`
       this.problem(entry.keyNode, childPath(path, key), `unknown key \`${key}\`; ${help}`)

@@ -23,7 +23,7 @@ export function checkRoutePath(path: string): string | undefined {
     const normalized = normalizePathPrefix(path)
     return normalized === path ? '' : `; write \`${normalized}\``
   }
-  if (!path.startsWith('/')) return `a route path must start with \`/\`; write \`/${path}\``
+  if (!path.startsWith('/')) return `a route path must start with \`/\`; write \`${normalizePathPrefix('/' + path)}\``
   if (/[?#]/.test(path)) return 'a route path is a path prefix only: no `?query` or `#fragment`'
   if (/[\s\x00-\x1f\x7f]/.test(path)) return 'a route path must not contain spaces or control characters'
   if (path.includes('\\')) return `a route path must not contain \`\\\`${fix()}`

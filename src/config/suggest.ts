@@ -30,6 +30,9 @@ export function suggest(word: string, known: readonly string[], maxDistance = 2)
   const wordCanonical = canonical(word)
   const sameWord = known.find((k) => canonical(k) === wordCanonical)
   if (sameWord !== undefined) return sameWord
+  // `warning` → `warn`, `access` → `access_token`: a prefix is a strong hint even when many edits away.
+  const lower = word.toLowerCase()
+  const prefixed = known.find((k) => Math.min(k.length, lower.length) >= 3 && (k.toLowerCase().startsWith(lower) || lower.startsWith(k.toLowerCase())))
   let best: string | undefined
   let bestDistance = maxDistance + 1
   for (const candidate of known) {
@@ -39,5 +42,5 @@ export function suggest(word: string, known: readonly string[], maxDistance = 2)
       bestDistance = d
     }
   }
-  return best
+  return best ?? prefixed
 }

@@ -22,8 +22,4 @@ export class UniqueSet {
     this.#seen.set(value, node)
     return true
   }
-
-  has(value: string): boolean {
-    return this.#seen.has(value)
-  }
 }

@@ -48,7 +48,7 @@ export interface ValidationResult {
  * path or `<inline>`); problems carry the reader's file name.
  */
 export function validateRoot(r: Reader, root: Node | undefined, file: string): ValidationResult {
-  const top = r.map(root, '', TOP_LEVEL_KEYS)
+  const top = r.map(root, '', TOP_LEVEL_KEYS, { extensionKeys: true })
   if (top === undefined) return { config: null, problems: r.problems, warnings: r.warnings }
 
   const listen = top.opt('listen', listenAddress(r), DEFAULT_LISTEN)
@@ -78,17 +78,19 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     asNode === undefined || top.isNull('authorization_server') ? null : (readAuthorizationServer(r, asNode, top.pathOf('authorization_server')) ?? null)
   const asBroken = asNode !== undefined && !top.isNull('authorization_server') && authorizationServer === null
 
-  const { issuers } = top.has('issuers')
+  const { issuers, ids: issuerIds } = top.has('issuers')
     ? readIssuers(r, top.get('issuers') as Node, top.pathOf('issuers'), authorizationServer === null ? null : normalizedPublicUrl)
-    : { issuers: [] as IssuerConfig[] }
+    : { issuers: [] as IssuerConfig[], ids: new Set<string>() }
   const gateway = readGateway(r, top.get('gateway'), top.pathOf('gateway'))
   const routesNode = top.get('routes')
   const routes =
-    routesNode === undefined || asBroken
+    routesNode === undefined
       ? []
       : readRoutes(r, routesNode, top.pathOf('routes'), {
-          selfTokenFormat: authorizationServer?.accessToken.format ?? null,
+          // A refused authorization_server section still counts as present, so routes get no second, misleading problem.
+          selfTokenFormat: authorizationServer?.accessToken.format ?? (asBroken ? 'jwt' : null),
           issuers: new Map(issuers.map((i) => [i.id, i])),
+          issuerIds,
           publicUrl: normalizedPublicUrl,
           gateway,
         })
@@ -116,14 +118,17 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
 function listenAddress(r: Reader) {
   return (node: Node, path: string): ListenAddress | undefined => {
     const value = r.strOrInt()(node, path)
-    if (value === undefined) return undefined
-    const parsed = typeof value === 'number' ? parseListenAddress(`0.0.0.0:${value}`) : parseListenAddress(value.trim())
-    if (!parsed.ok) {
-      r.problem(r.resolve(node) ?? node, path, parsed.reason)
-      return undefined
-    }
-    return parsed.value
+    return value === undefined ? undefined : toListenAddress(r, node, path, value)
   }
+}
+
+function toListenAddress(r: Reader, node: Node, path: string, value: string | number): ListenAddress | undefined {
+  const parsed = typeof value === 'number' ? parseListenAddress(`0.0.0.0:${value}`) : parseListenAddress(value.trim())
+  if (!parsed.ok) {
+    r.problem(r.resolve(node) ?? node, path, parsed.reason)
+    return undefined
+  }
+  return parsed.value
 }
 
 function readAdminListen(r: Reader, top: MapView): ListenAddress | null {
@@ -131,9 +136,12 @@ function readAdminListen(r: Reader, top: MapView): ListenAddress | null {
   if (top.isNull('admin_listen')) return null
   const node = top.get('admin_listen') as Node
   const resolved = r.resolve(node)
-  // `admin_listen: false` turns the admin listener off.
+  // `admin_listen: false` turns the admin listener off (also `${ADMIN:-false}`).
   if (isScalar(resolved) && resolved.value === false) return null
-  return listenAddress(r)(node, top.pathOf('admin_listen')) ?? null
+  const path = top.pathOf('admin_listen')
+  const value = r.strOrInt()(node, path)
+  if (value === undefined || value === 'false' || value === '') return null
+  return toListenAddress(r, node, path, value) ?? null
 }
 
 function readTls(r: Reader, top: MapView): TlsConfig | null {

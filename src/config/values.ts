@@ -33,10 +33,13 @@ export function checkHttpUrl(value: string, opts: { query?: boolean } = {}): str
   return undefined
 }
 
-/** `value` without trailing slashes on its path (`http://h/` → `http://h`). */
+/**
+ * `value` without trailing slashes (`http://h/` → `http://h`). Textual, so
+ * the rest stays exactly as written: an issuer identifier is compared as a
+ * string (RFC 8414 3.3).
+ */
 export function stripTrailingSlash(value: string): string {
-  const url = new URL(value)
-  return url.origin + url.pathname.replace(/\/+$/, '') + url.search
+  return value.replace(/\/+$/, '')
 }
 
 /** A browser origin: scheme, host and optional port; nothing else. */

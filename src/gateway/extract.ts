@@ -29,13 +29,18 @@ export interface ExtractedToken {
   readonly body: Buffer | null
 }
 
-/** Case-insensitive check for the `Bearer` scheme at the start of the header value. */
+/**
+ * Case-insensitive check for the `Bearer` scheme at the start of the header
+ * value (RFC 9110 11.1: the scheme ends at whitespace). What follows it is
+ * checked against the Bearer grammar by the caller.
+ */
 function hasBearerScheme(value: string): boolean {
   if (value.length < BEARER.length) return false
   for (let i = 0; i < BEARER.length; i++) {
     if ((value.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return false
   }
-  return value.length === BEARER.length || value.charCodeAt(BEARER.length) === 0x20
+  const next = value.charCodeAt(BEARER.length)
+  return value.length === BEARER.length || next === 0x20 || next === 0x09
 }
 
 /**

@@ -154,37 +154,39 @@ export class TrustedProxies {
 
   #add(entry: string): void {
     const slash = entry.indexOf('/')
-    const addressText = normalizeAddress(slash === -1 ? entry : entry.slice(0, slash)) ?? ''
+    const addressText = slash === -1 ? entry : entry.slice(0, slash)
     const prefixText = slash === -1 ? null : entry.slice(slash + 1)
     const family = isIP(addressText)
     const maxPrefix = family === 4 ? 32 : 128
-    let prefix = maxPrefix
-    if (prefixText !== null) {
-      prefix = /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : -1
-    }
-    if (family === 0 || prefix < 0 || prefix > maxPrefix) {
+    const prefix = prefixText === null ? maxPrefix : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : -1
+    const words = family === 6 ? parseIPv6(addressText) : null
+    if (family === 0 || (family === 6 && words === null) || prefix < 0 || prefix > maxPrefix) {
       throw new TypeError(`trusted_proxies: "${entry}" is not an IP address or a CIDR range`)
     }
     if (family === 4) {
-      const mask = v4Mask(prefix)
-      this.#v4.push({ net: ((parseIPv4(addressText) ?? 0) & mask) >>> 0, mask })
-      if (prefix === 32) this.#exact.add(addressText)
+      this.#addV4(parseIPv4(addressText) ?? 0, prefix)
       return
     }
-    const words = parseIPv6(addressText)
-    if (words === null) throw new TypeError(`trusted_proxies: "${entry}" is not an IP address or a CIDR range`)
-    if (words[0] === 0 && words[1] === 0 && words[2] === 0xffff && prefix >= 96) {
+    const w = words as [number, number, number, number]
+    if (w[0] === 0 && w[1] === 0 && w[2] === 0xffff && prefix >= 96) {
       // ::ffff:a.b.c.d/n is the IPv4 range a.b.c.d/(n-96); peers are normalized to IPv4.
-      const mask = v4Mask(prefix - 96)
-      this.#v4.push({ net: (words[3] & mask) >>> 0, mask })
+      this.#addV4(w[3], prefix - 96)
       return
     }
     const mask = v6Mask(prefix)
     this.#v6.push({
-      net: [(words[0] & mask[0]) >>> 0, (words[1] & mask[1]) >>> 0, (words[2] & mask[2]) >>> 0, (words[3] & mask[3]) >>> 0],
+      net: [(w[0] & mask[0]) >>> 0, (w[1] & mask[1]) >>> 0, (w[2] & mask[2]) >>> 0, (w[3] & mask[3]) >>> 0],
       mask,
     })
     if (prefix === 128) this.#exact.add(addressText.toLowerCase())
+  }
+
+  #addV4(address: number, prefix: number): void {
+    const mask = v4Mask(prefix)
+    this.#v4.push({ net: (address & mask) >>> 0, mask })
+    if (prefix === 32) {
+      this.#exact.add(`${address >>> 24}.${(address >>> 16) & 255}.${(address >>> 8) & 255}.${address & 255}`)
+    }
   }
 
   /** Whether `address` (as Node reports a peer; IPv4-mapped accepted) is trusted. */

@@ -21,7 +21,7 @@ export interface StoreDeps {
 
 /** Create the store `config` describes. Redis connects in the background; it never throws for an unreachable server. */
 export function createStore(config: StoreConfig, deps: StoreDeps): Store {
-  if (config.kind === 'memory') return new MemoryStore(deps.clock)
+  if (config.kind === 'memory') return new MemoryStore(deps.clock, deps.log ? { log: deps.log } : {})
   return new RedisStore({
     url: config.url,
     cluster: config.cluster,

@@ -62,6 +62,8 @@ function copy<T>(value: T): T {
 export interface MemoryStoreOptions {
   /** How often expired entries are swept (ms, default 60 s). 0 disables the sweep. */
   sweepIntervalMs?: number
+  /** Where a failing revocation subscriber is reported. */
+  log?: { error(obj: object, msg: string): void }
 }
 
 /**
@@ -85,11 +87,13 @@ export class MemoryStore implements Store {
   readonly #sessions = new Map<string, Expiring<SessionRecord>>()
   readonly #consents = new Map<string, Expiring<string[]>>()
   readonly #hits = new Map<string, Window>()
+  readonly #log: MemoryStoreOptions['log']
   #sweep: NodeJS.Timeout | null = null
   #closed = false
 
   constructor(clock: Clock, options: MemoryStoreOptions = {}) {
     this.#clock = clock
+    this.#log = options.log
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {
       this.#sweep = setInterval(() => this.sweep(), every)
@@ -284,8 +288,17 @@ export class MemoryStore implements Store {
     const exp = Math.max(entry.exp, map.get(entry.id) ?? entry.exp)
     map.set(entry.id, exp)
     const published: RevocationEntry = { kind: entry.kind, id: entry.id, exp }
-    // Delivered after the current transition completes, like a pub/sub message.
-    for (const fn of this.#listeners) queueMicrotask(() => fn({ ...published }))
+    // Delivered after the current transition completes, like a pub/sub message;
+    // a throwing subscriber must not become an uncaught exception.
+    for (const fn of this.#listeners) {
+      queueMicrotask(() => {
+        try {
+          fn({ ...published })
+        } catch (err) {
+          this.#log?.error({ err: err instanceof Error ? err.message : String(err) }, 'revocation listener failed')
+        }
+      })
+    }
   }
 
   async listRevocations(): Promise<RevocationEntry[]> {

@@ -137,6 +137,8 @@ class Link {
   #down = false
   /** Last state logged, so each change is logged once. */
   #logged: 'up' | 'down' | null = null
+  /** Set by close(): the connection ending then is not an outage. */
+  #closing = false
 
   constructor(client: Client, name: string, timeoutMs: number, log: StoreLog | undefined) {
     this.client = client
@@ -154,7 +156,7 @@ class Link {
   }
 
   #fail(err: unknown): void {
-    if (this.client.status === 'ready') return
+    if (this.client.status === 'ready' || this.#closing) return
     this.#down = true
     if (this.#logged !== 'down') {
       this.#log?.warn({ connection: this.#name, err: err ? describe(err) : undefined }, 'store unreachable')
@@ -189,6 +191,7 @@ class Link {
   }
 
   async close(): Promise<void> {
+    this.#closing = true
     const c = this.client
     if (c.status === 'ready') {
       try {

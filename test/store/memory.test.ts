@@ -1,7 +1,7 @@
 import t from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { MemoryStore } from '../../src/store/memory.js'
-import { codeRecord, grantRecord, nowSec, runStoreContract, token } from './contract.js'
+import { codeRecord, deviceRecord, grantRecord, nowSec, runStoreContract, token, userCode } from './contract.js'
 
 runStoreContract(t, 'memory', async (clock) => {
   const store = new MemoryStore(clock)
@@ -20,7 +20,12 @@ t.test('memory: the sweep drops expired entries without reads', async (t) => {
   await store.putSession('s', { sub: 'a', username: 'a', authTime: 0, csrf: 'c' }, 60)
   await store.hit('k', 60)
   await store.addRevocation({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 })
-  t.equal(store.size, 6, 'code, family, refresh index, session, counter, revocation')
+  await store.putConsent('a', 'app', ['openid'], 60)
+  await store.putDevice(token().hash, deviceRecord(clock, userCode(), 60))
+  await store.putOpaqueToken(token().hash, {
+    iss: 'i', sub: 'a', aud: ['x'], clientId: 'app', scope: 's', jti: 'j', iat: 0, exp: nowSec(clock) + 60, grantId: null,
+  })
+  t.equal(store.size, 10, 'code, family, refresh index, session, counter, revocation, consent, device, user code, token')
   clock.advance(101_000)
   store.sweep()
   t.equal(store.size, 0, 'nothing left after every lifetime passed')
@@ -36,4 +41,30 @@ t.test('memory: returned records are copies', async (t) => {
   if (read) read.scope = 'admin'
   g.scope = 'admin'
   t.equal((await store.getGrant(g.grantId))?.scope, 'openid offline_access orders:read')
+})
+
+t.test('memory: a code whose record expires before its ttl cannot be taken after expiresAt', async (t) => {
+  const clock = new ManualClock()
+  const store = new MemoryStore(clock)
+  t.teardown(() => store.close())
+  const code = token()
+  await store.putCode(code.hash, codeRecord(clock, 10), 60)
+  clock.advance(10_000)
+  t.same(await store.takeCode(code.hash), { status: 'missing' })
+})
+
+t.test('memory: a throwing revocation subscriber is logged, not fatal', async (t) => {
+  const clock = new ManualClock()
+  const errors: string[] = []
+  const store = new MemoryStore(clock, { log: { error: (_obj, msg) => errors.push(msg) } })
+  t.teardown(() => store.close())
+  const seen: string[] = []
+  await store.subscribeRevocations(() => {
+    throw new Error('boom')
+  })
+  await store.subscribeRevocations((e) => seen.push(e.id))
+  await store.addRevocation({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 })
+  await new Promise((r) => setImmediate(r))
+  t.same(seen, ['j'], 'the other subscriber still gets it')
+  t.same(errors, ['revocation listener failed'])
 })

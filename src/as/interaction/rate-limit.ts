@@ -5,7 +5,7 @@ import type { AsContext } from '../context.js'
  * Failure counters in fixed windows (`rate_limit.login_max_failures` per
  * `rate_limit.window`), kept in the store so every instance shares them.
  */
-class FailureLimit {
+export class FailureLimit {
   readonly #as: AsContext
   readonly #keys: readonly string[]
 
@@ -47,4 +47,3 @@ export function userCodeLimit(as: AsContext, address: string): FailureLimit {
   return new FailureLimit(as, [`device:ip:${address}`])
 }
 
-export type { FailureLimit }

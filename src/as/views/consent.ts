@@ -46,10 +46,9 @@ export function consentPage(o: ConsentPageOptions): string {
   const body = html`<h1>${heading}</h1>
 ${
   device
-    ? html`<p class="lead">Check that this code matches the one shown on your device:</p>
-<span class="user-code" aria-label="Device code">${o.userCode}</span>
-<p class="lead">The device is using <span class="client">${o.clientName}</span>.</p>`
-    : html`<p class="lead"><span class="client">${o.clientName}</span> wants access to your account.</p>`
+    ? html`<p class="lead"><span class="client">${o.clientName}</span> is asking for access. Check that this code matches the one shown on your device:</p>
+<span class="user-code" aria-label="Device code">${o.userCode}</span>`
+    : ''
 }
 ${scopeList(o.clientName, o.scopes)}
 <form method="post" action="${o.action}">

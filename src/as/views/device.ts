@@ -1,23 +1,25 @@
 import { html } from './html.js'
-import { renderPage } from './layout.js'
+import { hiddenFields, renderPage } from './layout.js'
 
 export interface DeviceEntryOptions {
+  /** Pre-session CSRF token (double-submit with the cookie). */
+  csrf: string
   /** What was typed, to show again after a mistake. */
   userCode?: string
   error?: string
 }
 
 /**
- * RFC 8628 3.3: where a person types the code their device shows. A GET form:
- * looking a code up changes nothing, and `?user_code=` is also what
- * verification_uri_complete opens.
+ * RFC 8628 3.3: where a person types the code their device shows. It posts
+ * to `device` (with a CSRF token, like every form here); the answer is a 303
+ * to `device?user_code=…`, the same page verification_uri_complete opens.
  */
-export function deviceEntryPage(o: DeviceEntryOptions = {}): string {
+export function deviceEntryPage(o: DeviceEntryOptions): string {
   const body = html`<h1>Connect a device</h1>
 <p class="lead">Enter the code shown on your device.</p>
 ${o.error ? html`<p class="alert" role="alert">${o.error}</p>` : ''}
-<form method="get" action="device">
-<div class="field">
+<form method="post" action="device">
+${hiddenFields({ csrf: o.csrf })}<div class="field">
 <label for="user_code">Code</label>
 <input id="user_code" name="user_code" type="text" class="code-input" placeholder="XXXX-XXXX" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="32" required autofocus value="${o.userCode ?? ''}">
 </div>

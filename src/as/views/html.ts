@@ -25,13 +25,14 @@ const ESCAPES: Readonly<Record<string, string>> = {
   '>': '&gt;',
   '"': '&quot;',
   "'": '&#39;',
-  '`': '&#96;',
-  '=': '&#61;',
 }
 
-/** Escape text for element content and quoted attribute values. */
+/**
+ * Escape text for element content and quoted attribute values (every
+ * attribute in our templates is double-quoted, so these five suffice).
+ */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"'`=]/g, (c) => ESCAPES[c] ?? c)
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c)
 }
 
 function render(value: HtmlValue): string {

@@ -86,7 +86,7 @@ main.card {
   background: var(--accent);
 }
 h1 {
-  margin: 0 0 8px;
+  margin: 0 0 12px;
   font-size: 1.375rem;
   line-height: 1.3;
   font-weight: 650;

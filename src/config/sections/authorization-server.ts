@@ -60,16 +60,18 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
   const device = r.map(as.get('device'), as.pathOf('device'), ['ttl', 'interval'])
 
   const scopes: Record<string, string> = { ...BUILT_IN_SCOPES }
+  const knownScopes = new Set(Object.keys(scopes))
   const scopesNode = as.get('scopes')
   for (const e of scopesNode === undefined ? [] : (r.entries(scopesNode, as.pathOf('scopes')) ?? [])) {
     if (!SCOPE_TOKEN.test(e.key)) {
       r.problem(e.keyNode, e.path, `\`${e.key}\` is not a valid scope name: no spaces, \`"\` or \`\\\` (RFC 6749 3.3)`)
       continue
     }
+    // Known even when its description is refused, so clients naming it get no second problem.
+    knownScopes.add(e.key)
     const description = r.str()(e.value, e.path)
     if (description !== undefined) scopes[e.key] = description
   }
-  const knownScopes = new Set(Object.keys(scopes))
 
   const deviceTtlSec = device?.opt('ttl', r.seconds({ min: 1 }), 600) ?? 600
   const intervalSec = device?.opt('interval', r.seconds({ min: 1 }), 5) ?? 5

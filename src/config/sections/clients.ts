@@ -79,7 +79,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
   if (secretHash !== undefined) {
     const demo = demoSecretOf(secretHash)
     if (demo !== undefined) {
-      r.warn(c.get('secret_hash'), c.pathOf('secret_hash'), `this is the public DEMO secret \`${demo}\` from the example config; replace it${HASH_HINT}`)
+      r.warn(c.get('secret_hash'), c.pathOf('secret_hash'), `this is the public DEMO secret \`${demo}\` from the example config; replace it: printf '%s' NEW_SECRET | bearward hash-secret`)
     }
   }
 
@@ -96,13 +96,12 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     }
   }
 
-  const grantTypes = dedupe(
-    c.opt<GrantType[]>(
-      'grant_types',
-      r.list(r.oneOf<GrantType>(GRANT_TYPES, { aliases: { device_code: DEVICE_CODE_GRANT }, refused: REFUSED_GRANTS, what: 'a supported grant type' }), { nonEmpty: true }),
-      ['authorization_code', 'refresh_token'],
-    ),
+  const grantTypesRead = c.maybe(
+    'grant_types',
+    r.list(r.oneOf<GrantType>(GRANT_TYPES, { aliases: { device_code: DEVICE_CODE_GRANT }, refused: REFUSED_GRANTS, what: 'a supported grant type' }), { nonEmpty: true }),
   )
+  // A refused list counts as empty here, so it draws no follow-on problems (missing redirect URIs, ...).
+  const grantTypes = dedupe(grantTypesRead ?? (c.has('grant_types') ? [] : (['authorization_code', 'refresh_token'] as GrantType[])))
   if (type === 'public' && grantTypes.includes('client_credentials')) {
     r.problem(c.get('grant_types') ?? c.node, c.pathOf('grant_types'), 'a public client cannot use `client_credentials`: that grant needs client authentication (RFC 6749 4.4)')
   }

@@ -29,14 +29,18 @@ const REFUSED_ALGORITHMS: Readonly<Record<string, string>> = {
 const ISSUER_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
 
 export interface ReadIssuers {
+  /** The issuers that validated completely. */
   issuers: IssuerConfig[]
-  /** Where each issuer id is defined, for messages that point back at it. */
-  nodes: Map<string, Node | undefined>
+  /**
+   * Every id defined, complete or not: a route naming an issuer whose own
+   * section has a problem gets no second, misleading "unknown issuer".
+   */
+  ids: Set<string>
 }
 
 export function readIssuers(r: Reader, node: Node, path: string, selfIssuer: string | null): ReadIssuers {
   const issuers: IssuerConfig[] = []
-  const nodes = new Map<string, Node | undefined>()
+  const allIds = new Set<string>()
   const ids = new UniqueSet(r, 'issuer id')
   const issuerUrls = new UniqueSet(r, 'issuer')
   for (const item of r.items(node, path) ?? []) {
@@ -75,19 +79,22 @@ export function readIssuers(r: Reader, node: Node, path: string, selfIssuer: str
     if (!hasJwksUri && !hasIntrospection) {
       r.problem(m.node, item.path, 'an issuer needs `jwks_uri` (to verify JWTs), `introspection` (to check opaque tokens), or both')
     }
-    if (id === undefined || issuer === undefined) continue
-    if (issuer === selfIssuer) {
-      r.problem(m.get('issuer'), m.pathOf('issuer'), `\`${issuer}\` is the built-in authorization server's issuer (public_url); refer to it as \`self\` in routes instead`)
+    const fresh = id !== undefined && ids.add(id, m.get('id'), m.pathOf('id'))
+    if (id !== undefined) allIds.add(id)
+    if (issuer !== undefined) {
+      issuerUrls.add(issuer, m.get('issuer'), m.pathOf('issuer'))
+      if (issuer === selfIssuer) {
+        r.problem(m.get('issuer'), m.pathOf('issuer'), `\`${issuer}\` is the built-in authorization server's issuer (public_url); refer to it as \`self\` in routes instead`)
+      }
     }
-    if (!ids.add(id, m.get('id'), m.pathOf('id'))) continue
-    issuerUrls.add(issuer, m.get('issuer'), m.pathOf('issuer'))
-    nodes.set(id, m.get('id'))
+    // `introspection` undefined here means present but refused (problem recorded).
+    if (!fresh || issuer === undefined || introspection === undefined) continue
     issuers.push({
       id,
       issuer,
       jwksUri,
       algorithms,
-      introspection: introspection ?? null,
+      introspection,
       jwks: {
         minTtlSec,
         maxTtlSec,
@@ -98,7 +105,7 @@ export function readIssuers(r: Reader, node: Node, path: string, selfIssuer: str
       },
     })
   }
-  return { issuers, nodes }
+  return { issuers, ids: allIds }
 }
 
 function readIntrospection(r: Reader, node: Node | undefined, path: string): RemoteIntrospectionConfig | undefined {

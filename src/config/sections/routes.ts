@@ -48,7 +48,10 @@ const DEFAULT_MAX_BODY = 10 * 1024 * 1024
 export interface RouteContext {
   /** The built-in AS's access token format, or null when there is no AS. */
   selfTokenFormat: 'jwt' | 'opaque' | null
+  /** Issuers that validated completely, by id. */
   issuers: ReadonlyMap<string, IssuerConfig>
+  /** Every issuer id defined, including those whose section has problems. */
+  issuerIds: ReadonlySet<string>
   publicUrl: string
   gateway: GatewayConfig
 }
@@ -175,8 +178,9 @@ function readRouteIssuers(r: Reader, m: MapView, ctx: RouteContext, isPublic: bo
       continue
     }
     const issuer = ctx.issuers.get(id)
+    if (issuer === undefined && ctx.issuerIds.has(id)) continue // its own section reports the problem
     if (issuer === undefined) {
-      const known = [...(hasSelf ? [SELF] : []), ...ctx.issuers.keys()]
+      const known = [...(hasSelf ? [SELF] : []), ...ctx.issuerIds]
       const guess = suggest(id, known)
       const help = guess !== undefined ? `did you mean \`${guess}\`?` : known.length > 0 ? `known issuers: ${known.map((k) => `\`${k}\``).join(', ')}` : 'define it under `issuers`'
       r.problem(node, path, `unknown issuer \`${id}\`; ${help}`)

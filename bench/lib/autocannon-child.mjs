@@ -1,0 +1,118 @@
+// The load generator, run in its own process: `node autocannon-child.mjs SPEC.json`.
+// Runs autocannon for `warmupSec` (discarded), then for `durationSec` (or
+// `amount` requests), and prints one JSON line with the measured phase.
+//
+// Latency is recorded here from autocannon's per-response timings (float ms):
+// autocannon's own histogram keeps whole milliseconds, too coarse for
+// "p99 added < 1 ms".
+//
+// SPEC: { url, connections, warmupSec, durationSec, amount?, method, headers, body,
+//         rotate?: { file, as: 'bearer' | 'body', prefix?, once? } }
+// rotate walks a newline-separated list of values (tokens, codes, refresh
+// tokens), one per request across all connections: `bearer` sets
+// `Authorization: Bearer <v>`, `body` sends `prefix + v`. `once` means each
+// value must be used at most once; running out is reported (`exhausted`).
+import { readFileSync } from 'node:fs'
+import autocannon from 'autocannon'
+
+const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'))
+
+function walker(rotate) {
+  const values = readFileSync(rotate.file, 'utf8').split('\n').filter(Boolean)
+  if (values.length === 0) throw new Error(`no values in ${rotate.file}`)
+  const state = { used: 0, wraps: 0 }
+  let i = 0
+  const next = () => {
+    const v = values[i]
+    i += 1
+    state.used += 1
+    if (i === values.length) {
+      i = 0
+      state.wraps += 1
+    }
+    return v
+  }
+  let setupRequest
+  if (rotate.as === 'bearer') {
+    setupRequest = (req) => {
+      req.headers.authorization = 'Bearer ' + next()
+      return req
+    }
+  } else {
+    const prefix = rotate.prefix ?? ''
+    setupRequest = (req) => {
+      req.body = prefix + next()
+      return req
+    }
+  }
+  return { setupRequest, state, count: values.length }
+}
+
+/** Growable float array of 2xx latencies (ms). */
+class Samples {
+  #a = new Float64Array(1 << 16)
+  #n = 0
+  push(v) {
+    if (this.#n === this.#a.length) {
+      const b = new Float64Array(this.#a.length * 2)
+      b.set(this.#a)
+      this.#a = b
+    }
+    this.#a[this.#n++] = v
+  }
+  summary() {
+    const s = this.#a.subarray(0, this.#n).sort()
+    const at = (p) => (s.length === 0 ? null : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))])
+    let sum = 0
+    for (const v of s) sum += v
+    return { count: s.length, mean: s.length ? sum / s.length : null, p50: at(50), p90: at(90), p99: at(99), p999: at(99.9), max: s.length ? s[s.length - 1] : null }
+  }
+}
+
+function run(opts, samples) {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(opts, (err, result) => (err ? reject(err) : resolve(result)))
+    if (samples) {
+      instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+        if (statusCode >= 200 && statusCode < 300) samples.push(responseTime)
+      })
+    }
+  })
+}
+
+const rotation = spec.rotate ? walker(spec.rotate) : null
+const base = {
+  url: spec.url,
+  connections: spec.connections,
+  pipelining: 1,
+  method: spec.method ?? 'GET',
+  headers: spec.headers ?? {},
+  body: spec.body,
+  timeout: spec.timeoutSec ?? 10,
+  requests: rotation ? [{ setupRequest: rotation.setupRequest }] : undefined,
+}
+// A non-2xx answer is a failed measurement, but keep going: the runner reports it.
+if (spec.warmupSec > 0) await run({ ...base, duration: spec.warmupSec })
+const warmUsed = rotation ? rotation.state.used : 0
+
+const samples = new Samples()
+const started = process.hrtime.bigint()
+const result = await run(spec.amount ? { ...base, amount: spec.amount } : { ...base, duration: spec.durationSec }, samples)
+const elapsedSec = Number(process.hrtime.bigint() - started) / 1e9
+
+const total = result.requests.total
+const statuses = {}
+for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = count
+process.stdout.write(
+  JSON.stringify({
+    total,
+    elapsedSec,
+    rps: total / elapsedSec,
+    latency: samples.summary(),
+    statuses,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    rotation: rotation ? { values: rotation.count, used: rotation.state.used, usedInWarmup: warmUsed, wraps: rotation.state.wraps } : null,
+  }) + '\n',
+)

@@ -1,0 +1,61 @@
+// Start the real product (`bin/bearward start -c FILE`) from a config the
+// scenario describes. The config is written as JSON, which is YAML 1.2.
+import { execFileSync } from 'node:child_process'
+import { existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { freePort, httpProbe, startProcess } from './spawn.mjs'
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const BIN = join(ROOT, 'bin/bearward')
+
+/** Why bearward cannot run yet (build missing or broken), or null when it can. */
+export function bearwardUnavailable() {
+  if (!existsSync(join(ROOT, 'dist/cli.js'))) return 'dist/cli.js missing (build failed?)'
+  try {
+    execFileSync(process.execPath, [BIN, '--version'], { stdio: 'pipe', timeout: 10_000 })
+    return null
+  } catch (err) {
+    const lines = String(err.stderr ?? err.message).trim().split('\n')
+    const why = lines.find((l) => /Error|error:/.test(l)) ?? lines[0]
+    return `\`bearward --version\` failed: ${why.trim()}`
+  }
+}
+
+/** `hashSecret` from the built product, so secret_hash is in its own format. */
+export async function hashSecret(secret) {
+  const mod = await import(join(ROOT, 'dist/crypto/secret.js'))
+  return mod.hashSecret(secret)
+}
+
+/** A listen port and the public_url (issuer, default audience) that goes with it. */
+export async function reserveAddress() {
+  const port = await freePort()
+  return { port, publicUrl: `http://127.0.0.1:${port}` }
+}
+
+/**
+ * Write `config` (snake_case, as in README "Configuration") with listen,
+ * admin_listen and log filled in, start bearward, and wait until the admin
+ * /readyz answers 200. `cpuProfDir` runs it under `node --cpu-prof`.
+ */
+export async function startBearward(ctx, { name = 'bearward', port, config, logLevel, cpuProfDir }) {
+  const adminPort = await freePort()
+  const full = {
+    listen: `127.0.0.1:${port}`,
+    admin_listen: `127.0.0.1:${adminPort}`,
+    log: { level: logLevel ?? ctx.opts.logLevel },
+    ...config,
+  }
+  const file = join(ctx.workDir, `${name}.yaml`)
+  writeFileSync(file, JSON.stringify(full, null, 2) + '\n')
+  const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : []
+  const handle = await startProcess({
+    name,
+    args: [...nodeArgs, BIN, 'start', '-c', file],
+    logDir: ctx.workDir,
+    cwd: ROOT,
+    probe: async () => ((await httpProbe(`http://127.0.0.1:${adminPort}/readyz`)) ? `http://127.0.0.1:${port}` : null),
+  })
+  return { ...handle, configFile: file, adminUrl: `http://127.0.0.1:${adminPort}` }
+}

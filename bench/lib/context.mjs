@@ -1,0 +1,92 @@
+// What a scenario gets from the runner: options, a work directory for configs,
+// logs and token files, the shared upstream, and helpers that start servers
+// (each its own process, stopped after the scenario) and build measurable
+// targets (each measurement is a fresh load-generator process).
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { runLoad } from './load.mjs'
+import { startProcess } from './spawn.mjs'
+
+const BENCH = fileURLToPath(new URL('../', import.meta.url))
+
+export class BenchContext {
+  #upstream = null
+  #scenarioHandles = []
+
+  constructor(opts) {
+    this.opts = opts
+    this.workDir = mkdtempSync(join(tmpdir(), 'bearward-bench-'))
+  }
+
+  /** The shared upstream (started once for the whole run). */
+  async upstream() {
+    this.#upstream ??= await startProcess({ name: 'upstream', args: [join(BENCH, 'lib/upstream.mjs')], logDir: this.workDir })
+    return this.#upstream
+  }
+
+  /** Track a server started by a scenario so it is stopped when the scenario ends. */
+  track(handle) {
+    this.#scenarioHandles.push(handle)
+    return handle
+  }
+
+  /** Start `bench/baselines/<file>` with `args` as its own process. */
+  async baseline(file, args, name = file.replace(/\.mjs$/, '')) {
+    return this.track(await startProcess({ name, args: [join(BENCH, 'baselines', file), ...args.map(String)], logDir: this.workDir }))
+  }
+
+  /** Stop what the current scenario started (the upstream stays). */
+  async endScenario() {
+    const handles = this.#scenarioHandles.splice(0)
+    const results = await Promise.all(handles.map((h) => h.stop()))
+    handles.forEach((h, i) => {
+      const r = results[i]
+      if (r.killed) process.stderr.write(`${h.name} did not exit within 10 s of SIGTERM: killed (see ${h.errFile})\n`)
+      else if (r.code !== 0 && r.signal !== 'SIGTERM') process.stderr.write(`${h.name} exited with ${JSON.stringify(r)} (see ${h.errFile})\n`)
+    })
+  }
+
+  /** Stop everything; delete the bulky token files, keep configs, logs and profiles. */
+  async close() {
+    await this.endScenario()
+    await this.#upstream?.stop()
+    for (const name of readdirSync(this.workDir)) {
+      if (/\.(tokens|values)$|^load-.*\.json$/.test(name)) rmSync(join(this.workDir, name), { force: true })
+    }
+  }
+
+  /**
+   * A target measured over HTTP by the load generator. `rotate` is a rotation
+   * spec (see autocannon-child.mjs) or a function of the round giving one
+   * (single-use values need a fresh slice per round).
+   */
+  loadTarget({ id, label, url, method = 'GET', headers = {}, body, rotate, amount, warmupSec, durationSec }) {
+    const opts = this.opts
+    return {
+      id,
+      label,
+      measure: (round) =>
+        runLoad(
+          {
+            url,
+            method,
+            headers,
+            body,
+            connections: opts.connections,
+            warmupSec: warmupSec ?? opts.warmupSec,
+            durationSec: durationSec ?? opts.durationSec,
+            amount,
+            rotate: typeof rotate === 'function' ? rotate(round) : rotate,
+          },
+          this.workDir,
+        ),
+    }
+  }
+
+  /** A file in the work directory. */
+  file(name) {
+    return join(this.workDir, name)
+  }
+}

@@ -1,0 +1,169 @@
+// bearward benchmark runner.
+//
+//   npm run bench                        every scenario
+//   npm run bench -- jwt-warm opaque     some scenarios
+//   npm run bench -- --quick             smoke run (~1 s per measurement, small memory run)
+//   options: --duration S (5)  --warmup S (2)  --rounds N (2)  --connections N (50)
+//            --log-level L (warn)  --cpu-prof (profile bearward; .cpuprofile in the work dir)
+//            --wait-quiet F (before each scenario, wait up to 10 min until other work takes < F of the CPU, e.g. 0.05)
+//
+// Each server and the load generator run in their own processes; the targets
+// of a scenario are measured in interleaved rounds (A B C, then C B A, ...)
+// so machine drift hits them alike. Prints a table and writes
+// bench/results/<YYYY-MM-DD>.json (merged with the scenarios of an earlier
+// run that day).
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { BenchContext } from './lib/context.mjs'
+import { cpuSnapshot, foreignShare } from './lib/cpu.mjs'
+import { formatTable } from './lib/report.mjs'
+
+export const SCENARIOS = ['public-route', 'jwt-warm', 'jwt-cold', 'opaque', 'token-client-credentials', 'token-code-refresh', 'memory']
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    rounds: { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    quick: { type: 'boolean', default: false },
+    'log-level': { type: 'string', default: 'warn' },
+    'cpu-prof': { type: 'boolean', default: false },
+    'wait-quiet': { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+})
+if (values.help) {
+  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 8).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + `\nscenarios: ${SCENARIOS.join(', ')}\n`)
+  process.exit(0)
+}
+const unknown = positionals.filter((p) => !SCENARIOS.includes(p))
+if (unknown.length > 0) {
+  process.stderr.write(`unknown scenario ${unknown.join(', ')}; one of: ${SCENARIOS.join(', ')}\n`)
+  process.exit(2)
+}
+
+const quick = values.quick
+const opts = {
+  quick,
+  durationSec: Number(values.duration ?? (quick ? 1 : 5)),
+  warmupSec: Number(values.warmup ?? (quick ? 0.5 : 2)),
+  rounds: Number(values.rounds ?? (quick ? 1 : 2)),
+  connections: Number(values.connections),
+  logLevel: values['log-level'],
+  cpuProf: values['cpu-prof'],
+  waitQuiet: values['wait-quiet'] === undefined ? null : Number(values['wait-quiet']),
+}
+const selected = positionals.length > 0 ? positionals : SCENARIOS
+
+const log = (msg) => process.stderr.write(`${msg}\n`)
+const mean = (xs) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length)
+
+/** Mean over rounds of req/s and of each round's p50 / p99; every problem kept. */
+function aggregate(results) {
+  return {
+    rps: mean(results.map((r) => r.rps)),
+    p50: mean(results.map((r) => r.latency?.p50).filter((v) => v != null)),
+    p99: mean(results.map((r) => r.latency?.p99).filter((v) => v != null)),
+    problems: [...new Set(results.flatMap((r) => r.problems ?? []))],
+    foreignCpuMax: Math.max(0, ...results.map((r) => r.foreignCpu ?? 0)),
+    rounds: results,
+  }
+}
+
+const ctx = new BenchContext(opts)
+log(`bench: ${selected.join(', ')}; ${opts.connections} connections, warm-up ${opts.warmupSec}s, ${opts.durationSec}s x ${opts.rounds} rounds; work dir ${ctx.workDir}`)
+
+const rows = []
+const details = {}
+let interrupted = false
+process.on('SIGINT', () => {
+  interrupted = true
+  ctx.close().finally(() => process.exit(130))
+})
+
+for (const name of selected) {
+  if (interrupted) break
+  const scenario = (await import(`./scenarios/${name}.mjs`)).default
+  if (opts.waitQuiet !== null) {
+    const until = Date.now() + 600_000
+    for (;;) {
+      const a = cpuSnapshot()
+      await sleep(5000)
+      const share = foreignShare(a, cpuSnapshot())
+      if (share === null || share < opts.waitQuiet || Date.now() > until) break
+      log(`[${name}] waiting for a quiet machine: other work takes ${(100 * share).toFixed(0)}% of the CPU`)
+    }
+  }
+  const started = Date.now()
+  let plan = null
+  try {
+    plan = await scenario.setup(ctx)
+    if (plan.skip) {
+      log(`[${name}] skipped: ${plan.skip}`)
+      rows.push({ scenario: scenario.title, subject: '—', target: scenario.target, note: `not run: ${plan.skip}` })
+      details[name] = { title: scenario.title, skipped: plan.skip }
+      continue
+    }
+    const rounds = plan.rounds ?? opts.rounds
+    const results = Object.fromEntries(plan.targets.map((t) => [t.id, []]))
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? plan.targets : [...plan.targets].reverse()
+      for (const target of order) {
+        const r = await target.measure(round)
+        results[target.id].push(r)
+        const lat = r.latency ? ` p50 ${r.latency.p50?.toFixed(2)} ms p99 ${r.latency.p99?.toFixed(2)} ms` : ''
+        log(`[${name}] round ${round + 1}/${rounds} ${target.label}: ${Math.round(r.rps)} req/s${lat}${r.problems?.length ? ` PROBLEMS: ${r.problems.join('; ')}` : ''} ${r.foreignCpu != null ? ` (other work: ${(100 * r.foreignCpu).toFixed(0)}% CPU)` : ''}`)
+      }
+    }
+    const agg = Object.fromEntries(Object.entries(results).map(([id, rs]) => [id, aggregate(rs)]))
+    const scenarioRows = plan.evaluate(agg).map((row) => ({ scenario: scenario.title, ...row }))
+    rows.push(...scenarioRows)
+    details[name] = { title: scenario.title, target: scenario.target, seconds: (Date.now() - started) / 1000, rows: scenarioRows, targets: agg, extra: plan.extra ?? null }
+  } catch (err) {
+    log(`[${name}] FAILED: ${err.stack ?? err}`)
+    rows.push({ scenario: scenario.title, subject: '—', target: scenario.target, note: `FAILED: ${String(err.message ?? err).split('\n')[0]}` })
+    details[name] = { title: scenario.title, error: String(err.stack ?? err) }
+  } finally {
+    await plan?.teardown?.().catch((e) => log(`[${name}] teardown: ${e.message}`))
+    await ctx.endScenario()
+  }
+}
+await ctx.close()
+
+const table = formatTable(rows)
+process.stdout.write(`\n${table}\n`)
+const foreign = Object.values(details).flatMap((d) => Object.values(d.targets ?? {}).flatMap((t) => t.rounds.map((r) => r.foreignCpu))).filter((v) => v != null)
+if (foreign.length > 0) {
+  const worst = Math.max(...foreign)
+  process.stdout.write(
+    `\nCPU taken by other work on this machine during the measurements: ${(100 * Math.min(...foreign)).toFixed(0)}–${(100 * worst).toFixed(0)}%` +
+      `${worst > 0.05 ? ' (more than 5%: the figures are noisy; see --wait-quiet)' : ''}\n`,
+  )
+}
+
+const date = new Date().toISOString().slice(0, 10)
+const dir = fileURLToPath(new URL('./results/', import.meta.url))
+mkdirSync(dir, { recursive: true })
+const file = join(dir, `${date}.json`)
+const previous = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { scenarios: {} }
+const command = `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
+const entry = (name) => ({ ...details[name], command, at: new Date().toISOString(), params: opts })
+const out = {
+  date,
+  node: process.version,
+  cpu: cpus()[0]?.model ?? 'unknown',
+  cores: cpus().length,
+  memoryBytes: totalmem(),
+  lastCommand: command,
+  params: opts,
+  scenarios: { ...previous.scenarios, ...Object.fromEntries(Object.keys(details).map((n) => [n, entry(n)])) },
+}
+out.table = formatTable(SCENARIOS.flatMap((n) => out.scenarios[n]?.rows ?? []))
+writeFileSync(file, JSON.stringify(out, null, 2) + '\n')
+log(`wrote ${file}; configs, server logs${opts.cpuProf ? ', CPU profiles (cpuprof/)' : ''} in ${ctx.workDir}`)

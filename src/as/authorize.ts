@@ -1,0 +1,37 @@
+import { MethodNotAllowed, OAuthError } from '../errors.js'
+import type { AsHandler } from './context.js'
+import { parseAuthorizationRequest } from './interaction/authorization-request.js'
+import { continueAuthorization } from './interaction/continue.js'
+import { guardRedirect } from './interaction/failures.js'
+import { readFormText } from './interaction/form.js'
+import { redirect, showError } from './interaction/respond.js'
+import { currentSession } from './interaction/session.js'
+
+/**
+ * The authorization endpoint (RFC 6749 4.1.1; OIDC Core 3.1.2.1 also allows
+ * POST with a form body). Validates the request (client_id and redirect_uri
+ * first: their errors are an error page, never a redirect), then shows the
+ * login or consent page, or answers 302 to the redirect URI with `code`,
+ * `state` and `iss` (RFC 9207).
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc6749#section-4.1
+ * @see https://www.rfc-editor.org/rfc/rfc9700#section-2.1
+ */
+export const authorize: AsHandler = async (req, res, ctx, as) => {
+  if (req.method !== 'GET' && req.method !== 'POST') return showError(res, new MethodNotAllowed(['GET', 'POST']))
+  let raw: string
+  try {
+    raw = req.method === 'GET' ? ctx.rawQuery : await readFormText(req)
+  } catch (err) {
+    if (err instanceof OAuthError) return showError(res, err)
+    throw err
+  }
+  const parsed = parseAuthorizationRequest(raw, as)
+  if (parsed.kind === 'page') return showError(res, parsed.error)
+  if (parsed.kind === 'redirect') return redirect(res, parsed.target.error(parsed.error), 302)
+  const { request } = parsed
+  await guardRedirect(ctx, res, request.target, 302, async () => {
+    const session = await currentSession(req, as)
+    await continueAuthorization(req, res, as, request, { session, freshLogin: false, cookies: [], redirectStatus: 302 })
+  })
+}

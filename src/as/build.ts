@@ -1,0 +1,35 @@
+/**
+ * Build the authorization server's per-Runtime context from the validated
+ * config: lookups by client id and username are maps, computed once.
+ */
+import type { AuthorizationServerConfig } from '../config/types.js'
+import type { FaceDeps } from '../context.js'
+import { SecretVerifier } from '../crypto/secret.js'
+import type { KeySet } from '../keys/keyset.js'
+import type { AsContext } from './context.js'
+
+/**
+ * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
+ * (RFC 8414 2); `resources` (RFC 8707) are the audiences the routes accept,
+ * plus the issuer, which is the default audience.
+ */
+export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig; keys: KeySet }): AsContext {
+  const { config } = deps
+  const resources = new Set<string>([config.publicUrl, ...config.routes.map((r) => r.audience)])
+  return {
+    clock: deps.clock,
+    log: deps.log,
+    store: deps.store,
+    revocations: deps.revocations,
+    metrics: deps.metrics,
+    config,
+    as: deps.as,
+    keys: deps.keys,
+    issuer: config.publicUrl,
+    clients: new Map(deps.as.clients.map((c) => [c.clientId, c])),
+    users: new Map(deps.as.users.map((u) => [u.username, u])),
+    secrets: new SecretVerifier(),
+    secureCookies: config.publicUrl.startsWith('https:'),
+    resources,
+  }
+}

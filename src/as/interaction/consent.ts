@@ -1,0 +1,64 @@
+import { AccessDenied, InvalidRequest, MethodNotAllowed, OAuthError, StoreUnavailableError, TemporarilyUnavailable } from '../../errors.js'
+import type { AsHandler } from '../context.js'
+import { parseAuthorizationRequest } from './authorization-request.js'
+import { tokensMatch, isSameOrigin } from './csrf.js'
+import { guardRedirect } from './failures.js'
+import { readFormParams } from './form.js'
+import { issueCode } from './issue-code.js'
+import { redirect, showError, showForbidden } from './respond.js'
+import { currentSession, type ActiveSession } from './session.js'
+
+/**
+ * POST /consent: the answer to the consent page. Needs the session and its
+ * CSRF token (403 otherwise, nothing changed); the request is validated
+ * again. `decision=deny` sends access_denied to the client (RFC 6749
+ * 4.1.2.1); `allow` remembers the consent (when `consent.remember`) and
+ * answers 302 with the code, state and iss.
+ */
+export const consent: AsHandler = async (req, res, ctx, as) => {
+  if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
+  if (!isSameOrigin(req, as)) return showForbidden(res)
+  let csrf: string | undefined
+  let raw: string | undefined
+  let decision: string | undefined
+  try {
+    const form = await readFormParams(req)
+    csrf = form.get('csrf')
+    raw = form.get('request')
+    decision = form.get('decision')
+  } catch (err) {
+    if (err instanceof OAuthError) return showError(res, err)
+    throw err
+  }
+  // Nothing is acted on before the CSRF check; the request is parsed first only
+  // so that a store outage can be reported to a verified redirect URI.
+  const parsed = raw === undefined ? null : parseAuthorizationRequest(raw, as)
+  let session: ActiveSession | null
+  try {
+    session = await currentSession(req, as)
+  } catch (err) {
+    if (!(err instanceof StoreUnavailableError)) throw err
+    ctx.log.warn({ err: err.message }, 'store unavailable at consent')
+    if (parsed?.kind === 'ok') return redirect(res, parsed.request.target.error(new TemporarilyUnavailable()), 302)
+    return showError(res, new TemporarilyUnavailable())
+  }
+  if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
+  if (parsed === null) return showError(res, new InvalidRequest('The consent form does not say what it is for'))
+  if (parsed.kind === 'page') return showError(res, parsed.error)
+  if (parsed.kind === 'redirect') return redirect(res, parsed.target.error(parsed.error), 302)
+  if (decision !== 'allow' && decision !== 'deny') return showError(res, new InvalidRequest('Choose Allow or Deny'))
+  const { request } = parsed
+  // a const, so the narrowing to non-null holds inside the closure below
+  const signedIn = session
+  if (decision === 'deny') return redirect(res, request.target.error(new AccessDenied()), 302)
+
+  await guardRedirect(ctx, res, request.target, 302, async () => {
+    if (as.as.consent.remember) {
+      const before = (await as.store.getConsent(signedIn.user.sub, request.client.clientId)) ?? []
+      const scopes = [...new Set([...before, ...request.scopes])]
+      await as.store.putConsent(signedIn.user.sub, request.client.clientId, scopes, as.as.consent.ttlSec)
+    }
+    const code = await issueCode(as, request, signedIn)
+    redirect(res, request.target.success(code), 302)
+  })
+}

@@ -1,0 +1,116 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { DUMMY_HASH } from '../../crypto/secret.js'
+import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
+import type { FormParams } from '../../http/body.js'
+import type { RequestContext } from '../../context.js'
+import type { AsContext, AsHandler } from '../context.js'
+import { parseAuthorizationRequest, type AuthorizationRequest } from './authorization-request.js'
+import { clientAddress } from './client-ip.js'
+import { continueAuthorization, showAuthorizationLogin } from './continue.js'
+import { checkPreSessionCsrf, isSameOrigin } from './csrf.js'
+import { showDeviceLogin } from './device-page.js'
+import { guardPage, guardRedirect } from './failures.js'
+import { readFormParams } from './form.js'
+import { loginLimit } from './rate-limit.js'
+import { redirect, showError, showForbidden } from './respond.js'
+import { sessionIdOf, startSession } from './session.js'
+import { formatUserCode, normalizeUserCode } from './user-code.js'
+
+/** The same text whether the username or the password was wrong (no account enumeration). */
+export const LOGIN_FAILED = 'The username or password is incorrect.'
+export const LOGIN_INCOMPLETE = 'Enter your username and password.'
+export const TOO_MANY_ATTEMPTS = 'Too many attempts, try again later.'
+
+/** What the login continues: an authorization request, or a device approval. */
+type Continuation = { kind: 'authorize'; request: AuthorizationRequest } | { kind: 'device'; userCode: string }
+
+interface LoginForm {
+  csrf: string | undefined
+  username: string
+  password: string
+  request: string | undefined
+  userCode: string | undefined
+}
+
+function readLoginForm(form: FormParams): LoginForm {
+  return {
+    csrf: form.get('csrf'),
+    username: form.get('username') ?? '',
+    password: form.get('password') ?? '',
+    request: form.get('request'),
+    userCode: form.get('user_code'),
+  }
+}
+
+/**
+ * POST /login: the login form of /authorize and /device. Order matters:
+ * Origin and CSRF first (403, nothing changes), then the pending request is
+ * validated again, then the rate limit, then the password (scrypt; a dummy
+ * hash for unknown users, so timing does not tell which exist). Success mints
+ * a new session (never reusing an old id) and answers 303 to the next step.
+ */
+export const login: AsHandler = async (req, res, ctx, as) => {
+  if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
+  if (!isSameOrigin(req, as)) return showForbidden(res)
+  let form: LoginForm
+  try {
+    form = readLoginForm(await readFormParams(req))
+  } catch (err) {
+    if (err instanceof OAuthError) return showError(res, err)
+    throw err
+  }
+  if (!checkPreSessionCsrf(req, as, form.csrf)) return showForbidden(res)
+
+  let continuation: Continuation
+  if (form.request !== undefined) {
+    const parsed = parseAuthorizationRequest(form.request, as)
+    if (parsed.kind === 'page') return showError(res, parsed.error)
+    if (parsed.kind === 'redirect') return redirect(res, parsed.target.error(parsed.error), 303)
+    continuation = { kind: 'authorize', request: parsed.request }
+  } else if (form.userCode !== undefined) {
+    const userCode = normalizeUserCode(form.userCode)
+    if (userCode === null) return showError(res, new InvalidRequest('The device code is not valid'))
+    continuation = { kind: 'device', userCode }
+  } else {
+    return showError(res, new InvalidRequest('The sign-in form does not say what it is for'))
+  }
+
+  const attempt = (): Promise<void> => signIn(req, res, ctx, as, form, continuation)
+  if (continuation.kind === 'authorize') await guardRedirect(ctx, res, continuation.request.target, 303, attempt)
+  else await guardPage(ctx, res, attempt)
+}
+
+async function signIn(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RequestContext,
+  as: AsContext,
+  form: LoginForm,
+  next: Continuation,
+): Promise<void> {
+  const again = (status: number, error: string, headers?: Record<string, string>): void => {
+    const o = { status, error, username: form.username, ...(headers ? { headers } : {}) }
+    if (next.kind === 'authorize') showAuthorizationLogin(req, res, as, next.request, o)
+    else showDeviceLogin(req, res, as, next.userCode, o)
+  }
+  const limit = loginLimit(as, clientAddress(req, as.config.gateway.trustedProxies), form.username)
+  if (await limit.blocked()) {
+    ctx.log.warn({ event: 'login_rate_limited' }, 'login refused: too many failures')
+    return again(429, TOO_MANY_ATTEMPTS, limit.retryAfter())
+  }
+  if (form.username === '' || form.password === '') return again(400, LOGIN_INCOMPLETE)
+
+  const user = as.users.get(form.username)
+  const passwordOk = await as.secrets.verify(form.password, user?.passwordHash ?? DUMMY_HASH)
+  if (user === undefined || !passwordOk) {
+    await limit.fail()
+    ctx.log.info({ event: 'login_failed' }, 'login failed')
+    return again(400, LOGIN_FAILED)
+  }
+
+  const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as))
+  if (next.kind === 'device') {
+    return redirect(res, `device?user_code=${encodeURIComponent(formatUserCode(next.userCode))}`, 303, [setCookie])
+  }
+  await continueAuthorization(req, res, as, next.request, { session, freshLogin: true, cookies: [setCookie], redirectStatus: 303 })
+}

@@ -1,0 +1,22 @@
+import type { AsHandler } from '../context.js'
+import { authorize } from '../authorize.js'
+import { stylesheet } from './assets.js'
+import { consent } from './consent.js'
+import { device } from './device-page.js'
+import { login } from './login.js'
+import { logout } from './logout.js'
+
+/**
+ * The authorization server's front channel: every path a browser visits,
+ * mapped by exact path (relative to public_url) to its handler. The AS router
+ * (src/as/server.ts) dispatches here. Each handler checks its own method (405
+ * with Allow) and answers with HTML pages or redirects, never JSON.
+ */
+export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string, AsHandler>([
+  ['/authorize', authorize],
+  ['/login', login],
+  ['/consent', consent],
+  ['/logout', logout],
+  ['/device', device],
+  ['/assets/bearward.css', stylesheet],
+])

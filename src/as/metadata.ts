@@ -1,0 +1,52 @@
+/**
+ * Authorization server metadata (RFC 8414 2) at
+ * `/.well-known/oauth-authorization-server`, and the same document as
+ * OpenID Provider metadata (OIDC Discovery 3) at
+ * `/.well-known/openid-configuration`. Built once per Runtime.
+ */
+import { releasableClaims } from './claims.js'
+import type { AsContext } from './context.js'
+import { DEVICE_CODE_GRANT } from './grants/device-code.js'
+import { OIDC_SCOPES } from './scope.js'
+
+/** Claims an ID token can carry besides the scope-released ones (OIDC Core 2). */
+const ID_TOKEN_CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'azp']
+
+/**
+ * The metadata document. `issuer` is exactly public_url (RFC 8414 3.3 and
+ * RFC 9207: clients compare it byte for byte).
+ * @see https://www.rfc-editor.org/rfc/rfc8414#section-2
+ * @see https://openid.net/specs/openid-connect-discovery-1_0.html#ProviderMetadata
+ */
+export function metadataDocument(as: AsContext): Record<string, unknown> {
+  const issuer = as.issuer
+  const pkceMethods = as.as.clients.some((c) => c.allowPlainPkce) ? ['S256', 'plain'] : ['S256']
+  const scopes = [...new Set([...OIDC_SCOPES, ...Object.keys(as.as.scopes)])]
+  return {
+    issuer,
+    authorization_endpoint: `${issuer}/authorize`,
+    token_endpoint: `${issuer}/token`,
+    jwks_uri: `${issuer}/jwks.json`,
+    userinfo_endpoint: `${issuer}/userinfo`,
+    revocation_endpoint: `${issuer}/revoke`,
+    introspection_endpoint: `${issuer}/introspect`,
+    device_authorization_endpoint: `${issuer}/device_authorization`,
+    scopes_supported: scopes,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT],
+    code_challenge_methods_supported: pkceMethods,
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    // Introspection reveals token contents: only authenticated (confidential) callers.
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    authorization_response_iss_parameter_supported: true,
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [as.keys.signing.alg],
+    claims_supported: [...ID_TOKEN_CLAIMS, ...releasableClaims()],
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    // OIDC Discovery 3: the default is true, so "not supported" must be said.
+    request_uri_parameter_supported: false,
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The authorization server face: exact-path routing (a Map, no framework) to
+ * the back-channel endpoints here and the front-channel pages of
+ * `interaction/routes.ts`. Every failure is rendered by `sendError`:
+ * OAuthError as itself, StoreUnavailableError as 503
+ * temporarily_unavailable, anything else as 500 server_error.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Face, RequestContext } from '../context.js'
+import { MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { sendError } from '../http/reply.js'
+import type { AsContext, AsHandler } from './context.js'
+import { CorsPolicy, type CorsMode } from './cors.js'
+import { handleDeviceAuthorization } from './device-authorization.js'
+import { frontChannelRoutes } from './interaction/routes.js'
+import { handleIntrospect } from './introspect.js'
+import { jwksHandler, staticJsonHandler } from './jwks.js'
+import { metadataDocument } from './metadata.js'
+import { handleRevoke } from './revoke.js'
+import { handleToken } from './token.js'
+import { handleUserinfo } from './userinfo.js'
+
+interface Endpoint {
+  /** `routeLabel` for metrics and the access log. */
+  label: string
+  handler: AsHandler
+  cors: CorsMode
+  /** Methods the endpoint serves (for OPTIONS and 405); null: the handler decides (front channel). */
+  methods: readonly string[] | null
+}
+
+/** Where each endpoint lives relative to the issuer, so an issuer with a path (`https://h/auth`) works. */
+function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>): Map<string, Endpoint> {
+  const base = new URL(as.issuer).pathname.replace(/\/+$/, '')
+  const metadata = staticJsonHandler(metadataDocument(as))
+  const routes = new Map<string, Endpoint>()
+  const add = (path: string, e: Endpoint): void => {
+    routes.set(path, e)
+  }
+  for (const [path, handler] of frontChannel) {
+    add(base + path, { label: `as:${path.replace(/^\/+/, '') || 'root'}`, handler, cors: 'none', methods: null })
+  }
+  // RFC 8414 3.1: the well-known segment goes between host and the issuer's path.
+  add(`/.well-known/oauth-authorization-server${base}`, { label: 'as:metadata', handler: metadata, cors: 'public', methods: ['GET', 'HEAD'] })
+  // OIDC Discovery 4.1: appended to the issuer.
+  add(`${base}/.well-known/openid-configuration`, { label: 'as:metadata', handler: metadata, cors: 'public', methods: ['GET', 'HEAD'] })
+  add(`${base}/jwks.json`, { label: 'as:jwks', handler: jwksHandler(as), cors: 'public', methods: ['GET', 'HEAD'] })
+  add(`${base}/token`, { label: 'as:token', handler: handleToken, cors: 'clients', methods: ['POST'] })
+  add(`${base}/revoke`, { label: 'as:revoke', handler: handleRevoke, cors: 'clients', methods: ['POST'] })
+  add(`${base}/introspect`, { label: 'as:introspect', handler: handleIntrospect, cors: 'none', methods: ['POST'] })
+  add(`${base}/userinfo`, { label: 'as:userinfo', handler: handleUserinfo, cors: 'clients', methods: ['GET', 'HEAD', 'POST'] })
+  add(`${base}/device_authorization`, {
+    label: 'as:device_authorization',
+    handler: handleDeviceAuthorization,
+    cors: 'clients',
+    methods: ['POST'],
+  })
+  return routes
+}
+
+/** Log a failure at the level it deserves and answer it. Never logs a token or secret: causes are fixed strings. */
+function fail(err: unknown, res: ServerResponse, ctx: RequestContext, as: AsContext): void {
+  if (err instanceof OAuthError) {
+    ctx.log.info({ error: err.error, status: err.status, cause: err.cause }, 'request refused')
+    sendError(res, err)
+  } else if (err instanceof StoreUnavailableError) {
+    ctx.log.warn({ err: err.message }, 'store unavailable')
+    as.metrics.storeErrors.inc({ face: 'as' })
+    sendError(res, new TemporarilyUnavailable())
+  } else {
+    ctx.log.error({ err }, 'authorization server error')
+    sendError(res, new ServerError())
+  }
+}
+
+/**
+ * The authorization server face for one Runtime.
+ * @param frontChannel the front-channel pages (default: `interaction/routes.ts`); paths relative to the issuer.
+ */
+export function createAuthorizationServer(
+  as: AsContext,
+  frontChannel: ReadonlyMap<string, AsHandler> = frontChannelRoutes,
+): Face {
+  const routes = routeTable(as, frontChannel)
+  const cors = new CorsPolicy(as.clients.values())
+
+  async function handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<boolean> {
+    const endpoint = routes.get(ctx.rawPath)
+    if (endpoint === undefined) return false
+    ctx.routeLabel = endpoint.label
+    try {
+      if (endpoint.methods !== null) {
+        if (req.method === 'OPTIONS') {
+          cors.preflight(endpoint.cors, endpoint.methods, req, res)
+          return true
+        }
+        cors.apply(endpoint.cors, req, res)
+        if (!endpoint.methods.includes(req.method ?? '')) throw new MethodNotAllowed(endpoint.methods)
+      }
+      await endpoint.handler(req, res, ctx, as)
+    } catch (err) {
+      fail(err, res, ctx, as)
+    }
+    return true
+  }
+
+  return {
+    handle,
+    async close() {
+      // Nothing per Runtime to release: the store and revocation list are shared.
+    },
+  }
+}

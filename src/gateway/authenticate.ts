@@ -1,0 +1,244 @@
+/**
+ * From a bearer token to a decision for one route and method (DESIGN.md,
+ * the hot path): validate the token (a JWT locally, an opaque token by
+ * introspection), check revocation on every request (cache hit or not),
+ * apply the route's store_unavailable policy, then the scope rule.
+ *
+ * Outcomes, all as OAuthError for `sendError`: 400 invalid_request (a `jwt`
+ * route given a token that is not three segments), 401 invalid_token
+ * (invalid, expired, revoked), 403 insufficient_scope, 503
+ * temporarily_unavailable (keys, introspection or store out of reach).
+ */
+import type { Clock } from '../clock.js'
+import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/types.js'
+import { InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
+import type { KeySet } from '../keys/keyset.js'
+import type { Logger } from '../log.js'
+import { hashToken } from '../store/hash.js'
+import type { Store } from '../store/types.js'
+import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
+import type { JwksRegistry } from './jwks-client.js'
+import { ScopeRule } from './scope.js'
+import { TokenCache } from './token-cache.js'
+import type { TokenIdentity } from './types.js'
+import { invalidToken, JwtVerifier, StaticKeys, TOKEN_REVOKED, unverifiedIssuer, type JwtIssuer, type VerifiedJwt } from './verify-jwt.js'
+
+/** An issuer a route may trust: how its JWTs are verified and its opaque tokens checked. */
+export interface TrustedIssuer {
+  readonly id: string
+  readonly jwt: JwtIssuer | null
+  readonly opaque: OpaqueValidator | null
+}
+
+/** Everything about a route that token validation needs, built once per Runtime. */
+export interface RoutePolicy {
+  readonly route: RouteConfig
+  readonly jwtIssuers: readonly JwtIssuer[]
+  /** By exact `iss`, to choose among several JWT issuers. */
+  readonly jwtIssuerByIss: ReadonlyMap<string, JwtIssuer>
+  readonly opaque: readonly OpaqueValidator[]
+  readonly scopes: ScopeRule
+  /**
+   * Appended to the token hash in verified-token cache keys: what besides
+   * the token decides a JWT's validity (audience and trusted issuers).
+   */
+  readonly cacheScope: string
+}
+
+/** The revocation list as the gateway reads it: in memory, kept in sync with the store. */
+export interface RevocationView {
+  isRevoked(jti: string | null, grantId: string | null): boolean
+  readonly healthy: boolean
+}
+
+export interface IssuerSources {
+  config: Config
+  /** The built-in authorization server's keys, or null when it is not configured. */
+  keys: KeySet | null
+  store: Store
+  jwks: JwksRegistry
+}
+
+function hasJwks(issuer: IssuerConfig): issuer is IssuerConfig & { jwksUri: string } {
+  return issuer.jwksUri !== null
+}
+
+function hasIntrospection(issuer: IssuerConfig): issuer is IssuerConfig & { introspection: RemoteIntrospectionConfig } {
+  return issuer.introspection !== null
+}
+
+function jwtIssuer(id: string, issuer: string, algorithms: readonly string[], keys: JwtIssuer['keys']): JwtIssuer {
+  return { id, issuer, algorithms: new Set(algorithms), algorithmList: Object.freeze([...algorithms]), keys }
+}
+
+/**
+ * The issuers of a config: `self` (when the authorization server is
+ * configured: issuer = public_url, keys = its key set, opaque tokens from
+ * the store) and every `issuers[]` entry (JWKS client from the process-wide
+ * registry, introspection client per Runtime).
+ */
+export function buildTrustedIssuers(sources: IssuerSources): Map<string, TrustedIssuer> {
+  const { config, keys } = sources
+  const issuers = new Map<string, TrustedIssuer>()
+  if (keys !== null) {
+    const verificationKeys = keys.all.map((k) => ({ kid: k.kid, key: k.publicKey, alg: k.alg }))
+    issuers.set('self', {
+      id: 'self',
+      jwt: jwtIssuer('self', config.publicUrl, keys.algorithms(), new StaticKeys(verificationKeys)),
+      opaque: new StoreIntrospector(sources.store, config.publicUrl),
+    })
+  }
+  const used = new Set(config.routes.filter((r) => !r.public).flatMap((r) => r.issuers))
+  for (const issuer of config.issuers) {
+    if (!used.has(issuer.id)) continue
+    issuers.set(issuer.id, {
+      id: issuer.id,
+      jwt: hasJwks(issuer) ? jwtIssuer(issuer.id, issuer.issuer, issuer.algorithms, sources.jwks.client(issuer)) : null,
+      opaque: hasIntrospection(issuer) ? new RemoteIntrospector(issuer, { gateway: config.gateway }) : null,
+    })
+  }
+  return issuers
+}
+
+/** The validation plan of a protected route. Throws when it names an issuer the config does not define. */
+export function buildPolicy(route: RouteConfig, issuers: ReadonlyMap<string, TrustedIssuer>): RoutePolicy {
+  const trusted = route.issuers.map((id) => {
+    const issuer = issuers.get(id)
+    if (issuer === undefined) throw new Error(`route ${route.name}: issuer ${id} is not configured`)
+    return issuer
+  })
+  const jwtIssuers = route.token === 'introspect' ? [] : trusted.flatMap((i) => (i.jwt === null ? [] : [i.jwt]))
+  // The built-in issuer first: a store lookup sends the token nowhere.
+  const opaque = route.token === 'jwt' ? [] : trusted.flatMap((i) => (i.opaque === null ? [] : [i.opaque])).sort((a, b) => Number(b.issuerId === 'self') - Number(a.issuerId === 'self'))
+  return {
+    route,
+    jwtIssuers,
+    jwtIssuerByIss: new Map(jwtIssuers.map((i) => [i.issuer, i])),
+    opaque,
+    scopes: new ScopeRule(route.scopes),
+    cacheScope: `\n${route.audience}\n${route.token}\n${route.issuers.join(',')}`,
+  }
+}
+
+/** A compact JWS has exactly two dots (RFC 7515 7.1). */
+function looksLikeJwt(token: string): boolean {
+  const first = token.indexOf('.')
+  if (first === -1) return false
+  const second = token.indexOf('.', first + 1)
+  return second !== -1 && token.indexOf('.', second + 1) === -1
+}
+
+export interface AuthenticatorDeps {
+  clock: Clock
+  log: Logger
+  revocations: RevocationView
+  gateway: Pick<GatewayConfig, 'clockSkewSec' | 'tokenCacheMaxEntries'>
+}
+
+/** How often the fail-open warning may be logged. */
+const OPEN_WARNING_INTERVAL_MS = 60_000
+
+/** Validates tokens for one Runtime; owns the verified-token cache. */
+export class Authenticator {
+  readonly #clock: Clock
+  readonly #log: Logger
+  readonly #revocations: RevocationView
+  readonly #skewSec: number
+  readonly #jwt: JwtVerifier
+  readonly #verified: TokenCache<VerifiedJwt>
+  #lastOpenWarningMs = Number.NEGATIVE_INFINITY
+
+  constructor(deps: AuthenticatorDeps) {
+    this.#clock = deps.clock
+    this.#log = deps.log
+    this.#revocations = deps.revocations
+    this.#skewSec = deps.gateway.clockSkewSec
+    this.#jwt = new JwtVerifier({ clock: deps.clock, clockSkewSec: deps.gateway.clockSkewSec })
+    this.#verified = new TokenCache(deps.gateway.tokenCacheMaxEntries)
+  }
+
+  /**
+   * The identity `token` speaks for, if it may make a `method` request on
+   * the policy's route. Throws an OAuthError otherwise.
+   */
+  async authenticate(token: string, policy: RoutePolicy, method: string): Promise<TokenIdentity> {
+    const now = this.#clock.now()
+    const identity = await this.#identify(token, hashToken(token), policy, now)
+    // Revocation is known only to the list, never to the cache: every request asks.
+    if (this.#revocations.isRevoked(identity.jti, identity.grantId)) {
+      throw new InvalidToken(TOKEN_REVOKED, { cause: 'jti or grant on the revocation list' })
+    }
+    if (!this.#revocations.healthy) {
+      if (policy.route.storeUnavailable === 'closed') {
+        throw new TemporarilyUnavailable('Revocation state is unavailable; try again later', {
+          cause: 'revocation list unhealthy, store_unavailable: closed',
+          headers: { 'retry-after': '5' },
+        })
+      }
+      this.#warnOpen(now, policy.route)
+    }
+    const refusal = policy.scopes.check(identity.scopes, method)
+    if (refusal !== null) throw refusal
+    return identity
+  }
+
+  /** Drop every cached validation (at Runtime close). */
+  clear(): void {
+    this.#verified.clear()
+  }
+
+  #identify(token: string, tokenHash: string, policy: RoutePolicy, now: number): Promise<TokenIdentity> {
+    const kind = policy.route.token
+    if (kind === 'introspect') return this.#opaque(token, tokenHash, policy, now)
+    const jwtShaped = looksLikeJwt(token)
+    if (kind === 'any') {
+      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, tokenHash, policy, now) : this.#opaque(token, tokenHash, policy, now)
+    }
+    // SPEC.md Authentication 5.1: not three segments is invalid_request.
+    if (!jwtShaped) {
+      return Promise.reject(new InvalidRequest('The access token is malformed', { challenge: 'Bearer', cause: 'not three segments' }))
+    }
+    return this.#fromJwt(token, tokenHash, policy, now)
+  }
+
+  async #fromJwt(token: string, tokenHash: string, policy: RoutePolicy, now: number): Promise<TokenIdentity> {
+    const cacheKey = tokenHash + policy.cacheScope
+    const hit = this.#verified.get(cacheKey, now)
+    if (hit !== undefined) {
+      // The entry's deadline is exp; nbf cannot be in the future of a token
+      // that was accepted, but a clock set back would make it so.
+      if (hit.nbf !== null && hit.nbf > now / 1000 + this.#skewSec) throw invalidToken('nbf in the future')
+      return hit.identity
+    }
+    const issuers = policy.jwtIssuers
+    const issuer = issuers.length === 1 ? issuers[0] : policy.jwtIssuerByIss.get(unverifiedIssuer(token) ?? '')
+    if (issuer === undefined) throw invalidToken('issuer not trusted on this route')
+    const verified = await this.#jwt.verify(token, issuer, policy.route.audience)
+    this.#verified.set(cacheKey, verified, verified.identity.exp * 1000, now)
+    return verified.identity
+  }
+
+  /**
+   * Ask each issuer the route trusts for opaque tokens, the built-in one
+   * first (no network), until one knows the token as active.
+   */
+  async #opaque(token: string, tokenHash: string, policy: RoutePolicy, now: number): Promise<TokenIdentity> {
+    let failure: OAuthError | null = null
+    for (const validator of policy.opaque) {
+      try {
+        const identity = await validator.validate(token, tokenHash, policy.route.audience, now)
+        if (identity !== null) return identity
+      } catch (err) {
+        if (!(err instanceof TemporarilyUnavailable)) throw err
+        failure = err
+      }
+    }
+    throw failure ?? invalidToken(policy.opaque.length === 0 ? 'no issuer for opaque tokens on this route' : 'not active')
+  }
+
+  #warnOpen(now: number, route: RouteConfig): void {
+    if (now - this.#lastOpenWarningMs < OPEN_WARNING_INTERVAL_MS) return
+    this.#lastOpenWarningMs = now
+    this.#log.warn({ route: route.name }, 'revocation state unavailable: allowing tokens without a current revocation check (store_unavailable: open)')
+  }
+}

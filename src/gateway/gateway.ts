@@ -1,0 +1,240 @@
+/**
+ * The gateway face (resource server, RFC 6750): for a request that matches a
+ * route, normalize the path, extract the token, authenticate, authorize and
+ * hand the request to the upstream proxy with the path that was judged.
+ *
+ * Built once per Runtime: the route table, each route's validation plan,
+ * scope refusals and reply options are precomputed here, so the hot path
+ * only reads. A request that matches no route is not ours (`false`: the app
+ * answers 404, failing closed).
+ */
+import { ServerResponse, type IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
+import type { RouteConfig } from '../config/types.js'
+import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
+import { InvalidRequest, MethodNotAllowed, OAuthError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { sendError, type ErrorReplyOptions } from '../http/reply.js'
+import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
+import { extractToken } from './extract.js'
+import type { JwksRegistry } from './jwks-client.js'
+import { hostOf, normalizePath, parseAbsoluteTarget } from './normalize.js'
+import { UpstreamProxy } from './proxy.js'
+import { RouteTable, stripPrefix, type RouteMatch } from './routes.js'
+import type { ForwardRequest, TokenIdentity } from './types.js'
+import { TOKEN_EXPIRED, TOKEN_REVOKED } from './verify-jwt.js'
+
+/** What outlives a Runtime and is handed to every gateway the process builds. */
+export interface GatewayShared {
+  /** Remote JWKS caches, kept across reloads (see jwks-client.ts). */
+  readonly jwks: JwksRegistry
+}
+
+/** A route as the hot path needs it. */
+interface RoutePlan {
+  readonly route: RouteConfig
+  /** null for public routes. */
+  readonly policy: RoutePolicy | null
+  readonly reply: ErrorReplyOptions
+}
+
+/** Labels of `bearward_token_validations_total`, built once. */
+const RESULT = {
+  valid: Object.freeze({ result: 'valid' }),
+  missing: Object.freeze({ result: 'missing' }),
+  malformed: Object.freeze({ result: 'malformed' }),
+  invalid: Object.freeze({ result: 'invalid' }),
+  expired: Object.freeze({ result: 'expired' }),
+  revoked: Object.freeze({ result: 'revoked' }),
+  insufficientScope: Object.freeze({ result: 'insufficient_scope' }),
+  unavailable: Object.freeze({ result: 'unavailable' }),
+} as const
+
+function resultOf(err: OAuthError): Readonly<{ result: string }> {
+  if (err.status === 401) {
+    if (err.error === '') return RESULT.missing
+    if (err.description === TOKEN_EXPIRED) return RESULT.expired
+    if (err.description === TOKEN_REVOKED) return RESULT.revoked
+    return RESULT.invalid
+  }
+  if (err.status === 403) return RESULT.insufficientScope
+  if (err.status === 503) return RESULT.unavailable
+  return RESULT.malformed
+}
+
+/** RFC 9112 6.1 / 6.3: both framing headers is how requests are smuggled past a proxy. */
+function hasConflictingFraming(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined && req.headers['content-length'] !== undefined
+}
+
+/** A CORS preflight (Fetch standard, CORS-preflight request): carries no credentials by design. */
+function isPreflight(req: IncomingMessage): boolean {
+  return req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined
+}
+
+/** The normalized path and the host to match on, from the request target. */
+interface Target {
+  path: string
+  host: string | null
+}
+
+class Gateway implements GatewayFace {
+  readonly #deps: FaceDeps
+  readonly #table: RouteTable<RoutePlan>
+  readonly #auth: Authenticator
+  readonly #proxy: UpstreamProxy
+  readonly #issuers: ReadonlyMap<string, TrustedIssuer>
+  readonly #defaultReply: ErrorReplyOptions
+
+  constructor(deps: FaceDeps, shared: GatewayShared) {
+    const { config } = deps
+    this.#deps = deps
+    const issuers = buildTrustedIssuers({ config, keys: deps.keys, store: deps.store, jwks: shared.jwks })
+    const plans = config.routes.map(
+      (route): RoutePlan => ({
+        route,
+        policy: route.public ? null : buildPolicy(route, issuers),
+        reply: Object.freeze({ realm: route.realm }),
+      }),
+    )
+    this.#table = new RouteTable(plans, (p) => p.route.match)
+    this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway })
+    this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log)
+    this.#defaultReply = Object.freeze({ realm: config.gateway.realm })
+    this.#issuers = issuers
+  }
+
+  /**
+   * The normalized path and host of the request target. Origin-form is the
+   * norm; absolute-form (RFC 9112 3.2.2) is accepted when its host agrees
+   * with Host, since the policy must judge what the upstream will be told.
+   */
+  #target(req: IncomingMessage, rawPath: string): Target {
+    if (rawPath.charCodeAt(0) === 0x2f) {
+      return { path: normalizePath(rawPath), host: this.#table.usesHost ? hostOf(req.headers.host) : null }
+    }
+    const absolute = parseAbsoluteTarget(rawPath)
+    const header = hostOf(req.headers.host)
+    if (header !== null && header !== absolute.host) throw new InvalidRequest('The request target and Host disagree')
+    return absolute
+  }
+
+  /** Route lookup; an OAuthError for a target we refuse or a method the route does not take. */
+  #route(req: IncomingMessage, ctx: RequestContext): { plan: RoutePlan; path: string } | null {
+    const target = this.#target(req, ctx.rawPath)
+    const match: RouteMatch<RoutePlan> | undefined = this.#table.match(target.path, target.host, req.method ?? 'GET')
+    if (match === undefined) return null
+    if (match.kind === 'method') {
+      ctx.routeLabel = 'method_not_allowed'
+      throw new MethodNotAllowed(match.allow)
+    }
+    ctx.routeLabel = match.value.route.name
+    return { plan: match.value, path: target.path }
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<boolean> {
+    if (this.#table.size === 0) return false
+    let reply = this.#defaultReply
+    let judging = false
+    try {
+      const found = this.#route(req, ctx)
+      if (found === null) return false
+      const { plan, path } = found
+      const route = plan.route
+      reply = plan.reply
+      if (hasConflictingFraming(req)) throw new InvalidRequest('A request must not carry both Content-Length and Transfer-Encoding')
+      let identity: TokenIdentity | null = null
+      let query = ctx.rawQuery
+      let body: Buffer | null = null
+      if (plan.policy !== null && !(route.passPreflight && isPreflight(req))) {
+        judging = true
+        const extracted = await extractToken(req, route, ctx.rawQuery, true)
+        query = extracted.query
+        body = extracted.body
+        identity = await this.#auth.authenticate(extracted.token, plan.policy, req.method ?? 'GET')
+        judging = false
+        this.#deps.metrics.tokenValidations.inc(RESULT.valid)
+      }
+      const fwd: ForwardRequest = { route, path: route.stripPrefix ? stripPrefix(path, route.match.path) : path, query, identity, body }
+      await this.#proxy.forward(req, res, fwd, ctx)
+      return true
+    } catch (err) {
+      sendError(res, this.#asOAuthError(err, ctx, judging), reply)
+      return true
+    }
+  }
+
+  async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): Promise<boolean> {
+    if (this.#table.size === 0) return false
+    let reply = this.#defaultReply
+    let judging = false
+    try {
+      const found = this.#route(req, ctx)
+      if (found === null) return false
+      const { plan, path } = found
+      const route = plan.route
+      reply = plan.reply
+      if (hasConflictingFraming(req)) throw new InvalidRequest('A request must not carry both Content-Length and Transfer-Encoding')
+      let identity: TokenIdentity | null = null
+      let query = ctx.rawQuery
+      if (plan.policy !== null) {
+        judging = true
+        const extracted = await extractToken(req, route, ctx.rawQuery, false)
+        query = extracted.query
+        identity = await this.#auth.authenticate(extracted.token, plan.policy, req.method ?? 'GET')
+        judging = false
+        this.#deps.metrics.tokenValidations.inc(RESULT.valid)
+      }
+      const fwd: ForwardRequest = { route, path: route.stripPrefix ? stripPrefix(path, route.match.path) : path, query, identity, body: null }
+      this.#proxy.upgrade(req, socket, head, fwd, ctx)
+      return true
+    } catch (err) {
+      replyOnSocket(req, socket, this.#asOAuthError(err, ctx, judging), reply)
+      return true
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#auth.clear()
+    await Promise.all([this.#proxy.close(), ...[...this.#issuers.values()].map((i) => i.opaque?.close())])
+  }
+
+  /** The answer for a failure; token failures are counted by result. Anything unexpected propagates (500). */
+  #asOAuthError(err: unknown, ctx: RequestContext, judging: boolean): OAuthError {
+    if (err instanceof OAuthError) {
+      if (judging) this.#deps.metrics.tokenValidations.inc(resultOf(err))
+      if (err.cause !== undefined) ctx.log.debug({ status: err.status, error: err.error, reason: err.cause }, 'request refused')
+      return err
+    }
+    if (err instanceof StoreUnavailableError) {
+      if (judging) this.#deps.metrics.tokenValidations.inc(RESULT.unavailable)
+      this.#deps.metrics.storeErrors.inc()
+      return new TemporarilyUnavailable()
+    }
+    throw err
+  }
+}
+
+/**
+ * Answer an upgrade request we refuse. The socket has no ServerResponse, so
+ * one is attached to it: the answer is still rendered by `sendError`, the
+ * one place that builds errors and challenges; the connection then closes.
+ */
+function replyOnSocket(req: IncomingMessage, socket: Duplex, err: OAuthError, reply: ErrorReplyOptions): void {
+  const res = new ServerResponse(req)
+  res.shouldKeepAlive = false
+  res.assignSocket(socket as Socket)
+  res.once('finish', () => {
+    res.detachSocket(socket as Socket)
+    socket.end()
+  })
+  sendError(res, err, reply)
+}
+
+/**
+ * Build the gateway face for one Runtime. `shared` holds what the process
+ * keeps across reloads (the JWKS registry).
+ */
+export function createGateway(deps: FaceDeps, shared: GatewayShared): GatewayFace {
+  return new Gateway(deps, shared)
+}

@@ -1,0 +1,274 @@
+import type { IncomingMessage } from 'node:http'
+import type { TLSSocket } from 'node:tls'
+import type { IdentityHeaders } from '../config/types.js'
+import { forwardedElement, peerAddress, type TrustedProxies } from './forwarded.js'
+import type { TokenIdentity } from './types.js'
+
+/**
+ * Which request headers reach the upstream and which response headers reach
+ * the client. Hop-by-hop headers (RFC 9110 7.6.1) describe one connection and
+ * are dropped in both directions, with every header the Connection header
+ * names. The gateway then adds what only it can vouch for: the client's
+ * address (X-Forwarded-*, RFC 7239 `Forwarded`) and who the token speaks for
+ * (identity headers).
+ *
+ * Header names are compared after lower-casing and mapping `_` to `-`: many
+ * upstream stacks (CGI-style environments, nginx with `underscores_in_headers`)
+ * treat `X_Auth_Subject` and `X-Auth-Subject` as the same variable, so a
+ * client-sent underscore variant could otherwise smuggle an identity past us.
+ */
+
+/** Lower-case and map `_` to `-`: the name an upstream may read a header as. */
+export function canonicalHeaderName(name: string): string {
+  const lower = name.toLowerCase()
+  return lower.includes('_') ? lower.replaceAll('_', '-') : lower
+}
+
+/** What to do with one incoming request header. */
+const DROP = 0
+const AUTHORIZATION = 1
+const HOST = 2
+const TE = 3
+const UPGRADE = 4
+const XFF = 5
+const XF_PROTO = 6
+const XF_HOST = 7
+const FORWARDED = 8
+type Rule = typeof DROP | typeof AUTHORIZATION | typeof HOST | typeof TE | typeof UPGRADE | typeof XFF | typeof XF_PROTO | typeof XF_HOST | typeof FORWARDED
+
+/**
+ * Request headers never copied as sent: hop-by-hop ones (RFC 9110 7.6.1, plus
+ * the legacy Proxy-Connection), `Expect` (Node already answered
+ * `100 Continue` to the client; the upstream gets the whole body without
+ * asking), and `Content-Length`, which the proxy sets from the body it sends.
+ */
+const REQUEST_DROPPED: readonly string[] = [
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'trailer',
+  'transfer-encoding',
+  'expect',
+  'content-length',
+]
+
+/**
+ * Response headers never passed to the client (RFC 9110 7.6.1). `Trailer`
+ * stays: it announces the trailer fields the client is about to receive.
+ */
+const RESPONSE_DROPPED: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+])
+
+/**
+ * Header names listed in a Connection header (RFC 9110 7.6.1), canonical.
+ * null in the common case (`keep-alive`, `close`, `upgrade`, absent), so the
+ * hot path allocates nothing.
+ */
+export function connectionNamed(value: string | readonly string[] | undefined): Set<string> | null {
+  if (value === undefined) return null
+  const joined = typeof value === 'string' ? value : value.join(',')
+  if (joined.length <= 10) {
+    const lower = joined.toLowerCase()
+    if (lower === 'keep-alive' || lower === 'close' || lower === 'upgrade' || lower === '') return null
+  }
+  let names: Set<string> | null = null
+  for (const token of joined.split(',')) {
+    const name = canonicalHeaderName(token.trim())
+    if (name === '' || name === 'close' || name === 'keep-alive' || name === 'upgrade') continue
+    ;(names ??= new Set()).add(name)
+  }
+  return names
+}
+
+/** Per-route settings the request header policy is built from. */
+export interface RequestHeaderOptions {
+  /** Identity header names for this route (`identity_headers`). */
+  identityHeaders: IdentityHeaders
+  /** Further names stripped from every request (the gateway-wide defaults), so a route that renames them cannot leave the defaults spoofable. */
+  alsoStrip: readonly string[]
+  forwardAuthorization: boolean
+  preserveHost: boolean
+  /** `host[:port]` of the upstream URL, sent as Host unless preserveHost. */
+  upstreamHost: string
+  trustedProxies: TrustedProxies
+}
+
+/** Flat `[name, value, name, value, ...]` list, the form undici takes and Node's rawHeaders uses. */
+export type FlatHeaders = string[]
+
+/**
+ * The request-side header rules of one route, precomputed per Runtime. One
+ * pass over `req.rawHeaders` keeps the client's header order, case and
+ * duplicates (e.g. several Cookie lines) for everything that is passed on.
+ */
+export class RequestHeaderPolicy {
+  readonly #rules = new Map<string, Rule>()
+  readonly #preserveHost: boolean
+  readonly #upstreamHost: string
+  readonly #trusted: TrustedProxies
+  readonly #identity: readonly [name: string, pick: (id: TokenIdentity) => string | null][]
+
+  constructor(options: RequestHeaderOptions) {
+    this.#preserveHost = options.preserveHost
+    this.#upstreamHost = options.upstreamHost
+    this.#trusted = options.trustedProxies
+    for (const name of REQUEST_DROPPED) this.#rules.set(name, DROP)
+    this.#rules.set('authorization', options.forwardAuthorization ? AUTHORIZATION : DROP)
+    this.#rules.set('host', HOST)
+    this.#rules.set('te', TE)
+    this.#rules.set('upgrade', UPGRADE)
+    this.#rules.set('x-forwarded-for', XFF)
+    this.#rules.set('x-forwarded-proto', XF_PROTO)
+    this.#rules.set('x-forwarded-host', XF_HOST)
+    this.#rules.set('forwarded', FORWARDED)
+    const { subject, clientId, scope, issuer } = options.identityHeaders
+    for (const name of [subject, clientId, scope, issuer, ...options.alsoStrip]) {
+      if (name !== '') this.#rules.set(canonicalHeaderName(name), DROP)
+    }
+    const identity: [string, (id: TokenIdentity) => string | null][] = []
+    if (subject !== '') identity.push([subject, (id) => id.sub])
+    if (clientId !== '') identity.push([clientId, (id) => id.clientId])
+    if (scope !== '') identity.push([scope, (id) => (id.scopes.length > 0 ? id.scopes.join(' ') : null)])
+    if (issuer !== '') identity.push([issuer, (id) => id.issuer])
+    this.#identity = identity
+  }
+
+  /**
+   * The headers to send upstream for `req`.
+   *
+   * @param identity who the token speaks for; null on public routes (the
+   *   client's identity headers are stripped all the same).
+   * @param contentLength the Content-Length of the body actually sent, or null
+   *   (no body, or a chunked one).
+   * @param upgrade true on the WebSocket path: keep `Upgrade` and send
+   *   `Connection: upgrade` (RFC 9110 7.8).
+   */
+  build(req: IncomingMessage, identity: TokenIdentity | null, contentLength: string | null, upgrade: boolean): FlatHeaders {
+    const raw = req.rawHeaders
+    const named = connectionNamed(req.headers.connection)
+    const peer = peerAddress(req.socket)
+    const trusted = this.#trusted.has(peer)
+    const out: FlatHeaders = []
+    let host: string | undefined
+    let upgradeValue: string | undefined
+    let wantsTrailers = false
+    let xff: string | undefined
+    let xfProto: string | undefined
+    let xfHost: string | undefined
+    let forwarded: string | undefined
+
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i] as string
+      const value = raw[i + 1] as string
+      const key = canonicalHeaderName(name)
+      const rule = this.#rules.get(key)
+      if (rule === undefined) {
+        // Any other X-Forwarded-* (Port, Prefix, Server...) is as spoofable as For.
+        if (key.startsWith('x-forwarded-') && !trusted) continue
+        if (named !== null && named.has(key)) continue
+        out.push(name, value)
+        continue
+      }
+      switch (rule) {
+        case DROP:
+          break
+        case AUTHORIZATION:
+          if (named === null || !named.has(key)) out.push(name, value)
+          break
+        case HOST:
+          host ??= value
+          break
+        case TE:
+          // RFC 9110 10.1.4: only "trailers" means anything to the next hop.
+          if (value.toLowerCase().includes('trailers')) wantsTrailers = true
+          break
+        case UPGRADE:
+          upgradeValue ??= value
+          break
+        case XFF:
+          if (trusted) xff = xff === undefined ? value : `${xff}, ${value}`
+          break
+        case XF_PROTO:
+          if (trusted) xfProto ??= value
+          break
+        case XF_HOST:
+          if (trusted) xfHost ??= value
+          break
+        case FORWARDED:
+          if (trusted) forwarded = forwarded === undefined ? value : `${forwarded}, ${value}`
+          break
+      }
+    }
+
+    const sentHost = this.#preserveHost ? (host ?? this.#upstreamHost) : this.#upstreamHost
+    out.push('host', sentHost)
+    if (upgrade && upgradeValue !== undefined) out.push('connection', 'upgrade', 'upgrade', upgradeValue)
+    if (contentLength !== null) out.push('content-length', contentLength)
+    if (wantsTrailers) out.push('te', 'trailers')
+
+    // X-Forwarded-For grows by one hop; Proto and Host describe the request the
+    // first proxy received, so a trusted proxy's values are kept as they are.
+    const proto = (req.socket as Partial<TLSSocket>).encrypted === true ? 'https' : 'http'
+    if (peer !== undefined) out.push('x-forwarded-for', xff === undefined ? peer : `${xff}, ${peer}`)
+    else if (xff !== undefined) out.push('x-forwarded-for', xff)
+    out.push('x-forwarded-proto', xfProto ?? proto)
+    const clientHost = xfHost ?? host
+    if (clientHost !== undefined) out.push('x-forwarded-host', clientHost)
+    const element = forwardedElement(peer, host, proto)
+    out.push('forwarded', forwarded === undefined ? element : `${forwarded}, ${element}`)
+
+    if (identity !== null) {
+      for (const [name, pick] of this.#identity) {
+        const value = pick(identity)
+        if (value !== null && value !== '') out.push(name, value)
+      }
+    }
+    return out
+  }
+}
+
+/**
+ * The response headers to pass to the client: everything but hop-by-hop
+ * headers and those the upstream's Connection header names. Repeated headers
+ * (several Set-Cookie) stay arrays, which Node writes as separate lines.
+ */
+export function responseHeaders(headers: Readonly<Record<string, string | string[] | undefined>>): Record<string, string | string[]> {
+  const named = connectionNamed(headers.connection)
+  const out: Record<string, string | string[]> = {}
+  for (const name in headers) {
+    const value = headers[name]
+    if (value === undefined || RESPONSE_DROPPED.has(name)) continue
+    if (named !== null && named.has(canonicalHeaderName(name))) continue
+    out[name] = value
+  }
+  return out
+}
+
+/**
+ * A flat header list as an object for node:http / http-proxy (the WebSocket
+ * path): lower-case names; repeated Cookie values joined with `; ` (RFC 6265
+ * 5.4 allows one Cookie line), other repeats kept as arrays.
+ */
+export function headerObject(flat: FlatHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {}
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = (flat[i] as string).toLowerCase()
+    const value = flat[i + 1] as string
+    const prev = out[name]
+    if (prev === undefined) out[name] = value
+    else if (name === 'cookie') out[name] = `${prev as string}; ${value}`
+    else if (Array.isArray(prev)) prev.push(value)
+    else out[name] = [prev, value]
+  }
+  return out
+}

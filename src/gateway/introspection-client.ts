@@ -1,0 +1,234 @@
+/**
+ * Opaque access tokens (SPEC.md Authentication 6): validated by asking the
+ * issuer. For the built-in authorization server that is a store lookup by
+ * the token's hash; for a trusted issuer it is RFC 7662 introspection over a
+ * keep-alive undici Pool, with Basic client authentication (RFC 7662 2.1,
+ * RFC 6749 2.3.1). Only `active` equal to the boolean `true` is valid.
+ *
+ * When the issuer cannot answer (unreachable, timeout, 5xx, an answer that
+ * is not introspection JSON, our own client credentials refused) the result
+ * is 503 temporarily_unavailable: our failure, not the client's token.
+ */
+import { Pool } from 'undici'
+import type { GatewayConfig, IssuerConfig, RemoteIntrospectionConfig } from '../config/types.js'
+import { InvalidToken, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import type { Store } from '../store/types.js'
+import { TokenCache } from './token-cache.js'
+import type { TokenIdentity } from './types.js'
+import { identityFromClaims, TOKEN_EXPIRED } from './verify-jwt.js'
+
+/** An introspection response larger than this is not one. */
+const MAX_RESPONSE_BYTES = 64 * 1024
+
+/** Validates opaque tokens for one issuer. */
+export interface OpaqueValidator {
+  readonly issuerId: string
+  /**
+   * The identity when the token is active for `audience`; null when this
+   * issuer does not know it as an active token for `audience`. Throws
+   * InvalidToken (expired) or TemporarilyUnavailable.
+   */
+  validate(token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null>
+  /** Release connections (at Runtime close). */
+  close(): Promise<void>
+}
+
+function unavailable(cause: string): TemporarilyUnavailable {
+  return new TemporarilyUnavailable('The token could not be checked; try again later', { cause, headers: { 'retry-after': '5' } })
+}
+
+/** The built-in authorization server's opaque tokens, looked up in the store on every use (revocation deletes them). */
+export class StoreIntrospector implements OpaqueValidator {
+  readonly issuerId = 'self'
+  readonly #store: Store
+  readonly #issuer: string
+
+  constructor(store: Store, issuer: string) {
+    this.#store = store
+    this.#issuer = issuer
+  }
+
+  async validate(_token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
+    let record
+    try {
+      record = await this.#store.getOpaqueToken(tokenHash)
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) throw unavailable('store unavailable for opaque token lookup')
+      throw err
+    }
+    if (record === null || record.iss !== this.#issuer) return null
+    if (record.exp * 1000 <= nowMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'opaque token expired' })
+    if (!record.aud.includes(audience)) return null
+    return {
+      issuerId: this.issuerId,
+      issuer: record.iss,
+      sub: record.sub,
+      clientId: record.clientId,
+      scopes: record.scope.split(' ').filter((s) => s !== ''),
+      jti: record.jti,
+      grantId: record.grantId,
+      exp: record.exp,
+    }
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve()
+  }
+}
+
+/** RFC 6749 2.3.1: client_id and secret are form-encoded before Basic. */
+function formEncode(value: string): string {
+  return encodeURIComponent(value).replace(/%20/g, '+')
+}
+
+/** The HTTP part of RFC 7662: one POST per token, no caching. */
+export class IntrospectionClient {
+  readonly #pool: Pool
+  readonly #path: string
+  readonly #authorization: string
+  readonly #timeoutMs: number
+
+  constructor(config: RemoteIntrospectionConfig) {
+    const url = new URL(config.endpoint)
+    this.#path = url.pathname + url.search
+    this.#timeoutMs = config.timeoutMs
+    this.#authorization = 'Basic ' + Buffer.from(`${formEncode(config.clientId)}:${formEncode(config.clientSecret)}`).toString('base64')
+    this.#pool = new Pool(url.origin, {
+      keepAliveTimeout: 30_000,
+      connect: { timeout: config.timeoutMs },
+      headersTimeout: config.timeoutMs,
+      bodyTimeout: config.timeoutMs,
+    })
+  }
+
+  /**
+   * The response members when `active` is exactly `true`, null when the token
+   * is not active. Throws TemporarilyUnavailable when there is no usable answer.
+   */
+  async introspect(token: string): Promise<Readonly<Record<string, unknown>> | null> {
+    let text: string
+    let status: number
+    try {
+      const res = await this.#pool.request({
+        method: 'POST',
+        path: this.#path,
+        headers: {
+          authorization: this.#authorization,
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
+        body: `token=${encodeURIComponent(token)}&token_type_hint=access_token`,
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      })
+      status = res.statusCode
+      const chunks: Buffer[] = []
+      let size = 0
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length
+        if (size > MAX_RESPONSE_BYTES) throw new Error('response too large')
+        chunks.push(chunk)
+      }
+      text = Buffer.concat(chunks, size).toString('utf8')
+    } catch (err) {
+      throw unavailable(`introspection request failed: ${err instanceof Error ? err.name : 'error'}`)
+    }
+    if (status !== 200) throw unavailable(`introspection answered HTTP ${status}`)
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      throw unavailable('introspection answer is not JSON')
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw unavailable('introspection answer is not a JSON object')
+    const members = body as Record<string, unknown>
+    // RFC 7662 2.2: active is a boolean; a string "true" is not true.
+    return members.active === true ? members : null
+  }
+
+  close(): Promise<void> {
+    return this.#pool.close()
+  }
+}
+
+/** What an active introspection answer says, kept in the cache. */
+interface ActiveToken {
+  readonly identity: TokenIdentity
+  /** The answer's `aud`, or null when it has none. */
+  readonly aud: readonly string[] | null
+  readonly nbf: number | null
+}
+
+/** false = inactive (negative entry). */
+type CachedAnswer = ActiveToken | false
+
+function audienceOf(value: unknown): readonly string[] | null | undefined {
+  if (value === undefined) return null
+  if (typeof value === 'string') return [value]
+  if (Array.isArray(value) && value.every((v): v is string => typeof v === 'string')) return value
+  return undefined
+}
+
+export interface RemoteIntrospectorOptions {
+  gateway: Pick<GatewayConfig, 'clockSkewSec' | 'introspectionCacheTtlSec' | 'introspectionNegativeTtlSec' | 'tokenCacheMaxEntries'>
+}
+
+/**
+ * A trusted issuer's opaque tokens, by RFC 7662 introspection. Answers are
+ * cached by token hash: an active one until its `exp` but never longer than
+ * `introspection_cache.ttl`, an inactive one for `negative_ttl`. Failures to
+ * get an answer are never cached.
+ */
+export class RemoteIntrospector implements OpaqueValidator {
+  readonly issuerId: string
+  readonly #issuer: string
+  readonly #client: IntrospectionClient
+  readonly #cache: TokenCache<CachedAnswer>
+  readonly #options: RemoteIntrospectorOptions
+
+  constructor(issuer: IssuerConfig & { introspection: RemoteIntrospectionConfig }, options: RemoteIntrospectorOptions) {
+    this.issuerId = issuer.id
+    this.#issuer = issuer.issuer
+    this.#client = new IntrospectionClient(issuer.introspection)
+    this.#cache = new TokenCache(options.gateway.tokenCacheMaxEntries)
+    this.#options = options
+  }
+
+  async validate(token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
+    let answer = this.#cache.get(tokenHash, nowMs)
+    if (answer === undefined) {
+      answer = this.#interpret(await this.#client.introspect(token), nowMs)
+      const g = this.#options.gateway
+      const deadline =
+        answer === false
+          ? nowMs + g.introspectionNegativeTtlSec * 1000
+          : Math.min(answer.identity.exp * 1000, nowMs + g.introspectionCacheTtlSec * 1000)
+      this.#cache.set(tokenHash, answer, deadline, nowMs)
+    }
+    if (answer === false) return null
+    const skewMs = this.#options.gateway.clockSkewSec * 1000
+    if (answer.identity.exp * 1000 <= nowMs - skewMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'introspected token expired' })
+    if (answer.nbf !== null && answer.nbf * 1000 > nowMs + skewMs) return null
+    if (answer.aud !== null && !answer.aud.includes(audience)) return null
+    return answer.identity
+  }
+
+  /** An active answer becomes an identity; one we cannot read counts as inactive. */
+  #interpret(members: Readonly<Record<string, unknown>> | null, nowMs: number): CachedAnswer {
+    if (members === null) return false
+    const { exp, nbf, iss } = members
+    if (iss !== undefined && iss !== this.#issuer) return false
+    if ((exp !== undefined && typeof exp !== 'number') || (nbf !== undefined && typeof nbf !== 'number')) return false
+    const aud = audienceOf(members.aud)
+    if (aud === undefined) return false
+    // Without exp, the cache TTL bounds how long the answer is trusted.
+    const expSec = typeof exp === 'number' ? exp : Math.floor(nowMs / 1000) + this.#options.gateway.introspectionCacheTtlSec
+    const identity = identityFromClaims(this.issuerId, this.#issuer, members, expSec)
+    if (identity === undefined) return false
+    return { identity, aud, nbf: typeof nbf === 'number' ? nbf : null }
+  }
+
+  close(): Promise<void> {
+    this.#cache.clear()
+    return this.#client.close()
+  }
+}

@@ -1,0 +1,98 @@
+import t from 'tap'
+import { decodeJwt } from 'jose'
+import { DEVICE_GRANT, basic, postForm, startAs, token, type Harness } from '../helpers/as-back.js'
+
+async function authorizeDevice(h: Harness, clientId = 'tv'): Promise<{ deviceCode: string; userCode: string }> {
+  const r = await postForm(`${h.url}/device_authorization`, { client_id: clientId })
+  if (r.status !== 200) throw new Error(`device authorization failed: ${r.text}`)
+  return { deviceCode: String(r.json?.device_code), userCode: String(r.json?.user_code).replace('-', '') }
+}
+
+t.test('device_code grant', async (t) => {
+  const h = await startAs()
+  t.teardown(() => h.close())
+  const poll = (deviceCode: string, clientId = 'tv') => token(h, clientId, { grant_type: DEVICE_GRANT, device_code: deviceCode })
+  const wait = (sec: number) => h.clock.advance(sec * 1000)
+
+  t.test('pending, then slow_down (interval + 5), then tokens once, then invalid_grant', async (t) => {
+    const { deviceCode, userCode } = await authorizeDevice(h)
+    const pending = await poll(deviceCode)
+    t.equal(pending.status, 400)
+    t.same(pending.json, { error: 'authorization_pending', error_description: 'The user has not yet completed authorization' })
+    t.equal(pending.headers.get('cache-control'), 'no-store')
+
+    const fast = await poll(deviceCode)
+    t.same(fast.json, { error: 'slow_down', error_description: 'Polling too fast; increase the interval by 5 seconds' })
+    t.equal((await h.store.getDeviceByUserCode(userCode))?.record.intervalSec, 10)
+
+    wait(5)
+    t.equal((await poll(deviceCode)).json?.error, 'slow_down', 'the old interval is now too fast')
+    t.equal((await h.store.getDeviceByUserCode(userCode))?.record.intervalSec, 15)
+    wait(15)
+    t.equal((await poll(deviceCode)).json?.error, 'authorization_pending', 'the grown interval is respected')
+
+    t.ok(await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: Math.floor(h.clock.now() / 1000) }))
+    wait(15)
+    const ok = await poll(deviceCode)
+    t.equal(ok.status, 200)
+    t.equal(ok.json?.scope, 'orders:read')
+    t.notOk('refresh_token' in (ok.json ?? {}), 'tv has no refresh_token grant')
+    const claims = decodeJwt(String(ok.json?.access_token))
+    t.equal(claims.sub, 'alice')
+    t.equal(claims.client_id, 'tv')
+    t.equal(h.metrics.tokensIssued.get({ grant: 'device_code' }), 1)
+
+    wait(15)
+    const again = await poll(deviceCode)
+    t.equal(again.status, 400)
+    t.equal(again.json?.error, 'invalid_grant', 'consumed: tokens are issued once')
+  })
+
+  t.test('a client with openid and refresh_token gets them for its device grant', async (t) => {
+    const { deviceCode, userCode } = await authorizeDevice(h, 'spa')
+    await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: 1 })
+    const ok = await poll(deviceCode, 'spa')
+    t.equal(ok.status, 200)
+    t.ok(ok.json?.refresh_token)
+    t.equal(decodeJwt(String(ok.json?.id_token)).aud, 'spa')
+  })
+
+  t.test('denied is access_denied', async (t) => {
+    const { deviceCode, userCode } = await authorizeDevice(h)
+    await h.store.decideDevice(userCode, { approved: false })
+    const r = await poll(deviceCode)
+    t.equal(r.status, 400)
+    t.same(r.json, { error: 'access_denied', error_description: 'The resource owner denied the request' })
+  })
+
+  t.test('expired is expired_token', async (t) => {
+    const { deviceCode } = await authorizeDevice(h)
+    wait(600)
+    const r = await poll(deviceCode)
+    t.equal(r.status, 400)
+    t.same(r.json, { error: 'expired_token', error_description: 'The device code has expired' })
+  })
+
+  t.test('another client\'s device code is invalid_grant and changes nothing', async (t) => {
+    const { deviceCode, userCode } = await authorizeDevice(h, 'tv')
+    await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: 1 })
+    const before = (await h.store.getDeviceByUserCode(userCode))?.record
+    const r = await poll(deviceCode, 'spa')
+    t.equal(r.status, 400)
+    t.equal(r.json?.error, 'invalid_grant')
+    t.same((await h.store.getDeviceByUserCode(userCode))?.record, before, 'not polled, not consumed')
+    t.equal((await poll(deviceCode, 'tv')).status, 200, 'the right client still gets its tokens')
+  })
+
+  t.test('an unknown or tampered device code is invalid_grant', async (t) => {
+    t.equal((await poll('x'.repeat(43))).json?.error, 'invalid_grant')
+    const { deviceCode } = await authorizeDevice(h)
+    const [random] = deviceCode.split('.')
+    t.equal((await poll(`${random}.99999999999`)).json?.error, 'invalid_grant')
+  })
+
+  t.test('a confidential client needs the grant type', async (t) => {
+    const r = await postForm(`${h.url}/token`, { grant_type: DEVICE_GRANT, device_code: 'x' }, { authorization: basic('service') })
+    t.equal(r.json?.error, 'unauthorized_client')
+  })
+})

@@ -1,0 +1,304 @@
+import t from 'tap'
+import { epochSeconds } from '../../src/clock.js'
+import { hashToken } from '../../src/store/hash.js'
+import {
+  ALICE_PASSWORD,
+  BOB_PASSWORD,
+  Browser,
+  WEB_CALLBACK,
+  authParams,
+  authorizeAs,
+  authorizeUrl,
+  formWith,
+  frontYaml,
+  get,
+  post,
+  setCookies,
+  startFront,
+  type Front,
+} from '../helpers/as-front.js'
+
+/**
+ * POST /login: the same answer for a wrong password and an unknown user, the
+ * per-username and per-address limits, CSRF and Origin checks, and the session
+ * cookie. Client addresses come from X-Forwarded-For (127.0.0.1 is a trusted
+ * proxy in this config) so the two limits can be told apart.
+ */
+
+const yaml = await frontYaml({ topExtra: 'gateway: { trusted_proxies: [127.0.0.1] }' })
+const front = await startFront(yaml)
+t.teardown(() => front.close())
+
+interface LoginPage {
+  form: { action: string; fields: Record<string, string> }
+  cookie: string
+}
+
+/** Open /authorize without a session: the login page and its pre-session cookie. */
+async function openLogin(f: Front = front, params = authParams()): Promise<LoginPage> {
+  const url = authorizeUrl(f, params)
+  const res = await get(url)
+  if (res.status !== 200) throw new Error(`no login page: ${res.status}`)
+  const csrf = setCookies(res.headers).get('bw_csrf') ?? setCookies(res.headers).get('__Host-bw_csrf')
+  const name = setCookies(res.headers).has('bw_csrf') ? 'bw_csrf' : '__Host-bw_csrf'
+  return { form: formWith(res.text, url, 'password'), cookie: `${name}=${csrf?.value ?? ''}` }
+}
+
+async function attempt(
+  page: LoginPage,
+  username: string,
+  password: string,
+  o: { ip?: string; origin?: string | null; fields?: Record<string, string>; f?: Front } = {},
+): Promise<{ status: number; headers: Headers; text: string }> {
+  const headers: Record<string, string> = { cookie: page.cookie, 'x-forwarded-for': o.ip ?? '192.0.2.1' }
+  if (o.origin !== null) headers.origin = o.origin ?? (o.f ?? front).issuer
+  return post(page.form.action, { ...page.form.fields, username, password, ...o.fields }, headers)
+}
+
+t.test('the login page', async (t) => {
+  const res = await get(authorizeUrl(front, authParams()))
+  t.equal(res.status, 200)
+  t.match(res.text, /<form method="post" action="login">/)
+  t.match(res.text, /name="username"/)
+  t.match(res.text, /name="password" type="password"/)
+  t.match(res.text, /<label for="username">Username<\/label>/, 'labelled fields')
+  t.match(res.text, /Example Web App/, 'names the application')
+  t.match(res.text, /name="csrf" value="[A-Za-z0-9_-]{43}"/)
+  t.notMatch(res.text, /<script/i, 'no script at all')
+  t.equal(res.headers.get('content-security-policy'), "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'")
+  t.equal(res.headers.get('x-frame-options'), 'DENY')
+  t.equal(res.headers.get('referrer-policy'), 'no-referrer')
+  t.equal(res.headers.get('cache-control'), 'no-store')
+  const csrf = setCookies(res.headers).get('bw_csrf')
+  t.ok(csrf, 'pre-session CSRF cookie')
+  t.match(csrf?.attributes, /HttpOnly/)
+  t.match(csrf?.attributes, /SameSite=Lax/)
+  t.match(res.text, new RegExp(`name="csrf" value="${csrf?.value ?? 'none'}"`), 'the form echoes the cookie (double submit)')
+
+  const hinted = await get(authorizeUrl(front, authParams({ login_hint: 'bob"><b>x' })))
+  t.match(hinted.text, /value="bob&quot;&gt;&lt;b&gt;x"/, 'login_hint prefilled, escaped')
+})
+
+t.test('a wrong password and an unknown user get the same answer, and no session', async (t) => {
+  const page = await openLogin()
+  const wrong = await attempt(page, 'alice', 'not the password', { ip: '198.51.100.1' })
+  const unknown = await attempt(page, 'mallory', 'whatever', { ip: '198.51.100.2' })
+  for (const res of [wrong, unknown]) {
+    t.equal(res.status, 400)
+    t.match(res.text, /The username or password is incorrect\./)
+    t.equal(setCookies(res.headers).has('bw_session'), false, 'no session cookie')
+    t.match(res.text, /name="password"/, 'the form is shown again')
+  }
+  const strip = (s: string): string => s.replace(/value="[^"]*"/g, '')
+  t.equal(strip(wrong.text), strip(unknown.text), 'identical pages apart from the typed username')
+  const empty = await attempt(page, 'alice', '', { ip: '198.51.100.3' })
+  t.equal(empty.status, 400)
+  t.match(empty.text, /Enter your username and password/)
+})
+
+t.test('failed logins are limited per username (429), whatever the address', async (t) => {
+  front.clock.advance(5 * 60_000) // a fresh window: the test above failed once as alice
+  const page = await openLogin()
+  for (const ip of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
+    const res = await attempt(page, 'alice', 'guess', { ip })
+    t.equal(res.status, 400)
+  }
+  const right = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '203.0.113.4' })
+  t.equal(right.status, 429, 'refused even with the right password')
+  t.match(right.text, /Too many attempts, try again later/)
+  t.equal(right.headers.get('retry-after'), '300')
+  t.equal(setCookies(right.headers).has('bw_session'), false)
+
+  const bob = await attempt(page, 'bob', BOB_PASSWORD, { ip: '203.0.113.4' })
+  t.equal(bob.status, 303, 'another user is not affected')
+
+  await t.test('an unknown username is limited the same way (no enumeration)', async (t) => {
+    for (const ip of ['203.0.113.11', '203.0.113.12', '203.0.113.13']) await attempt(page, 'mallory', 'guess', { ip })
+    const res = await attempt(page, 'mallory', 'guess', { ip: '203.0.113.14' })
+    t.equal(res.status, 429)
+    t.match(res.text, /Too many attempts, try again later/)
+  })
+  await t.test('the window passes', async (t) => {
+    front.clock.advance(5 * 60_000)
+    const res = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '203.0.113.5' })
+    t.equal(res.status, 303)
+  })
+})
+
+t.test('failed logins are limited per address (429), whatever the username', async (t) => {
+  const page = await openLogin()
+  const ip = '203.0.113.99'
+  for (const username of ['u1', 'u2', 'alice']) t.equal((await attempt(page, username, 'guess', { ip })).status, 400)
+  const right = await attempt(page, 'bob', BOB_PASSWORD, { ip })
+  t.equal(right.status, 429)
+  t.match(right.text, /Too many attempts, try again later/)
+  const elsewhere = await attempt(page, 'bob', BOB_PASSWORD, { ip: '203.0.113.100' })
+  t.equal(elsewhere.status, 303)
+  front.clock.advance(5 * 60_000)
+})
+
+t.test('CSRF and Origin: refused with 403 and nothing changes', async (t) => {
+  const page = await openLogin()
+  const ip = '192.0.2.77'
+  const cases: Array<[string, () => Promise<{ status: number; headers: Headers; text: string }>]> = [
+    ['no token', () => attempt(page, 'alice', ALICE_PASSWORD, { ip, fields: { csrf: '' } })],
+    ['a wrong token', () => attempt(page, 'alice', ALICE_PASSWORD, { ip, fields: { csrf: 'A'.repeat(43) } })],
+    ['no cookie', () => post(page.form.action, { ...page.form.fields, username: 'alice', password: ALICE_PASSWORD }, { origin: front.issuer })],
+    ['a foreign Origin', () => attempt(page, 'alice', ALICE_PASSWORD, { ip, origin: 'https://evil.example' })],
+    ['Origin null', () => attempt(page, 'alice', ALICE_PASSWORD, { ip, origin: 'null' })],
+    [
+      'Sec-Fetch-Site: cross-site without Origin',
+      () =>
+        post(
+          page.form.action,
+          { ...page.form.fields, username: 'alice', password: ALICE_PASSWORD },
+          { cookie: page.cookie, 'x-forwarded-for': ip, 'sec-fetch-site': 'cross-site' },
+        ),
+    ],
+  ]
+  for (const [name, send] of cases) {
+    await t.test(name, async (t) => {
+      const res = await send()
+      t.equal(res.status, 403)
+      t.match(res.headers.get('content-type'), /^text\/html/)
+      t.match(res.text, /not sent from this site, or it has expired/)
+      t.equal(setCookies(res.headers).has('bw_session'), false, 'no session')
+    })
+  }
+  t.equal(await front.store.hits('login:ip:192.0.2.77'), 0, 'refused before counting: not even a failure was recorded')
+  const ok = await attempt(page, 'alice', ALICE_PASSWORD, { ip, origin: null })
+  t.equal(ok.status, 303, 'without Origin (older clients) the token alone decides')
+})
+
+t.test('success: a new session in an HttpOnly, SameSite=Lax cookie; 303 onwards', async (t) => {
+  const page = await openLogin()
+  const res = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '192.0.2.10' })
+  t.equal(res.status, 303)
+  t.match(res.headers.get('location'), /^authorize\?/, 'back to /authorize for consent')
+  const session = setCookies(res.headers).get('bw_session')
+  t.ok(session)
+  t.match(session?.value, /^[A-Za-z0-9_-]{43}$/)
+  t.match(session?.attributes, /HttpOnly/)
+  t.match(session?.attributes, /SameSite=Lax/)
+  t.match(session?.attributes, /Max-Age=28800/, 'session.ttl (8h default)')
+  t.match(session?.attributes, /Path=\//)
+  t.notMatch(session?.attributes, /Secure/, 'no Secure over plain http')
+  const record = await front.store.getSession(hashToken(session?.value ?? ''))
+  t.match(record, { sub: 'alice', username: 'alice', authTime: epochSeconds(front.clock) })
+  t.match(record?.csrf, /^[A-Za-z0-9_-]{43}$/)
+  t.equal(await front.store.getSession(session?.value ?? ''), null, 'stored under the hash only')
+
+  await t.test('the next authorization skips the login', async (t) => {
+    const next = await get(authorizeUrl(front, authParams()), `bw_session=${session?.value ?? ''}`)
+    t.equal(next.status, 200)
+    t.match(next.text, /name="decision" value="allow"/, 'consent page, not login')
+    t.notMatch(next.text, /name="password"/)
+  })
+  await t.test('a skip_consent client gets its code straight from the login POST', async (t) => {
+    const p = await openLogin(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read' }))
+    const r = await attempt(p, 'alice', ALICE_PASSWORD, { ip: '192.0.2.11' })
+    t.equal(r.status, 303, '303: the POST carried a password (RFC 9700 4.11)')
+    const url = new URL(r.headers.get('location') ?? '')
+    t.equal(url.origin + url.pathname, 'https://first.example.com/cb')
+    t.type(url.searchParams.get('code'), 'string')
+    t.equal(url.searchParams.get('iss'), front.issuer)
+  })
+})
+
+t.test('session fixation: a login always mints a new session id and deletes the old one', async (t) => {
+  const b = new Browser()
+  await authorizeAs(b, authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read' })))
+  const first = b.cookies.get('bw_session') ?? ''
+  t.ok(await front.store.getSession(hashToken(first)))
+  // prompt=login asks again although a session exists
+  const url = authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read', prompt: 'login' }))
+  const page = await b.get(url)
+  const html = await page.text()
+  t.match(html, /name="password"/, 'prompt=login shows the login page')
+  const res = await b.submit(formWith(html, url, 'password'), { username: 'alice', password: ALICE_PASSWORD })
+  t.equal(res.status, 303)
+  t.equal(new URL(res.headers.get('location') ?? '').searchParams.has('code'), true, 'login satisfied prompt=login: straight to the client')
+  const second = b.cookies.get('bw_session') ?? ''
+  t.not(second, first)
+  t.equal(await front.store.getSession(hashToken(first)), null, 'old session deleted')
+  t.ok(await front.store.getSession(hashToken(second)))
+})
+
+t.test('max_age: a login older than max_age asks again', async (t) => {
+  const b = new Browser()
+  const params = authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read' })
+  await authorizeAs(b, authorizeUrl(front, params))
+  front.clock.advance(120_000)
+  const cookie = `bw_session=${b.cookies.get('bw_session') ?? ''}`
+  const fresh = await get(authorizeUrl(front, { ...params, max_age: '600' }), cookie)
+  t.equal(fresh.status, 302, 'within max_age: no login')
+  const stale = await get(authorizeUrl(front, { ...params, max_age: '60' }), cookie)
+  t.equal(stale.status, 200)
+  t.match(stale.text, /name="password"/)
+  const none = await get(authorizeUrl(front, { ...params, max_age: '60', prompt: 'none' }), cookie)
+  t.equal(new URL(none.headers.get('location') ?? '').searchParams.get('error'), 'login_required')
+  const callback = await authorizeAs(b, authorizeUrl(front, { ...params, max_age: '0' }))
+  t.type(callback.searchParams.get('code'), 'string', 'max_age=0 is satisfied by the login it forces')
+  const taken = await front.store.takeCode(hashToken(callback.searchParams.get('code') ?? ''))
+  t.equal(taken.status === 'taken' && taken.record.authTime, epochSeconds(front.clock), 'auth_time of the new login')
+})
+
+t.test('prompt=none without a session: login_required at the redirect URI', async (t) => {
+  const res = await get(authorizeUrl(front, authParams({ prompt: 'none' })))
+  t.equal(res.status, 302)
+  const url = new URL(res.headers.get('location') ?? '')
+  t.equal(url.origin + url.pathname, WEB_CALLBACK)
+  t.equal(url.searchParams.get('error'), 'login_required')
+  t.equal(url.searchParams.get('state'), authParams().state)
+  t.equal(url.searchParams.get('iss'), front.issuer)
+})
+
+t.test('the pending request is validated again at login', async (t) => {
+  const page = await openLogin()
+  const evil = new URLSearchParams(authParams({ redirect_uri: 'https://evil.example/cb' })).toString()
+  const res = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '192.0.2.50', fields: { request: evil } })
+  t.equal(res.status, 400, 'a tampered redirect_uri is an error page')
+  t.equal(res.headers.get('location'), null)
+  t.equal(setCookies(res.headers).has('bw_session'), false, 'no session either')
+  const missing = await post(page.form.action, { csrf: page.form.fields.csrf ?? '', username: 'alice', password: ALICE_PASSWORD }, { cookie: page.cookie, origin: front.issuer })
+  t.equal(missing.status, 400)
+  const repeated = await post(page.form.action, [...Object.entries(page.form.fields), ['username', 'alice'], ['username', 'bob'], ['password', 'x']], {
+    cookie: page.cookie,
+    origin: front.issuer,
+  })
+  t.equal(repeated.status, 400)
+  t.match(repeated.text, /username is repeated/)
+})
+
+t.test('with an https public_url: __Host- cookies with Secure', async (t) => {
+  const f = await startFront(yaml, { publicUrl: 'https://as.example.com' })
+  t.teardown(() => f.close())
+  const page = await openLogin(f)
+  t.match(page.cookie, /^__Host-bw_csrf=/)
+  const res = await attempt(page, 'alice', ALICE_PASSWORD, { f, ip: '192.0.2.60' })
+  t.equal(res.status, 303)
+  const session = setCookies(res.headers).get('__Host-bw_session')
+  t.ok(session)
+  t.match(session?.attributes, /Secure/)
+  t.match(session?.attributes, /HttpOnly/)
+  t.match(session?.attributes, /SameSite=Lax/)
+  t.match(session?.attributes, /Path=\//)
+  t.notMatch(session?.attributes, /Domain/)
+  const foreign = await attempt(page, 'alice', ALICE_PASSWORD, { f, ip: '192.0.2.61', origin: f.url })
+  t.equal(foreign.status, 403, 'the served address is not the public origin')
+})
+
+t.test('logout ends the session', async (t) => {
+  const b = new Browser()
+  await authorizeAs(b, authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read' })))
+  const id = b.cookies.get('bw_session') ?? ''
+  const record = await front.store.getSession(hashToken(id))
+  const refused = await post(`${front.url}/logout`, { csrf: 'wrong' }, { cookie: `bw_session=${id}`, origin: front.issuer })
+  t.equal(refused.status, 403)
+  t.ok(await front.store.getSession(hashToken(id)), 'still there')
+  const res = await post(`${front.url}/logout`, { csrf: record?.csrf ?? '' }, { cookie: `bw_session=${id}`, origin: front.issuer })
+  t.equal(res.status, 200)
+  t.match(res.text, /signed out/)
+  t.match(setCookies(res.headers).get('bw_session')?.attributes, /Max-Age=0/)
+  t.equal(await front.store.getSession(hashToken(id)), null)
+})

@@ -1,0 +1,300 @@
+import t from 'tap'
+import { resolve } from 'node:path'
+import { describe, HASH, inspect } from './helpers.js'
+import { checkConfig } from '../../src/config/load.js'
+
+const DEFAULT_IDENTITY_HEADERS = {
+  subject: 'X-Auth-Subject',
+  clientId: 'X-Auth-Client-Id',
+  scope: 'X-Auth-Scope',
+  issuer: 'X-Auth-Issuer',
+}
+
+t.test('every default is applied', async (t) => {
+  const yaml = `
+authorization_server:
+  clients:
+    - client_id: web
+      type: confidential
+      secret_hash: "${HASH}"
+      redirect_uris: [https://app.example.com/cb]
+    - client_id: cli
+      type: public
+      redirect_uris: [http://127.0.0.1/cb]
+  users:
+    - username: alice
+      password_hash: "${HASH}"
+issuers:
+  - id: corp
+    issuer: https://idp.example.com
+    jwks_uri: https://idp.example.com/jwks.json
+routes:
+  - name: orders
+    match: { path: /orders }
+    upstream: http://127.0.0.1:3000
+`
+  const { config, problems } = inspect(yaml)
+  t.same(problems, [], describe(problems))
+  t.same(config, {
+    file: resolve('test/fixtures/config/good/inline.yaml'),
+    listen: { host: '0.0.0.0', port: 8080 },
+    adminListen: { host: '127.0.0.1', port: 9090 },
+    publicUrl: 'http://localhost:8080',
+    tls: null,
+    store: { kind: 'memory' },
+    log: { level: 'info' },
+    trustIncomingRequestId: false,
+    shutdownTimeoutMs: 10_000,
+    authorizationServer: {
+      keys: [],
+      accessToken: { format: 'jwt', ttlSec: 600 },
+      refreshToken: { ttlSec: 30 * 86400 },
+      idToken: { ttlSec: 3600 },
+      codeTtlSec: 60,
+      scopes: {
+        openid: 'Sign you in with your account',
+        profile: 'Read your basic profile (name)',
+        email: 'Read your email address',
+        offline_access: 'Keep access while you are not using the app',
+      },
+      clients: [
+        {
+          clientId: 'web',
+          name: 'web',
+          type: 'confidential',
+          secretHash: HASH,
+          tokenEndpointAuthMethod: 'client_secret_basic',
+          redirectUris: ['https://app.example.com/cb'],
+          grantTypes: ['authorization_code', 'refresh_token'],
+          scopes: [],
+          allowedOrigins: [],
+          introspect: false,
+          requirePkce: true,
+          allowPlainPkce: false,
+          skipConsent: false,
+          rotateRefreshTokens: true,
+        },
+        {
+          clientId: 'cli',
+          name: 'cli',
+          type: 'public',
+          secretHash: null,
+          tokenEndpointAuthMethod: 'none',
+          redirectUris: ['http://127.0.0.1/cb'],
+          grantTypes: ['authorization_code', 'refresh_token'],
+          scopes: [],
+          allowedOrigins: [],
+          introspect: false,
+          requirePkce: true,
+          allowPlainPkce: false,
+          skipConsent: false,
+          rotateRefreshTokens: true,
+        },
+      ],
+      users: [{ username: 'alice', passwordHash: HASH, sub: 'alice', claims: {} }],
+      session: { ttlSec: 8 * 3600 },
+      consent: { remember: true, ttlSec: 30 * 86400 },
+      rateLimit: { loginMaxFailures: 5, clientAuthMaxFailures: 10, windowSec: 900 },
+      device: { ttlSec: 600, intervalSec: 5 },
+    },
+    issuers: [
+      {
+        id: 'corp',
+        issuer: 'https://idp.example.com',
+        jwksUri: 'https://idp.example.com/jwks.json',
+        algorithms: ['RS256', 'ES256'],
+        introspection: null,
+        jwks: { minTtlSec: 300, maxTtlSec: 86400, cooldownSec: 30, staleSec: 86400, firstFetchWaitMs: 2000, timeoutMs: 5000 },
+      },
+    ],
+    gateway: {
+      realm: 'bearward',
+      clockSkewSec: 30,
+      tokenCacheMaxEntries: 10_000,
+      introspectionCacheTtlSec: 60,
+      introspectionNegativeTtlSec: 5,
+      revocationResyncSec: 30,
+      identityHeaders: DEFAULT_IDENTITY_HEADERS,
+      trustedProxies: [],
+    },
+    routes: [
+      {
+        name: 'orders',
+        match: { path: '/orders', host: null, methods: null },
+        upstream: 'http://127.0.0.1:3000',
+        audience: 'http://localhost:8080',
+        token: 'jwt',
+        issuers: ['self'],
+        scopes: {},
+        public: false,
+        stripPrefix: false,
+        tokenInBody: false,
+        tokenInQuery: false,
+        passPreflight: false,
+        preserveHost: false,
+        forwardAuthorization: false,
+        identityHeaders: DEFAULT_IDENTITY_HEADERS,
+        timeouts: { connectMs: 5000, headersMs: 30_000, idleMs: 60_000 },
+        maxBodyBytes: 10 * 1024 * 1024,
+        upstreamCaFile: null,
+        storeUnavailable: 'closed',
+        realm: 'bearward',
+      },
+    ],
+  })
+})
+
+t.test('defaults that follow other settings', async (t) => {
+  const yaml = `
+listen: 127.0.0.1:7000
+gateway:
+  realm: corp
+  identity_headers: { subject: X-User }
+authorization_server: {}
+routes:
+  - name: a
+    match: { path: /a }
+    upstream: http://127.0.0.1:3000
+    identity_headers: { scope: X-Scopes }
+`
+  const { config, problems } = inspect(yaml)
+  t.same(problems, [])
+  t.equal(config?.publicUrl, 'http://localhost:7000', 'public_url follows the listen port')
+  t.equal(config?.routes[0]?.audience, 'http://localhost:7000', 'audience defaults to public_url')
+  t.equal(config?.routes[0]?.realm, 'corp', 'realm defaults to gateway.realm')
+  t.same(config?.gateway.identityHeaders, { ...DEFAULT_IDENTITY_HEADERS, subject: 'X-User' })
+  t.same(config?.routes[0]?.identityHeaders, { ...DEFAULT_IDENTITY_HEADERS, subject: 'X-User', scope: 'X-Scopes' }, 'a route overrides single headers')
+})
+
+t.test('admin_listen: null and false turn the admin listener off', async (t) => {
+  t.equal(inspect('admin_listen: null\n').config?.adminListen, null)
+  t.equal(inspect('admin_listen: false\n').config?.adminListen, null)
+  t.equal(inspect('admin_listen:\n').config?.adminListen, null)
+  t.same(inspect('admin_listen: "[::1]:0"\n').config?.adminListen, { host: '::1', port: 0 })
+})
+
+t.test('public_url loses its trailing slash and keeps its path', async (t) => {
+  t.equal(inspect('public_url: https://auth.example.com/\n').config?.publicUrl, 'https://auth.example.com')
+  t.equal(inspect('public_url: https://example.com/auth/\n').config?.publicUrl, 'https://example.com/auth')
+})
+
+t.test('store forms', async (t) => {
+  t.same(inspect('store: memory\n').config?.store, { kind: 'memory' })
+  t.same(inspect('store: redis://127.0.0.1:6399/1\n').config?.store, {
+    kind: 'redis',
+    url: 'redis://127.0.0.1:6399/1',
+    cluster: [],
+    keyPrefix: 'bw:',
+    commandTimeoutMs: 1000,
+  })
+  t.same(inspect('store: { url: "rediss://:pw@r:6380", cluster: [r1:7000, "[::1]:7001"], key_prefix: "x:", command_timeout: 200ms }\n').config?.store, {
+    kind: 'redis',
+    url: 'rediss://:pw@r:6380',
+    cluster: ['r1:7000', '[::1]:7001'],
+    keyPrefix: 'x:',
+    commandTimeoutMs: 200,
+  })
+})
+
+t.test('a pure gateway has no implicit issuers', async (t) => {
+  const { config, problems } = inspect(`
+routes:
+  - name: docs
+    match: { path: /docs }
+    upstream: http://127.0.0.1:3001
+    public: true
+`)
+  t.same(problems, [])
+  t.equal(config?.authorizationServer, null)
+  t.same(config?.routes[0]?.issuers, [])
+})
+
+t.test('the full fixture sets every key', async (t) => {
+  const file = resolve('test/fixtures/config/good/full.yaml')
+  const { config, problems } = await checkConfig(file, { CORP_SECRET: 'from-env' })
+  t.same(problems, [], describe(problems))
+  const files = resolve('test/fixtures/config/good/files')
+  t.match(config, {
+    listen: { host: '::1', port: 8443 },
+    adminListen: { host: '127.0.0.1', port: 0 },
+    publicUrl: 'https://auth.example.com',
+    tls: { certFile: `${files}/cert.pem`, keyFile: `${files}/key.pem` },
+    store: { kind: 'redis', url: 'rediss://:pw@redis.internal:6380/2', cluster: ['redis-1.internal:6379', 'redis-2.internal:6379'], keyPrefix: 'bearward:', commandTimeoutMs: 250 },
+    log: { level: 'debug' },
+    trustIncomingRequestId: true,
+    shutdownTimeoutMs: 30_000,
+    gateway: {
+      realm: 'example',
+      clockSkewSec: 60,
+      tokenCacheMaxEntries: 500,
+      introspectionCacheTtlSec: 30,
+      introspectionNegativeTtlSec: 1,
+      revocationResyncSec: 10,
+      identityHeaders: { subject: 'X-User', clientId: 'X-Client', scope: 'X-Scopes', issuer: 'X-Iss' },
+      trustedProxies: ['10.0.0.0/8', '::1', '192.168.1.10'],
+    },
+  })
+  const as = config?.authorizationServer
+  t.same(as?.keys[0], { file: `${files}/signing.jwk` })
+  t.match(as?.keys[1], { jwk: { kty: 'EC', kid: 'old' } })
+  t.match(as, {
+    accessToken: { format: 'opaque', ttlSec: 3600 },
+    refreshToken: { ttlSec: 14 * 86400 },
+    idToken: { ttlSec: 1800 },
+    codeTtlSec: 120,
+    scopes: { openid: 'Log you in', 'orders:read': 'Read your orders', email: 'Read your email address' },
+    session: { ttlSec: 3600 },
+    consent: { remember: false, ttlSec: 7 * 86400 },
+    rateLimit: { loginMaxFailures: 3, clientAuthMaxFailures: 20, windowSec: 300 },
+    device: { ttlSec: 900, intervalSec: 10 },
+  })
+  t.same(as?.clients[0], {
+    clientId: 'web',
+    name: 'Web shop',
+    type: 'confidential',
+    secretHash: 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    tokenEndpointAuthMethod: 'client_secret_post',
+    redirectUris: ['https://shop.example.com/callback', 'com.example.app:/oauth2redirect'],
+    grantTypes: ['authorization_code', 'refresh_token', 'client_credentials'],
+    scopes: ['openid', 'profile', 'orders:read'],
+    allowedOrigins: ['https://shop.example.com', 'http://localhost:3000'],
+    introspect: true,
+    requirePkce: false,
+    allowPlainPkce: true,
+    skipConsent: true,
+    rotateRefreshTokens: false,
+  })
+  t.same(as?.clients[1]?.grantTypes, ['urn:ietf:params:oauth:grant-type:device_code'])
+  t.same(as?.users[0], { username: 'alice', passwordHash: 'scrypt$16384$8$1$BBBBBBBBBBBBBBBBBBBBBB$BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB', sub: '248289761001', claims: { name: 'Alice', email: 'alice@example.com', groups: ['admins'] } })
+  t.same(config?.issuers[0], {
+    id: 'corp',
+    issuer: 'https://idp.example.com',
+    jwksUri: 'https://idp.example.com/jwks.json',
+    algorithms: ['RS256', 'PS256', 'ES384', 'EdDSA'],
+    introspection: { endpoint: 'https://idp.example.com/introspect', clientId: 'gw', clientSecret: 'from-env', timeoutMs: 500 },
+    jwks: { minTtlSec: 60, maxTtlSec: 43200, cooldownSec: 10, staleSec: 3600, firstFetchWaitMs: 1000, timeoutMs: 3000 },
+  })
+  t.same(config?.routes[0], {
+    name: 'orders',
+    match: { path: '/orders', host: 'shop.example.com', methods: ['GET', 'POST', 'DELETE'] },
+    upstream: 'https://orders.internal:8443/v1',
+    audience: 'https://orders.example.com',
+    token: 'any',
+    issuers: ['self', 'corp'],
+    scopes: { GET: ['orders:read'], POST: ['orders:write'], '*': [] },
+    public: false,
+    stripPrefix: true,
+    tokenInBody: true,
+    tokenInQuery: true,
+    passPreflight: true,
+    preserveHost: true,
+    forwardAuthorization: true,
+    identityHeaders: { subject: 'X-Orders-User', clientId: 'X-Client', scope: 'X-Scopes', issuer: 'X-Iss' },
+    timeouts: { connectMs: 2000, headersMs: 10_000, idleMs: 120_000 },
+    maxBodyBytes: 512 * 1024,
+    upstreamCaFile: `${files}/ca.pem`,
+    storeUnavailable: 'open',
+    realm: 'orders',
+  })
+  t.match(config?.routes[1], { name: 'root', match: { path: '/' }, public: true, issuers: ['self'] })
+})

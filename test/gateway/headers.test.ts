@@ -1,0 +1,112 @@
+import t from 'tap'
+import {
+  TrustedProxies,
+  forwardedElement,
+  normalizeAddress,
+  parseIPv4,
+  parseIPv6,
+} from '../../src/gateway/forwarded.js'
+import { canonicalHeaderName, connectionNamed, headerObject, responseHeaders } from '../../src/gateway/headers.js'
+
+t.test('canonicalHeaderName lower-cases and maps _ to -', async (t) => {
+  t.equal(canonicalHeaderName('X_Auth_Subject'), 'x-auth-subject')
+  t.equal(canonicalHeaderName('x-auth_subject'), 'x-auth-subject')
+  t.equal(canonicalHeaderName('X-AUTH-SUBJECT'), 'x-auth-subject')
+  t.equal(canonicalHeaderName('accept'), 'accept')
+})
+
+t.test('connectionNamed lists the headers a Connection header names', async (t) => {
+  t.equal(connectionNamed(undefined), null)
+  t.equal(connectionNamed('keep-alive'), null)
+  t.equal(connectionNamed('Close'), null)
+  t.equal(connectionNamed('Upgrade'), null)
+  t.same([...(connectionNamed('keep-alive, X-Foo ,x_bar') ?? [])], ['x-foo', 'x-bar'])
+  t.same([...(connectionNamed(['close', 'X-Foo']) ?? [])], ['x-foo'])
+  t.equal(connectionNamed('keep-alive, upgrade'), null)
+})
+
+t.test('responseHeaders drops hop-by-hop and Connection-named headers, keeps Trailer and repeats', async (t) => {
+  const out = responseHeaders({
+    connection: 'keep-alive, x-hop',
+    'keep-alive': 'timeout=5',
+    'transfer-encoding': 'chunked',
+    'proxy-authenticate': 'Basic',
+    upgrade: 'h2c',
+    te: 'trailers',
+    'x-hop': 'gone',
+    trailer: 'x-sum',
+    'set-cookie': ['a=1', 'b=2'],
+    'content-type': 'text/plain',
+    'x-undefined': undefined,
+  })
+  t.same(out, { trailer: 'x-sum', 'set-cookie': ['a=1', 'b=2'], 'content-type': 'text/plain' })
+})
+
+t.test('headerObject folds a flat list for node:http', async (t) => {
+  t.same(headerObject(['Cookie', 'a=1', 'cookie', 'b=2', 'X-A', '1', 'x-a', '2', 'x-a', '3', 'Host', 'h']), {
+    cookie: 'a=1; b=2',
+    'x-a': ['1', '2', '3'],
+    host: 'h',
+  })
+})
+
+t.test('IP parsing', async (t) => {
+  t.equal(parseIPv4('10.1.2.3'), 0x0a010203)
+  t.equal(parseIPv4('255.255.255.255'), 0xffffffff)
+  for (const bad of ['10.1.2', '10.1.2.256', '1.2.3.4.5', 'a.b.c.d', '1..2.3', '01234.1.1.1']) t.equal(parseIPv4(bad), null, bad)
+  t.same(parseIPv6('::1'), [0, 0, 0, 1])
+  t.same(parseIPv6('2001:db8::8a2e:370:7334'), [0x20010db8, 0, 0x8a2e, 0x03707334])
+  t.same(parseIPv6('::ffff:10.0.0.1'), [0, 0, 0xffff, 0x0a000001])
+  t.same(parseIPv6('fe80::1%eth0'), [0xfe800000, 0, 0, 1])
+  t.same(parseIPv6('1:2:3:4:5:6:7:8'), [0x00010002, 0x00030004, 0x00050006, 0x00070008])
+  for (const bad of ['1:2:3:4:5:6:7', '1::2::3', 'g::1', '12345::1', '1:2:3:4:5:6:7:8:9', '::1.2.3']) t.equal(parseIPv6(bad), null, bad)
+  t.equal(normalizeAddress('::ffff:127.0.0.1'), '127.0.0.1')
+  t.equal(normalizeAddress('::FFFF:10.0.0.1'), '10.0.0.1')
+  t.equal(normalizeAddress('::1'), '::1')
+  t.equal(normalizeAddress(undefined), undefined)
+})
+
+t.test('TrustedProxies matches exact addresses and CIDR ranges, IPv4 and IPv6', async (t) => {
+  const trusted = new TrustedProxies(['192.168.1.5', '10.0.0.0/8', 'fd00::/8', '2001:db8:0:0:0:0:0:1', '::ffff:172.16.0.0/108'])
+  const cases: [string, boolean][] = [
+    ['192.168.1.5', true],
+    ['192.168.1.6', false],
+    ['10.255.0.1', true],
+    ['11.0.0.1', false],
+    ['::ffff:10.2.3.4', true],
+    ['fd12:3456::1', true],
+    ['fe80::1', false],
+    ['2001:db8::1', true],
+    ['2001:db8::2', false],
+    ['172.16.5.5', true],
+    ['172.32.0.1', false],
+    ['not an ip', false],
+  ]
+  for (const [address, expected] of cases) t.equal(trusted.has(address), expected, address)
+  t.equal(trusted.has(undefined), false)
+
+  const nobody = new TrustedProxies([])
+  t.ok(nobody.empty)
+  t.equal(nobody.has('127.0.0.1'), false)
+
+  const everyone = new TrustedProxies(['0.0.0.0/0', '::/0'])
+  t.ok(everyone.has('8.8.8.8'))
+  t.ok(everyone.has('2001:4860::8888'))
+
+  const hostBits = new TrustedProxies(['10.1.2.3/16'])
+  t.ok(hostBits.has('10.1.200.1'), 'host bits in a range are ignored')
+
+  const mapped = new TrustedProxies(['::ffff:192.0.2.7'])
+  t.ok(mapped.has('192.0.2.7'), 'an IPv4-mapped entry matches the IPv4 peer')
+
+  for (const bad of ['10.0.0.0/33', 'fd00::/129', 'example.com', '10.0.0.0/x', '']) {
+    t.throws(() => new TrustedProxies([bad]), TypeError, bad)
+  }
+})
+
+t.test('forwardedElement quotes what RFC 7239 requires', async (t) => {
+  t.equal(forwardedElement('10.0.0.1', 'api.example.com', 'https'), 'for=10.0.0.1;host="api.example.com";proto=https')
+  t.equal(forwardedElement('2001:db8::1', 'h:8080', 'http'), 'for="[2001:db8::1]";host="h:8080";proto=http')
+  t.equal(forwardedElement(undefined, undefined, 'http'), 'for=unknown;proto=http')
+  t.equal(forwardedElement('10.0.0.1', 'a"b\\c', 'http'), 'for=10.0.0.1;host="a\\"b\\\\c";proto=http')
+})

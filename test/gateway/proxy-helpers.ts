@@ -1,0 +1,196 @@
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { pino } from 'pino'
+import type { GatewayConfig, RouteConfig } from '../../src/config/types.js'
+import type { RequestContext } from '../../src/context.js'
+import type { Logger } from '../../src/log.js'
+import { UpstreamProxy } from '../../src/gateway/proxy.js'
+import type { ForwardRequest, TokenIdentity } from '../../src/gateway/types.js'
+
+/** Helpers shared by the proxy tests: real servers on 127.0.0.1, port 0. */
+
+export const silentLog: Logger = pino({ level: 'silent' })
+
+export const IDENTITY_HEADERS = {
+  subject: 'X-Auth-Subject',
+  clientId: 'X-Auth-Client-Id',
+  scope: 'X-Auth-Scope',
+  issuer: 'X-Auth-Issuer',
+}
+
+export function routeConfig(overrides: Partial<RouteConfig> & { upstream: string }): RouteConfig {
+  return {
+    name: 'test',
+    match: { path: '/', host: null, methods: null },
+    audience: 'http://gateway.test',
+    token: 'jwt',
+    issuers: ['self'],
+    scopes: {},
+    public: false,
+    stripPrefix: false,
+    tokenInBody: false,
+    tokenInQuery: false,
+    passPreflight: false,
+    preserveHost: false,
+    forwardAuthorization: false,
+    identityHeaders: IDENTITY_HEADERS,
+    timeouts: { connectMs: 2000, headersMs: 5000, idleMs: 5000 },
+    maxBodyBytes: 10 * 1024 * 1024,
+    upstreamCaFile: null,
+    storeUnavailable: 'closed',
+    realm: 'bearward',
+    ...overrides,
+  }
+}
+
+export function gatewayConfig(overrides: Partial<GatewayConfig> = {}): GatewayConfig {
+  return {
+    realm: 'bearward',
+    clockSkewSec: 30,
+    tokenCacheMaxEntries: 100,
+    introspectionCacheTtlSec: 60,
+    introspectionNegativeTtlSec: 10,
+    revocationResyncSec: 30,
+    identityHeaders: IDENTITY_HEADERS,
+    trustedProxies: [],
+    ...overrides,
+  }
+}
+
+export const alice: TokenIdentity = {
+  issuerId: 'self',
+  issuer: 'http://gateway.test',
+  sub: 'alice',
+  clientId: 'web',
+  scopes: ['orders:read', 'orders:write'],
+  jti: 'jti-1',
+  grantId: null,
+  exp: 2_000_000_000,
+}
+
+export interface Listening {
+  url: string
+  port: number
+  server: Server
+  close(): Promise<void>
+}
+
+export async function listen(server: Server): Promise<Listening> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+/** An upstream answering with `handler`. */
+export function startUpstream(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Listening> {
+  return listen(createServer(handler))
+}
+
+export interface Decision {
+  route?: RouteConfig
+  identity?: TokenIdentity | null
+  body?: Buffer | null
+  path?: string
+  query?: string
+}
+
+/**
+ * A gateway stand-in: every request and upgrade is forwarded to the first
+ * route (or what `decide` picks), the way the policy core hands it over.
+ */
+export async function startProxy(
+  routes: readonly RouteConfig[],
+  gateway: GatewayConfig = gatewayConfig(),
+  decide: (req: IncomingMessage) => Decision = () => ({}),
+): Promise<Listening & { proxy: UpstreamProxy; forwards: Promise<void>[] }> {
+  const proxy = new UpstreamProxy(routes, gateway, silentLog)
+  const forwards: Promise<void>[] = []
+  const fwdFor = (req: IncomingMessage): { fwd: ForwardRequest; ctx: RequestContext } => {
+    const raw = req.url ?? '/'
+    const q = raw.indexOf('?')
+    const d = decide(req)
+    const rawPath = q === -1 ? raw : raw.slice(0, q)
+    const rawQuery = q === -1 ? '' : raw.slice(q + 1)
+    const route = d.route ?? (routes[0] as RouteConfig)
+    return {
+      fwd: {
+        route,
+        path: d.path ?? rawPath,
+        query: d.query ?? rawQuery,
+        identity: d.identity === undefined ? alice : d.identity,
+        body: d.body ?? null,
+      },
+      ctx: { id: 'req-1', log: silentLog, rawPath, rawQuery, routeLabel: route.name },
+    }
+  }
+  const server = createServer((req, res) => {
+    const { fwd, ctx } = fwdFor(req)
+    forwards.push(proxy.forward(req, res, fwd, ctx))
+  })
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const { fwd, ctx } = fwdFor(req)
+    proxy.upgrade(req, socket, head, fwd, ctx)
+  })
+  const listening = await listen(server)
+  return {
+    ...listening,
+    proxy,
+    forwards,
+    close: async () => {
+      await listening.close()
+      await proxy.close()
+    },
+  }
+}
+
+export interface Reply {
+  status: number
+  headers: IncomingHttpHeaders
+  rawHeaders: string[]
+  trailers: NodeJS.Dict<string>
+  body: Buffer
+  text: string
+}
+
+/** One request with node:http (not undici, so the client is independent of the code under test). */
+export function send(
+  url: string,
+  options: { method?: string; path?: string; headers?: Record<string, string | string[]>; body?: string | Buffer } = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(options.path ?? '/', url)
+    const req = httpRequest(target, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => {
+        const body = Buffer.concat(chunks)
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          rawHeaders: res.rawHeaders,
+          trailers: res.trailers,
+          body,
+          text: body.toString('utf8'),
+        })
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(options.body)
+  })
+}
+
+/** Header names in a raw header list, lower-cased. */
+export function rawNames(rawHeaders: readonly string[]): string[] {
+  return rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase())
+}

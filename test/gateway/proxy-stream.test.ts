@@ -1,0 +1,157 @@
+import t from 'tap'
+import { createHash, randomBytes, type Hash } from 'node:crypto'
+import { request as httpRequest } from 'node:http'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { routeConfig, startProxy, startUpstream } from './proxy-helpers.js'
+
+/**
+ * 100 MB each way through the proxy with the client, the gateway and the
+ * upstream in this one process: if any hop buffered the body, RSS would grow
+ * by at least its size.
+ */
+
+const TOTAL = 100 * 1024 * 1024
+const CHUNK = 64 * 1024
+const MAX_GROWTH = 60 * 1024 * 1024
+
+/**
+ * Random chunks drawn from before any measurement starts, so the sender's own
+ * allocations do not blur what the proxy holds. 251 of them (a prime) repeat
+ * out of step with every power-of-two buffer size along the way, so a lost,
+ * doubled or reordered chunk still changes the hash.
+ */
+const CHUNKS: readonly Buffer[] = Array.from({ length: 251 }, () => randomBytes(CHUNK))
+
+/** `total` bytes produced as they are read, hashed as they go out. */
+function source(hash: Hash, total = TOTAL): Readable {
+  let produced = 0
+  let index = 0
+  return new Readable({
+    read() {
+      if (produced >= total) {
+        this.push(null)
+        return
+      }
+      const chunk = (CHUNKS[index++ % CHUNKS.length] as Buffer).subarray(0, Math.min(CHUNK, total - produced))
+      produced += chunk.length
+      hash.update(chunk)
+      this.push(chunk)
+    },
+  })
+}
+
+/** Samples RSS every 10 ms; `stop()` returns the largest growth over the starting value. */
+function watchRss(): { stop(): number } {
+  const start = process.memoryUsage().rss
+  let peak = start
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss)
+  }, 10)
+  return {
+    stop() {
+      clearInterval(timer)
+      peak = Math.max(peak, process.memoryUsage().rss)
+      return peak - start
+    },
+  }
+}
+
+const mb = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MB`
+
+type Framing = 'content-length' | 'chunked'
+
+/** PUT `total` bytes; resolves with what the upstream reported and the digest of what was sent. */
+function upload(url: string, framing: Framing, total: number): Promise<{ reply: { bytes: number; sha256: string }; sent: string }> {
+  const sent = createHash('sha256')
+  return new Promise((resolve, reject) => {
+    const headers = framing === 'chunked' ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(total) }
+    const req = httpRequest(`${url}/upload`, { method: 'PUT', agent: false, headers }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => (text += c))
+      res.on('end', () => resolve({ reply: JSON.parse(text) as { bytes: number; sha256: string }, sent: sent.digest('hex') }))
+    })
+    req.on('error', reject)
+    pipeline(source(sent, total), req).catch(reject)
+  })
+}
+
+/** GET a body of `total` bytes; resolves with the status, the byte count and the digest received. */
+function download(url: string, total: number): Promise<{ status: number; bytes: number; digest: string }> {
+  const received = createHash('sha256')
+  let bytes = 0
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}/download?bytes=${total}`, { agent: false }, (res) => {
+      res.on('data', (c: Buffer) => {
+        bytes += c.length
+        received.update(c)
+      })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes, digest: received.digest('hex') }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+// Garbage chunks pile up (tens of MB) until V8's external-memory pressure
+// triggers a GC, and the allocator keeps that high-water mark in RSS. Each
+// test first moves 64 MB unmeasured so the window sees what the transfer
+// itself holds: a proxy that buffered 100 MB would still blow through it.
+const WARM_UP = 64 * 1024 * 1024
+
+t.test('100 MB uploads stream to the upstream with bounded memory', async (t) => {
+  const up = await startUpstream((req, res) => {
+    const hash = createHash('sha256')
+    let bytes = 0
+    req.on('data', (c: Buffer) => {
+      bytes += c.length
+      hash.update(c)
+    })
+    req.on('end', () => res.end(JSON.stringify({ bytes, sha256: hash.digest('hex') })))
+  })
+  const gw = await startProxy([routeConfig({ upstream: up.url, maxBodyBytes: 200 * 1024 * 1024 })])
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+  })
+
+  await upload(gw.url, 'content-length', WARM_UP)
+  await upload(gw.url, 'chunked', WARM_UP)
+  for (const framing of ['content-length', 'chunked'] as const) {
+    const rss = watchRss()
+    const { reply, sent } = await upload(gw.url, framing, TOTAL)
+    const growth = rss.stop()
+    t.equal(reply.bytes, TOTAL, `${framing}: every byte arrived`)
+    t.equal(reply.sha256, sent, `${framing}: the bytes arrived unchanged`)
+    t.ok(growth < MAX_GROWTH, `${framing}: RSS grew ${mb(growth)} (< ${mb(MAX_GROWTH)})`)
+  }
+})
+
+t.test('100 MB downloads stream to the client with bounded memory', async (t) => {
+  const digests: string[] = []
+  const up = await startUpstream((req, res) => {
+    req.resume()
+    const total = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('bytes'))
+    const hash = createHash('sha256')
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total) })
+    pipeline(source(hash, total), res)
+      .then(() => digests.push(hash.digest('hex')))
+      .catch(() => {})
+  })
+  const gw = await startProxy([routeConfig({ upstream: up.url })])
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+  })
+
+  await download(gw.url, WARM_UP)
+  const rss = watchRss()
+  const result = await download(gw.url, TOTAL)
+  const growth = rss.stop()
+  t.equal(result.status, 200)
+  t.equal(result.bytes, TOTAL, 'every byte arrived')
+  t.equal(result.digest, digests.at(-1), 'the bytes arrived unchanged')
+  t.ok(growth < MAX_GROWTH, `RSS grew ${mb(growth)} (< ${mb(MAX_GROWTH)})`)
+})

@@ -1,0 +1,140 @@
+/**
+ * Redis goes away and comes back: every call fails fast with
+ * StoreUnavailableError, nothing crashes, and the store recovers by itself.
+ */
+import t, { type Test } from 'tap'
+import { ManualClock } from '../../src/clock.js'
+import { StoreUnavailableError } from '../../src/errors.js'
+import { RedisStore } from '../../src/store/redis.js'
+import type { RevocationEntry, Store } from '../../src/store/types.js'
+import { startRedis } from '../helpers/redis.js'
+import { codeRecord, eventually, grantRecord, nowSec, token } from './contract.js'
+
+const LIMIT_MS = 1500
+
+interface LogLine {
+  level: 'info' | 'warn' | 'error'
+  obj: object
+  msg: string
+}
+
+function captureLog(): { lines: LogLine[]; log: { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void } } {
+  const lines: LogLine[] = []
+  return {
+    lines,
+    log: {
+      info: (obj, msg) => lines.push({ level: 'info', obj, msg }),
+      warn: (obj, msg) => lines.push({ level: 'warn', obj, msg }),
+      error: (obj, msg) => lines.push({ level: 'error', obj, msg }),
+    },
+  }
+}
+
+/** Run `call`, assert it rejects with StoreUnavailableError within LIMIT_MS. */
+async function failsFast(t: Test, label: string, call: () => Promise<unknown>): Promise<void> {
+  const started = performance.now()
+  let error: unknown = null
+  try {
+    await call()
+  } catch (err) {
+    error = err
+  }
+  const ms = performance.now() - started
+  t.ok(error instanceof StoreUnavailableError, `${label}: StoreUnavailableError`)
+  t.ok(ms < LIMIT_MS, `${label}: failed in ${ms.toFixed(0)} ms`)
+}
+
+/** Every kind of call, once, with arguments that would succeed against a live Redis. */
+function everyKindOfCall(store: Store, clock: ManualClock): Record<string, () => Promise<unknown>> {
+  const g = grantRecord(clock)
+  return {
+    ping: () => store.ping(),
+    putCode: () => store.putCode(token().hash, codeRecord(clock), 60),
+    takeCode: () => store.takeCode(token().hash),
+    createGrant: () => store.createGrant(g, token().hash),
+    rotateRefresh: () => store.rotateRefresh(token().hash, token().hash, g.expiresAt),
+    revokeGrant: () => store.revokeGrant(g.grantId, g.maxAccessExp),
+    addRevocation: () => store.addRevocation({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 }),
+    listRevocations: () => store.listRevocations(),
+    getOpaqueToken: () => store.getOpaqueToken(token().hash),
+    pollDevice: () => store.pollDevice(token().hash, clock.now()),
+    getSession: () => store.getSession('sid'),
+    hit: () => store.hit('k', 60),
+  }
+}
+
+const unhandled: unknown[] = []
+const onUnhandled = (err: unknown): void => {
+  unhandled.push(err)
+}
+process.on('unhandledRejection', onUnhandled)
+t.teardown(() => {
+  process.off('unhandledRejection', onUnhandled)
+})
+
+t.test('redis down: calls fail fast, the store recovers by itself after a restart', async (t) => {
+  const redis = await startRedis({ own: true })
+  t.teardown(() => redis.stop())
+  const clock = new ManualClock()
+  const { lines, log } = captureLog()
+  const store = new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock, log, commandTimeoutMs: 1000, maxReconnectDelayMs: 200 })
+  t.teardown(() => store.close())
+
+  await store.ping()
+  const seen: RevocationEntry[] = []
+  t.teardown(await store.subscribeRevocations((e) => seen.push(e)))
+
+  await redis.kill()
+  for (const [label, call] of Object.entries(everyKindOfCall(store, clock))) await failsFast(t, label, call)
+
+  // Keep calling through several reconnect attempts: every call still fails fast.
+  const until = Date.now() + 1500
+  let calls = 0
+  while (Date.now() < until) {
+    await failsFast(t, `burst ${++calls}`, () => Promise.all([store.ping(), store.hit('k', 60)]))
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  const downWarnings = lines.filter((l) => l.msg === 'store unreachable' && (l.obj as { connection?: string }).connection === 'main')
+  t.equal(downWarnings.length, 1, 'the outage is logged once, not per reconnect attempt')
+
+  await redis.restart()
+  t.ok(await pollUntil(() => store.ping(), 10_000), 'ping succeeds again without any help')
+  const code = token()
+  await store.putCode(code.hash, codeRecord(clock), 60)
+  t.equal((await store.takeCode(code.hash)).status, 'taken', 'transitions work again')
+
+  // The subscriber connection resubscribed on its own.
+  const entry: RevocationEntry = { kind: 'jti', id: 'after-restart', exp: nowSec(clock) + 60 }
+  t.ok(await pollUntil(() => store.addRevocation(entry), 5000))
+  t.ok(await eventually(() => seen.some((e) => e.id === 'after-restart'), 5000), 'pub/sub delivers after the restart')
+  t.equal(lines.filter((l) => l.msg === 'store connected' && (l.obj as { connection?: string }).connection === 'main').length, 2, 'connected, then reconnected')
+  t.notOk(JSON.stringify(lines).includes(redis.url), 'the URL (which may hold a password) is never logged')
+  t.same(unhandled, [], 'no unhandled rejections')
+})
+
+t.test('redis unreachable from the start: calls fail fast, subscribing too', async (t) => {
+  const redis = await startRedis({ own: true })
+  await redis.stop() // a port where nothing listens now
+  const clock = new ManualClock()
+  const store = new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock, commandTimeoutMs: 1000 })
+  t.teardown(() => store.close())
+  await failsFast(t, 'first ping', () => store.ping())
+  await failsFast(t, 'second ping', () => store.ping())
+  await failsFast(t, 'subscribe', () => store.subscribeRevocations(() => undefined))
+  await failsFast(t, 'subscribe again', () => store.subscribeRevocations(() => undefined))
+  t.same(unhandled, [], 'no unhandled rejections')
+})
+
+/** Retry `call` until it resolves, up to `ms`; true on success. */
+async function pollUntil(call: () => Promise<unknown>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    try {
+      await call()
+      return true
+    } catch {
+      if (Date.now() > deadline) return false
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+}

@@ -1,0 +1,229 @@
+import t, { type Test } from 'tap'
+import { ManualClock } from '../../src/clock.js'
+import { StoreUnavailableError } from '../../src/errors.js'
+import { MemoryStore } from '../../src/store/memory.js'
+import { RedisStore } from '../../src/store/redis.js'
+import { RevocationList } from '../../src/store/revocation-list.js'
+import type { RevocationEntry, Store } from '../../src/store/types.js'
+import { startRedis, type TestRedis } from '../helpers/redis.js'
+import { eventually, nowSec, type MakeStore } from './contract.js'
+
+/** Behaviour to impose on a store seen through {@link faulty}. */
+interface Faults {
+  /** listRevocations and subscribeRevocations reject as if the store were unreachable. */
+  down: boolean
+  /** subscribeRevocations succeeds but no message is ever delivered (a lost pub/sub). */
+  deaf: boolean
+  /** When set, listRevocations waits for this before answering. */
+  gate: Promise<void> | null
+}
+
+/** The same store, with faults switched on and off by the test. */
+function faulty(store: Store): { store: Store; faults: Faults } {
+  const faults: Faults = { down: false, deaf: false, gate: null }
+  const wrapped = new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'listRevocations') {
+        return async () => {
+          if (faults.down) throw new StoreUnavailableError()
+          const result = await target.listRevocations()
+          if (faults.gate) await faults.gate
+          return result
+        }
+      }
+      if (prop === 'subscribeRevocations') {
+        return async (fn: (e: RevocationEntry) => void) => {
+          if (faults.down) throw new StoreUnavailableError()
+          return target.subscribeRevocations((e) => {
+            if (!faults.deaf) fn(e)
+          })
+        }
+      }
+      const value: unknown = Reflect.get(target, prop, receiver)
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  return { store: wrapped, faults }
+}
+
+function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): void {
+  const setup = async (tt: Test, resyncSec = 3600, graceSec = 60) => {
+    const clock = new ManualClock()
+    const h = await makeStore(clock)
+    tt.teardown(() => h.cleanup())
+    const { store, faults } = faulty(h.store)
+    const list = new RevocationList(store, clock, undefined, resyncSec, { graceSec })
+    tt.teardown(() => list.stop())
+    return { clock, h, store: h.store, faults, list }
+  }
+
+  t.test(`${name}: start loads what the store holds`, async (tt) => {
+    const { clock, store, list } = await setup(tt)
+    await store.addRevocation({ kind: 'jti', id: 'j1', exp: nowSec(clock) + 60 })
+    await store.addRevocation({ kind: 'grant', id: 'g1', exp: nowSec(clock) + 60 })
+    tt.equal(list.healthy, false, 'not healthy before loading')
+    await list.start()
+    tt.equal(list.healthy, true)
+    tt.equal(list.isRevoked('j1', null), true)
+    tt.equal(list.isRevoked(null, 'g1'), true)
+    tt.equal(list.isRevoked('other', 'g1'), true, 'either id suffices')
+    tt.equal(list.isRevoked('g1', 'j1'), false, 'kinds are separate')
+    tt.equal(list.isRevoked(null, undefined), false)
+  })
+
+  t.test(`${name}: an entry added through another instance arrives by pub/sub`, async (tt) => {
+    const { clock, h, list } = await setup(tt)
+    await list.start()
+    const other = await h.peer()
+    await other.addRevocation({ kind: 'jti', id: 'remote', exp: nowSec(clock) + 60 })
+    tt.ok(await eventually(() => list.isRevoked('remote', null)), 'revoked within a bounded wait')
+  })
+
+  t.test(`${name}: add() applies at once; entries end after exp + grace`, async (tt) => {
+    const { clock, list } = await setup(tt, 3600, 30)
+    await list.start()
+    list.add({ kind: 'grant', id: 'g-local', exp: nowSec(clock) + 10 })
+    tt.equal(list.isRevoked(null, 'g-local'), true)
+    clock.advance(40_000)
+    tt.equal(list.isRevoked(null, 'g-local'), true, 'still revoked through the grace period')
+    clock.advance(1_000)
+    tt.equal(list.isRevoked(null, 'g-local'), false, 'forgotten after exp + grace')
+  })
+
+  t.test(`${name}: the grace period survives a resync after the store forgot the entry`, async (tt) => {
+    const { clock, store, list } = await setup(tt, 3600, 30)
+    await list.start()
+    await store.addRevocation({ kind: 'jti', id: 'j-grace', exp: nowSec(clock) + 10 })
+    await list.resync()
+    clock.advance(20_000)
+    tt.same(await store.listRevocations(), [], 'the store has forgotten it')
+    await list.resync()
+    tt.equal(list.isRevoked('j-grace', null), true, 'the list has not')
+  })
+
+  t.test(`${name}: resync heals a subscription that missed a message`, async (tt) => {
+    const { clock, store, faults, list } = await setup(tt)
+    await list.start()
+    faults.deaf = true
+    await store.addRevocation({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
+    await new Promise((r) => setTimeout(r, 50)) // give a (lost) message time to arrive
+    tt.equal(list.isRevoked('missed', null), false, 'the message was lost')
+    tt.equal(await list.resync(), true)
+    tt.equal(list.isRevoked('missed', null), true, 'healed by the resync')
+  })
+
+  t.test(`${name}: the periodic resync runs by itself`, async (tt) => {
+    const { clock, store, faults, list } = await setup(tt, 0.05)
+    await list.start()
+    faults.deaf = true
+    await store.addRevocation({ kind: 'grant', id: 'by-timer', exp: nowSec(clock) + 60 })
+    tt.ok(await eventually(() => list.isRevoked(null, 'by-timer')), 'picked up by the timer')
+  })
+
+  t.test(`${name}: a resync replaces the set (entries revoked nowhere are dropped)`, async (tt) => {
+    const { clock, list } = await setup(tt)
+    await list.start()
+    list.add({ kind: 'jti', id: 'only-local', exp: nowSec(clock) + 60 })
+    await list.resync()
+    tt.equal(list.isRevoked('only-local', null), false)
+  })
+
+  t.test(`${name}: an entry arriving during a resync is kept`, async (tt) => {
+    const { clock, faults, list } = await setup(tt)
+    await list.start()
+    let open: () => void = () => undefined
+    faults.gate = new Promise((r) => {
+      open = r
+    })
+    const pending = list.resync()
+    list.add({ kind: 'jti', id: 'during', exp: nowSec(clock) + 60 })
+    open()
+    await pending
+    tt.equal(list.isRevoked('during', null), true)
+  })
+
+  t.test(`${name}: healthy follows the store`, async (tt) => {
+    const { faults, list } = await setup(tt)
+    faults.down = true
+    await tt.resolves(list.start(), 'start does not throw when the store is down')
+    tt.equal(list.healthy, false)
+    tt.equal(await list.resync(), false)
+    faults.down = false
+    tt.equal(await list.resync(), true)
+    tt.equal(list.healthy, true)
+    faults.down = true
+    tt.equal(await list.resync(), false)
+    tt.equal(list.healthy, false)
+  })
+
+  t.test(`${name}: subscribes late when the store was down at start`, async (tt) => {
+    const { clock, h, faults, list } = await setup(tt)
+    faults.down = true
+    await list.start()
+    faults.down = false
+    await list.resync()
+    const other = await h.peer()
+    await other.addRevocation({ kind: 'jti', id: 'late', exp: nowSec(clock) + 60 })
+    tt.ok(await eventually(() => list.isRevoked('late', null)))
+  })
+
+  t.test(`${name}: stop() ends the subscription`, async (tt) => {
+    const { clock, store, list } = await setup(tt)
+    await list.start()
+    await list.stop()
+    await store.addRevocation({ kind: 'jti', id: 'after-stop', exp: nowSec(clock) + 60 })
+    await new Promise((r) => setTimeout(r, 50))
+    tt.equal(list.isRevoked('after-stop', null), false)
+  })
+}
+
+runRevocationListSuite(t, 'memory', async (clock) => {
+  const store = new MemoryStore(clock)
+  return { store, peer: async () => store, cleanup: () => store.close() }
+})
+
+const redis: TestRedis = await startRedis()
+t.teardown(() => redis.stop())
+let n = 0
+
+runRevocationListSuite(t, 'redis', async (clock) => {
+  const keyPrefix = `${redis.prefix}${++n}:`
+  const stores = [new RedisStore({ url: redis.url, keyPrefix, clock })]
+  return {
+    store: stores[0]!,
+    peer: async () => {
+      const p = new RedisStore({ url: redis.url, keyPrefix, clock })
+      stores.push(p)
+      return p
+    },
+    cleanup: async () => {
+      await Promise.all(stores.map((s) => s.close()))
+    },
+  }
+})
+
+t.test('redis: healthy flips with a real outage and back', async (t) => {
+  const own = await startRedis({ own: true })
+  t.teardown(() => own.stop())
+  const clock = new ManualClock()
+  const store = new RedisStore({ url: own.url, keyPrefix: own.prefix, clock, maxReconnectDelayMs: 200 })
+  t.teardown(() => store.close())
+  const list = new RevocationList(store, clock, undefined, 3600)
+  t.teardown(() => list.stop())
+  await store.addRevocation({ kind: 'jti', id: 'before', exp: nowSec(clock) + 600 })
+  await list.start()
+  t.equal(list.healthy, true)
+
+  await own.kill()
+  t.equal(await list.resync(), false)
+  t.equal(list.healthy, false)
+  t.equal(list.isRevoked('before', null), true, 'keeps what it knew while unhealthy')
+
+  await own.restart()
+  const deadline = Date.now() + 10_000
+  while (!(await list.resync()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+  t.equal(list.healthy, true, 'healthy again after the restart')
+  t.equal(list.isRevoked('before', null), false, 'the restarted Redis (no persistence) holds nothing: replaced')
+  await store.addRevocation({ kind: 'jti', id: 'after', exp: nowSec(clock) + 600 })
+  t.ok(await eventually(() => list.isRevoked('after', null), 5000), 'pub/sub works again')
+})
