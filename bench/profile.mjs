@@ -3,11 +3,13 @@
 // GC, idle). `node bench/profile.mjs FILE.cpuprofile [--top 25]`
 //
 // `npm run bench -- jwt-warm --cpu-prof` leaves the profile of the bearward
-// process (log level warn) in <work dir>/cpuprof/.
+// process (log level warn) in <work dir>/cpuprof/ and prints the measured
+// phases as `--window START:END` (CLOCK_MONOTONIC µs, the profile's clock),
+// so start-up and warm-up stay out of the summary. Repeat --window to add phases.
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } })
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, window: { type: 'string', multiple: true, default: [] }, callers: { type: 'string' } } })
 if (positionals.length !== 1) {
   process.stderr.write('usage: node bench/profile.mjs FILE.cpuprofile [--top N]\n')
   process.exit(2)
@@ -15,11 +17,18 @@ if (positionals.length !== 1) {
 const profile = JSON.parse(readFileSync(positionals[0], 'utf8'))
 const byId = new Map(profile.nodes.map((n) => [n.id, n]))
 
+const windows = values.window.map((w) => w.split(':').map(Number))
+const inWindow = (t) => windows.length === 0 || windows.some(([a, b]) => t >= a && t <= b)
+
 // Self time per node: each sample's time delta goes to the node it hit.
 const selfUs = new Map()
+let t = profile.startTime
 for (let i = 0; i < profile.samples.length; i++) {
+  const delta = profile.timeDeltas[i] ?? 0
+  t += delta
+  if (!inWindow(t)) continue
   const id = profile.samples[i]
-  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
+  selfUs.set(id, (selfUs.get(id) ?? 0) + delta)
 }
 const totalUs = [...selfUs.values()].reduce((a, b) => a + b, 0)
 // Percentages are of busy time: idle is time the process waited for work.
@@ -61,8 +70,31 @@ for (const [id, us] of selfUs) {
 const pct = (us) => ((100 * us) / busyUs).toFixed(1).padStart(5) + '%'
 const ms = (us) => (us / 1000).toFixed(0).padStart(7) + ' ms'
 const top = Number(values.top)
-process.stdout.write(`profile ${positionals[0]}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (percentages are of busy time)\n\nself time by area\n`)
+if (totalUs === 0) {
+  process.stderr.write(`no samples${windows.length ? ' in the given windows' : ''}\n`)
+  process.exit(1)
+}
+process.stdout.write(`profile ${positionals[0]}${windows.length ? ` (${windows.length} window(s))` : ''}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (percentages are of busy time)\n\nself time by area\n`)
 const busy = (entries) => [...entries].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)
 for (const [k, us] of busy(areas)) process.stdout.write(`${pct(us)} ${ms(us)}  ${k}\n`)
 process.stdout.write(`\nself time by function (top ${top})\n`)
 for (const [k, us] of busy(fns)) process.stdout.write(`${pct(us)} ${ms(us)}  ${k}\n`)
+
+if (values.callers) {
+  const parent = new Map()
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+  const label = (id) => {
+    const { functionName, url, lineNumber } = byId.get(id).callFrame
+    return `${functionName || '(anonymous)'} ${url ? url.replace(/^file:\/\/.*?\/(node_modules|dist)\//, '$1/') + ':' + (lineNumber + 1) : ''}`
+  }
+  const stacks = new Map()
+  for (const [id, us] of selfUs) {
+    if (!label(id).includes(values.callers)) continue
+    const chain = []
+    for (let p = id; p !== undefined && chain.length < 10; p = parent.get(p)) chain.push(label(p))
+    const key = chain.join('\n      <- ')
+    stacks.set(key, (stacks.get(key) ?? 0) + us)
+  }
+  process.stdout.write(`\ncall stacks into "${values.callers}"\n`)
+  for (const [k, us] of [...stacks].sort((a, b) => b[1] - a[1]).slice(0, 5)) process.stdout.write(`${pct(us)} ${ms(us)}  ${k}\n`)
+}

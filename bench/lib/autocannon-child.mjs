@@ -7,7 +7,7 @@
 // "p99 added < 1 ms".
 //
 // SPEC: { url, connections, warmupSec, durationSec, amount?, method, headers, body,
-//         rotate?: { file, as: 'bearer' | 'body', prefix?, once? } }
+//         rotate?: { file, as: 'bearer' | 'body', prefix?, once?, warmAll? } }
 // rotate walks a newline-separated list of values (tokens, codes, refresh
 // tokens), one per request across all connections: `bearer` sets
 // `Authorization: Bearer <v>`, `body` sends `prefix + v`. `once` means each
@@ -93,6 +93,11 @@ const base = {
 }
 // A non-2xx answer is a failed measurement, but keep going: the runner reports it.
 if (spec.warmupSec > 0) await run({ ...base, duration: spec.warmupSec })
+// A reused-token scenario measures a warm cache: the warm-up must have sent
+// every value at least once, however slow the machine was meanwhile.
+if (rotation && spec.rotate.warmAll && rotation.state.used < rotation.count) {
+  await run({ ...base, amount: Math.max(spec.connections, rotation.count - rotation.state.used) })
+}
 const warmUsed = rotation ? rotation.state.used : 0
 
 const samples = new Samples()
@@ -113,6 +118,8 @@ process.stdout.write(
     non2xx: result.non2xx,
     errors: result.errors,
     timeouts: result.timeouts,
+    // CLOCK_MONOTONIC µs, the clock V8 CPU profiles use: `profile.mjs --window` selects this phase.
+    window: { startUs: Number(started / 1000n), endUs: Number(started / 1000n) + Math.round(elapsedSec * 1e6) },
     rotation: rotation ? { values: rotation.count, used: rotation.state.used, usedInWarmup: warmUsed, wraps: rotation.state.wraps } : null,
   }) + '\n',
 )

@@ -24,7 +24,7 @@ export default {
     const pubFile = writeJson(ctx.file('jwt-warm.pub.jwk'), publicJwk(jwk))
     const tokens = mintJwts({ privateJwk: jwk, issuer: publicUrl, audience: publicUrl, scope: SCOPE, count: TOKENS })
     await checkWithJose(tokens[0], jwk, publicUrl, publicUrl)
-    const rotate = { file: writeLines(ctx.file('jwt-warm.tokens'), tokens), as: 'bearer' }
+    const rotate = { file: writeLines(ctx.file('jwt-warm.tokens'), tokens), as: 'bearer', warmAll: true }
 
     const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
     const express = await ctx.baseline('express-jwt-peer.mjs', [up.url, publicUrl, publicUrl, pubFile, SCOPE, '/api'])
@@ -47,6 +47,10 @@ export default {
       targets,
       extra: ctx.opts.cpuProf ? { cpuProfDir: ctx.file('cpuprof') } : null,
       evaluate(a) {
+        if (ctx.opts.cpuProf && a.bearward) {
+          const windows = a.bearward.rounds.map((r) => `--window ${r.window.startUs}:${r.window.endUs}`).join(' ')
+          process.stderr.write(`[jwt-warm] profile of bearward (warn) while measured: node bench/profile.mjs ${ctx.file('cpuprof')}/*.cpuprofile ${windows}\n`)
+        }
         const rows = [row(a.bare, { subject: 'bare undici proxy (baseline)' }), row(a.express, { subject: 'express + express-oauth2-jwt-bearer + hpm (peer)', ratio: ratioText(a.express.rps, a.bare.rps, 'bare').text })]
         if (!a.bearward) return [...rows, notRun('bearward', TARGET, unavailable)]
         const vsBare = ratioText(a.bearward.rps, a.bare.rps, 'bare')

@@ -63,10 +63,18 @@ export function generateClientSecret(): string {
  */
 export class SecretVerifier {
   readonly #verified = new Map<string, true>()
+  /** Checks under way, so a burst of first requests with one secret costs one scrypt. */
+  readonly #pending = new Map<string, Promise<boolean>>()
   readonly #max: number
+  #scryptRuns = 0
 
   constructor(maxEntries = 1024) {
     this.#max = maxEntries
+  }
+
+  /** How many scrypt computations this verifier has run (observability and tests). */
+  get scryptRuns(): number {
+    return this.#scryptRuns
   }
 
   async verify(secret: string, stored: string): Promise<boolean> {
@@ -74,6 +82,15 @@ export class SecretVerifier {
     if (parsed === null) return false
     const memoKey = createHash('sha256').update(stored).update('\0').update(secret).digest('base64url')
     if (this.#verified.has(memoKey)) return true
+    const inFlight = this.#pending.get(memoKey)
+    if (inFlight) return inFlight
+    const check = this.#compute(secret, parsed, memoKey).finally(() => this.#pending.delete(memoKey))
+    this.#pending.set(memoKey, check)
+    return check
+  }
+
+  async #compute(secret: string, parsed: ParsedHash, memoKey: string): Promise<boolean> {
+    this.#scryptRuns++
     const candidate = await scrypt(secret, parsed.salt, parsed.hash.length, {
       N: parsed.N,
       r: parsed.r,

@@ -71,11 +71,12 @@ export function bearerFromHeader(req: IncomingMessage): string | null {
   return token
 }
 
-function formDecode(text: string): string {
+/** application/x-www-form-urlencoded decoding of one name or value; undefined when the escapes are malformed. */
+function formDecode(text: string): string | undefined {
   try {
     return decodeURIComponent(text.replace(/\+/g, ' '))
   } catch {
-    throw malformed('The request query is malformed', 'bad percent-encoding in query')
+    return undefined
   }
 }
 
@@ -95,12 +96,14 @@ export function takeQueryToken(rawQuery: string): { token: string | null; query:
   const kept: string[] = []
   for (const part of rawQuery.split('&')) {
     const eq = part.indexOf('=')
+    // Other parameters are the upstream's business: kept as sent, even when we cannot decode them.
     if (formDecode(eq === -1 ? part : part.slice(0, eq)) !== 'access_token') {
       kept.push(part)
       continue
     }
     found++
     const value = eq === -1 ? '' : formDecode(part.slice(eq + 1))
+    if (value === undefined) throw malformed('The access_token query parameter is malformed', 'bad percent-encoding in access_token')
     if (value !== '') token = value
   }
   if (found === 0) return { token: null, query: rawQuery }

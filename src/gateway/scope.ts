@@ -14,7 +14,12 @@ interface Rule {
   readonly refusal: InsufficientScope
 }
 
-/** The scopes a route requires, per method: `scopes[METHOD] ?? scopes['*'] ?? []`. */
+/**
+ * The scopes a route requires, per method: `scopes[METHOD] ?? scopes['*'] ?? []`.
+ * HEAD without a rule of its own takes GET's: it is GET without the body
+ * (RFC 9110 9.3.2), and many upstreams run the GET handler for it, so a
+ * token that may not GET must not learn the resource's headers either.
+ */
 export class ScopeRule {
   readonly #byMethod: ReadonlyMap<string, Rule>
   readonly #fallback: Rule
@@ -25,6 +30,8 @@ export class ScopeRule {
     for (const [method, required] of Object.entries(scopes)) {
       if (method !== '*') byMethod.set(method, rule(required))
     }
+    const get = byMethod.get('GET')
+    if (get !== undefined && !byMethod.has('HEAD')) byMethod.set('HEAD', get)
     this.#byMethod = byMethod
     this.#fallback = rule(scopes['*'] ?? NO_SCOPES)
   }

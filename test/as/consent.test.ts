@@ -225,3 +225,18 @@ t.test('the stylesheet', async (t) => {
   t.match(page.text, /<link rel="stylesheet" href="assets\/bearward.css">/)
   t.match(page.text, /<meta name="viewport" content="width=device-width, initial-scale=1">/)
 })
+
+t.test('a store outage at the consent POST goes to the client as temporarily_unavailable', async (t) => {
+  const f = await startFront()
+  t.teardown(() => f.close())
+  const b = await signedIn(f)
+  const { form } = await consentPage(b, authParams(), f)
+  await f.store.close()
+  const res = await b.submit(form, { decision: 'allow' })
+  t.equal(res.status, 302)
+  const url = new URL(res.headers.get('location') ?? '')
+  t.equal(url.origin + url.pathname, WEB_CALLBACK)
+  t.equal(url.searchParams.get('error'), 'temporarily_unavailable')
+  t.equal(url.searchParams.get('state'), authParams().state)
+  t.equal(url.searchParams.get('iss'), f.issuer)
+})

@@ -264,6 +264,8 @@ t.test('gateway', async (t) => {
     t.equal(post.status, 403)
     t.match(post.headers['www-authenticate'], /scope="orders:write"/)
     t.equal((await gw.get('/admin', await gw.mint({ scope: 'admin other' }))).status, 200)
+    const head = await gw.send('/orders', { method: 'HEAD', headers: { authorization: `Bearer ${await gw.mint({ scope: 'profile' })}` } })
+    t.equal(head.status, 403, "HEAD without a rule of its own needs GET's scopes")
     t.equal((await gw.get('/orders', await gw.mint({ scope: undefined, claims: { scope: undefined, scp: ['orders:read'] } }))).status, 200, 'scp array')
   })
 

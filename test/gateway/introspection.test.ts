@@ -67,7 +67,7 @@ t.test('remote introspection', async (t) => {
 issuers:
   - id: corp
     issuer: ${ISSUER}
-    introspection: { endpoint: ${idp.url}, client_id: "gw client", client_secret: "s3cr:et", timeout: 300ms }
+    introspection: { endpoint: ${idp.url}, client_id: "gw client", client_secret: "s3cr:et", timeout: 1s }
 gateway:
   introspection_cache: { ttl: 60s, negative_ttl: 5s }
 `,

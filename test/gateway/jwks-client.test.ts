@@ -79,7 +79,7 @@ async function until(check: () => boolean, what: string): Promise<void> {
 /** Fetches that finished loading keys (the server counting a request is not enough: the client may still be reading it). */
 const loads = (logs: readonly string[]): number => logs.filter((l) => l.includes('JWKS loaded')).length
 
-function corpConfig(jwksUrl: string, jwks = 'min_ttl: 60s, max_ttl: 1h, cooldown: 30s, stale: 1h, first_fetch_wait: 300ms, timeout: 1s'): string {
+function corpConfig(jwksUrl: string, jwks = 'min_ttl: 60s, max_ttl: 1h, cooldown: 30s, stale: 1h, first_fetch_wait: 3s, timeout: 3s'): string {
   return `
 issuers:
   - id: corp
@@ -206,7 +206,7 @@ t.test('a request waits for the first fetch at most first_fetch_wait, then 503',
   const jwks = await startJwks([k1])
   jwks.mode = 'hold'
   t.teardown(() => jwks.close())
-  const gw = await startGateway({ routes: corpRoutes, extra: corpConfig(jwks.url) })
+  const gw = await startGateway({ routes: corpRoutes, extra: corpConfig(jwks.url, 'first_fetch_wait: 200ms, timeout: 30s') })
   t.teardown(() => gw.close())
   const token = await mint(gw.clock, { key: k1, iss: ISSUER, aud: AUDIENCE })
   const res = await gw.get('/corp', token)

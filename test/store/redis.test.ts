@@ -177,3 +177,31 @@ t.test('redis: Redis TTLs collect garbage at the record deadline', async (t) => 
     t.ok((await raw.pttl(key)) > 0, `${key} has a TTL`)
   }
 })
+
+t.test('redis: a throwing revocation subscriber is logged, others still receive', async (t) => {
+  const clock = new ManualClock()
+  const errors: string[] = []
+  const log = { info: () => undefined, warn: () => undefined, error: (_o: object, msg: string) => errors.push(msg) }
+  const store = new RedisStore({ url: redis.url, keyPrefix: prefix(), clock, log })
+  t.teardown(() => store.close())
+  const seen: string[] = []
+  t.teardown(await store.subscribeRevocations(() => {
+    throw new Error('boom')
+  }))
+  t.teardown(await store.subscribeRevocations((e) => seen.push(e.id)))
+  await store.addRevocation({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 })
+  t.ok(await eventually(() => seen.length === 1))
+  t.same(errors, ['revocation listener failed'])
+})
+
+t.test('helper: without redis-server and REDIS_URL the suite fails, never skips', async (t) => {
+  const saved = { path: process.env.PATH, url: process.env.REDIS_URL }
+  t.teardown(() => {
+    process.env.PATH = saved.path
+    if (saved.url === undefined) delete process.env.REDIS_URL
+    else process.env.REDIS_URL = saved.url
+  })
+  process.env.PATH = '/nonexistent'
+  delete process.env.REDIS_URL
+  await t.rejects(startRedis(), { message: 'redis-server not found: apt-get install -y redis-server or set REDIS_URL=redis://host:port/db' })
+})
