@@ -80,7 +80,10 @@ export class App {
     const store = createStore(config.store, { clock, log })
     if (config.store.kind === 'redis') log.info({ store: redactUrl(config.store.url) }, 'using redis store')
     else log.info('using the embedded memory store (single instance)')
-    const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec)
+    const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec, {
+      // A token is accepted up to clock_skew past its exp, so its revocation must last that long too.
+      graceSec: Math.max(60, config.gateway.clockSkewSec),
+    })
     await revocations.start()
     const shared: Shared = { clock, log, store, revocations, metrics }
     const state = new ProcessState(shared)

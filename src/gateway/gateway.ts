@@ -72,6 +72,12 @@ function isPreflight(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined
 }
 
+/** A request we answer ourselves, with the reply options (realm) of its route. */
+interface Refusal {
+  readonly refusal: OAuthError
+  readonly reply: ErrorReplyOptions
+}
+
 /** The normalized path and the host to match on, from the request target. */
 interface Target {
   path: string
@@ -132,13 +138,17 @@ class Gateway implements GatewayFace {
     return { plan: match.value, path: target.path }
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<boolean> {
-    if (this.#table.size === 0) return false
+  /**
+   * Everything before forwarding: route, framing, token, decision. null when
+   * no route matches; a refusal to render; or what to forward. `allowBody`
+   * is false for upgrades (there is no body to look for a token in).
+   */
+  async #decide(req: IncomingMessage, ctx: RequestContext, allowBody: boolean): Promise<ForwardRequest | Refusal | null> {
     let reply = this.#defaultReply
     let judging = false
     try {
       const found = this.#route(req, ctx)
-      if (found === null) return false
+      if (found === null) return null
       const { plan, path } = found
       const route = plan.route
       reply = plan.reply
@@ -148,50 +158,35 @@ class Gateway implements GatewayFace {
       let body: Buffer | null = null
       if (plan.policy !== null && !(route.passPreflight && isPreflight(req))) {
         judging = true
-        const extracted = await extractToken(req, route, ctx.rawQuery, true)
+        const extracted = await extractToken(req, route, ctx.rawQuery, allowBody)
         query = extracted.query
         body = extracted.body
         identity = await this.#auth.authenticate(extracted.token, plan.policy, req.method ?? 'GET')
         judging = false
         this.#deps.metrics.tokenValidations.inc(RESULT.valid)
       }
-      const fwd: ForwardRequest = { route, path: route.stripPrefix ? stripPrefix(path, route.match.path) : path, query, identity, body }
-      await this.#proxy.forward(req, res, fwd, ctx)
-      return true
+      return { route, path: route.stripPrefix ? stripPrefix(path, route.match.path) : path, query, identity, body }
     } catch (err) {
-      sendError(res, this.#asOAuthError(err, ctx, judging), reply)
-      return true
+      return { refusal: this.#asOAuthError(err, ctx, judging), reply }
     }
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<boolean> {
+    if (this.#table.size === 0) return false
+    const decision = await this.#decide(req, ctx, true)
+    if (decision === null) return false
+    if ('refusal' in decision) sendError(res, decision.refusal, decision.reply)
+    else await this.#proxy.forward(req, res, decision, ctx)
+    return true
   }
 
   async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): Promise<boolean> {
     if (this.#table.size === 0) return false
-    let reply = this.#defaultReply
-    let judging = false
-    try {
-      const found = this.#route(req, ctx)
-      if (found === null) return false
-      const { plan, path } = found
-      const route = plan.route
-      reply = plan.reply
-      if (hasConflictingFraming(req)) throw new InvalidRequest('A request must not carry both Content-Length and Transfer-Encoding')
-      let identity: TokenIdentity | null = null
-      let query = ctx.rawQuery
-      if (plan.policy !== null) {
-        judging = true
-        const extracted = await extractToken(req, route, ctx.rawQuery, false)
-        query = extracted.query
-        identity = await this.#auth.authenticate(extracted.token, plan.policy, req.method ?? 'GET')
-        judging = false
-        this.#deps.metrics.tokenValidations.inc(RESULT.valid)
-      }
-      const fwd: ForwardRequest = { route, path: route.stripPrefix ? stripPrefix(path, route.match.path) : path, query, identity, body: null }
-      this.#proxy.upgrade(req, socket, head, fwd, ctx)
-      return true
-    } catch (err) {
-      replyOnSocket(req, socket, this.#asOAuthError(err, ctx, judging), reply)
-      return true
-    }
+    const decision = await this.#decide(req, ctx, false)
+    if (decision === null) return false
+    if ('refusal' in decision) replyOnSocket(req, socket, decision.refusal, decision.reply)
+    else this.#proxy.upgrade(req, socket, head, decision, ctx)
+    return true
   }
 
   async close(): Promise<void> {

@@ -4,9 +4,12 @@
  * trip (RFC 7009 2.2: a revoked token must stop working at every resource
  * server; a JWT can only be stopped by a list keyed by jti or grant).
  *
- * Loaded at start, kept current by the store's pub/sub, and replaced by a full
+ * Loaded at start, kept current by the store's pub/sub, and merged with a full
  * reload every `resyncSec`, which heals any message missed while a connection
- * was down. `healthy` tells whether the last load succeeded, so callers can
+ * was down. A resync only adds: a revocation is never withdrawn, so an entry
+ * leaves the list only when its token has expired (plus grace). That way a
+ * Redis that restarts empty (no persistence) cannot bring a revoked token
+ * back to life in a running instance. `healthy` tells whether the last load succeeded, so callers can
  * apply their store-unavailable policy.
  */
 import type { Clock } from '../clock.js'
@@ -144,10 +147,10 @@ export class RevocationList {
       const loaded = await this.#store.listRevocations()
       const next = emptyEntries()
       const nowSec = Math.floor(this.#clock.now() / 1000)
-      // The store forgets an entry at its exp; keep ours through the grace period.
+      // Keep every entry we hold until its exp plus grace (the store forgets at exp).
       for (const kind of ['jti', 'grant'] as const) {
         for (const [id, exp] of this.#entries[kind]) {
-          if (exp < nowSec && exp + this.#graceSec >= nowSec) next[kind].set(id, exp)
+          if (exp + this.#graceSec >= nowSec) next[kind].set(id, exp)
         }
       }
       for (const e of [...loaded, ...this.#arrivals]) {

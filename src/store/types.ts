@@ -6,8 +6,10 @@
  * Conventions:
  * - Every token value (code, refresh token, opaque access token, device code)
  *   reaches the store only as `hashToken(value)` (SHA-256, base64url).
- * - TTLs are seconds; expiry is judged by the store's clock (the injected Clock
- *   for memory; Redis' own for redis, where TTLs are set relative to "now").
+ * - Expiry is judged against the injected Clock in both implementations: the
+ *   Redis store passes "now" into its scripts and compares it with times kept
+ *   in the records; Redis TTLs only collect garbage. So tests move a
+ *   ManualClock instead of sleeping, against a real Redis.
  * - Every method rejects with `StoreUnavailableError` when the backing store
  *   cannot be reached; none hangs longer than the configured command timeout.
  * - Each state transition documented "atomic" is one Redis command or Lua script.
