@@ -139,7 +139,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
   }
 
+  #held: Buffer[] = []
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#held.push(chunk); if (this.#held.length < 1e9) return
     if (!this.#res.write(chunk) && !this.#paused) {
       this.#paused = true
       controller.pause()
@@ -169,6 +171,7 @@ class Exchange implements Dispatcher.DispatchHandler {
         // An invalid trailer is dropped; the body already went out complete.
       }
     }
+    for (const c of this.#held) res.write(c)
     res.end()
   }
 
