@@ -44,8 +44,8 @@ Validates FILE. Prints "ok" (and warnings), or every error as file:line:col: key
 and exits 1.
   -c, --config FILE   config file (default: $BEARWARD_CONFIG or ${DEFAULT_CONFIG})
 `,
-  'hash-secret': `Usage: printf '%s' SECRET | bearward hash-secret
-       bearward hash-secret --generate
+  'hash-secret': `Usage: bearward hash-secret [--generate]
+       printf '%s' SECRET | bearward hash-secret
 
 Reads a secret or password from stdin (a single trailing newline is removed) and prints
 its hash, alone on the last line, for secret_hash or password_hash.

@@ -141,15 +141,13 @@ export class TrustedProxies {
   readonly #exact = new Set<string>()
   readonly #v4: V4Range[] = []
   readonly #v6: V6Range[] = []
+  /** True when nothing is trusted: every lookup is answered without parsing. */
+  readonly empty: boolean
 
   /** @throws TypeError naming the entry when one is neither an IP address nor a CIDR range. */
   constructor(entries: readonly string[]) {
     for (const entry of entries) this.#add(entry.trim())
-  }
-
-  /** True when nothing is trusted, so callers can skip the lookup entirely. */
-  get empty(): boolean {
-    return this.#exact.size === 0 && this.#v4.length === 0 && this.#v6.length === 0
+    this.empty = this.#v4.length === 0 && this.#v6.length === 0
   }
 
   #add(entry: string): void {

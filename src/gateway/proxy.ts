@@ -96,7 +96,7 @@ function upstreamFailure(err: unknown): OAuthError {
 }
 
 /**
- * One request's exchange with the upstream: a undici dispatch handler that
+ * One request's exchange with the upstream: an undici dispatch handler that
  * writes the upstream's answer to `res`.
  */
 class Exchange implements Dispatcher.DispatchHandler {
@@ -139,9 +139,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
   }
 
-  #held: Buffer[] = []
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#held.push(chunk); if (this.#held.length < 1e9) return
     if (!this.#res.write(chunk) && !this.#paused) {
       this.#paused = true
       controller.pause()
@@ -171,7 +169,6 @@ class Exchange implements Dispatcher.DispatchHandler {
         // An invalid trailer is dropped; the body already went out complete.
       }
     }
-    for (const c of this.#held) res.write(c)
     res.end()
   }
 
@@ -202,7 +199,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 }
 
-/** Route plans are looked up by the RouteConfig object the gateway matched, or by name. */
+/**
+ * Routes share a Pool when they reach the same origin with the same connect
+ * options (CA bundle, connect timeout); header and body timeouts are set per
+ * request.
+ */
 function poolKey(origin: string, caFile: string | null, connectMs: number): string {
   return `${origin}\n${caFile ?? ''}\n${connectMs}`
 }
@@ -267,10 +268,12 @@ export class UpstreamProxy {
         pools.set(key, pool)
         this.#pools.push(pool)
       }
-      let ws = sockets.get(key)
+      const handshakeTimeoutMs = route.timeouts.connectMs + route.timeouts.headersMs
+      const wsKey = `${key}\n${handshakeTimeoutMs}`
+      let ws = sockets.get(wsKey)
       if (ws === undefined) {
-        ws = new WebSocketUpstream({ url, ca, handshakeTimeoutMs: route.timeouts.connectMs + route.timeouts.headersMs })
-        sockets.set(key, ws)
+        ws = new WebSocketUpstream({ url, ca, handshakeTimeoutMs })
+        sockets.set(wsKey, ws)
       }
       const basePath = url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname
       const plan: RoutePlan = {
@@ -296,6 +299,7 @@ export class UpstreamProxy {
     }
   }
 
+  /** By the RouteConfig object the gateway matched (the same Runtime's config), else by name. */
   #plan(route: RouteConfig): RoutePlan | undefined {
     return this.#plans.get(route) ?? this.#byName.get(route.name)
   }
@@ -389,7 +393,14 @@ export class UpstreamProxy {
     }
     req.headers = headerObject(plan.headers.build(req, fwd.identity, null, true))
     req.url = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
-    plan.ws.forward(req, socket, head, ctx.log)
+    try {
+      plan.ws.forward(req, socket, head, ctx.log)
+    } catch (err) {
+      // node:http refuses a header value synchronously (e.g. a control
+      // character in a token's sub): nothing was sent upstream.
+      ctx.log.warn({ route: plan.name, code: errorCode(err) }, 'websocket upstream request refused')
+      socket.end(rawErrorResponse(new BadGateway()), () => socket.destroy())
+    }
   }
 
   /**

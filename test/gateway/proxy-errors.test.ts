@@ -3,7 +3,7 @@ import { createServer as createNetServer, type Socket } from 'node:net'
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { routeConfig, send, startProxy, startUpstream } from './proxy-helpers.js'
+import { alice, routeConfig, send, startProxy, startUpstream } from './proxy-helpers.js'
 
 /** A TCP server that accepts connections and never says anything. */
 async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
@@ -288,4 +288,31 @@ t.test('close() waits for in-flight requests, then closes the pools', async (t) 
 
   const after = await send(gw.url, { path: '/fast' })
   t.equal(after.status, 502, 'a closed proxy no longer forwards')
+})
+
+t.test('an identity value that cannot be a header value is refused, not injected', async (t) => {
+  let hits = 0
+  const up = await startUpstream((req, res) => {
+    hits++
+    req.resume()
+    res.end('ok')
+  })
+  const gw = await startProxy([routeConfig({ upstream: up.url })], undefined, () => ({ identity: { ...alice, sub: 'alice\r\nX-Admin: yes' } }))
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+  })
+  const reply = await send(gw.url)
+  t.equal(reply.status, 502)
+  t.equal(hits, 0, 'nothing reached the upstream')
+})
+
+t.test('a route the proxy was not built with is a 500, not a guess', async (t) => {
+  const gw = await startProxy([routeConfig({ upstream: 'http://127.0.0.1:1' })], undefined, () => ({
+    route: routeConfig({ name: 'unknown', upstream: 'http://127.0.0.1:2' }),
+  }))
+  t.teardown(() => gw.close())
+  const reply = await send(gw.url)
+  t.equal(reply.status, 500)
+  t.equal(JSON.parse(reply.text).error, 'server_error')
 })

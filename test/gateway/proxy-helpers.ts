@@ -1,5 +1,10 @@
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { execFile } from 'node:child_process'
+import { mkdtemp, readFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import type { Duplex } from 'node:stream'
 import { pino } from 'pino'
 import type { GatewayConfig, RouteConfig } from '../../src/config/types.js'
@@ -9,6 +14,8 @@ import { UpstreamProxy } from '../../src/gateway/proxy.js'
 import type { ForwardRequest, TokenIdentity } from '../../src/gateway/types.js'
 
 /** Helpers shared by the proxy tests: real servers on 127.0.0.1, port 0. */
+
+const execFileAsync = promisify(execFile)
 
 export const silentLog: Logger = pino({ level: 'silent' })
 
@@ -137,7 +144,11 @@ export async function startProxy(
     const { fwd, ctx } = fwdFor(req)
     forwards.push(proxy.forward(req, res, fwd, ctx))
   })
+  // Upgraded sockets leave the server's bookkeeping: close() must end them itself.
+  const upgraded = new Set<Duplex>()
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket)
+    socket.once('close', () => upgraded.delete(socket))
     const { fwd, ctx } = fwdFor(req)
     proxy.upgrade(req, socket, head, fwd, ctx)
   })
@@ -147,6 +158,7 @@ export async function startProxy(
     proxy,
     forwards,
     close: async () => {
+      for (const socket of upgraded) socket.destroy()
       await listening.close()
       await proxy.close()
     },
@@ -193,4 +205,20 @@ export function send(
 /** Header names in a raw header list, lower-cased. */
 export function rawNames(rawHeaders: readonly string[]): string[] {
   return rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase())
+}
+
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost, made with openssl in
+ * a fresh temp directory; the certificate is its own CA.
+ */
+export async function selfSignedCert(): Promise<{ dir: string; certFile: string; keyFile: string; cert: string; key: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'bearward-proxy-tls-'))
+  const certFile = join(dir, 'cert.pem')
+  const keyFile = join(dir, 'key.pem')
+  await execFileAsync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+  ])
+  return { dir, certFile, keyFile, cert: await readFile(certFile, 'utf8'), key: await readFile(keyFile, 'utf8') }
 }

@@ -10,7 +10,8 @@ import { routeConfig, startProxy, startUpstream } from './proxy-helpers.js'
 /**
  * 100 MB each way through the proxy with the client, the gateway and the
  * upstream in this one process: if any hop buffered the body, RSS would grow
- * by at least its size.
+ * by about its size. (Checked by making the proxy buffer each direction in
+ * turn: growth went to 74-205 MB; streaming stays within ~35 MB.)
  */
 
 const TOTAL = 100 * 1024 * 1024
@@ -57,7 +58,7 @@ const gc = runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => v
 /** A scavenge: frees the young, dropped chunks in about a millisecond. */
 const collect = (): void => gc({ type: 'minor' })
 
-/** Samples RSS every 20 ms; `stop()` returns the largest growth over the starting value. */
+/** Samples RSS every 10 ms; `stop()` returns the largest growth over the starting value. */
 function watchRss(): { stop(): number } {
   collect()
   const start = process.memoryUsage().rss

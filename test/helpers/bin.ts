@@ -6,6 +6,17 @@ import { createInterface } from 'node:readline'
 
 export const BIN = resolve('bin/bearward')
 
+/**
+ * The environment for a child bearward: ours minus NODE_OPTIONS, which under
+ * tap carries the TypeScript loader hooks meant for test files, not for the
+ * built binary. NODE_V8_COVERAGE stays, so the binary's coverage still counts.
+ */
+export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra }
+  delete env.NODE_OPTIONS
+  return env
+}
+
 export interface RunningBin {
   /** Base URL of `listen`. */
   url: string
@@ -35,7 +46,7 @@ export async function tempConfig(yaml: string, name = 'gateway.yaml'): Promise<{
  */
 export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 15000): Promise<RunningBin> {
   const child = spawn(process.execPath, [BIN, 'start', '-c', file], {
-    env: { ...process.env, ...env },
+    env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const lines: string[] = []
@@ -108,7 +119,7 @@ export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeou
 /** Run the CLI to completion. */
 export function runCli(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((res) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [BIN, ...args], { env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))

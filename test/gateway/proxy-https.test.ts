@@ -1,0 +1,45 @@
+import t from 'tap'
+import { rm } from 'node:fs/promises'
+import { createServer } from 'node:https'
+import { join } from 'node:path'
+import { gatewayConfig, listen, routeConfig, selfSignedCert, send, silentLog, startProxy } from './proxy-helpers.js'
+import { UpstreamProxy } from '../../src/gateway/proxy.js'
+
+t.test('https upstreams are verified against upstream_ca', async (t) => {
+  const tls = await selfSignedCert()
+  const up = await listen(
+    createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
+      req.resume()
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.end(`secure ${req.url ?? ''} host=${req.headers.host ?? ''}`)
+    }),
+  )
+  const upstream = `https://127.0.0.1:${up.port}`
+  const trusted = routeConfig({ name: 'trusted', upstream, upstreamCaFile: tls.certFile })
+  const untrusted = routeConfig({ name: 'untrusted', upstream })
+  const gw = await startProxy([trusted, untrusted], gatewayConfig(), (req) => ({ route: req.url?.startsWith('/untrusted') ? untrusted : trusted }))
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+    await rm(tls.dir, { recursive: true, force: true })
+  })
+
+  const ok = await send(gw.url, { path: '/trusted?x=1' })
+  t.equal(ok.status, 200)
+  t.equal(ok.text, `secure /trusted?x=1 host=127.0.0.1:${up.port}`)
+
+  const refused = await send(gw.url, { path: '/untrusted' })
+  t.equal(refused.status, 502, 'a certificate outside the system roots and upstream_ca is refused')
+  t.equal(JSON.parse(refused.text).error, 'bad_gateway')
+})
+
+t.test('an unreadable upstream_ca fails construction, naming the route', async (t) => {
+  t.throws(
+    () => new UpstreamProxy([routeConfig({ name: 'orders', upstream: 'https://127.0.0.1:1', upstreamCaFile: join('/nonexistent', 'ca.pem') })], gatewayConfig(), silentLog),
+    { message: /route orders: cannot read upstream_ca \/nonexistent\/ca\.pem: ENOENT/ },
+  )
+  t.throws(() => new UpstreamProxy([routeConfig({ upstream: 'ftp://example.com' })], gatewayConfig(), silentLog), {
+    message: /route test: upstream must be an http\(s\) or ws\(s\) URL/,
+  })
+  t.throws(() => new UpstreamProxy([routeConfig({ upstream: 'http://127.0.0.1:1' })], gatewayConfig({ trustedProxies: ['nope'] }), silentLog), TypeError)
+})
