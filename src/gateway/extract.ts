@@ -162,6 +162,11 @@ export async function extractToken(req: IncomingMessage, route: RouteConfig, raw
       token = fromQuery.token
       ways++
     }
+  } else if (rawQuery.includes('access_token') && takeQueryToken(rawQuery).query !== rawQuery) {
+    // A token in the URL where the route does not take one is refused rather
+    // than ignored: ignoring it would forward the token to the upstream (and
+    // its logs), and a header token beside it is "more than one method".
+    throw malformed('Access tokens are not accepted in the query string of this route', 'access_token in query, not enabled')
   }
   if (allowBody && route.tokenInBody && mayCarryFormToken(req)) {
     const fromBody = await readBodyToken(req, route.maxBodyBytes)
