@@ -7,11 +7,17 @@
 // "p99 added < 1 ms".
 //
 // SPEC: { url, connections, warmupSec, durationSec, amount?, method, headers, body,
-//         rotate?: { file, as: 'bearer' | 'body', prefix?, once?, warmAll? } }
+//         rotate?: { file, as: 'bearer' | 'body', prefix?, once?, prebuilt? } }
 // rotate walks a newline-separated list of values (tokens, codes, refresh
 // tokens), one per request across all connections: `bearer` sets
 // `Authorization: Bearer <v>`, `body` sends `prefix + v`. `once` means each
-// value must be used at most once; running out is reported (`exhausted`).
+// value must be used at most once; running out is reported.
+//
+// Walking costs the load generator a request rebuild per request (autocannon's
+// setupRequest), CPU taken from the servers on a shared machine. For reused
+// bearer tokens, `prebuilt` instead gives autocannon one ready request per
+// token (each connection cycles through all of them, no per-request work),
+// after a priming pass that sends every token once, so caches are warm.
 import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 
@@ -81,7 +87,8 @@ function run(opts, samples) {
 }
 
 const rotation = spec.rotate ? walker(spec.rotate) : null
-const base = {
+const prebuilt = spec.rotate?.prebuilt === true && spec.rotate.as === 'bearer' && !spec.rotate.once
+const common = {
   url: spec.url,
   connections: spec.connections,
   pipelining: 1,
@@ -89,15 +96,17 @@ const base = {
   headers: spec.headers ?? {},
   body: spec.body,
   timeout: spec.timeoutSec ?? 10,
-  requests: rotation ? [{ setupRequest: rotation.setupRequest }] : undefined,
+}
+const walking = { ...common, requests: rotation ? [{ setupRequest: rotation.setupRequest }] : undefined }
+let base = walking
+if (prebuilt) {
+  // Priming: every token once, so the measured phase sees a warm cache however slow the machine was.
+  await run({ ...walking, amount: Math.max(spec.connections, rotation.count) })
+  const values = readFileSync(spec.rotate.file, 'utf8').split('\n').filter(Boolean)
+  base = { ...common, requests: values.map((v) => ({ headers: { ...common.headers, authorization: 'Bearer ' + v } })) }
 }
 // A non-2xx answer is a failed measurement, but keep going: the runner reports it.
 if (spec.warmupSec > 0) await run({ ...base, duration: spec.warmupSec })
-// A reused-token scenario measures a warm cache: the warm-up must have sent
-// every value at least once, however slow the machine was meanwhile.
-if (rotation && spec.rotate.warmAll && rotation.state.used < rotation.count) {
-  await run({ ...base, amount: Math.max(spec.connections, rotation.count - rotation.state.used) })
-}
 const warmUsed = rotation ? rotation.state.used : 0
 
 const samples = new Samples()
@@ -120,6 +129,10 @@ process.stdout.write(
     timeouts: result.timeouts,
     // CLOCK_MONOTONIC µs, the clock V8 CPU profiles use: `profile.mjs --window` selects this phase.
     window: { startUs: Number(started / 1000n), endUs: Number(started / 1000n) + Math.round(elapsedSec * 1e6) },
-    rotation: rotation ? { values: rotation.count, used: rotation.state.used, usedInWarmup: warmUsed, wraps: rotation.state.wraps } : null,
+    rotation: rotation
+      ? prebuilt
+        ? { values: rotation.count, mode: 'prebuilt', primed: rotation.state.used }
+        : { values: rotation.count, mode: 'walk', used: rotation.state.used, usedInWarmup: warmUsed, wraps: rotation.state.wraps }
+      : null,
   }) + '\n',
 )

@@ -40,10 +40,11 @@ export class BenchContext {
   /** Stop what the current scenario started (the upstream stays). */
   async endScenario() {
     const handles = this.#scenarioHandles.splice(0)
-    const results = await Promise.all(handles.map((h) => h.stop()))
+    const results = await Promise.all(handles.map((h) => h.stop({ graceMs: 30_000 })))
     handles.forEach((h, i) => {
       const r = results[i]
-      if (r.killed) process.stderr.write(`${h.name} did not exit within 10 s of SIGTERM: killed (see ${h.errFile})\n`)
+      if (r.killed) process.stderr.write(`${h.name} did not exit within 30 s of SIGTERM: killed (see ${h.errFile})\n`)
+      else if (r.ms > 2000) process.stderr.write(`${h.name} took ${(r.ms / 1000).toFixed(1)} s to exit after SIGTERM\n`)
       else if (r.code !== 0 && r.signal !== 'SIGTERM') process.stderr.write(`${h.name} exited with ${JSON.stringify(r)} (see ${h.errFile})\n`)
     })
   }

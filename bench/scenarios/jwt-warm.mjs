@@ -24,7 +24,7 @@ export default {
     const pubFile = writeJson(ctx.file('jwt-warm.pub.jwk'), publicJwk(jwk))
     const tokens = mintJwts({ privateJwk: jwk, issuer: publicUrl, audience: publicUrl, scope: SCOPE, count: TOKENS })
     await checkWithJose(tokens[0], jwk, publicUrl, publicUrl)
-    const rotate = { file: writeLines(ctx.file('jwt-warm.tokens'), tokens), as: 'bearer', warmAll: true }
+    const rotate = { file: writeLines(ctx.file('jwt-warm.tokens'), tokens), as: 'bearer', prebuilt: true }
 
     const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
     const express = await ctx.baseline('express-jwt-peer.mjs', [up.url, publicUrl, publicUrl, pubFile, SCOPE, '/api'])

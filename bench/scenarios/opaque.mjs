@@ -40,7 +40,7 @@ export default {
     const body = `grant_type=client_credentials&scope=${encodeURIComponent(SCOPE)}`
     const tokens = await pool(TOKENS, 16, async () => (await postToken(`${bw.url}/token`, body, basic())).access_token)
     if (tokens.some((t) => t.split('.').length === 3)) throw new Error('/token issued a JWT although access_token.format is opaque')
-    const rotate = { file: writeLines(ctx.file('opaque.tokens'), tokens), as: 'bearer', warmAll: true }
+    const rotate = { file: writeLines(ctx.file('opaque.tokens'), tokens), as: 'bearer', prebuilt: true }
     return {
       targets: [
         ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, rotate }),

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap'
 import { createHash } from 'node:crypto'
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import { hashToken } from '../../src/store/hash.js'
+import { grantIdForCode } from '../../src/as/grants/authorization-code.js'
 import {
   API_AUDIENCE,
   codeParams,
@@ -174,6 +175,23 @@ t.test('authorization_code grant', async (t) => {
     const refresh = await token(h, 'web', { grant_type: 'refresh_token', refresh_token: rt })
     t.equal(refresh.status, 400)
     t.equal(refresh.json?.error, 'invalid_grant')
+  })
+
+  t.test('a replay that overtakes the first exchange still revokes the grant that exchange produces', async (t) => {
+    // Regression: under load, replays arrived between the winner's take and its
+    // link of the grant id, found nothing to revoke, and the winner's tokens lived.
+    const m = await mintCode(h)
+    const codeHash = hashToken(m.code)
+    const taken = await h.store.takeCode(codeHash)
+    t.equal(taken.status, 'taken', 'a first exchange is mid-flight: it took the code, created nothing yet')
+    const replay = await token(h, 'web', codeParams(m))
+    t.equal(replay.status, 400)
+    t.same(replay.json, INVALID_GRANT)
+    await settle()
+    t.ok(h.revocations.isRevoked(null, grantIdForCode(codeHash)), 'the grant the code will produce is already revoked')
+    const entry = (await h.store.listRevocations()).find((e) => e.kind === 'grant' && e.id === grantIdForCode(codeHash))
+    t.ok(entry, 'and listed in the store for every instance')
+    t.ok((entry?.exp ?? 0) >= Math.floor(h.clock.now() / 1000) + h.as.as.refreshToken.ttlSec, 'for as long as its refresh family could live')
   })
 
   t.test('a code redeemed by another client is invalid_grant and stays usable', async (t) => {

@@ -27,7 +27,7 @@ import { safeEqual } from '../../crypto/secret.js'
 import { InvalidGrant } from '../../errors.js'
 import type { CodeRecord } from '../../store/types.js'
 import { hashToken } from '../../store/hash.js'
-import { randomId, randomToken, userTokenResponse } from '../issue.js'
+import { randomToken, userTokenResponse } from '../issue.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import { revokeGrant } from '../revoke.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
@@ -60,6 +60,14 @@ function redirectFailure(record: CodeRecord, sent: string | undefined): string |
   return sent === undefined || sent === record.effectiveRedirectUri ? null : 'redirect_uri differs from the one used'
 }
 
+/**
+ * The grant a code produces has an id derived from the code's hash, so a
+ * replay can revoke it without waiting for the first exchange to record it.
+ */
+export function grantIdForCode(codeHash: string): string {
+  return createHash('sha256').update('grant:').update(codeHash).digest('base64url').slice(0, 22)
+}
+
 export const authorizationCodeGrant: Grant = {
   params: ['code', 'redirect_uri', 'code_verifier', 'resource'],
 
@@ -74,8 +82,13 @@ export const authorizationCodeGrant: Grant = {
     const now = epochSeconds(as.clock)
     if (taken.status === 'missing') throw new InvalidGrant(undefined, { cause: 'code unknown or expired' })
     if (taken.status === 'used') {
-      if (taken.grantId !== null) await revokeGrant(as, taken.grantId, now + as.as.accessToken.ttlSec)
-      throw new InvalidGrant(undefined, { cause: taken.grantId !== null ? 'code replayed; its grant is revoked' : 'code in use' })
+      // RFC 6749 4.1.2 / SPEC.md: a replayed code revokes what it produced. The
+      // grant id is derived from the code, so this works even when the replay
+      // overtakes the first exchange; the entry lasts as long as that grant's
+      // refresh family could.
+      const until = now + Math.max(as.as.accessToken.ttlSec, as.as.refreshToken.ttlSec)
+      await revokeGrant(as, taken.grantId ?? grantIdForCode(codeHash), until)
+      throw new InvalidGrant(undefined, { cause: 'code replayed; its grant is revoked' })
     }
     const record = taken.record
     if (now >= record.expiresAt) throw new InvalidGrant(undefined, { cause: 'code expired' })
@@ -94,7 +107,7 @@ export const authorizationCodeGrant: Grant = {
       throw err
     }
 
-    const grantId = randomId()
+    const grantId = grantIdForCode(codeHash)
     await as.store.linkCodeGrant(codeHash, grantId)
     const refreshToken = client.grantTypes.includes('refresh_token') ? randomToken() : null
     const accessExp = now + as.as.accessToken.ttlSec
