@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { createHash } from 'node:crypto'
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import { hashToken } from '../../src/store/hash.js'
-import { grantIdForCode } from '../../src/as/grants/authorization-code.js'
+import { grantIdForCode } from '../../src/as/grant-id.js'
 import {
   API_AUDIENCE,
   codeParams,

@@ -28,6 +28,7 @@ import { InvalidGrant } from '../../errors.js'
 import type { CodeRecord } from '../../store/types.js'
 import { hashToken } from '../../store/hash.js'
 import { randomToken, userTokenResponse } from '../issue.js'
+import { grantIdForCode } from '../grant-id.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import { revokeGrant } from '../revoke.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
@@ -58,14 +59,6 @@ export function pkceFailure(record: CodeRecord, client: ClientConfig, verifier: 
 function redirectFailure(record: CodeRecord, sent: string | undefined): string | null {
   if (record.redirectUri !== null) return sent === record.redirectUri ? null : 'redirect_uri differs from the authorization request'
   return sent === undefined || sent === record.effectiveRedirectUri ? null : 'redirect_uri differs from the one used'
-}
-
-/**
- * The grant a code produces has an id derived from the code's hash, so a
- * replay can revoke it without waiting for the first exchange to record it.
- */
-export function grantIdForCode(codeHash: string): string {
-  return createHash('sha256').update('grant:').update(codeHash).digest('base64url').slice(0, 22)
 }
 
 export const authorizationCodeGrant: Grant = {
