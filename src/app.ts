@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { performance } from 'node:perf_hooks'
 import { systemClock, type Clock } from './clock.js'
-import { loadConfigFile } from './config/load.js'
+import { loadConfigSnapshot } from './config/load.js'
 import type { Config, ListenAddress } from './config/types.js'
 import { ConfigWatcher } from './config/watch.js'
 import type { RequestContext, Shared } from './context.js'
@@ -73,7 +73,7 @@ export class App {
   /** Load the config, connect the store, build the first Runtime and listen. Throws ConfigError on a bad config. */
   static async start(options: AppOptions): Promise<App> {
     const env = options.env ?? process.env
-    const config = await loadConfigFile(options.configPath, env)
+    const { config, digest } = await loadConfigSnapshot(options.configPath, env)
     const log = createLogger(config.log.level, options.logDestination)
     const clock = options.clock ?? systemClock
     const metrics = new Metrics()
@@ -98,14 +98,15 @@ export class App {
     metrics.configInfo.set(Math.floor(clock.now() / 1000))
     const app = new App(shared, state, runtime, options.configPath, env)
     try {
+      // Watch before listening: a change made as soon as we say we listen must not be missed.
+      if (options.watch !== false) {
+        app.#watcher = new ConfigWatcher(options.configPath, () => void app.reload())
+        await app.#watcher.start(digest)
+      }
       await app.#listen(config)
     } catch (err) {
       await app.close()
       throw err
-    }
-    if (options.watch !== false) {
-      app.#watcher = new ConfigWatcher(options.configPath, () => void app.reload())
-      await app.#watcher.start()
     }
     return app
   }
@@ -258,7 +259,7 @@ export class App {
     const run = async (): Promise<boolean> => {
       const metrics = this.shared.metrics
       try {
-        const config = await loadConfigFile(this.#configPath, this.#env)
+        const { config, digest } = await loadConfigSnapshot(this.#configPath, this.#env)
         const old = this.#runtime
         if (!sameStore(old.config, config)) this.log.warn('store settings changed: they take effect at the next restart')
         if (!sameListen(old.config.listen, config.listen) || !sameListen(old.config.adminListen, config.adminListen)) {
@@ -271,6 +272,7 @@ export class App {
         }
         if (config.log.level !== this.log.level) this.log.level = config.log.level
         this.#runtime = next
+        this.#watcher?.loaded(digest)
         this.#lastReloadError = null
         metrics.reloads.inc({ result: 'ok' })
         metrics.configInfo.set(Math.floor(this.shared.clock.now() / 1000))

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 /**
  * Loading the YAML config: the one place that reads YAML. Parses with the
  * `yaml` Document API (node ranges + LineCounter) so every problem, syntax
@@ -82,9 +83,25 @@ export function parseConfig(text: string, file: string = INLINE, env: Env = proc
  * {@link ConfigError} carrying every problem found.
  */
 export async function loadConfigFile(path: string, env: Env = process.env): Promise<Config> {
-  const { config, problems } = await checkConfig(path, env)
+  return (await loadConfigSnapshot(path, env)).config
+}
+
+/**
+ * Load a config and the SHA-256 of the exact text it was built from, so a
+ * file watcher can tell a later change from the content already in use.
+ * Throws ConfigError like loadConfigFile.
+ */
+export async function loadConfigSnapshot(path: string, env: Env = process.env): Promise<{ config: Config; digest: string }> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch {
+    const { problems } = await checkConfig(path, env)
+    throw new ConfigError(problems)
+  }
+  const { config, problems } = inspectConfig(text, path, env)
   if (config === null) throw new ConfigError(problems)
-  return config
+  return { config, digest: createHash('sha256').update(text, 'utf8').digest('hex') }
 }
 
 /** `bearward check-config`: the config (or null), every problem and every warning. */

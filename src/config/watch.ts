@@ -24,8 +24,9 @@ export class ConfigWatcher {
     this.#debounceMs = debounceMs
   }
 
-  async start(): Promise<void> {
-    this.#lastDigest = await this.#digest()
+  /** Start watching; `loadedDigest` is the SHA-256 (hex) of the text in use, so a change made meanwhile is not missed. */
+  async start(loadedDigest: string): Promise<void> {
+    this.#lastDigest = loadedDigest
     const dir = dirname(this.#file)
     // In a ConfigMap mount the file itself never changes name; the swap shows
     // as `..data` events. Any event in the directory is worth a content check,
@@ -58,6 +59,11 @@ export class ConfigWatcher {
       // Mid-rename the file may be missing for a moment; the next event retries.
       return null
     }
+  }
+
+  /** The content with this digest is now in use (after a reload by SIGHUP or by this watcher). */
+  loaded(digest: string): void {
+    this.#lastDigest = digest
   }
 
   close(): void {

@@ -64,7 +64,9 @@ t.test('hot reload: a changed file is served without restart; an invalid file is
   const tmp = join(cfg.dir, '.gateway.yaml.swp')
   await writeFile(tmp, base(route('a', '/a', upA.url) + route('b', '/b', upB.url)))
   await rename(tmp, cfg.file)
-  t.ok(await eventually(async () => (await fetch(`${bin.url}/b`)).status === 200), 'the new route is served')
+  let lastStatus = 0
+  const served = await eventually(async () => (lastStatus = (await fetch(`${bin.url}/b`)).status) === 200)
+  t.ok(served, 'the new route is served', { lastStatus, log: served ? undefined : bin.lines.slice(-8) })
   t.match(await (await fetch(`${bin.url}/b/1`)).json(), { upstream: 'b' })
 
   await writeFile(cfg.file, base(route('a', '/a', upA.url) + '  - name: broken\n    match: { pth: /c }\n'))
