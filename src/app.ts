@@ -10,7 +10,7 @@ import { loadConfigSnapshot } from './config/load.js'
 import type { Config, ListenAddress } from './config/types.js'
 import { ConfigWatcher } from './config/watch.js'
 import type { RequestContext, Shared } from './context.js'
-import { ConfigError, NotFound, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
+import { ConfigError, formatProblem, NotFound, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
 import { sendError, sendJson } from './http/reply.js'
 import { createLogger, redactUrl, type Logger } from './log.js'
 import { Metrics } from './metrics.js'
@@ -73,8 +73,9 @@ export class App {
   /** Load the config, connect the store, build the first Runtime and listen. Throws ConfigError on a bad config. */
   static async start(options: AppOptions): Promise<App> {
     const env = options.env ?? process.env
-    const { config, digest } = await loadConfigSnapshot(options.configPath, env)
+    const { config, digest, warnings } = await loadConfigSnapshot(options.configPath, env)
     const log = createLogger(config.log.level, options.logDestination)
+    for (const w of warnings) log.warn(`config: ${formatProblem(w)}`)
     const clock = options.clock ?? systemClock
     const metrics = new Metrics()
     const store = createStore(config.store, { clock, log })
@@ -259,7 +260,8 @@ export class App {
     const run = async (): Promise<boolean> => {
       const metrics = this.shared.metrics
       try {
-        const { config, digest } = await loadConfigSnapshot(this.#configPath, this.#env)
+        const { config, digest, warnings } = await loadConfigSnapshot(this.#configPath, this.#env)
+        for (const w of warnings) this.log.warn(`config: ${formatProblem(w)}`)
         const old = this.#runtime
         if (!sameStore(old.config, config)) this.log.warn('store settings changed: they take effect at the next restart')
         if (!sameListen(old.config.listen, config.listen) || !sameListen(old.config.adminListen, config.adminListen)) {

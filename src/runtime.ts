@@ -50,9 +50,7 @@ export class Runtime {
   static async build(config: Config, shared: Shared, state: ProcessState): Promise<Runtime> {
     const asConfig = config.authorizationServer
     const keys = asConfig ? await loadKeySet(asConfig.keys, () => state.ephemeralKey()) : null
-    if (keys?.ephemeral) {
-      shared.log.warn('authorization_server.keys is empty: signing with an in-memory key that is lost on restart; run `bearward keys generate` and configure it')
-    }
+    // An ephemeral key is reported by the config's warnings (logged at load).
     const deps: FaceDeps = { ...shared, config, keys }
     const as = asConfig && keys ? createAuthorizationServer(buildAsContext({ ...deps, as: asConfig, keys })) : null
     const gateway = createGateway(deps, { jwks: state.jwks })

@@ -91,7 +91,10 @@ export async function loadConfigFile(path: string, env: Env = process.env): Prom
  * file watcher can tell a later change from the content already in use.
  * Throws ConfigError like loadConfigFile.
  */
-export async function loadConfigSnapshot(path: string, env: Env = process.env): Promise<{ config: Config; digest: string }> {
+export async function loadConfigSnapshot(
+  path: string,
+  env: Env = process.env,
+): Promise<{ config: Config; digest: string; warnings: ConfigProblem[] }> {
   let text: string
   try {
     text = await readFile(path, 'utf8')
@@ -99,9 +102,9 @@ export async function loadConfigSnapshot(path: string, env: Env = process.env): 
     const { problems } = await checkConfig(path, env)
     throw new ConfigError(problems)
   }
-  const { config, problems } = inspectConfig(text, path, env)
+  const { config, problems, warnings } = inspectConfig(text, path, env)
   if (config === null) throw new ConfigError(problems)
-  return { config, digest: createHash('sha256').update(text, 'utf8').digest('hex') }
+  return { config, digest: createHash('sha256').update(text, 'utf8').digest('hex'), warnings }
 }
 
 /** `bearward check-config`: the config (or null), every problem and every warning. */
