@@ -4,7 +4,7 @@
 //   npm run bench -- jwt-warm opaque     some scenarios
 //   npm run bench -- --quick             smoke run (~1 s per measurement, small memory run)
 //   options: --duration S (5)  --warmup S (2)  --rounds N (2)  --connections N (50)
-//            --log-level L (warn)  --cpu-prof (profile bearward; .cpuprofile in the work dir)
+//            --log-level L (warn)  --cpu-prof (run bearward under node --cpu-prof; prints how to summarize)
 //            --wait-quiet F (before each scenario, wait up to 10 min until other work takes < F of the CPU, e.g. 0.05)
 //
 // Each server and the load generator run in their own processes; the targets
@@ -122,9 +122,16 @@ for (const name of selected) {
       }
     }
     const agg = Object.fromEntries(Object.entries(results).map(([id, rs]) => [id, aggregate(rs)]))
+    const profiles = {}
+    for (const t of plan.targets) {
+      if (!t.profileDir) continue
+      const windows = results[t.id].filter((r) => r.window).map((r) => `--window ${r.window.startUs}:${r.window.endUs}`)
+      profiles[t.id] = `node bench/profile.mjs ${t.profileDir}/*.cpuprofile ${windows.join(' ')}`
+      log(`[${name}] CPU profile of "${t.label}" while measured (written when it stops):\n  ${profiles[t.id]}`)
+    }
     const scenarioRows = plan.evaluate(agg).map((row) => ({ scenario: scenario.title, ...row }))
     rows.push(...scenarioRows)
-    details[name] = { title: scenario.title, target: scenario.target, seconds: (Date.now() - started) / 1000, rows: scenarioRows, targets: agg, extra: plan.extra ?? null }
+    details[name] = { title: scenario.title, target: scenario.target, seconds: (Date.now() - started) / 1000, rows: scenarioRows, targets: agg, extra: plan.extra ?? null, ...(opts.cpuProf ? { profiles } : {}) }
   } catch (err) {
     log(`[${name}] FAILED: ${err.stack ?? err}`)
     rows.push({ scenario: scenario.title, subject: '—', target: scenario.target, note: `FAILED: ${String(err.message ?? err).split('\n')[0]}` })

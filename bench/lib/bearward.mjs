@@ -37,9 +37,11 @@ export async function reserveAddress() {
 /**
  * Write `config` (snake_case, as in README "Configuration") with listen,
  * admin_listen and log filled in, start bearward, and wait until the admin
- * /readyz answers 200. `cpuProfDir` runs it under `node --cpu-prof`.
+ * /readyz answers 200. With `--cpu-prof` it runs under `node --cpu-prof`,
+ * its profile going to `<work dir>/cpuprof/<name>/` (`profileDir`).
  */
-export async function startBearward(ctx, { name = 'bearward', port, config, logLevel, cpuProfDir }) {
+export async function startBearward(ctx, { name = 'bearward', port, config, logLevel }) {
+  const cpuProfDir = ctx.opts.cpuProf ? join(ctx.workDir, 'cpuprof', name) : undefined
   const adminPort = await freePort()
   const full = {
     listen: `127.0.0.1:${port}`,
@@ -57,5 +59,5 @@ export async function startBearward(ctx, { name = 'bearward', port, config, logL
     cwd: ROOT,
     probe: async () => ((await httpProbe(`http://127.0.0.1:${adminPort}/readyz`)) ? `http://127.0.0.1:${port}` : null),
   })
-  return { ...handle, configFile: file, adminUrl: `http://127.0.0.1:${adminPort}` }
+  return { ...handle, configFile: file, adminUrl: `http://127.0.0.1:${adminPort}`, profileDir: cpuProfDir ?? null }
 }

@@ -63,11 +63,12 @@ export class BenchContext {
    * spec (see autocannon-child.mjs) or a function of the round giving one
    * (single-use values need a fresh slice per round).
    */
-  loadTarget({ id, label, url, method = 'GET', headers = {}, body, rotate, amount, warmupSec, durationSec }) {
+  loadTarget({ id, label, url, method = 'GET', headers = {}, body, rotate, amount, warmupSec, durationSec, profileDir = null }) {
     const opts = this.opts
     return {
       id,
       label,
+      profileDir,
       measure: (round) =>
         runLoad(
           {

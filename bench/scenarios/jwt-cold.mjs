@@ -55,6 +55,7 @@ export default {
       targets.push({
         id: 'bearward',
         label: 'bearward JWT route, cold',
+        profileDir: bw.profileDir,
         async measure(round) {
           const count = Math.ceil(Math.max(2000, 2 * lastLoopRate) * (opts.warmupSec + opts.durationSec) * 1.3)
           const file = mintJwtsToFile(ctx.file(`jwt-cold.round${round}.tokens`), { ...claims, count })

@@ -35,22 +35,16 @@ export default {
     const unavailable = bearwardUnavailable()
     if (!unavailable) {
       const config = await gatewayConfig({ publicUrl, keyFile, routes: [route('api', '/api', up.url, { token: 'jwt', scopes: { GET: [SCOPE] } })] })
-      const cpuProfDir = ctx.opts.cpuProf ? ctx.file('cpuprof') : undefined
-      const bw = ctx.track(await startBearward(ctx, { name: 'bearward-jwt', port, config, cpuProfDir }))
-      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward JWT route', url: bw.url + PATH, rotate }))
+      const bw = ctx.track(await startBearward(ctx, { name: 'bearward-jwt', port, config }))
+      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward JWT route', url: bw.url + PATH, rotate, profileDir: bw.profileDir }))
       // A second instance at log level info, on its own port (the token's aud/iss stay the first one's public_url).
       const info = await reserveAddress()
       const infoBw = ctx.track(await startBearward(ctx, { name: 'bearward-jwt-info', port: info.port, config, logLevel: 'info' }))
-      targets.push(ctx.loadTarget({ id: 'bearwardInfo', label: 'bearward JWT route, log info', url: infoBw.url + PATH, rotate }))
+      targets.push(ctx.loadTarget({ id: 'bearwardInfo', label: 'bearward JWT route, log info', url: infoBw.url + PATH, rotate, profileDir: infoBw.profileDir }))
     }
     return {
       targets,
-      extra: ctx.opts.cpuProf ? { cpuProfDir: ctx.file('cpuprof') } : null,
       evaluate(a) {
-        if (ctx.opts.cpuProf && a.bearward) {
-          const windows = a.bearward.rounds.map((r) => `--window ${r.window.startUs}:${r.window.endUs}`).join(' ')
-          process.stderr.write(`[jwt-warm] profile of bearward (warn) while measured: node bench/profile.mjs ${ctx.file('cpuprof')}/*.cpuprofile ${windows}\n`)
-        }
         const rows = [row(a.bare, { subject: 'bare undici proxy (baseline)' }), row(a.express, { subject: 'express + express-oauth2-jwt-bearer + hpm (peer)', ratio: ratioText(a.express.rps, a.bare.rps, 'bare').text })]
         if (!a.bearward) return [...rows, notRun('bearward', TARGET, unavailable)]
         const vsBare = ratioText(a.bearward.rps, a.bare.rps, 'bare')

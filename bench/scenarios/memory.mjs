@@ -34,6 +34,7 @@ export default {
         {
           id: 'bearward',
           label: `bearward, ${requests.toLocaleString('en-US')} requests over ${tokenCount.toLocaleString('en-US')} tokens`,
+          profileDir: bw.profileDir,
           async measure() {
             const startRss = bw.rss()
             const timer = setInterval(() => samples.push({ t: Date.now(), rss: bw.rss() }), 250)

@@ -44,7 +44,7 @@ export default {
     return {
       targets: [
         ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, rotate }),
-        ctx.loadTarget({ id: 'bearward', label: 'bearward opaque route', url: bw.url + PATH, rotate }),
+        ctx.loadTarget({ id: 'bearward', label: 'bearward opaque route', url: bw.url + PATH, rotate, profileDir: bw.profileDir }),
       ],
       evaluate(a) {
         const r = ratioText(a.bearward.rps, a.bare.rps, 'bare')

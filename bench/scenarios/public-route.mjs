@@ -28,7 +28,7 @@ export default {
       const keyFile = writeJson(ctx.file('public-route.jwk'), await generateSigningJwk())
       const config = await gatewayConfig({ publicUrl, keyFile, routes: [route('public', '/public', up.url, { public: true })] })
       const bw = ctx.track(await startBearward(ctx, { name: 'bearward-public', port, config }))
-      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward public route', url: bw.url + PATH }))
+      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward public route', url: bw.url + PATH, profileDir: bw.profileDir }))
     }
     return {
       targets,

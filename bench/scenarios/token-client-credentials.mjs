@@ -31,7 +31,7 @@ export default {
       const config = await gatewayConfig({ publicUrl, keyFile, routes: [] })
       const bw = ctx.track(await startBearward(ctx, { name: 'bearward-token-cc', port, config }))
       assertJwtAccessToken((await postToken(`${bw.url}/token`, BODY, headers.authorization)).access_token)
-      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward /token', url: `${bw.url}/token`, method: 'POST', headers, body: BODY }))
+      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward /token', url: `${bw.url}/token`, method: 'POST', headers, body: BODY, profileDir: bw.profileDir }))
     }
     return {
       targets,

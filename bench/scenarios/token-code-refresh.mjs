@@ -99,6 +99,7 @@ export default {
       return {
         id,
         label,
+        profileDir: bw.profileDir,
         async measure(round) {
           const count = Math.ceil(lastRps * (opts.warmupSec + opts.durationSec) * 1.5)
           const values = await mint(count)

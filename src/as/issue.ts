@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { SignJWT } from 'jose'
 import { epochSeconds } from '../clock.js'
+import type { ClientConfig } from '../config/types.js'
 import type { SigningAlg } from '../keys/keyset.js'
 import { hashToken } from '../store/hash.js'
 import { claimsForScope, findUserBySub } from './claims.js'
@@ -192,4 +193,53 @@ export async function userTokenResponse(as: AsContext, input: UserTokensInput): 
     })
   }
   return body
+}
+
+export interface NewGrantInput {
+  grant: GrantLabel
+  client: ClientConfig
+  grantId: string
+  sub: string
+  scope: string
+  authTime: number
+  /** RFC 8707 resource the grant is bound to, or null. */
+  resource: string | null
+  audience: string
+  nonce: string | null
+}
+
+/**
+ * A user's authorization becomes a grant: the root of a refresh family
+ * (with its first refresh token when the client may refresh), then the
+ * token response. Shared by the authorization-code and device-code grants.
+ */
+export async function startGrant(as: AsContext, input: NewGrantInput): Promise<TokenResponse> {
+  const now = epochSeconds(as.clock)
+  const refreshToken = input.client.grantTypes.includes('refresh_token') ? randomToken() : null
+  const accessExp = now + as.as.accessToken.ttlSec
+  await as.store.createGrant(
+    {
+      grantId: input.grantId,
+      clientId: input.client.clientId,
+      sub: input.sub,
+      scope: input.scope,
+      authTime: input.authTime,
+      resource: input.resource,
+      createdAt: now,
+      expiresAt: refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec,
+      maxAccessExp: accessExp,
+    },
+    refreshToken === null ? null : hashToken(refreshToken),
+  )
+  return userTokenResponse(as, {
+    grant: input.grant,
+    clientId: input.client.clientId,
+    grantId: input.grantId,
+    sub: input.sub,
+    scope: input.scope,
+    authTime: input.authTime,
+    audience: input.audience,
+    nonce: input.nonce,
+    refreshToken,
+  })
 }

@@ -27,7 +27,7 @@ import { safeEqual } from '../../crypto/secret.js'
 import { InvalidGrant } from '../../errors.js'
 import type { CodeRecord } from '../../store/types.js'
 import { hashToken } from '../../store/hash.js'
-import { randomToken, userTokenResponse } from '../issue.js'
+import { startGrant } from '../issue.js'
 import { grantIdForCode } from '../grant-id.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import { revokeGrant } from '../revoke.js'
@@ -102,32 +102,16 @@ export const authorizationCodeGrant: Grant = {
 
     const grantId = grantIdForCode(codeHash)
     await as.store.linkCodeGrant(codeHash, grantId)
-    const refreshToken = client.grantTypes.includes('refresh_token') ? randomToken() : null
-    const accessExp = now + as.as.accessToken.ttlSec
-    await as.store.createGrant(
-      {
-        grantId,
-        clientId: client.clientId,
-        sub: record.sub,
-        scope: record.scope,
-        authTime: record.authTime,
-        resource: resource ?? record.resource,
-        createdAt: now,
-        expiresAt: refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec,
-        maxAccessExp: accessExp,
-      },
-      refreshToken === null ? null : hashToken(refreshToken),
-    )
-    return userTokenResponse(as, {
+    return startGrant(as, {
       grant: 'authorization_code',
-      clientId: client.clientId,
+      client,
       grantId,
       sub: record.sub,
       scope: record.scope,
       authTime: record.authTime,
+      resource: resource ?? record.resource,
       audience,
       nonce: record.nonce,
-      refreshToken,
     })
   },
 }

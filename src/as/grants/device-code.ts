@@ -14,7 +14,7 @@
 import { epochSeconds } from '../../clock.js'
 import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, SlowDown } from '../../errors.js'
 import { hashToken } from '../../store/hash.js'
-import { randomId, randomToken, userTokenResponse } from '../issue.js'
+import { randomId, randomToken, startGrant } from '../issue.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
 
@@ -65,33 +65,16 @@ export const deviceCodeGrant: Grant = {
       throw new InvalidGrant(undefined, { cause: 'approved device record without a user' })
     }
     const audience = audienceFor(as, resource, null)
-    const grantId = randomId()
-    const refreshToken = client.grantTypes.includes('refresh_token') ? randomToken() : null
-    const accessExp = now + as.as.accessToken.ttlSec
-    await as.store.createGrant(
-      {
-        grantId,
-        clientId: client.clientId,
-        sub: record.sub,
-        scope: record.scope,
-        authTime: record.authTime ?? now,
-        resource,
-        createdAt: now,
-        expiresAt: refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec,
-        maxAccessExp: accessExp,
-      },
-      refreshToken === null ? null : hashToken(refreshToken),
-    )
-    return userTokenResponse(as, {
+    return startGrant(as, {
       grant: 'device_code',
-      clientId: client.clientId,
-      grantId,
+      client,
+      grantId: randomId(),
       sub: record.sub,
       scope: record.scope,
-      authTime: record.authTime,
+      authTime: record.authTime ?? now,
+      resource,
       audience,
       nonce: null,
-      refreshToken,
     })
   },
 }
