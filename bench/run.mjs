@@ -70,6 +70,7 @@ function aggregate(results) {
     rps: mean(results.map((r) => r.rps)),
     p50: mean(results.map((r) => r.latency?.p50).filter((v) => v != null)),
     p99: mean(results.map((r) => r.latency?.p99).filter((v) => v != null)),
+    cpuUsPerReq: mean(results.map((r) => r.serverCpuUsPerReq).filter((v) => v != null)),
     problems: [...new Set(results.flatMap((r) => r.problems ?? []))],
     foreignCpuMax: Math.max(0, ...results.map((r) => r.foreignCpu ?? 0)),
     rounds: results,
@@ -117,7 +118,7 @@ for (const name of selected) {
       for (const target of order) {
         const r = await target.measure(round)
         results[target.id].push(r)
-        const lat = r.latency ? ` p50 ${r.latency.p50?.toFixed(2)} ms p99 ${r.latency.p99?.toFixed(2)} ms` : ''
+        const lat = (r.latency ? ` p50 ${r.latency.p50?.toFixed(2)} ms p99 ${r.latency.p99?.toFixed(2)} ms` : '') + (r.serverCpuUsPerReq != null ? `, server CPU ${r.serverCpuUsPerReq.toFixed(0)} µs/req` : '')
         log(`[${name}] round ${round + 1}/${rounds} ${target.label}: ${Math.round(r.rps)} req/s${lat}${r.problems?.length ? ` PROBLEMS: ${r.problems.join('; ')}` : ''} ${r.foreignCpu != null ? ` (other work: ${(100 * r.foreignCpu).toFixed(0)}% CPU)` : ''}`)
       }
     }
@@ -157,7 +158,8 @@ if (foreign.length > 0) {
 const date = new Date().toISOString().slice(0, 10)
 const dir = fileURLToPath(new URL('./results/', import.meta.url))
 mkdirSync(dir, { recursive: true })
-const file = join(dir, `${date}.json`)
+// A profiled run is slower by the profiler's overhead: keep it out of the dated results.
+const file = opts.cpuProf ? join(ctx.workDir, 'results-cpuprof.json') : join(dir, `${date}.json`)
 const previous = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { scenarios: {} }
 const command = `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
 const entry = (name) => ({ ...details[name], command, at: new Date().toISOString(), params: opts })

@@ -52,7 +52,7 @@ its hash, alone on the last line, for secret_hash or password_hash.
 With --generate (or nothing on stdin from a terminal), creates a new random 256-bit client
 secret and prints it together with its hash.
 `,
-  keys: `Usage: bearward keys generate [--alg ES256|ES384|RS256|PS256|EdDSA] [--kid KID]
+  keys: `Usage: bearward keys generate [--alg RS256|PS256|ES256|ES384|EdDSA] [--kid KID]
 
 Prints a new private JWK (with kid, alg and use) for authorization_server.keys.
 Keep it secret: store it in a file readable only by bearward.
@@ -148,7 +148,7 @@ async function cmdKeys(args: string[]): Promise<number> {
     process.stdout.write(HELP.keys ?? '')
     return values.help ? 0 : 1
   }
-  const alg = (values.alg ?? 'ES256') as SigningAlg
+  const alg = (values.alg ?? 'RS256') as SigningAlg
   if (!(SUPPORTED_ALGS as readonly string[]).includes(alg)) {
     process.stderr.write(`bearward: --alg must be one of ${SUPPORTED_ALGS.join(', ')}\n`)
     return 1

@@ -19,7 +19,7 @@ export class ProcessState {
   }
 
   ephemeralKey(): Promise<SigningKey> {
-    this.#ephemeral ??= generatePrivateJwk('ES256').then(signingKeyFromJwk)
+    this.#ephemeral ??= generatePrivateJwk('RS256').then(signingKeyFromJwk)
     return this.#ephemeral
   }
 
@@ -51,6 +51,11 @@ export class Runtime {
     const asConfig = config.authorizationServer
     const keys = asConfig ? await loadKeySet(asConfig.keys, () => state.ephemeralKey()) : null
     // An ephemeral key is reported by the config's warnings (logged at load).
+    if (keys && keys.idToken.alg !== 'RS256') {
+      shared.log.warn(
+        `no RS256 key: ID tokens are signed with ${keys.idToken.alg}, but OpenID Connect clients that do not read discovery expect RS256; add one with \`bearward keys generate --alg RS256\``,
+      )
+    }
     const deps: FaceDeps = { ...shared, config, keys }
     const as = asConfig && keys ? createAuthorizationServer(buildAsContext({ ...deps, as: asConfig, keys })) : null
     const gateway = createGateway(deps, { jwks: state.jwks })

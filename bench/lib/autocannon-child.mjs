@@ -6,7 +6,7 @@
 // autocannon's own histogram keeps whole milliseconds, too coarse for
 // "p99 added < 1 ms".
 //
-// SPEC: { url, connections, warmupSec, durationSec, amount?, method, headers, body,
+// SPEC: { url, connections, warmupSec, durationSec, amount?, method, headers, body, serverPids?,
 //         rotate?: { file, as: 'bearer' | 'body', prefix?, once?, prebuilt? } }
 // rotate walks a newline-separated list of values (tokens, codes, refresh
 // tokens), one per request across all connections: `bearer` sets
@@ -18,10 +18,25 @@
 // bearer tokens, `prebuilt` instead gives autocannon one ready request per
 // token (each connection cycles through all of them, no per-request work),
 // after a priming pass that sends every token once, so caches are warm.
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 
 const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'))
+
+// CPU time (user + system) of the servers under test, from /proc: CPU per
+// request is a figure other work on the machine hardly disturbs.
+const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100)
+function cpuUs(pids) {
+  let ticks = 0
+  for (const pid of pids) {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    ticks += Number(f[11]) + Number(f[12])
+  }
+  return ticks * TICK_US
+}
+const serverPids = spec.serverPids ?? []
 
 function walker(rotate) {
   const values = readFileSync(rotate.file, 'utf8').split('\n').filter(Boolean)
@@ -110,9 +125,11 @@ if (spec.warmupSec > 0) await run({ ...base, duration: spec.warmupSec })
 const warmUsed = rotation ? rotation.state.used : 0
 
 const samples = new Samples()
+const cpuBefore = cpuUs(serverPids)
 const started = process.hrtime.bigint()
 const result = await run(spec.amount ? { ...base, amount: spec.amount } : { ...base, duration: spec.durationSec }, samples)
 const elapsedSec = Number(process.hrtime.bigint() - started) / 1e9
+const serverCpuUs = cpuUs(serverPids) - cpuBefore
 
 const total = result.requests.total
 const statuses = {}
@@ -123,6 +140,8 @@ process.stdout.write(
     elapsedSec,
     rps: total / elapsedSec,
     latency: samples.summary(),
+    serverCpuUsPerReq: serverPids.length > 0 && total > 0 ? serverCpuUs / total : null,
+    serverCpuCores: serverPids.length > 0 ? serverCpuUs / 1e6 / elapsedSec : null,
     statuses,
     non2xx: result.non2xx,
     errors: result.errors,

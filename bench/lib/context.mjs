@@ -59,16 +59,17 @@ export class BenchContext {
   }
 
   /**
-   * A target measured over HTTP by the load generator. `rotate` is a rotation
+   * A target measured over HTTP by the load generator; `server` is the process
+   * handle whose CPU time per request is reported. `rotate` is a rotation
    * spec (see autocannon-child.mjs) or a function of the round giving one
    * (single-use values need a fresh slice per round).
    */
-  loadTarget({ id, label, url, method = 'GET', headers = {}, body, rotate, amount, warmupSec, durationSec, profileDir = null }) {
+  loadTarget({ id, label, url, server, method = 'GET', headers = {}, body, rotate, amount, warmupSec, durationSec }) {
     const opts = this.opts
     return {
       id,
       label,
-      profileDir,
+      profileDir: server?.profileDir ?? null,
       measure: (round) =>
         runLoad(
           {
@@ -80,6 +81,7 @@ export class BenchContext {
             warmupSec: warmupSec ?? opts.warmupSec,
             durationSec: durationSec ?? opts.durationSec,
             amount,
+            serverPids: server ? [server.pid] : [],
             rotate: typeof rotate === 'function' ? rotate(round) : rotate,
           },
           this.workDir,

@@ -10,12 +10,15 @@ function metCell(row) {
   return (row.problems?.length ? `${mark} (invalid: ${row.problems.join('; ')})` : mark) + noisy
 }
 
-/** scenario | target | measured | req/s | p50 ms | p99 ms | ratio vs baseline | target met? */
+/**
+ * scenario | target | measured | req/s | p50 ms | p99 ms | server CPU µs/req | ratio vs baseline | target met?
+ * (server CPU: user + system time of the measured server process per request.)
+ */
 export function formatTable(rows) {
-  const head = ['scenario', 'target', 'measured', 'req/s', 'p50 ms', 'p99 ms', 'ratio vs baseline', 'target met?']
+  const head = ['scenario', 'target', 'measured', 'req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'ratio vs baseline', 'target met?']
   const lines = [head, head.map(() => '---')]
   for (const r of rows) {
-    lines.push([r.scenario, r.target ?? '', r.subject ?? '', num(r.rps), num(r.p50, 2), num(r.p99, 2), r.ratio ?? '', metCell(r)])
+    lines.push([r.scenario, r.target ?? '', r.subject ?? '', num(r.rps), num(r.p50, 2), num(r.p99, 2), num(r.cpuUsPerReq), r.ratio ?? '', metCell(r)])
   }
   return lines.map((cells) => `| ${cells.join(' | ')} |`).join('\n')
 }

@@ -59,7 +59,7 @@ export default {
         async measure(round) {
           const count = Math.ceil(Math.max(2000, 2 * lastLoopRate) * (opts.warmupSec + opts.durationSec) * 1.3)
           const file = mintJwtsToFile(ctx.file(`jwt-cold.round${round}.tokens`), { ...claims, count })
-          return runLoad({ url: bw.url + PATH, connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec, rotate: { file, as: 'bearer', once: true } }, ctx.workDir)
+          return runLoad({ url: bw.url + PATH, connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec, serverPids: [bw.pid], rotate: { file, as: 'bearer', once: true } }, ctx.workDir)
         },
       })
     }

@@ -29,18 +29,18 @@ export default {
     const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
     const express = await ctx.baseline('express-jwt-peer.mjs', [up.url, publicUrl, publicUrl, pubFile, SCOPE, '/api'])
     const targets = [
-      ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, rotate }),
-      ctx.loadTarget({ id: 'express', label: 'express peer', url: express.url + PATH, rotate }),
+      ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, server: bare, rotate }),
+      ctx.loadTarget({ id: 'express', label: 'express peer', url: express.url + PATH, server: express, rotate }),
     ]
     const unavailable = bearwardUnavailable()
     if (!unavailable) {
       const config = await gatewayConfig({ publicUrl, keyFile, routes: [route('api', '/api', up.url, { token: 'jwt', scopes: { GET: [SCOPE] } })] })
       const bw = ctx.track(await startBearward(ctx, { name: 'bearward-jwt', port, config }))
-      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward JWT route', url: bw.url + PATH, rotate, profileDir: bw.profileDir }))
+      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward JWT route', url: bw.url + PATH, server: bw, rotate }))
       // A second instance at log level info, on its own port (the token's aud/iss stay the first one's public_url).
       const info = await reserveAddress()
       const infoBw = ctx.track(await startBearward(ctx, { name: 'bearward-jwt-info', port: info.port, config, logLevel: 'info' }))
-      targets.push(ctx.loadTarget({ id: 'bearwardInfo', label: 'bearward JWT route, log info', url: infoBw.url + PATH, rotate, profileDir: infoBw.profileDir }))
+      targets.push(ctx.loadTarget({ id: 'bearwardInfo', label: 'bearward JWT route, log info', url: infoBw.url + PATH, server: infoBw, rotate }))
     }
     return {
       targets,

@@ -39,7 +39,7 @@ export default {
             const startRss = bw.rss()
             const timer = setInterval(() => samples.push({ t: Date.now(), rss: bw.rss() }), 250)
             try {
-              const r = await runLoad({ url: bw.url + '/api/items', connections: ctx.opts.connections, warmupSec: 0, amount: requests, timeoutSec: 30, rotate: { file, as: 'bearer' } }, ctx.workDir)
+              const r = await runLoad({ url: bw.url + '/api/items', connections: ctx.opts.connections, warmupSec: 0, amount: requests, timeoutSec: 30, serverPids: [bw.pid], rotate: { file, as: 'bearer' } }, ctx.workDir)
               const maxRss = Math.max(startRss, ...samples.map((s) => s.rss))
               return { ...r, startRss, maxRss, endRss: bw.rss(), requests, tokens: tokenCount }
             } finally {

@@ -23,7 +23,7 @@ export default {
     const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
     const unavailable = bearwardUnavailable()
     if (unavailable) {
-      const targets = [ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, headers: { authorization: 'Bearer not-a-real-token-but-the-same-size-000000' } })]
+      const targets = [ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, server: bare, headers: { authorization: 'Bearer not-a-real-token-but-the-same-size-000000' } })]
       return { targets, evaluate: (a) => [row(a.bare, { subject: 'bare undici proxy (baseline)' }), notRun('bearward', TARGET, unavailable)] }
     }
     const redis = ctx.track(await startRedis(ctx.workDir, 'redis-opaque'))
@@ -43,8 +43,8 @@ export default {
     const rotate = { file: writeLines(ctx.file('opaque.tokens'), tokens), as: 'bearer', prebuilt: true }
     return {
       targets: [
-        ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, rotate }),
-        ctx.loadTarget({ id: 'bearward', label: 'bearward opaque route', url: bw.url + PATH, rotate, profileDir: bw.profileDir }),
+        ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, server: bare, rotate }),
+        ctx.loadTarget({ id: 'bearward', label: 'bearward opaque route', url: bw.url + PATH, server: bw, rotate }),
       ],
       evaluate(a) {
         const r = ratioText(a.bearward.rps, a.bare.rps, 'bare')

@@ -18,9 +18,9 @@ export default {
     const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
     const hp = await ctx.baseline('http-proxy.mjs', [up.url])
     const targets = [
-      ctx.loadTarget({ id: 'upstream', label: 'upstream direct', url: up.url + PATH }),
-      ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH }),
-      ctx.loadTarget({ id: 'httpProxy', label: 'http-proxy', url: hp.url + PATH }),
+      ctx.loadTarget({ id: 'upstream', label: 'upstream direct', url: up.url + PATH, server: up }),
+      ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, server: bare }),
+      ctx.loadTarget({ id: 'httpProxy', label: 'http-proxy', url: hp.url + PATH, server: hp }),
     ]
     const unavailable = bearwardUnavailable()
     if (!unavailable) {
@@ -28,7 +28,7 @@ export default {
       const keyFile = writeJson(ctx.file('public-route.jwk'), await generateSigningJwk())
       const config = await gatewayConfig({ publicUrl, keyFile, routes: [route('public', '/public', up.url, { public: true })] })
       const bw = ctx.track(await startBearward(ctx, { name: 'bearward-public', port, config }))
-      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward public route', url: bw.url + PATH, profileDir: bw.profileDir }))
+      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward public route', url: bw.url + PATH, server: bw }))
     }
     return {
       targets,

@@ -23,7 +23,7 @@ export default {
     const headers = { authorization: basic(), 'content-type': FORM }
     // Check the answer is what we mean to measure before measuring it.
     assertJwtAccessToken((await postToken(`${peer.url}/token`, BODY, headers.authorization)).access_token)
-    const targets = [ctx.loadTarget({ id: 'peer', label: 'oidc-provider', url: `${peer.url}/token`, method: 'POST', headers, body: BODY })]
+    const targets = [ctx.loadTarget({ id: 'peer', label: 'oidc-provider', url: `${peer.url}/token`, server: peer, method: 'POST', headers, body: BODY })]
 
     const unavailable = bearwardUnavailable()
     if (!unavailable) {
@@ -31,7 +31,7 @@ export default {
       const config = await gatewayConfig({ publicUrl, keyFile, routes: [] })
       const bw = ctx.track(await startBearward(ctx, { name: 'bearward-token-cc', port, config }))
       assertJwtAccessToken((await postToken(`${bw.url}/token`, BODY, headers.authorization)).access_token)
-      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward /token', url: `${bw.url}/token`, method: 'POST', headers, body: BODY, profileDir: bw.profileDir }))
+      targets.push(ctx.loadTarget({ id: 'bearward', label: 'bearward /token', url: `${bw.url}/token`, method: 'POST', headers, body: BODY, server: bw }))
     }
     return {
       targets,

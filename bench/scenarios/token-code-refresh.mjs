@@ -105,7 +105,7 @@ export default {
           const values = await mint(count)
           const file = writeLines(ctx.file(`${id}.round${round}.values`), values)
           const r = await runLoad(
-            { url: `${bw.url}/token`, method: 'POST', headers: { authorization: auth, 'content-type': FORM }, connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec, rotate: { file, as: 'body', prefix, once: true } },
+            { url: `${bw.url}/token`, method: 'POST', headers: { authorization: auth, 'content-type': FORM }, connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec, serverPids: [bw.pid], rotate: { file, as: 'body', prefix, once: true } },
             ctx.workDir,
           )
           lastRps = Math.max(lastRps, r.rps * 1.2)

@@ -137,7 +137,7 @@ export interface IdTokenInput {
  */
 export async function issueIdToken(as: AsContext, input: IdTokenInput): Promise<string> {
   const iat = epochSeconds(as.clock)
-  const key = as.keys.signing
+  const key = as.keys.idToken
   const user = findUserBySub(as, input.sub)
   const claims: Record<string, unknown> = user === undefined ? {} : claimsForScope(user, input.scope)
   claims.azp = input.clientId

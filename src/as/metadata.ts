@@ -42,7 +42,7 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     authorization_response_iss_parameter_supported: true,
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: [as.keys.signing.alg],
+    id_token_signing_alg_values_supported: [as.keys.idToken.alg],
     claims_supported: [...ID_TOKEN_CLAIMS, ...releasableClaims()],
     claims_parameter_supported: false,
     request_parameter_supported: false,

@@ -23,6 +23,12 @@ export interface SigningKey {
  */
 export class KeySet {
   readonly signing: SigningKey
+  /**
+   * Signs ID tokens: the first RS256 key when there is one, since OpenID
+   * Connect clients that do not read discovery expect RS256 (OIDC Core 15.1,
+   * Discovery 3); otherwise the signing key.
+   */
+  readonly idToken: SigningKey
   readonly all: readonly SigningKey[]
   readonly #byKid: Map<string, SigningKey>
   /** The JWKS document, built once. */
@@ -34,6 +40,7 @@ export class KeySet {
     const first = keys[0]
     if (first === undefined) throw new Error('a key set needs at least one key')
     this.signing = first
+    this.idToken = keys.find((k) => k.alg === 'RS256') ?? first
     this.all = keys
     this.#byKid = new Map(keys.map((k) => [k.kid, k]))
     this.jwks = Object.freeze({ keys: keys.map((k) => Object.freeze({ ...k.publicJwk })) })
@@ -97,7 +104,7 @@ export async function signingKeyFromJwk(jwk: JWK): Promise<SigningKey> {
 }
 
 /** Generate a private JWK (for `bearward keys generate` and the ephemeral key). */
-export async function generatePrivateJwk(alg: SigningAlg = 'ES256', kid?: string): Promise<JWK> {
+export async function generatePrivateJwk(alg: SigningAlg = 'RS256', kid?: string): Promise<JWK> {
   const { privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'RS256' || alg === 'PS256' ? { modulusLength: 2048 } : {}) })
   const jwk = await exportJWK(privateKey)
   const pub = publicMembers(jwk)

@@ -107,6 +107,21 @@ t.test('openid-client v6', async (t) => {
     t.type(replay, client.ResponseBodyError)
     t.match(replay, { status: 400, error: 'invalid_grant' }, 'a replayed code is invalid_grant')
 
+    // OIDC Core 3.1.2.1: with max_age the ID token MUST carry auth_time; the library checks it against maxAge.
+    const maxAgeVerifier = client.randomPKCECodeVerifier()
+    const maxAgeState = client.randomState()
+    const maxAgeUrl = client.buildAuthorizationUrl(web, {
+      redirect_uri: WEB_REDIRECT_URI,
+      scope: 'openid orders:read',
+      state: maxAgeState,
+      max_age: '300',
+      code_challenge: await client.calculatePKCECodeChallenge(maxAgeVerifier),
+      code_challenge_method: 'S256',
+    })
+    const maxAgeCallback = await authorizeAsPerson(browser, maxAgeUrl.href, ALICE)
+    const maxAgeTokens = await client.authorizationCodeGrant(web, maxAgeCallback, { pkceCodeVerifier: maxAgeVerifier, expectedState: maxAgeState, maxAge: 300 })
+    t.type(maxAgeTokens.claims()?.auth_time, 'number', 'auth_time present when max_age was sent')
+
     // The replay revoked the grant (SPEC: tokens issued from a replayed code should be revoked); start again for refresh.
     const second = await runWebFlow(web, browser)
     const refreshed = await client.refreshTokenGrant(web, second.refresh_token!)
@@ -170,8 +185,17 @@ t.test('openid-client v6', async (t) => {
     t.type(tokens.refresh_token, 'string')
     t.equal((await client.fetchProtectedResource(cli, tokens.access_token, ordersUrl(), 'GET')).status, 200)
 
-    const rotated = await client.refreshTokenGrant(cli, tokens.refresh_token!)
+    // RFC 6749 6: a refresh may narrow the scope, never widen it.
+    const rotated = await client.refreshTokenGrant(cli, tokens.refresh_token!, { scope: 'orders:read' })
     t.not(rotated.refresh_token, tokens.refresh_token, 'a public client always rotates')
+    t.equal(rotated.scope, 'orders:read', 'the narrowed scope is granted')
+    const wider = await client.refreshTokenGrant(cli, rotated.refresh_token!, { scope: 'openid orders:read orders:write' }).then(
+      () => null,
+      (e: unknown) => e,
+    )
+    t.match(wider, { status: 400, error: 'invalid_scope' }, 'a wider scope is invalid_scope')
+    const rotatedAgain = await client.refreshTokenGrant(cli, rotated.refresh_token!)
+    t.type(rotatedAgain.refresh_token, 'string', 'the refused widening did not consume the refresh token')
     const reuse = await client.refreshTokenGrant(cli, tokens.refresh_token!).then(
       () => null,
       (e: unknown) => e,
@@ -203,6 +227,28 @@ t.test('openid-client v6', async (t) => {
       (e: unknown) => e,
     )
     t.match(afterRevoke, { status: 400, error: 'invalid_grant' }, 'a revoked refresh token is invalid_grant')
+  })
+
+  await t.test('authorization error responses carry state and iss (RFC 6749 4.1.2.1, RFC 9207 2)', async (t) => {
+    const state = client.randomState()
+    const url = client.buildAuthorizationUrl(web, {
+      redirect_uri: WEB_REDIRECT_URI,
+      scope: 'openid',
+      state,
+      prompt: 'none',
+      code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
+    })
+    // A browser without a session: prompt=none cannot show the login page.
+    const callback = await authorizeAsPerson(new Browser(), url.href, ALICE)
+    t.equal(callback.origin + callback.pathname, WEB_REDIRECT_URI, 'the error goes back to the client')
+    // The library insists on iss in error responses too when the server advertises it; a missing iss would be another error type.
+    const outcome = await client.authorizationCodeGrant(web, callback, { pkceCodeVerifier: client.randomPKCECodeVerifier(), expectedState: state }).then(
+      () => null,
+      (e: unknown) => e,
+    )
+    t.type(outcome, client.AuthorizationResponseError, `the library reads the error response (${String(outcome)})`)
+    t.match(outcome, { error: 'login_required' })
   })
 
   await t.test('client credentials and introspection (client_secret_basic and client_secret_post)', async (t) => {

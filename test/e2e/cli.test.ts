@@ -47,6 +47,8 @@ t.test('keys generate prints a private JWK with kid, alg and use', async (t) => 
     t.equal(jwk.use, 'sig')
     t.type(jwk.d, 'string', 'private member present')
   }
+  const dflt = await runCli(['keys', 'generate'])
+  t.equal((JSON.parse(dflt.stdout) as { alg: string }).alg, 'RS256', 'RS256 by default: what OpenID Connect clients expect')
   const bad = await runCli(['keys', 'generate', '--alg', 'HS256'])
   t.equal(bad.code, 1)
   t.match(bad.stderr, /--alg must be one of/)

@@ -29,7 +29,8 @@ t.test('authorization code + PKCE + OIDC with oauth4webapi', async (t) => {
   t.ok(as.code_challenge_methods_supported?.includes('S256'), 'S256 advertised')
   t.equal(as.authorization_response_iss_parameter_supported, true)
 
-  const client: oauth.Client = { client_id: 'web', id_token_signed_response_alg: 'ES256' }
+  // No id_token_signed_response_alg: the library's default (RS256) must just work.
+  const client: oauth.Client = { client_id: 'web' }
   const auth = oauth.ClientSecretBasic(DEMO_SECRET)
   const redirectUri = 'http://127.0.0.1:5555/callback'
   const verifier = oauth.generateRandomCodeVerifier()

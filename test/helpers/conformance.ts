@@ -8,13 +8,13 @@
  * Everything here is written from the RFCs, not from src/: the point of these
  * suites is to judge the product from the outside.
  */
-import { createHash } from 'node:crypto'
-import { createServer } from 'node:http'
+import { createHash, randomBytes } from 'node:crypto'
+import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, type JWK } from 'jose'
 import { startBin, tempConfig, type RunningBin } from './bin.js'
-import { Browser, freePort, parseForms } from './browser.js'
-import { asConfigYaml, demoHashes, DEMO_PASSWORD } from './as-config.js'
+import { Browser, authorizeAsPerson, freePort, parseForms } from './browser.js'
+import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startUpstream } from './upstream.js'
 
 /** The person every conformance flow logs in as (as-config.ts). */
@@ -31,7 +31,12 @@ export interface ConformanceServerOptions {
   issuerPath?: string
   /** Private JWKs for `authorization_server.keys`; none: the product's ephemeral default key. */
   keys?: JWK[]
-  format?: 'jwt' | 'opaque'
+}
+
+/** Replace `anchor` once, or fail: a silent no-op would run the suite against a config nobody meant. */
+function mustReplace(text: string, anchor: string, replacement: string): string {
+  if (!text.includes(anchor)) throw new Error(`as-config.ts changed: ${JSON.stringify(anchor)} not found`)
+  return text.replace(anchor, replacement)
 }
 
 export interface ConformanceServer {
@@ -56,14 +61,14 @@ export async function startConformanceServer(o: ConformanceServerOptions = {}): 
   const origin = `http://127.0.0.1:${port}`
   const issuer = origin + (o.issuerPath ?? '')
   const { secretHash } = await demoHashes()
-  const base = await asConfigYaml({ port, upstream: upstream.url, ...(o.format ? { format: o.format } : {}) })
+  const base = await asConfigYaml({ port, upstream: upstream.url })
   const keys = o.keys ? `  keys:\n${o.keys.map((k) => `    - jwk: ${JSON.stringify(k)}\n`).join('')}` : ''
-  const yaml = base
-    .replace(`public_url: ${origin}\n`, `public_url: ${issuer}\n`)
-    .replace('authorization_server:\n', `authorization_server:\n  device: { ttl: 2m, interval: 1s }\n${keys}`)
-    .replace(
-      '  clients:\n',
-      `  clients:
+  let yaml = mustReplace(base, `public_url: ${origin}\n`, `public_url: ${issuer}\n`)
+  yaml = mustReplace(yaml, 'authorization_server:\n', `authorization_server:\n  device: { ttl: 2m, interval: 1s }\n${keys}`)
+  yaml = mustReplace(
+    yaml,
+    '  clients:\n',
+    `  clients:
     - client_id: ${POST_CLIENT_ID}
       type: confidential
       secret_hash: "${secretHash}"
@@ -72,7 +77,7 @@ export async function startConformanceServer(o: ConformanceServerOptions = {}): 
       scopes: [orders:read]
       introspect: true
 `,
-    )
+  )
   const cfg = await tempConfig(yaml)
   let bin: RunningBin
   try {
@@ -432,4 +437,66 @@ export function postForm(url: string, fields: Record<string, string>, headers: R
 export function basicAuth(clientId: string, secret: string): Record<string, string> {
   const enc = (s: string): string => encodeURIComponent(s).replace(/%20/g, '+')
   return { authorization: `Basic ${Buffer.from(`${enc(clientId)}:${enc(secret)}`).toString('base64')}` }
+}
+
+/**
+ * Send a request whose headers fetch cannot express (a header field
+ * repeated on separate lines: `headers: { authorization: ['a', 'b'] }`), and
+ * return the answer as a fetch Response.
+ */
+export function rawRequest(url: string, method: string, headers: Record<string, string | string[]>): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => {
+        const h = new Headers()
+        for (let i = 0; i < res.rawHeaders.length; i += 2) h.append(res.rawHeaders[i] ?? '', res.rawHeaders[i + 1] ?? '')
+        resolve(new Response(Buffer.concat(chunks), { status: res.statusCode ?? 0, headers: h }))
+      })
+      res.on('error', reject)
+    })
+    // setHeader with an array writes one header line per value.
+    for (const [name, value] of Object.entries(headers)) req.setHeader(name, value)
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+export interface WebLogin {
+  /** The whole token response. */
+  tokens: Record<string, unknown>
+  accessToken: string
+  refreshToken: string
+  idToken: string
+}
+
+/**
+ * A complete code + PKCE flow for the confidential `web` client in raw HTTP
+ * (RFC 6749 4.1, RFC 7636): Alice logs in and allows, the code is exchanged
+ * with client_secret_basic. Each call uses a fresh browser.
+ */
+export async function webLogin(endpoints: { authorization_endpoint: string; token_endpoint: string }, scope: string): Promise<WebLogin> {
+  const verifier = randomBytes(32).toString('base64url')
+  const state = randomBytes(16).toString('base64url')
+  const url = `${endpoints.authorization_endpoint}?${new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: WEB_REDIRECT_URI,
+    scope,
+    state,
+    nonce: randomBytes(16).toString('base64url'),
+    code_challenge: createHash('sha256').update(verifier, 'ascii').digest('base64url'),
+    code_challenge_method: 'S256',
+  })}`
+  const callback = await authorizeAsPerson(new Browser(), url, ALICE)
+  if (callback.searchParams.get('state') !== state) throw new Error('state changed on the way back')
+  const res = await postForm(
+    endpoints.token_endpoint,
+    { grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: WEB_REDIRECT_URI, code_verifier: verifier },
+    basicAuth('web', DEMO_SECRET),
+  )
+  const tokens = (await res.json()) as Record<string, unknown>
+  if (res.status !== 200) throw new Error(`code exchange answered ${res.status} ${String(tokens.error)}`)
+  return { tokens, accessToken: String(tokens.access_token), refreshToken: String(tokens.refresh_token), idToken: String(tokens.id_token) }
 }
