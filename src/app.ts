@@ -12,6 +12,7 @@ import { ConfigWatcher } from './config/watch.js'
 import type { RequestContext, Shared } from './context.js'
 import { ConfigError, formatProblem, NotFound, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
 import { sendError, sendJson } from './http/reply.js'
+import { assertSingleHost } from './http/request-checks.js'
 import { createLogger, redactUrl, type Logger } from './log.js'
 import { Metrics } from './metrics.js'
 import { ProcessState, Runtime } from './runtime.js'
@@ -188,6 +189,7 @@ export class App {
 
   async #dispatch(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, runtime: Runtime): Promise<void> {
     try {
+      assertSingleHost(req)
       if (runtime.as && (await runtime.as.handle(req, res, ctx))) return
       if (await runtime.gateway.handle(req, res, ctx)) return
       ctx.routeLabel = 'not_found'
@@ -210,6 +212,12 @@ export class App {
     const leave = runtime.enter()
     socket.on('close', leave)
     const ctx = this.#context(req, runtime)
+    try {
+      assertSingleHost(req)
+    } catch {
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      return
+    }
     runtime.gateway
       .handleUpgrade(req, socket, head, ctx)
       .then((handled) => {

@@ -162,7 +162,8 @@ export async function extractToken(req: IncomingMessage, route: RouteConfig, raw
       token = fromQuery.token
       ways++
     }
-  } else if (rawQuery.includes('access_token') && takeQueryToken(rawQuery).query !== rawQuery) {
+  } else if ((rawQuery.includes('access_token') || rawQuery.includes('%')) && takeQueryToken(rawQuery).query !== rawQuery) {
+    // `%` too: `%61ccess_token` is the same parameter name once decoded.
     // A token in the URL where the route does not take one is refused rather
     // than ignored: ignoring it would forward the token to the upstream (and
     // its logs), and a header token beside it is "more than one method".

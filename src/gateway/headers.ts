@@ -52,6 +52,11 @@ const REQUEST_DROPPED: readonly string[] = [
   'transfer-encoding',
   'expect',
   'content-length',
+  // The policy judged the request line's method; an upstream framework that
+  // honours a method override would run another one (GET judged, DELETE run).
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
 ]
 
 /**

@@ -10,7 +10,12 @@
  * - runs of `/` are merged;
  * - refused with 400 invalid_request: an encoded slash `%2f` or backslash
  *   `%5c`, a raw backslash, NUL, control or non-ASCII characters, a `#`, a
- *   malformed escape, and a path that climbs above the root.
+ *   raw `;`, a malformed escape, and a path that climbs above the root.
+ *
+ * The `;` is refused because Servlet containers (Tomcat, Jetty, Spring) cut
+ * `;params` off each segment before they resolve dot segments: they read
+ * `/public/..;/admin` as `/admin` while we would judge it under `/public`.
+ * An encoded `%3B` is data to them, so it passes.
  */
 import { InvalidRequest } from '../errors.js'
 
@@ -19,6 +24,7 @@ const DOT = 0x2e
 const PERCENT = 0x25
 const BACKSLASH = 0x5c
 const HASH = 0x23
+const SEMICOLON = 0x3b
 const HEX_DIGITS = '0123456789ABCDEF'
 
 /** A refusal of the request target itself; not about credentials, so no challenge. */
@@ -28,7 +34,7 @@ function badPath(): InvalidRequest {
 
 /**
  * True when the path needs no work: it starts with `/` and holds no `%`, no
- * `\`, no `#`, no control or non-ASCII character, and no segment that starts
+ * `\`, no `#`, no `;`, no control or non-ASCII character, and no segment that starts
  * with `.` or is empty. Most real paths take this branch and are returned
  * as they are, without allocating.
  */
@@ -37,7 +43,7 @@ function isPlain(path: string): boolean {
   let prev = SLASH
   for (let i = 1; i < path.length; i++) {
     const c = path.charCodeAt(i)
-    if (c === PERCENT || c === BACKSLASH || c === HASH || c <= 0x20 || c >= 0x7f) return false
+    if (c === PERCENT || c === BACKSLASH || c === HASH || c === SEMICOLON || c <= 0x20 || c >= 0x7f) return false
     if (prev === SLASH && (c === SLASH || c === DOT)) return false
     prev = c
   }
@@ -76,7 +82,7 @@ function decodeEscapes(path: string): string {
       out += isUnreserved(v) ? String.fromCharCode(v) : '%' + HEX_DIGITS[hi] + HEX_DIGITS[lo]
       i += 2
       runStart = i + 1
-    } else if (c === BACKSLASH || c === HASH || c <= 0x20 || c >= 0x7f) {
+    } else if (c === BACKSLASH || c === HASH || c === SEMICOLON || c <= 0x20 || c >= 0x7f) {
       throw badPath()
     }
   }

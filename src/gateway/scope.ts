@@ -15,7 +15,11 @@ interface Rule {
 }
 
 /**
- * The scopes a route requires, per method: `scopes[METHOD] ?? scopes['*'] ?? []`.
+ * The scopes a route requires, per method: `scopes[METHOD]`, else
+ * `scopes['*']`, else — when some methods are listed — every scope listed
+ * for any method (fail closed: `{ GET: [read], POST: [write] }` must not let
+ * a read-only token DELETE), else none (a route with no scope rule only
+ * needs a valid token).
  * HEAD without a rule of its own takes GET's: it is GET without the body
  * (RFC 9110 9.3.2), and many upstreams run the GET handler for it, so a
  * token that may not GET must not learn the resource's headers either.
@@ -33,7 +37,8 @@ export class ScopeRule {
     const get = byMethod.get('GET')
     if (get !== undefined && !byMethod.has('HEAD')) byMethod.set('HEAD', get)
     this.#byMethod = byMethod
-    this.#fallback = rule(scopes['*'] ?? NO_SCOPES)
+    const listed = [...new Set(Object.entries(scopes).flatMap(([method, required]) => (method === '*' ? [] : required)))]
+    this.#fallback = rule(scopes['*'] ?? listed)
   }
 
   /** The scopes required for `method` (upper case). */

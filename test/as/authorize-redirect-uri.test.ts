@@ -7,26 +7,28 @@ import { escapeHtml, html } from '../../src/as/views/html.js'
 
 t.test('matchRedirectUri: exact string match (RFC 9700 4.1.3)', async (t) => {
   const one = ['https://app.example.com/cb']
-  t.equal(matchRedirectUri(one, 'https://app.example.com/cb'), 'https://app.example.com/cb')
-  t.equal(matchRedirectUri(one, undefined), 'https://app.example.com/cb', 'omitted with exactly one registered')
-  t.equal(matchRedirectUri([...one, 'https://app.example.com/cb2'], undefined), null, 'omitted with two registered')
-  t.equal(matchRedirectUri([], undefined), null)
+  t.equal(matchRedirectUri(one, 'https://app.example.com/cb', false), 'https://app.example.com/cb')
+  t.equal(matchRedirectUri(one, undefined, false), 'https://app.example.com/cb', 'omitted with exactly one registered')
+  t.equal(matchRedirectUri([...one, 'https://app.example.com/cb2'], undefined, false), null, 'omitted with two registered')
+  t.equal(matchRedirectUri([], undefined, false), null)
   for (const bad of ['https://app.example.com/cb/', 'https://app.example.com/cb?', 'https://app.example.com/cb#', 'https://app.example.com:443/cb', 'https://APP.example.com/cb', 'https://app.example.com/c', ' https://app.example.com/cb']) {
-    t.equal(matchRedirectUri(one, bad), null, bad)
+    t.equal(matchRedirectUri(one, bad, false), null, bad)
   }
 })
 
 t.test('matchRedirectUri: loopback port exception (RFC 8252 7.3)', async (t) => {
   const registered = ['http://127.0.0.1/cb', 'http://[::1]:1234/cb?x=1']
-  t.equal(matchRedirectUri(registered, 'http://127.0.0.1:49152/cb'), 'http://127.0.0.1:49152/cb', 'the requested URI is what is used')
-  t.equal(matchRedirectUri(registered, 'http://127.0.0.1:65535/cb'), 'http://127.0.0.1:65535/cb')
-  t.equal(matchRedirectUri(registered, 'http://[::1]:9/cb?x=1'), 'http://[::1]:9/cb?x=1')
-  t.equal(matchRedirectUri(registered, 'http://[::1]/cb?x=1'), 'http://[::1]/cb?x=1')
+  t.equal(matchRedirectUri(registered, 'http://127.0.0.1:49152/cb', true), 'http://127.0.0.1:49152/cb', 'the requested URI is what is used')
+  t.equal(matchRedirectUri(registered, 'http://127.0.0.1:65535/cb', true), 'http://127.0.0.1:65535/cb')
+  t.equal(matchRedirectUri(registered, 'http://[::1]:9/cb?x=1', true), 'http://[::1]:9/cb?x=1')
+  t.equal(matchRedirectUri(registered, 'http://[::1]/cb?x=1', true), 'http://[::1]/cb?x=1')
   for (const bad of ['http://[::1]:9/cb', 'http://127.0.0.1:65536/cb', 'http://127.0.0.1:/cb', 'http://127.0.0.1:123456/cb', 'http://127.0.0.1.evil.example/cb', 'http://127.0.0.1:80@evil.example/cb', 'http://localhost:49152/cb', 'http://[::1]:9/cb?x=2']) {
-    t.equal(matchRedirectUri(registered, bad), null, bad)
+    t.equal(matchRedirectUri(registered, bad, true), null, bad)
   }
-  t.equal(matchRedirectUri(['http://localhost:8080/cb'], 'http://localhost:9090/cb'), null, 'localhost is not exempt')
-  t.equal(matchRedirectUri(['https://127.0.0.1:8080/cb'], 'https://127.0.0.1:9090/cb'), null, 'only http loopback URIs')
+  t.equal(matchRedirectUri(['http://localhost:8080/cb'], 'http://localhost:9090/cb', true), null, 'localhost is not exempt')
+  t.equal(matchRedirectUri(['https://127.0.0.1:8080/cb'], 'https://127.0.0.1:9090/cb', true), null, 'only http loopback URIs')
+  t.equal(matchRedirectUri(registered, 'http://127.0.0.1:49152/cb', false), null, 'not for a confidential (web) client: native apps only')
+  t.equal(matchRedirectUri(registered, 'http://127.0.0.1/cb', false), 'http://127.0.0.1/cb', 'its exact URI still matches')
 })
 
 t.test('appendQuery keeps the registered query and drops a fragment', async (t) => {

@@ -5,7 +5,7 @@
  * a JWS signer that signs any header and payload with our own key, and one
  * running bearward with the e2e config plus whatever a suite adds.
  */
-import { createHash, createPrivateKey, randomBytes, sign as cryptoSign } from 'node:crypto'
+import { createHash, createPrivateKey, randomBytes, sign as cryptoSign, type JsonWebKey } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
 import { writeFile } from 'node:fs/promises'
@@ -162,7 +162,7 @@ export function b64url(value: unknown): string {
  * several attacks.
  */
 export function signEs256(jwk: JWK, header: Record<string, unknown>, payload: unknown): string {
-  const key = createPrivateKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' })
+  const key = createPrivateKey({ key: jwk as JsonWebKey, format: 'jwk' })
   const input = `${b64url(header)}.${b64url(payload)}`
   const signature = cryptoSign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' })
   return `${input}.${signature.toString('base64url')}`

@@ -9,7 +9,7 @@
  * receives nothing.
  */
 import t, { type Test } from 'tap'
-import { createHmac, createPrivateKey, generateKeyPairSync, sign as cryptoSign, type KeyObject } from 'node:crypto'
+import { createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, sign as cryptoSign, type JsonWebKey, type KeyObject } from 'node:crypto'
 import { exportJWK } from 'jose'
 import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
@@ -126,8 +126,8 @@ t.test('alg none in any spelling is refused (SPEC 5.2)', async (t) => {
 t.test('algorithm confusion: the public key as an HMAC secret, other key types, other curves (RFC 8725 2.1, 3.1)', async (t) => {
   const jwks = (await (await fetch(`${target.url}/jwks.json`)).json()) as { keys: Array<Record<string, string>> }
   const pub = jwks.keys[0] ?? {}
-  const publicKey = createPrivateKey({ key: target.key as import('node:crypto').JsonWebKey, format: 'jwk' })
-  const pem = (await import('node:crypto')).createPublicKey(publicKey).export({ type: 'spki', format: 'pem' }).toString()
+  const privateKey = createPrivateKey({ key: target.key as JsonWebKey, format: 'jwk' })
+  const pem = createPublicKey(privateKey).export({ type: 'spki', format: 'pem' }).toString()
   const payload = accessClaims(target)
   const secrets: Array<[string, string | Buffer]> = [
     ['the JWKS entry (JSON)', JSON.stringify(pub)],

@@ -176,6 +176,8 @@ t.test('POST /device: forged entries and decisions are 403 and leave the device 
   const { res, url: at } = await victim.follow(sent, pageUrl, target.url)
   const form = parseForms(await res.text(), at).find((f) => f.buttons.some((b) => b.name === 'decision'))
   if (!form) throw new Error('no device confirmation form')
+  t.match(res.headers.get('content-security-policy'), /frame-ancestors 'none'/, 'the confirmation page cannot be framed')
+  t.equal(res.headers.get('x-frame-options'), 'DENY')
   const cookie = cookieHeader(victim)
   const allow = { decision: 'allow' }
 

@@ -48,10 +48,11 @@ const tokenUrl = (): string => `${target.url}/token`
 const webAuth = (): string => basic('web', target.secret)
 
 /** A code for `client` (web, web2 or cli) with its PKCE verifier. */
-async function getCode(client = 'web', scope = 'orders:read'): Promise<{ code: string; verifier: string; redirect: string }> {
+async function getCode(client = 'web', scope = 'orders:read', sendRedirect = true): Promise<{ code: string; verifier: string; redirect: string }> {
   const { verifier, challenge } = pkce()
   const redirect = client === 'cli' ? 'http://127.0.0.1:49152/callback' : REDIRECT
   const q = new URLSearchParams({ response_type: 'code', client_id: client, redirect_uri: redirect, scope, state: 's', code_challenge: challenge, code_challenge_method: 'S256' })
+  if (!sendRedirect) q.delete('redirect_uri')
   const cb = await authorizeAsPerson(browser, `${target.url}/authorize?${q}`, { username: 'alice', password: DEMO_PASSWORD })
   const code = cb.searchParams.get('code')
   if (!code) throw new Error(`no code: ${cb}`)
@@ -127,6 +128,11 @@ t.test('redirect_uri at the token endpoint must be identical to the authorizatio
   const missing = await postForm(tokenUrl(), { grant_type: 'authorization_code', code, code_verifier: verifier }, { authorization: webAuth() })
   await assertError(t, missing, 400, 'invalid_grant', 'redirect_uri omitted although it was sent at /authorize')
   await tokensOf(t, await exchange(code, verifier), 'then the rightful exchange')
+
+  // redirect_uri omitted at /authorize (one registered URI): the token request may omit it or name that one, nothing else.
+  const implicit = await getCode('web', 'orders:read', false)
+  await assertError(t, await exchange(implicit.code, implicit.verifier, { redirect: 'http://127.0.0.1:5556/callback' }), 400, 'invalid_grant', 'another redirect_uri when none was sent at /authorize')
+  await tokensOf(t, await exchange(implicit.code, implicit.verifier), 'the registered one')
 })
 
 t.test("a code issued to one client is refused to another, and stays redeemable by its owner", async (t) => {

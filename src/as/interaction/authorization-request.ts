@@ -147,7 +147,7 @@ export function parseAuthorizationRequest(raw: string, as: AsContext): ParsedAut
     if (err instanceof OAuthError) return page(err)
     throw err
   }
-  const effective = matchRedirectUri(client.redirectUris, redirectUri)
+  const effective = matchRedirectUri(client.redirectUris, redirectUri, client.type === 'public')
   if (effective === null) {
     return page(
       new InvalidRequest(

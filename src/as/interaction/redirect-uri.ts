@@ -29,11 +29,15 @@ function withoutLoopbackPort(uri: string): string | null {
  * @param registered the client's registered URIs
  * @param requested `redirect_uri` as sent, or undefined when omitted; it may be
  *   omitted only when exactly one URI is registered (RFC 6749 3.1.2.3)
+ * @param variableLoopbackPort whether the loopback port exception applies:
+ *   only for native applications, i.e. public clients (SPEC.md
+ *   Authentication 7); a confidential web client's loopback URI is exact
  * @see https://www.rfc-editor.org/rfc/rfc8252#section-7.3
  */
-export function matchRedirectUri(registered: readonly string[], requested: string | undefined): string | null {
+export function matchRedirectUri(registered: readonly string[], requested: string | undefined, variableLoopbackPort: boolean): string | null {
   if (requested === undefined) return registered.length === 1 ? (registered[0] ?? null) : null
   if (registered.includes(requested)) return requested
+  if (!variableLoopbackPort) return null
   const requestedBare = withoutLoopbackPort(requested)
   if (requestedBare === null) return null
   for (const uri of registered) {
