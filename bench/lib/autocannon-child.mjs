@@ -6,7 +6,7 @@
 // autocannon's own histogram keeps whole milliseconds, too coarse for
 // "p99 added < 1 ms".
 //
-// SPEC: { url, connections, warmupSec, durationSec, amount?, method, headers, body, serverPids?,
+// SPEC: { url, connections, warmupSec, durationSec, amount?, overallRate?, method, headers, body, serverPids?,
 //         rotate?: { file, as: 'bearer' | 'body', prefix?, once?, prebuilt? } }
 // rotate walks a newline-separated list of values (tokens, codes, refresh
 // tokens), one per request across all connections: `bearer` sets
@@ -111,6 +111,8 @@ const common = {
   headers: spec.headers ?? {},
   body: spec.body,
   timeout: spec.timeoutSec ?? 10,
+  // A fixed request rate (for comparing CPU per request at equal load); unset = as fast as possible.
+  ...(spec.overallRate ? { overallRate: spec.overallRate } : {}),
 }
 const walking = { ...common, requests: rotation ? [{ setupRequest: rotation.setupRequest }] : undefined }
 let base = walking
