@@ -6,7 +6,8 @@
 
 type Labels = Readonly<Record<string, string>>
 
-function labelKey(labels: Labels): string {
+/** The rendered label set, `a="1",b="2"`: also the series key. */
+export function labelKey(labels: Labels): string {
   const names = Object.keys(labels).sort()
   return names.map((n) => `${n}="${escapeLabel(labels[n] ?? '')}"`).join(',')
 }
@@ -22,7 +23,10 @@ export class Counter {
     readonly help: string,
   ) {}
   inc(labels: Labels = {}, by = 1): void {
-    const key = labelKey(labels)
+    this.incKey(labelKey(labels), by)
+  }
+  /** inc() with a label set already rendered by labelKey() (hot path). */
+  incKey(key: string, by = 1): void {
     this.#values.set(key, (this.#values.get(key) ?? 0) + by)
   }
   get(labels: Labels = {}): number {
@@ -59,7 +63,10 @@ export class Histogram {
     readonly buckets: readonly number[],
   ) {}
   observe(labels: Labels, value: number): void {
-    const key = labelKey(labels)
+    this.observeKey(labelKey(labels), value)
+  }
+  /** observe() with a label set already rendered by labelKey() (hot path). */
+  observeKey(key: string, value: number): void {
     let s = this.#series.get(key)
     if (s === undefined) {
       s = { counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }
@@ -96,11 +103,19 @@ export class Metrics {
   readonly tokenValidations = new Counter('bearward_token_validations_total', 'Token validations by result')
   readonly configInfo = new Gauge('bearward_config_last_reload_timestamp_seconds', 'When the config in use was loaded')
 
-  /** Record one finished request. */
+  /** Per (route, outcome): the rendered label set, built once; requests reuse it. */
+  readonly #requestKeys = new Map<string, string>()
+
+  /** Record one finished request. Hot path: no label sorting or string building after the first. */
   observeRequest(route: string, outcome: string, seconds: number): void {
-    const labels = { route, outcome }
-    this.requests.inc(labels)
-    this.requestDuration.observe(labels, seconds)
+    const id = route + '\u0000' + outcome
+    let key = this.#requestKeys.get(id)
+    if (key === undefined) {
+      key = labelKey({ route, outcome })
+      this.#requestKeys.set(id, key)
+    }
+    this.requests.incKey(key)
+    this.requestDuration.observeKey(key, seconds)
   }
 
   render(): string {
