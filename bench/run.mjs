@@ -158,10 +158,11 @@ if (foreign.length > 0) {
 const date = new Date().toISOString().slice(0, 10)
 const dir = fileURLToPath(new URL('./results/', import.meta.url))
 mkdirSync(dir, { recursive: true })
-// A profiled run is slower by the profiler's overhead: keep it out of the dated results.
-const file = opts.cpuProf ? join(ctx.workDir, 'results-cpuprof.json') : join(dir, `${date}.json`)
+// A smoke run (--quick) or a profiled one (slowed by the profiler) stays out of the dated results.
+const file = opts.cpuProf || opts.quick ? join(ctx.workDir, 'results.json') : join(dir, `${date}.json`)
 const previous = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { scenarios: {} }
-const command = `npm run bench${process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : ''}`
+const args = process.argv.slice(2).join(' ')
+const command = process.env.npm_lifecycle_event === 'bench' ? `npm run bench${args ? ' -- ' + args : ''}` : `node bench/run.mjs${args ? ' ' + args : ''}`
 const entry = (name) => ({ ...details[name], command, at: new Date().toISOString(), params: opts })
 const out = {
   date,

@@ -2,7 +2,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { performance } from 'node:perf_hooks'
 import { systemClock, type Clock } from './clock.js'
@@ -60,6 +60,9 @@ export class App {
   #admin: Server | null = null
   #watcher: ConfigWatcher | null = null
   #lastReloadError: string | null = null
+  /** Request ids: a random per-process prefix and a counter; unique without a CSPRNG call per request. */
+  readonly #idPrefix = randomBytes(6).toString('hex')
+  #idCounter = 0
   #reloading: Promise<boolean> | null = null
   #closing = false
 
@@ -161,8 +164,13 @@ export class App {
     const q = raw.indexOf('?')
     const incoming = req.headers['x-request-id']
     const id =
-      runtime.config.trustIncomingRequestId && typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
+      runtime.config.trustIncomingRequestId && typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : this.#nextRequestId()
     return new Context(id, this.log, q === -1 ? raw : raw.slice(0, q), q === -1 ? '' : raw.slice(q + 1))
+  }
+
+  #nextRequestId(): string {
+    this.#idCounter = (this.#idCounter + 1) % Number.MAX_SAFE_INTEGER
+    return `${this.#idPrefix}-${this.#idCounter.toString(36)}`
   }
 
   #onRequest(req: IncomingMessage, res: ServerResponse): void {

@@ -89,6 +89,13 @@ async function cmdStart(args: string[]): Promise<number> {
     if (stopping) return
     stopping = true
     app.log.info({ signal }, 'shutting down')
+    // Backstop: shutdown steps are bounded, but a process that was asked to
+    // stop must stop even if one of them is not.
+    const bound = app.runtime.config.shutdownTimeoutMs + 15_000
+    setTimeout(() => {
+      process.stderr.write(`bearward: shutdown did not finish within ${bound} ms; exiting\n`)
+      process.exit(1)
+    }, bound)
     app.close().then(
       () => process.exit(0),
       (err: unknown) => {

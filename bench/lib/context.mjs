@@ -37,16 +37,18 @@ export class BenchContext {
     return this.track(await startProcess({ name, args: [join(BENCH, 'baselines', file), ...args.map(String)], logDir: this.workDir }))
   }
 
-  /** Stop what the current scenario started (the upstream stays). */
+  /**
+   * Stop what the current scenario started (the upstream stays), newest
+   * first: bearward goes before the Redis it uses.
+   */
   async endScenario() {
-    const handles = this.#scenarioHandles.splice(0)
-    const results = await Promise.all(handles.map((h) => h.stop({ graceMs: 30_000 })))
-    handles.forEach((h, i) => {
-      const r = results[i]
+    const handles = this.#scenarioHandles.splice(0).reverse()
+    for (const h of handles) {
+      const r = await h.stop({ graceMs: 30_000 })
       if (r.killed) process.stderr.write(`${h.name} did not exit within 30 s of SIGTERM: killed (see ${h.errFile})\n`)
       else if (r.ms > 2000) process.stderr.write(`${h.name} took ${(r.ms / 1000).toFixed(1)} s to exit after SIGTERM\n`)
       else if (r.code !== 0 && r.signal !== 'SIGTERM') process.stderr.write(`${h.name} exited with ${JSON.stringify(r)} (see ${h.errFile})\n`)
-    })
+    }
   }
 
   /** Stop everything; delete the bulky token files, keep configs, logs and profiles. */

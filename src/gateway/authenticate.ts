@@ -85,7 +85,10 @@ export function buildTrustedIssuers(sources: IssuerSources): Map<string, Trusted
     issuers.set('self', {
       id: 'self',
       jwt: jwtIssuer('self', config.publicUrl, keys.algorithms(), new StaticKeys(verificationKeys)),
-      opaque: new StoreIntrospector(sources.store, config.publicUrl),
+      opaque: new StoreIntrospector(sources.store, config.publicUrl, {
+        maxEntries: config.gateway.tokenCacheMaxEntries,
+        ttlSec: config.gateway.introspectionCacheTtlSec,
+      }),
     })
   }
   const used = new Set(config.routes.filter((r) => !r.public).flatMap((r) => r.issuers))

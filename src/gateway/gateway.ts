@@ -13,6 +13,7 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { RouteConfig } from '../config/types.js'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
+import { labelKey } from '../metrics.js'
 import { InvalidRequest, MethodNotAllowed, OAuthError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import { sendError, type ErrorReplyOptions } from '../http/reply.js'
 import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
@@ -38,19 +39,19 @@ interface RoutePlan {
   readonly reply: ErrorReplyOptions
 }
 
-/** Labels of `bearward_token_validations_total`, built once. */
+/** Rendered labels of `bearward_token_validations_total`, built once (the hot path uses incKey). */
 const RESULT = {
-  valid: Object.freeze({ result: 'valid' }),
-  missing: Object.freeze({ result: 'missing' }),
-  malformed: Object.freeze({ result: 'malformed' }),
-  invalid: Object.freeze({ result: 'invalid' }),
-  expired: Object.freeze({ result: 'expired' }),
-  revoked: Object.freeze({ result: 'revoked' }),
-  insufficientScope: Object.freeze({ result: 'insufficient_scope' }),
-  unavailable: Object.freeze({ result: 'unavailable' }),
+  valid: labelKey({ result: 'valid' }),
+  missing: labelKey({ result: 'missing' }),
+  malformed: labelKey({ result: 'malformed' }),
+  invalid: labelKey({ result: 'invalid' }),
+  expired: labelKey({ result: 'expired' }),
+  revoked: labelKey({ result: 'revoked' }),
+  insufficientScope: labelKey({ result: 'insufficient_scope' }),
+  unavailable: labelKey({ result: 'unavailable' }),
 } as const
 
-function resultOf(err: OAuthError): Readonly<{ result: string }> {
+function resultOf(err: OAuthError): string {
   if (err.status === 401) {
     if (err.error === '') return RESULT.missing
     if (err.description === TOKEN_EXPIRED) return RESULT.expired
@@ -163,7 +164,7 @@ class Gateway implements GatewayFace {
         body = extracted.body
         identity = await this.#auth.authenticate(extracted.token, plan.policy, req.method ?? 'GET')
         judging = false
-        this.#deps.metrics.tokenValidations.inc(RESULT.valid)
+        this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
       }
       return { route, path: route.stripPrefix ? stripPrefix(path, route.match.path) : path, query, identity, body }
     } catch (err) {
@@ -197,12 +198,12 @@ class Gateway implements GatewayFace {
   /** The answer for a failure; token failures are counted by result. Anything unexpected propagates (500). */
   #asOAuthError(err: unknown, ctx: RequestContext, judging: boolean): OAuthError {
     if (err instanceof OAuthError) {
-      if (judging) this.#deps.metrics.tokenValidations.inc(resultOf(err))
+      if (judging) this.#deps.metrics.tokenValidations.incKey(resultOf(err))
       if (err.cause !== undefined) ctx.log.debug({ status: err.status, error: err.error, reason: err.cause }, 'request refused')
       return err
     }
     if (err instanceof StoreUnavailableError) {
-      if (judging) this.#deps.metrics.tokenValidations.inc(RESULT.unavailable)
+      if (judging) this.#deps.metrics.tokenValidations.incKey(RESULT.unavailable)
       this.#deps.metrics.storeErrors.inc()
       return new TemporarilyUnavailable()
     }

@@ -12,7 +12,7 @@
 import { Pool } from 'undici'
 import type { GatewayConfig, IssuerConfig, RemoteIntrospectionConfig } from '../config/types.js'
 import { InvalidToken, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
-import type { Store } from '../store/types.js'
+import type { OpaqueTokenRecord, Store } from '../store/types.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
 import { identityFromClaims, TOKEN_EXPIRED } from './verify-jwt.js'
@@ -42,21 +42,38 @@ export class StoreIntrospector implements OpaqueValidator {
   readonly issuerId = 'self'
   readonly #store: Store
   readonly #issuer: string
+  /**
+   * Found records, by token hash, for at most `ttlSec` and never past exp: a
+   * store round trip per request would cap the route at the store's speed.
+   * Safe because revocation does not rely on the record's absence: revoking
+   * an opaque token also puts its jti (and a family revocation its grant id)
+   * on the revocation list, which is checked on every request, hit or not.
+   */
+  readonly #found: TokenCache<OpaqueTokenRecord>
+  readonly #ttlMs: number
 
-  constructor(store: Store, issuer: string) {
+  constructor(store: Store, issuer: string, cache: { maxEntries: number; ttlSec: number } = { maxEntries: 0, ttlSec: 0 }) {
     this.#store = store
     this.#issuer = issuer
+    this.#found = new TokenCache(Math.max(1, cache.maxEntries))
+    this.#ttlMs = cache.ttlSec * 1000
   }
 
   async validate(_token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
-    let record
-    try {
-      record = await this.#store.getOpaqueToken(tokenHash)
-    } catch (err) {
-      if (err instanceof StoreUnavailableError) throw unavailable('store unavailable for opaque token lookup')
-      throw err
+    let record = this.#ttlMs > 0 ? this.#found.get(tokenHash, nowMs) : undefined
+    if (record === undefined) {
+      let stored
+      try {
+        stored = await this.#store.getOpaqueToken(tokenHash)
+      } catch (err) {
+        if (err instanceof StoreUnavailableError) throw unavailable('store unavailable for opaque token lookup')
+        throw err
+      }
+      if (stored === null) return null
+      record = stored
+      if (this.#ttlMs > 0 && record.exp * 1000 > nowMs) this.#found.set(tokenHash, record, Math.min(record.exp * 1000, nowMs + this.#ttlMs), nowMs)
     }
-    if (record === null || record.iss !== this.#issuer) return null
+    if (record.iss !== this.#issuer) return null
     if (record.exp * 1000 <= nowMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'opaque token expired' })
     if (!record.aud.includes(audience)) return null
     return {

@@ -103,18 +103,19 @@ class Exchange implements Dispatcher.DispatchHandler {
   readonly #req: IncomingMessage
   readonly #res: ServerResponse
   readonly #plan: RoutePlan
-  readonly #log: Logger
+  /** The request's context; its logger is only bound when something is logged. */
+  readonly #ctx: RequestContext
   #controller: Dispatcher.DispatchController | null = null
   /** The upstream exchange has ended (completed or failed). */
   #settled = false
   #clientGone = false
   #paused = false
 
-  constructor(req: IncomingMessage, res: ServerResponse, plan: RoutePlan, log: Logger) {
+  constructor(req: IncomingMessage, res: ServerResponse, plan: RoutePlan, ctx: RequestContext) {
     this.#req = req
     this.#res = res
     this.#plan = plan
-    this.#log = log
+    this.#ctx = ctx
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -178,13 +179,13 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#clientGone || err instanceof ClientGone || res.destroyed) return
     if (res.headersSent) {
       // Reset mid-body: the client must not mistake a truncated body for a whole one.
-      this.#log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err) }, 'upstream failed mid-response')
+      this.#ctx.log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err) }, 'upstream failed mid-response')
       res.destroy()
       return
     }
     const failure = upstreamFailure(err)
     if (failure.status !== 413) {
-      this.#log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err), status: failure.status }, 'upstream request failed')
+      this.#ctx.log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err), status: failure.status }, 'upstream request failed')
     }
     // An unread request body would otherwise be drained (or stall) before the
     // connection could serve another request.
@@ -347,7 +348,7 @@ export class UpstreamProxy {
 
     const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false)
     const path = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
-    const exchange = new Exchange(req, res, plan, ctx.log)
+    const exchange = new Exchange(req, res, plan, ctx)
 
     this.#inFlight++
     return new Promise<void>((resolve) => {
@@ -408,14 +409,25 @@ export class UpstreamProxy {
    * swapped out by a reload). Open WebSocket tunnels are not cut: they hold
    * their own connections and end when either side closes.
    */
-  close(): Promise<void> {
+  close(timeoutMs = 10_000): Promise<void> {
     this.#closing ??= (async () => {
-      if (this.#inFlight > 0) {
-        await new Promise<void>((resolve) => {
-          this.#idle = resolve
+      // Bounded: an exchange that never settles (a stuck upstream) must not
+      // keep a retired runtime, or a shutting-down process, alive forever.
+      const deadline = Date.now() + timeoutMs
+      const until = (ms: number): Promise<void> =>
+        new Promise((resolve) => {
+          const timer = setTimeout(resolve, Math.max(0, ms))
+          timer.unref()
         })
+      if (this.#inFlight > 0) {
+        await Promise.race([new Promise<void>((resolve) => (this.#idle = resolve)), until(deadline - Date.now())])
       }
-      await Promise.all(this.#pools.map((pool) => pool.close()))
+      const closed = Promise.all(this.#pools.map((pool) => pool.close())).then(() => true)
+      const inTime = await Promise.race([closed, until(deadline - Date.now()).then(() => false)])
+      if (!inTime) {
+        this.#log.warn({ pools: this.#pools.length, in_flight: this.#inFlight }, 'upstream pools did not drain in time; destroying them')
+        await Promise.all(this.#pools.map((pool) => pool.destroy()))
+      }
       this.#log.debug({ pools: this.#pools.length }, 'upstream pools closed')
     })()
     return this.#closing

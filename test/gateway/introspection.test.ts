@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { hashToken } from '../../src/store/hash.js'
 import { startGateway, PUBLIC_URL } from './fixture.js'
+import { eventually } from '../helpers/bin.js'
 
 const ISSUER = 'https://idp.example'
 const AUDIENCE = 'https://api.example'
@@ -239,8 +240,19 @@ t.test('the built-in issuer: opaque tokens looked up in the store', async (t) =>
   t.equal((await gw.get('/any', 'opaque-good')).status, 200, 'token: any takes an opaque token')
   t.equal((await gw.get('/any', await gw.mint())).status, 200, 'and a JWT')
 
+  // Revocation (what /revoke does: delete the record and list its jti) is enforced at once, cache or not.
   await gw.store.deleteOpaqueToken(hashToken('opaque-good'))
-  t.equal((await gw.get('/self', 'opaque-good')).status, 401, 'deleted (revoked) at once: no cache in between')
+  await gw.store.addRevocation({ kind: 'jti', id: 'jti-opaque-good', exp: now + 3600 })
+  t.ok(await eventually(async () => (await gw.get('/self', 'opaque-good')).status === 401), 'revoked: refused although its lookup was cached')
+  t.equal((await gw.get('/self', 'opaque-good')).json().error_description, 'The access token has been revoked')
+
+  // A record that merely disappears is noticed when the cached lookup ends (introspection_cache.ttl, never past exp).
+  await put('opaque-cached')
+  t.equal((await gw.get('/self', 'opaque-cached')).status, 200)
+  await gw.store.deleteOpaqueToken(hashToken('opaque-cached'))
+  t.equal((await gw.get('/self', 'opaque-cached')).status, 200, 'served from the cached lookup: no store round trip per request')
+  gw.clock.advance(61_000)
+  t.equal((await gw.get('/self', 'opaque-cached')).status, 401, 'looked up again after the cache TTL')
 
   await put('opaque-later')
   await gw.store.close()
