@@ -229,8 +229,10 @@ export class RequestHeaderPolicy {
     out.push('x-forwarded-proto', xfProto ?? proto)
     const clientHost = xfHost ?? host
     if (clientHost !== undefined) out.push('x-forwarded-host', clientHost)
-    const element = forwardedElement(peer, host, proto)
-    out.push('forwarded', forwarded === undefined ? element : `${forwarded}, ${element}`)
+    // RFC 7239 Forwarded is extended only when a trusted proxy started the
+    // chain; X-Forwarded-* already says the same, and every header costs on
+    // every request.
+    if (forwarded !== undefined) out.push('forwarded', `${forwarded}, ${forwardedElement(peer, host, proto)}`)
 
     if (identity !== null) {
       for (const [name, pick] of this.#identity) {
