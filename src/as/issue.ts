@@ -4,7 +4,7 @@
  * token response; the store sees only their hashes.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { SignJWT } from 'jose'
+import { signJwt } from '../keys/sign.js'
 import { epochSeconds } from '../clock.js'
 import type { ClientConfig } from '../config/types.js'
 import type { SigningAlg } from '../keys/keyset.js'
@@ -83,16 +83,8 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
     const claims: Record<string, unknown> = { client_id: input.clientId, scope: input.scope }
     if (input.grantId !== null) claims.grant_id = input.grantId
     if (input.authTime !== null) claims.auth_time = input.authTime
-    const key = as.keys.signing
-    token = await new SignJWT(claims)
-      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
-      .setIssuer(as.issuer)
-      .setSubject(input.sub)
-      .setAudience(input.audience)
-      .setIssuedAt(iat)
-      .setExpirationTime(exp)
-      .setJti(jti)
-      .sign(key.privateKey)
+    // RFC 9068 2.2: iss, exp, aud, sub, client_id, iat, jti (+ scope, auth_time).
+    token = signJwt(as.keys.signing, 'at+jwt', { ...claims, iss: as.issuer, sub: input.sub, aud: input.audience, iat, exp, jti })
   }
   if (input.grantId !== null) await as.store.noteAccessExp(input.grantId, exp)
   as.metrics.tokensIssued.inc({ grant: input.grant })
@@ -144,14 +136,8 @@ export async function issueIdToken(as: AsContext, input: IdTokenInput): Promise<
   claims.at_hash = atHash(input.accessToken, key.alg)
   if (input.authTime !== null) claims.auth_time = input.authTime
   if (input.nonce !== null) claims.nonce = input.nonce
-  return new SignJWT(claims)
-    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
-    .setIssuer(as.issuer)
-    .setSubject(input.sub)
-    .setAudience(input.clientId)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + as.as.idToken.ttlSec)
-    .sign(key.privateKey)
+  // Registered claims last: a user's configured claims can never replace them.
+  return signJwt(key, 'JWT', { ...claims, iss: as.issuer, sub: input.sub, aud: input.clientId, iat, exp: iat + as.as.idToken.ttlSec })
 }
 
 export interface UserTokensInput {
