@@ -8,21 +8,13 @@ import { errors as joseErrors, jwtVerify, type JWTHeaderParameters, type JWTPayl
 import type { KeyObject } from 'node:crypto'
 import { epochSeconds } from '../clock.js'
 import { hashToken } from '../store/hash.js'
+import type { OpaqueTokenRecord } from '../store/types.js'
 import type { AsContext } from './context.js'
 
-/** The claims of one of our access tokens, whatever its format. */
-export interface OwnAccessToken {
+/** The claims of one of our access tokens, whatever its format: an opaque record's fields, plus what only a JWT carries. */
+export interface OwnAccessToken extends OpaqueTokenRecord {
   format: 'jwt' | 'opaque'
-  iss: string
-  sub: string
-  aud: string[]
-  clientId: string
-  scope: string
-  jti: string
-  iat: number
-  exp: number
   nbf: number | null
-  grantId: string | null
   authTime: number | null
 }
 
