@@ -9,7 +9,7 @@ import { systemClock, type Clock } from './clock.js'
 import { loadConfigSnapshot } from './config/load.js'
 import type { Config, ListenAddress } from './config/types.js'
 import { ConfigWatcher } from './config/watch.js'
-import type { RequestContext, Shared } from './context.js'
+import type { RequestContext, ResponseCloseListener, Shared } from './context.js'
 import { ConfigError, formatProblem, NotFound, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
 import { sendError, sendJson } from './http/reply.js'
 import { assertSingleHost } from './http/request-checks.js'
@@ -159,7 +159,7 @@ export class App {
     this.log.info({ listen: where.listen, admin: where.admin, public_url: config.publicUrl }, `bearward listening on ${where.listen}`)
   }
 
-  #context(req: IncomingMessage, runtime: Runtime): RequestContext {
+  #context(req: IncomingMessage, runtime: Runtime): Context {
     const raw = req.url ?? '/'
     const q = raw.indexOf('?')
     const incoming = req.headers['x-request-id']
@@ -176,43 +176,82 @@ export class App {
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
     // One Runtime from start to end of the request, whatever reloads happen meanwhile.
     const runtime = this.#runtime
-    const leave = runtime.enter()
-    const started = performance.now()
     const ctx = this.#context(req, runtime)
-    res.setHeader('x-request-id', ctx.id)
-    res.on('close', () => {
-      leave()
-      const seconds = (performance.now() - started) / 1000
-      const outcome = res.writableFinished ? String(res.statusCode) : 'aborted'
-      this.shared.metrics.observeRequest(ctx.routeLabel, outcome, seconds)
-      if (this.log.isLevelEnabled('info')) {
-        ctx.log.info(
-        { method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },
-          'request',
-        )
-      }
-    })
-    void this.#dispatch(req, res, ctx, runtime)
+    ctx.leave = runtime.enter()
+    // The one close listener of the request: metrics, the access log, the
+    // runtime's drain count, and whoever set ctx.closeListener (the proxy).
+    res.on('close', () => this.#onClose(req, res, ctx))
+    this.#dispatch(req, res, ctx, runtime)
   }
 
-  async #dispatch(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, runtime: Runtime): Promise<void> {
+  #onClose(req: IncomingMessage, res: ServerResponse, ctx: Context): void {
+    ctx.closeListener?.onResponseClose()
+    ctx.leave()
+    const seconds = (performance.now() - ctx.started) / 1000
+    const outcome = res.writableFinished ? String(res.statusCode) : 'aborted'
+    this.shared.metrics.observeRequest(ctx.routeLabel, outcome, seconds)
+    if (this.log.isLevelEnabled('info')) {
+      ctx.log.info(
+        { method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },
+        'request',
+      )
+    }
+  }
+
+  /**
+   * Hand the request to the face that owns it. The gateway answers
+   * synchronously-decided requests without a promise; the authorization
+   * server's endpoints are async. X-Request-Id is set here for everything
+   * but the gateway, which adds it to the header block it writes.
+   */
+  #dispatch(req: IncomingMessage, res: ServerResponse, ctx: Context, runtime: Runtime): void {
     try {
       assertSingleHost(req)
-      if (runtime.as && (await runtime.as.handle(req, res, ctx))) return
-      if (await runtime.gateway.handle(req, res, ctx)) return
+      const as = runtime.as
+      if (as !== null && (as.owns === undefined || as.owns(ctx.rawPath))) {
+        res.setHeader('x-request-id', ctx.id)
+        as.handle(req, res, ctx).then(
+          (handled) => {
+            if (!handled) this.#notAs(req, res, ctx, runtime)
+          },
+          (err: unknown) => this.#fail(res, ctx, err),
+        )
+        return
+      }
+      this.#notAs(req, res, ctx, runtime)
+    } catch (err) {
+      this.#fail(res, ctx, err)
+    }
+  }
+
+  #notAs(req: IncomingMessage, res: ServerResponse, ctx: Context, runtime: Runtime): void {
+    try {
+      if (runtime.gateway.handle(req, res, ctx)) return
       ctx.routeLabel = 'not_found'
+      res.setHeader('x-request-id', ctx.id)
       sendError(res, new NotFound())
     } catch (err) {
-      if (err instanceof OAuthError) {
-        sendError(res, err)
-      } else if (err instanceof StoreUnavailableError) {
-        this.shared.metrics.storeErrors.inc()
-        sendError(res, new TemporarilyUnavailable())
-      } else {
-        ctx.log.error({ err }, 'unhandled error')
-        sendError(res, new ServerError())
-      }
+      this.#fail(res, ctx, err)
     }
+  }
+
+  #fail(res: ServerResponse, ctx: Context, err: unknown): void {
+    let answer: OAuthError
+    if (err instanceof OAuthError) {
+      answer = err
+    } else if (err instanceof StoreUnavailableError) {
+      this.shared.metrics.storeErrors.inc()
+      answer = new TemporarilyUnavailable()
+    } else {
+      ctx.log.error({ err }, 'unhandled error')
+      answer = new ServerError()
+    }
+    if (res.headersSent) {
+      res.destroy()
+      return
+    }
+    res.setHeader('x-request-id', ctx.id)
+    sendError(res, answer)
   }
 
   #onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -344,6 +383,11 @@ class Context implements RequestContext {
   readonly rawPath: string
   readonly rawQuery: string
   routeLabel = 'unmatched'
+  closeListener: ResponseCloseListener | null = null
+  /** performance.now() at arrival, for the latency metric and the access log. */
+  readonly started = performance.now()
+  /** Leaves the Runtime's drain count; set once the request entered it. */
+  leave: () => void = noop
   readonly #root: Logger
   #log: Logger | null = null
 
@@ -359,6 +403,8 @@ class Context implements RequestContext {
     return this.#log
   }
 }
+
+function noop(): void {}
 
 function listenOn(server: Server, addr: ListenAddress): Promise<void> {
   return new Promise((resolve, reject) => {

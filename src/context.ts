@@ -32,6 +32,18 @@ export interface RequestContext {
   readonly rawQuery: string
   /** Label for metrics and the access log: an endpoint (`as:token`) or a route name. */
   routeLabel: string
+  /**
+   * Told once when the response closes, finished or cut off by the client.
+   * Whoever creates the context calls it from the response's one `close`
+   * listener; the proxy sets it to abort the upstream exchange of a client
+   * that went away (one listener per request, not one per layer).
+   */
+  closeListener: ResponseCloseListener | null
+}
+
+/** See RequestContext.closeListener. */
+export interface ResponseCloseListener {
+  onResponseClose(): void
 }
 
 /** A request handler for one face (authorization server or gateway). */
@@ -41,12 +53,25 @@ export interface Face {
    * the response) when it does not.
    */
   handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<boolean>
+  /**
+   * Whether `handle` would take a request for this raw path. Optional; when
+   * present the dispatcher asks it first, so requests for other faces cost
+   * no promise here.
+   */
+  owns?(rawPath: string): boolean
   /** Release per-runtime resources (connection pools, timers) after the runtime is swapped out and drained. */
   close(): Promise<void>
 }
 
-/** The gateway also takes WebSocket upgrades. */
-export interface GatewayFace extends Face {
+/**
+ * The gateway: it decides synchronously whether a route takes the request,
+ * and then answers it in every case (refusals, upstream failures and
+ * unexpected errors included), so the dispatcher has nothing to await.
+ */
+export interface GatewayFace {
+  /** true when a route took the request (it is answered); false, untouched, when none matches. */
+  handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean
+  close(): Promise<void>
   /** Handle an HTTP upgrade; returns false when no route matches (the caller answers 404 and closes). */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): Promise<boolean>
 }

@@ -27,10 +27,13 @@ class Relay {
   onRequestStart() {}
   onResponseStart(controller, statusCode, headers) {
     if (statusCode < 200) return
+    // The client went away: free the upstream connection (a paused exchange would hold it forever).
+    if (this.res.destroyed) return controller.abort(new Error('client gone'))
     this.res.writeHead(statusCode, endToEnd(headers))
     this.res.on('drain', () => controller.resume())
   }
   onResponseData(controller, chunk) {
+    if (this.res.destroyed) return controller.abort(new Error('client gone'))
     if (!this.res.write(chunk)) controller.pause()
   }
   onResponseEnd() {

@@ -106,6 +106,7 @@ export function createAuthorizationServer(
 
   return {
     handle,
+    owns: (rawPath) => routes.has(rawPath),
     async close() {
       // Nothing per Runtime to release: the store and revocation list are shared.
     },

@@ -149,6 +149,8 @@ export class Authenticator {
   readonly #skewSec: number
   readonly #jwt: JwtVerifier
   readonly #verified: TokenCache<VerifiedJwt>
+  /** Verifications in flight, by cache key. */
+  readonly #verifying = new Map<string, Promise<VerifiedJwt>>()
   #lastOpenWarningMs = Number.NEGATIVE_INFINITY
 
   constructor(deps: AuthenticatorDeps) {
@@ -162,11 +164,19 @@ export class Authenticator {
 
   /**
    * The identity `token` speaks for, if it may make a `method` request on
-   * the policy's route. Throws an OAuthError otherwise.
+   * the policy's route. Throws (or rejects with) an OAuthError otherwise.
+   * Synchronous when the token's validation is cached: most requests reuse
+   * a token, and a promise per request is measurable at proxy speed.
    */
-  async authenticate(token: string, policy: RoutePolicy, method: string): Promise<TokenIdentity> {
+  authenticate(token: string, policy: RoutePolicy, method: string): TokenIdentity | Promise<TokenIdentity> {
     const now = this.#clock.now()
-    const identity = await this.#identify(token, hashToken(token), policy, now)
+    const identity = this.#identify(token, hashToken(token), policy, now)
+    if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now))
+    return this.#authorize(identity, policy, method, now)
+  }
+
+  /** Revocation, the store_unavailable policy and the scope rule, on every request, cache hit or not. */
+  #authorize(identity: TokenIdentity, policy: RoutePolicy, method: string, now: number): TokenIdentity {
     // Revocation is known only to the list, never to the cache: every request asks.
     if (this.#revocations.isRevoked(identity.jti, identity.grantId)) {
       throw new InvalidToken(TOKEN_REVOKED, { cause: 'jti or grant on the revocation list' })
@@ -190,21 +200,19 @@ export class Authenticator {
     this.#verified.clear()
   }
 
-  #identify(token: string, tokenHash: string, policy: RoutePolicy, now: number): Promise<TokenIdentity> {
+  #identify(token: string, tokenHash: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
     const kind = policy.route.token
-    if (kind === 'introspect') return this.#opaque(token, tokenHash, policy, now)
+    if (kind === 'introspect') return this.#opaque(token, tokenHash, policy, now, 0, null)
     const jwtShaped = looksLikeJwt(token)
     if (kind === 'any') {
-      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, tokenHash, policy, now) : this.#opaque(token, tokenHash, policy, now)
+      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, tokenHash, policy, now) : this.#opaque(token, tokenHash, policy, now, 0, null)
     }
     // SPEC.md Authentication 5.1: not three segments is invalid_request.
-    if (!jwtShaped) {
-      return Promise.reject(new InvalidRequest('The access token is malformed', { challenge: 'Bearer', cause: 'not three segments' }))
-    }
+    if (!jwtShaped) throw new InvalidRequest('The access token is malformed', { challenge: 'Bearer', cause: 'not three segments' })
     return this.#fromJwt(token, tokenHash, policy, now)
   }
 
-  async #fromJwt(token: string, tokenHash: string, policy: RoutePolicy, now: number): Promise<TokenIdentity> {
+  #fromJwt(token: string, tokenHash: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
     const cacheKey = tokenHash + policy.cacheScope
     const hit = this.#verified.get(cacheKey, now)
     if (hit !== undefined) {
@@ -213,30 +221,58 @@ export class Authenticator {
       if (hit.nbf !== null && hit.nbf > now / 1000 + this.#skewSec) throw invalidToken('nbf in the future')
       return hit.identity
     }
-    const issuers = policy.jwtIssuers
-    const issuer = issuers.length === 1 ? issuers[0] : policy.jwtIssuerByIss.get(unverifiedIssuer(token) ?? '')
-    if (issuer === undefined) throw invalidToken('issuer not trusted on this route')
-    const verified = await this.#jwt.verify(token, issuer, policy.route.audience)
-    this.#verified.set(cacheKey, verified, verified.identity.exp * 1000, now)
-    return verified.identity
+    // Concurrent first uses of one token share one verification: a client
+    // that fans out with a fresh token must not cost one signature check
+    // per in-flight request.
+    let pending = this.#verifying.get(cacheKey)
+    if (pending === undefined) {
+      const issuers = policy.jwtIssuers
+      const issuer = issuers.length === 1 ? issuers[0] : policy.jwtIssuerByIss.get(unverifiedIssuer(token) ?? '')
+      if (issuer === undefined) throw invalidToken('issuer not trusted on this route')
+      pending = this.#verify(token, issuer, policy.route.audience, cacheKey, now)
+      this.#verifying.set(cacheKey, pending)
+    }
+    return pending.then((verified) => verified.identity)
+  }
+
+  async #verify(token: string, issuer: JwtIssuer, audience: string, cacheKey: string, now: number): Promise<VerifiedJwt> {
+    try {
+      const verified = await this.#jwt.verify(token, issuer, audience)
+      this.#verified.set(cacheKey, verified, verified.identity.exp * 1000, now)
+      return verified
+    } finally {
+      this.#verifying.delete(cacheKey)
+    }
   }
 
   /**
    * Ask each issuer the route trusts for opaque tokens, the built-in one
-   * first (no network), until one knows the token as active.
+   * first (no network), from `from` on, until one knows the token as active.
+   * Stays synchronous while the validators answer from their caches.
    */
-  async #opaque(token: string, tokenHash: string, policy: RoutePolicy, now: number): Promise<TokenIdentity> {
-    let failure: OAuthError | null = null
-    for (const validator of policy.opaque) {
+  #opaque(token: string, tokenHash: string, policy: RoutePolicy, now: number, from: number, failure: OAuthError | null): TokenIdentity | Promise<TokenIdentity> {
+    const validators = policy.opaque
+    for (let i = from; i < validators.length; i++) {
+      let answer: TokenIdentity | null | Promise<TokenIdentity | null>
       try {
-        const identity = await validator.validate(token, tokenHash, policy.route.audience, now)
-        if (identity !== null) return identity
+        answer = (validators[i] as OpaqueValidator).validate(token, tokenHash, policy.route.audience, now)
       } catch (err) {
         if (!(err instanceof TemporarilyUnavailable)) throw err
         failure = err
+        continue
       }
+      if (answer instanceof Promise) {
+        return answer.then(
+          (identity) => identity ?? this.#opaque(token, tokenHash, policy, now, i + 1, failure),
+          (err: unknown) => {
+            if (!(err instanceof TemporarilyUnavailable)) throw err
+            return this.#opaque(token, tokenHash, policy, now, i + 1, err)
+          },
+        )
+      }
+      if (answer !== null) return answer
     }
-    throw failure ?? invalidToken(policy.opaque.length === 0 ? 'no issuer for opaque tokens on this route' : 'not active')
+    throw failure ?? invalidToken(validators.length === 0 ? 'no issuer for opaque tokens on this route' : 'not active')
   }
 
   #warnOpen(now: number, route: RouteConfig): void {

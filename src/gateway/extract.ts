@@ -148,13 +148,12 @@ export async function readBodyToken(req: IncomingMessage, limit: number): Promis
  * false for upgrades (no body to read). Throws MissingToken (401 with a bare
  * challenge) when there is none, InvalidRequest (400) when it is malformed,
  * repeated or sent more than one way, PayloadTooLarge (413) for a form body
- * over `max_body`.
+ * over `max_body`. Synchronous unless a form body has to be read.
  */
-export async function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): Promise<ExtractedToken> {
+export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): ExtractedToken | Promise<ExtractedToken> {
   let token = bearerFromHeader(req)
   let ways = token === null ? 0 : 1
   let query = rawQuery
-  let body: Buffer | null = null
   if (route.tokenInQuery) {
     const fromQuery = takeQueryToken(rawQuery)
     query = fromQuery.query
@@ -169,14 +168,18 @@ export async function extractToken(req: IncomingMessage, route: RouteConfig, raw
     // its logs), and a header token beside it is "more than one method".
     throw malformed('Access tokens are not accepted in the query string of this route', 'access_token in query, not enabled')
   }
-  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) {
-    const fromBody = await readBodyToken(req, route.maxBodyBytes)
-    body = fromBody.body
-    if (fromBody.token !== null) {
-      token = fromBody.token
-      ways++
-    }
-  }
+  // Only a form body is read (asynchronously); everything else is decided now.
+  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) return withBodyToken(req, route, token, ways, query)
+  return found(token, ways, query, null)
+}
+
+async function withBodyToken(req: IncomingMessage, route: RouteConfig, token: string | null, ways: number, query: string): Promise<ExtractedToken> {
+  const fromBody = await readBodyToken(req, route.maxBodyBytes)
+  if (fromBody.token !== null) return found(fromBody.token, ways + 1, query, fromBody.body)
+  return found(token, ways, query, fromBody.body)
+}
+
+function found(token: string | null, ways: number, query: string, body: Buffer | null): ExtractedToken {
   if (ways > 1) throw malformed('The access token was sent in more than one way', 'token in more than one place')
   if (token === null) throw new MissingToken()
   return { token, query, body }

@@ -14,10 +14,10 @@ import type { Duplex } from 'node:stream'
 import type { RouteConfig } from '../config/types.js'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { labelKey } from '../metrics.js'
-import { InvalidRequest, MethodNotAllowed, OAuthError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { InvalidRequest, MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import { sendError, type ErrorReplyOptions } from '../http/reply.js'
 import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
-import { extractToken } from './extract.js'
+import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksRegistry } from './jwks-client.js'
 import { hostOf, normalizePath, parseAbsoluteTarget } from './normalize.js'
 import { UpstreamProxy } from './proxy.js'
@@ -78,6 +78,9 @@ interface Refusal {
   readonly refusal: OAuthError
   readonly reply: ErrorReplyOptions
 }
+
+/** What #decide concludes for a request a route took. */
+type Decision = ForwardRequest | Refusal
 
 /** The normalized path and the host to match on, from the request target. */
 interface Target {
@@ -141,44 +144,102 @@ class Gateway implements GatewayFace {
 
   /**
    * Everything before forwarding: route, framing, token, decision. null when
-   * no route matches; a refusal to render; or what to forward. `allowBody`
-   * is false for upgrades (there is no body to look for a token in).
+   * no route matches; a refusal to render; or what to forward (a promise of
+   * one only when the token needs asynchronous work: a signature or store
+   * lookup not cached yet, or a form body to read). `allowBody` is false for
+   * upgrades (there is no body to look for a token in).
    */
-  async #decide(req: IncomingMessage, ctx: RequestContext, allowBody: boolean): Promise<ForwardRequest | Refusal | null> {
-    let reply = this.#defaultReply
-    let judging = false
+  #decide(req: IncomingMessage, ctx: RequestContext, allowBody: boolean): Decision | Promise<Decision> | null {
+    let found: { plan: RoutePlan; path: string } | null
     try {
-      const found = this.#route(req, ctx)
-      if (found === null) return null
-      const { plan, path } = found
-      const route = plan.route
-      reply = plan.reply
-      if (hasConflictingFraming(req)) throw new InvalidRequest('A request must not carry both Content-Length and Transfer-Encoding')
-      let identity: TokenIdentity | null = null
-      let query = ctx.rawQuery
-      let body: Buffer | null = null
-      if (plan.policy !== null && !(route.passPreflight && isPreflight(req))) {
-        judging = true
-        const extracted = await extractToken(req, route, ctx.rawQuery, allowBody)
-        query = extracted.query
-        body = extracted.body
-        identity = await this.#auth.authenticate(extracted.token, plan.policy, req.method ?? 'GET')
-        judging = false
-        this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
-      }
-      return { route, path: route.stripPrefix ? stripPrefix(path, route.match.path) : path, query, identity, body }
+      found = this.#route(req, ctx)
     } catch (err) {
-      return { refusal: this.#asOAuthError(err, ctx, judging), reply }
+      return { refusal: this.#asOAuthError(err, ctx, false), reply: this.#defaultReply }
+    }
+    if (found === null) return null
+    const { plan, path } = found
+    const route = plan.route
+    const forwardPath = route.stripPrefix ? stripPrefix(path, route.match.path) : path
+    if (hasConflictingFraming(req)) {
+      return { refusal: new InvalidRequest('A request must not carry both Content-Length and Transfer-Encoding'), reply: plan.reply }
+    }
+    if (plan.policy === null || (route.passPreflight && isPreflight(req))) {
+      return { route, path: forwardPath, query: ctx.rawQuery, identity: null, body: null }
+    }
+    const policy = plan.policy
+    try {
+      const extracted = extractToken(req, route, ctx.rawQuery, allowBody)
+      if (extracted instanceof Promise) {
+        return extracted.then(
+          (e) => this.#judge(req, ctx, plan, policy, forwardPath, e),
+          (err: unknown) => this.#refusal(err, ctx, plan),
+        )
+      }
+      return this.#judge(req, ctx, plan, policy, forwardPath, extracted)
+    } catch (err) {
+      return this.#refusal(err, ctx, plan)
     }
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<boolean> {
+  /** Authenticate and authorize the extracted token; what to forward, or the refusal. */
+  #judge(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, extracted: ExtractedToken): Decision | Promise<Decision> {
+    const forward = (identity: TokenIdentity): ForwardRequest => {
+      this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
+      return { route: plan.route, path, query: extracted.query, identity, body: extracted.body }
+    }
+    try {
+      const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET')
+      if (identity instanceof Promise) return identity.then(forward, (err: unknown) => this.#refusal(err, ctx, plan))
+      return forward(identity)
+    } catch (err) {
+      return this.#refusal(err, ctx, plan)
+    }
+  }
+
+  /** A token failure as the refusal to render (counted by result); anything unexpected is rethrown. */
+  #refusal(err: unknown, ctx: RequestContext, plan: RoutePlan): Refusal {
+    return { refusal: this.#asOAuthError(err, ctx, true), reply: plan.reply }
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean {
     if (this.#table.size === 0) return false
-    const decision = await this.#decide(req, ctx, true)
+    let decision: Decision | Promise<Decision> | null
+    try {
+      decision = this.#decide(req, ctx, true)
+    } catch (err) {
+      this.#failed(res, ctx, err)
+      return true
+    }
     if (decision === null) return false
-    if ('refusal' in decision) sendError(res, decision.refusal, decision.reply)
-    else await this.#proxy.forward(req, res, decision, ctx)
+    if (decision instanceof Promise) {
+      decision.then(
+        (d) => this.#act(req, res, ctx, d),
+        (err: unknown) => this.#failed(res, ctx, err),
+      )
+    } else {
+      this.#act(req, res, ctx, decision)
+    }
     return true
+  }
+
+  #act(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, decision: Decision): void {
+    if ('refusal' in decision) {
+      res.setHeader('x-request-id', ctx.id)
+      sendError(res, decision.refusal, decision.reply)
+    } else {
+      this.#proxy.forward(req, res, decision, ctx)
+    }
+  }
+
+  /** An unexpected error (a bug, not a refusal): logged, and a 500 when the answer has not started. */
+  #failed(res: ServerResponse, ctx: RequestContext, err: unknown): void {
+    ctx.log.error({ err }, 'unhandled error')
+    if (res.headersSent) {
+      res.destroy()
+      return
+    }
+    res.setHeader('x-request-id', ctx.id)
+    sendError(res, new ServerError())
   }
 
   async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): Promise<boolean> {

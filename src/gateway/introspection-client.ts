@@ -26,15 +26,36 @@ export interface OpaqueValidator {
   /**
    * The identity when the token is active for `audience`; null when this
    * issuer does not know it as an active token for `audience`. Throws
-   * InvalidToken (expired) or TemporarilyUnavailable.
+   * InvalidToken (expired) or TemporarilyUnavailable. Answers from a cache
+   * come back synchronously (no promise on the hot path).
    */
-  validate(token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null>
+  validate(token: string, tokenHash: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null>
   /** Release connections (at Runtime close). */
   close(): Promise<void>
 }
 
 function unavailable(cause: string): TemporarilyUnavailable {
   return new TemporarilyUnavailable('The token could not be checked; try again later', { cause, headers: { 'retry-after': '5' } })
+}
+
+/** A stored opaque token and the identity it speaks for, built once per lookup. */
+interface FoundToken {
+  readonly record: OpaqueTokenRecord
+  readonly identity: TokenIdentity
+}
+
+function foundToken(issuerId: string, record: OpaqueTokenRecord): FoundToken {
+  const identity: TokenIdentity = {
+    issuerId,
+    issuer: record.iss,
+    sub: record.sub,
+    clientId: record.clientId,
+    scopes: Object.freeze(record.scope.split(' ').filter((s) => s !== '')),
+    jti: record.jti,
+    grantId: record.grantId,
+    exp: record.exp,
+  }
+  return { record, identity: Object.freeze(identity) }
 }
 
 /** The built-in authorization server's opaque tokens, looked up in the store on every use (revocation deletes them). */
@@ -49,7 +70,7 @@ export class StoreIntrospector implements OpaqueValidator {
    * an opaque token also puts its jti (and a family revocation its grant id)
    * on the revocation list, which is checked on every request, hit or not.
    */
-  readonly #found: TokenCache<OpaqueTokenRecord>
+  readonly #found: TokenCache<FoundToken>
   readonly #ttlMs: number
 
   constructor(store: Store, issuer: string, cache: { maxEntries: number; ttlSec: number } = { maxEntries: 0, ttlSec: 0 }) {
@@ -59,33 +80,32 @@ export class StoreIntrospector implements OpaqueValidator {
     this.#ttlMs = cache.ttlSec * 1000
   }
 
-  async validate(_token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
-    let record = this.#ttlMs > 0 ? this.#found.get(tokenHash, nowMs) : undefined
-    if (record === undefined) {
-      let stored
-      try {
-        stored = await this.#store.getOpaqueToken(tokenHash)
-      } catch (err) {
-        if (err instanceof StoreUnavailableError) throw unavailable('store unavailable for opaque token lookup')
-        throw err
-      }
-      if (stored === null) return null
-      record = stored
-      if (this.#ttlMs > 0 && record.exp * 1000 > nowMs) this.#found.set(tokenHash, record, Math.min(record.exp * 1000, nowMs + this.#ttlMs), nowMs)
+  validate(_token: string, tokenHash: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
+    const cached = this.#ttlMs > 0 ? this.#found.get(tokenHash, nowMs) : undefined
+    if (cached !== undefined) return this.#judge(cached, audience, nowMs)
+    return this.#lookup(tokenHash, audience, nowMs)
+  }
+
+  async #lookup(tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
+    let stored
+    try {
+      stored = await this.#store.getOpaqueToken(tokenHash)
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) throw unavailable('store unavailable for opaque token lookup')
+      throw err
     }
+    if (stored === null) return null
+    const found = foundToken(this.issuerId, stored)
+    if (this.#ttlMs > 0 && stored.exp * 1000 > nowMs) this.#found.set(tokenHash, found, Math.min(stored.exp * 1000, nowMs + this.#ttlMs), nowMs)
+    return this.#judge(found, audience, nowMs)
+  }
+
+  #judge(found: FoundToken, audience: string, nowMs: number): TokenIdentity | null {
+    const record = found.record
     if (record.iss !== this.#issuer) return null
     if (record.exp * 1000 <= nowMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'opaque token expired' })
     if (!record.aud.includes(audience)) return null
-    return {
-      issuerId: this.issuerId,
-      issuer: record.iss,
-      sub: record.sub,
-      clientId: record.clientId,
-      scopes: record.scope.split(' ').filter((s) => s !== ''),
-      jti: record.jti,
-      grantId: record.grantId,
-      exp: record.exp,
-    }
+    return found.identity
   }
 
   close(): Promise<void> {
@@ -210,17 +230,22 @@ export class RemoteIntrospector implements OpaqueValidator {
     this.#options = options
   }
 
-  async validate(token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
-    let answer = this.#cache.get(tokenHash, nowMs)
-    if (answer === undefined) {
-      answer = this.#interpret(await this.#client.introspect(token), nowMs)
-      const g = this.#options.gateway
-      const deadline =
-        answer === false
-          ? nowMs + g.introspectionNegativeTtlSec * 1000
-          : Math.min(answer.identity.exp * 1000, nowMs + g.introspectionCacheTtlSec * 1000)
-      this.#cache.set(tokenHash, answer, deadline, nowMs)
-    }
+  validate(token: string, tokenHash: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
+    const cached = this.#cache.get(tokenHash, nowMs)
+    if (cached !== undefined) return this.#judge(cached, audience, nowMs)
+    return this.#ask(token, tokenHash, audience, nowMs)
+  }
+
+  async #ask(token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
+    const answer = this.#interpret(await this.#client.introspect(token), nowMs)
+    const g = this.#options.gateway
+    const deadline =
+      answer === false ? nowMs + g.introspectionNegativeTtlSec * 1000 : Math.min(answer.identity.exp * 1000, nowMs + g.introspectionCacheTtlSec * 1000)
+    this.#cache.set(tokenHash, answer, deadline, nowMs)
+    return this.#judge(answer, audience, nowMs)
+  }
+
+  #judge(answer: CachedAnswer, audience: string, nowMs: number): TokenIdentity | null {
     if (answer === false) return null
     const skewMs = this.#options.gateway.clockSkewSec * 1000
     if (answer.identity.exp * 1000 <= nowMs - skewMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'introspected token expired' })

@@ -3,9 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Transform, type Duplex, type Readable, type TransformCallback } from 'node:stream'
 import { Pool, type Dispatcher } from 'undici'
 import type { GatewayConfig, RouteConfig } from '../config/types.js'
-import type { RequestContext } from '../context.js'
+import type { RequestContext, ResponseCloseListener } from '../context.js'
 import { BadGateway, GatewayTimeout, PayloadTooLarge, ServerError, type OAuthError } from '../errors.js'
-import { sendError } from '../http/reply.js'
+import { sendError, type ErrorReplyOptions } from '../http/reply.js'
 import { redactUrl, type Logger } from '../log.js'
 import { TrustedProxies } from './forwarded.js'
 import { RequestHeaderPolicy, headerObject, responseHeaders, type FlatHeaders } from './headers.js'
@@ -36,8 +36,6 @@ interface RoutePlan {
   /** The upstream URL's own path without a trailing slash (`''` for `/`). */
   readonly basePath: string
   readonly headers: RequestHeaderPolicy
-  readonly headersTimeout: number
-  readonly bodyTimeout: number
   readonly maxBodyBytes: number
   /** The upstream origin for logs (userinfo redacted). */
   readonly label: string
@@ -99,23 +97,29 @@ function upstreamFailure(err: unknown): OAuthError {
  * One request's exchange with the upstream: an undici dispatch handler that
  * writes the upstream's answer to `res`.
  */
-class Exchange implements Dispatcher.DispatchHandler {
+class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
   readonly #req: IncomingMessage
   readonly #res: ServerResponse
   readonly #plan: RoutePlan
   /** The request's context; its logger is only bound when something is logged. */
   readonly #ctx: RequestContext
+  /** A chunked request body being counted against max_body, to release on close. */
+  readonly #limit: BodyLimit | null
+  /** Called once when the response closes (the proxy's in-flight count). */
+  readonly #done: () => void
   #controller: Dispatcher.DispatchController | null = null
   /** The upstream exchange has ended (completed or failed). */
   #settled = false
   #clientGone = false
   #paused = false
 
-  constructor(req: IncomingMessage, res: ServerResponse, plan: RoutePlan, ctx: RequestContext) {
+  constructor(req: IncomingMessage, res: ServerResponse, plan: RoutePlan, ctx: RequestContext, limit: BodyLimit | null, done: () => void) {
     this.#req = req
     this.#res = res
     this.#plan = plan
     this.#ctx = ctx
+    this.#limit = limit
+    this.#done = done
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -132,6 +136,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return
     try {
       const out = responseHeaders(headers)
+      // Ours, not the upstream's: it is the id our logs carry.
+      out['x-request-id'] = this.#ctx.id
       if (statusMessage) this.#res.writeHead(statusCode, statusMessage, out)
       else this.#res.writeHead(statusCode, out)
     } catch (err) {
@@ -189,11 +195,17 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     // An unread request body would otherwise be drained (or stall) before the
     // connection could serve another request.
+    res.setHeader('x-request-id', this.#ctx.id)
     sendError(res, failure, this.#req.complete ? {} : { headers: { connection: 'close' } })
   }
 
   /** `res` closed: finished normally, or the client went away first. */
-  onClientClose(): void {
+  onResponseClose(): void {
+    if (this.#limit !== null) {
+      this.#req.unpipe(this.#limit)
+      this.#limit.destroy()
+    }
+    this.#done()
     if (this.#settled || this.#res.writableFinished) return
     this.#clientGone = true
     this.#controller?.abort(new ClientGone())
@@ -201,12 +213,17 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 /**
- * Routes share a Pool when they reach the same origin with the same connect
- * options (CA bundle, connect timeout); header and body timeouts are set per
- * request.
+ * Routes share a Pool when they reach the same origin with the same options
+ * (CA bundle and timeouts).
  */
-function poolKey(origin: string, caFile: string | null, connectMs: number): string {
-  return `${origin}\n${caFile ?? ''}\n${connectMs}`
+function poolKey(origin: string, caFile: string | null, timeouts: RouteConfig['timeouts']): string {
+  return `${origin}\n${caFile ?? ''}\n${timeouts.connectMs}\n${timeouts.headersMs}\n${timeouts.idleMs}`
+}
+
+/** Answer a request the proxy refuses before anything is sent upstream. */
+function refuse(res: ServerResponse, ctx: RequestContext, err: OAuthError, options?: ErrorReplyOptions): void {
+  res.setHeader('x-request-id', ctx.id)
+  sendError(res, err, options)
 }
 
 function readCa(route: RouteConfig): string | null {
@@ -258,7 +275,7 @@ export class UpstreamProxy {
       }
       const ca = readCa(route)
       const origin = httpOrigin(url)
-      const key = poolKey(origin, route.upstreamCaFile, route.timeouts.connectMs)
+      const key = poolKey(origin, route.upstreamCaFile, route.timeouts)
       let pool = pools.get(key)
       if (pool === undefined) {
         pool = new Pool(origin, {
@@ -290,8 +307,6 @@ export class UpstreamProxy {
           upstreamHost: url.host,
           trustedProxies: trusted,
         }),
-        headersTimeout: route.timeouts.headersMs,
-        bodyTimeout: route.timeouts.idleMs,
         maxBodyBytes: route.maxBodyBytes,
         label: redactUrl(origin),
       }
@@ -310,36 +325,38 @@ export class UpstreamProxy {
    * (errors via sendError): 413 when the body exceeds the route's `max_body`,
    * 502 when the upstream cannot be reached or resets before answering, 504
    * when connecting or the response headers take too long. A failure after
-   * the response started destroys the client connection. Resolves once the
-   * response is closed.
+   * the response started destroys the client connection. Sets
+   * `ctx.closeListener`, which must be told when the response closes.
    */
-  forward(req: IncomingMessage, res: ServerResponse, fwd: ForwardRequest, ctx: RequestContext): Promise<void> {
+  forward(req: IncomingMessage, res: ServerResponse, fwd: ForwardRequest, ctx: RequestContext): void {
     const plan = this.#plan(fwd.route)
     if (plan === undefined) {
       ctx.log.error({ route: fwd.route.name }, 'no upstream plan for route')
-      sendError(res, new ServerError())
-      return Promise.resolve()
+      refuse(res, ctx, new ServerError())
+      return
     }
 
     let body: Buffer | Readable | null = null
+    let limit: BodyLimit | null = null
     let contentLength: string | null = null
     if (fwd.body !== null) {
       if (fwd.body.length > plan.maxBodyBytes) {
-        sendError(res, new PayloadTooLarge())
-        return Promise.resolve()
+        refuse(res, ctx, new PayloadTooLarge())
+        return
       }
       body = fwd.body.length > 0 ? fwd.body : null
       contentLength = String(fwd.body.length)
     } else if (req.headers['transfer-encoding'] !== undefined) {
-      body = req.pipe(new BodyLimit(plan.maxBodyBytes))
+      limit = new BodyLimit(plan.maxBodyBytes)
+      body = req.pipe(limit)
     } else {
       const declared = req.headers['content-length']
       if (declared !== undefined) {
         // Node's parser delivers exactly Content-Length bytes, so checking the
         // declared size up front is enough: nothing is counted per chunk.
         if (Number(declared) > plan.maxBodyBytes) {
-          sendError(res, new PayloadTooLarge(), { headers: { connection: 'close' } })
-          return Promise.resolve()
+          refuse(res, ctx, new PayloadTooLarge(), { headers: { connection: 'close' } })
+          return
         }
         contentLength = declared
         if (Number(declared) > 0) body = req
@@ -348,32 +365,15 @@ export class UpstreamProxy {
 
     const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false)
     const path = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
-    const exchange = new Exchange(req, res, plan, ctx)
-
+    const exchange = new Exchange(req, res, plan, ctx, limit, this.#onExchangeDone)
     this.#inFlight++
-    return new Promise<void>((resolve) => {
-      res.once('close', () => {
-        exchange.onClientClose()
-        if (body instanceof BodyLimit) {
-          req.unpipe(body)
-          body.destroy()
-        }
-        this.#done()
-        resolve()
-      })
-      plan.pool.dispatch(
-        {
-          path,
-          method: req.method ?? 'GET',
-          headers,
-          body,
-          headersTimeout: plan.headersTimeout,
-          bodyTimeout: plan.bodyTimeout,
-        },
-        exchange,
-      )
-    })
+    ctx.closeListener = exchange
+    // Header and body timeouts are the pool's own (pools are per timeout
+    // set): per-request timeout options cost undici a timer update each.
+    plan.pool.dispatch({ path, method: req.method ?? 'GET', headers, body }, exchange)
   }
+
+  readonly #onExchangeDone = (): void => this.#done()
 
   #done(): void {
     this.#inFlight--

@@ -69,7 +69,7 @@ t.test('each endpoint sets its route label', async (t) => {
   const face = createAuthorizationServer(h.as)
   const labels: string[] = []
   const server = createServer((req, res) => {
-    const ctx = { id: 'x', log: h.as.log, rawPath: (req.url ?? '/').split('?')[0] ?? '/', rawQuery: '', routeLabel: 'unset' }
+    const ctx = { id: 'x', log: h.as.log, rawPath: (req.url ?? '/').split('?')[0] ?? '/', rawQuery: '', routeLabel: 'unset', closeListener: null }
     void face.handle(req, res, ctx).then((handled) => {
       labels.push(handled ? ctx.routeLabel : 'not handled')
       if (!handled) res.end()

@@ -139,15 +139,16 @@ export interface Harness {
 async function serve(gateway: GatewayFace, log: ReturnType<typeof createLogger>, insecureHTTPParser: boolean): Promise<{ url: string; server: Server }> {
   const context = (raw: string): RequestContext => {
     const q = raw.indexOf('?')
-    return { id: randomUUID(), log, rawPath: q === -1 ? raw : raw.slice(0, q), rawQuery: q === -1 ? '' : raw.slice(q + 1), routeLabel: 'unmatched' }
+    return { id: randomUUID(), log, rawPath: q === -1 ? raw : raw.slice(0, q), rawQuery: q === -1 ? '' : raw.slice(q + 1), routeLabel: 'unmatched', closeListener: null }
   }
   const server = createServer({ insecureHTTPParser }, (req, res) => {
-    gateway
-      .handle(req, res, context(req.url ?? '/'))
-      .then((handled) => {
-        if (!handled) sendError(res, new NotFound())
-      })
-      .catch((err: unknown) => sendError(res, err instanceof OAuthError ? err : new ServerError()))
+    const ctx = context(req.url ?? '/')
+    res.on('close', () => ctx.closeListener?.onResponseClose())
+    try {
+      if (!gateway.handle(req, res, ctx)) sendError(res, new NotFound())
+    } catch (err) {
+      sendError(res, err instanceof OAuthError ? err : new ServerError())
+    }
   })
   server.on('upgrade', (req, socket, head: Buffer) => {
     gateway

@@ -137,12 +137,21 @@ export async function startProxy(
         identity: d.identity === undefined ? alice : d.identity,
         body: d.body ?? null,
       },
-      ctx: { id: 'req-1', log: silentLog, rawPath, rawQuery, routeLabel: route.name },
+      ctx: { id: 'req-1', log: silentLog, rawPath, rawQuery, routeLabel: route.name, closeListener: null },
     }
   }
   const server = createServer((req, res) => {
     const { fwd, ctx } = fwdFor(req)
-    forwards.push(proxy.forward(req, res, fwd, ctx))
+    // As src/app.ts does: the response's one close listener tells the proxy.
+    forwards.push(
+      new Promise<void>((resolve) =>
+        res.on('close', () => {
+          ctx.closeListener?.onResponseClose()
+          resolve()
+        }),
+      ),
+    )
+    proxy.forward(req, res, fwd, ctx)
   })
   // Upgraded sockets leave the server's bookkeeping: close() must end them itself.
   const upgraded = new Set<Duplex>()

@@ -20,6 +20,7 @@ export async function serveFace(face: Face, log: Logger): Promise<{ url: string;
       rawPath: q === -1 ? raw : raw.slice(0, q),
       rawQuery: q === -1 ? '' : raw.slice(q + 1),
       routeLabel: 'test',
+      closeListener: null,
     }
     face
       .handle(req, res, ctx)
