@@ -103,16 +103,20 @@ export class Metrics {
   readonly tokenValidations = new Counter('bearward_token_validations_total', 'Token validations by result')
   readonly configInfo = new Gauge('bearward_config_last_reload_timestamp_seconds', 'When the config in use was loaded')
 
-  /** Per (route, outcome): the rendered label set, built once; requests reuse it. */
-  readonly #requestKeys = new Map<string, string>()
+  /** Per route, per outcome: the rendered label set, built once; requests reuse it. */
+  readonly #requestKeys = new Map<string, Map<string, string>>()
 
   /** Record one finished request. Hot path: no label sorting or string building after the first. */
   observeRequest(route: string, outcome: string, seconds: number): void {
-    const id = route + '\u0000' + outcome
-    let key = this.#requestKeys.get(id)
+    let byOutcome = this.#requestKeys.get(route)
+    if (byOutcome === undefined) {
+      byOutcome = new Map()
+      this.#requestKeys.set(route, byOutcome)
+    }
+    let key = byOutcome.get(outcome)
     if (key === undefined) {
       key = labelKey({ route, outcome })
-      this.#requestKeys.set(id, key)
+      byOutcome.set(outcome, key)
     }
     this.requests.incKey(key)
     this.requestDuration.observeKey(key, seconds)

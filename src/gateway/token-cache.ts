@@ -1,22 +1,29 @@
 /**
- * A bounded LRU of validated tokens, so a client that reuses its token for
+ * A bounded cache of validated tokens, so a client that reuses its token for
  * minutes costs one signature check rather than one per request. Keys are
  * built from the token's SHA-256 (never the token itself); every entry has
  * a deadline (the token's `exp` at the latest) and is dropped on the first
  * read after it. What the cache cannot know (revocation) is checked by the
  * caller on every hit.
+ *
+ * Eviction is "second chance" (CLOCK), an approximation of LRU: a hit only
+ * marks its entry as used, and a full cache passes over used entries (moving
+ * them back, unmarked) before it evicts one that was not read since its last
+ * pass. A hit is then one Map lookup instead of a delete and a re-insert,
+ * which matters at proxy speed; an entry still in use is never the one to go.
  */
 
 interface Slot<V> {
   value: V
   /** Epoch ms after which the entry is gone. */
   deadlineMs: number
+  /** Read since it was last inserted or passed over. */
+  used: boolean
 }
 
 export class TokenCache<V> {
   readonly #max: number
-  // A Map iterates in insertion order: re-inserting on a hit makes the first
-  // key the least recently used one.
+  // A Map iterates in insertion order: the first key is the oldest insertion.
   readonly #slots = new Map<string, Slot<V>>()
 
   constructor(maxEntries: number) {
@@ -28,21 +35,43 @@ export class TokenCache<V> {
   get(key: string, nowMs: number): V | undefined {
     const slot = this.#slots.get(key)
     if (slot === undefined) return undefined
-    this.#slots.delete(key)
-    if (nowMs >= slot.deadlineMs) return undefined
-    this.#slots.set(key, slot)
+    if (nowMs >= slot.deadlineMs) {
+      this.#slots.delete(key)
+      return undefined
+    }
+    slot.used = true
     return slot.value
   }
 
-  /** Store `value` until `deadlineMs`, evicting the least recently used entry when full. */
+  /** Store `value` until `deadlineMs`, evicting an entry not read lately when full. */
   set(key: string, value: V, deadlineMs: number, nowMs: number): void {
     if (this.#max === 0 || deadlineMs <= nowMs) return
-    this.#slots.delete(key)
-    if (this.#slots.size >= this.#max) {
-      const oldest = this.#slots.keys().next()
-      if (oldest.done !== true) this.#slots.delete(oldest.value)
+    const existing = this.#slots.get(key)
+    if (existing !== undefined) {
+      existing.value = value
+      existing.deadlineMs = deadlineMs
+      existing.used = true
+      return
     }
-    this.#slots.set(key, { value, deadlineMs })
+    if (this.#slots.size >= this.#max) this.#evictOne(nowMs)
+    this.#slots.set(key, { value, deadlineMs, used: false })
+  }
+
+  /**
+   * Remove one entry: the oldest expired or unused one. Each used entry
+   * passed over is unmarked and moved back, so this ends within one pass
+   * over the cache (amortized O(1) per insertion).
+   */
+  #evictOne(nowMs: number): void {
+    for (const [key, slot] of this.#slots) {
+      this.#slots.delete(key)
+      if (slot.used && nowMs < slot.deadlineMs) {
+        slot.used = false
+        this.#slots.set(key, slot)
+        continue
+      }
+      return
+    }
   }
 
   delete(key: string): void {
