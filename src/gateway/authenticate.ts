@@ -138,6 +138,26 @@ export interface AuthenticatorDeps {
   gateway: Pick<GatewayConfig, 'clockSkewSec' | 'tokenCacheMaxEntries'>
 }
 
+/** A verified JWT and the cache scope it was verified under. */
+interface ScopedJwt {
+  readonly scope: string
+  readonly verified: VerifiedJwt
+}
+
+/** Scopes one token keeps validations for; beyond, the oldest is replaced. */
+const MAX_SCOPES_PER_TOKEN = 4
+
+function scoped(entries: readonly ScopedJwt[] | undefined, scope: string): VerifiedJwt | undefined {
+  if (entries === undefined) return undefined
+  for (const e of entries) if (e.scope === scope) return e.verified
+  return undefined
+}
+
+function withScope(entries: readonly ScopedJwt[] | undefined, scope: string, verified: VerifiedJwt): readonly ScopedJwt[] {
+  const others = (entries ?? []).filter((e) => e.scope !== scope)
+  return [...others.slice(-(MAX_SCOPES_PER_TOKEN - 1)), { scope, verified }]
+}
+
 /** How often the fail-open warning may be logged. */
 const OPEN_WARNING_INTERVAL_MS = 60_000
 
@@ -148,7 +168,12 @@ export class Authenticator {
   readonly #revocations: RevocationView
   readonly #skewSec: number
   readonly #jwt: JwtVerifier
-  readonly #verified: TokenCache<VerifiedJwt>
+  /**
+   * By token hash: the validations of that token, one per cache scope
+   * (audience and trusted issuers) it was checked under. Keyed by the hash
+   * alone so a hit builds no key string.
+   */
+  readonly #verified: TokenCache<readonly ScopedJwt[]>
   /** Verifications in flight, by cache key. */
   readonly #verifying = new Map<string, Promise<VerifiedJwt>>()
   #lastOpenWarningMs = Number.NEGATIVE_INFINITY
@@ -213,8 +238,7 @@ export class Authenticator {
   }
 
   #fromJwt(token: string, tokenHash: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
-    const cacheKey = tokenHash + policy.cacheScope
-    const hit = this.#verified.get(cacheKey, now)
+    const hit = scoped(this.#verified.get(tokenHash, now), policy.cacheScope)
     if (hit !== undefined) {
       // The entry's deadline is exp; nbf cannot be in the future of a token
       // that was accepted, but a clock set back would make it so.
@@ -224,21 +248,23 @@ export class Authenticator {
     // Concurrent first uses of one token share one verification: a client
     // that fans out with a fresh token must not cost one signature check
     // per in-flight request.
+    const cacheKey = tokenHash + policy.cacheScope
     let pending = this.#verifying.get(cacheKey)
     if (pending === undefined) {
       const issuers = policy.jwtIssuers
       const issuer = issuers.length === 1 ? issuers[0] : policy.jwtIssuerByIss.get(unverifiedIssuer(token) ?? '')
       if (issuer === undefined) throw invalidToken('issuer not trusted on this route')
-      pending = this.#verify(token, issuer, policy.route.audience, cacheKey, now)
+      pending = this.#verify(token, issuer, policy, tokenHash, cacheKey, now)
       this.#verifying.set(cacheKey, pending)
     }
     return pending.then((verified) => verified.identity)
   }
 
-  async #verify(token: string, issuer: JwtIssuer, audience: string, cacheKey: string, now: number): Promise<VerifiedJwt> {
+  async #verify(token: string, issuer: JwtIssuer, policy: RoutePolicy, tokenHash: string, cacheKey: string, now: number): Promise<VerifiedJwt> {
     try {
-      const verified = await this.#jwt.verify(token, issuer, audience)
-      this.#verified.set(cacheKey, verified, verified.identity.exp * 1000, now)
+      const verified = await this.#jwt.verify(token, issuer, policy.route.audience)
+      const entries = withScope(this.#verified.get(tokenHash, now), policy.cacheScope, verified)
+      this.#verified.set(tokenHash, entries, verified.identity.exp * 1000, now)
       return verified
     } finally {
       this.#verifying.delete(cacheKey)

@@ -1,0 +1,118 @@
+/**
+ * The Authenticator on its own: the verified-token cache (per token, per
+ * validation scope) and the sharing of one signature check among concurrent
+ * first uses of a token. A counting key lookup shows how often a signature
+ * was actually checked.
+ */
+import t from 'tap'
+import { ManualClock } from '../../src/clock.js'
+import { parseConfig } from '../../src/config/load.js'
+import type { RouteConfig } from '../../src/config/types.js'
+import { OAuthError } from '../../src/errors.js'
+import { Authenticator, buildPolicy, type TrustedIssuer } from '../../src/gateway/authenticate.js'
+import { StaticKeys, type KeyLookup, type VerificationKey } from '../../src/gateway/verify-jwt.js'
+import { createLogger } from '../../src/log.js'
+import { mint, newKey, PUBLIC_URL } from './fixture.js'
+
+const clock = new ManualClock(Date.UTC(2026, 0, 1))
+const key = await newKey('ES256', 'k1')
+
+/** Two routes that differ only in audience. */
+const config = parseConfig(
+  `
+listen: 127.0.0.1:0
+public_url: ${PUBLIC_URL}
+authorization_server:
+  clients: []
+routes:
+  - name: a
+    match: { path: /a }
+    upstream: http://127.0.0.1:9
+    token: jwt
+  - name: b
+    match: { path: /b }
+    upstream: http://127.0.0.1:9
+    token: jwt
+    audience: https://b.example
+`,
+  '<inline>',
+  {},
+)
+
+class CountingKeys implements KeyLookup {
+  lookups = 0
+  readonly #inner = new StaticKeys([{ kid: key.kid, key: key.publicKey, alg: key.alg } satisfies VerificationKey])
+  resolve(kid: string | undefined, alg: string): VerificationKey | undefined {
+    this.lookups++
+    return this.#inner.resolve(kid, alg)
+  }
+}
+
+function setup(): { auth: Authenticator; keys: CountingKeys; policyA: ReturnType<typeof buildPolicy>; policyB: ReturnType<typeof buildPolicy> } {
+  const keys = new CountingKeys()
+  const self: TrustedIssuer = {
+    id: 'self',
+    jwt: { id: 'self', issuer: PUBLIC_URL, algorithms: new Set(['ES256']), algorithmList: ['ES256'], keys },
+    opaque: null,
+  }
+  const issuers = new Map([['self', self]])
+  const [a, b] = config.routes as [RouteConfig, RouteConfig]
+  const auth = new Authenticator({
+    clock,
+    log: createLogger('silent'),
+    revocations: { isRevoked: () => false, healthy: true },
+    gateway: { clockSkewSec: 60, tokenCacheMaxEntries: 100 },
+  })
+  return { auth, keys, policyA: buildPolicy(a, issuers), policyB: buildPolicy(b, issuers) }
+}
+
+/** The OAuthError `run` throws or rejects with; null when it succeeds. */
+async function refusal(run: () => unknown): Promise<OAuthError | null> {
+  try {
+    await run()
+    return null
+  } catch (err) {
+    if (err instanceof OAuthError) return err
+    throw err
+  }
+}
+
+t.test('concurrent first uses of one token share one signature check', async (t) => {
+  const { auth, keys, policyA } = setup()
+  const token = await mint(clock, { key })
+  const results = await Promise.all(Array.from({ length: 20 }, () => auth.authenticate(token, policyA, 'GET')))
+  t.equal(keys.lookups, 1, 'one verification for 20 concurrent requests')
+  t.ok(results.every((r) => r.sub === 'alice'), 'every request got the identity')
+  const again = auth.authenticate(token, policyA, 'GET')
+  t.notOk(again instanceof Promise, 'a cached token is answered without a promise')
+  t.equal(keys.lookups, 1, 'and without another verification')
+})
+
+t.test('a failed verification is neither cached nor shared once settled', async (t) => {
+  const { auth, keys, policyA } = setup()
+  const other = await newKey('ES256', 'k1')
+  const forged = await mint(clock, { key: other })
+  for (let i = 0; i < 2; i++) {
+    const err = await refusal(() => auth.authenticate(forged, policyA, 'GET'))
+    t.equal(err?.status, 401, 'refused with 401')
+    t.equal(err?.error, 'invalid_token')
+  }
+  t.equal(keys.lookups, 2, 'each attempt checked again')
+})
+
+t.test('a validation holds only for the scope (audience, issuers) it was made under', async (t) => {
+  const { auth, keys, policyA, policyB } = setup()
+  const forA = await mint(clock, { key })
+  t.equal((await auth.authenticate(forA, policyA, 'GET')).sub, 'alice')
+  const err = await refusal(() => auth.authenticate(forA, policyB, 'GET'))
+  t.equal(err?.status, 401, 'the cached validation for route a does not admit it on route b')
+  t.equal((await auth.authenticate(forA, policyA, 'GET')).sub, 'alice', 'still valid on route a')
+
+  const forBoth = await mint(clock, { key, aud: [PUBLIC_URL, 'https://b.example'] })
+  await auth.authenticate(forBoth, policyA, 'GET')
+  await auth.authenticate(forBoth, policyB, 'GET')
+  const before = keys.lookups
+  t.notOk(auth.authenticate(forBoth, policyA, 'GET') instanceof Promise)
+  t.notOk(auth.authenticate(forBoth, policyB, 'GET') instanceof Promise)
+  t.equal(keys.lookups, before, 'a token valid on both routes stays cached for both')
+})
