@@ -146,7 +146,12 @@ export class App {
     this.#server.keepAliveTimeout = 65_000
     this.#server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.#onUpgrade(req, socket, head))
     this.#server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-      if (socket.writable && !(socket as Socket).destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      // A parse error can come after we already answered the request's head
+      // (a refusal decided on headers alone, then a broken body): then the
+      // connection is only closed; a second answer would be a response to
+      // nothing. Node's own default handler checks the same.
+      const raw = socket as Socket
+      if (socket.writable && !raw.destroyed && raw.bytesWritten === 0) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
       else socket.destroy()
       this.log.debug({ code: err.code }, 'client error')
     })

@@ -3,7 +3,9 @@
  * tokens (OIDC Core 2). Token values never leave this module except in the
  * token response; the store sees only their hashes.
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
+import { randomBase64url } from '../crypto/random.js'
+import { labelKey } from '../metrics.js'
 import { signJwt } from '../keys/sign.js'
 import { epochSeconds } from '../clock.js'
 import type { ClientConfig } from '../config/types.js'
@@ -17,14 +19,22 @@ import { hasScope } from './scope.js'
 /** Label of `bearward_tokens_issued_total{grant}`. */
 export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code'
 
+/** The rendered label sets, built once (issuing is a hot path). */
+const GRANT_LABELS: Readonly<Record<GrantLabel, string>> = {
+  authorization_code: labelKey({ grant: 'authorization_code' }),
+  refresh_token: labelKey({ grant: 'refresh_token' }),
+  client_credentials: labelKey({ grant: 'client_credentials' }),
+  device_code: labelKey({ grant: 'device_code' }),
+}
+
 /** 32 random bytes, base64url (43 characters): refresh tokens, opaque access tokens, device codes. */
 export function randomToken(): string {
-  return randomBytes(32).toString('base64url')
+  return randomBase64url(32)
 }
 
 /** A unique identifier (jti, grant id): 16 random bytes, base64url. */
 export function randomId(): string {
-  return randomBytes(16).toString('base64url')
+  return randomBase64url(16)
 }
 
 export interface AccessTokenInput {
@@ -87,7 +97,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
     token = signJwt(as.keys.signing, 'at+jwt', { ...claims, iss: as.issuer, sub: input.sub, aud: input.audience, iat, exp, jti })
   }
   if (input.grantId !== null) await as.store.noteAccessExp(input.grantId, exp)
-  as.metrics.tokensIssued.inc({ grant: input.grant })
+  as.metrics.tokensIssued.incKey(GRANT_LABELS[input.grant])
   return { token, jti, iat, exp, expiresIn }
 }
 

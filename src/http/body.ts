@@ -9,20 +9,49 @@ export const AS_BODY_LIMIT = 64 * 1024
  * buffering it. A declared Content-Length over the limit is refused without
  * reading.
  */
-export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = req.headers['content-length']
-  if (declared !== undefined && Number(declared) > limit) throw new PayloadTooLarge()
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > limit) {
-      req.resume()
-      throw new PayloadTooLarge()
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(new PayloadTooLarge())
+  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0))
+  // Plain events rather than `for await`: an async iterator per request
+  // costs more than the small form bodies it would read.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const stop = (): void => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('error', onError)
+      req.off('close', onClose)
     }
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks, size)
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length
+      if (size > limit) {
+        stop()
+        // Drain the rest so the connection can answer 413 and carry on.
+        req.resume()
+        reject(new PayloadTooLarge())
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = (): void => {
+      stop()
+      resolve(Buffer.concat(chunks, size))
+    }
+    const onError = (err: Error): void => {
+      stop()
+      reject(err)
+    }
+    const onClose = (): void => {
+      stop()
+      reject(new Error('the request closed before its body was complete'))
+    }
+    req.on('data', onData)
+    req.on('end', onEnd)
+    req.on('error', onError)
+    req.on('close', onClose)
+  })
 }
 
 /** True when the Content-Type's media type is application/x-www-form-urlencoded. */

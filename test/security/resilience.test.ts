@@ -119,16 +119,24 @@ t.test('malformed HTTP on raw sockets gets 400 and the server keeps serving', as
     ['header without colon', 'GET /orders/1 HTTP/1.1\r\nHost: x\r\nBrokenHeader\r\n\r\n'],
     ['space in method', 'G ET /orders/1 HTTP/1.1\r\nHost: x\r\n\r\n'],
     ['control chars in the target', 'GET /orders/\x01\x02 HTTP/1.1\r\nHost: x\r\n\r\n'],
-    ['invalid chunk size', 'POST /orders/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n'],
+    ['invalid chunk size', 'POST /token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n'],
     ['huge header line', `GET /orders/1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70000)}\r\n\r\n`],
     ['LF only', 'GET /orders/1 HTTP/1.1\nHost: x\n\n'],
   ]
   for (const [label, bytes] of garbage) {
     const res = await rawHttp(target.url, bytes)
     t.equal(res.status, 400, `${label}: 400`)
+    t.equal(res.responses, 1, `${label}: one answer`)
   }
   const counts = await flood(FLOOD, (i) => rawHttp(target.url, (garbage[i % garbage.length] as [string, Buffer | string])[1]).then((r) => r.status))
   assertAll(t, counts, [400], FLOOD, 'garbage flood')
+  // Valid headers, broken chunked body, no token: the gateway may refuse on
+  // the headers (401) before the parser reaches the body, or the parser may
+  // fail first (400). Either way exactly one answer, and nothing forwarded.
+  const brokenBody = 'POST /orders/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n'
+  const broken = await rawHttp(target.url, brokenBody)
+  t.ok([400, 401].includes(broken.status), `broken chunked body: refused (${broken.status})`)
+  t.equal(broken.responses, 1, 'broken chunked body: one answer, no 400 written after the 401')
   // A connection that sends half a request and vanishes.
   await Promise.all(Array.from({ length: 50 }, () => rawHttp(target.url, 'GET /orders/1 HTTP/1.1\r\nHost: x\r\nAuthoriz', { timeoutMs: 50 })))
   await assertServing(t, 'malformed HTTP')
