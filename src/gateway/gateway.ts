@@ -260,7 +260,11 @@ class Gateway implements GatewayFace {
   #asOAuthError(err: unknown, ctx: RequestContext, judging: boolean): OAuthError {
     if (err instanceof OAuthError) {
       if (judging) this.#deps.metrics.tokenValidations.incKey(resultOf(err))
-      if (err.cause !== undefined) ctx.log.debug({ status: err.status, error: err.error, reason: err.cause }, 'request refused')
+      // Checked on the root logger first: `ctx.log` binds a child logger,
+      // which a flood of refused requests must not pay for at info level.
+      if (err.cause !== undefined && this.#deps.log.isLevelEnabled('debug')) {
+        ctx.log.debug({ status: err.status, error: err.error, reason: err.cause }, 'request refused')
+      }
       return err
     }
     if (err instanceof StoreUnavailableError) {

@@ -370,6 +370,16 @@ t.test('gateway', async (t) => {
     t.equal((await gw.get('/orders', grant)).status, 401, 'revoked grant')
   })
 
+  t.test('a refused token is logged with its reason at debug level, never with the token', async (t) => {
+    const token = await gw.mint({ expIn: -600 })
+    const before = gw.logs.length
+    t.equal((await gw.get('/orders', token)).status, 401)
+    const line = gw.logs.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request refused')
+    t.match(line, { level: 20, status: 401, error: 'invalid_token' }, 'logged at debug')
+    t.type(line?.reason, 'string', 'with the reason')
+    t.notOk(gw.logs.slice(before).some((l) => l.includes(token)), 'the token itself is not logged')
+  })
+
   t.test('a cached token still expires', async (t) => {
     const token = await gw.mint({ expIn: 60 })
     t.equal((await gw.get('/orders', token)).status, 200)
