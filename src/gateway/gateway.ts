@@ -223,11 +223,17 @@ class Gateway implements GatewayFace {
   }
 
   #act(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, decision: Decision): void {
-    if ('refusal' in decision) {
-      res.setHeader('x-request-id', ctx.id)
-      sendError(res, decision.refusal, decision.reply)
-    } else {
-      this.#proxy.forward(req, res, decision, ctx)
+    // Also runs as a promise callback: a throw here must become a 500, never
+    // an unhandled rejection (which would end the process).
+    try {
+      if ('refusal' in decision) {
+        res.setHeader('x-request-id', ctx.id)
+        sendError(res, decision.refusal, decision.reply)
+      } else {
+        this.#proxy.forward(req, res, decision, ctx)
+      }
+    } catch (err) {
+      this.#failed(res, ctx, err)
     }
   }
 
