@@ -11,7 +11,7 @@ import type { Config, ListenAddress } from './config/types.js'
 import { ConfigWatcher } from './config/watch.js'
 import type { RequestContext, ResponseCloseListener, Shared } from './context.js'
 import { ConfigError, formatProblem, NotFound, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
-import { sendError, sendJson } from './http/reply.js'
+import { sendErrorWithId, sendJson } from './http/reply.js'
 import { assertSingleHost } from './http/request-checks.js'
 import { createLogger, redactUrl, type Logger } from './log.js'
 import { Metrics } from './metrics.js'
@@ -233,8 +233,7 @@ export class App {
     try {
       if (runtime.gateway.handle(req, res, ctx)) return
       ctx.routeLabel = 'not_found'
-      res.setHeader('x-request-id', ctx.id)
-      sendError(res, new NotFound())
+      sendErrorWithId(res, ctx.id, new NotFound())
     } catch (err) {
       this.#fail(res, ctx, err)
     }
@@ -251,12 +250,7 @@ export class App {
       ctx.log.error({ err }, 'unhandled error')
       answer = new ServerError()
     }
-    if (res.headersSent) {
-      res.destroy()
-      return
-    }
-    res.setHeader('x-request-id', ctx.id)
-    sendError(res, answer)
+    sendErrorWithId(res, ctx.id, answer)
   }
 
   #onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {

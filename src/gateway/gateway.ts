@@ -15,7 +15,7 @@ import type { RouteConfig } from '../config/types.js'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { labelKey } from '../metrics.js'
 import { InvalidRequest, MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
-import { sendError, type ErrorReplyOptions } from '../http/reply.js'
+import { sendError, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
 import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksRegistry } from './jwks-client.js'
@@ -183,17 +183,24 @@ class Gateway implements GatewayFace {
 
   /** Authenticate and authorize the extracted token; what to forward, or the refusal. */
   #judge(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, extracted: ExtractedToken): Decision | Promise<Decision> {
-    const forward = (identity: TokenIdentity): ForwardRequest => {
-      this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
-      return { route: plan.route, path, query: extracted.query, identity, body: extracted.body }
-    }
     try {
       const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET')
-      if (identity instanceof Promise) return identity.then(forward, (err: unknown) => this.#refusal(err, ctx, plan))
-      return forward(identity)
+      if (identity instanceof Promise) {
+        return identity.then(
+          (id) => this.#admit(plan, path, extracted, id),
+          (err: unknown) => this.#refusal(err, ctx, plan),
+        )
+      }
+      return this.#admit(plan, path, extracted, identity)
     } catch (err) {
       return this.#refusal(err, ctx, plan)
     }
+  }
+
+  /** A valid token: counted, and what to forward. */
+  #admit(plan: RoutePlan, path: string, extracted: ExtractedToken, identity: TokenIdentity): ForwardRequest {
+    this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
+    return { route: plan.route, path, query: extracted.query, identity, body: extracted.body }
   }
 
   /** A token failure as the refusal to render (counted by result); anything unexpected is rethrown. */
@@ -226,10 +233,8 @@ class Gateway implements GatewayFace {
     // Also runs as a promise callback: a throw here must become a 500, never
     // an unhandled rejection (which would end the process).
     try {
-      if ('refusal' in decision) {
-        res.setHeader('x-request-id', ctx.id)
-        sendError(res, decision.refusal, decision.reply)
-      } else {
+      if ('refusal' in decision) sendErrorWithId(res, ctx.id, decision.refusal, decision.reply)
+      else {
         this.#proxy.forward(req, res, decision, ctx)
       }
     } catch (err) {
@@ -240,12 +245,7 @@ class Gateway implements GatewayFace {
   /** An unexpected error (a bug, not a refusal): logged, and a 500 when the answer has not started. */
   #failed(res: ServerResponse, ctx: RequestContext, err: unknown): void {
     ctx.log.error({ err }, 'unhandled error')
-    if (res.headersSent) {
-      res.destroy()
-      return
-    }
-    res.setHeader('x-request-id', ctx.id)
-    sendError(res, new ServerError())
+    sendErrorWithId(res, ctx.id, new ServerError())
   }
 
   async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): Promise<boolean> {

@@ -5,7 +5,7 @@ import { Pool, type Dispatcher } from 'undici'
 import type { GatewayConfig, RouteConfig } from '../config/types.js'
 import type { RequestContext, ResponseCloseListener } from '../context.js'
 import { BadGateway, GatewayTimeout, PayloadTooLarge, ServerError, type OAuthError } from '../errors.js'
-import { sendError, type ErrorReplyOptions } from '../http/reply.js'
+import { sendErrorWithId } from '../http/reply.js'
 import { redactUrl, type Logger } from '../log.js'
 import { TrustedProxies } from './forwarded.js'
 import { RequestHeaderPolicy, headerObject, responseHeaders, type FlatHeaders } from './headers.js'
@@ -195,8 +195,7 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     }
     // An unread request body would otherwise be drained (or stall) before the
     // connection could serve another request.
-    res.setHeader('x-request-id', this.#ctx.id)
-    sendError(res, failure, this.#req.complete ? {} : { headers: { connection: 'close' } })
+    sendErrorWithId(res, this.#ctx.id, failure, this.#req.complete ? {} : { headers: { connection: 'close' } })
   }
 
   /** `res` closed: finished normally, or the client went away first. */
@@ -218,12 +217,6 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
  */
 function poolKey(origin: string, caFile: string | null, timeouts: RouteConfig['timeouts']): string {
   return `${origin}\n${caFile ?? ''}\n${timeouts.connectMs}\n${timeouts.headersMs}\n${timeouts.idleMs}`
-}
-
-/** Answer a request the proxy refuses before anything is sent upstream. */
-function refuse(res: ServerResponse, ctx: RequestContext, err: OAuthError, options?: ErrorReplyOptions): void {
-  res.setHeader('x-request-id', ctx.id)
-  sendError(res, err, options)
 }
 
 function readCa(route: RouteConfig): string | null {
@@ -332,7 +325,7 @@ export class UpstreamProxy {
     const plan = this.#plan(fwd.route)
     if (plan === undefined) {
       ctx.log.error({ route: fwd.route.name }, 'no upstream plan for route')
-      refuse(res, ctx, new ServerError())
+      sendErrorWithId(res, ctx.id, new ServerError())
       return
     }
 
@@ -341,7 +334,7 @@ export class UpstreamProxy {
     let contentLength: string | null = null
     if (fwd.body !== null) {
       if (fwd.body.length > plan.maxBodyBytes) {
-        refuse(res, ctx, new PayloadTooLarge())
+        sendErrorWithId(res, ctx.id, new PayloadTooLarge())
         return
       }
       body = fwd.body.length > 0 ? fwd.body : null
@@ -355,7 +348,7 @@ export class UpstreamProxy {
         // Node's parser delivers exactly Content-Length bytes, so checking the
         // declared size up front is enough: nothing is counted per chunk.
         if (Number(declared) > plan.maxBodyBytes) {
-          refuse(res, ctx, new PayloadTooLarge(), { headers: { connection: 'close' } })
+          sendErrorWithId(res, ctx.id, new PayloadTooLarge(), { headers: { connection: 'close' } })
           return
         }
         contentLength = declared

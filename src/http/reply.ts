@@ -84,6 +84,16 @@ export function sendError(res: ServerResponse, err: OAuthError, options: ErrorRe
   sendJson(res, err.status, body, headers)
 }
 
+/**
+ * sendError for a request that has an id: the answer carries X-Request-Id,
+ * the id the request's log lines carry. An answer already started is
+ * destroyed by sendError as usual.
+ */
+export function sendErrorWithId(res: ServerResponse, requestId: string, err: OAuthError, options?: ErrorReplyOptions): void {
+  if (!res.headersSent) res.setHeader('x-request-id', requestId)
+  sendError(res, err, options)
+}
+
 /** Security headers for the server-rendered pages (login, consent, device, errors). */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'content-type': 'text/html; charset=utf-8',
