@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import type { JWK } from 'jose'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { asConfigYaml, DEMO_SECRET, demoHashes } from './as-config.js'
-import { startBin, tempConfig, type RunningBin } from './bin.js'
+import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
 import { freePort } from './browser.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
 
@@ -222,14 +222,10 @@ export async function startTarget(o: TargetOptions = {}): Promise<Target> {
     .replace('  users:\n', `${o.clients ?? ''}\n  users:\n${o.users ?? ''}\n`)
   if (o.gateway) yaml = yaml.replace('authorization_server:\n', `gateway: ${o.gateway}\nauthorization_server:\n`)
   await writeFile(cfg.file, yaml)
-  let bin: RunningBin
-  try {
-    bin = await startBin(cfg.file)
-  } catch (err) {
+  const bin = await startBinOrCleanUp(cfg.file, async () => {
     await up.close()
     await cfg.cleanup()
-    throw err
-  }
+  })
   return {
     bin,
     url: bin.url,

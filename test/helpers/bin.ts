@@ -44,6 +44,19 @@ export async function tempConfig(yaml: string, name = 'gateway.yaml'): Promise<{
  * Start `bin/bearward start -c file` and wait until it logs where it listens
  * (configs use port 0, so the log line is how a test learns the ports).
  */
+/**
+ * startBin for a harness that set things up first: when the binary does not
+ * come up, `cleanup` releases them before the error is rethrown.
+ */
+export async function startBinOrCleanUp(file: string, cleanup: () => Promise<void>): Promise<RunningBin> {
+  try {
+    return await startBin(file)
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+}
+
 export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 15000): Promise<RunningBin> {
   const child = spawn(process.execPath, [BIN, 'start', '-c', file], {
     env: childEnv(env),

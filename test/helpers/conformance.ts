@@ -12,7 +12,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, type JWK } from 'jose'
-import { startBin, tempConfig, type RunningBin } from './bin.js'
+import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
 import { Browser, authorizeAsPerson, freePort, parseForms } from './browser.js'
 import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startUpstream } from './upstream.js'
@@ -79,14 +79,10 @@ export async function startConformanceServer(o: ConformanceServerOptions = {}): 
 `,
   )
   const cfg = await tempConfig(yaml)
-  let bin: RunningBin
-  try {
-    bin = await startBin(cfg.file)
-  } catch (err) {
+  const bin = await startBinOrCleanUp(cfg.file, async () => {
     await upstream.close()
     await cfg.cleanup()
-    throw err
-  }
+  })
   return {
     bin,
     issuer,
