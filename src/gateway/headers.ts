@@ -244,21 +244,57 @@ export class RequestHeaderPolicy {
   }
 }
 
+/** Response header names of these lengths may be dropped; others are passed without lower-casing. */
+const RESPONSE_DROPPED_LENGTH: readonly boolean[] = (() => {
+  const lengths: boolean[] = []
+  for (const name of RESPONSE_DROPPED) lengths[name.length] = true
+  lengths['x-request-id'.length] = true
+  return lengths
+})()
+
 /**
- * The response headers to pass to the client: everything but hop-by-hop
- * headers and those the upstream's Connection header names. Repeated headers
- * (several Set-Cookie) stay arrays, which Node writes as separate lines.
+ * The response headers to pass to the client, from the upstream's raw
+ * header list (undici gives the bytes as received): everything but
+ * hop-by-hop headers, those the upstream's Connection header names, and
+ * X-Request-Id, which the gateway writes itself (it is the id our logs
+ * carry). Names keep the upstream's case and order; repeated headers (several
+ * Set-Cookie) stay separate lines. Bytes are read as latin1, the encoding
+ * node:http writes header strings in, so every byte reaches the client as
+ * the upstream sent it.
  */
-export function responseHeaders(headers: Readonly<Record<string, string | string[] | undefined>>): Record<string, string | string[]> {
-  const named = connectionNamed(headers.connection)
-  const out: Record<string, string | string[]> = {}
-  for (const name in headers) {
-    const value = headers[name]
-    if (value === undefined || RESPONSE_DROPPED.has(name)) continue
-    if (named !== null && named.has(canonicalHeaderName(name))) continue
-    out[name] = value
+export function responseHeaderList(raw: readonly (Buffer | string)[] | null): FlatHeaders {
+  const out: FlatHeaders = []
+  if (raw === null) return out
+  let connection: string | undefined
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = latin1(raw[i] as Buffer | string)
+    const value = latin1(raw[i + 1] as Buffer | string)
+    if (RESPONSE_DROPPED_LENGTH[name.length] === true) {
+      const lower = name.toLowerCase()
+      if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`
+      if (RESPONSE_DROPPED.has(lower) || lower === 'x-request-id') continue
+    }
+    out.push(name, value)
   }
-  return out
+  const named = connectionNamed(connection)
+  if (named === null) return out
+  const kept: FlatHeaders = []
+  for (let i = 0; i < out.length; i += 2) {
+    const name = out[i] as string
+    if (!named.has(canonicalHeaderName(name))) kept.push(name, out[i + 1] as string)
+  }
+  return kept
+}
+
+function latin1(value: Buffer | string): string {
+  return typeof value === 'string' ? value : value.toString('latin1')
+}
+
+/** A flat list as `[name, value]` pairs, the form `res.addTrailers` takes for repeats. */
+export function headerPairs(flat: FlatHeaders): [string, string][] {
+  const pairs: [string, string][] = []
+  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i] as string, flat[i + 1] as string])
+  return pairs
 }
 
 /**

@@ -8,7 +8,7 @@ import { BadGateway, GatewayTimeout, PayloadTooLarge, ServerError, type OAuthErr
 import { sendErrorWithId } from '../http/reply.js'
 import { redactUrl, type Logger } from '../log.js'
 import { TrustedProxies } from './forwarded.js'
-import { RequestHeaderPolicy, headerObject, responseHeaders, type FlatHeaders } from './headers.js'
+import { RequestHeaderPolicy, headerObject, headerPairs, responseHeaderList, type FlatHeaders } from './headers.js'
 import type { ForwardRequest } from './types.js'
 import { WebSocketUpstream, rawErrorResponse } from './websocket.js'
 
@@ -96,6 +96,16 @@ function upstreamFailure(err: unknown): OAuthError {
 /**
  * One request's exchange with the upstream: an undici dispatch handler that
  * writes the upstream's answer to `res`.
+ *
+ * It implements undici's original handler interface (onConnect, onHeaders,
+ * onData, onComplete, onError), which undici 7 still runs natively and marks
+ * deprecated in favour of onRequestStart/onResponseStart/... Those newer
+ * methods are served through an adapter that parses every response's raw
+ * headers into an object and allocates a controller per request; this
+ * handler instead reads the raw header list once, straight into the flat
+ * list `res.writeHead` takes (docs/performance.md has the measurement).
+ * package.json pins undici to major 7; moving to a major without this
+ * interface means porting these five methods.
  */
 class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
   readonly #req: IncomingMessage
@@ -107,7 +117,10 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
   readonly #limit: BodyLimit | null
   /** Called once when the response closes (the proxy's in-flight count). */
   readonly #done: () => void
-  #controller: Dispatcher.DispatchController | null = null
+  /** Aborts the upstream exchange; set when undici starts it. */
+  #abort: ((err: Error) => void) | null = null
+  /** Resumes reading the upstream response after onData asked for a pause. */
+  #resumeUpstream: (() => void) | null = null
   /** The upstream exchange has ended (completed or failed). */
   #settled = false
   #clientGone = false
@@ -122,56 +135,51 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     this.#done = done
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller
-    if (this.#clientGone) controller.abort(new ClientGone())
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort
+    if (this.#clientGone) abort(new ClientGone())
   }
 
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Record<string, string | string[] | undefined>,
-    statusMessage?: string,
-  ): void {
-    if (statusCode < 200) return
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    if (statusCode < 200) return true
+    this.#resumeUpstream = resume
     try {
-      const out = responseHeaders(headers)
-      // Ours, not the upstream's: it is the id our logs carry.
-      out['x-request-id'] = this.#ctx.id
-      if (statusMessage) this.#res.writeHead(statusCode, statusMessage, out)
+      const out = responseHeaderList(rawHeaders)
+      // Ours, not the upstream's (responseHeaderList dropped that): it is the id our logs carry.
+      out.push('x-request-id', this.#ctx.id)
+      if (statusText) this.#res.writeHead(statusCode, statusText, out)
       else this.#res.writeHead(statusCode, out)
     } catch (err) {
       // A header Node refuses to write (invalid characters): the upstream's answer is unusable.
-      controller.abort(err instanceof Error ? err : new Error('invalid upstream response'))
+      this.#abort?.(err instanceof Error ? err : new Error('invalid upstream response'))
+      return false
     }
+    return true
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.#res.write(chunk) && !this.#paused) {
+  /** Returning false pauses the upstream until the client drained what it has. */
+  onData(chunk: Buffer): boolean {
+    if (this.#res.write(chunk)) return true
+    if (!this.#paused) {
       this.#paused = true
-      controller.pause()
-      this.#res.once('drain', this.#resume)
+      this.#res.once('drain', this.#onDrain)
     }
+    return false
   }
 
-  readonly #resume = (): void => {
+  readonly #onDrain = (): void => {
     this.#paused = false
-    this.#controller?.resume()
+    this.#resumeUpstream?.()
   }
 
-  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
+  onComplete(rawTrailers: Buffer[] | string[] | null): void {
     this.#settled = true
     const res = this.#res
-    let hasTrailers = false
-    for (const _ in trailers) {
-      hasTrailers = true
-      break
-    }
     // Node emits trailers only on a chunked response, which is what an
     // upstream that sends trailers produces once Transfer-Encoding is dropped.
-    if (hasTrailers) {
+    if (rawTrailers !== null && rawTrailers.length > 0) {
       try {
-        res.addTrailers(responseHeaders(trailers))
+        res.addTrailers(headerPairs(responseHeaderList(rawTrailers)))
       } catch {
         // An invalid trailer is dropped; the body already went out complete.
       }
@@ -179,7 +187,7 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     res.end()
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+  onError(err: Error): void {
     this.#settled = true
     const res = this.#res
     if (this.#clientGone || err instanceof ClientGone || res.destroyed) return
@@ -207,7 +215,7 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     this.#done()
     if (this.#settled || this.#res.writableFinished) return
     this.#clientGone = true
-    this.#controller?.abort(new ClientGone())
+    this.#abort?.(new ClientGone())
   }
 }
 

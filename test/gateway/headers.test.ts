@@ -6,7 +6,7 @@ import {
   parseIPv4,
   parseIPv6,
 } from '../../src/gateway/forwarded.js'
-import { canonicalHeaderName, connectionNamed, headerObject, responseHeaders } from '../../src/gateway/headers.js'
+import { canonicalHeaderName, connectionNamed, headerObject, headerPairs, responseHeaderList } from '../../src/gateway/headers.js'
 
 t.test('canonicalHeaderName lower-cases and maps _ to -', async (t) => {
   t.equal(canonicalHeaderName('X_Auth_Subject'), 'x-auth-subject')
@@ -25,21 +25,38 @@ t.test('connectionNamed lists the headers a Connection header names', async (t) 
   t.equal(connectionNamed('keep-alive, upgrade'), null)
 })
 
-t.test('responseHeaders drops hop-by-hop and Connection-named headers, keeps Trailer and repeats', async (t) => {
-  const out = responseHeaders({
-    connection: 'keep-alive, x-hop',
-    'keep-alive': 'timeout=5',
-    'transfer-encoding': 'chunked',
-    'proxy-authenticate': 'Basic',
-    upgrade: 'h2c',
-    te: 'trailers',
-    'x-hop': 'gone',
-    trailer: 'x-sum',
-    'set-cookie': ['a=1', 'b=2'],
-    'content-type': 'text/plain',
-    'x-undefined': undefined,
-  })
-  t.same(out, { trailer: 'x-sum', 'set-cookie': ['a=1', 'b=2'], 'content-type': 'text/plain' })
+t.test('responseHeaderList drops hop-by-hop, Connection-named headers and X-Request-Id, keeps Trailer, case, order and repeats', async (t) => {
+  const raw = [
+    ['Connection', 'keep-alive, X_Hop'],
+    ['Keep-Alive', 'timeout=5'],
+    ['Transfer-Encoding', 'chunked'],
+    ['Proxy-Authenticate', 'Basic'],
+    ['Upgrade', 'h2c'],
+    ['TE', 'trailers'],
+    ['x-hop', 'gone'],
+    ['X-Request-Id', 'upstream-id'],
+    ['Trailer', 'x-sum'],
+    ['Set-Cookie', 'a=1'],
+    ['Content-Type', 'text/plain'],
+    ['set-cookie', 'b=2'],
+  ].flatMap(([name, value]) => [Buffer.from(name as string, 'latin1'), Buffer.from(value as string, 'latin1')])
+  t.same(responseHeaderList(raw), ['Trailer', 'x-sum', 'Set-Cookie', 'a=1', 'Content-Type', 'text/plain', 'set-cookie', 'b=2'])
+  t.same(responseHeaderList(null), [])
+  t.same(responseHeaderList(['Connection', 'close', 'X-A', '1']), ['X-A', '1'], 'string lists too')
+})
+
+t.test('responseHeaderList passes every byte of a value through as latin1', async (t) => {
+  const value = Buffer.from([0x63, 0x61, 0x66, 0xc3, 0xa9, 0xff])
+  const out = responseHeaderList([Buffer.from('X-Name'), value])
+  t.equal(out[0], 'X-Name')
+  t.same(Buffer.from(out[1] as string, 'latin1'), value)
+})
+
+t.test('headerPairs pairs a flat list', async (t) => {
+  t.same(headerPairs(['a', '1', 'b', '2']), [
+    ['a', '1'],
+    ['b', '2'],
+  ])
 })
 
 t.test('headerObject folds a flat list for node:http', async (t) => {
