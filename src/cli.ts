@@ -69,6 +69,24 @@ function configPath(value: string | undefined): string {
   return resolve(value ?? process.env.BEARWARD_CONFIG ?? DEFAULT_CONFIG)
 }
 
+/**
+ * Whether node runs with V8's memory reducer off. The reducer's full GC,
+ * run once a process has been idle for a few seconds, leaves Node 20's
+ * process.nextTick (several calls per proxied request) about ten times
+ * slower for the rest of the process; docs/performance.md has the
+ * measurement. V8 reads the flag only at start-up, so the launchers pass it
+ * (bin/bearward's shebang, npm start, the Docker image).
+ */
+export function memoryReducerOff(execArgv: readonly string[]): boolean {
+  let off = false
+  for (const arg of execArgv) {
+    const flag = arg.replaceAll('_', '-')
+    if (flag === '--no-memory-reducer' || flag === '--memory-reducer=false') off = true
+    else if (flag === '--memory-reducer' || flag === '--memory-reducer=true') off = false
+  }
+  return off
+}
+
 async function cmdStart(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } })
   if (values.help) return print(HELP.start)
@@ -83,6 +101,11 @@ async function cmdStart(args: string[]): Promise<number> {
       process.stderr.write(`bearward: ${(err as Error).message}\n`)
     }
     return 1
+  }
+  if (!memoryReducerOff(process.execArgv)) {
+    app.log.warn(
+      'node was started without --no-memory-reducer: once the process has been idle for a few seconds, every request costs more CPU for the rest of its life (docs/performance.md); run bin/bearward itself, npm start, or node --no-memory-reducer bin/bearward',
+    )
   }
   let stopping = false
   const stop = (signal: string): void => {

@@ -53,12 +53,22 @@ export function readyUrlFromStdout(text) {
 }
 
 /**
+ * Every Node server here (upstream, baselines, peers, bearward) runs with the
+ * flag bearward's own launchers pass (bin/bearward, npm start, the Docker
+ * image): without it, V8's memory reducer leaves process.nextTick about ten
+ * times slower in any process that sat idle for a few seconds, which in an
+ * interleaved run hits whichever target waited longest (docs/performance.md).
+ */
+export const NODE_SERVER_FLAGS = ['--no-memory-reducer']
+
+/**
  * Spawn `command args` with output to `<logDir>/<name>.{out,err}.log` and
  * wait until ready: `probe()` resolves to a URL string, or (default) stdout
  * shows a JSON line with `url`. Rejects with the stderr tail when the process
  * exits first or `timeoutMs` passes.
  */
 export async function startProcess({ name, command = process.execPath, args = [], env = {}, logDir, probe, timeoutMs = 30_000, cwd }) {
+  if (command === process.execPath) args = [...NODE_SERVER_FLAGS, ...args]
   const outFile = join(logDir, `${name}.out.log`)
   const errFile = join(logDir, `${name}.err.log`)
   const out = openSync(outFile, 'w')

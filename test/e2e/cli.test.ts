@@ -1,7 +1,9 @@
 import t from 'tap'
+import { readFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { runCli, tempConfig } from '../helpers/bin.js'
+import { runCli, startBin, tempConfig } from '../helpers/bin.js'
+import { memoryReducerOff } from '../../src/cli.js'
 import { parseSecretHash, SecretVerifier } from '../../src/crypto/secret.js'
 
 t.test('--version and --help', async (t) => {
@@ -86,4 +88,33 @@ t.test('start exits non-zero with a clear message when the port is taken', async
   const r = await runCli(['start', '-c', cfg.file])
   t.equal(r.code, 1)
   t.match(r.stderr, /already in use/)
+})
+
+t.test('the launchers turn off V8\'s memory reducer; a bypassed launcher is warned about', async (t) => {
+  const cfg = await tempConfig('listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nroutes: []\n')
+  t.teardown(cfg.cleanup)
+  const warned = (lines: string[]): boolean => lines.some((l) => l.includes('started without --no-memory-reducer'))
+
+  const installed = await startBin(cfg.file, {}, 15000, 'shebang')
+  await installed.waitForLog((e) => e.msg === 'bearward listening on ' + String(e.listen))
+  t.equal(warned(installed.lines), false, 'bin/bearward run as a program passes the flag itself')
+  t.equal(await installed.stop(), 0)
+
+  const bypassed = await startBin(cfg.file)
+  const line = await bypassed.waitForLog((e) => typeof e.msg === 'string' && e.msg.includes('--no-memory-reducer'))
+  t.equal(line.level, 40, 'a warning')
+  t.equal(await bypassed.stop(), 0)
+
+  const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: Record<string, string> }
+  t.match(pkg.scripts.start, /^node --no-memory-reducer bin\/bearward start/, 'npm start passes it')
+  t.match(await readFile('Dockerfile', 'utf8'), /ENTRYPOINT \["node", "--no-memory-reducer", "bin\/bearward"\]/, 'the image passes it')
+})
+
+t.test('memoryReducerOff reads the flag as V8 does: the last one wins, _ and - alike', async (t) => {
+  t.equal(memoryReducerOff([]), false)
+  t.equal(memoryReducerOff(['--no-memory-reducer']), true)
+  t.equal(memoryReducerOff(['--no-memory_reducer']), true)
+  t.equal(memoryReducerOff(['--memory-reducer=false']), true)
+  t.equal(memoryReducerOff(['--no-memory-reducer', '--memory-reducer']), false)
+  t.equal(memoryReducerOff(['--max-old-space-size=100']), false)
 })
