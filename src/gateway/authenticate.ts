@@ -14,7 +14,6 @@ import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, Ro
 import { InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
 import type { KeySet } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
-import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
 import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
 import type { JwksRegistry } from './jwks-client.js'
@@ -169,9 +168,11 @@ export class Authenticator {
   readonly #skewSec: number
   readonly #jwt: JwtVerifier
   /**
-   * By token hash: the validations of that token, one per cache scope
-   * (audience and trusted issuers) it was checked under. Keyed by the hash
-   * alone so a hit builds no key string.
+   * By token: the validations of that token, one per cache scope (audience
+   * and trusted issuers) it was checked under. Keyed by the token itself, not
+   * its SHA-256: only tokens whose signature verified are kept, so a client
+   * cannot choose what fills it, and hashing every request's token cost more
+   * than the rest of a cache hit (docs/performance.md).
    */
   readonly #verified: TokenCache<readonly ScopedJwt[]>
   /** Verifications in flight, by cache key. */
@@ -195,7 +196,7 @@ export class Authenticator {
    */
   authenticate(token: string, policy: RoutePolicy, method: string): TokenIdentity | Promise<TokenIdentity> {
     const now = this.#clock.now()
-    const identity = this.#identify(token, hashToken(token), policy, now)
+    const identity = this.#identify(token, policy, now)
     if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now))
     return this.#authorize(identity, policy, method, now)
   }
@@ -225,20 +226,20 @@ export class Authenticator {
     this.#verified.clear()
   }
 
-  #identify(token: string, tokenHash: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
+  #identify(token: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
     const kind = policy.route.token
-    if (kind === 'introspect') return this.#opaque(token, tokenHash, policy, now, 0, null)
+    if (kind === 'introspect') return this.#opaque(token, policy, now, 0, null)
     const jwtShaped = looksLikeJwt(token)
     if (kind === 'any') {
-      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, tokenHash, policy, now) : this.#opaque(token, tokenHash, policy, now, 0, null)
+      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, policy, now) : this.#opaque(token, policy, now, 0, null)
     }
     // SPEC.md Authentication 5.1: not three segments is invalid_request.
     if (!jwtShaped) throw new InvalidRequest('The access token is malformed', { challenge: 'Bearer', cause: 'not three segments' })
-    return this.#fromJwt(token, tokenHash, policy, now)
+    return this.#fromJwt(token, policy, now)
   }
 
-  #fromJwt(token: string, tokenHash: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
-    const hit = scoped(this.#verified.get(tokenHash, now), policy.cacheScope)
+  #fromJwt(token: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
+    const hit = scoped(this.#verified.get(token, now), policy.cacheScope)
     if (hit !== undefined) {
       // The entry's deadline is exp; nbf cannot be in the future of a token
       // that was accepted, but a clock set back would make it so.
@@ -248,23 +249,23 @@ export class Authenticator {
     // Concurrent first uses of one token share one verification: a client
     // that fans out with a fresh token must not cost one signature check
     // per in-flight request.
-    const cacheKey = tokenHash + policy.cacheScope
+    const cacheKey = token + policy.cacheScope
     let pending = this.#verifying.get(cacheKey)
     if (pending === undefined) {
       const issuers = policy.jwtIssuers
       const issuer = issuers.length === 1 ? issuers[0] : policy.jwtIssuerByIss.get(unverifiedIssuer(token) ?? '')
       if (issuer === undefined) throw invalidToken('issuer not trusted on this route')
-      pending = this.#verify(token, issuer, policy, tokenHash, cacheKey, now)
+      pending = this.#verify(token, issuer, policy, cacheKey, now)
       this.#verifying.set(cacheKey, pending)
     }
     return pending.then((verified) => verified.identity)
   }
 
-  async #verify(token: string, issuer: JwtIssuer, policy: RoutePolicy, tokenHash: string, cacheKey: string, now: number): Promise<VerifiedJwt> {
+  async #verify(token: string, issuer: JwtIssuer, policy: RoutePolicy, cacheKey: string, now: number): Promise<VerifiedJwt> {
     try {
       const verified = await this.#jwt.verify(token, issuer, policy.route.audience)
-      const entries = withScope(this.#verified.get(tokenHash, now), policy.cacheScope, verified)
-      this.#verified.set(tokenHash, entries, verified.identity.exp * 1000, now)
+      const entries = withScope(this.#verified.get(token, now), policy.cacheScope, verified)
+      this.#verified.set(token, entries, verified.identity.exp * 1000, now)
       return verified
     } finally {
       this.#verifying.delete(cacheKey)
@@ -276,12 +277,12 @@ export class Authenticator {
    * first (no network), from `from` on, until one knows the token as active.
    * Stays synchronous while the validators answer from their caches.
    */
-  #opaque(token: string, tokenHash: string, policy: RoutePolicy, now: number, from: number, failure: OAuthError | null): TokenIdentity | Promise<TokenIdentity> {
+  #opaque(token: string, policy: RoutePolicy, now: number, from: number, failure: OAuthError | null): TokenIdentity | Promise<TokenIdentity> {
     const validators = policy.opaque
     for (let i = from; i < validators.length; i++) {
       let answer: TokenIdentity | null | Promise<TokenIdentity | null>
       try {
-        answer = (validators[i] as OpaqueValidator).validate(token, tokenHash, policy.route.audience, now)
+        answer = (validators[i] as OpaqueValidator).validate(token, policy.route.audience, now)
       } catch (err) {
         if (!(err instanceof TemporarilyUnavailable)) throw err
         failure = err
@@ -289,10 +290,10 @@ export class Authenticator {
       }
       if (answer instanceof Promise) {
         return answer.then(
-          (identity) => identity ?? this.#opaque(token, tokenHash, policy, now, i + 1, failure),
+          (identity) => identity ?? this.#opaque(token, policy, now, i + 1, failure),
           (err: unknown) => {
             if (!(err instanceof TemporarilyUnavailable)) throw err
-            return this.#opaque(token, tokenHash, policy, now, i + 1, err)
+            return this.#opaque(token, policy, now, i + 1, err)
           },
         )
       }

@@ -13,6 +13,7 @@ import { Pool } from 'undici'
 import type { GatewayConfig, IssuerConfig, RemoteIntrospectionConfig } from '../config/types.js'
 import { InvalidToken, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import type { OpaqueTokenRecord, Store } from '../store/types.js'
+import { hashToken } from '../store/hash.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
 import { identityFromClaims, TOKEN_EXPIRED } from './verify-jwt.js'
@@ -29,7 +30,7 @@ export interface OpaqueValidator {
    * InvalidToken (expired) or TemporarilyUnavailable. Answers from a cache
    * come back synchronously (no promise on the hot path).
    */
-  validate(token: string, tokenHash: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null>
+  validate(token: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null>
   /** Release connections (at Runtime close). */
   close(): Promise<void>
 }
@@ -64,7 +65,8 @@ export class StoreIntrospector implements OpaqueValidator {
   readonly #store: Store
   readonly #issuer: string
   /**
-   * Found records, by token hash, for at most `ttlSec` and never past exp: a
+   * Found records, by token (only tokens the store knows are kept, so keys
+   * are our own tokens' size), for at most `ttlSec` and never past exp: a
    * store round trip per request would cap the route at the store's speed.
    * Safe because revocation does not rely on the record's absence: revoking
    * an opaque token also puts its jti (and a family revocation its grant id)
@@ -80,23 +82,23 @@ export class StoreIntrospector implements OpaqueValidator {
     this.#ttlMs = cache.ttlSec * 1000
   }
 
-  validate(_token: string, tokenHash: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
-    const cached = this.#ttlMs > 0 ? this.#found.get(tokenHash, nowMs) : undefined
+  validate(token: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
+    const cached = this.#ttlMs > 0 ? this.#found.get(token, nowMs) : undefined
     if (cached !== undefined) return this.#judge(cached, audience, nowMs)
-    return this.#lookup(tokenHash, audience, nowMs)
+    return this.#lookup(token, audience, nowMs)
   }
 
-  async #lookup(tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
+  async #lookup(token: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
     let stored
     try {
-      stored = await this.#store.getOpaqueToken(tokenHash)
+      stored = await this.#store.getOpaqueToken(hashToken(token))
     } catch (err) {
       if (err instanceof StoreUnavailableError) throw unavailable('store unavailable for opaque token lookup')
       throw err
     }
     if (stored === null) return null
     const found = foundToken(this.issuerId, stored)
-    if (this.#ttlMs > 0 && stored.exp * 1000 > nowMs) this.#found.set(tokenHash, found, Math.min(stored.exp * 1000, nowMs + this.#ttlMs), nowMs)
+    if (this.#ttlMs > 0 && stored.exp * 1000 > nowMs) this.#found.set(token, found, Math.min(stored.exp * 1000, nowMs + this.#ttlMs), nowMs)
     return this.#judge(found, audience, nowMs)
   }
 
@@ -230,7 +232,9 @@ export class RemoteIntrospector implements OpaqueValidator {
     this.#options = options
   }
 
-  validate(token: string, tokenHash: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
+  validate(token: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
+    // By hash: inactive answers are cached too, and a client controls the size of those tokens.
+    const tokenHash = hashToken(token)
     const cached = this.#cache.get(tokenHash, nowMs)
     if (cached !== undefined) return this.#judge(cached, audience, nowMs)
     return this.#ask(token, tokenHash, audience, nowMs)

@@ -1,9 +1,10 @@
 /**
  * A bounded cache of validated tokens, so a client that reuses its token for
- * minutes costs one signature check rather than one per request. Keys are
- * built from the token's SHA-256 (never the token itself); every entry has
- * a deadline (the token's `exp` at the latest) and is dropped on the first
- * read after it. What the cache cannot know (revocation) is checked by the
+ * minutes costs one signature check rather than one per request. Callers
+ * choose the key: the token itself where only validated tokens are kept,
+ * its SHA-256 where a client decides what gets cached (docs/performance.md).
+ * Every entry has a deadline (the token's `exp` at the latest) and is
+ * dropped on the first read after it. What the cache cannot know (revocation) is checked by the
  * caller on every hit.
  *
  * Eviction is "second chance" (CLOCK), an approximation of LRU: a hit only
