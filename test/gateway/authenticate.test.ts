@@ -116,3 +116,20 @@ t.test('a validation holds only for the scope (audience, issuers) it was made un
   t.notOk(auth.authenticate(forBoth, policyB, 'GET') instanceof Promise)
   t.equal(keys.lookups, before, 'a token valid on both routes stays cached for both')
 })
+
+t.test('a cached token\'s signature on another payload is checked, and refused', async (t) => {
+  const { auth, keys, policyA } = setup()
+  const token = await mint(clock, { key, claims: { sub: 'alice' } })
+  t.equal((await auth.authenticate(token, policyA, 'GET')).sub, 'alice')
+  t.equal(keys.lookups, 1)
+  const [header, , signature] = token.split('.')
+  const payload = Buffer.from(
+    JSON.stringify({ ...JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString()), sub: 'mallory', scope: 'orders:read admin' }),
+  ).toString('base64url')
+  const forged = `${header}.${payload}.${signature}`
+  const err = await refusal(() => auth.authenticate(forged, policyA, 'GET'))
+  t.equal(err?.status, 401, 'the forged token is refused')
+  t.equal(keys.lookups, 2, 'its signature was checked, not answered from the cache')
+  t.equal((auth.authenticate(token, policyA, 'GET') as { sub: string }).sub, 'alice', 'the real token still answers from the cache')
+  t.equal(keys.lookups, 2)
+})
