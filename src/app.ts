@@ -182,7 +182,8 @@ export class App {
     // One Runtime from start to end of the request, whatever reloads happen meanwhile.
     const runtime = this.#runtime
     const ctx = this.#context(req, runtime)
-    ctx.leave = runtime.enter()
+    runtime.arrive()
+    ctx.runtime = runtime
     // The one close listener of the request: metrics, the access log, the
     // runtime's drain count, and whoever set ctx.closeListener (the proxy).
     res.on('close', () => this.#onClose(req, res, ctx))
@@ -191,7 +192,8 @@ export class App {
 
   #onClose(req: IncomingMessage, res: ServerResponse, ctx: Context): void {
     ctx.closeListener?.onResponseClose()
-    ctx.leave()
+    ctx.runtime?.depart()
+    ctx.runtime = null
     const seconds = (performance.now() - ctx.started) / 1000
     const outcome = res.writableFinished ? String(res.statusCode) : 'aborted'
     this.shared.metrics.observeRequest(ctx.routeLabel, outcome, seconds)
@@ -385,8 +387,8 @@ class Context implements RequestContext {
   closeListener: ResponseCloseListener | null = null
   /** performance.now() at arrival, for the latency metric and the access log. */
   readonly started = performance.now()
-  /** Leaves the Runtime's drain count; set once the request entered it. */
-  leave: () => void = noop
+  /** The Runtime whose drain count the request is in, until it departs. */
+  runtime: Runtime | null = null
   readonly #root: Logger
   #log: Logger | null = null
 
@@ -402,8 +404,6 @@ class Context implements RequestContext {
     return this.#log
   }
 }
-
-function noop(): void {}
 
 function listenOn(server: Server, addr: ListenAddress): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -62,15 +62,25 @@ export class Runtime {
     return new Runtime(config, keys, as, gateway)
   }
 
-  /** Count a request in; call the returned function when it is done. */
-  enter(): () => void {
+  /** Count a request in; `depart()` exactly once when it is done. */
+  arrive(): void {
     this.#inflight++
+  }
+
+  /** Count a request out (see arrive). */
+  depart(): void {
+    this.#inflight--
+    if (this.#inflight === 0 && this.#drained) this.#drained()
+  }
+
+  /** Count a request in; call the returned function (idempotent) when it is done. */
+  enter(): () => void {
+    this.arrive()
     let done = false
     return () => {
       if (done) return
       done = true
-      this.#inflight--
-      if (this.#inflight === 0 && this.#drained) this.#drained()
+      this.depart()
     }
   }
 

@@ -162,14 +162,13 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     if (this.#res.write(chunk)) return true
     if (!this.#paused) {
       this.#paused = true
-      this.#res.once('drain', this.#onDrain)
+      // Bound here, not per Exchange: most responses never wait for a drain.
+      this.#res.once('drain', () => {
+        this.#paused = false
+        this.#resumeUpstream?.()
+      })
     }
     return false
-  }
-
-  readonly #onDrain = (): void => {
-    this.#paused = false
-    this.#resumeUpstream?.()
   }
 
   onComplete(rawTrailers: Buffer[] | string[] | null): void {
