@@ -94,7 +94,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
     if (input.grantId !== null) claims.grant_id = input.grantId
     if (input.authTime !== null) claims.auth_time = input.authTime
     // RFC 9068 2.2: iss, exp, aud, sub, client_id, iat, jti (+ scope, auth_time).
-    token = signJwt(as.keys.signing, 'at+jwt', { ...claims, iss: as.issuer, sub: input.sub, aud: input.audience, iat, exp, jti })
+    token = await signJwt(as.keys.signing, 'at+jwt', { ...claims, iss: as.issuer, sub: input.sub, aud: input.audience, iat, exp, jti })
   }
   if (input.grantId !== null) await as.store.noteAccessExp(input.grantId, exp)
   as.metrics.tokensIssued.incKey(GRANT_LABELS[input.grant])
@@ -147,7 +147,7 @@ export async function issueIdToken(as: AsContext, input: IdTokenInput): Promise<
   if (input.authTime !== null) claims.auth_time = input.authTime
   if (input.nonce !== null) claims.nonce = input.nonce
   // Registered claims last: a user's configured claims can never replace them.
-  return signJwt(key, 'JWT', { ...claims, iss: as.issuer, sub: input.sub, aud: input.clientId, iat, exp: iat + as.as.idToken.ttlSec })
+  return await signJwt(key, 'JWT', { ...claims, iss: as.issuer, sub: input.sub, aud: input.clientId, iat, exp: iat + as.as.idToken.ttlSec })
 }
 
 export interface UserTokensInput {

@@ -7,7 +7,7 @@ t.test('every supported algorithm produces a JWS that jose verifies with the pub
   for (const alg of SUPPORTED_ALGS) {
     const key = await signingKeyFromJwk(await generatePrivateJwk(alg, `k-${alg}`))
     const now = Math.floor(Date.now() / 1000)
-    const token = signJwt(key, 'at+jwt', { iss: 'https://as.example', sub: 'alice', aud: 'https://api.example', iat: now, exp: now + 60, jti: 'j1' })
+    const token = await signJwt(key, 'at+jwt', { iss: 'https://as.example', sub: 'alice', aud: 'https://api.example', iat: now, exp: now + 60, jti: 'j1' })
     t.same(decodeProtectedHeader(token), { alg, kid: `k-${alg}`, typ: 'at+jwt' }, `${alg} header`)
     const publicKey = await importJWK(key.publicJwk, alg)
     const { payload } = await jwtVerify(token, publicKey, { issuer: 'https://as.example', audience: 'https://api.example', typ: 'at+jwt', algorithms: [alg] })
