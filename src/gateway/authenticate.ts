@@ -18,6 +18,7 @@ import type { Store } from '../store/types.js'
 import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
 import type { JwksRegistry } from './jwks-client.js'
 import { ScopeRule } from './scope.js'
+import { hashToken } from '../store/hash.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
 import { invalidToken, JwtVerifier, StaticKeys, TOKEN_REVOKED, unverifiedIssuer, type JwtIssuer, type VerifiedJwt } from './verify-jwt.js'
@@ -168,11 +169,11 @@ export class Authenticator {
   readonly #skewSec: number
   readonly #jwt: JwtVerifier
   /**
-   * By token: the validations of that token, one per cache scope (audience
-   * and trusted issuers) it was checked under. Keyed by the token itself, not
-   * its SHA-256: only tokens whose signature verified are kept, so a client
-   * cannot choose what fills it, and hashing every request's token cost more
-   * than the rest of a cache hit (docs/performance.md).
+   * By the token's SHA-256: the validations of that token, one per cache
+   * scope (audience and trusted issuers) it was checked under. Not by the
+   * token itself, although that saves the hash on a hit: JWTs run to hundreds
+   * of bytes, and raw keys raised peak RSS of the 100k-token memory
+   * benchmark from 194 to 212 MB (docs/performance.md).
    */
   readonly #verified: TokenCache<readonly ScopedJwt[]>
   /** Verifications in flight, by cache key. */
@@ -239,7 +240,8 @@ export class Authenticator {
   }
 
   #fromJwt(token: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
-    const hit = scoped(this.#verified.get(token, now), policy.cacheScope)
+    const tokenHash = hashToken(token)
+    const hit = scoped(this.#verified.get(tokenHash, now), policy.cacheScope)
     if (hit !== undefined) {
       // The entry's deadline is exp; nbf cannot be in the future of a token
       // that was accepted, but a clock set back would make it so.
@@ -249,23 +251,23 @@ export class Authenticator {
     // Concurrent first uses of one token share one verification: a client
     // that fans out with a fresh token must not cost one signature check
     // per in-flight request.
-    const cacheKey = token + policy.cacheScope
+    const cacheKey = tokenHash + policy.cacheScope
     let pending = this.#verifying.get(cacheKey)
     if (pending === undefined) {
       const issuers = policy.jwtIssuers
       const issuer = issuers.length === 1 ? issuers[0] : policy.jwtIssuerByIss.get(unverifiedIssuer(token) ?? '')
       if (issuer === undefined) throw invalidToken('issuer not trusted on this route')
-      pending = this.#verify(token, issuer, policy, cacheKey, now)
+      pending = this.#verify(token, tokenHash, issuer, policy, cacheKey, now)
       this.#verifying.set(cacheKey, pending)
     }
     return pending.then((verified) => verified.identity)
   }
 
-  async #verify(token: string, issuer: JwtIssuer, policy: RoutePolicy, cacheKey: string, now: number): Promise<VerifiedJwt> {
+  async #verify(token: string, tokenHash: string, issuer: JwtIssuer, policy: RoutePolicy, cacheKey: string, now: number): Promise<VerifiedJwt> {
     try {
       const verified = await this.#jwt.verify(token, issuer, policy.route.audience)
-      const entries = withScope(this.#verified.get(token, now), policy.cacheScope, verified)
-      this.#verified.set(token, entries, verified.identity.exp * 1000, now)
+      const entries = withScope(this.#verified.get(tokenHash, now), policy.cacheScope, verified)
+      this.#verified.set(tokenHash, entries, verified.identity.exp * 1000, now)
       return verified
     } finally {
       this.#verifying.delete(cacheKey)
