@@ -268,13 +268,16 @@ export function responseHeaderList(raw: readonly (Buffer | string)[] | null): Fl
   let connection: string | undefined
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = latin1(raw[i] as Buffer | string)
-    const value = latin1(raw[i + 1] as Buffer | string)
     if (RESPONSE_DROPPED_LENGTH[name.length] === true) {
       const lower = name.toLowerCase()
-      if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`
+      if (lower === 'connection') {
+        const value = latin1(raw[i + 1] as Buffer | string)
+        connection = connection === undefined ? value : `${connection}, ${value}`
+      }
+      // A dropped header's value is never decoded.
       if (RESPONSE_DROPPED.has(lower) || lower === 'x-request-id') continue
     }
-    out.push(name, value)
+    out.push(name, latin1(raw[i + 1] as Buffer | string))
   }
   const named = connectionNamed(connection)
   if (named === null) return out
