@@ -158,6 +158,9 @@ function withScope(entries: readonly ScopedJwt[] | undefined, scope: string, ver
   return [...others.slice(-(MAX_SCOPES_PER_TOKEN - 1)), { scope, verified }]
 }
 
+/** Validations kept by the token itself (see Authenticator.#recent): ~0.5 MB of JWTs. */
+const RECENT_TOKENS = 1024
+
 /** How often the fail-open warning may be logged. */
 const OPEN_WARNING_INTERVAL_MS = 60_000
 
@@ -176,6 +179,12 @@ export class Authenticator {
    * benchmark from 194 to 212 MB (docs/performance.md).
    */
   readonly #verified: TokenCache<readonly ScopedJwt[]>
+  /**
+   * The most recently used validations again, by the token itself: a hit
+   * here skips the SHA-256 (0.5-1.2 µs per request). Small on purpose, so
+   * the raw JWTs it holds stay under a megabyte (docs/performance.md).
+   */
+  readonly #recent: TokenCache<readonly ScopedJwt[]>
   /** Verifications in flight, by cache key. */
   readonly #verifying = new Map<string, Promise<VerifiedJwt>>()
   #lastOpenWarningMs = Number.NEGATIVE_INFINITY
@@ -187,6 +196,7 @@ export class Authenticator {
     this.#skewSec = deps.gateway.clockSkewSec
     this.#jwt = new JwtVerifier({ clock: deps.clock, clockSkewSec: deps.gateway.clockSkewSec })
     this.#verified = new TokenCache(deps.gateway.tokenCacheMaxEntries)
+    this.#recent = new TokenCache(Math.min(RECENT_TOKENS, deps.gateway.tokenCacheMaxEntries))
   }
 
   /**
@@ -225,6 +235,7 @@ export class Authenticator {
   /** Drop every cached validation (at Runtime close). */
   clear(): void {
     this.#verified.clear()
+    this.#recent.clear()
   }
 
   #identify(token: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
@@ -240,8 +251,14 @@ export class Authenticator {
   }
 
   #fromJwt(token: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
-    const tokenHash = hashToken(token)
-    const hit = scoped(this.#verified.get(tokenHash, now), policy.cacheScope)
+    let hit = scoped(this.#recent.get(token, now), policy.cacheScope)
+    let tokenHash: string | null = null
+    if (hit === undefined) {
+      tokenHash = hashToken(token)
+      const entries = this.#verified.get(tokenHash, now)
+      hit = scoped(entries, policy.cacheScope)
+      if (hit !== undefined) this.#recent.set(token, entries as readonly ScopedJwt[], hit.identity.exp * 1000, now)
+    }
     if (hit !== undefined) {
       // The entry's deadline is exp; nbf cannot be in the future of a token
       // that was accepted, but a clock set back would make it so.
@@ -251,6 +268,7 @@ export class Authenticator {
     // Concurrent first uses of one token share one verification: a client
     // that fans out with a fresh token must not cost one signature check
     // per in-flight request.
+    tokenHash ??= hashToken(token)
     const cacheKey = tokenHash + policy.cacheScope
     let pending = this.#verifying.get(cacheKey)
     if (pending === undefined) {
@@ -268,6 +286,7 @@ export class Authenticator {
       const verified = await this.#jwt.verify(token, issuer, policy.route.audience)
       const entries = withScope(this.#verified.get(tokenHash, now), policy.cacheScope, verified)
       this.#verified.set(tokenHash, entries, verified.identity.exp * 1000, now)
+      this.#recent.set(token, entries, verified.identity.exp * 1000, now)
       return verified
     } finally {
       this.#verifying.delete(cacheKey)

@@ -81,3 +81,21 @@ t.test('delete and clear', async (t) => {
   cache.clear()
   t.equal(cache.size, 0)
 })
+
+t.test('long keys that share a tail never answer for each other', async (t) => {
+  const tail = 'S'.repeat(40)
+  const a = 'header.payload-a-0123456789abcdef.' + tail
+  const b = 'header.payload-b-0123456789abcdef.' + tail
+  const cache = new TokenCache<string>(10)
+  cache.set(a, 'identity of a', 10_000, 0)
+  t.equal(cache.get(a, 1), 'identity of a')
+  t.equal(cache.get(b, 1), undefined, 'a different token with the same signature is a miss')
+  cache.delete(b)
+  t.equal(cache.get(a, 1), 'identity of a', 'deleting another token leaves the entry')
+  cache.set(b, 'identity of b', 10_000, 0)
+  t.equal(cache.get(b, 1), 'identity of b')
+  t.equal(cache.get(a, 1), undefined, 'it displaced a: a miss, never a wrong answer')
+  t.equal(cache.size, 1)
+  // A fresh string with the same characters (as every request's header is) hits.
+  t.equal(cache.get(['header', 'payload-b-0123456789abcdef', tail].join('.'), 1), 'identity of b')
+})
