@@ -3,9 +3,9 @@
  * minutes costs one signature check rather than one per request. Callers
  * choose the key: the token itself where only validated tokens are kept and
  * their number is small, its SHA-256 otherwise (docs/performance.md). Every
- * entry has a deadline (the token's `exp` at the latest) and is
- * dropped on the first read after it. What the cache cannot know (revocation) is checked by the
- * caller on every hit.
+ * entry has a deadline (the token's `exp` at the latest) and is dropped on
+ * the first read after it. What the cache cannot know (revocation) is
+ * checked by the caller on every hit.
  *
  * Eviction is "second chance" (CLOCK), an approximation of LRU: a hit only
  * marks its entry as used, and a full cache passes over used entries (moving
