@@ -26,6 +26,6 @@ EXPOSE 8080 9090
 # admin_listen must bind 0.0.0.0:9090 (or the health check's address) in containers.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:9090/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-# --no-memory-reducer: see docs/performance.md.
-ENTRYPOINT ["node", "--no-memory-reducer", "bin/bearward"]
+# The V8 flags: see docs/performance.md.
+ENTRYPOINT ["node", "--no-memory-reducer", "--max-semi-space-size=8", "bin/bearward"]
 CMD ["start"]

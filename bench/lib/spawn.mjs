@@ -54,12 +54,13 @@ export function readyUrlFromStdout(text) {
 
 /**
  * Every Node server here (upstream, baselines, peers, bearward) runs with the
- * flag bearward's own launchers pass (bin/bearward, npm start, the Docker
- * image): without it, V8's memory reducer leaves process.nextTick about ten
+ * V8 flags bearward's own launchers pass (bin/bearward, npm start, the Docker
+ * image), so every target runs on the same runtime settings. Without
+ * --no-memory-reducer, V8's memory reducer leaves process.nextTick about ten
  * times slower in any process that sat idle for a few seconds, which in an
  * interleaved run hits whichever target waited longest (docs/performance.md).
  */
-export const NODE_SERVER_FLAGS = ['--no-memory-reducer']
+export const NODE_SERVER_FLAGS = ['--no-memory-reducer', '--max-semi-space-size=8']
 
 /**
  * Spawn `command args` with output to `<logDir>/<name>.{out,err}.log` and
