@@ -14,11 +14,11 @@ import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, Ro
 import { InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
 import type { KeySet } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
+import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
 import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
 import type { JwksRegistry } from './jwks-client.js'
 import { ScopeRule } from './scope.js'
-import { hashToken } from '../store/hash.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
 import { invalidToken, JwtVerifier, StaticKeys, TOKEN_REVOKED, unverifiedIssuer, type JwtIssuer, type VerifiedJwt } from './verify-jwt.js'
@@ -257,7 +257,7 @@ export class Authenticator {
       tokenHash = hashToken(token)
       const entries = this.#verified.get(tokenHash, now)
       hit = scoped(entries, policy.cacheScope)
-      if (hit !== undefined) this.#recent.set(token, entries as readonly ScopedJwt[], hit.identity.exp * 1000, now)
+      if (entries !== undefined && hit !== undefined) this.#recent.set(token, entries, hit.identity.exp * 1000, now)
     }
     if (hit !== undefined) {
       // The entry's deadline is exp; nbf cannot be in the future of a token

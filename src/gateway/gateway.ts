@@ -234,9 +234,7 @@ class Gateway implements GatewayFace {
     // an unhandled rejection (which would end the process).
     try {
       if ('refusal' in decision) sendErrorWithId(res, ctx.id, decision.refusal, decision.reply)
-      else {
-        this.#proxy.forward(req, res, decision, ctx)
-      }
+      else this.#proxy.forward(req, res, decision, ctx)
     } catch (err) {
       this.#failed(res, ctx, err)
     }

@@ -60,10 +60,13 @@ const REQUEST_DROPPED: readonly string[] = [
 ]
 
 /**
- * Response headers never passed to the client (RFC 9110 7.6.1). `Trailer`
- * stays: it announces the trailer fields the client is about to receive.
+ * Response headers never passed to the client: hop-by-hop ones (RFC 9110
+ * 7.6.1) and X-Request-Id, which the gateway writes itself (it is the id our
+ * logs carry). `Trailer` stays: it announces the trailer fields the client is
+ * about to receive.
  */
 const RESPONSE_DROPPED: ReadonlySet<string> = new Set([
+  'x-request-id',
   'connection',
   'keep-alive',
   'proxy-authenticate',
@@ -248,7 +251,6 @@ export class RequestHeaderPolicy {
 const RESPONSE_DROPPED_LENGTH: readonly boolean[] = (() => {
   const lengths: boolean[] = []
   for (const name of RESPONSE_DROPPED) lengths[name.length] = true
-  lengths['x-request-id'.length] = true
   return lengths
 })()
 
@@ -275,7 +277,7 @@ export function responseHeaderList(raw: readonly (Buffer | string)[] | null): Fl
         connection = connection === undefined ? value : `${connection}, ${value}`
       }
       // A dropped header's value is never decoded.
-      if (RESPONSE_DROPPED.has(lower) || lower === 'x-request-id') continue
+      if (RESPONSE_DROPPED.has(lower)) continue
     }
     out.push(name, latin1(raw[i + 1] as Buffer | string))
   }
