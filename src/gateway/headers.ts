@@ -106,7 +106,7 @@ export interface RequestHeaderOptions {
   alsoStrip: readonly string[]
   forwardAuthorization: boolean
   preserveHost: boolean
-  /** `host[:port]` of the upstream URL, sent as Host unless preserveHost. */
+  /** `host[:port]` of the upstream URL: the Host of WebSocket handshakes unless preserveHost (undici writes it itself for HTTP). */
   upstreamHost: string
   trustedProxies: TrustedProxies
 }
@@ -218,8 +218,11 @@ export class RequestHeaderPolicy {
       }
     }
 
-    const sentHost = this.#preserveHost ? (host ?? this.#upstreamHost) : this.#upstreamHost
-    out.push('host', sentHost)
+    // undici writes the upstream's own host when none is given (the pool's
+    // origin, the same `host[:port]`), which also spares it deriving a TLS
+    // server name from the header on every request.
+    if (this.#preserveHost) out.push('host', host ?? this.#upstreamHost)
+    else if (upgrade) out.push('host', this.#upstreamHost)
     if (upgrade && upgradeValue !== undefined) out.push('connection', 'upgrade', 'upgrade', upgradeValue)
     if (contentLength !== null) out.push('content-length', contentLength)
     if (wantsTrailers) out.push('te', 'trailers')

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { isIP } from 'node:net'
 import { Transform, type Duplex, type Readable, type TransformCallback } from 'node:stream'
-import { Pool, type Dispatcher } from 'undici'
+import { Pool, buildConnector, type Dispatcher } from 'undici'
 import type { GatewayConfig, RouteConfig } from '../config/types.js'
 import type { RequestContext, ResponseCloseListener } from '../context.js'
 import { BadGateway, GatewayTimeout, PayloadTooLarge, ServerError, type OAuthError } from '../errors.js'
@@ -28,6 +29,13 @@ import { WebSocketUpstream, rawErrorResponse } from './websocket.js'
  * Other 1xx responses from the upstream (e.g. 103 Early Hints) are not relayed.
  */
 
+/**
+ * undici 7's Request reads `servername` from the dispatch options (it is what
+ * the connection is keyed and TLS-named by) though its DispatchOptions type
+ * leaves it out; test/gateway/proxy-https.test.ts pins the behaviour.
+ */
+type UpstreamDispatch = Dispatcher.DispatchOptions & { servername?: string | undefined }
+
 /** Everything about a route that does not change per request. */
 interface RoutePlan {
   readonly name: string
@@ -39,6 +47,11 @@ interface RoutePlan {
   readonly maxBodyBytes: number
   /** The upstream origin for logs (userinfo redacted). */
   readonly label: string
+  /**
+   * TLS server name for an https upstream (its own host name, or its address
+   * for an IP literal), sent with every request; undefined for http.
+   */
+  readonly servername: string | undefined
 }
 
 /** The request body went past `max_body` while streaming. */
@@ -235,6 +248,20 @@ function readCa(route: RouteConfig): string | null {
   }
 }
 
+/**
+ * The TLS server name is the upstream's, never the client's Host. undici
+ * derives it from a request's Host header when none is given, which with
+ * `preserve_host` would check the upstream certificate against whatever
+ * host the client named and reconnect whenever that changed; so every
+ * request to an https upstream names it. For an IP-literal upstream that
+ * name is only a constant for undici's bookkeeping: this connector drops it,
+ * so no SNI is sent (RFC 6066 3 allows host names only) and the certificate
+ * is checked against the address.
+ */
+function withoutServername(connect: buildConnector.connector): buildConnector.connector {
+  return (options, callback) => connect({ ...options, servername: undefined }, callback)
+}
+
 /** `ws:` and `wss:` upstreams are reached over http/https like any other. */
 function httpOrigin(url: URL): string {
   if (url.protocol === 'ws:') return `http://${url.host}`
@@ -276,10 +303,14 @@ export class UpstreamProxy {
       const ca = readCa(route)
       const origin = httpOrigin(url)
       const key = poolKey(origin, route.upstreamCaFile, route.timeouts)
+      const secure = origin.startsWith('https:')
+      const upstreamName = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+      const ipLiteral = isIP(upstreamName) !== 0
       let pool = pools.get(key)
       if (pool === undefined) {
+        const tls = { timeout: route.timeouts.connectMs, ...(ca !== null ? { ca } : {}) }
         pool = new Pool(origin, {
-          connect: { timeout: route.timeouts.connectMs, ...(ca !== null ? { ca } : {}) },
+          connect: secure && ipLiteral ? withoutServername(buildConnector(tls)) : tls,
           headersTimeout: route.timeouts.headersMs,
           bodyTimeout: route.timeouts.idleMs,
         })
@@ -309,6 +340,7 @@ export class UpstreamProxy {
         }),
         maxBodyBytes: route.maxBodyBytes,
         label: redactUrl(origin),
+        servername: secure ? upstreamName : undefined,
       }
       this.#plans.set(route, plan)
       this.#byName.set(route.name, plan)
@@ -370,7 +402,8 @@ export class UpstreamProxy {
     ctx.closeListener = exchange
     // Header and body timeouts are the pool's own (pools are per timeout
     // set): per-request timeout options cost undici a timer update each.
-    plan.pool.dispatch({ path, method: req.method ?? 'GET', headers, body }, exchange)
+    const options: UpstreamDispatch = { path, method: req.method ?? 'GET', headers, body, servername: plan.servername }
+    plan.pool.dispatch(options, exchange)
   }
 
   readonly #onExchangeDone = (): void => this.#done()

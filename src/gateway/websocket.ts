@@ -1,5 +1,5 @@
 import { STATUS_CODES, type ClientRequest, type IncomingMessage } from 'node:http'
-import type { Socket } from 'node:net'
+import { isIP, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import httpProxy from 'http-proxy'
 import { BadGateway, GatewayTimeout, type OAuthError } from '../errors.js'
@@ -51,6 +51,13 @@ export function rawErrorResponse(err: OAuthError): string {
 export class WebSocketUpstream {
   readonly #proxy: httpProxy
   readonly #timeoutMs: number
+  /**
+   * TLS options for a wss/https upstream's handshake: its own name for SNI
+   * and the certificate check ('' for an IP literal: no SNI, the address is
+   * checked). Without it Node takes the name from the Host header, which
+   * with `preserve_host` is the client's. null for plain http.
+   */
+  readonly #tls: { servername: string } | null
   /** Client sockets the upstream already answered (101 or otherwise): a later error cannot become a 502. */
   readonly #answered = new WeakSet<Duplex>()
 
@@ -60,6 +67,7 @@ export class WebSocketUpstream {
     // URL.hostname keeps IPv6 brackets; http.request wants the bare address.
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
     this.#timeoutMs = options.handshakeTimeoutMs
+    this.#tls = secure ? { servername: isIP(hostname) !== 0 ? '' : hostname } : null
     this.#proxy = httpProxy.createProxyServer({
       target: {
         protocol: secure ? 'https:' : 'http:',
@@ -90,7 +98,9 @@ export class WebSocketUpstream {
     // Node leaves an upgraded socket without an error listener; a client reset
     // must not crash the process.
     socket.on('error', () => socket.destroy())
-    this.#proxy.ws(req, socket, head, {}, (err) => this.#fail(err, socket, log))
+    // A fresh `ssl` object per call: http-proxy writes each request's options into it.
+    const perCall = this.#tls === null ? {} : { ssl: { ...this.#tls } }
+    this.#proxy.ws(req, socket, head, perCall, (err) => this.#fail(err, socket, log))
   }
 
   /** Runs before http-proxy sends the handshake upstream. */

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { rm } from 'node:fs/promises'
 import { createServer } from 'node:https'
+import type { TLSSocket } from 'node:tls'
 import { join } from 'node:path'
 import { gatewayConfig, listen, routeConfig, selfSignedCert, send, silentLog, startProxy } from './proxy-helpers.js'
 import { UpstreamProxy } from '../../src/gateway/proxy.js'
@@ -42,4 +43,63 @@ t.test('an unreadable upstream_ca fails construction, naming the route', async (
     message: /route test: upstream must be an http\(s\) or ws\(s\) URL/,
   })
   t.throws(() => new UpstreamProxy([routeConfig({ upstream: 'http://127.0.0.1:1' })], gatewayConfig({ trustedProxies: ['nope'] }), silentLog), TypeError)
+})
+
+t.test('preserve_host to an https upstream verifies the upstream name, not the client Host', async (t) => {
+  const tls = await selfSignedCert()
+  const servernames: (string | false | null | undefined)[] = []
+  const up = await listen(
+    createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
+      servernames.push((req.socket as TLSSocket).servername)
+      req.resume()
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.end(`host=${req.headers.host ?? ''}`)
+    }),
+  )
+  // The certificate names localhost; the clients name hosts it does not cover.
+  const route = routeConfig({ name: 'keep', upstream: `https://localhost:${up.port}`, upstreamCaFile: tls.certFile, preserveHost: true })
+  const gw = await startProxy([route], gatewayConfig(), () => ({ route }))
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+    await rm(tls.dir, { recursive: true, force: true })
+  })
+
+  for (const host of ['api.example.com', 'shop.example.com', 'api.example.com']) {
+    const reply = await send(gw.url, { path: '/x', headers: { host } })
+    t.equal(reply.status, 200, `Host ${host}: the upstream certificate is checked against localhost`)
+    t.equal(reply.text, `host=${host}`, 'the upstream still receives the client Host')
+  }
+  t.same([...new Set(servernames)], ['localhost'], 'SNI is the upstream name on every request')
+})
+
+t.test('preserve_host to an IP-literal https upstream sends no SNI and checks the address', async (t) => {
+  const tls = await selfSignedCert()
+  const servernames: (string | false | null | undefined)[] = []
+  const up = await listen(
+    createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
+      servernames.push((req.socket as TLSSocket).servername)
+      req.resume()
+      res.end(`host=${req.headers.host ?? ''}`)
+    }),
+  )
+  const warnings: string[] = []
+  const onWarning = (w: Error): void => void warnings.push(w.message)
+  process.on('warning', onWarning)
+  const route = routeConfig({ name: 'keep', upstream: `https://127.0.0.1:${up.port}`, upstreamCaFile: tls.certFile, preserveHost: true })
+  const gw = await startProxy([route], gatewayConfig(), () => ({ route }))
+  t.teardown(async () => {
+    process.off('warning', onWarning)
+    await gw.close()
+    await up.close()
+    await rm(tls.dir, { recursive: true, force: true })
+  })
+
+  for (const host of ['api.example.com', 'shop.example.com']) {
+    const reply = await send(gw.url, { path: '/x', headers: { host } })
+    t.equal(reply.status, 200, `Host ${host}: the certificate is checked against 127.0.0.1`)
+    t.equal(reply.text, `host=${host}`)
+  }
+  t.same([...new Set(servernames)], [false], 'no SNI: RFC 6066 names hosts, not addresses')
+  t.same(warnings.filter((m) => /ServerName/i.test(m)), [], 'no TLS ServerName warning')
 })

@@ -5,6 +5,7 @@ import { rm } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import { connect, type Socket } from 'node:net'
+import type { TLSSocket } from 'node:tls'
 import type { Duplex } from 'node:stream'
 import { WebSocket } from 'undici'
 import { alice, gatewayConfig, listen, rawNames, routeConfig, selfSignedCert, startProxy, type Listening } from './proxy-helpers.js'
@@ -277,6 +278,35 @@ t.test('a wss upstream is verified against upstream_ca', async (t) => {
 
   const { head } = await rawUpgrade(gw.port, '/untrusted')
   t.match(head, /^HTTP\/1\.1 502 /, 'a certificate outside upstream_ca is refused')
+})
+
+t.test('preserve_host to a wss upstream checks the upstream name, not the client Host', async (t) => {
+  const tls = await selfSignedCert()
+  const server = createHttpsServer({ cert: tls.cert, key: tls.key })
+  const servernames: unknown[] = []
+  server.on('secureConnection', (socket: TLSSocket) => servernames.push(socket.servername))
+  const up = await echoUpstream(server as unknown as Server)
+  // The certificate names localhost and 127.0.0.1; the client says chat.example.com.
+  const named = routeConfig({ name: 'named', upstream: `wss://localhost:${up.port}`, upstreamCaFile: tls.certFile, preserveHost: true })
+  const address = routeConfig({ name: 'address', upstream: `wss://127.0.0.1:${up.port}`, upstreamCaFile: tls.certFile, preserveHost: true })
+  const gw = await startProxy([named, address], gatewayConfig(), (req) => ({ route: req.url?.startsWith('/address') ? address : named }))
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+    await rm(tls.dir, { recursive: true, force: true })
+  })
+
+  for (const path of ['/named', '/address']) {
+    const { socket, head } = await rawUpgrade(gw.port, path)
+    t.match(head, /^HTTP\/1\.1 101 /, `${path}: the handshake went through`)
+    socket.destroy()
+  }
+  t.same(servernames, ['localhost', false], 'SNI is the upstream host name, none for an address')
+  t.same(
+    up.seen.map((s) => s.headers.host),
+    ['chat.example.com', 'chat.example.com'],
+    'the upstream still receives the client Host',
+  )
 })
 
 t.test('after close() new upgrades are refused with 502', async (t) => {
