@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import type { IdentityHeaders } from '../config/types.js'
 import { forwardedElement, peerAddress, type TrustedProxies } from './forwarded.js'
+import { responseHeaderName, responseHeaderValue } from './header-text.js'
 import type { TokenIdentity } from './types.js'
 
 /**
@@ -250,13 +251,6 @@ export class RequestHeaderPolicy {
   }
 }
 
-/** Response header names of these lengths may be dropped; others are passed without lower-casing. */
-const RESPONSE_DROPPED_LENGTH: readonly boolean[] = (() => {
-  const lengths: boolean[] = []
-  for (const name of RESPONSE_DROPPED) lengths[name.length] = true
-  return lengths
-})()
-
 /**
  * The response headers to pass to the client, from the upstream's raw
  * header list (undici gives the bytes as received): everything but
@@ -265,24 +259,23 @@ const RESPONSE_DROPPED_LENGTH: readonly boolean[] = (() => {
  * carry). Names keep the upstream's case and order; repeated headers (several
  * Set-Cookie) stay separate lines. Bytes are read as latin1, the encoding
  * node:http writes header strings in, so every byte reaches the client as
- * the upstream sent it.
+ * the upstream sent it (header-text.ts decodes them).
  */
 export function responseHeaderList(raw: readonly (Buffer | string)[] | null): FlatHeaders {
   const out: FlatHeaders = []
   if (raw === null) return out
   let connection: string | undefined
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = latin1(raw[i] as Buffer | string)
-    if (RESPONSE_DROPPED_LENGTH[name.length] === true) {
-      const lower = name.toLowerCase()
-      if (lower === 'connection') {
-        const value = latin1(raw[i + 1] as Buffer | string)
+    const name = responseHeaderName(raw[i] as Buffer | string)
+    if (RESPONSE_DROPPED.has(name.lower)) {
+      if (name.lower === 'connection') {
+        const value = responseHeaderValue(name, raw[i + 1] as Buffer | string)
         connection = connection === undefined ? value : `${connection}, ${value}`
       }
       // A dropped header's value is never decoded.
-      if (RESPONSE_DROPPED.has(lower)) continue
+      continue
     }
-    out.push(name, latin1(raw[i + 1] as Buffer | string))
+    out.push(name.text, responseHeaderValue(name, raw[i + 1] as Buffer | string))
   }
   const named = connectionNamed(connection)
   if (named === null) return out
@@ -292,10 +285,6 @@ export function responseHeaderList(raw: readonly (Buffer | string)[] | null): Fl
     if (!named.has(canonicalHeaderName(name))) kept.push(name, out[i + 1] as string)
   }
   return kept
-}
-
-function latin1(value: Buffer | string): string {
-  return typeof value === 'string' ? value : value.toString('latin1')
 }
 
 /** A flat list as `[name, value]` pairs, the form `res.addTrailers` takes for repeats. */

@@ -1,0 +1,56 @@
+import t from 'tap'
+import { randomBytes } from 'node:crypto'
+import { responseHeaderName, responseHeaderValue } from '../../src/gateway/header-text.js'
+
+const bytes = (text: string): Buffer => Buffer.from(text, 'latin1')
+
+t.test('names keep their case; each case variant is its own entry', async (t) => {
+  for (let round = 0; round < 3; round++) {
+    const upper = responseHeaderName(bytes('Content-Type'))
+    const lower = responseHeaderName(bytes('content-type'))
+    t.equal(upper.text, 'Content-Type')
+    t.equal(lower.text, 'content-type')
+    t.equal(upper.lower, 'content-type')
+    t.equal(upper.cacheValue, true)
+  }
+  t.equal(responseHeaderName(bytes('Set-Cookie')).cacheValue, false, 'a cookie value is never remembered')
+  t.equal(responseHeaderName(bytes('WWW-Authenticate')).cacheValue, false)
+  t.same(responseHeaderName('X-String'), { text: 'X-String', lower: 'x-string', cacheValue: false }, 'string names (trailers) pass through')
+})
+
+t.test('every value decodes to exactly its bytes, first time and on repeats, whatever shares a slot', async (t) => {
+  const contentType = responseHeaderName(bytes('Content-Type'))
+  const cookie = responseHeaderName(bytes('Set-Cookie'))
+  // 4,000 distinct short values over 512 slots: many collide and replace each other.
+  const samples = Array.from({ length: 4000 }, (_, i) => randomBytes(1 + (i % 80)))
+  let wrong = 0
+  for (let pass = 0; pass < 2; pass++) {
+    for (const sample of samples) {
+      for (const name of [contentType, cookie]) {
+        const text = responseHeaderValue(name, sample)
+        if (!Buffer.from(text, 'latin1').equals(sample)) wrong++
+      }
+    }
+  }
+  t.equal(wrong, 0, 'no value ever came back as another one')
+  t.equal(responseHeaderValue(contentType, 'already text'), 'already text')
+})
+
+t.test('a remembered entry does not alias the buffer it was read from', async (t) => {
+  // undici hands out views into its socket read buffer and reuses that memory.
+  const shared = Buffer.from('application/json; charset=utf-8')
+  const name = responseHeaderName(bytes('Content-Type'))
+  t.equal(responseHeaderValue(name, shared), 'application/json; charset=utf-8')
+  shared.write('text/html; charset=iso-8859-1!!!', 'latin1')
+  t.equal(responseHeaderValue(name, shared), 'text/html; charset=iso-8859-1!!!', 'the new bytes are decoded, not the remembered text')
+  t.equal(responseHeaderValue(name, Buffer.from('application/json; charset=utf-8')), 'application/json; charset=utf-8')
+})
+
+t.test('long names and values are decoded exactly', async (t) => {
+  const longName = 'X-' + 'a'.repeat(200)
+  t.equal(responseHeaderName(bytes(longName)).text, longName)
+  const longValue = 'max-age=' + '9'.repeat(300)
+  const cacheControl = responseHeaderName(bytes('Cache-Control'))
+  t.equal(responseHeaderValue(cacheControl, bytes(longValue)), longValue)
+  t.equal(responseHeaderValue(cacheControl, bytes(longValue)), longValue)
+})
