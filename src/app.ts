@@ -13,7 +13,7 @@ import type { RequestContext, ResponseCloseListener, Shared } from './context.js
 import { ConfigError, formatProblem, NotFound, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
 import { sendErrorWithId, sendJson } from './http/reply.js'
 import { assertSingleHost } from './http/request-checks.js'
-import { createLogger, redactUrl, type Logger } from './log.js'
+import { createAccessLogger, createLogger, redactUrl, type Logger } from './log.js'
 import { Metrics } from './metrics.js'
 import { ProcessState, Runtime } from './runtime.js'
 import { createStore } from './store/index.js'
@@ -61,6 +61,8 @@ export class App {
   #watcher: ConfigWatcher | null = null
   #lastReloadError: string | null = null
   /** Request ids: a random per-process prefix and a counter; unique without a CSPRNG call per request. */
+  /** The access line's logger (no redaction pass: it logs only fields we build). */
+  readonly #accessLog: Logger
   readonly #idPrefix = randomBytes(6).toString('hex')
   #idCounter = 0
   #reloading: Promise<boolean> | null = null
@@ -68,6 +70,7 @@ export class App {
 
   private constructor(shared: Shared, state: ProcessState, runtime: Runtime, configPath: string, env: NodeJS.ProcessEnv) {
     this.shared = shared
+    this.#accessLog = createAccessLogger(shared.log)
     this.#state = state
     this.#runtime = runtime
     this.#configPath = configPath
@@ -197,9 +200,9 @@ export class App {
     const seconds = (performance.now() - ctx.started) / 1000
     const outcome = res.writableFinished ? String(res.statusCode) : 'aborted'
     this.shared.metrics.observeRequest(ctx.routeLabel, outcome, seconds)
-    if (this.log.isLevelEnabled('info')) {
-      ctx.log.info(
-        { method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },
+    if (this.#accessLog.isLevelEnabled('info')) {
+      this.#accessLog.info(
+        { req_id: ctx.id, method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },
         'request',
       )
     }
@@ -328,7 +331,10 @@ export class App {
           const [cert, key] = await Promise.all([readFile(config.tls.certFile), readFile(config.tls.keyFile)])
           ;(this.#server as import('node:https').Server).setSecureContext({ cert, key })
         }
-        if (config.log.level !== this.log.level) this.log.level = config.log.level
+        if (config.log.level !== this.log.level) {
+          this.log.level = config.log.level
+          this.#accessLog.level = config.log.level
+        }
         this.#runtime = next
         this.#watcher?.loaded(digest)
         this.#lastReloadError = null

@@ -46,6 +46,19 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   )
 }
 
+/**
+ * The logger for the per-request access line, which carries only fields the
+ * gateway builds itself (request id, method, path without query, route
+ * name, status, duration): no header, body or token can reach it. It skips
+ * the redaction pass, whose wildcard paths cost more than the rest of the
+ * line together (about 17 of 23 µs per line on a 2-core bench machine,
+ * docs/performance.md), on what is the default level's hottest log call.
+ * Same destination and settings otherwise; its level is set with the root's.
+ */
+export function createAccessLogger(root: Logger): Logger {
+  return root.child({}, { redact: { paths: [], censor: '[redacted]' } })
+}
+
 /** Remove userinfo (e.g. a Redis password) from a URL before it is logged. */
 export function redactUrl(url: string): string {
   try {

@@ -110,3 +110,61 @@ routes:
   t.match(logged, { method: 'GET', route: 'docs', status: 200 }, 'the access log carries id, method, route, status')
   t.type(logged.ms, 'number', 'and latency')
 })
+
+t.test('the access line follows the log level across reloads and carries only what the gateway built', async (t) => {
+  const up = await startUpstream()
+  const config = (level: string): string => `
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+public_url: http://gw.test
+log: { level: ${level} }
+authorization_server:
+  clients: []
+routes:
+  - name: docs
+    match: { path: /docs }
+    upstream: ${up.url}
+    public: true
+`
+  const cfg = await tempConfig(config('info'))
+  const bin = await startBin(cfg.file)
+  t.teardown(async () => {
+    await bin.stop()
+    await up.close()
+    await cfg.cleanup()
+  })
+  const idOf = async (path: string, headers: Record<string, string> = {}): Promise<string> => {
+    const res = await fetch(`${bin.url}${path}`, { headers })
+    await res.arrayBuffer()
+    return String(res.headers.get('x-request-id'))
+  }
+
+  const first = await idOf('/docs/a?access_token=secret-in-query', { authorization: 'Bearer secret-in-header' })
+  const line = await bin.waitForLog((e) => e.req_id === first && e.msg === 'request')
+  t.same(Object.keys(line).sort(), ['level', 'method', 'ms', 'msg', 'path', 'req_id', 'route', 'service', 'status', 'time'])
+  t.match(line, { method: 'GET', path: '/docs/a', route: 'docs', status: 200, service: 'bearward' })
+  t.notOk(bin.lines.some((l) => l.includes('secret-in')), 'neither the query nor a header reaches the log')
+
+  await writeFile(cfg.file, config('warn'))
+  // At warn the gateway's own info lines stop too; a request made then must leave no access line.
+  let quiet = ''
+  t.ok(
+    await eventually(async () => {
+      quiet = await idOf('/docs/b')
+      await new Promise((r) => setTimeout(r, 100))
+      return !bin.lines.some((l) => l.includes(quiet))
+    }),
+    'after the reload to warn a request is not logged',
+  )
+  await writeFile(cfg.file, config('info'))
+  let loud = ''
+  t.ok(
+    await eventually(async () => {
+      loud = await idOf('/docs/c')
+      await new Promise((r) => setTimeout(r, 100))
+      return bin.lines.some((l) => l.includes(loud))
+    }),
+    'back at info the access line returns',
+  )
+  t.notOk(bin.lines.some((l) => l.includes(quiet)), 'the request made at warn never was logged')
+})
