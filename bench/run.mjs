@@ -3,13 +3,15 @@
 //   npm run bench                        every scenario
 //   npm run bench -- jwt-warm opaque     some scenarios
 //   npm run bench -- --quick             smoke run (~1 s per measurement, small memory run)
-//   options: --duration S (5)  --warmup S (2)  --rounds N (3)  --connections N (50)
+//   options: --duration S (5)  --warmup S (2)  --rounds N (5)  --connections N (50)
 //            --log-level L (warn)  --cpu-prof (run bearward under node --cpu-prof; prints how to summarize)
 //            --wait-quiet F (before each scenario, wait up to 10 min until other work takes < F of the CPU, e.g. 0.05)
 //
 // Each server and the load generator run in their own processes; the targets
 // of a scenario are measured in interleaved rounds (A B C, then C B A, ...)
-// so machine drift hits them alike; a target's figure is its median round. Prints a table and writes
+// so machine drift hits them alike; a target's figure is its median round,
+// and a ratio is the median of the rounds' own ratios (report.mjs
+// pairedRatio: a subject runs next to its baseline). Prints a table and writes
 // bench/results/<YYYY-MM-DD>.json (merged with the scenarios of an earlier
 // run that day).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -20,7 +22,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { BenchContext } from './lib/context.mjs'
 import { cpuSnapshot, foreignShare } from './lib/cpu.mjs'
-import { formatTable } from './lib/report.mjs'
+import { formatTable, median } from './lib/report.mjs'
 
 export const SCENARIOS = ['public-route', 'jwt-warm', 'jwt-cold', 'opaque', 'token-client-credentials', 'token-code-refresh', 'memory']
 
@@ -53,7 +55,7 @@ const opts = {
   quick,
   durationSec: Number(values.duration ?? (quick ? 1 : 5)),
   warmupSec: Number(values.warmup ?? (quick ? 0.5 : 2)),
-  rounds: Number(values.rounds ?? (quick ? 1 : 3)),
+  rounds: Number(values.rounds ?? (quick ? 1 : 5)),
   connections: Number(values.connections),
   logLevel: values['log-level'],
   cpuProf: values['cpu-prof'],
@@ -62,19 +64,6 @@ const opts = {
 const selected = positionals.length > 0 ? positionals : SCENARIOS
 
 const log = (msg) => process.stderr.write(`${msg}\n`)
-/**
- * The middle value (the mean of the two middle ones for an even count). On
- * a shared 2-core machine a round now and then runs 30-40 % slow for every
- * process alike (the upstream answered 79k and 129k req/s in consecutive
- * rounds of one run); with a mean, one such round decides a target.
- */
-const median = (xs) => {
-  if (xs.length === 0) return null
-  const sorted = [...xs].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
-
 /** Median over rounds of req/s, of each round's p50 / p99 and of CPU per request; every problem kept. */
 function aggregate(results) {
   return {

@@ -11,7 +11,7 @@ import { SCOPE, gatewayConfig, route, writeJson } from '../lib/gateway-config.mj
 import { cpuSnapshot, foreignShare } from '../lib/cpu.mjs'
 import { runLoad } from '../lib/load.mjs'
 import { checkWithJose, generateSigningJwk, mintJwts, mintJwtsToFile, publicJwk, writeLines } from '../lib/tokens.mjs'
-import { notRun, ratioText, row } from '../lib/rows.mjs'
+import { notRun, pairedRatio, row } from '../lib/rows.mjs'
 
 const TARGET = 'report req/s and ratio to a jose.jwtVerify loop'
 
@@ -72,7 +72,7 @@ export default {
           row(a.jose, { subject: 'jose.jwtVerify loop, 1 process (baseline)', ratio: `node:crypto verify alone: ${Math.round(rawRps).toLocaleString('en-US')}/s` }),
         ]
         if (!a.bearward) return [...rows, notRun('bearward', TARGET, unavailable)]
-        rows.push(row(a.bearward, { subject: 'bearward', target: TARGET, ratio: ratioText(a.bearward.rps, a.jose.rps, 'jose loop').text }))
+        rows.push(row(a.bearward, { subject: 'bearward', target: TARGET, ratio: pairedRatio(a.bearward, a.jose, 'jose loop').text }))
         return rows
       },
     }

@@ -8,7 +8,7 @@ import { SCOPE, basic, gatewayConfig, route, writeJson } from '../lib/gateway-co
 import { startRedis } from '../lib/redis.mjs'
 import { generateSigningJwk, writeLines } from '../lib/tokens.mjs'
 import { pool, postToken } from '../lib/token-endpoint.mjs'
-import { notRun, ratioText, row } from '../lib/rows.mjs'
+import { notRun, pairedRatio, row } from '../lib/rows.mjs'
 
 const TARGET = '≥ 0.80 × bare undici'
 
@@ -47,7 +47,7 @@ export default {
         ctx.loadTarget({ id: 'bearward', label: 'bearward opaque route', url: bw.url + PATH, server: bw, rotate }),
       ],
       evaluate(a) {
-        const r = ratioText(a.bearward.rps, a.bare.rps, 'bare')
+        const r = pairedRatio(a.bearward, a.bare, 'bare')
         return [
           row(a.bare, { subject: 'bare undici proxy (baseline)' }),
           row(a.bearward, { subject: 'bearward', target: TARGET, ratio: r.text, checks: [{ ok: r.value >= 0.8, what: '≥ 0.80 × bare' }] }),

@@ -4,7 +4,7 @@
 import { bearwardUnavailable, reserveAddress, startBearward } from '../lib/bearward.mjs'
 import { gatewayConfig, route, writeJson } from '../lib/gateway-config.mjs'
 import { generateSigningJwk } from '../lib/tokens.mjs'
-import { notRun, ratioText, row } from '../lib/rows.mjs'
+import { notRun, pairedRatio, row } from '../lib/rows.mjs'
 
 const TARGET = '≥ 0.90 × bare undici'
 
@@ -17,10 +17,11 @@ export default {
     const up = await ctx.upstream()
     const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
     const hp = await ctx.baseline('http-proxy.mjs', [up.url])
+    // bearward comes right after the bare proxy in each round (its ratio is per round).
     const targets = [
       ctx.loadTarget({ id: 'upstream', label: 'upstream direct', url: up.url + PATH, server: up }),
-      ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, server: bare }),
       ctx.loadTarget({ id: 'httpProxy', label: 'http-proxy', url: hp.url + PATH, server: hp }),
+      ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, server: bare }),
     ]
     const unavailable = bearwardUnavailable()
     if (!unavailable) {
@@ -33,7 +34,7 @@ export default {
     return {
       targets,
       evaluate(a) {
-        const vsBare = (x) => ratioText(x?.rps, a.bare.rps, 'bare undici')
+        const vsBare = (x) => pairedRatio(x, a.bare, 'bare undici')
         const rows = [
           row(a.upstream, { subject: 'upstream direct (reference)', ratio: vsBare(a.upstream).text }),
           row(a.bare, { subject: 'bare undici proxy (baseline)' }),

@@ -6,7 +6,7 @@ import { bearwardUnavailable, reserveAddress, startBearward } from '../lib/bearw
 import { CLIENT_ID, CLIENT_SECRET, SCOPE, basic, gatewayConfig, writeJson } from '../lib/gateway-config.mjs'
 import { generateSigningJwk } from '../lib/tokens.mjs'
 import { FORM, assertJwtAccessToken, postToken } from '../lib/token-endpoint.mjs'
-import { notRun, ratioText, row } from '../lib/rows.mjs'
+import { notRun, pairedRatio, row } from '../lib/rows.mjs'
 
 const TARGET = '≥ 2 × oidc-provider'
 
@@ -38,7 +38,7 @@ export default {
       evaluate(a) {
         const rows = [row(a.peer, { subject: 'node-oidc-provider (peer)' })]
         if (!a.bearward) return [...rows, notRun('bearward', TARGET, unavailable)]
-        const r = ratioText(a.bearward.rps, a.peer.rps, 'oidc-provider')
+        const r = pairedRatio(a.bearward, a.peer, 'oidc-provider')
         rows.push(row(a.bearward, { subject: 'bearward', target: TARGET, ratio: r.text, checks: [{ ok: r.value >= 2, what: '≥ 2 × oidc-provider' }] }))
         return rows
       },
