@@ -112,7 +112,7 @@ routes:
 })
 
 t.test('the access line follows the log level across reloads and carries only what the gateway built', async (t) => {
-  const up = await startUpstream()
+  const up = await startUpstream('docs')
   const config = (level: string): string => `
 listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
