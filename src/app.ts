@@ -60,9 +60,9 @@ export class App {
   #admin: Server | null = null
   #watcher: ConfigWatcher | null = null
   #lastReloadError: string | null = null
-  /** Request ids: a random per-process prefix and a counter; unique without a CSPRNG call per request. */
   /** The access line's logger (no redaction pass: it logs only fields we build). */
   readonly #accessLog: Logger
+  /** Request ids: a random per-process prefix and a counter; unique without a CSPRNG call per request. */
   readonly #idPrefix = randomBytes(6).toString('hex')
   #idCounter = 0
   #reloading: Promise<boolean> | null = null

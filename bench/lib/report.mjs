@@ -71,10 +71,3 @@ export function pairedP99Added(a, b) {
   }
   return median(diffs)
 }
-
-/** `a / b` as "0.93 × bare undici" (null-safe). */
-export function ratioText(a, b, of) {
-  if (a == null || b == null || b === 0) return { value: null, text: '—' }
-  const value = a / b
-  return { value, text: `${value.toFixed(2)} × ${of}` }
-}

@@ -1,5 +1,5 @@
 // Turning aggregated measurements into table rows.
-import { pairedP99Added, pairedRatio, ratioText } from './report.mjs'
+import { pairedP99Added, pairedRatio } from './report.mjs'
 
 /**
  * One row for a measured target. `checks` are the scenario's targets for it,
@@ -19,7 +19,7 @@ export function row(agg, { subject, target = '', ratio = '', checks = null, extr
   return { subject, target, rps: agg?.rps ?? null, p50: agg?.p50 ?? null, p99: agg?.p99 ?? null, cpuUsPerReq: agg?.cpuUsPerReq ?? null, ratio, met, failed, problems, noisy, ...(extra ? { extra } : {}) }
 }
 
-export { pairedP99Added, pairedRatio, ratioText }
+export { pairedP99Added, pairedRatio }
 
 /** A row for a target that could not be measured. */
 export function notRun(subject, target, reason) {
