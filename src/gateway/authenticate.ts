@@ -16,6 +16,7 @@ import type { KeySet } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
 import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
+import { checkBearerGrammar } from './extract.js'
 import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
 import type { JwksRegistry } from './jwks-client.js'
 import { ScopeRule } from './scope.js'
@@ -204,10 +205,15 @@ export class Authenticator {
    * the policy's route. Throws (or rejects with) an OAuthError otherwise.
    * Synchronous when the token's validation is cached: most requests reuse
    * a token, and a promise per request is measurable at proxy speed.
+   *
+   * @param grammarChecked the caller already checked the b64token grammar
+   *   (query and body tokens); otherwise it is checked here, first, for every
+   *   token not in the recent-token cache. A token found there is the exact
+   *   string that passed the check when it was verified.
    */
-  authenticate(token: string, policy: RoutePolicy, method: string): TokenIdentity | Promise<TokenIdentity> {
+  authenticate(token: string, policy: RoutePolicy, method: string, grammarChecked = false): TokenIdentity | Promise<TokenIdentity> {
     const now = this.#clock.now()
-    const identity = this.#identify(token, policy, now)
+    const identity = this.#identify(token, policy, now, grammarChecked)
     if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now))
     return this.#authorize(identity, policy, method, now)
   }
@@ -238,20 +244,23 @@ export class Authenticator {
     this.#recent.clear()
   }
 
-  #identify(token: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
+  #identify(token: string, policy: RoutePolicy, now: number, grammarChecked: boolean): TokenIdentity | Promise<TokenIdentity> {
     const kind = policy.route.token
+    const recent = kind === 'introspect' ? undefined : this.#recent.get(token, now)
+    if (recent === undefined && !grammarChecked) checkBearerGrammar(token)
     if (kind === 'introspect') return this.#opaque(token, policy, now, 0, null)
     const jwtShaped = looksLikeJwt(token)
     if (kind === 'any') {
-      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, policy, now) : this.#opaque(token, policy, now, 0, null)
+      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, policy, now, recent) : this.#opaque(token, policy, now, 0, null)
     }
     // SPEC.md Authentication 5.1: not three segments is invalid_request.
     if (!jwtShaped) throw new InvalidRequest('The access token is malformed', { challenge: 'Bearer', cause: 'not three segments' })
-    return this.#fromJwt(token, policy, now)
+    return this.#fromJwt(token, policy, now, recent)
   }
 
-  #fromJwt(token: string, policy: RoutePolicy, now: number): TokenIdentity | Promise<TokenIdentity> {
-    let hit = scoped(this.#recent.get(token, now), policy.cacheScope)
+  /** @param recent what the recent-token cache holds for `token` (looked up by the caller). */
+  #fromJwt(token: string, policy: RoutePolicy, now: number, recent: readonly ScopedJwt[] | undefined): TokenIdentity | Promise<TokenIdentity> {
+    let hit = scoped(recent, policy.cacheScope)
     let tokenHash: string | null = null
     if (hit === undefined) {
       tokenHash = hashToken(token)

@@ -27,6 +27,12 @@ export interface ExtractedToken {
   readonly query: string
   /** The form body read to find the token (forwarded as is), or null when the body was not read. */
   readonly body: Buffer | null
+  /**
+   * The token was checked against the b64token grammar here. A header token
+   * is not: the Authenticator checks it unless it already validated that
+   * exact token (see `checkBearerGrammar`).
+   */
+  readonly grammarChecked: boolean
 }
 
 /**
@@ -44,10 +50,21 @@ function hasBearerScheme(value: string): boolean {
 }
 
 /**
+ * The b64token grammar of an Authorization header token (RFC 6750 2.1);
+ * invalid_request outside it. Separate from `bearerFromHeader` because the
+ * regex over a JWT of hundreds of characters costs more than the cache
+ * lookup that proves a token was seen, and checked, before: the
+ * Authenticator runs it only for tokens it has not validated.
+ */
+export function checkBearerGrammar(token: string): void {
+  if (!B64TOKEN.test(token)) throw malformed('The Authorization header is not a valid Bearer credential', 'bearer grammar')
+}
+
+/**
  * The bearer token of the Authorization header (RFC 6750 2.1), or null when
  * there is none or it uses another scheme (Basic is not a bearer token).
- * A repeated header, or `Bearer` followed by anything but 1*SP b64token, is
- * invalid_request.
+ * A repeated header, or `Bearer` not followed by 1*SP and a token, is
+ * invalid_request. The token's own grammar is left to `checkBearerGrammar`.
  */
 export function bearerFromHeader(req: IncomingMessage): string | null {
   const value = req.headers.authorization
@@ -64,11 +81,10 @@ export function bearerFromHeader(req: IncomingMessage): string | null {
   if (!hasBearerScheme(value)) return null
   let start = BEARER.length
   while (value.charCodeAt(start) === 0x20) start++
-  const token = value.slice(start)
-  if (start === BEARER.length || !B64TOKEN.test(token)) {
+  if (start === BEARER.length || start === value.length) {
     throw malformed('The Authorization header is not a valid Bearer credential', 'bearer grammar')
   }
-  return token
+  return value.slice(start)
 }
 
 /** application/x-www-form-urlencoded decoding of one name or value; undefined when the escapes are malformed. */
@@ -152,6 +168,7 @@ export async function readBodyToken(req: IncomingMessage, limit: number): Promis
  */
 export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): ExtractedToken | Promise<ExtractedToken> {
   let token = bearerFromHeader(req)
+  const fromHeader = token
   let ways = token === null ? 0 : 1
   let query = rawQuery
   if (route.tokenInQuery) {
@@ -169,18 +186,18 @@ export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery:
     throw malformed('Access tokens are not accepted in the query string of this route', 'access_token in query, not enabled')
   }
   // Only a form body is read (asynchronously); everything else is decided now.
-  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) return withBodyToken(req, route, token, ways, query)
-  return found(token, ways, query, null)
+  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) return withBodyToken(req, route, token, ways, query, token !== fromHeader)
+  return found(token, ways, query, null, token !== fromHeader)
 }
 
-async function withBodyToken(req: IncomingMessage, route: RouteConfig, token: string | null, ways: number, query: string): Promise<ExtractedToken> {
+async function withBodyToken(req: IncomingMessage, route: RouteConfig, token: string | null, ways: number, query: string, grammarChecked: boolean): Promise<ExtractedToken> {
   const fromBody = await readBodyToken(req, route.maxBodyBytes)
-  if (fromBody.token !== null) return found(fromBody.token, ways + 1, query, fromBody.body)
-  return found(token, ways, query, fromBody.body)
+  if (fromBody.token !== null) return found(fromBody.token, ways + 1, query, fromBody.body, true)
+  return found(token, ways, query, fromBody.body, grammarChecked)
 }
 
-function found(token: string | null, ways: number, query: string, body: Buffer | null): ExtractedToken {
+function found(token: string | null, ways: number, query: string, body: Buffer | null, grammarChecked: boolean): ExtractedToken {
   if (ways > 1) throw malformed('The access token was sent in more than one way', 'token in more than one place')
   if (token === null) throw new MissingToken()
-  return { token, query, body }
+  return { token, query, body, grammarChecked }
 }

@@ -184,7 +184,7 @@ class Gateway implements GatewayFace {
   /** Authenticate and authorize the extracted token; what to forward, or the refusal. */
   #judge(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, extracted: ExtractedToken): Decision | Promise<Decision> {
     try {
-      const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET')
+      const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET', extracted.grammarChecked)
       if (identity instanceof Promise) {
         return identity.then(
           (id) => this.#admit(plan, path, extracted, id),

@@ -133,3 +133,23 @@ t.test('a cached token\'s signature on another payload is checked, and refused',
   t.equal((auth.authenticate(token, policyA, 'GET') as { sub: string }).sub, 'alice', 'the real token still answers from the cache')
   t.equal(keys.lookups, 2)
 })
+
+t.test('the b64token grammar: checked for every token not already validated, before anything else', async (t) => {
+  const { auth, keys, policyA } = setup()
+  const token = await mint(clock, { key })
+  t.equal((await auth.authenticate(token, policyA, 'GET')).sub, 'alice', 'a well-formed token is verified')
+  t.equal(keys.lookups, 1)
+  // Strings that differ from the cached token only by what the grammar forbids.
+  for (const bad of [`${token} extra`, `${token},`, `"${token}"`, `${token}\u00e9`, token.replace('.', '$.')]) {
+    const err = await refusal(() => auth.authenticate(bad, policyA, 'GET'))
+    t.equal(err?.status, 400, `${JSON.stringify(bad.slice(-8))}: 400`)
+    t.equal(err?.error, 'invalid_request')
+    t.match(err?.challenge ?? '', /^Bearer/, 'with the Bearer challenge')
+  }
+  t.equal(keys.lookups, 1, 'no malformed token reached signature verification')
+  t.equal((auth.authenticate(token, policyA, 'GET') as { sub: string }).sub, 'alice', 'the cached token itself still answers')
+
+  const unverified = await mint(clock, { key, claims: { sub: 'bob' } })
+  const checkedByCaller = await refusal(() => auth.authenticate(`${unverified}$`, policyA, 'GET', true))
+  t.equal(checkedByCaller?.status, 401, 'a caller that checked the grammar itself (query, body) is taken at its word: the signature decides')
+})

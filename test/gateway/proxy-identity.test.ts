@@ -60,6 +60,8 @@ t.test('identity headers are set from the token, and every client-sent variant i
   t.same(valuesOf(raw, 'x-auth-client-id'), ['web'])
   t.same(valuesOf(raw, 'x-auth-scope'), ['orders:read orders:write'], 'scope is space-separated')
   t.same(valuesOf(raw, 'x-auth-issuer'), ['http://gateway.test'])
+  const ours = raw.filter((_, i) => i % 2 === 0 && /^x-auth-/i.test(raw[i] ?? ''))
+  t.same(ours, ['x-auth-subject', 'x-auth-client-id', 'x-auth-scope', 'x-auth-issuer'], 'configured as X-Auth-*, written in lower case (docs/performance.md)')
 })
 
 t.test('on a public route client-sent identity headers are stripped and none are added', async (t) => {
