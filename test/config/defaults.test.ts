@@ -134,7 +134,7 @@ routes:
         preserveHost: false,
         forwardAuthorization: false,
         identityHeaders: DEFAULT_IDENTITY_HEADERS,
-        timeouts: { connectMs: 5000, headersMs: 30_000, idleMs: 60_000 },
+        timeouts: { connectMs: 5000, headersMs: 60_000, idleMs: 60_000 },
         maxBodyBytes: 10 * 1024 * 1024,
         upstreamCaFile: null,
         storeUnavailable: 'closed',

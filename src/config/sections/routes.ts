@@ -44,6 +44,8 @@ export const SELF = 'self'
 
 const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
 const DEFAULT_MAX_BODY = 10 * 1024 * 1024
+/** Upstream response headers and the gap between body chunks (`timeouts.headers`, `timeouts.idle`). */
+const DEFAULT_READ_TIMEOUT_MS = 60_000
 
 export interface RouteContext {
   /** The built-in AS's access token format, or null when there is no AS. */
@@ -99,10 +101,15 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     preserveHost: m.opt('preserve_host', r.bool(), false),
     forwardAuthorization: m.opt('forward_authorization', r.bool(), false),
     identityHeaders: readIdentityHeaders(r, m.get('identity_headers'), m.pathOf('identity_headers'), ctx.gateway.identityHeaders),
+    // Headers and idle default to one value (nginx's proxy_read_timeout, 60s,
+    // covers both too): undici refreshes a connection's timer when the next
+    // phase has the same timeout, and otherwise allocates a new one per phase
+    // per request, which it keeps until its next tick, so into the old
+    // generation (docs/performance.md).
     timeouts: {
       connectMs: timeouts?.opt('connect', r.millis({ min: 1 }), 5000) ?? 5000,
-      headersMs: timeouts?.opt('headers', r.millis({ min: 1 }), 30000) ?? 30000,
-      idleMs: timeouts?.opt('idle', r.millis({ min: 1 }), 60000) ?? 60000,
+      headersMs: timeouts?.opt('headers', r.millis({ min: 1 }), DEFAULT_READ_TIMEOUT_MS) ?? DEFAULT_READ_TIMEOUT_MS,
+      idleMs: timeouts?.opt('idle', r.millis({ min: 1 }), DEFAULT_READ_TIMEOUT_MS) ?? DEFAULT_READ_TIMEOUT_MS,
     },
     maxBodyBytes: m.opt('max_body', r.bytes(), DEFAULT_MAX_BODY),
     upstreamCaFile,
