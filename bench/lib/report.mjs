@@ -56,7 +56,9 @@ export function pairedRatio(a, b, of) {
   const value = median(ratios)
   if (value === null) return { value: null, ratios, text: '—' }
   const range = ratios.length > 1 ? ` (rounds ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})` : ''
-  return { value, ratios, text: `${value.toFixed(2)} × ${of}${range}` }
+  // Three places below 2: a ratio of 0.898 against a 0.90 target printed as
+  // "0.90 … NO" read as a contradiction.
+  return { value, ratios, text: `${value.toFixed(value < 2 ? 3 : 2)} × ${of}${range}` }
 }
 
 /** The median over rounds of a's p99 minus b's p99 in the same round (ms), or null. */
