@@ -168,7 +168,8 @@ export async function readBodyToken(req: IncomingMessage, limit: number): Promis
  */
 export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): ExtractedToken | Promise<ExtractedToken> {
   let token = bearerFromHeader(req)
-  const fromHeader = token
+  // A header token's grammar is the Authenticator's to check; a query token's was checked here.
+  let grammarChecked = false
   let ways = token === null ? 0 : 1
   let query = rawQuery
   if (route.tokenInQuery) {
@@ -176,6 +177,7 @@ export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery:
     query = fromQuery.query
     if (fromQuery.token !== null) {
       token = fromQuery.token
+      grammarChecked = true
       ways++
     }
   } else if ((rawQuery.includes('access_token') || rawQuery.includes('%')) && takeQueryToken(rawQuery).query !== rawQuery) {
@@ -186,8 +188,8 @@ export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery:
     throw malformed('Access tokens are not accepted in the query string of this route', 'access_token in query, not enabled')
   }
   // Only a form body is read (asynchronously); everything else is decided now.
-  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) return withBodyToken(req, route, token, ways, query, token !== fromHeader)
-  return found(token, ways, query, null, token !== fromHeader)
+  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) return withBodyToken(req, route, token, ways, query, grammarChecked)
+  return found(token, ways, query, null, grammarChecked)
 }
 
 async function withBodyToken(req: IncomingMessage, route: RouteConfig, token: string | null, ways: number, query: string, grammarChecked: boolean): Promise<ExtractedToken> {
