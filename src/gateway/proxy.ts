@@ -361,6 +361,11 @@ export class UpstreamProxy {
    * `ctx.closeListener`, which must be told when the response closes.
    */
   forward(req: IncomingMessage, res: ServerResponse, fwd: ForwardRequest, ctx: RequestContext): void {
+    // The client left while the request was judged (a signature or store
+    // lookup not cached yet). Its response has already emitted 'close', so
+    // nothing would ever end an exchange started now: it would stay counted
+    // in flight and hold every later close() for its full timeout.
+    if (res.destroyed) return
     const plan = this.#plan(fwd.route)
     if (plan === undefined) {
       ctx.log.error({ route: fwd.route.name }, 'no upstream plan for route')
@@ -408,6 +413,11 @@ export class UpstreamProxy {
 
   readonly #onExchangeDone = (): void => this.#done()
 
+  /** Exchanges started and not yet closed (what close() waits for). */
+  get inFlight(): number {
+    return this.#inFlight
+  }
+
   #done(): void {
     this.#inFlight--
     if (this.#inFlight === 0 && this.#idle !== null) this.#idle()
@@ -420,6 +430,8 @@ export class UpstreamProxy {
    * written to the socket, which is then closed.
    */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, fwd: ForwardRequest, ctx: RequestContext): void {
+    // As in forward(): a client that left while it was judged gets nothing sent for it.
+    if (socket.destroyed) return
     const plan = this.#plan(fwd.route)
     if (plan === undefined || this.#closing !== null) {
       socket.end(rawErrorResponse(plan === undefined ? new ServerError() : new BadGateway()), () => socket.destroy())

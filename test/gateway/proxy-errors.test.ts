@@ -1,9 +1,11 @@
 import t from 'tap'
 import { createServer as createNetServer, type Socket } from 'node:net'
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { alice, routeConfig, send, startProxy, startUpstream } from './proxy-helpers.js'
+import type { RequestContext } from '../../src/context.js'
+import { UpstreamProxy } from '../../src/gateway/proxy.js'
+import { alice, gatewayConfig, listen, routeConfig, send, silentLog, startProxy, startUpstream } from './proxy-helpers.js'
 
 /** A TCP server that accepts connections and never says anything. */
 async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
@@ -315,4 +317,50 @@ t.test('a route the proxy was not built with is a 500, not a guess', async (t) =
   const reply = await send(gw.url)
   t.equal(reply.status, 500)
   t.equal(JSON.parse(reply.text).error, 'server_error')
+})
+
+t.test('a request whose client left while it was judged is not forwarded, and holds nothing', async (t) => {
+  // The gateway decides asynchronously when a signature or store lookup is
+  // not cached yet; the client may close before the decision arrives. Its
+  // response has then already emitted 'close', so nothing would ever release
+  // an exchange started for it.
+  let hits = 0
+  const up = await startUpstream((req, res) => {
+    hits++
+    req.resume()
+    res.end('ok')
+  })
+  const route = routeConfig({ upstream: up.url })
+  const proxy = new UpstreamProxy([route], gatewayConfig(), silentLog)
+  let judged: () => void = () => {}
+  const forwarded = new Promise<void>((resolve) => (judged = resolve))
+  const server = createServer((req, res) => {
+    // As the app does: the response's one close listener tells the proxy.
+    const ctx: RequestContext = { id: 'req-1', log: silentLog, rawPath: '/', rawQuery: '', routeLabel: 'test', closeListener: null }
+    res.on('close', () => {
+      ctx.closeListener?.onResponseClose()
+      // The decision arrives after the client has gone.
+      setImmediate(() => {
+        proxy.forward(req, res, { route, path: '/', query: '', identity: alice, body: null }, ctx)
+        judged()
+      })
+    })
+  })
+  const gw = await listen(server)
+  t.teardown(async () => {
+    await gw.close()
+    await proxy.close()
+    await up.close()
+  })
+  const req = httpRequest(gw.url, { agent: false })
+  req.on('error', () => {})
+  req.end()
+  await once(server, 'request')
+  req.destroy()
+  await forwarded
+  t.equal(proxy.inFlight, 0, 'no exchange is left counted in flight')
+  const closing = proxy.close(30_000).then(() => 'closed')
+  const stuck = new Promise((resolve) => setTimeout(resolve, 5000).unref()).then(() => 'still waiting')
+  t.equal(await Promise.race([closing, stuck]), 'closed', 'close() does not wait for it')
+  t.equal(hits, 0, 'nothing reached the upstream')
 })

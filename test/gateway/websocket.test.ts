@@ -8,7 +8,9 @@ import { connect, type Socket } from 'node:net'
 import type { TLSSocket } from 'node:tls'
 import type { Duplex } from 'node:stream'
 import { WebSocket } from 'undici'
-import { alice, gatewayConfig, listen, rawNames, routeConfig, selfSignedCert, startProxy, type Listening } from './proxy-helpers.js'
+import type { RequestContext } from '../../src/context.js'
+import { UpstreamProxy } from '../../src/gateway/proxy.js'
+import { alice, gatewayConfig, listen, rawNames, routeConfig, selfSignedCert, silentLog, startProxy, type Listening } from './proxy-helpers.js'
 
 /** RFC 6455 1.3: the value a server proves it understood the handshake with. */
 function acceptKey(key: string): string {
@@ -332,4 +334,61 @@ t.test('an identity value that cannot be a header value gets the client a 502', 
   const { head } = await rawUpgrade(gw.port, '/chat')
   t.match(head, /^HTTP\/1\.1 502 /)
   t.equal(up.seen.length, 0, 'nothing reached the upstream')
+})
+
+t.test('an upgrade whose client left while it was judged is not forwarded', async (t) => {
+  const up = await echoUpstream()
+  const route = routeConfig({ upstream: up.url })
+  const proxy = new UpstreamProxy([route], gatewayConfig(), silentLog)
+  let judgedGone: () => void = () => {}
+  const goneJudged = new Promise<void>((resolve) => (judgedGone = resolve))
+  const server = createServer()
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const ctx: RequestContext = { id: 'req-1', log: silentLog, rawPath: req.url ?? '/', rawQuery: '', routeLabel: 'test', closeListener: null }
+    const forward = (): void => proxy.upgrade(req, socket, head, { route, path: req.url ?? '/', query: '', identity: alice, body: null }, ctx)
+    // /gone: the decision arrives after the client closed its socket.
+    if (req.url === '/gone') {
+      // The server's sockets allow half-open connections: the client's FIN
+      // ends nothing by itself. Here it is taken as gone, and the socket
+      // destroyed and closed, before the decision arrives.
+      socket.once('end', () => socket.destroy())
+      socket.once('close', () =>
+        setImmediate(() => {
+          forward()
+          judgedGone()
+        }),
+      )
+      // An upgraded socket is not read until someone does: read, to see the FIN.
+      socket.resume()
+    } else {
+      forward()
+    }
+  })
+  const gw = await listen(server)
+  t.teardown(async () => {
+    await gw.close()
+    await proxy.close()
+    await up.close()
+  })
+  const gone = connect(gw.port, '127.0.0.1')
+  await once(gone, 'connect')
+  gone.write('GET /gone HTTP/1.1\r\nHost: chat.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n')
+  await once(server, 'upgrade')
+  gone.destroy()
+  await goneJudged
+  // A forwarded handshake reaches the local upstream within milliseconds.
+  const arrived = await Promise.race([
+    once(up.server, 'upgrade').then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 500)),
+  ])
+  t.equal(arrived, false, 'no handshake reached the upstream for the departed client')
+  // A later upgrade through the same proxy does arrive: the upstream is reachable.
+  const { socket, head } = await rawUpgrade(gw.port, '/chat')
+  socket.destroy()
+  t.match(head, /^HTTP\/1\.1 101 /)
+  t.same(
+    up.seen.map((s) => s.url),
+    ['/chat'],
+    'only the upgrade whose client stayed reached the upstream',
+  )
 })
