@@ -30,6 +30,10 @@ export interface AppOptions {
   watch?: boolean
 }
 
+/** Where a response keeps its request's Context, for the one shared close listener. */
+const CONTEXT = Symbol('bearward.context')
+type ResponseWithContext = ServerResponse & { [CONTEXT]?: Context }
+
 /** A request id we echo must be short and plain, so it cannot forge log lines or headers. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -67,6 +71,11 @@ export class App {
   #idCounter = 0
   #reloading: Promise<boolean> | null = null
   #closing = false
+  /**
+   * The 'close' listener of every response, one function for all: it finds
+   * the request's Context on the response, so no closure is made per request.
+   */
+  readonly #responseClosed: (this: ResponseWithContext) => void
 
   private constructor(shared: Shared, state: ProcessState, runtime: Runtime, configPath: string, env: NodeJS.ProcessEnv) {
     this.shared = shared
@@ -75,6 +84,12 @@ export class App {
     this.#runtime = runtime
     this.#configPath = configPath
     this.#env = env
+    // The listener's own `this` is the response; the App is reached through `app`.
+    const app = this
+    this.#responseClosed = function (this: ResponseWithContext): void {
+      const ctx = this[CONTEXT]
+      if (ctx !== undefined) app.#onClose(this.req, this, ctx)
+    }
   }
 
   /** Load the config, connect the store, build the first Runtime and listen. Throws ConfigError on a bad config. */
@@ -189,7 +204,8 @@ export class App {
     ctx.runtime = runtime
     // The one close listener of the request: metrics, the access log, the
     // runtime's drain count, and whoever set ctx.closeListener (the proxy).
-    res.on('close', () => this.#onClose(req, res, ctx))
+    ;(res as ResponseWithContext)[CONTEXT] = ctx
+    res.on('close', this.#responseClosed)
     this.#dispatch(req, res, ctx, runtime)
   }
 
@@ -198,8 +214,7 @@ export class App {
     ctx.runtime?.depart()
     ctx.runtime = null
     const seconds = (performance.now() - ctx.started) / 1000
-    const outcome = res.writableFinished ? String(res.statusCode) : 'aborted'
-    this.shared.metrics.observeRequest(ctx.routeLabel, outcome, seconds)
+    this.shared.metrics.observeResponse(ctx.routeLabel, res.writableFinished ? res.statusCode : null, seconds)
     if (this.#accessLog.isLevelEnabled('info')) {
       this.#accessLog.info(
         { req_id: ctx.id, method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },

@@ -56,6 +56,7 @@ export class Gauge {
 }
 
 export class Histogram {
+  /** Per series: observations per bucket (not cumulative; render() adds them up), sum and count. */
   readonly #series = new Map<string, { counts: number[]; sum: number; count: number }>()
   constructor(
     readonly name: string,
@@ -72,8 +73,14 @@ export class Histogram {
       s = { counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 }
       this.#series.set(key, s)
     }
-    for (let i = 0; i < this.buckets.length; i++) {
-      if (value <= (this.buckets[i] ?? Infinity)) s.counts[i] = (s.counts[i] ?? 0) + 1
+    // Only the first bucket that holds the value counts it: a request pays
+    // for a step or two of this scan, not one write per bucket.
+    const buckets = this.buckets
+    for (let i = 0; i < buckets.length; i++) {
+      if (value <= (buckets[i] as number)) {
+        s.counts[i] = (s.counts[i] as number) + 1
+        break
+      }
     }
     s.sum += value
     s.count += 1
@@ -82,7 +89,11 @@ export class Histogram {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`]
     for (const [key, s] of this.#series) {
       const sep = key ? ',' : ''
-      this.buckets.forEach((b, i) => lines.push(`${this.name}_bucket{${key}${sep}le="${b}"} ${s.counts[i] ?? 0}`))
+      let cumulative = 0
+      this.buckets.forEach((b, i) => {
+        cumulative += s.counts[i] ?? 0
+        lines.push(`${this.name}_bucket{${key}${sep}le="${b}"} ${cumulative}`)
+      })
       lines.push(`${this.name}_bucket{${key}${sep}le="+Inf"} ${s.count}`)
       lines.push(`${this.name}_sum${key ? `{${key}}` : ''} ${s.sum}`)
       lines.push(`${this.name}_count${key ? `{${key}}` : ''} ${s.count}`)
@@ -90,6 +101,9 @@ export class Histogram {
     return lines.join('\n')
   }
 }
+
+/** The highest status code node:http lets a response carry. */
+const MAX_STATUS = 999
 
 /** The metrics bearward exposes on admin_listen /metrics. */
 export class Metrics {
@@ -105,9 +119,42 @@ export class Metrics {
 
   /** Per route, per outcome: the rendered label set, built once; requests reuse it. */
   readonly #requestKeys = new Map<string, Map<string, string>>()
+  /** Per route, by status code (index 0: aborted): the same label sets, without building the outcome string. */
+  readonly #statusKeys = new Map<string, (string | undefined)[]>()
+
+  /**
+   * Record one finished request by its status code, or null when the client
+   * went away before the answer was complete (outcome "aborted"). The hot
+   * path: one map lookup and an array index once the series exists.
+   */
+  observeResponse(route: string, status: number | null, seconds: number): void {
+    if (status !== null && !(Number.isInteger(status) && status >= 100 && status <= MAX_STATUS)) {
+      this.observeRequest(route, String(status), seconds)
+      return
+    }
+    let byStatus = this.#statusKeys.get(route)
+    if (byStatus === undefined) {
+      byStatus = new Array<string | undefined>(MAX_STATUS + 1)
+      this.#statusKeys.set(route, byStatus)
+    }
+    const index = status ?? 0
+    let key = byStatus[index]
+    if (key === undefined) {
+      key = this.#requestKey(route, status === null ? 'aborted' : String(status))
+      byStatus[index] = key
+    }
+    this.requests.incKey(key)
+    this.requestDuration.observeKey(key, seconds)
+  }
 
   /** Record one finished request. Hot path: no label sorting or string building after the first. */
   observeRequest(route: string, outcome: string, seconds: number): void {
+    const key = this.#requestKey(route, outcome)
+    this.requests.incKey(key)
+    this.requestDuration.observeKey(key, seconds)
+  }
+
+  #requestKey(route: string, outcome: string): string {
     let byOutcome = this.#requestKeys.get(route)
     if (byOutcome === undefined) {
       byOutcome = new Map()
@@ -118,8 +165,7 @@ export class Metrics {
       key = labelKey({ route, outcome })
       byOutcome.set(outcome, key)
     }
-    this.requests.incKey(key)
-    this.requestDuration.observeKey(key, seconds)
+    return key
   }
 
   render(): string {

@@ -47,6 +47,46 @@ t.test('serves health, readiness and metrics on the admin port; SIGTERM exits 0'
   t.equal(await bin.stop('SIGTERM'), 0)
 })
 
+t.test('metrics count each request by route and outcome: a status code, or "aborted" when the client left first', async (t) => {
+  let upstreamHeard: () => void = () => {}
+  const heard = new Promise<void>((resolve) => (upstreamHeard = resolve))
+  const up = await startUpstream('a', (req, res) => {
+    // /a/hang is never answered; the client gives up on it.
+    if (req.url === '/a/hang') {
+      upstreamHeard()
+      return
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' })
+    res.end('ok')
+  })
+  const cfg = await tempConfig(base(route('a', '/a', up.url)))
+  const bin = await startBin(cfg.file)
+  t.teardown(async () => {
+    await bin.stop()
+    await up.close()
+    await cfg.cleanup()
+  })
+  for (let i = 0; i < 3; i++) t.equal((await fetch(`${bin.url}/a/x`)).status, 200)
+  t.equal((await fetch(`${bin.url}/nowhere`)).status, 404)
+  const gone = new AbortController()
+  const hanging = fetch(`${bin.url}/a/hang`, { signal: gone.signal }).catch((err: unknown) => err)
+  await heard
+  gone.abort()
+  t.match(await hanging, { name: 'AbortError' })
+  const series = (text: string, outcome: string, route: string): string | undefined =>
+    new RegExp(`^bearward_requests_total\\{outcome="${outcome}",route="${route}"\\} (\\d+)$`, 'm').exec(text)?.[1]
+  const counted = await eventually(async () => {
+    const metrics = await (await fetch(`${bin.admin}/metrics`)).text()
+    return series(metrics, 'aborted', 'a') === '1'
+  })
+  t.ok(counted, 'the abandoned request is counted')
+  const metrics = await (await fetch(`${bin.admin}/metrics`)).text()
+  t.equal(series(metrics, '200', 'a'), '3')
+  t.equal(series(metrics, '404', 'not_found'), '1')
+  t.equal(series(metrics, 'aborted', 'a'), '1', 'the abandoned request is counted as aborted, not by a status')
+  t.notMatch(metrics, /outcome="504"|outcome="502"/, 'and not as an upstream failure')
+})
+
 t.test('hot reload: a changed file is served without restart; an invalid file is refused and the old config keeps serving', async (t) => {
   const upA = await startUpstream('a')
   const upB = await startUpstream('b')
