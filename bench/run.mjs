@@ -3,15 +3,17 @@
 //   npm run bench                        every scenario
 //   npm run bench -- jwt-warm opaque     some scenarios
 //   npm run bench -- --quick             smoke run (~1 s per measurement, small memory run)
-//   options: --duration S (5)  --warmup S (2)  --rounds N (5)  --connections N (50)
+//   options: --duration S (3)  --warmup S (1)  --rounds N (10)  --connections N (50)
 //            --log-level L (warn)  --cpu-prof (run bearward under node --cpu-prof; prints how to summarize)
 //            --wait-quiet F (before each scenario, wait up to 10 min until other work takes < F of the CPU, e.g. 0.05)
 //
 // Each server and the load generator run in their own processes; the targets
 // of a scenario are measured in interleaved rounds (A B C, then C B A, ...)
 // so machine drift hits them alike; a target's figure is its median round,
-// and a ratio is the median of the rounds' own ratios (report.mjs
-// pairedRatio: a subject runs next to its baseline). Prints a table and writes
+// and a ratio is the median, over forward/reverse pairs of rounds, of the
+// pair's own ratio (report.mjs pairedRatio: a subject runs next to its
+// baseline, and each pair holds both orders once). Rounds come in even
+// numbers for that reason. Prints a table and writes
 // bench/results/<YYYY-MM-DD>.json (merged with the scenarios of an earlier
 // run that day).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -53,9 +55,9 @@ if (unknown.length > 0) {
 const quick = values.quick
 const opts = {
   quick,
-  durationSec: Number(values.duration ?? (quick ? 1 : 5)),
-  warmupSec: Number(values.warmup ?? (quick ? 0.5 : 2)),
-  rounds: Number(values.rounds ?? (quick ? 1 : 5)),
+  durationSec: Number(values.duration ?? (quick ? 1 : 3)),
+  warmupSec: Number(values.warmup ?? (quick ? 0.5 : 1)),
+  rounds: Number(values.rounds ?? (quick ? 1 : 10)),
   connections: Number(values.connections),
   logLevel: values['log-level'],
   cpuProf: values['cpu-prof'],
