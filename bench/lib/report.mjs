@@ -82,11 +82,11 @@ export function pairedRatio(a, b, of) {
   }
   const ratios = overPairs(perRound, (x, y) => Math.sqrt(x * y))
   const value = median(ratios)
-  if (value === null) return { value: null, ratios, perRound, text: '—' }
+  if (value === null) return { value: null, ratios, text: '—' }
   const range = ratios.length > 1 ? ` (pairs of rounds ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})` : ''
   // Three places below 2: a ratio of 0.898 against a 0.90 target printed as
   // "0.90 … NO" read as a contradiction.
-  return { value, ratios, perRound, text: `${value.toFixed(value < 2 ? 3 : 2)} × ${of}${range}` }
+  return { value, ratios, text: `${value.toFixed(value < 2 ? 3 : 2)} × ${of}${range}` }
 }
 
 /** a's p99 minus b's p99 in the same round (ms), averaged over forward/reverse pairs of rounds; the median over pairs, or null. */
