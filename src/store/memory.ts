@@ -87,6 +87,8 @@ export class MemoryStore implements Store {
   readonly #sessions = new Map<string, Expiring<SessionRecord>>()
   readonly #consents = new Map<string, Expiring<string[]>>()
   readonly #hits = new Map<string, Window>()
+  /** useOnce keys → epoch ms until which they count as used. */
+  readonly #used = new Map<string, number>()
   readonly #log: MemoryStoreOptions['log']
   #sweep: NodeJS.Timeout | null = null
   #closed = false
@@ -119,7 +121,7 @@ export class MemoryStore implements Store {
     return (
       this.#codes.size + this.#families.size + this.#refreshIndex.size + this.#revoked.jti.size +
       this.#revoked.grant.size + this.#opaque.size + this.#devices.size + this.#userCodes.size +
-      this.#sessions.size + this.#consents.size + this.#hits.size
+      this.#sessions.size + this.#consents.size + this.#hits.size + this.#used.size
     )
   }
 
@@ -140,6 +142,7 @@ export class MemoryStore implements Store {
       for (const [k, e] of map) if (now >= e.expMs) map.delete(k)
     }
     for (const [k, w] of this.#hits) if (now >= w.resetMs) this.#hits.delete(k)
+    for (const [k, until] of this.#used) if (now >= until) this.#used.delete(k)
   }
 
   async ping(): Promise<void> {
@@ -478,6 +481,17 @@ export class MemoryStore implements Store {
   async clearHits(key: string): Promise<void> {
     this.#open()
     this.#hits.delete(key)
+  }
+
+  // -- single-use values -------------------------------------------------------
+
+  async useOnce(key: string, ttlSec: number): Promise<boolean> {
+    this.#open()
+    const now = this.#nowMs()
+    const until = this.#used.get(key)
+    if (until !== undefined && now < until) return false
+    this.#used.set(key, now + ttlSec * 1000)
+    return true
   }
 }
 

@@ -22,6 +22,7 @@
  *   p ucode:{code}    hash {d: device hash, e: expires ms}
  *   p sess:{sha256(id)}, p consent:{sub}:client   string {r|s, e: expires ms}
  *   p rl:{key}        hash {c: count, r: window reset ms}
+ *   p once:{key}      string: used-until ms (useOnce; DPoP proof jti)
  *   channel p revocations: RevocationEntry JSON
  *
  * Refresh families: the caller gives only a token hash, so `rt:{hash}` maps it
@@ -60,6 +61,7 @@ import {
   REVOKE_GRANT,
   ROTATE_REFRESH,
   TAKE_CODE,
+  USE_ONCE,
   type LuaScript,
 } from './redis-scripts.js'
 import type {
@@ -696,5 +698,12 @@ export class RedisStore implements Store {
 
   async clearHits(key: string): Promise<void> {
     await this.#do((c) => c.del(this.#key('rl', key)))
+  }
+
+  // -- single-use values -------------------------------------------------------
+
+  async useOnce(key: string, ttlSec: number): Promise<boolean> {
+    const reply = await this.#do((c) => this.#eval(c, USE_ONCE, [this.#key('once', key)], [this.#clock.now(), Math.max(1, Math.round(ttlSec * 1000))]))
+    return num(reply) === 1
   }
 }

@@ -205,4 +205,12 @@ export interface Store {
   /** Current count without adding. */
   hits(key: string): Promise<number>
   clearHits(key: string): Promise<void>
+
+  // -- single-use values (RFC 9449 11.1: DPoP proof jti) ----------------------
+  /**
+   * Atomic set-if-absent: true when `key` had not been used within its
+   * lifetime (it is now recorded for `ttlSec`), false when it was (a replay).
+   * Of N concurrent calls with one key exactly one gets true.
+   */
+  useOnce(key: string, ttlSec: number): Promise<boolean>
 }

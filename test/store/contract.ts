@@ -524,6 +524,31 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     tt.same([...burst].sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => i + 1), 'concurrent hits count each once')
   })
 
+  t.test(`${name}: single-use values (useOnce)`, async (tt) => {
+    tt.test('first use records, a second within the lifetime is refused, after it is accepted again', async (t2) => {
+      const { clock, store } = await setup(t2)
+      t2.equal(await store.useOnce('jkt:jti-1', 60), true, 'first use')
+      t2.equal(await store.useOnce('jkt:jti-1', 60), false, 'replay refused')
+      t2.equal(await store.useOnce('jkt:jti-2', 60), true, 'another key is independent')
+      clock.advance(59_999)
+      t2.equal(await store.useOnce('jkt:jti-1', 60), false, 'still remembered just before the end of its lifetime')
+      clock.advance(1)
+      t2.equal(await store.useOnce('jkt:jti-1', 60), true, 'forgotten once its lifetime has passed')
+      t2.equal(await store.useOnce('jkt:jti-1', 60), false, 'and remembered again')
+    })
+    tt.test('a key used through one instance is refused through the other', async (t2) => {
+      const { store, h } = await setup(t2)
+      const other = await h.peer()
+      t2.equal(await store.useOnce('k:{odd}:key', 30), true)
+      t2.equal(await other.useOnce('k:{odd}:key', 30), false)
+    })
+    tt.test('50 concurrent uses of one key: exactly one accepted', async (t2) => {
+      const { store } = await setup(t2)
+      const results = await Promise.all(Array.from({ length: 50 }, () => store.useOnce('burst', 60)))
+      t2.equal(results.filter((r) => r).length, 1)
+    })
+  })
+
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()
     const h = await makeStore(clock)
@@ -532,5 +557,6 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.ping(), StoreUnavailableError)
     await tt.rejects(h.store.takeCode(token().hash), StoreUnavailableError)
     await tt.rejects(h.store.subscribeRevocations(() => undefined), StoreUnavailableError)
+    await tt.rejects(h.store.useOnce('k', 1), StoreUnavailableError)
   })
 }
