@@ -5,8 +5,11 @@
  * are built from these in exactly one place: `src/http/reply.ts`.
  */
 
-/** Which challenge a 401/403 carries: Basic at client-authenticated endpoints, Bearer at resources. */
-export type ChallengeScheme = 'Basic' | 'Bearer'
+/**
+ * Which challenge a 401/403 carries: Basic at client-authenticated endpoints,
+ * Bearer at resources, DPoP for a failed DPoP proof at a resource (RFC 9449 7.1).
+ */
+export type ChallengeScheme = 'Basic' | 'Bearer' | 'DPoP'
 
 export class OAuthError extends Error {
   /** HTTP status of the response. */
@@ -166,6 +169,31 @@ export class InsufficientScope extends OAuthError {
 export class MissingToken extends OAuthError {
   constructor() {
     super(401, '', undefined, { challenge: 'Bearer' })
+  }
+}
+
+/**
+ * RFC 9449 4.3, 7.1: the DPoP proof is missing where one is required, malformed,
+ * or fails a check. 400 at the token endpoint; 401 with a DPoP challenge at a
+ * resource (`resource: true`).
+ */
+export class InvalidDpopProof extends OAuthError {
+  constructor(description = 'The DPoP proof is invalid', o: Opts & { resource?: boolean } = {}) {
+    const { resource, ...rest } = o
+    super(resource === true ? 401 : 400, 'invalid_dpop_proof', description, resource === true ? { ...rest, challenge: 'DPoP' } : rest)
+  }
+}
+
+/**
+ * RFC 9449 8, 9: the server wants a proof carrying its nonce, given in the
+ * `DPoP-Nonce` header. 400 at the token endpoint; 401 with a DPoP challenge
+ * at a resource.
+ */
+export class UseDpopNonce extends OAuthError {
+  constructor(nonce: string, o: { resource?: boolean; cause?: string } = {}) {
+    const headers = { 'dpop-nonce': nonce }
+    const description = 'The DPoP proof must carry the nonce the server provides in DPoP-Nonce'
+    super(o.resource === true ? 401 : 400, 'use_dpop_nonce', description, o.resource === true ? { headers, challenge: 'DPoP', cause: o.cause } : { headers, cause: o.cause })
   }
 }
 

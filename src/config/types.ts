@@ -68,6 +68,8 @@ export interface ClientConfig {
   skipConsent: boolean
   /** Rotate refresh tokens on every use (`rotate_refresh_tokens`); forced true for public clients. */
   rotateRefreshTokens: boolean
+  /** RFC 9449 5.2 (`dpop_bound_access_tokens`, default false): no token without a DPoP proof. */
+  dpopBoundAccessTokens: boolean
 }
 
 export interface UserConfig {
@@ -185,6 +187,8 @@ export interface RouteConfig {
   storeUnavailable: 'closed' | 'open'
   /** `realm` in challenges; default gateway.realm. */
   realm: string
+  /** `dpop`: `allowed` (default) takes DPoP-bound and bearer tokens; `required` refuses bearer tokens. */
+  dpop: 'allowed' | 'required'
 }
 
 export interface GatewayConfig {
@@ -201,6 +205,18 @@ export interface GatewayConfig {
   identityHeaders: IdentityHeaders
   /** Client addresses whose X-Forwarded-* headers are trusted (`trusted_proxies`). */
   trustedProxies: string[]
+}
+
+/** `dpop`: how DPoP proofs (RFC 9449) are checked, by the token endpoint and the gateway alike. */
+export interface DpopConfig {
+  /** Accepted proof algorithms (`dpop.algs`); asymmetric only. */
+  algs: string[]
+  /** How old a proof's `iat` may be (`dpop.iat_window`, default 60s); the jti is remembered this long. */
+  iatWindowSec: number
+  /** How far ahead of our clock a proof's `iat` may be (`dpop.iat_leeway`, default 5s). */
+  iatLeewaySec: number
+  /** Server nonces (`dpop.nonce`); null (the default) when off. */
+  nonce: { secret: string; ttlSec: number } | null
 }
 
 export interface Config {
@@ -221,4 +237,5 @@ export interface Config {
   issuers: IssuerConfig[]
   gateway: GatewayConfig
   routes: RouteConfig[]
+  dpop: DpopConfig
 }

@@ -11,6 +11,7 @@ import { deepFreeze } from './freeze.js'
 import { parseListenAddress } from './listen.js'
 import type { MapView, Reader } from './reader.js'
 import { readAuthorizationServer } from './sections/authorization-server.js'
+import { readDpop } from './sections/dpop.js'
 import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
@@ -29,6 +30,7 @@ export const TOP_LEVEL_KEYS = [
   'issuers',
   'gateway',
   'routes',
+  'dpop',
 ] as const
 
 export const STORE_KEYS = ['url', 'cluster', 'key_prefix', 'command_timeout'] as const
@@ -82,6 +84,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     ? readIssuers(r, top.get('issuers') as Node, top.pathOf('issuers'), authorizationServer === null ? null : normalizedPublicUrl)
     : { issuers: [] as IssuerConfig[], ids: new Set<string>() }
   const gateway = readGateway(r, top.get('gateway'), top.pathOf('gateway'))
+  const dpop = readDpop(r, top.get('dpop'), top.pathOf('dpop'))
   const routesNode = top.get('routes')
   const routes =
     routesNode === undefined
@@ -110,6 +113,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     issuers,
     gateway,
     routes,
+    dpop,
   }
   return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
 }

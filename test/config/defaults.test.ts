@@ -73,6 +73,7 @@ routes:
           allowPlainPkce: false,
           skipConsent: false,
           rotateRefreshTokens: true,
+          dpopBoundAccessTokens: false,
         },
         {
           clientId: 'cli',
@@ -89,6 +90,7 @@ routes:
           allowPlainPkce: false,
           skipConsent: false,
           rotateRefreshTokens: true,
+          dpopBoundAccessTokens: false,
         },
       ],
       users: [{ username: 'alice', passwordHash: HASH, sub: 'alice', claims: {} }],
@@ -139,8 +141,10 @@ routes:
         upstreamCaFile: null,
         storeUnavailable: 'closed',
         realm: 'bearward',
+        dpop: 'allowed',
       },
     ],
+    dpop: { algs: ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'], iatWindowSec: 60, iatLeewaySec: 5, nonce: null },
   })
 })
 
@@ -263,6 +267,7 @@ t.test('the full fixture sets every key', async (t) => {
     allowPlainPkce: true,
     skipConsent: true,
     rotateRefreshTokens: false,
+    dpopBoundAccessTokens: true,
   })
   t.same(as?.clients[1]?.grantTypes, ['urn:ietf:params:oauth:grant-type:device_code'])
   t.same(as?.users[0], { username: 'alice', passwordHash: 'scrypt$16384$8$1$BBBBBBBBBBBBBBBBBBBBBB$BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB', sub: '248289761001', claims: { name: 'Alice', email: 'alice@example.com', groups: ['admins'] } })
@@ -295,6 +300,8 @@ t.test('the full fixture sets every key', async (t) => {
     upstreamCaFile: `${files}/ca.pem`,
     storeUnavailable: 'open',
     realm: 'orders',
+    dpop: 'allowed',
   })
+  t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })
   t.match(config?.routes[1], { name: 'root', match: { path: '/' }, public: true, issuers: ['self'] })
 })

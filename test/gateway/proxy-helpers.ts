@@ -47,6 +47,7 @@ export function routeConfig(overrides: Partial<RouteConfig> & { upstream: string
     upstreamCaFile: null,
     storeUnavailable: 'closed',
     realm: 'bearward',
+    dpop: 'allowed',
     ...overrides,
   }
 }

@@ -5,6 +5,7 @@
  * are created the way the front channel creates them (store.putCode,
  * store.decideDevice), so these tests do not depend on the HTML pages.
  */
+import { DEFAULT_DPOP } from '../../src/config/sections/dpop.js'
 import { createHash, randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { ManualClock, epochSeconds } from '../../src/clock.js'
@@ -54,6 +55,7 @@ function client(c: Partial<ClientConfig> & Pick<ClientConfig, 'clientId' | 'type
     allowPlainPkce: false,
     skipConsent: false,
     rotateRefreshTokens: true,
+    dpopBoundAccessTokens: false,
     ...c,
   }
 }
@@ -141,6 +143,7 @@ function route(name: string, audience: string): RouteConfig {
     upstreamCaFile: null,
     storeUnavailable: 'closed',
     realm: 'bearward',
+    dpop: 'allowed',
   }
 }
 
@@ -219,6 +222,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
       trustedProxies: [],
     },
     routes: [route('orders', publicUrl), route('api', API_AUDIENCE)],
+    dpop: DEFAULT_DPOP,
   }
   const asConfig = {
     keys: [],

@@ -27,6 +27,7 @@ export const CLIENT_KEYS = [
   'allow_plain_pkce',
   'skip_consent',
   'rotate_refresh_tokens',
+  'dpop_bound_access_tokens',
 ] as const
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
@@ -139,6 +140,8 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     )
   }
 
+  const dpopBoundAccessTokens = c.opt('dpop_bound_access_tokens', r.bool(), false)
+
   if (clientId === undefined || type === undefined) return { clientId, client: undefined }
   const client: ClientConfig = {
     clientId,
@@ -155,6 +158,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     allowPlainPkce,
     skipConsent,
     rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
+    dpopBoundAccessTokens,
   }
   return { clientId, client }
 }

@@ -34,6 +34,7 @@ export const ROUTE_KEYS = [
   'upstream_ca',
   'store_unavailable',
   'realm',
+  'dpop',
 ] as const
 
 export const MATCH_KEYS = ['path', 'host', 'methods'] as const
@@ -115,6 +116,11 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     upstreamCaFile,
     storeUnavailable: m.opt('store_unavailable', r.oneOf(['closed', 'open'] as const, { what: 'a store_unavailable policy' }), 'closed'),
     realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
+    dpop: m.opt('dpop', r.oneOf(['allowed', 'required'] as const, { what: 'a DPoP mode' }), 'allowed'),
+  }
+  if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')
+  if (route.dpop === 'required' && (route.tokenInBody || route.tokenInQuery)) {
+    r.problem(m.get('dpop'), m.pathOf('dpop'), 'a DPoP-bound token travels in the Authorization header only (RFC 9449 7.1): remove `token_in_body` / `token_in_query`, or `dpop: required`')
   }
   if (name === undefined || match === undefined || upstream === undefined) return { name, route: undefined }
   return { name, route: { name, match, upstream: stripTrailingSlash(upstream), ...route } }
