@@ -31,6 +31,8 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     revocation_endpoint: `${issuer}/revoke`,
     introspection_endpoint: `${issuer}/introspect`,
     device_authorization_endpoint: `${issuer}/device_authorization`,
+    // OIDC RP-Initiated Logout 1.0 2.1
+    end_session_endpoint: `${issuer}/logout`,
     scopes_supported: scopes,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

@@ -43,10 +43,24 @@ export type GrantType =
   | 'client_credentials'
   | 'urn:ietf:params:oauth:grant-type:device_code'
 
+/** RFC 7591 2 client metadata that pages render; OIDC RP-Initiated Logout 1.0 3.1. */
+export interface ClientMetadata {
+  /** `logo_uri`: an https URL or a data: URL of a raster image. */
+  logoUri: string | null
+  /** `policy_uri`: the client's privacy policy. */
+  policyUri: string | null
+  /** `tos_uri`: the client's terms of service. */
+  tosUri: string | null
+  /** `post_logout_redirect_uris`: where /logout may send the browser back, by exact match. */
+  postLogoutRedirectUris: string[]
+}
+
 export interface ClientConfig {
   clientId: string
-  /** Shown on the consent page; defaults to clientId. */
+  /** Shown wherever the client is named (consent, device approval, account page); defaults to clientId. */
   name: string
+  /** RFC 7591 metadata shown to people, and where RP-initiated logout may return. */
+  metadata: ClientMetadata
   type: ClientType
   /** `bearward hash-secret` output; confidential clients only. */
   secretHash: string | null

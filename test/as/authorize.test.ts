@@ -380,7 +380,7 @@ t.test('other methods: 405 with Allow', async (t) => {
     ['/authorize', 'GET, POST'],
     ['/login', 'POST'],
     ['/consent', 'POST'],
-    ['/logout', 'POST'],
+    ['/logout', 'GET, POST'],
     ['/device', 'GET, POST'],
     ['/assets/bearward.css', 'GET, HEAD'],
   ] as const) {

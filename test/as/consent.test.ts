@@ -49,7 +49,7 @@ t.test('the consent page: the client, the scopes in plain words, allow and deny'
   t.match(res.text, /Read your orders/)
   t.match(res.text, /Change or cancel your orders/)
   t.match(res.text, /<span class="scope-name">orders:write<\/span>/)
-  t.match(res.text, /Signed in as alice/)
+  t.match(res.text, /Signed in as <strong>Alice Example<\/strong>/, 'the name claim, not the username')
   t.match(res.text, /https:\/\/app\.example\.com/, 'where the browser goes next')
   t.same(form.buttons, [
     { name: 'decision', value: 'allow' },

@@ -25,6 +25,7 @@ t.test('metadata documents', async (t) => {
           revocation_endpoint: m.revocation_endpoint,
           introspection_endpoint: m.introspection_endpoint,
           device_authorization_endpoint: m.device_authorization_endpoint,
+          end_session_endpoint: m.end_session_endpoint,
         },
         {
           authorization_endpoint: `${h.issuer}/authorize`,
@@ -34,6 +35,7 @@ t.test('metadata documents', async (t) => {
           revocation_endpoint: `${h.issuer}/revoke`,
           introspection_endpoint: `${h.issuer}/introspect`,
           device_authorization_endpoint: `${h.issuer}/device_authorization`,
+          end_session_endpoint: `${h.issuer}/logout`,
         },
       )
       t.same(m.response_types_supported, ['code'])

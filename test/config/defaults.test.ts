@@ -61,6 +61,7 @@ routes:
         {
           clientId: 'web',
           name: 'web',
+          metadata: { logoUri: null, policyUri: null, tosUri: null, postLogoutRedirectUris: [] },
           type: 'confidential',
           secretHash: HASH,
           tokenEndpointAuthMethod: 'client_secret_basic',
@@ -78,6 +79,7 @@ routes:
         {
           clientId: 'cli',
           name: 'cli',
+          metadata: { logoUri: null, policyUri: null, tosUri: null, postLogoutRedirectUris: [] },
           type: 'public',
           secretHash: null,
           tokenEndpointAuthMethod: 'none',
@@ -255,6 +257,12 @@ t.test('the full fixture sets every key', async (t) => {
   t.same(as?.clients[0], {
     clientId: 'web',
     name: 'Web shop',
+    metadata: {
+      logoUri: 'https://shop.example.com/logo.png',
+      policyUri: 'https://shop.example.com/privacy',
+      tosUri: 'https://shop.example.com/terms',
+      postLogoutRedirectUris: ['https://shop.example.com/bye', 'com.example.app:/signed-out'],
+    },
     type: 'confidential',
     secretHash: 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
     tokenEndpointAuthMethod: 'client_secret_post',

@@ -44,6 +44,7 @@ function client(c: Partial<ClientConfig> & Pick<ClientConfig, 'clientId' | 'type
   const confidential = c.type === 'confidential'
   return {
     name: c.clientId,
+    metadata: { logoUri: null, policyUri: null, tosUri: null, postLogoutRedirectUris: [] },
     secretHash: null,
     tokenEndpointAuthMethod: confidential ? 'client_secret_basic' : 'none',
     redirectUris: [],

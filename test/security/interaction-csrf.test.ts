@@ -195,11 +195,17 @@ t.test('POST /device: forged entries and decisions are 403 and leave the device 
 
 t.test('POST /logout with a forged token is 403 and the session survives', async (t) => {
   const browser = new Browser()
-  await toConsent(browser, authorizeUrl({ prompt: 'consent' }))
+  const consent = await toConsent(browser, authorizeUrl({ prompt: 'consent' }))
   const cookie = cookieHeader(browser)
   const logoutForm: HtmlForm = { action: `${target.url}/logout`, method: 'POST', fields: {}, buttons: [] }
   await assertRefused(t, await forge(logoutForm, { fields: { csrf: 'A'.repeat(43) }, cookie }), 'made-up csrf')
-  await assertRefused(t, await forge(logoutForm, { fields: {}, cookie, origin: 'https://evil.example' }), 'foreign Origin')
+  await assertRefused(t, await forge(logoutForm, { fields: { csrf: '' }, cookie }), 'empty csrf')
+  await assertRefused(t, await forge(logoutForm, { fields: { csrf: consent.fields.csrf ?? '' }, cookie, origin: 'https://evil.example' }), 'foreign Origin')
+  await assertRefused(t, await forge(logoutForm, { fields: { csrf: consent.fields.csrf ?? '' }, cookie, origin: null, headers: { 'sec-fetch-site': 'cross-site' } }), 'Sec-Fetch-Site: cross-site')
+  // Without a csrf field it is a client's logout request: it asks the person, it signs nobody out.
+  const asked = await forge(logoutForm, { fields: {}, cookie, origin: 'https://evil.example' })
+  t.equal(asked.status, 200, 'a cross-site POST without a token gets the confirmation page')
+  t.match(await asked.text(), /Sign out\?/)
   const check = await fetch(authorizeUrl({ prompt: 'none', scope: 'openid profile' }), { redirect: 'manual', headers: { cookie } })
   const error = new URL(check.headers.get('location') ?? '').searchParams.get('error')
   t.not(error, 'login_required', 'still logged in after the forged logouts')

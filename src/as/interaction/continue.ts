@@ -2,11 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { ConsentRequired, LoginRequired } from '../../errors.js'
 import type { AsContext } from '../context.js'
+import { headersForClientLogo } from '../views/client.js'
 import { consentPage } from '../views/consent.js'
 import { html } from '../views/html.js'
 import { loginPage } from '../views/login.js'
 import { afterLogin, type AuthorizationRequest } from './authorization-request.js'
 import { preSessionCsrf } from './csrf.js'
+import { displayName } from './display-name.js'
 import { issueCode } from './issue-code.js'
 import { redirect, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
@@ -95,13 +97,13 @@ export function showAuthorizationLogin(
 
 function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationRequest, session: ActiveSession): void {
   const page = consentPage({
-    clientName: request.client.name,
+    client: request.client,
     scopes: describeScopes(as, request.scopes),
-    username: session.user.username,
+    signedInAs: displayName(session.user),
     csrf: session.record.csrf,
     action: 'consent',
     continuation: { request: request.raw },
     returnTo: request.target.displayOrigin(),
   })
-  showPage(res, 200, page)
+  showPage(res, 200, page, { headers: headersForClientLogo(request.client) })
 }

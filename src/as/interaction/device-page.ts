@@ -5,6 +5,7 @@ import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import { FormParams } from '../../http/body.js'
 import type { DeviceRecord } from '../../store/types.js'
 import type { AsContext, AsHandler } from '../context.js'
+import { headersForClientLogo } from '../views/client.js'
 import { consentPage } from '../views/consent.js'
 import { deviceEntryPage, deviceResultPage } from '../views/device.js'
 import { html } from '../views/html.js'
@@ -12,6 +13,7 @@ import { loginPage } from '../views/login.js'
 import { messagePage } from '../views/message.js'
 import { clientAddress } from './client-ip.js'
 import { checkPreSessionCsrf, isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
+import { displayName } from './display-name.js'
 import { guardPage } from './failures.js'
 import { readFormParams } from './form.js'
 import { userCodeLimit } from './rate-limit.js'
@@ -130,15 +132,15 @@ async function showDevice(req: IncomingMessage, res: ServerResponse, ctx: Reques
     const session = await currentSession(req, as)
     if (session === null) return showDeviceLogin(req, res, as, lookup.userCode, { status: 200 })
     const page = consentPage({
-      clientName: lookup.client.name,
+      client: lookup.client,
       scopes: describeScopes(as, lookup.record.scope.split(' ').filter((s) => s !== '')),
-      username: session.user.username,
+      signedInAs: displayName(session.user),
       csrf: session.record.csrf,
       action: 'device',
       continuation: { user_code: formatUserCode(lookup.userCode) },
       userCode: formatUserCode(lookup.userCode),
     })
-    showPage(res, 200, page)
+    showPage(res, 200, page, { headers: headersForClientLogo(lookup.client) })
   })
 }
 

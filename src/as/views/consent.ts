@@ -1,3 +1,4 @@
+import { clientLinks, clientLogo, type ClientView } from './client.js'
 import { html, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 
@@ -8,15 +9,16 @@ export interface ScopeView {
 }
 
 export interface ConsentPageOptions {
-  clientName: string
+  /** The application asking: its name, logo, policy and terms links. */
+  client: ClientView
   scopes: readonly ScopeView[]
-  /** Who is signed in. */
-  username: string
+  /** Who is signed in, as people call them (name claim or username). */
+  signedInAs: string
   /** The session's CSRF token. */
   csrf: string
   /** Form target beside the page: `consent` (authorization) or `device`. */
   action: 'consent' | 'device'
-  /** The pending request carried to the POST (`request` or `user_code`). */
+  /** The pending request carried to the POST (`request` or `user_code`); also what "Not you?" comes back to. */
   continuation: Readonly<Record<string, string>>
   /** Authorization: where the browser goes next (origin of the redirect URI). */
   returnTo?: string
@@ -35,30 +37,47 @@ ${scopes.map((s) => html`<li>${s.description}<span class="scope-name">${s.name}<
 }
 
 /**
- * The consent page: the client's name and the requested scopes in plain words,
- * and two submit buttons named `decision` with values `allow` and `deny`
- * (DESIGN.md). For the device flow it also shows the user code so the person
- * can check it matches their device (RFC 8628 5.4, remote phishing).
+ * "Signed in as Alice. Not you?": a form of its own that signs out and comes
+ * back to the same pending request (POST /logout with the session's CSRF
+ * token), so the person can sign in as someone else without starting over.
+ */
+function whoIsSignedIn(o: ConsentPageOptions): SafeHtml {
+  return html`<form method="post" action="logout" class="whoami">
+${hiddenFields({ csrf: o.csrf, ...o.continuation })}<p>Signed in as <strong>${o.signedInAs}</strong>.
+<button class="link" type="submit" name="switch" value="1">Not you? Use another account</button></p>
+</form>`
+}
+
+/**
+ * The consent page: the client's logo and name, the requested scopes in
+ * plain words, the client's policy and terms links, who is signed in (with a
+ * way to switch), and two submit buttons named `decision` with values `allow`
+ * and `deny` (DESIGN.md). For the device flow it also shows the user code so
+ * the person can check it matches their device (RFC 8628 5.4, remote phishing).
  */
 export function consentPage(o: ConsentPageOptions): string {
   const device = o.userCode !== undefined
-  const heading = device ? 'Connect a device to your account?' : html`Allow ${o.clientName} to access your account?`
-  const body = html`<h1>${heading}</h1>
+  const name = o.client.name
+  const heading = device ? 'Connect a device to your account?' : html`Allow ${name} to access your account?`
+  const logo = clientLogo(o.client)
+  const body = html`${logo === '' ? '' : html`<div class="client-head">${logo}<span class="client">${name}</span></div>\n`}<h1>${heading}</h1>
 ${
   device
-    ? html`<p class="lead"><span class="client">${o.clientName}</span> is asking for access. Check that this code matches the one shown on your device:</p>
+    ? html`<p class="lead"><span class="client">${name}</span> is asking for access. Check that this code matches the one shown on your device:</p>
 <span class="user-code" aria-label="Device code">${o.userCode}</span>`
     : ''
 }
-${scopeList(o.clientName, o.scopes)}
+${scopeList(name, o.scopes)}
+${clientLinks(o.client)}
 <form method="post" action="${o.action}">
 ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="actions">
 <button class="primary" type="submit" name="decision" value="allow">Allow</button>
 <button class="secondary" type="submit" name="decision" value="deny">Deny</button>
 </div>
 </form>
-<p class="fine">Signed in as ${o.username}.${o.returnTo ? html` After you choose, you will go back to <code>${o.returnTo}</code>.` : ''}${
-    device ? ' If you did not start this on a device of your own, choose Deny.' : ''
-  }</p>`
+${whoIsSignedIn(o)}
+${o.returnTo || device ? html`<p class="fine">${o.returnTo ? html`After you choose, you will go back to <code>${o.returnTo}</code>.` : ''}${
+    device ? 'If you did not start this on a device of your own, choose Deny.' : ''
+  }</p>` : ''}`
   return renderPage(device ? 'Connect a device' : 'Allow access', body)
 }

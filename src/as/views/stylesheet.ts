@@ -213,6 +213,68 @@ ul.scopes .scope-name {
 }
 .fine code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 a { color: var(--accent); }
+.client-head {
+  display: flex;
+  align-items: center;
+  gap: 12px;
+  margin: 0 0 16px;
+  overflow-wrap: anywhere;
+}
+.client-logo {
+  flex: none;
+  width: 48px;
+  height: 48px;
+  object-fit: contain;
+  border-radius: 10px;
+  border: 1px solid var(--border);
+  background: var(--card);
+}
+.client-links { margin-top: 0; }
+form.whoami p {
+  margin: 16px 0 0;
+  color: var(--muted);
+  font-size: .875rem;
+  overflow-wrap: anywhere;
+}
+form.whoami strong { color: var(--text); }
+button.link {
+  flex: none;
+  display: inline;
+  min-height: 44px;
+  padding: 0 2px;
+  border: 0;
+  background: none;
+  color: var(--accent);
+  font-size: inherit;
+  font-weight: 600;
+  text-decoration: underline;
+  text-underline-offset: 2px;
+}
+button.link:hover { color: var(--accent-hover); }
+ul.apps {
+  list-style: none;
+  margin: 0 0 16px;
+  padding: 0;
+}
+ul.apps > li {
+  margin: 0 0 12px;
+  padding: 14px;
+  border: 1px solid var(--border);
+  border-radius: 10px;
+  overflow-wrap: anywhere;
+}
+ul.apps h2 {
+  margin: 0;
+  font-size: 1.0625rem;
+  line-height: 1.3;
+}
+ul.apps .client-head { margin-bottom: 8px; }
+ul.apps .client-logo { width: 32px; height: 32px; border-radius: 8px; }
+ul.apps ul.scopes { margin-bottom: 8px; }
+ul.apps .when { margin: 0 0 10px; color: var(--muted); font-size: .875rem; }
+ul.apps form .actions { margin-top: 0; }
+button.danger { background: transparent; color: var(--danger-text); border-color: var(--danger-border); }
+button.danger:hover { background: var(--danger-bg); }
 footer {
   margin-top: 20px;
   color: var(--muted);

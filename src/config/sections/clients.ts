@@ -11,10 +11,12 @@ import type { MapView, Reader } from '../reader.js'
 import { suggest } from '../suggest.js'
 import { UniqueSet } from '../unique.js'
 import { checkOrigin, parseAbsoluteUrl } from '../values.js'
+import { CLIENT_METADATA_KEYS, readClientMetadata } from './client-metadata.js'
 
 export const CLIENT_KEYS = [
   'client_id',
   'name',
+  ...CLIENT_METADATA_KEYS,
   'type',
   'secret_hash',
   'token_endpoint_auth_method',
@@ -69,6 +71,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
   const clientId = c.req('client_id', r.str({ check: (v) => (CLIENT_ID.test(v) ? undefined : 'a client_id is printable ASCII without spaces') }))
   const type = c.req('type', r.oneOf<ClientType>(['confidential', 'public'], { what: 'a client type' }), ' (`confidential` or `public`)')
   const name = c.opt('name', r.str(), clientId ?? '')
+  const metadata = readClientMetadata(r, c)
 
   const secretHash = type === 'public' ? undefined : c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
   if (type === 'public' && c.has('secret_hash')) {
@@ -146,6 +149,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
   const client: ClientConfig = {
     clientId,
     name,
+    metadata,
     type,
     secretHash: type === 'confidential' ? (secretHash ?? null) : null,
     tokenEndpointAuthMethod,

@@ -1,0 +1,7 @@
+import type { UserConfig } from '../../config/types.js'
+
+/** What a page calls the signed-in person: their `name` claim when it is configured, else their username. */
+export function displayName(user: UserConfig): string {
+  const name = user.claims.name
+  return typeof name === 'string' && name.trim() !== '' ? name : user.username
+}
