@@ -105,7 +105,11 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'content-security-policy': "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
+  // same-origin, not no-referrer: under no-referrer the Fetch standard
+  // serializes a form POST's Origin as `null`, which isSameOrigin (rightly)
+  // refuses, so no browser could sign in. same-origin keeps our origin on our
+  // own forms and sends nothing to other sites (a client's redirect_uri).
+  'referrer-policy': 'same-origin',
 })
 
 export function sendHtml(res: ServerResponse, status: number, html: string, headers: Readonly<Record<string, string>> = {}): void {

@@ -67,7 +67,7 @@ t.test('the login page', async (t) => {
   t.notMatch(res.text, /<script/i, 'no script at all')
   t.equal(res.headers.get('content-security-policy'), "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'")
   t.equal(res.headers.get('x-frame-options'), 'DENY')
-  t.equal(res.headers.get('referrer-policy'), 'no-referrer')
+  t.equal(res.headers.get('referrer-policy'), 'same-origin', 'the origin stays on our own form posts, nothing goes to other sites')
   t.equal(res.headers.get('cache-control'), 'no-store')
   const csrf = setCookies(res.headers).get('bw_csrf')
   t.ok(csrf, 'pre-session CSRF cookie')

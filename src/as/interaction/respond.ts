@@ -5,7 +5,7 @@ import { messagePage } from '../views/message.js'
 
 /**
  * How the browser-facing endpoints answer: HTML pages (with PAGE_HEADERS:
- * strict CSP, no framing, no referrer) and redirects, each optionally setting
+ * strict CSP, no framing, no referrer to other sites) and redirects, each optionally setting
  * cookies. Failures become error pages in the same style as the other pages,
  * never JSON: a person is reading them.
  */

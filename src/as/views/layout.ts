@@ -10,7 +10,8 @@ export const STYLESHEET_HREF = 'assets/bearward.css'
 /**
  * The document around every page: viewport for phones, the one stylesheet,
  * no scripts (the CSP in PAGE_HEADERS forbids them), an empty data: icon so
- * browsers do not ask for /favicon.ico.
+ * browsers do not ask for /favicon.ico. The referrer meta repeats the
+ * header's `same-origin` (see PAGE_HEADERS for why it is not no-referrer).
  */
 export function renderPage(title: string, body: SafeHtml): string {
   return html`<!doctype html>
@@ -18,7 +19,7 @@ export function renderPage(title: string, body: SafeHtml): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <meta name="robots" content="noindex, nofollow">
 <title>${title} · bearward</title>
 <link rel="icon" href="data:,">

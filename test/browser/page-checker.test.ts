@@ -1,0 +1,64 @@
+import t from 'tap'
+import { findChromium, INSTALL_HINT, launchChromium, openPage } from '../helpers/chromium.js'
+import { startUpstream } from '../helpers/upstream.js'
+import { eventually } from '../helpers/bin.js'
+
+/**
+ * The page checks can fail: each is shown a page with the fault it looks for
+ * (served by a real HTTP server), so a green browser suite means something.
+ */
+
+const PAGES: Record<string, { status?: number; headers?: Record<string, string>; body: string }> = {
+  '/unlabelled': { body: '<!doctype html><html><title>x</title><body><input type="text"><p style="color:#ccc;background:#fff">faint</p></body></html>' },
+  '/wide': { body: '<!doctype html><html lang="en"><title>x</title><body><main><div style="width:3000px">wide</div></main></body></html>' },
+  '/csp': {
+    headers: { 'content-security-policy': "default-src 'none'" },
+    body: '<!doctype html><html lang="en"><title>x</title><body><main><img src="/pixel.png" alt="pixel"></main></body></html>',
+  },
+  '/missing-style': { body: '<!doctype html><html lang="en"><title>x</title><link rel="stylesheet" href="/nope.css"><body><main>x</main></body></html>' },
+  '/error-status': { status: 400, body: '<!doctype html><html lang="en"><title>x</title><body><main>A page that is an error.</main></body></html>' },
+}
+
+t.test('findChromium says how to install a browser when $CHROMIUM names nothing', async (t) => {
+  t.throws(() => findChromium({ CHROMIUM: '/nonexistent/chromium', PATH: '' }), { message: /CHROMIUM=\/nonexistent\/chromium does not exist.*apt-get install -y chromium/ })
+  t.match(INSTALL_HINT, /CHROMIUM=\/path/)
+})
+
+t.test('the page checks catch what they look for', async (t) => {
+  const server = await startUpstream('pages', (req, res) => {
+    const page = PAGES[req.url ?? '']
+    res.writeHead(page?.status ?? (page ? 200 : 404), { 'content-type': page ? 'text/html; charset=utf-8' : 'text/plain', ...page?.headers })
+    res.end(page?.body ?? 'not found')
+  })
+  t.teardown(() => server.close())
+  const browser = await launchChromium()
+  t.teardown(() => browser.close())
+  const { context, page, checker } = await openPage(browser, 'phone')
+  t.teardown(() => context.close())
+
+  await page.goto(`${server.url}/unlabelled`)
+  const ids = (await checker.axe()).map((f) => f.id).sort()
+  t.ok(ids.includes('label'), `axe: an unlabelled input (${ids.join(', ')})`)
+  t.ok(ids.includes('color-contrast'), 'axe: faint text')
+  t.ok(ids.includes('html-has-lang'), 'axe: no lang')
+
+  await page.goto(`${server.url}/wide`)
+  t.ok((await checker.horizontalOverflow()) > 2000, 'a page wider than the viewport scrolls sideways')
+
+  checker.consoleErrors.splice(0)
+  await page.goto(`${server.url}/csp`)
+  // The report travels from the page through a binding: wait for it to arrive.
+  await eventually(async () => checker.cspViolations.length > 0, 5000)
+  t.match(checker.cspViolations, [{ directive: 'img-src', blockedURI: `${server.url}/pixel.png`, page: `${server.url}/csp` }], 'the CSP violation is reported')
+  t.match(checker.consoleErrors.join('\n'), /Content Security Policy/, 'and logged as a console error')
+
+  checker.consoleErrors.splice(0)
+  await page.goto(`${server.url}/missing-style`)
+  await page.waitForLoadState('load')
+  t.match(checker.consoleErrors.join('\n'), /Failed to load resource.*404.*nope\.css/, 'a missing stylesheet is a console error')
+
+  checker.consoleErrors.splice(0)
+  await page.goto(`${server.url}/error-status`)
+  await page.waitForLoadState('load')
+  t.same(checker.consoleErrors, [], 'a document answered with an error status on purpose is not a console error')
+})

@@ -1,0 +1,129 @@
+import { createHash, randomBytes } from 'node:crypto'
+import type { Page } from 'playwright-core'
+import { freePort } from './browser.js'
+import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
+import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
+import { startUpstream, type SeenRequest } from './upstream.js'
+
+/**
+ * `bin/bearward` with the authorization server (the demo config of
+ * as-config.ts) and a real client on 127.0.0.1:0 that receives the
+ * redirects, for the browser tests.
+ */
+export interface BrowserAs {
+  bin: RunningBin
+  /** The issuer (public_url), without a trailing slash. */
+  issuer: string
+  /** The `web` client's registered redirect_uri, served by a real HTTP server. */
+  callback: string
+  /** Every request the client's redirect_uri received (with its headers: no Referer must reach it). */
+  callbacks: SeenRequest[]
+  close(): Promise<void>
+}
+
+/**
+ * People besides alice, all with alice's password (DEMO_PASSWORD): remembered
+ * consent and sessions are per person, so tests that must see the consent
+ * page again take a person of their own.
+ */
+export const PEOPLE = ['bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan'] as const
+
+/** The page the client shows when the browser comes back. */
+const CLIENT_PAGE = '<!doctype html><html lang="en"><title>Example Web App</title><p>Back at the client.</p></html>'
+
+/**
+ * Start the client's receiver and `bin/bearward` whose `web` client
+ * redirects to it. `edit` may change the YAML (e.g. a short device ttl).
+ */
+export async function startBrowserAs(edit: (yaml: string) => string = (y) => y): Promise<BrowserAs> {
+  const client = await startUpstream('client', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(CLIENT_PAGE) })
+    res.end(CLIENT_PAGE)
+  })
+  const callback = `${client.url}/callback`
+  const port = await freePort()
+  const { passwordHash } = await demoHashes()
+  const people = PEOPLE.map((p) => `    - username: ${p}\n      password_hash: "${passwordHash}"\n`).join('')
+  const yaml = edit(
+    (await asConfigYaml({ port, upstream: client.url }))
+      .replace('http://127.0.0.1:5555/callback', callback)
+      .replace('  users:\n', `  users:\n${people}`),
+  )
+  const cfg = await tempConfig(yaml)
+  const cleanup = async (): Promise<void> => {
+    await client.close()
+    await cfg.cleanup()
+  }
+  const bin = await startBinOrCleanUp(cfg.file, cleanup)
+  return {
+    bin,
+    issuer: bin.url.replace(/\/$/, ''),
+    callback,
+    callbacks: client.seen,
+    close: async () => {
+      await bin.stop()
+      await cleanup()
+    },
+  }
+}
+
+/** A PKCE authorization request for the `web` client, and what the token request needs. */
+export interface AuthRequest {
+  url: string
+  state: string
+  verifier: string
+}
+
+/** Build the authorize URL a client would send a person to (code flow, S256 PKCE, a fresh state). */
+export function authorizeRequest(as: BrowserAs, scope = 'openid profile orders:read', extra: Record<string, string> = {}): AuthRequest {
+  const verifier = randomBytes(32).toString('base64url')
+  const state = randomBytes(12).toString('base64url')
+  const params = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: as.callback,
+    scope,
+    state,
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    ...extra,
+  })
+  return { url: `${as.issuer}/authorize?${params}`, state, verifier }
+}
+
+/** The client's side of the code exchange (RFC 6749 4.1.3), as the confidential `web` client. */
+export function exchangeCode(as: BrowserAs, code: string, verifier: string): Promise<Response> {
+  return fetch(`${as.issuer}/token`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`web:${DEMO_SECRET}`).toString('base64')}`,
+    },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: as.callback, code_verifier: verifier }),
+  })
+}
+
+/** The demo user of as-config.ts. */
+export const ALICE = { username: 'alice', password: DEMO_PASSWORD } as const
+
+/**
+ * On a login page: fill both fields by their labels and press "Sign in",
+ * waiting for the page that follows. (The keyboard-only test does this with
+ * Tab and typing instead.)
+ */
+export async function signIn(page: Page, user: { username: string; password: string } = ALICE): Promise<void> {
+  await page.getByLabel('Username').fill(user.username)
+  await page.getByLabel('Password').fill(user.password)
+  await submitAndWait(page, () => page.getByRole('button', { name: 'Sign in' }).click())
+}
+
+/**
+ * Run `act` (a click or a key press that submits a form) and wait until the
+ * page it leads to, after any redirects, has loaded.
+ */
+export async function submitAndWait(page: Page, act: () => Promise<void>): Promise<void> {
+  const navigated = page.waitForEvent('framenavigated', (frame) => frame === page.mainFrame())
+  await act()
+  await navigated
+  await page.waitForLoadState()
+}
