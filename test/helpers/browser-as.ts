@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { Page } from 'playwright-core'
 import { freePort } from './browser.js'
-import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
+import { startBin, tempConfig, type RunningBin } from './bin.js'
 import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
 
@@ -54,7 +54,15 @@ export async function startBrowserAs(edit: (yaml: string) => string = (y) => y):
     await client.close()
     await cfg.cleanup()
   }
-  const bin = await startBinOrCleanUp(cfg.file, cleanup)
+  let bin: RunningBin
+  try {
+    // A generous start-up wait: the browser files run beside other suites on
+    // two cores, where generating the ephemeral signing key can take a while.
+    bin = await startBin(cfg.file, {}, 60_000)
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
   return {
     bin,
     issuer: bin.url.replace(/\/$/, ''),
