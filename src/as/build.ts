@@ -10,12 +10,13 @@ import type { AsContext } from './context.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
- * (RFC 8414 2); `resources` (RFC 8707) are the audiences the routes accept,
- * plus the issuer, which is the default audience.
+ * (RFC 8414 2); `resources` (RFC 8707) are the audiences the routes accept
+ * (each route's `audience` and RFC 9728 resource identifier), plus the
+ * issuer, which is the default audience.
  */
 export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig; keys: KeySet }): AsContext {
   const { config } = deps
-  const resources = new Set<string>([config.publicUrl, ...config.routes.map((r) => r.audience)])
+  const resources = new Set<string>([config.publicUrl, ...config.routes.flatMap((r) => r.audiences)])
   return {
     clock: deps.clock,
     log: deps.log,

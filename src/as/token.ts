@@ -39,7 +39,8 @@ export const handleToken: AsHandler = async (req, res, ctx, as) => {
   const grantType = form.require('grant_type')
   const grant = GRANTS.get(grantType as GrantType)
   if (grant === undefined) throw new UnsupportedGrantType()
-  form.assertNoRepeats([...grant.params, ...CLIENT_AUTH_PARAMS])
+  // RFC 8707 2: `resource` may repeat; the grant answers that with invalid_target.
+  form.assertNoRepeats([...grant.params.filter((p) => p !== 'resource'), ...CLIENT_AUTH_PARAMS])
   const { client } = await authenticateClient(req, form, as)
   if (!client.grantTypes.includes(grantType as GrantType)) throw new UnauthorizedClient()
   const body = await grant.handle({ form, client, as, req: ctx })

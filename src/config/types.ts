@@ -174,6 +174,16 @@ export interface RouteConfig {
   upstream: string
   /** `aud` the token must contain; default public_url. */
   audience: string
+  /**
+   * Every `aud` value accepted here: `audience`, plus the route's RFC 9728
+   * resource identifier when it publishes one (a token requested with
+   * `resource=<that identifier>`, RFC 8707, is for this route).
+   */
+  audiences: string[]
+  /** RFC 9728 protected resource metadata (`protected_resource`); null when hidden or for a public route. */
+  protectedResource: ProtectedResourceConfig | null
+  /** Extra scopes per MCP tool (`mcp`); null when the route does not front an MCP server. */
+  mcp: McpRouteConfig | null
   token: RouteTokenKind
   /** Issuer ids: `self` and/or ids from `issuers[]`. Default [self] when the AS is configured. */
   issuers: string[]
@@ -203,6 +213,24 @@ export interface RouteConfig {
   realm: string
   /** `dpop`: `allowed` (default) takes DPoP-bound and bearer tokens; `required` refuses bearer tokens. */
   dpop: 'allowed' | 'required'
+}
+
+/** A route's RFC 9728 metadata (`protected_resource`). */
+export interface ProtectedResourceConfig {
+  /** The resource identifier (`resource`, default public_url plus the route's path). */
+  resource: string
+  /** `resource_name` (`name`), shown to people by clients. */
+  name: string | null
+  /** `resource_documentation` (`documentation`): a page about the resource. */
+  documentation: string | null
+}
+
+/** An MCP route's per-tool rules (`mcp`). */
+export interface McpRouteConfig {
+  /** Tool name to the scopes a `tools/call` of it needs besides the route's own. */
+  tools: Record<string, string[]>
+  /** Largest JSON-RPC body the gateway reads to judge it (`max_body`, default 1mb). */
+  maxBodyBytes: number
 }
 
 export interface GatewayConfig {

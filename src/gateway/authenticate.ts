@@ -120,7 +120,7 @@ export function buildPolicy(route: RouteConfig, issuers: ReadonlyMap<string, Tru
     jwtIssuerByIss: new Map(jwtIssuers.map((i) => [i.issuer, i])),
     opaque,
     scopes: new ScopeRule(route.scopes),
-    cacheScope: `\n${route.audience}\n${route.token}\n${route.issuers.join(',')}`,
+    cacheScope: `\n${route.audiences.join(' ')}\n${route.token}\n${route.issuers.join(',')}`,
   }
 }
 
@@ -292,7 +292,7 @@ export class Authenticator {
 
   async #verify(token: string, tokenHash: string, issuer: JwtIssuer, policy: RoutePolicy, cacheKey: string, now: number): Promise<VerifiedJwt> {
     try {
-      const verified = await this.#jwt.verify(token, issuer, policy.route.audience)
+      const verified = await this.#jwt.verify(token, issuer, policy.route.audiences)
       const entries = withScope(this.#verified.get(tokenHash, now), policy.cacheScope, verified)
       this.#verified.set(tokenHash, entries, verified.identity.exp * 1000, now)
       this.#recent.set(token, entries, verified.identity.exp * 1000, now)
@@ -312,7 +312,7 @@ export class Authenticator {
     for (let i = from; i < validators.length; i++) {
       let answer: TokenIdentity | null | Promise<TokenIdentity | null>
       try {
-        answer = (validators[i] as OpaqueValidator).validate(token, policy.route.audience, now)
+        answer = (validators[i] as OpaqueValidator).validate(token, policy.route.audiences, now)
       } catch (err) {
         if (!(err instanceof TemporarilyUnavailable)) throw err
         failure = err

@@ -20,6 +20,7 @@ import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksRegistry } from './jwks-client.js'
 import { hostOf, normalizePath, parseAbsoluteTarget } from './normalize.js'
+import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './proxy.js'
 import { RouteTable, stripPrefix, type RouteMatch } from './routes.js'
 import type { ForwardRequest, TokenIdentity } from './types.js'
@@ -36,7 +37,31 @@ interface RoutePlan {
   readonly route: RouteConfig
   /** null for public routes. */
   readonly policy: RoutePolicy | null
+  /** Reply options of a method without a scope rule of its own (and of non-token refusals). */
   readonly reply: ErrorReplyOptions
+  /** Per method with a rule of its own: the challenge's `scope` differs. */
+  readonly replies: ReadonlyMap<string, ErrorReplyOptions>
+}
+
+/**
+ * The reply options of each method of a route: realm, the RFC 9728
+ * metadata URL, and the scopes the method needs (a 401's `scope`).
+ */
+function replyOptions(route: RouteConfig, policy: RoutePolicy | null, metadataUrl: string | undefined): Pick<RoutePlan, 'reply' | 'replies'> {
+  const make = (required: readonly string[]): ErrorReplyOptions =>
+    Object.freeze({
+      realm: route.realm,
+      ...(metadataUrl !== undefined ? { resourceMetadata: metadataUrl } : {}),
+      ...(required.length > 0 ? { scope: required.join(' ') } : {}),
+    })
+  const replies = new Map<string, ErrorReplyOptions>()
+  if (policy === null) return { reply: make([]), replies }
+  for (const method of Object.keys(route.scopes)) {
+    if (method !== '*') replies.set(method, make(policy.scopes.required(method)))
+  }
+  if (replies.has('GET') && !replies.has('HEAD')) replies.set('HEAD', make(policy.scopes.required('HEAD')))
+  // No real method is empty: this reads the fallback rule.
+  return { reply: make(policy.scopes.required('')), replies }
 }
 
 /** Rendered labels of `bearward_token_validations_total`, built once (the hot path uses incKey). */
@@ -95,18 +120,17 @@ class Gateway implements GatewayFace {
   readonly #proxy: UpstreamProxy
   readonly #issuers: ReadonlyMap<string, TrustedIssuer>
   readonly #defaultReply: ErrorReplyOptions
+  readonly #metadata: ProtectedResources
 
   constructor(deps: FaceDeps, shared: GatewayShared) {
     const { config } = deps
     this.#deps = deps
     const issuers = buildTrustedIssuers({ config, keys: deps.keys, store: deps.store, jwks: shared.jwks })
-    const plans = config.routes.map(
-      (route): RoutePlan => ({
-        route,
-        policy: route.public ? null : buildPolicy(route, issuers),
-        reply: Object.freeze({ realm: route.realm }),
-      }),
-    )
+    this.#metadata = new ProtectedResources(config)
+    const plans = config.routes.map((route): RoutePlan => {
+      const policy = route.public ? null : buildPolicy(route, issuers)
+      return { route, policy, ...replyOptions(route, policy, this.#metadata.urlOf(route)) }
+    })
     this.#table = new RouteTable(plans, (p) => p.route.match)
     this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway })
     this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log)
@@ -172,12 +196,12 @@ class Gateway implements GatewayFace {
       if (extracted instanceof Promise) {
         return extracted.then(
           (e) => this.#judge(req, ctx, plan, policy, forwardPath, e),
-          (err: unknown) => this.#refusal(err, ctx, plan),
+          (err: unknown) => this.#refusal(err, ctx, plan, req.method),
         )
       }
       return this.#judge(req, ctx, plan, policy, forwardPath, extracted)
     } catch (err) {
-      return this.#refusal(err, ctx, plan)
+      return this.#refusal(err, ctx, plan, req.method)
     }
   }
 
@@ -188,12 +212,12 @@ class Gateway implements GatewayFace {
       if (identity instanceof Promise) {
         return identity.then(
           (id) => this.#admit(plan, path, extracted, id),
-          (err: unknown) => this.#refusal(err, ctx, plan),
+          (err: unknown) => this.#refusal(err, ctx, plan, req.method),
         )
       }
       return this.#admit(plan, path, extracted, identity)
     } catch (err) {
-      return this.#refusal(err, ctx, plan)
+      return this.#refusal(err, ctx, plan, req.method)
     }
   }
 
@@ -204,12 +228,13 @@ class Gateway implements GatewayFace {
   }
 
   /** A token failure as the refusal to render (counted by result); anything unexpected is rethrown. */
-  #refusal(err: unknown, ctx: RequestContext, plan: RoutePlan): Refusal {
-    return { refusal: this.#asOAuthError(err, ctx, true), reply: plan.reply }
+  #refusal(err: unknown, ctx: RequestContext, plan: RoutePlan, method: string | undefined): Refusal {
+    return { refusal: this.#asOAuthError(err, ctx, true), reply: plan.replies.get(method ?? 'GET') ?? plan.reply }
   }
 
   handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean {
     if (this.#table.size === 0) return false
+    if (this.#metadata.size > 0 && this.#serveMetadata(req, res, ctx)) return true
     let decision: Decision | Promise<Decision> | null
     try {
       decision = this.#decide(req, ctx, true)
@@ -226,6 +251,15 @@ class Gateway implements GatewayFace {
     } else {
       this.#act(req, res, ctx, decision)
     }
+    return true
+  }
+
+  /** RFC 9728 3: a route's metadata document, before any route can take the path (a route at `/` would). */
+  #serveMetadata(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean {
+    const served = this.#metadata.serve(req, res, ctx.rawPath)
+    if (served === false) return false
+    ctx.routeLabel = 'protected_resource_metadata'
+    if (served !== true) sendErrorWithId(res, ctx.id, served, this.#defaultReply)
     return true
   }
 

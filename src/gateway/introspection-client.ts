@@ -25,14 +25,20 @@ const MAX_RESPONSE_BYTES = 64 * 1024
 export interface OpaqueValidator {
   readonly issuerId: string
   /**
-   * The identity when the token is active for `audience`; null when this
-   * issuer does not know it as an active token for `audience`. Throws
+   * The identity when the token is active for one of `audiences`; null when
+   * this issuer does not know it as an active token for any of them. Throws
    * InvalidToken (expired) or TemporarilyUnavailable. Answers from a cache
    * come back synchronously (no promise on the hot path).
    */
-  validate(token: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null>
+  validate(token: string, audiences: readonly string[], nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null>
   /** Release connections (at Runtime close). */
   close(): Promise<void>
+}
+
+/** True when a token's `aud` names one of the route's audiences. */
+function intersects(aud: readonly string[], audiences: readonly string[]): boolean {
+  for (const a of aud) if (audiences.includes(a)) return true
+  return false
 }
 
 function unavailable(cause: string): TemporarilyUnavailable {
@@ -82,13 +88,13 @@ export class StoreIntrospector implements OpaqueValidator {
     this.#ttlMs = cache.ttlSec * 1000
   }
 
-  validate(token: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
+  validate(token: string, audiences: readonly string[], nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
     const cached = this.#ttlMs > 0 ? this.#found.get(token, nowMs) : undefined
-    if (cached !== undefined) return this.#judge(cached, audience, nowMs)
-    return this.#lookup(token, audience, nowMs)
+    if (cached !== undefined) return this.#judge(cached, audiences, nowMs)
+    return this.#lookup(token, audiences, nowMs)
   }
 
-  async #lookup(token: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
+  async #lookup(token: string, audiences: readonly string[], nowMs: number): Promise<TokenIdentity | null> {
     let stored
     try {
       stored = await this.#store.getOpaqueToken(hashToken(token))
@@ -99,14 +105,14 @@ export class StoreIntrospector implements OpaqueValidator {
     if (stored === null) return null
     const found = foundToken(this.issuerId, stored)
     if (this.#ttlMs > 0 && stored.exp * 1000 > nowMs) this.#found.set(token, found, Math.min(stored.exp * 1000, nowMs + this.#ttlMs), nowMs)
-    return this.#judge(found, audience, nowMs)
+    return this.#judge(found, audiences, nowMs)
   }
 
-  #judge(found: FoundToken, audience: string, nowMs: number): TokenIdentity | null {
+  #judge(found: FoundToken, audiences: readonly string[], nowMs: number): TokenIdentity | null {
     const record = found.record
     if (record.iss !== this.#issuer) return null
     if (record.exp * 1000 <= nowMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'opaque token expired' })
-    if (!record.aud.includes(audience)) return null
+    if (!intersects(record.aud, audiences)) return null
     return found.identity
   }
 
@@ -232,29 +238,29 @@ export class RemoteIntrospector implements OpaqueValidator {
     this.#options = options
   }
 
-  validate(token: string, audience: string, nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
+  validate(token: string, audiences: readonly string[], nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
     // By hash: inactive answers are cached too, and a client controls the size of those tokens.
     const tokenHash = hashToken(token)
     const cached = this.#cache.get(tokenHash, nowMs)
-    if (cached !== undefined) return this.#judge(cached, audience, nowMs)
-    return this.#ask(token, tokenHash, audience, nowMs)
+    if (cached !== undefined) return this.#judge(cached, audiences, nowMs)
+    return this.#ask(token, tokenHash, audiences, nowMs)
   }
 
-  async #ask(token: string, tokenHash: string, audience: string, nowMs: number): Promise<TokenIdentity | null> {
+  async #ask(token: string, tokenHash: string, audiences: readonly string[], nowMs: number): Promise<TokenIdentity | null> {
     const answer = this.#interpret(await this.#client.introspect(token), nowMs)
     const g = this.#options.gateway
     const deadline =
       answer === false ? nowMs + g.introspectionNegativeTtlSec * 1000 : Math.min(answer.identity.exp * 1000, nowMs + g.introspectionCacheTtlSec * 1000)
     this.#cache.set(tokenHash, answer, deadline, nowMs)
-    return this.#judge(answer, audience, nowMs)
+    return this.#judge(answer, audiences, nowMs)
   }
 
-  #judge(answer: CachedAnswer, audience: string, nowMs: number): TokenIdentity | null {
+  #judge(answer: CachedAnswer, audiences: readonly string[], nowMs: number): TokenIdentity | null {
     if (answer === false) return null
     const skewMs = this.#options.gateway.clockSkewSec * 1000
     if (answer.identity.exp * 1000 <= nowMs - skewMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'introspected token expired' })
     if (answer.nbf !== null && answer.nbf * 1000 > nowMs + skewMs) return null
-    if (answer.aud !== null && !answer.aud.includes(audience)) return null
+    if (answer.aud !== null && !intersects(answer.aud, audiences)) return null
     return answer.identity
   }
 

@@ -171,10 +171,10 @@ export class JwtVerifier {
 
   /**
    * Verify `token` (already known to have three segments) as an access token
-   * of `issuer` for `audience`. Throws InvalidToken (401), or
+   * of `issuer` for one of `audiences`. Throws InvalidToken (401), or
    * TemporarilyUnavailable (503) when the issuer's keys cannot be loaded.
    */
-  async verify(token: string, issuer: JwtIssuer, audience: string): Promise<VerifiedJwt> {
+  async verify(token: string, issuer: JwtIssuer, audiences: readonly string[]): Promise<VerifiedJwt> {
     const header = decodeSegment(token.slice(0, token.indexOf('.')))
     if (header === undefined) throw invalidToken('protected header is not a JSON object')
     const alg = header.alg
@@ -192,7 +192,7 @@ export class JwtVerifier {
       const result = await jwtVerify(token, key.key, {
         algorithms: issuer.algorithmList as string[],
         issuer: issuer.issuer,
-        audience,
+        audience: [...audiences],
         clockTolerance: this.#skew,
         typ: 'at+jwt',
         crit: {},

@@ -108,6 +108,11 @@ export class FormParams {
     return value === '' ? undefined : value
   }
 
+  /** Every non-empty value of `name`, for the parameters that may repeat (RFC 8707 `resource`). */
+  getAll(name: string): string[] {
+    return (this.#values.get(name) ?? []).filter((v) => v !== '')
+  }
+
   /** Like get(), but a missing value is invalid_request. */
   require(name: string): string {
     const value = this.get(name)

@@ -54,6 +54,17 @@ export interface ErrorReplyOptions {
   realm?: string
   /** Extra headers, e.g. CORS headers already decided by the endpoint. */
   headers?: Readonly<Record<string, string>>
+  /**
+   * RFC 9728 5.1: the route's protected resource metadata URL, named in
+   * every Bearer challenge as `resource_metadata`.
+   */
+  resourceMetadata?: string
+  /**
+   * The scopes the request needs, space separated: `scope` of a 401 Bearer
+   * challenge, so a client asks for them at once (RFC 6750 3; MCP
+   * authorization, scope selection). A 403 names its own.
+   */
+  scope?: string
 }
 
 /**
@@ -69,11 +80,14 @@ export function sendError(res: ServerResponse, err: OAuthError, options: ErrorRe
   const realm = options.realm ?? 'bearward'
   const headers: Record<string, string> = { ...NO_STORE, ...options.headers, ...err.headers }
   if (err.challenge === 'Bearer') {
-    headers['www-authenticate'] = buildChallenge('Bearer', realm, {
+    const params: Record<string, string | undefined> = {
       error: err.error || undefined,
       error_description: err.error ? err.description : undefined,
       ...err.challengeParams,
-    })
+    }
+    if (err.status === 401 && params.scope === undefined) params.scope = options.scope
+    params.resource_metadata = options.resourceMetadata
+    headers['www-authenticate'] = buildChallenge('Bearer', realm, params)
   } else if (err.challenge === 'Basic') {
     headers['www-authenticate'] = buildChallenge('Basic', realm, {})
   }

@@ -127,6 +127,9 @@ routes:
         match: { path: '/orders', host: null, methods: null },
         upstream: 'http://127.0.0.1:3000',
         audience: 'http://localhost:8080',
+        audiences: ['http://localhost:8080', 'http://localhost:8080/orders'],
+        protectedResource: { resource: 'http://localhost:8080/orders', name: null, documentation: null },
+        mcp: null,
         token: 'jwt',
         issuers: ['self'],
         scopes: {},
@@ -292,6 +295,9 @@ t.test('the full fixture sets every key', async (t) => {
     match: { path: '/orders', host: 'shop.example.com', methods: ['GET', 'POST', 'DELETE'] },
     upstream: 'https://orders.internal:8443/v1',
     audience: 'https://orders.example.com',
+    audiences: ['https://orders.example.com', 'https://auth.example.com/orders'],
+    protectedResource: { resource: 'https://auth.example.com/orders', name: null, documentation: null },
+    mcp: null,
     token: 'any',
     issuers: ['self', 'corp'],
     scopes: { GET: ['orders:read'], POST: ['orders:write'], '*': [] },
@@ -311,5 +317,12 @@ t.test('the full fixture sets every key', async (t) => {
     dpop: 'allowed',
   })
   t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })
-  t.match(config?.routes[1], { name: 'root', match: { path: '/' }, public: true, issuers: ['self'] })
+  t.match(config?.routes[1], { name: 'root', match: { path: '/' }, public: true, issuers: ['self'], protectedResource: null, audiences: ['https://auth.example.com'] })
+  t.match(config?.routes[2], {
+    name: 'mcp',
+    audience: 'https://auth.example.com',
+    audiences: ['https://auth.example.com', 'https://mcp.example.com/mcp'],
+    protectedResource: { resource: 'https://mcp.example.com/mcp', name: 'Orders MCP', documentation: 'https://docs.example.com/mcp' },
+    mcp: { tools: { delete_order: ['orders:write'], refund: ['orders:write', 'payments'] }, maxBodyBytes: 64 * 1024 },
+  })
 })

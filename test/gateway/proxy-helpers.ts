@@ -48,7 +48,10 @@ export function routeConfig(overrides: Partial<RouteConfig> & { upstream: string
     storeUnavailable: 'closed',
     realm: 'bearward',
     dpop: 'allowed',
+    protectedResource: null,
+    mcp: null,
     ...overrides,
+    audiences: overrides.audiences ?? [overrides.audience ?? 'http://gateway.test'],
   }
 }
 

@@ -9,6 +9,7 @@ import {
 } from '../../errors.js'
 import { FormParams } from '../../http/body.js'
 import type { AsContext } from '../context.js'
+import { checkResource } from '../resource.js'
 import { appendQuery, matchRedirectUri } from './redirect-uri.js'
 
 /**
@@ -293,20 +294,15 @@ function parseMaxAge(value: string | undefined): number | null {
 }
 
 /**
- * RFC 8707 2: `resource` names where the token will be used; it must be one
- * of the audiences this server issues for. A code carries one audience, so a
- * second `resource` is refused as invalid_target.
+ * RFC 8707 2: `resource` names where the token will be used; the same rule
+ * as at /token (`checkResource`). A code carries one audience, so a second
+ * `resource` is refused as invalid_target.
  */
 function parseResource(params: FormParams, as: AsContext): string | null {
-  let value: string | undefined
-  try {
-    value = params.get('resource')
-  } catch {
-    throw new InvalidTarget('Only one resource may be requested')
-  }
-  if (value === undefined) return null
-  if (value.includes('#') || !as.resources.has(value)) throw new InvalidTarget()
-  return value
+  const all = params.getAll('resource')
+  if (all.length === 0) return null
+  if (all.length > 1) throw new InvalidTarget('Only one resource may be requested')
+  return checkResource(all[0] as string, as)
 }
 
 /**

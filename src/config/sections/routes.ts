@@ -3,8 +3,8 @@
  * Cross-checks: issuer ids exist, each issuer can validate the route's token
  * kind, scope rules name methods the route matches.
  */
-import type { Node } from 'yaml'
-import type { GatewayConfig, IssuerConfig, RouteConfig, RouteTokenKind } from '../types.js'
+import { isScalar, type Node } from 'yaml'
+import type { GatewayConfig, IssuerConfig, McpRouteConfig, ProtectedResourceConfig, RouteConfig, RouteTokenKind } from '../types.js'
 import type { Located, MapView, Reader } from '../reader.js'
 import { checkRoutePath } from '../route-path.js'
 import { isHostname } from '../listen.js'
@@ -35,7 +35,12 @@ export const ROUTE_KEYS = [
   'store_unavailable',
   'realm',
   'dpop',
+  'protected_resource',
+  'mcp',
 ] as const
+
+export const PROTECTED_RESOURCE_KEYS = ['resource', 'name', 'documentation'] as const
+export const MCP_KEYS = ['tools', 'max_body'] as const
 
 export const MATCH_KEYS = ['path', 'host', 'methods'] as const
 export const TIMEOUT_KEYS = ['connect', 'headers', 'idle'] as const
@@ -45,6 +50,8 @@ export const SELF = 'self'
 
 const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
 const DEFAULT_MAX_BODY = 10 * 1024 * 1024
+/** How much of a JSON-RPC body an MCP route reads to judge it (`mcp.max_body`). */
+const DEFAULT_MCP_MAX_BODY = 1024 * 1024
 /** Upstream response headers and the gap between body chunks (`timeouts.headers`, `timeouts.idle`). */
 const DEFAULT_READ_TIMEOUT_MS = 60_000
 
@@ -89,14 +96,21 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     r.problem(m.get('upstream_ca'), m.pathOf('upstream_ca'), '`upstream_ca` only applies to https:// upstreams')
   }
   const timeouts = r.map(m.get('timeouts'), m.pathOf('timeouts'), TIMEOUT_KEYS)
+  const audience = m.opt('audience', r.str(), ctx.publicUrl)
+  const protectedResource = readProtectedResource(r, m, ctx, isPublic, match?.path)
+  const tokenInBody = m.opt('token_in_body', r.bool(), false)
+  const mcp = readMcp(r, m, isPublic, tokenInBody)
   const route = {
-    audience: m.opt('audience', r.str(), ctx.publicUrl),
+    audience,
+    audiences: [...new Set([audience, ...(protectedResource === null ? [] : [protectedResource.resource])])],
+    protectedResource,
+    mcp,
     token,
     issuers,
     scopes,
     public: isPublic,
     stripPrefix: m.opt('strip_prefix', r.bool(), false),
-    tokenInBody: m.opt('token_in_body', r.bool(), false),
+    tokenInBody,
     tokenInQuery: m.opt('token_in_query', r.bool(), false),
     passPreflight: m.opt('pass_preflight', r.bool(), false),
     preserveHost: m.opt('preserve_host', r.bool(), false),
@@ -163,6 +177,74 @@ function readMatch(r: Reader, m: MapView): RouteConfig['match'] | undefined {
     host: host === null ? null : host.toLowerCase(),
     methods: methods === null ? null : [...new Set(methods.map((x) => x.toUpperCase()))],
   }
+}
+
+/**
+ * `protected_resource` (RFC 9728): on by default for a protected route,
+ * `false` hides it, a mapping names it. The resource identifier defaults to
+ * public_url plus the route's path, the URL a client is given to connect to.
+ */
+function readProtectedResource(r: Reader, m: MapView, ctx: RouteContext, isPublic: boolean, path: string | undefined): ProtectedResourceConfig | null {
+  const node = m.get('protected_resource')
+  const fallback = (): string => (path === undefined || path === '/' ? ctx.publicUrl : `${ctx.publicUrl}${path}`)
+  if (node === undefined) return isPublic ? null : { resource: fallback(), name: null, documentation: null }
+  const where = m.pathOf('protected_resource')
+  const resolved = r.resolve(node)
+  if (isScalar(resolved) && typeof resolved.value === 'boolean') {
+    if (!resolved.value) return null
+    if (isPublic) {
+      r.problem(node, where, 'a public route takes no token, so it has no protected resource metadata; remove `protected_resource`')
+      return null
+    }
+    return { resource: fallback(), name: null, documentation: null }
+  }
+  const pr = r.map(node, where, PROTECTED_RESOURCE_KEYS)
+  if (pr === undefined) return null
+  if (isPublic) {
+    r.problem(node, where, 'a public route takes no token, so it has no protected resource metadata; remove `protected_resource`')
+    return null
+  }
+  const resource = pr.opt('resource', r.str({ check: checkResourceIdentifier }), fallback())
+  return {
+    resource,
+    name: pr.maybe('name', r.str()) ?? null,
+    documentation: pr.maybe('documentation', r.str({ check: (v) => checkHttpUrl(v, { query: true }) })) ?? null,
+  }
+}
+
+/** RFC 9728 1.2 / RFC 8707 2: an absolute http(s) URI without a fragment. */
+function checkResourceIdentifier(value: string): string | undefined {
+  const reason = checkHttpUrl(value, { query: true })
+  return reason === undefined ? undefined : `${reason} (a resource identifier is an absolute https URL, RFC 9728 1.2)`
+}
+
+/**
+ * `mcp`: the route fronts an MCP server (Streamable HTTP); `tools` names the
+ * extra scopes a `tools/call` of a tool needs. The gateway reads the JSON body
+ * itself, so a form token in the body (`token_in_body`) cannot be combined.
+ */
+function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: boolean): McpRouteConfig | null {
+  const node = m.get('mcp')
+  if (node === undefined) return null
+  const where = m.pathOf('mcp')
+  const mcp = r.map(node, where, MCP_KEYS)
+  if (mcp === undefined) return null
+  if (isPublic) {
+    r.problem(node, where, 'a public route takes no token, so it cannot require scopes per tool; remove `mcp` or `public: true`')
+    return null
+  }
+  if (tokenInBody) {
+    r.problem(node, where, 'an MCP route reads its JSON-RPC body itself, so it cannot also take `token_in_body`; remove one of them')
+    return null
+  }
+  const tools: Record<string, string[]> = {}
+  const scopeToken = r.str({ check: (v) => (SCOPE_TOKEN.test(v) ? undefined : `\`${v}\` is not a valid scope name (RFC 6749 3.3)`) })
+  const toolsNode = mcp.get('tools')
+  for (const e of toolsNode === undefined ? [] : (r.entries(toolsNode, mcp.pathOf('tools')) ?? [])) {
+    const scopes = r.list(scopeToken, { nonEmpty: true, emptyMessage: 'list the scopes this tool needs, or remove it' })(e.value, e.path)
+    if (scopes !== undefined) tools[e.key] = [...new Set(scopes)]
+  }
+  return { tools, maxBodyBytes: mcp.opt('max_body', r.bytes({ min: 1 }), DEFAULT_MCP_MAX_BODY) }
 }
 
 function readRouteIssuers(r: Reader, m: MapView, ctx: RouteContext, isPublic: boolean, token: RouteTokenKind): string[] {

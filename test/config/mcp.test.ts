@@ -1,0 +1,81 @@
+/**
+ * Config of the MCP authorization gateway: `routes[].protected_resource`
+ * (RFC 9728), `routes[].mcp` (per-tool scopes).
+ */
+import t from 'tap'
+import { at, describe, inspect } from './helpers.js'
+
+const route = (extra: string): string => `
+routes:
+  - name: r
+    match: { path: /mcp }
+    upstream: http://127.0.0.1:3000
+    issuers: [corp]
+${extra
+  .trim()
+  .split('\n')
+  .map((l) => `    ${l}`)
+  .join('\n')}
+issuers:
+  - id: corp
+    issuer: https://idp.example.com
+    jwks_uri: https://idp.example.com/jwks.json
+`
+
+t.test('protected_resource: default on, false hides, a mapping names it', async (t) => {
+  const on = inspect(route(''))
+  t.same(on.problems, [], describe(on.problems))
+  t.same(on.config?.routes[0]?.protectedResource, { resource: 'http://localhost:8080/mcp', name: null, documentation: null })
+  t.same(on.config?.routes[0]?.audiences, ['http://localhost:8080', 'http://localhost:8080/mcp'])
+  const off = inspect(route('protected_resource: false'))
+  t.equal(off.config?.routes[0]?.protectedResource, null)
+  t.same(off.config?.routes[0]?.audiences, ['http://localhost:8080'], 'no metadata: no resource identifier to accept')
+  const yes = inspect(route('protected_resource: true'))
+  t.equal(yes.config?.routes[0]?.protectedResource?.resource, 'http://localhost:8080/mcp')
+  const env = inspect(route('protected_resource: { resource: "${RES}" }'), { RES: 'https://mcp.example.com/mcp' })
+  t.same(env.problems, [], describe(env.problems))
+  t.equal(env.config?.routes[0]?.protectedResource?.resource, 'https://mcp.example.com/mcp')
+})
+
+t.test('protected_resource rules', async (t) => {
+  const bad = inspect(route('protected_resource: { resource: "https://x.example.com/mcp#frag", documentation: "ftp://docs", nme: X }'))
+  t.match(at(bad.problems, 'routes[0].protected_resource.resource'), [{ message: /fragment.*RFC 9728 1\.2/ }])
+  t.match(at(bad.problems, 'routes[0].protected_resource.documentation'), [{ message: /use http:\/\/ or https:\/\// }])
+  t.match(at(bad.problems, 'routes[0].protected_resource.nme'), [{ message: /did you mean `name`\?/ }])
+  const relative = inspect(route('protected_resource: { resource: /mcp }'))
+  t.match(at(relative.problems, 'routes[0].protected_resource.resource'), [{ message: /not an absolute URL/ }])
+  const pub = inspect(`
+routes:
+  - name: docs
+    match: { path: /docs }
+    upstream: http://127.0.0.1:3000
+    public: true
+    protected_resource: { name: Docs }
+    mcp: { tools: { a: [x] } }
+`)
+  t.match(at(pub.problems, 'routes[0].protected_resource'), [{ message: /public route takes no token/ }])
+  t.match(at(pub.problems, 'routes[0].mcp'), [{ message: /public route takes no token/ }])
+  const pubFalse = inspect(`
+routes:
+  - name: docs
+    match: { path: /docs }
+    upstream: http://127.0.0.1:3000
+    public: true
+    protected_resource: false
+`)
+  t.same(pubFalse.problems, [], 'false on a public route says what is already so')
+})
+
+t.test('mcp rules', async (t) => {
+  const ok = inspect(route('mcp: { tools: { delete_order: ["orders:write", "orders:write"] } }'))
+  t.same(ok.problems, [], describe(ok.problems))
+  t.same(ok.config?.routes[0]?.mcp, { tools: { delete_order: ['orders:write'] }, maxBodyBytes: 1024 * 1024 })
+  const bad = inspect(route('mcp: { tools: { a: [], b: ["bad scope"], c: x }, max_body: 0, extra: 1 }'))
+  t.match(at(bad.problems, 'routes[0].mcp.tools.a'), [{ message: 'list the scopes this tool needs, or remove it' }])
+  t.match(at(bad.problems, 'routes[0].mcp.tools.b[0]'), [{ message: /not a valid scope name/ }])
+  t.match(at(bad.problems, 'routes[0].mcp.tools.c'), [{ message: /expected a list/ }])
+  t.match(at(bad.problems, 'routes[0].mcp.max_body'), [{ message: /at least 1/ }])
+  t.match(at(bad.problems, 'routes[0].mcp.extra'), [{ message: /unknown key/ }])
+  const body = inspect(route('token_in_body: true\nmcp: { tools: {} }'))
+  t.match(at(body.problems, 'routes[0].mcp'), [{ message: /cannot also take `token_in_body`/ }])
+})
