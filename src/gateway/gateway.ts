@@ -14,12 +14,13 @@ import type { Duplex } from 'node:stream'
 import type { RouteConfig } from '../config/types.js'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { labelKey } from '../metrics.js'
-import { InvalidRequest, MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { InsufficientScope, InvalidRequest, MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import { sendError, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
 import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksRegistry } from './jwks-client.js'
 import { hostOf, normalizePath, parseAbsoluteTarget } from './normalize.js'
+import { checkRequirement, McpRule, type McpJudgement } from './mcp.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './proxy.js'
 import { RouteTable, stripPrefix, type RouteMatch } from './routes.js'
@@ -41,6 +42,8 @@ interface RoutePlan {
   readonly reply: ErrorReplyOptions
   /** Per method with a rule of its own: the challenge's `scope` differs. */
   readonly replies: ReadonlyMap<string, ErrorReplyOptions>
+  /** Per-tool scopes of a route that fronts an MCP server, else null. */
+  readonly mcp: McpRule | null
 }
 
 /**
@@ -129,7 +132,8 @@ class Gateway implements GatewayFace {
     this.#metadata = new ProtectedResources(config)
     const plans = config.routes.map((route): RoutePlan => {
       const policy = route.public ? null : buildPolicy(route, issuers)
-      return { route, policy, ...replyOptions(route, policy, this.#metadata.urlOf(route)) }
+      const mcp = policy !== null && route.mcp !== null ? new McpRule(route, policy.scopes) : null
+      return { route, policy, mcp, ...replyOptions(route, policy, this.#metadata.urlOf(route)) }
     })
     this.#table = new RouteTable(plans, (p) => p.route.match)
     this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway })
@@ -191,45 +195,74 @@ class Gateway implements GatewayFace {
       return { route, path: forwardPath, query: ctx.rawQuery, identity: null, body: null }
     }
     const policy = plan.policy
+    const mcp = plan.mcp
+    if (mcp !== null && allowBody && mcp.applies(req)) {
+      // The body decides which scopes the request needs: read it first.
+      return mcp.judge(req).then(
+        (judged) => this.#extract(req, ctx, plan, policy, forwardPath, allowBody, judged),
+        (err: unknown) => this.#refusal(err, ctx, plan, req.method, null),
+      )
+    }
+    return this.#extract(req, ctx, plan, policy, forwardPath, allowBody, null)
+  }
+
+  /** Find the token, then judge it. */
+  #extract(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, allowBody: boolean, mcp: McpJudgement | null): Decision | Promise<Decision> {
     try {
-      const extracted = extractToken(req, route, ctx.rawQuery, allowBody)
+      const extracted = extractToken(req, plan.route, ctx.rawQuery, allowBody)
       if (extracted instanceof Promise) {
         return extracted.then(
-          (e) => this.#judge(req, ctx, plan, policy, forwardPath, e),
-          (err: unknown) => this.#refusal(err, ctx, plan, req.method),
+          (e) => this.#judge(req, ctx, plan, policy, path, e, mcp),
+          (err: unknown) => this.#refusal(err, ctx, plan, req.method, mcp),
         )
       }
-      return this.#judge(req, ctx, plan, policy, forwardPath, extracted)
+      return this.#judge(req, ctx, plan, policy, path, extracted, mcp)
     } catch (err) {
-      return this.#refusal(err, ctx, plan, req.method)
+      return this.#refusal(err, ctx, plan, req.method, mcp)
     }
   }
 
   /** Authenticate and authorize the extracted token; what to forward, or the refusal. */
-  #judge(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, extracted: ExtractedToken): Decision | Promise<Decision> {
+  #judge(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, extracted: ExtractedToken, mcp: McpJudgement | null): Decision | Promise<Decision> {
     try {
       const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET', extracted.grammarChecked)
       if (identity instanceof Promise) {
         return identity.then(
-          (id) => this.#admit(plan, path, extracted, id),
-          (err: unknown) => this.#refusal(err, ctx, plan, req.method),
+          (id) => this.#admit(ctx, plan, path, extracted, id, req.method, mcp),
+          (err: unknown) => this.#refusal(err, ctx, plan, req.method, mcp),
         )
       }
-      return this.#admit(plan, path, extracted, identity)
+      return this.#admit(ctx, plan, path, extracted, identity, req.method, mcp)
     } catch (err) {
-      return this.#refusal(err, ctx, plan, req.method)
+      return this.#refusal(err, ctx, plan, req.method, mcp)
     }
   }
 
-  /** A valid token: counted, and what to forward. */
-  #admit(plan: RoutePlan, path: string, extracted: ExtractedToken, identity: TokenIdentity): ForwardRequest {
+  /** A valid token: counted, and what to forward; or, on an MCP route, the 403 of a tool it may not call. */
+  #admit(ctx: RequestContext, plan: RoutePlan, path: string, extracted: ExtractedToken, identity: TokenIdentity, method: string | undefined, mcp: McpJudgement | null): Decision {
+    const required = mcp?.requirement ?? null
+    if (required !== null) {
+      const refusal = checkRequirement(required, identity.scopes)
+      if (refusal !== null) return this.#refusal(refusal, ctx, plan, method, mcp)
+    }
     this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
-    return { route: plan.route, path, query: extracted.query, identity, body: extracted.body }
+    return { route: plan.route, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
   }
 
-  /** A token failure as the refusal to render (counted by result); anything unexpected is rethrown. */
-  #refusal(err: unknown, ctx: RequestContext, plan: RoutePlan, method: string | undefined): Refusal {
-    return { refusal: this.#asOAuthError(err, ctx, true), reply: plan.replies.get(method ?? 'GET') ?? plan.reply }
+  /**
+   * A token failure as the refusal to render (counted by result); anything
+   * unexpected is rethrown. On an MCP route whose body calls a listed tool,
+   * a 401 or 403 names the route's and the tool's scopes together.
+   */
+  #refusal(err: unknown, ctx: RequestContext, plan: RoutePlan, method: string | undefined, mcp: McpJudgement | null): Refusal {
+    const refusal = this.#asOAuthError(err, ctx, true)
+    const reply = plan.replies.get(method ?? 'GET') ?? plan.reply
+    const required = mcp?.requirement ?? null
+    if (required === null) return { refusal, reply }
+    return {
+      refusal: refusal instanceof InsufficientScope ? required.refusal : refusal,
+      reply: { ...reply, scope: required.required.join(' ') },
+    }
   }
 
   handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean {
