@@ -13,8 +13,9 @@ import type { ClientConfig } from '../config/types.js'
 import { DUMMY_HASH } from '../crypto/secret.js'
 import { InvalidClient, InvalidRequest, TooManyRequests } from '../errors.js'
 import type { FormParams } from '../http/body.js'
-import { hashToken } from '../store/hash.js'
 import type { AsContext } from './context.js'
+import { clientAddress } from './interaction/client-ip.js'
+import { clientAuthLimit } from './interaction/rate-limit.js'
 
 /** How the client proved who it is. */
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
@@ -90,18 +91,17 @@ function presented(req: IncomingMessage, form: FormParams): Presented {
   return { clientId: bodyId, secret: null, method: 'none' }
 }
 
-/** Store key of the failed-authentication window for one client id (hashed: ids are arbitrary text). */
-export function clientAuthFailureKey(clientId: string): string {
-  return `client-auth:${hashToken(clientId)}`
-}
-
 /**
  * Authenticate the client of a back-channel request.
  *
  * An unknown client id still costs one secret verification (against
  * {@link DUMMY_HASH}) so timing does not reveal which ids exist. Failed
- * secrets count per client id; past `rate_limit.client_auth_max_failures` in
- * the window, the client gets 429 `invalid_client` without a verification.
+ * secrets count per (client id, address) and per address (see
+ * {@link clientAuthLimit}); past `rate_limit.client_auth_max_failures` or
+ * `client_auth_address_max_failures` in the window, that address gets 429
+ * `invalid_client` with Retry-After, without a verification. The count is
+ * never per client id alone: ids are public, and the real client, from its
+ * own address, must not pay for a stranger's wrong secrets.
  *
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-2.3
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-3.2.1
@@ -130,14 +130,14 @@ export async function authenticateClient(
     throw new InvalidClient('This client is not registered for client_secret_post', { cause: 'client_secret_post not allowed' })
   }
 
-  const { clientAuthMaxFailures, windowSec } = as.as.rateLimit
-  const failureKey = clientAuthFailureKey(p.clientId)
-  if ((await as.store.hits(failureKey)) >= clientAuthMaxFailures) {
-    throw new TooManyRequests(windowSec, 'invalid_client', 'Too many failed client authentications; try again later')
+  const limit = clientAuthLimit(as, clientAddress(req, as.config.gateway.trustedProxies), p.clientId)
+  const lockedFor = await limit.lockedFor()
+  if (lockedFor > 0) {
+    throw new TooManyRequests(lockedFor, 'invalid_client', 'Too many failed client authentications from this address; try again later')
   }
   const ok = await as.secrets.verify(p.secret, client?.secretHash ?? DUMMY_HASH)
   if (!ok || client === undefined || client.secretHash === null) {
-    await as.store.hit(failureKey, windowSec)
+    await limit.fail()
     throw new InvalidClient(undefined, { cause: client === undefined ? 'unknown client' : 'wrong client secret' })
   }
   return { client, method: p.method }

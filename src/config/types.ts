@@ -112,10 +112,20 @@ export interface AuthorizationServerConfig {
   session: { ttlSec: number }
   /** Remembered consent (`consent.remember`, default true; `consent.ttl`, default 30d). */
   consent: { remember: boolean; ttlSec: number }
-  /** Failed logins / client auth (`rate_limit.*`). */
+  /** Failed logins / client auth (`rate_limit.*`; see src/as/interaction/rate-limit.ts). */
   rateLimit: {
+    /** Per (username, address), per known browser, and the per-username count past which untrusted clients wait. */
     loginMaxFailures: number
+    /** Per address, whatever the usernames (`login_address_max_failures`). */
+    loginAddressMaxFailures: number
+    /** Cap of the per-username delay for untrusted clients (`login_delay_max`). */
+    loginDelayMaxSec: number
+    /** Lifetime of a known-browser (device) cookie (`known_browser_ttl`). */
+    knownBrowserTtlSec: number
+    /** Per (client_id, address). */
     clientAuthMaxFailures: number
+    /** Per address, whatever the client ids (`client_auth_address_max_failures`). */
+    clientAuthAddressMaxFailures: number
     windowSec: number
   }
   /** RFC 8628 (`device.*`). */

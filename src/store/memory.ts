@@ -12,6 +12,7 @@ import type {
   CodeRecord,
   DeviceRecord,
   GrantRecord,
+  HitWindow,
   OpaqueTokenRecord,
   PollResult,
   RefreshLookup,
@@ -89,6 +90,8 @@ export class MemoryStore implements Store {
   readonly #hits = new Map<string, Window>()
   /** useOnce keys → epoch ms until which they count as used. */
   readonly #used = new Map<string, number>()
+  /** Known-browser cookie hash → the sub it was issued for. */
+  readonly #knownBrowsers = new Map<string, Expiring<string>>()
   readonly #log: MemoryStoreOptions['log']
   #sweep: NodeJS.Timeout | null = null
   #closed = false
@@ -121,7 +124,8 @@ export class MemoryStore implements Store {
     return (
       this.#codes.size + this.#families.size + this.#refreshIndex.size + this.#revoked.jti.size +
       this.#revoked.grant.size + this.#opaque.size + this.#devices.size + this.#userCodes.size +
-      this.#sessions.size + this.#consents.size + this.#hits.size + this.#used.size
+      this.#sessions.size + this.#consents.size + this.#hits.size + this.#used.size +
+      this.#knownBrowsers.size
     )
   }
 
@@ -138,7 +142,7 @@ export class MemoryStore implements Store {
     }
     for (const [k, r] of this.#opaque) if (now >= r.exp * 1000) this.#opaque.delete(k)
     for (const [k, r] of this.#devices) if (now >= r.expiresAt * 1000) this.#devices.delete(k)
-    for (const map of [this.#userCodes, this.#sessions, this.#consents]) {
+    for (const map of [this.#userCodes, this.#sessions, this.#consents, this.#knownBrowsers]) {
       for (const [k, e] of map) if (now >= e.expMs) map.delete(k)
     }
     for (const [k, w] of this.#hits) if (now >= w.resetMs) this.#hits.delete(k)
@@ -478,6 +482,12 @@ export class MemoryStore implements Store {
     return w && this.#nowMs() < w.resetMs ? w.count : 0
   }
 
+  async hitWindow(key: string): Promise<HitWindow> {
+    this.#open()
+    const w = this.#hits.get(key)
+    return w && this.#nowMs() < w.resetMs ? { count: w.count, resetMs: w.resetMs } : { count: 0, resetMs: 0 }
+  }
+
   async clearHits(key: string): Promise<void> {
     this.#open()
     this.#hits.delete(key)
@@ -492,6 +502,18 @@ export class MemoryStore implements Store {
     if (until !== undefined && now < until) return false
     this.#used.set(key, now + ttlSec * 1000)
     return true
+  }
+
+  // -- known browsers ----------------------------------------------------------
+
+  async putKnownBrowser(tokenHash: string, sub: string, ttlSec: number): Promise<void> {
+    this.#open()
+    this.#knownBrowsers.set(tokenHash, { value: sub, expMs: this.#nowMs() + ttlSec * 1000 })
+  }
+
+  async getKnownBrowser(tokenHash: string): Promise<string | null> {
+    this.#open()
+    return this.#live(this.#knownBrowsers, tokenHash)
   }
 }
 

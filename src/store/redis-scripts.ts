@@ -214,6 +214,9 @@ return {status, redis.call('HGETALL', KEYS[1])}
 /**
  * Fixed-window counter. KEYS[1] = counter {c, r}; ARGV: 1 now ms, 2 window s.
  * A window starts at the first hit and resets at r (epoch ms); returns the count.
+ * Whether a window is over is decided by r against the caller's clock, never
+ * by Redis's own expiry, so the key is kept a minute past r: instances whose
+ * clocks differ a little (or a test's clock) still agree on the count.
  */
 export const HIT = script('hit', `
 local now = tonumber(ARGV[1])
@@ -221,7 +224,7 @@ local win = tonumber(ARGV[2]) * 1000
 local r = redis.call('HGET', KEYS[1], 'r')
 if not r or now >= tonumber(r) then
   redis.call('HSET', KEYS[1], 'c', 1, 'r', now + win)
-  redis.call('PEXPIRE', KEYS[1], math.max(1, win))
+  redis.call('PEXPIRE', KEYS[1], win + 60000)
   return 1
 end
 return redis.call('HINCRBY', KEYS[1], 'c', 1)

@@ -69,6 +69,7 @@ import type {
   DeviceRecord,
   DeviceStatus,
   GrantRecord,
+  HitWindow,
   OpaqueTokenRecord,
   PollResult,
   RefreshLookup,
@@ -696,6 +697,11 @@ export class RedisStore implements Store {
     return count && reset && this.#clock.now() < Number(reset) ? Number(count) : 0
   }
 
+  async hitWindow(key: string): Promise<HitWindow> {
+    const [count, reset] = await this.#do((c) => c.hmget(this.#key('rl', key), 'c', 'r'))
+    return count && reset && this.#clock.now() < Number(reset) ? { count: Number(count), resetMs: Number(reset) } : { count: 0, resetMs: 0 }
+  }
+
   async clearHits(key: string): Promise<void> {
     await this.#do((c) => c.del(this.#key('rl', key)))
   }
@@ -705,5 +711,15 @@ export class RedisStore implements Store {
   async useOnce(key: string, ttlSec: number): Promise<boolean> {
     const reply = await this.#do((c) => this.#eval(c, USE_ONCE, [this.#key('once', key)], [this.#clock.now(), Math.max(1, Math.round(ttlSec * 1000))]))
     return num(reply) === 1
+  }
+
+  // -- known browsers ----------------------------------------------------------
+
+  async putKnownBrowser(tokenHash: string, sub: string, ttlSec: number): Promise<void> {
+    await this.#putExpiring(this.#key('kb', tokenHash), sub, ttlSec)
+  }
+
+  async getKnownBrowser(tokenHash: string): Promise<string | null> {
+    return this.#getExpiring<string>(this.#key('kb', tokenHash))
   }
 }

@@ -204,6 +204,8 @@ export interface Store {
   hit(key: string, windowSec: number): Promise<number>
   /** Current count without adding. */
   hits(key: string): Promise<number>
+  /** Current count and when its window ends (epoch ms; 0 when there is no window), for an honest Retry-After. */
+  hitWindow(key: string): Promise<HitWindow>
   clearHits(key: string): Promise<void>
 
   // -- single-use values (RFC 9449 11.1: DPoP proof jti) ----------------------
@@ -213,4 +215,20 @@ export interface Store {
    * Of N concurrent calls with one key exactly one gets true.
    */
   useOnce(key: string, ttlSec: number): Promise<boolean>
+
+  // -- known browsers (device cookies) ---------------------------------------
+  /**
+   * Remember that the browser holding the cookie whose hash is `tokenHash`
+   * signed in as `sub` (OWASP "device cookies"); replaces an earlier entry.
+   */
+  putKnownBrowser(tokenHash: string, sub: string, ttlSec: number): Promise<void>
+  /** The `sub` a known-browser cookie was issued for; null when unknown or expired. */
+  getKnownBrowser(tokenHash: string): Promise<string | null>
+}
+
+/** One fixed-window counter as it stands. */
+export interface HitWindow {
+  count: number
+  /** Epoch ms at which the window ends and the count returns to 0; 0 when count is 0. */
+  resetMs: number
 }

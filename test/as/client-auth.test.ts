@@ -87,18 +87,59 @@ t.test('client authentication at /token', async (t) => {
     t.equal(viaBasic.status, 401)
   })
 
-  t.test('failures are rate-limited per client: then 429 invalid_client even with the right secret', async (t) => {
+  t.test("failures are limited per (client, address): the guessing address gets 429 with Retry-After, even with the right secret", async (t) => {
     const max = h.as.as.rateLimit.clientAuthMaxFailures
+    const attacker = { 'x-forwarded-for': '198.51.100.7' }
     for (let i = 0; i < max; i++) {
-      const r = await postForm(tokenUrl, cc, { authorization: basic('looker', `wrong-${i}`) })
+      const r = await postForm(tokenUrl, cc, { authorization: basic('looker', `wrong-${i}`), ...attacker })
       t.equal(r.status, 401, `failure ${i + 1}`)
     }
-    const locked = await postForm(tokenUrl, cc, { authorization: basic('looker') })
+    h.clock.advance(20_000)
+    const locked = await postForm(tokenUrl, cc, { authorization: basic('looker'), ...attacker })
     t.equal(locked.status, 429)
-    t.same(locked.json, { error: 'invalid_client', error_description: 'Too many failed client authentications; try again later' })
-    t.equal(locked.headers.get('retry-after'), String(h.as.as.rateLimit.windowSec))
-    t.equal((await postForm(tokenUrl, cc, { authorization: basic('service') })).status, 200, 'other clients are unaffected')
-    h.clock.advance(h.as.as.rateLimit.windowSec * 1000)
-    t.equal((await postForm(tokenUrl, cc, { authorization: basic('looker') })).status, 200, 'the window passes')
+    t.same(locked.json, { error: 'invalid_client', error_description: 'Too many failed client authentications from this address; try again later' })
+    t.equal(locked.headers.get('retry-after'), String(h.as.as.rateLimit.windowSec - 20), 'Retry-After: the rest of the window')
+    t.equal(locked.headers.get('cache-control'), 'no-store')
+    h.clock.advance((h.as.as.rateLimit.windowSec - 20) * 1000)
+    t.equal((await postForm(tokenUrl, cc, { authorization: basic('looker'), ...attacker })).status, 200, 'the window passes')
   })
+
+  t.test("regression: anyone who knew a client_id locked that client out; a stranger's wrong secrets never refuse the right one", async (t) => {
+    const max = h.as.as.rateLimit.clientAuthMaxFailures
+    for (let i = 0; i < 2 * max; i++) {
+      const r = await postForm(tokenUrl, cc, { authorization: basic('looker', `wrong-${i}`), 'x-forwarded-for': '198.51.100.8' })
+      t.equal(r.status, i < max ? 401 : 429, `stranger's attempt ${i + 1}`)
+    }
+    const real = await postForm(tokenUrl, cc, { authorization: basic('looker'), 'x-forwarded-for': '192.0.2.9' })
+    t.equal(real.status, 200, 'the real client, from its own address, right after')
+    t.equal((await postForm(tokenUrl, cc, { authorization: basic('looker') })).status, 200, 'and from the direct peer')
+  })
+})
+
+t.test('client authentication failures from one address, whatever the client ids, are limited per address', async (t) => {
+  const h = await startAs({ rateLimit: { clientAuthAddressMaxFailures: 6 } })
+  t.teardown(() => h.close())
+  const ip = { 'x-forwarded-for': '198.51.100.9' }
+  const cc = { grant_type: 'client_credentials' }
+  for (let i = 0; i < 6; i++) {
+    const r = await postForm(`${h.url}/token`, cc, { authorization: basic(`made-up-${i}`, 'guess'), ...ip })
+    t.equal(r.status, 401, `unknown client ${i + 1}`)
+  }
+  const locked = await postForm(`${h.url}/token`, cc, { authorization: basic('looker'), ...ip })
+  t.equal(locked.status, 429, 'a real client behind that address is refused for the window')
+  t.equal(locked.headers.get('retry-after'), '300')
+  t.equal((await postForm(`${h.url}/token`, cc, { authorization: basic('looker'), 'x-forwarded-for': '198.51.100.10' })).status, 200, 'other addresses are not')
+
+  // Every endpoint that authenticates clients shares the counters and the rule.
+  const endpoints: Array<[string, Record<string, string>]> = [
+    ['/revoke', { token: 'x' }],
+    ['/introspect', { token: 'x' }],
+    ['/device_authorization', { scope: 'orders:read' }],
+  ]
+  for (const [path, body] of endpoints) {
+    const r = await postForm(`${h.url}${path}`, body, { authorization: basic('looker'), ...ip })
+    t.equal(r.status, 429, `${path}: 429 from the locked address`)
+    t.equal(r.json?.error, 'invalid_client', `${path}: invalid_client`)
+    t.ok(Number(r.headers.get('retry-after')) > 0, `${path}: Retry-After`)
+  }
 })

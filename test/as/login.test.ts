@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { epochSeconds } from '../../src/clock.js'
 import { hashToken } from '../../src/store/hash.js'
 import {
@@ -96,45 +96,164 @@ t.test('a wrong password and an unknown user get the same answer, and no session
   t.match(empty.text, /Enter your username and password/)
 })
 
-t.test('failed logins are limited per username (429), whatever the address', async (t) => {
-  front.clock.advance(5 * 60_000) // a fresh window: the test above failed once as alice
+/** A throttled answer: 429, a Retry-After of `retryAfter` seconds, a page saying how long to wait, no session. */
+function assertThrottled(
+  t: Test,
+  res: { status: number; headers: Headers; text: string },
+  o: { retryAfter: number; text: RegExp },
+  label: string,
+): void {
+  t.equal(res.status, 429, `${label}: 429`)
+  t.equal(res.headers.get('retry-after'), String(o.retryAfter), `${label}: Retry-After ${o.retryAfter}`)
+  t.match(res.text, o.text, `${label}: the page says why and how long`)
+  t.match(res.text, /name="password"/, `${label}: the form is shown again`)
+  t.equal(setCookies(res.headers).has('bw_session'), false, `${label}: no session`)
+}
+
+const SLOWED = /sign-in from new browsers is slowed down\. Try again in (\d+ seconds?|1 minute)\. A browser you have signed in with before is not affected\./
+const LOCKED = /Too many failed sign-in attempts from this browser or network\. Try again in \d+ minutes?\./
+
+/** Sign in as `username` once, from `ip`, and return the known-browser cookie that browser now holds. */
+async function knownBrowser(username: string, password: string, ip: string): Promise<string> {
+  const res = await attempt(await openLogin(), username, password, { ip })
+  if (res.status !== 303) throw new Error(`sign-in as ${username}: ${res.status}`)
+  const known = setCookies(res.headers).get('bw_known')
+  if (!known) throw new Error('no known-browser cookie')
+  return `bw_known=${known.value}`
+}
+
+t.test('a known-browser cookie is set at each successful sign-in', async (t) => {
+  front.clock.advance(5 * 60_000)
+  const res = await attempt(await openLogin(), 'alice', ALICE_PASSWORD, { ip: '192.0.2.40' })
+  t.equal(res.status, 303)
+  const known = setCookies(res.headers).get('bw_known')
+  t.match(known?.value, /^[A-Za-z0-9_-]{43}$/, 'one random token')
+  t.match(known?.attributes, /HttpOnly/)
+  t.match(known?.attributes, /SameSite=Strict/, 'only our own form needs it')
+  t.match(known?.attributes, /Max-Age=7776000/, 'known_browser_ttl, 90 days by default')
+  t.equal(await front.store.getKnownBrowser(hashToken(known?.value ?? '')), 'alice', 'the store knows whom it was issued for')
+
+  // The same browser signing in as bob keeps alice's token too (a shared computer).
   const page = await openLogin()
-  for (const ip of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
-    const res = await attempt(page, 'alice', 'guess', { ip })
-    t.equal(res.status, 400)
-  }
-  const right = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '203.0.113.4' })
-  t.equal(right.status, 429, 'refused even with the right password')
-  t.match(right.text, /Too many attempts, try again later/)
-  t.equal(right.headers.get('retry-after'), '300')
-  t.equal(setCookies(right.headers).has('bw_session'), false)
+  const again = await attempt({ ...page, cookie: `${page.cookie}; bw_known=${known?.value ?? ''}` }, 'bob', BOB_PASSWORD, { ip: '192.0.2.40' })
+  const both = setCookies(again.headers).get('bw_known')?.value.split('.') ?? []
+  t.equal(both.length, 2, 'two tokens')
+  t.equal(both[1], known?.value, "alice's token kept, after bob's")
+  t.equal(await front.store.getKnownBrowser(hashToken(both[0] ?? '')), 'user-0002', "bob's sub")
+})
 
-  const bob = await attempt(page, 'bob', BOB_PASSWORD, { ip: '203.0.113.4' })
-  t.equal(bob.status, 303, 'another user is not affected')
+t.test('one username guessed from many addresses: unknown browsers wait a doubling delay, capped; the owner is never locked out', async (t) => {
+  front.clock.advance(5 * 60_000)
+  const ownBrowser = await knownBrowser('alice', ALICE_PASSWORD, '192.0.2.50')
+  const page = await openLogin()
+  // login_max_failures is 3 here: three guesses from three addresses are plain failures.
+  for (const ip of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) t.equal((await attempt(page, 'alice', 'guess', { ip })).status, 400, `guess from ${ip}`)
 
-  await t.test('an unknown username is limited the same way (no enumeration)', async (t) => {
-    for (const ip of ['203.0.113.11', '203.0.113.12', '203.0.113.13']) await attempt(page, 'mallory', 'guess', { ip })
-    const res = await attempt(page, 'mallory', 'guess', { ip: '203.0.113.14' })
-    t.equal(res.status, 429)
-    t.match(res.text, /Too many attempts, try again later/)
+  await t.test('during the wait the right password from a new browser is refused without being checked', async (t) => {
+    const right = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '203.0.113.4' })
+    assertThrottled(t, right, { retryAfter: 1, text: SLOWED }, 'right password, new browser, new address')
+    t.match(right.text, /value="alice"/, 'the username is kept')
   })
-  await t.test('the window passes', async (t) => {
-    front.clock.advance(5 * 60_000)
-    const res = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '203.0.113.5' })
-    t.equal(res.status, 303)
+
+  await t.test('the owner in a browser that signed in before is not slowed down', async (t) => {
+    const res = await attempt({ ...page, cookie: `${page.cookie}; ${ownBrowser}` }, 'alice', ALICE_PASSWORD, { ip: '198.51.100.200' })
+    t.equal(res.status, 303, 'signed in at once, from an address never seen before')
+    t.ok(setCookies(res.headers).has('bw_session'))
+  })
+
+  await t.test('the waits double with each further failure and stop at login_delay_max (1m)', async (t) => {
+    const waits: number[] = []
+    for (let i = 0; i < 7; i++) {
+      const early = await attempt(page, 'alice', 'guess', { ip: `203.0.113.${20 + i}` })
+      t.equal(early.status, 429, `attempt ${i + 1} before the wait is over: 429`)
+      const wait = Number(early.headers.get('retry-after'))
+      waits.push(wait)
+      front.clock.advance(wait * 1000)
+      t.equal((await attempt(page, 'alice', 'guess', { ip: `203.0.113.${40 + i}` })).status, 400, `attempt ${i + 1} after ${wait} s: checked (wrong)`)
+    }
+    t.same(waits, [1, 2, 4, 8, 16, 32, 60], 'seconds waited before each turn')
+  })
+
+  await t.test('one turn per wait, however many addresses try at once', async (t) => {
+    front.clock.advance(60_000)
+    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => attempt(page, 'alice', 'guess', { ip: `203.0.114.${i + 1}` })))
+    t.equal(burst.filter((r) => r.status === 400).length, 1, 'exactly one of 20 simultaneous guesses was checked')
+    t.equal(burst.filter((r) => r.status === 429).length, 19, 'the other 19 were told to wait')
+  })
+
+  await t.test('a new browser signs in once its wait is over', async (t) => {
+    const refused = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '203.0.113.90' })
+    assertThrottled(t, refused, { retryAfter: 60, text: SLOWED }, 'still waiting')
+    t.match(refused.text, /Try again in 1 minute\./)
+    front.clock.advance(60_000)
+    const res = await attempt(page, 'alice', ALICE_PASSWORD, { ip: '203.0.113.90' })
+    t.equal(res.status, 303, 'after the bounded wait, the right password signs in')
+    t.ok(setCookies(res.headers).has('bw_known'), 'and that browser is known from now on')
+  })
+
+  await t.test('an unknown username is slowed down exactly the same way (no enumeration)', async (t) => {
+    for (const ip of ['203.0.113.11', '203.0.113.12', '203.0.113.13']) await attempt(page, 'mallory', 'guess', { ip })
+    const unknown = await attempt(page, 'mallory', 'guess', { ip: '203.0.113.14' })
+    for (const ip of ['203.0.113.61', '203.0.113.62', '203.0.113.63']) await attempt(page, 'bob', 'guess', { ip })
+    const known = await attempt(page, 'bob', 'guess', { ip: '203.0.113.64' })
+    assertThrottled(t, unknown, { retryAfter: 1, text: SLOWED }, 'unknown user')
+    assertThrottled(t, known, { retryAfter: 1, text: SLOWED }, 'known user')
+    const strip = (s: string): string => s.replace(/value="[^"]*"/g, '')
+    t.equal(strip(unknown.text), strip(known.text), 'identical pages apart from the typed username')
   })
 })
 
-t.test('failed logins are limited per address (429), whatever the username', async (t) => {
-  const page = await openLogin()
-  const ip = '203.0.113.99'
-  for (const username of ['u1', 'u2', 'alice']) t.equal((await attempt(page, username, 'guess', { ip })).status, 400)
-  const right = await attempt(page, 'bob', BOB_PASSWORD, { ip })
-  t.equal(right.status, 429)
-  t.match(right.text, /Too many attempts, try again later/)
-  const elsewhere = await attempt(page, 'bob', BOB_PASSWORD, { ip: '203.0.113.100' })
-  t.equal(elsewhere.status, 303)
+t.test('a known-browser cookie helps only the user it was issued for', async (t) => {
   front.clock.advance(5 * 60_000)
+  const bobsBrowser = await knownBrowser('bob', BOB_PASSWORD, '192.0.2.60')
+  const page = await openLogin()
+  for (const ip of ['203.0.115.1', '203.0.115.2', '203.0.115.3']) await attempt(page, 'alice', 'guess', { ip })
+  const res = await attempt({ ...page, cookie: `${page.cookie}; ${bobsBrowser}` }, 'alice', ALICE_PASSWORD, { ip: '203.0.115.4' })
+  assertThrottled(t, res, { retryAfter: 1, text: SLOWED }, "bob's browser signing in as alice is a new browser for alice")
+  const forged = await attempt({ ...page, cookie: `${page.cookie}; bw_known=${'A'.repeat(43)}` }, 'alice', ALICE_PASSWORD, { ip: '203.0.115.5' })
+  assertThrottled(t, forged, { retryAfter: 1, text: SLOWED }, 'a made-up token is no known browser')
+})
+
+t.test('a known browser is limited by its own counter only', async (t) => {
+  front.clock.advance(5 * 60_000)
+  const own = await knownBrowser('bob', BOB_PASSWORD, '192.0.2.70')
+  const page = await openLogin()
+  const mine = { ...page, cookie: `${page.cookie}; ${own}` }
+  for (let i = 1; i <= 3; i++) t.equal((await attempt(mine, 'bob', `typo ${i}`, { ip: '192.0.2.70' })).status, 400, `typo ${i}`)
+  const locked = await attempt(mine, 'bob', BOB_PASSWORD, { ip: '192.0.2.71' })
+  assertThrottled(t, locked, { retryAfter: 300, text: LOCKED }, 'that browser, after login_max_failures typos, even elsewhere')
+  t.equal(await front.store.hits(`login:user:${hashToken('bob')}`), 0, "its failures are not counted against bob's username")
+  const fresh = await attempt(page, 'bob', BOB_PASSWORD, { ip: '192.0.2.70' })
+  t.equal(fresh.status, 303, 'another browser at the same address is not affected')
+  front.clock.advance(300_000)
+  t.equal((await attempt(mine, 'bob', BOB_PASSWORD, { ip: '192.0.2.70' })).status, 303, 'the window passes')
+})
+
+t.test('one address guessing one username is locked out for the window, even with the right password', async (t) => {
+  front.clock.advance(5 * 60_000)
+  const page = await openLogin()
+  const ip = '203.0.116.1'
+  for (let i = 1; i <= 3; i++) t.equal((await attempt(page, 'bob', `guess ${i}`, { ip })).status, 400)
+  front.clock.advance(10_000)
+  const right = await attempt(page, 'bob', BOB_PASSWORD, { ip })
+  assertThrottled(t, right, { retryAfter: 290, text: LOCKED }, '(bob, 203.0.116.1), right password')
+  t.match(right.text, /Try again in 5 minutes\./, 'the wait in minutes, rounded up')
+  const elsewhere = await attempt(page, 'bob', BOB_PASSWORD, { ip: '203.0.116.2' })
+  t.equal(elsewhere.status, 303, "from another address bob's own turn comes at once (the 1 s wait has passed)")
+  t.equal(await front.store.hits(`login:pair:${hashToken('bob')}:203.0.116.1`), 3, "bob's success elsewhere does not unlock the guessing address")
+})
+
+t.test('one address guessing many usernames is locked out for the window (login_address_max_failures)', async (t) => {
+  front.clock.advance(5 * 60_000)
+  const page = await openLogin()
+  const ip = '203.0.117.1'
+  // login_address_max_failures is 6 here; every username differs, so no per-username wait starts.
+  for (let i = 1; i <= 6; i++) t.equal((await attempt(page, `user${i}`, 'guess', { ip })).status, 400, `user${i}`)
+  assertThrottled(t, await attempt(page, 'bob', BOB_PASSWORD, { ip }), { retryAfter: 300, text: LOCKED }, 'bob from that address')
+  t.equal((await attempt(page, 'bob', BOB_PASSWORD, { ip: '203.0.117.2' })).status, 303, 'bob from elsewhere')
+  const own = await knownBrowser('alice', ALICE_PASSWORD, '203.0.117.3')
+  const mine = { ...page, cookie: `${page.cookie}; ${own}` }
+  t.equal((await attempt(mine, 'alice', ALICE_PASSWORD, { ip })).status, 303, 'a known browser behind the locked address still signs in')
 })
 
 t.test('CSRF and Origin: refused with 403 and nothing changes', async (t) => {

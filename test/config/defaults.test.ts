@@ -98,7 +98,15 @@ routes:
       users: [{ username: 'alice', passwordHash: HASH, sub: 'alice', claims: {} }],
       session: { ttlSec: 8 * 3600 },
       consent: { remember: true, ttlSec: 30 * 86400 },
-      rateLimit: { loginMaxFailures: 5, clientAuthMaxFailures: 10, windowSec: 900 },
+      rateLimit: {
+        loginMaxFailures: 5,
+        loginAddressMaxFailures: 20,
+        loginDelayMaxSec: 60,
+        knownBrowserTtlSec: 90 * 86400,
+        clientAuthMaxFailures: 10,
+        clientAuthAddressMaxFailures: 50,
+        windowSec: 900,
+      },
       device: { ttlSec: 600, intervalSec: 5 },
     },
     issuers: [
@@ -254,7 +262,15 @@ t.test('the full fixture sets every key', async (t) => {
     scopes: { openid: 'Log you in', 'orders:read': 'Read your orders', email: 'Read your email address' },
     session: { ttlSec: 3600 },
     consent: { remember: false, ttlSec: 7 * 86400 },
-    rateLimit: { loginMaxFailures: 3, clientAuthMaxFailures: 20, windowSec: 300 },
+    rateLimit: {
+      loginMaxFailures: 3,
+      loginAddressMaxFailures: 30,
+      loginDelayMaxSec: 120,
+      knownBrowserTtlSec: 30 * 86400,
+      clientAuthMaxFailures: 20,
+      clientAuthAddressMaxFailures: 100,
+      windowSec: 300,
+    },
     device: { ttlSec: 900, intervalSec: 10 },
   })
   t.same(as?.clients[0], {

@@ -9,7 +9,7 @@ import { DEFAULT_DPOP } from '../../src/config/sections/dpop.js'
 import { createHash, randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { ManualClock, epochSeconds } from '../../src/clock.js'
-import type { ClientConfig, Config, RouteConfig, UserConfig } from '../../src/config/types.js'
+import type { AuthorizationServerConfig, ClientConfig, Config, RouteConfig, UserConfig } from '../../src/config/types.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import { buildAsContext } from '../../src/as/build.js'
 import type { AsContext } from '../../src/as/context.js'
@@ -160,6 +160,8 @@ export interface HarnessOptions {
   clock?: ManualClock
   /** A path for public_url (`/auth` → issuer `http://127.0.0.1:port/auth`). */
   basePath?: string
+  /** Replaces some of the `rate_limit` settings. */
+  rateLimit?: Partial<AuthorizationServerConfig['rateLimit']>
 }
 
 export interface Harness {
@@ -223,7 +225,8 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
       introspectionNegativeTtlSec: 5,
       revocationResyncSec: 30,
       identityHeaders: { subject: 'x-auth-subject', clientId: 'x-auth-client-id', scope: 'x-auth-scope', issuer: 'x-auth-issuer' },
-      trustedProxies: [],
+      // Client addresses come from X-Forwarded-For when a test sets it (see the client-auth throttle tests).
+      trustedProxies: ['127.0.0.1'],
     },
     routes: [route('orders', publicUrl), route('api', API_AUDIENCE)],
     dpop: DEFAULT_DPOP,
@@ -239,7 +242,16 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
     users: [...USERS],
     session: { ttlSec: 8 * 3600 },
     consent: { remember: true, ttlSec: 30 * 86400 },
-    rateLimit: { loginMaxFailures: 5, clientAuthMaxFailures: 5, windowSec: 300 },
+    rateLimit: {
+      loginMaxFailures: 5,
+      loginAddressMaxFailures: 20,
+      loginDelayMaxSec: 60,
+      knownBrowserTtlSec: 90 * 86400,
+      clientAuthMaxFailures: 5,
+      clientAuthAddressMaxFailures: 50,
+      windowSec: 300,
+      ...o.rateLimit,
+    },
     device: { ttlSec: 600, intervalSec: 5 },
   } satisfies Config['authorizationServer']
   const fullConfig: Config = { ...config, authorizationServer: asConfig }

@@ -45,7 +45,8 @@ export interface FrontYamlOptions {
 
 /**
  * The test config: clients for each registration variant, two users, three
- * failures allowed per 5-minute window. `${PUBLIC_URL}` is filled in by
+ * login failures allowed per (username, address) and six per address in a
+ * 5-minute window, waits for a username under attack capped at a minute. `${PUBLIC_URL}` is filled in by
  * {@link startFront}.
  */
 export async function frontYaml(o: FrontYamlOptions = {}): Promise<string> {
@@ -57,7 +58,7 @@ authorization_server:
   scopes:
     "orders:read": Read your orders
     "orders:write": Change or cancel your orders
-  rate_limit: { login_max_failures: 3, window: 5m }
+  rate_limit: { login_max_failures: 3, login_address_max_failures: 6, login_delay_max: 1m, window: 5m }
 ${o.asExtra ?? ''}
   clients:
     - client_id: web

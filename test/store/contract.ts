@@ -549,6 +549,35 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     })
   })
 
+  t.test(`${name}: a rate-limit window tells when it resets`, async (tt) => {
+    const { clock, store } = await setup(tt)
+    tt.same(await store.hitWindow('w:1'), { count: 0, resetMs: 0 }, 'no window yet')
+    const start = clock.now()
+    await store.hit('w:1', 30)
+    clock.advance(10_000)
+    await store.hit('w:1', 30)
+    tt.same(await store.hitWindow('w:1'), { count: 2, resetMs: start + 30_000 }, 'the window started at the first hit')
+    clock.advance(20_000)
+    tt.same(await store.hitWindow('w:1'), { count: 0, resetMs: 0 }, 'over at resetMs exactly')
+    const burst = await Promise.all(Array.from({ length: 20 }, () => store.hit('w:turn', 5)))
+    tt.equal(burst.filter((n) => n === 1).length, 1, 'of 20 simultaneous first hits, exactly one opens the window (a turn)')
+  })
+
+  t.test(`${name}: known browsers`, async (tt) => {
+    const { clock, store } = await setup(tt)
+    const a = token()
+    tt.equal(await store.getKnownBrowser(a.hash), null, 'unknown')
+    await store.putKnownBrowser(a.hash, 'alice', 100)
+    tt.equal(await store.getKnownBrowser(a.hash), 'alice')
+    tt.equal(await store.getKnownBrowser(token().hash), null, 'another token is not known')
+    clock.advance(60_000)
+    await store.putKnownBrowser(a.hash, 'alice', 100)
+    clock.advance(60_000)
+    tt.equal(await store.getKnownBrowser(a.hash), 'alice', 'putting it again renews its lifetime')
+    clock.advance(40_000)
+    tt.equal(await store.getKnownBrowser(a.hash), null, 'expired')
+  })
+
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()
     const h = await makeStore(clock)

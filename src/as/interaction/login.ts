@@ -11,7 +11,8 @@ import { checkPreSessionCsrf, isSameOrigin } from './csrf.js'
 import { showDeviceLogin } from './device-page.js'
 import { guardPage, guardRedirect } from './failures.js'
 import { readFormParams } from './form.js'
-import { loginLimit } from './rate-limit.js'
+import { knownBrowserFor, rememberBrowser } from './known-browser.js'
+import { LoginThrottle, type LoginVerdict } from './rate-limit.js'
 import { redirect, showError, showForbidden } from './respond.js'
 import { sessionIdOf, startSession } from './session.js'
 import { formatUserCode, normalizeUserCode } from './user-code.js'
@@ -19,7 +20,27 @@ import { formatUserCode, normalizeUserCode } from './user-code.js'
 /** The same text whether the username or the password was wrong (no account enumeration). */
 export const LOGIN_FAILED = 'The username or password is incorrect.'
 export const LOGIN_INCOMPLETE = 'Enter your username and password.'
-export const TOO_MANY_ATTEMPTS = 'Too many attempts, try again later.'
+
+/** `45 seconds`, `1 minute`, `13 minutes`: a wait as a person reads it (rounded up). */
+export function waitInWords(seconds: number): string {
+  if (seconds < 60) return seconds === 1 ? '1 second' : `${seconds} seconds`
+  const minutes = Math.ceil(seconds / 60)
+  return minutes === 1 ? '1 minute' : `${minutes} minutes`
+}
+
+/**
+ * The page text of a throttled attempt: what happened, how long to wait,
+ * and, when the username is under attack, that a usual browser still works.
+ * The same for known and unknown usernames.
+ */
+export function throttledMessage(verdict: Exclude<LoginVerdict, { kind: 'go' }>): string {
+  const wait = waitInWords(verdict.retryAfterSec)
+  if (verdict.kind === 'locked') return `Too many failed sign-in attempts from this browser or network. Try again in ${wait}.`
+  return (
+    `There have been many failed attempts to sign in to this account, so sign-in from new browsers is slowed down. ` +
+    `Try again in ${wait}. A browser you have signed in with before is not affected.`
+  )
+}
 
 /** What the login continues: an authorization request, or a device approval. */
 type Continuation = { kind: 'authorize'; request: AuthorizationRequest } | { kind: 'device'; userCode: string }
@@ -93,24 +114,30 @@ async function signIn(
     if (next.kind === 'authorize') showAuthorizationLogin(req, res, as, next.request, o)
     else showDeviceLogin(req, res, as, next.userCode, o)
   }
-  const limit = loginLimit(as, clientAddress(req, as.config.gateway.trustedProxies), form.username)
-  if (await limit.blocked()) {
-    ctx.log.warn({ event: 'login_rate_limited' }, 'login refused: too many failures')
-    return again(429, TOO_MANY_ATTEMPTS, limit.retryAfter())
-  }
   if (form.username === '' || form.password === '') return again(400, LOGIN_INCOMPLETE)
 
   const user = as.users.get(form.username)
-  const passwordOk = await as.secrets.verify(form.password, user?.passwordHash ?? DUMMY_HASH)
-  if (user === undefined || !passwordOk) {
-    await limit.fail()
-    ctx.log.info({ event: 'login_failed' }, 'login failed')
-    return again(400, LOGIN_FAILED)
+  const known = await knownBrowserFor(req, as, user)
+  const throttle = new LoginThrottle(as, clientAddress(req, as.config.gateway.trustedProxies), form.username, known?.hash ?? null)
+  const verdict = await throttle.check()
+  if (verdict.kind !== 'go') {
+    ctx.log.warn({ event: 'login_rate_limited', reason: verdict.kind, knownBrowser: throttle.known }, 'login refused: too many failures')
+    return again(429, throttledMessage(verdict), { 'retry-after': String(verdict.retryAfterSec) })
   }
 
-  const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as))
-  if (next.kind === 'device') {
-    return redirect(res, `device?user_code=${encodeURIComponent(formatUserCode(next.userCode))}`, 303, [setCookie])
+  const passwordOk = await as.secrets.verify(form.password, user?.passwordHash ?? DUMMY_HASH)
+  if (user === undefined || !passwordOk) {
+    await throttle.fail()
+    ctx.log.info({ event: 'login_failed', knownBrowser: throttle.known }, 'login failed')
+    return again(400, LOGIN_FAILED)
   }
-  await continueAuthorization(req, res, as, next.request, { session, freshLogin: true, cookies: [setCookie], redirectStatus: 303 })
+  await throttle.succeed()
+  const rememberCookie = await rememberBrowser(req, as, user, known)
+
+  const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as))
+  const cookies = [setCookie, rememberCookie]
+  if (next.kind === 'device') {
+    return redirect(res, `device?user_code=${encodeURIComponent(formatUserCode(next.userCode))}`, 303, cookies)
+  }
+  await continueAuthorization(req, res, as, next.request, { session, freshLogin: true, cookies, redirectStatus: 303 })
 }

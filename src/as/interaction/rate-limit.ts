@@ -2,48 +2,201 @@ import { hashToken } from '../../store/hash.js'
 import type { AsContext } from '../context.js'
 
 /**
- * Failure counters in fixed windows (`rate_limit.login_max_failures` per
- * `rate_limit.window`), kept in the store so every instance shares them.
+ * Failure throttling for everything that checks a secret a stranger can
+ * guess: passwords at /login, user codes at /device, client secrets at the
+ * back-channel endpoints. Counters are fixed windows of `rate_limit.window`
+ * in the store, so every instance shares them.
+ *
+ * The rule behind the shapes below (ASVS 5.0 6.1, CWE-645): a counter that
+ * anyone can fill must never refuse someone else's correct secret. So
+ * lockouts are keyed by what the guesser controls — their address, or the
+ * pair (name, address) — and never by a name alone. Guessing one name from
+ * many addresses is slowed by a bounded, doubling wait instead (see
+ * {@link LoginThrottle}), which a browser that signed in as that user before
+ * does not share.
  */
+
+/** One fixed-window failure counter and how many failures it allows. */
+export interface FailureCounter {
+  readonly key: string
+  readonly max: number
+}
+
+/** Whole seconds from now until `resetMs`, at least 1 (Retry-After is never 0 for a refusal). */
+function secondsUntil(as: AsContext, resetMs: number): number {
+  return Math.max(1, Math.ceil((resetMs - as.clock.now()) / 1000))
+}
+
+/** A set of counters that refuse, for the rest of their window, once any reaches its limit. */
 export class FailureLimit {
   readonly #as: AsContext
-  readonly #keys: readonly string[]
+  readonly #counters: readonly FailureCounter[]
 
-  constructor(as: AsContext, keys: readonly string[]) {
+  constructor(as: AsContext, counters: readonly FailureCounter[]) {
     this.#as = as
-    this.#keys = keys
+    this.#counters = counters
   }
 
-  /** True when any key has reached the limit: refuse before checking anything. */
+  /**
+   * Seconds until every counter at its limit has reset (the honest
+   * Retry-After); 0 when none is at its limit. Checked before the secret,
+   * so a locked guesser learns nothing and costs no hash verification.
+   */
+  async lockedFor(): Promise<number> {
+    const windows = await Promise.all(this.#counters.map((c) => this.#as.store.hitWindow(c.key)))
+    let seconds = 0
+    windows.forEach((w, i) => {
+      if (w.count >= (this.#counters[i]?.max ?? Infinity)) seconds = Math.max(seconds, secondsUntil(this.#as, w.resetMs))
+    })
+    return seconds
+  }
+
   async blocked(): Promise<boolean> {
-    const counts = await Promise.all(this.#keys.map((k) => this.#as.store.hits(k)))
-    return counts.some((n) => n >= this.#as.as.rateLimit.loginMaxFailures)
+    return (await this.lockedFor()) > 0
   }
 
   async fail(): Promise<void> {
-    await Promise.all(this.#keys.map((k) => this.#as.store.hit(k, this.#as.as.rateLimit.windowSec)))
+    await Promise.all(this.#counters.map((c) => this.#as.store.hit(c.key, this.#as.as.rateLimit.windowSec)))
   }
 
-  /** Retry-After for a refusal: at most one window. */
-  retryAfter(): Record<string, string> {
-    return { 'retry-after': String(this.#as.as.rateLimit.windowSec) }
+  /** Forget these counters: a success proves the secret to whoever they name. */
+  async clear(): Promise<void> {
+    await Promise.all(this.#counters.map((c) => this.#as.store.clearHits(c.key)))
   }
 }
 
+/** Counter keys never hold a name as typed: hashed, so key length is bounded and no personal data is stored in names. */
+function nameKey(name: string): string {
+  return hashToken(name.toLowerCase())
+}
+
+/** What a login attempt may do now. */
+export type LoginVerdict =
+  | { kind: 'go' }
+  /** This address, this (username, address) pair or this known browser failed too often: wait for the window. */
+  | { kind: 'locked'; retryAfterSec: number }
+  /** The username is under attack from elsewhere: unknown browsers wait their turn. */
+  | { kind: 'delayed'; retryAfterSec: number }
+
 /**
- * Failed logins, counted per username and per client address (OWASP ASVS
- * 2.2.1): the per-username count slows guessing one account from many
- * addresses, the per-address count slows trying many accounts from one.
- * Unknown usernames are counted like known ones, so a refusal never tells
- * which exist. The username is hashed into the key (bounded length, no
- * personal data in key names).
+ * Throttling of one login attempt, after OWASP's "Slow Down Online Guessing
+ * Attacks with Device Cookies".
+ *
+ * - A browser holding a known-browser cookie issued for this user is judged
+ *   by that cookie's own counter only (`login_max_failures` per window):
+ *   nobody else's failures can keep the owner out of their usual browser.
+ * - Any other client is refused for the rest of the window after
+ *   `login_max_failures` failures for the pair (username, address), or
+ *   `login_address_max_failures` from its address whatever the usernames.
+ * - Failures of one username from unknown browsers, whatever the address,
+ *   are counted together. Once there are `login_max_failures` of them, an
+ *   unknown browser waits 1 s, then 2 s, 4 s ... (doubling with each further
+ *   failure) up to `login_delay_max` after the previous attempt; one attempt
+ *   per wait gets through (the turn is taken atomically in the store, so a
+ *   thousand addresses firing at once still get one guess). That bounds
+ *   guessing from many addresses to about one per `login_delay_max`, and a
+ *   person on a new browser waits at most that long for their turn (longer
+ *   only if an attacker keeps taking the turns first: the known-browser
+ *   cookie is what keeps the owner in).
+ *
+ * While refused (either kind), the password is not checked at all, even if
+ * it is right: checking it would hand the guesser an oracle that ignores the
+ * limit. Unknown usernames are counted like known ones, so nothing here tells
+ * which exist.
  */
-export function loginLimit(as: AsContext, address: string, username: string): FailureLimit {
-  return new FailureLimit(as, [`login:ip:${address}`, `login:user:${hashToken(username.toLowerCase())}`])
+export class LoginThrottle {
+  readonly #as: AsContext
+  readonly #own: FailureLimit
+  /** What a success clears: the browser's counter, or the (username, address) pair's. */
+  readonly #cleared: FailureLimit
+  readonly #userKey: string | null
+
+  /**
+   * @param knownBrowserHash hash of the known-browser cookie valid for this
+   *   username, or null for an unknown browser.
+   */
+  constructor(as: AsContext, address: string, username: string, knownBrowserHash: string | null) {
+    this.#as = as
+    const max = as.as.rateLimit.loginMaxFailures
+    if (knownBrowserHash !== null) {
+      this.#own = new FailureLimit(as, [{ key: `login:browser:${knownBrowserHash}`, max }])
+      this.#cleared = this.#own
+      this.#userKey = null
+    } else {
+      const user = nameKey(username)
+      const pair = { key: `login:pair:${user}:${address}`, max }
+      this.#own = new FailureLimit(as, [pair, { key: `login:ip:${address}`, max: as.as.rateLimit.loginAddressMaxFailures }])
+      this.#cleared = new FailureLimit(as, [pair])
+      this.#userKey = `login:user:${user}`
+    }
+  }
+
+  /** True when the attempt is judged by a known-browser cookie. */
+  get known(): boolean {
+    return this.#userKey === null
+  }
+
+  /** Ask before checking the password; a `go` from an unknown browser may take the username's turn. */
+  async check(): Promise<LoginVerdict> {
+    const locked = await this.#own.lockedFor()
+    if (locked > 0) return { kind: 'locked', retryAfterSec: locked }
+    if (this.#userKey === null) return { kind: 'go' }
+    const { loginMaxFailures } = this.#as.as.rateLimit
+    const failures = await this.#as.store.hits(this.#userKey)
+    if (failures < loginMaxFailures) return { kind: 'go' }
+    // The first hit of a fresh window is the turn, and the window is the wait
+    // the next attempt faces should this one fail too; everyone else waits.
+    const turn = this.#turnKey(this.#userKey)
+    if ((await this.#as.store.hit(turn, this.#delaySec(failures + 1))) === 1) return { kind: 'go' }
+    const w = await this.#as.store.hitWindow(turn)
+    return { kind: 'delayed', retryAfterSec: w.count === 0 ? 1 : secondsUntil(this.#as, w.resetMs) }
+  }
+
+  async fail(): Promise<void> {
+    const user = this.#userKey
+    if (user === null) return this.#own.fail()
+    const [, failures] = await Promise.all([this.#own.fail(), this.#as.store.hit(user, this.#as.as.rateLimit.windowSec)])
+    // The failure that reaches the limit starts the first wait itself (later
+    // waits start when a turn is taken), so the wait follows it at once.
+    if (failures === this.#as.as.rateLimit.loginMaxFailures) await this.#as.store.hit(this.#turnKey(user), this.#delaySec(failures))
+  }
+
+  /** 1 s once `login_max_failures` is reached, doubling with each further failure, at most `login_delay_max`. */
+  #delaySec(failures: number): number {
+    const { loginMaxFailures, loginDelayMaxSec } = this.#as.as.rateLimit
+    return Math.min(2 ** Math.min(Math.max(0, failures - loginMaxFailures), 20), loginDelayMaxSec)
+  }
+
+  #turnKey(userKey: string): string {
+    return `${userKey}:turn`
+  }
+
+  /**
+   * The password was right: forget this browser's or this (username,
+   * address)'s failures. The per-address and per-username counts stay, since
+   * they may be someone else's.
+   */
+  async succeed(): Promise<void> {
+    await this.#cleared.clear()
+  }
 }
 
 /** RFC 8628 5.1: wrong user codes, counted per client address, so codes cannot be guessed. */
 export function userCodeLimit(as: AsContext, address: string): FailureLimit {
-  return new FailureLimit(as, [`device:ip:${address}`])
+  return new FailureLimit(as, [{ key: `device:ip:${address}`, max: as.as.rateLimit.loginMaxFailures }])
 }
 
+/**
+ * Failed client authentications (wrong secret, or a secret for an unknown
+ * client id), limited per (client_id, address) and per address. Client ids
+ * are public, so a limit per client id alone would let anyone lock a client
+ * out; a client presenting its right secret from an address that has not
+ * failed is never refused.
+ */
+export function clientAuthLimit(as: AsContext, address: string, clientId: string): FailureLimit {
+  const { clientAuthMaxFailures, clientAuthAddressMaxFailures } = as.as.rateLimit
+  return new FailureLimit(as, [
+    { key: `client-auth:pair:${hashToken(clientId)}:${address}`, max: clientAuthMaxFailures },
+    { key: `client-auth:ip:${address}`, max: clientAuthAddressMaxFailures },
+  ])
+}

@@ -56,7 +56,15 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
   const it = r.map(as.get('id_token'), as.pathOf('id_token'), ['ttl'])
   const session = r.map(as.get('session'), as.pathOf('session'), ['ttl'])
   const consent = r.map(as.get('consent'), as.pathOf('consent'), ['remember', 'ttl'])
-  const rate = r.map(as.get('rate_limit'), as.pathOf('rate_limit'), ['login_max_failures', 'client_auth_max_failures', 'window'])
+  const rate = r.map(as.get('rate_limit'), as.pathOf('rate_limit'), [
+    'login_max_failures',
+    'login_address_max_failures',
+    'login_delay_max',
+    'known_browser_ttl',
+    'client_auth_max_failures',
+    'client_auth_address_max_failures',
+    'window',
+  ])
   const device = r.map(as.get('device'), as.pathOf('device'), ['ttl', 'interval'])
 
   const scopes: Record<string, string> = { ...BUILT_IN_SCOPES }
@@ -98,7 +106,11 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
     },
     rateLimit: {
       loginMaxFailures: rate?.opt('login_max_failures', r.int({ min: 1 }), 5) ?? 5,
+      loginAddressMaxFailures: rate?.opt('login_address_max_failures', r.int({ min: 1 }), 20) ?? 20,
+      loginDelayMaxSec: rate?.opt('login_delay_max', r.seconds({ min: 1, max: 3600 }), 60) ?? 60,
+      knownBrowserTtlSec: rate?.opt('known_browser_ttl', r.seconds({ min: 1 }), 90 * 86400) ?? 90 * 86400,
       clientAuthMaxFailures: rate?.opt('client_auth_max_failures', r.int({ min: 1 }), 10) ?? 10,
+      clientAuthAddressMaxFailures: rate?.opt('client_auth_address_max_failures', r.int({ min: 1 }), 50) ?? 50,
       windowSec: rate?.opt('window', r.seconds({ min: 1 }), 900) ?? 900,
     },
     device: { ttlSec: deviceTtlSec, intervalSec },
