@@ -178,10 +178,15 @@ export class MissingToken extends OAuthError {
  * resource (`resource: true`).
  */
 export class InvalidDpopProof extends OAuthError {
-  constructor(description = 'The DPoP proof is invalid', o: Opts & { resource?: boolean } = {}) {
-    const { resource, ...rest } = o
-    super(resource === true ? 401 : 400, 'invalid_dpop_proof', description, resource === true ? { ...rest, challenge: 'DPoP' } : rest)
+  /** `algs`: the accepted proof algorithms, space separated, for the challenge. */
+  constructor(description = 'The DPoP proof is invalid', o: Opts & { resource?: boolean; algs?: string } = {}) {
+    const { resource, algs, ...rest } = o
+    super(resource === true ? 401 : 400, 'invalid_dpop_proof', description, resource === true ? { ...rest, challenge: 'DPoP', challengeParams: algsParam(algs) } : rest)
   }
+}
+
+function algsParam(algs: string | undefined): Record<string, string> {
+  return algs === undefined ? {} : { algs }
 }
 
 /**
@@ -190,10 +195,15 @@ export class InvalidDpopProof extends OAuthError {
  * at a resource.
  */
 export class UseDpopNonce extends OAuthError {
-  constructor(nonce: string, o: { resource?: boolean; cause?: string } = {}) {
+  constructor(nonce: string, o: { resource?: boolean; cause?: string; algs?: string } = {}) {
     const headers = { 'dpop-nonce': nonce }
     const description = 'The DPoP proof must carry the nonce the server provides in DPoP-Nonce'
-    super(o.resource === true ? 401 : 400, 'use_dpop_nonce', description, o.resource === true ? { headers, challenge: 'DPoP', cause: o.cause } : { headers, cause: o.cause })
+    super(
+      o.resource === true ? 401 : 400,
+      'use_dpop_nonce',
+      description,
+      o.resource === true ? { headers, challenge: 'DPoP', cause: o.cause, challengeParams: algsParam(o.algs) } : { headers, cause: o.cause },
+    )
   }
 }
 

@@ -5,6 +5,7 @@
 import type { AuthorizationServerConfig } from '../config/types.js'
 import type { FaceDeps } from '../context.js'
 import { SecretVerifier } from '../crypto/secret.js'
+import { DpopVerifier } from '../dpop/verify-proof.js'
 import type { KeySet } from '../keys/keyset.js'
 import type { AsContext } from './context.js'
 
@@ -32,5 +33,9 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     secrets: new SecretVerifier(),
     secureCookies: config.publicUrl.startsWith('https:'),
     resources,
+    dpop: {
+      token: new DpopVerifier(config.dpop, deps, 'token'),
+      resource: new DpopVerifier(config.dpop, deps, 'resource'),
+    },
   }
 }

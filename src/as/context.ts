@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/types.js'
 import type { FaceDeps, RequestContext } from '../context.js'
 import type { SecretVerifier } from '../crypto/secret.js'
+import type { DpopVerifier } from '../dpop/verify-proof.js'
 import type { KeySet } from '../keys/keyset.js'
 
 /**
@@ -21,6 +22,8 @@ export interface AsContext extends FaceDeps {
   readonly secureCookies: boolean
   /** Audiences of the configured routes: the values an RFC 8707 `resource` may name. */
   readonly resources: ReadonlySet<string>
+  /** DPoP proof checks (RFC 9449): at the token endpoint (400s) and at UserInfo (401s with a DPoP challenge). */
+  readonly dpop: { readonly token: DpopVerifier; readonly resource: DpopVerifier }
 }
 
 /** One authorization-server endpoint. */

@@ -22,7 +22,7 @@ export interface IntrospectionResponse {
   scope?: string
   client_id?: string
   username?: string
-  token_type?: 'Bearer' | 'refresh_token'
+  token_type?: 'Bearer' | 'DPoP' | 'refresh_token'
   exp?: number
   iat?: number
   nbf?: number
@@ -30,6 +30,8 @@ export interface IntrospectionResponse {
   aud?: string | string[]
   iss?: string
   jti?: string
+  /** RFC 9449 6.2: the key a DPoP-bound token is bound to. */
+  cnf?: { jkt: string }
 }
 
 const INACTIVE: IntrospectionResponse = Object.freeze({ active: false })
@@ -49,7 +51,7 @@ async function introspectAccessToken(as: AsContext, token: string): Promise<Intr
     scope: c.scope,
     client_id: c.clientId,
     ...usernameOf(as, c.sub, c.grantId),
-    token_type: 'Bearer',
+    token_type: c.jkt === undefined ? 'Bearer' : 'DPoP',
     exp: c.exp,
     iat: c.iat,
     ...(c.nbf === null ? {} : { nbf: c.nbf }),
@@ -57,6 +59,7 @@ async function introspectAccessToken(as: AsContext, token: string): Promise<Intr
     aud: c.aud.length === 1 ? (c.aud[0] as string) : c.aud,
     iss: c.iss,
     jti: c.jti,
+    ...(c.jkt === undefined ? {} : { cnf: { jkt: c.jkt } }),
   }
 }
 
@@ -76,6 +79,7 @@ async function introspectRefreshToken(as: AsContext, token: string): Promise<Int
     iat: found.issuedAt,
     sub: g.sub,
     iss: as.issuer,
+    ...(g.jkt === undefined ? {} : { cnf: { jkt: g.jkt } }),
   }
 }
 

@@ -50,6 +50,8 @@ export interface AccessTokenInput {
   authTime: number | null
   /** `aud`: public_url, or the RFC 8707 resource. */
   audience: string
+  /** Thumbprint of the DPoP key the token is bound to (RFC 9449 6), or null for a bearer token. */
+  jkt: string | null
 }
 
 export interface IssuedAccessToken {
@@ -65,8 +67,10 @@ export interface IssuedAccessToken {
  * grant (a grant revocation must outlive every token issued under it).
  *
  * JWT: header `typ: at+jwt`, claims iss, sub, aud, exp, iat, jti, client_id,
- * scope, grant_id and auth_time (RFC 9068 2.2); no personal data.
- * Opaque: 32 random bytes; the claims stay in the store under the token's hash.
+ * scope, grant_id and auth_time (RFC 9068 2.2); no personal data; `cnf.jkt`
+ * for a DPoP-bound token (RFC 9449 6.1).
+ * Opaque: 32 random bytes; the claims (and the thumbprint, RFC 9449 6.2) stay
+ * in the store under the token's hash.
  *
  * @see https://www.rfc-editor.org/rfc/rfc9068#section-2
  */
@@ -88,9 +92,11 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
       iat,
       exp,
       grantId: input.grantId,
+      ...(input.jkt === null ? {} : { jkt: input.jkt }),
     })
   } else {
     const claims: Record<string, unknown> = { client_id: input.clientId, scope: input.scope }
+    if (input.jkt !== null) claims.cnf = { jkt: input.jkt }
     if (input.grantId !== null) claims.grant_id = input.grantId
     if (input.authTime !== null) claims.auth_time = input.authTime
     // RFC 9068 2.2: iss, exp, aud, sub, client_id, iat, jti (+ scope, auth_time).
@@ -162,6 +168,8 @@ export interface UserTokensInput {
   nonce: string | null
   /** The refresh token value to hand out, or null when none is issued this time. */
   refreshToken: string | null
+  /** DPoP key thumbprint the access token is bound to, or null. */
+  jkt: string | null
 }
 
 /**
@@ -173,7 +181,7 @@ export async function userTokenResponse(as: AsContext, input: UserTokensInput): 
   const access = await issueAccessToken(as, input)
   const body: TokenResponse = {
     access_token: access.token,
-    token_type: 'Bearer',
+    token_type: input.jkt === null ? 'Bearer' : 'DPoP',
     expires_in: access.expiresIn,
     scope: input.scope,
   }
@@ -202,12 +210,17 @@ export interface NewGrantInput {
   resource: string | null
   audience: string
   nonce: string | null
+  /** The DPoP key thumbprint of the token request, or null. */
+  jkt: string | null
 }
 
 /**
  * A user's authorization becomes a grant: the root of a refresh family
  * (with its first refresh token when the client may refresh), then the
  * token response. Shared by the authorization-code and device-code grants.
+ * With a DPoP proof the access token is bound to its key, and so is a public
+ * client's refresh family (RFC 9449 5: a confidential client's refresh token
+ * is already bound to its client authentication).
  */
 export async function startGrant(as: AsContext, input: NewGrantInput): Promise<TokenResponse> {
   const now = epochSeconds(as.clock)
@@ -224,6 +237,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
       createdAt: now,
       expiresAt: refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec,
       maxAccessExp: accessExp,
+      ...(input.jkt !== null && input.client.type === 'public' ? { jkt: input.jkt } : {}),
     },
     refreshToken === null ? null : hashToken(refreshToken),
   )
@@ -237,5 +251,6 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     audience: input.audience,
     nonce: input.nonce,
     refreshToken,
+    jkt: input.jkt,
   })
 }

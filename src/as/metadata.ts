@@ -50,5 +50,7 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     request_parameter_supported: false,
     // OIDC Discovery 3: the default is true, so "not supported" must be said.
     request_uri_parameter_supported: false,
+    // RFC 9449 5.1: the proof algorithms the token endpoint accepts.
+    dpop_signing_alg_values_supported: [...as.dpop.token.algorithms],
   }
 }

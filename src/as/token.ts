@@ -4,8 +4,14 @@
  * Order: form body only → grant_type known → no repeated parameter the grant
  * reads → client authentication → the client may use this grant → the grant.
  * Parameters a grant does not read are ignored (RFC 6749 3.2).
+ *
+ * DPoP (RFC 9449 5): a `DPoP` proof is checked for every grant once the
+ * client is known (htm POST, htu the token endpoint); its key's thumbprint
+ * binds the tokens the grant issues. A client registered with
+ * `dpop_bound_access_tokens` gets nothing without one (RFC 9449 5.2).
  */
-import { MethodNotAllowed, UnauthorizedClient, UnsupportedGrantType } from '../errors.js'
+import { InvalidDpopProof, MethodNotAllowed, UnauthorizedClient, UnsupportedGrantType } from '../errors.js'
+import { proofHeader } from '../dpop/verify-proof.js'
 import { readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
 import type { GrantType } from '../config/types.js'
@@ -41,8 +47,14 @@ export const handleToken: AsHandler = async (req, res, ctx, as) => {
   if (grant === undefined) throw new UnsupportedGrantType()
   // RFC 8707 2: `resource` may repeat; the grant answers that with invalid_target.
   form.assertNoRepeats([...grant.params.filter((p) => p !== 'resource'), ...CLIENT_AUTH_PARAMS])
+  const proof = proofHeader(req, 'token')
   const { client } = await authenticateClient(req, form, as)
   if (!client.grantTypes.includes(grantType as GrantType)) throw new UnauthorizedClient()
-  const body = await grant.handle({ form, client, as, req: ctx })
-  sendJson(res, 200, body, NO_STORE)
+  let dpop: { jkt: string } | null = null
+  if (proof !== null) dpop = await as.dpop.token.verify(proof, { method: 'POST', url: `${as.issuer}/token` })
+  else if (client.dpopBoundAccessTokens) throw new InvalidDpopProof('This client must send a DPoP proof', { cause: 'dpop_bound_access_tokens client without a proof' })
+  const body = await grant.handle({ form, client, as, req: ctx, dpop })
+  // RFC 9449 8.2: a fresh nonce with every answer keeps the client current.
+  const nonce = as.dpop.token.nonce()
+  sendJson(res, 200, body, nonce === null ? NO_STORE : { ...NO_STORE, 'dpop-nonce': nonce })
 }

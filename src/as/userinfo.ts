@@ -2,9 +2,14 @@
  * GET/POST /userinfo (OIDC Core 5.3): the claims about the user that the
  * access token's scopes release. The token must be one of ours and carry
  * `openid`. Failures are RFC 6750 3 Bearer challenges (realm `bearward`).
+ *
+ * A DPoP-bound token (RFC 9449 7) comes as `Authorization: DPoP <token>` with
+ * a proof for this request (htm, htu = the UserInfo URL, ath) signed by the
+ * key the token is bound to; presented as Bearer it is refused (RFC 9449 7.2).
  */
 import type { IncomingMessage } from 'node:http'
-import { InsufficientScope, InvalidRequest, InvalidToken, MethodNotAllowed, MissingToken } from '../errors.js'
+import { proofHeader } from '../dpop/verify-proof.js'
+import { InsufficientScope, InvalidDpopProof, InvalidRequest, InvalidToken, MethodNotAllowed, MissingToken } from '../errors.js'
 import { isFormContentType, readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
 import { claimsForScope, findUserBySub } from './claims.js'
@@ -15,21 +20,27 @@ import { verifyOwnAccessToken } from './verify-token.js'
 /** RFC 6750 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 
-/** The token from the Authorization header, or null; another scheme counts as no bearer token. */
-function fromHeader(header: string | undefined): string | null {
+interface Presented {
+  token: string
+  /** The DPoP scheme (RFC 9449 7.1), or Bearer (a header or form token). */
+  dpop: boolean
+}
+
+/** The token from the Authorization header, or null; a scheme other than Bearer or DPoP counts as no token. */
+function fromHeader(header: string | undefined): Presented | null {
   if (header === undefined) return null
-  const m = /^Bearer +(.*)$/i.exec(header)
+  const m = /^(Bearer|DPoP) +(.*)$/i.exec(header)
   if (m === null) return null
-  const token = (m[1] ?? '').trim()
+  const token = (m[2] ?? '').trim()
   if (!B64TOKEN.test(token)) throw new InvalidToken('The access token is malformed', { cause: 'bad b64token' })
-  return token
+  return { token, dpop: (m[1] ?? '').toLowerCase() === 'dpop' }
 }
 
 /**
  * The bearer token of a userinfo request: header, or (POST, OIDC Core 5.3.1)
  * the `access_token` form field. Both at once is invalid_request (RFC 6750 2).
  */
-async function bearerToken(req: IncomingMessage): Promise<string> {
+async function bearerToken(req: IncomingMessage): Promise<Presented> {
   const header = fromHeader(req.headers.authorization)
   let body: string | undefined
   if (req.method === 'POST' && isFormContentType(req.headers['content-type'])) {
@@ -38,17 +49,25 @@ async function bearerToken(req: IncomingMessage): Promise<string> {
   if (header !== null && body !== undefined) {
     throw new InvalidRequest('Send the access token by one method only', { challenge: 'Bearer' })
   }
-  const token = header ?? body
-  if (token === undefined) throw new MissingToken()
-  return token
+  if (header !== null) return header
+  if (body === undefined) throw new MissingToken()
+  return { token: body, dpop: false }
 }
 
 /** @see https://openid.net/specs/openid-connect-core-1_0.html#UserInfo */
 export const handleUserinfo: AsHandler = async (req, res, _ctx, as) => {
   if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'POST') throw new MethodNotAllowed(['GET', 'HEAD', 'POST'])
-  const token = await bearerToken(req)
+  const { token, dpop } = await bearerToken(req)
+  const proof = proofHeader(req, 'resource')
   const claims = await verifyOwnAccessToken(as, token)
   if (claims === null) throw new InvalidToken(undefined, { cause: 'not a live access token of this issuer' })
+  if (claims.jkt !== undefined) {
+    if (!dpop) throw new InvalidToken('A DPoP-bound access token must be sent with the DPoP scheme', { cause: 'bound token sent as Bearer' })
+    if (proof === null) throw new InvalidDpopProof('A DPoP proof is required', { resource: true, cause: 'no DPoP header' })
+    await as.dpop.resource.verify(proof, { method: req.method ?? 'GET', url: `${as.issuer}/userinfo`, accessToken: token, jkt: claims.jkt })
+  } else if (dpop) {
+    throw new InvalidToken('The access token is not DPoP-bound', { cause: 'DPoP scheme with an unbound token' })
+  }
   if (!hasScope(claims.scope, 'openid')) throw new InsufficientScope(['openid'])
   // Only user grants carry a grant id; a client_credentials token names no user.
   const user = claims.grantId === null ? undefined : findUserBySub(as, claims.sub)

@@ -68,6 +68,8 @@ async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken |
   const iat = numberClaim(payload, 'iat')
   if (sub === null || jti === null || clientId === null || typeof scope !== 'string' || exp === null || iat === null) return null
   const aud = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? [])
+  const jkt = confirmationJkt(payload.cnf)
+  if (jkt === false) return null
   return {
     format: 'jwt',
     iss: as.issuer,
@@ -81,7 +83,16 @@ async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken |
     nbf: numberClaim(payload, 'nbf'),
     grantId: stringClaim(payload, 'grant_id'),
     authTime: numberClaim(payload, 'auth_time'),
+    ...(jkt === null ? {} : { jkt }),
   }
+}
+
+/** RFC 9449 6.1: `cnf.jkt`, null without `cnf`, false when `cnf` is not what we issue. */
+export function confirmationJkt(cnf: unknown): string | null | false {
+  if (cnf === undefined) return null
+  if (typeof cnf !== 'object' || cnf === null) return false
+  const jkt = (cnf as Record<string, unknown>).jkt
+  return typeof jkt === 'string' && jkt !== '' ? jkt : false
 }
 
 async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToken | null> {
@@ -100,6 +111,7 @@ async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToke
     nbf: null,
     grantId: r.grantId,
     authTime: null,
+    ...(r.jkt === undefined ? {} : { jkt: r.jkt }),
   }
 }
 

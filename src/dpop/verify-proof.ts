@@ -83,6 +83,8 @@ export class DpopVerifier {
   readonly #resource: boolean
   readonly #keys = new ProofKeyCache(KEY_CACHE_ENTRIES)
   readonly #nonces: DpopNonces | null
+  /** `algs` of the DPoP challenge (RFC 9449 7.1), precomputed. */
+  readonly #algs: string
 
   constructor(config: DpopConfig, deps: { clock: Clock; store: Store }, face: ProofFace) {
     this.#config = config
@@ -91,6 +93,7 @@ export class DpopVerifier {
     this.#clock = deps.clock
     this.#store = deps.store
     this.#resource = face === 'resource'
+    this.#algs = config.algs.join(' ')
     this.#nonces = config.nonce === null ? null : new DpopNonces(config.nonce.secret, config.nonce.ttlSec, deps.clock)
   }
 
@@ -100,7 +103,7 @@ export class DpopVerifier {
   }
 
   #refuse(description: string, cause: string): InvalidDpopProof {
-    return new InvalidDpopProof(description, { resource: this.#resource, cause })
+    return new InvalidDpopProof(description, { resource: this.#resource, cause, algs: this.#algs })
   }
 
   /**
@@ -136,7 +139,7 @@ export class DpopVerifier {
       throw this.#refuse('The DPoP proof is signed by a key the token is not bound to', 'jkt mismatch')
     }
     if (this.#nonces !== null && !this.#nonces.accepts(claims.nonce)) {
-      throw new UseDpopNonce(this.#nonces.current(), { resource: this.#resource, cause: claims.nonce === undefined ? 'nonce missing' : 'nonce stale or unknown' })
+      throw new UseDpopNonce(this.#nonces.current(), { resource: this.#resource, algs: this.#algs, cause: claims.nonce === undefined ? 'nonce missing' : 'nonce stale or unknown' })
     }
     // Remembered until the proof would be too old anyway (plus a second for rounding).
     return { jkt: key.jkt, jti, ttlSec: Math.ceil(iat + this.#config.iatWindowSec - nowSec) + 1 }

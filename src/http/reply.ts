@@ -49,9 +49,26 @@ export function buildChallenge(scheme: string, realm: string, params: Readonly<R
   return `${scheme} ${parts.join(', ')}`
 }
 
+/**
+ * How a resource that takes DPoP-bound tokens challenges (RFC 9449 7.1): a
+ * `DPoP` challenge with `algs`, beside `Bearer` where bearer tokens are
+ * accepted too. The error goes in the challenge of the scheme the client
+ * used (or in `DPoP` when it is the only one).
+ */
+export interface DpopChallenge {
+  /** The accepted proof algorithms, space separated. */
+  readonly algs: string
+  /** Bearer tokens are accepted too: both challenges are sent. */
+  readonly bearer: boolean
+  /** The request used the DPoP scheme: the error goes in the DPoP challenge. */
+  readonly presented: boolean
+}
+
 export interface ErrorReplyOptions {
   /** realm for the challenge (default `bearward`). */
   realm?: string
+  /** The resource takes DPoP-bound tokens: challenge for DPoP too (RFC 9449 7.1). */
+  dpop?: DpopChallenge
   /** Extra headers, e.g. CORS headers already decided by the endpoint. */
   headers?: Readonly<Record<string, string>>
   /**
@@ -68,9 +85,31 @@ export interface ErrorReplyOptions {
 }
 
 /**
+ * The `WWW-Authenticate` value of a resource's refusal: Bearer, DPoP, or both
+ * (RFC 6750 3, RFC 9449 7.1). The error (and on a 401 the scope the request
+ * needs) goes in one challenge; `resource_metadata` (RFC 9728 5.1) in each.
+ */
+function resourceChallenge(err: OAuthError, realm: string, options: ErrorReplyOptions): string {
+  const params: Record<string, string | undefined> = {
+    error: err.error || undefined,
+    error_description: err.error ? err.description : undefined,
+    ...err.challengeParams,
+  }
+  if (err.status === 401 && params.scope === undefined) params.scope = options.scope
+  const meta = { resource_metadata: options.resourceMetadata }
+  const dpop = options.dpop
+  if (dpop === undefined) return buildChallenge(err.challenge === 'DPoP' ? 'DPoP' : 'Bearer', realm, { ...params, ...meta })
+  const inDpop = err.challenge === 'DPoP' || dpop.presented || !dpop.bearer
+  const dpopPart = buildChallenge('DPoP', realm, inDpop ? { ...params, algs: dpop.algs, ...meta } : { algs: dpop.algs, ...meta })
+  if (!dpop.bearer) return dpopPart
+  return `${buildChallenge('Bearer', realm, inDpop ? meta : { ...params, ...meta })}, ${dpopPart}`
+}
+
+/**
  * Answer with an OAuthError. The body is `{ error, error_description }`; a 401
  * or 403 carries the challenge its class names (Basic at client-authenticated
- * endpoints, RFC 6749 5.2; Bearer at resources, RFC 6750 3).
+ * endpoints, RFC 6749 5.2; Bearer at resources, RFC 6750 3; DPoP beside or
+ * instead of it where DPoP-bound tokens are taken, RFC 9449 7.1).
  */
 export function sendError(res: ServerResponse, err: OAuthError, options: ErrorReplyOptions = {}): void {
   if (res.headersSent) {
@@ -79,15 +118,8 @@ export function sendError(res: ServerResponse, err: OAuthError, options: ErrorRe
   }
   const realm = options.realm ?? 'bearward'
   const headers: Record<string, string> = { ...NO_STORE, ...options.headers, ...err.headers }
-  if (err.challenge === 'Bearer') {
-    const params: Record<string, string | undefined> = {
-      error: err.error || undefined,
-      error_description: err.error ? err.description : undefined,
-      ...err.challengeParams,
-    }
-    if (err.status === 401 && params.scope === undefined) params.scope = options.scope
-    params.resource_metadata = options.resourceMetadata
-    headers['www-authenticate'] = buildChallenge('Bearer', realm, params)
+  if (err.challenge === 'Bearer' || err.challenge === 'DPoP') {
+    headers['www-authenticate'] = resourceChallenge(err, realm, options)
   } else if (err.challenge === 'Basic') {
     headers['www-authenticate'] = buildChallenge('Basic', realm, {})
   }

@@ -33,6 +33,8 @@ export interface CodeRecord {
   resource: string | null
   /** Epoch seconds. */
   expiresAt: number
+  /** RFC 9449 10: `dpop_jkt` of the authorization request; the token request's proof key must have it. */
+  dpopJkt?: string
 }
 
 /** Result of takeCode: atomic Issued → Used. */
@@ -61,6 +63,8 @@ export interface GrantRecord {
   expiresAt: number
   /** Latest exp of any access token issued under this grant (revocation must outlive it). */
   maxAccessExp: number
+  /** RFC 9449 5: a public client's refresh tokens are bound to this DPoP key thumbprint. */
+  jkt?: string
 }
 
 export type RotateResult =
@@ -89,6 +93,8 @@ export interface OpaqueTokenRecord {
   iat: number
   exp: number
   grantId: string | null
+  /** RFC 9449 6: thumbprint of the DPoP key the token is bound to. */
+  jkt?: string
 }
 
 export type RevocationKind = 'jti' | 'grant'

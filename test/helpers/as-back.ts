@@ -9,7 +9,7 @@ import { DEFAULT_DPOP } from '../../src/config/sections/dpop.js'
 import { createHash, randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { ManualClock, epochSeconds } from '../../src/clock.js'
-import type { AuthorizationServerConfig, ClientConfig, Config, RouteConfig, UserConfig } from '../../src/config/types.js'
+import type { AuthorizationServerConfig, ClientConfig, Config, DpopConfig, RouteConfig, UserConfig } from '../../src/config/types.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import { buildAsContext } from '../../src/as/build.js'
 import type { AsContext } from '../../src/as/context.js'
@@ -162,6 +162,10 @@ export interface HarnessOptions {
   basePath?: string
   /** Replaces some of the `rate_limit` settings. */
   rateLimit?: Partial<AuthorizationServerConfig['rateLimit']>
+  /** The `dpop` section (default: DEFAULT_DPOP). */
+  dpop?: Partial<DpopConfig>
+  /** Clients besides the standard set (confidential ones have no secret). */
+  moreClients?: Array<Partial<ClientConfig> & Pick<ClientConfig, 'clientId' | 'type'>>
 }
 
 export interface Harness {
@@ -229,7 +233,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
       trustedProxies: ['127.0.0.1'],
     },
     routes: [route('orders', publicUrl), route('api', API_AUDIENCE)],
-    dpop: DEFAULT_DPOP,
+    dpop: { ...DEFAULT_DPOP, ...o.dpop },
   }
   const asConfig = {
     keys: [],
@@ -238,7 +242,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
     idToken: { ttlSec: 3600 },
     codeTtlSec: 60,
     scopes: { 'orders:read': 'Read your orders', 'orders:write': 'Change your orders' },
-    clients: await clients(),
+    clients: [...(await clients()), ...(o.moreClients ?? []).map(client)],
     users: [...USERS],
     session: { ttlSec: 8 * 3600 },
     consent: { remember: true, ttlSec: 30 * 86400 },

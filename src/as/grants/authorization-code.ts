@@ -18,6 +18,8 @@
  *   grant_id), RFC 6749 4.1.2 / 10.5. The grant id is linked to the code
  *   before the grant is created, so even a replay racing the first exchange
  *   revokes what it issues.
+ * - A code bound to a DPoP key by `dpop_jkt` (RFC 9449 10) is redeemed only
+ *   with a proof by that key; otherwise it is a failing check like PKCE.
  * - Every cause is the same 400 invalid_grant; the cause is only logged.
  */
 import { createHash } from 'node:crypto'
@@ -61,10 +63,17 @@ function redirectFailure(record: CodeRecord, sent: string | undefined): string |
   return sent === undefined || sent === record.effectiveRedirectUri ? null : 'redirect_uri differs from the one used'
 }
 
+/** RFC 9449 10: a code issued for `dpop_jkt` needs a proof by that key. */
+function dpopJktFailure(record: CodeRecord, dpop: { jkt: string } | null): string | null {
+  if (record.dpopJkt === undefined) return null
+  if (dpop === null) return 'code bound by dpop_jkt, no DPoP proof'
+  return dpop.jkt === record.dpopJkt ? null : 'code bound by dpop_jkt to another key'
+}
+
 export const authorizationCodeGrant: Grant = {
   params: ['code', 'redirect_uri', 'code_verifier', 'resource'],
 
-  async handle({ form, client, as }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
     const code = form.require('code')
     const redirectUri = form.get('redirect_uri')
     const verifier = form.get('code_verifier')
@@ -89,7 +98,8 @@ export const authorizationCodeGrant: Grant = {
     const failure =
       (record.clientId !== client.clientId ? 'code issued to another client' : null) ??
       redirectFailure(record, redirectUri) ??
-      pkceFailure(record, client, verifier)
+      pkceFailure(record, client, verifier) ??
+      dpopJktFailure(record, dpop)
     let audience: string
     try {
       if (failure !== null) throw new InvalidGrant(undefined, { cause: failure })
@@ -112,6 +122,7 @@ export const authorizationCodeGrant: Grant = {
       resource: resource ?? record.resource,
       audience,
       nonce: record.nonce,
+      jkt: dpop?.jkt ?? null,
     })
   },
 }

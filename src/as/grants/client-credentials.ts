@@ -12,7 +12,7 @@ import type { Grant, GrantRequest, TokenResponse } from './types.js'
 export const clientCredentialsGrant: Grant = {
   params: ['scope', 'resource'],
 
-  async handle({ form, client, as }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
     if (client.type !== 'confidential') {
       throw new UnauthorizedClient('Only confidential clients may use client_credentials')
     }
@@ -26,7 +26,8 @@ export const clientCredentialsGrant: Grant = {
       grantId: null,
       authTime: null,
       audience,
+      jkt: dpop?.jkt ?? null,
     })
-    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, scope }
+    return { access_token: access.token, token_type: dpop === null ? 'Bearer' : 'DPoP', expires_in: access.expiresIn, scope }
   },
 }

@@ -40,7 +40,7 @@ export function deviceCodeExpiry(deviceCode: string): number | null {
 export const deviceCodeGrant: Grant = {
   params: ['device_code', 'resource'],
 
-  async handle({ form, client, as }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
     const deviceCode = form.require('device_code')
     const resource = requestedResource(form, as)
     const poll = await as.store.pollDevice(deviceCodeHash(client.clientId, deviceCode), as.clock.now())
@@ -75,6 +75,7 @@ export const deviceCodeGrant: Grant = {
       resource,
       audience,
       nonce: null,
+      jkt: dpop?.jkt ?? null,
     })
   },
 }

@@ -3,12 +3,13 @@
  *
  * Everything that can be refused without changing state is checked first
  * (the token exists, belongs to this client, the scope only narrows, the
- * resource is the bound one); only then does the store rotate, atomically.
+ * resource is the bound one, a DPoP-bound family gets a proof by its key);
+ * only then does the store rotate, atomically.
  * Presenting a replaced token makes the store revoke the whole family and the
  * access tokens issued under it; the answer is the same invalid_grant.
  */
 import { epochSeconds } from '../../clock.js'
-import { InvalidGrant, InvalidScope } from '../../errors.js'
+import { InvalidDpopProof, InvalidGrant, InvalidScope } from '../../errors.js'
 import { hashToken } from '../../store/hash.js'
 import { randomToken, userTokenResponse } from '../issue.js'
 import { audienceFor, requestedResource } from '../resource.js'
@@ -18,7 +19,7 @@ import type { Grant, GrantRequest, TokenResponse } from './types.js'
 export const refreshTokenGrant: Grant = {
   params: ['refresh_token', 'scope', 'resource'],
 
-  async handle({ form, client, as }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
     const presented = form.require('refresh_token')
     const requestedScope = parseScope(form.get('scope'))
     const resource = requestedResource(form, as)
@@ -29,6 +30,11 @@ export const refreshTokenGrant: Grant = {
     const grant = found.grant
     if (grant.clientId !== client.clientId) throw new InvalidGrant(undefined, { cause: 'refresh token issued to another client' })
     if (as.revocations.isRevoked(null, grant.grantId)) throw new InvalidGrant(undefined, { cause: 'grant revoked' })
+    // RFC 9449 5: a public client's family is bound to the key of its first proof.
+    if (grant.jkt !== undefined) {
+      if (dpop === null) throw new InvalidDpopProof('This refresh token is DPoP-bound: send a DPoP proof', { cause: 'bound refresh token without a proof' })
+      if (dpop.jkt !== grant.jkt) throw new InvalidGrant(undefined, { cause: 'refresh token bound to another DPoP key' })
+    }
 
     const granted = parseScope(grant.scope)
     if (!isSubset(requestedScope, granted)) throw new InvalidScope('The requested scope exceeds the original grant')
@@ -57,6 +63,7 @@ export const refreshTokenGrant: Grant = {
       audience,
       nonce: null,
       refreshToken: next,
+      jkt: dpop?.jkt ?? null,
     })
   },
 }

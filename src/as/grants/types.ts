@@ -7,7 +7,8 @@ import type { AsContext } from '../context.js'
 /** RFC 6749 5.1 successful token response (plus `id_token`, OIDC Core 3.1.3.3). */
 export interface TokenResponse {
   access_token: string
-  token_type: 'Bearer'
+  /** `DPoP` when the access token is bound to a DPoP key (RFC 9449 5). */
+  token_type: 'Bearer' | 'DPoP'
   expires_in: number
   refresh_token?: string
   scope: string
@@ -20,6 +21,8 @@ export interface GrantRequest {
   client: ClientConfig
   as: AsContext
   req: RequestContext
+  /** The request's DPoP proof, verified (RFC 9449 5), or null when it carried none. */
+  dpop: { readonly jkt: string } | null
 }
 
 export interface Grant {

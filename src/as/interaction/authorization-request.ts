@@ -1,3 +1,4 @@
+import { JKT } from '../../dpop/thumbprint.js'
 import type { ClientConfig } from '../../config/types.js'
 import {
   InvalidRequest,
@@ -34,6 +35,7 @@ const SINGLE_VALUED = [
   'code_challenge',
   'code_challenge_method',
   'nonce',
+  'dpop_jkt',
   'prompt',
   'max_age',
   'response_mode',
@@ -113,6 +115,8 @@ export interface AuthorizationRequest {
   maxAge: number | null
   /** RFC 8707 resource, or null. */
   resource: string | null
+  /** RFC 9449 10: the thumbprint of the DPoP key the code is bound to, or null. */
+  dpopJkt: string | null
   loginHint: string | null
   /** The request's parameters as received, carried through the login and consent forms. */
   raw: string
@@ -216,6 +220,8 @@ function validateRest(
   const prompt = parsePrompt(params.get('prompt'))
   const maxAge = parseMaxAge(params.get('max_age'))
   const resource = parseResource(params, as)
+  const dpopJkt = params.get('dpop_jkt') ?? null
+  if (dpopJkt !== null && !JKT.test(dpopJkt)) throw new InvalidRequest('dpop_jkt is a SHA-256 JWK thumbprint: 43 base64url characters')
 
   return {
     client,
@@ -228,6 +234,7 @@ function validateRest(
     prompt,
     maxAge,
     resource,
+    dpopJkt,
     loginHint: params.get('login_hint') ?? null,
     raw,
   }

@@ -28,6 +28,7 @@ export async function issueCode(as: AsContext, request: AuthorizationRequest, se
     resource: request.resource,
     expiresAt: epochSeconds(as.clock) + as.as.codeTtlSec,
   }
+  if (request.dpopJkt !== null) record.dpopJkt = request.dpopJkt
   await as.store.putCode(hashToken(code), record, as.as.codeTtlSec)
   return code
 }
