@@ -50,8 +50,8 @@ export interface AccessTokenInput {
   authTime: number | null
   /** `aud`: public_url, or the RFC 8707 resource. */
   audience: string
-  /** Thumbprint of the DPoP key the token is bound to (RFC 9449 6), or null for a bearer token. */
-  jkt: string | null
+  /** Thumbprint of the DPoP key the token is bound to (RFC 9449 6); absent or null for a bearer token. */
+  jkt?: string | null
 }
 
 export interface IssuedAccessToken {
@@ -79,6 +79,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
   const expiresIn = as.as.accessToken.ttlSec
   const exp = iat + expiresIn
   const jti = randomId()
+  const jkt = input.jkt ?? null
   let token: string
   if (as.as.accessToken.format === 'opaque') {
     token = randomToken()
@@ -92,11 +93,11 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
       iat,
       exp,
       grantId: input.grantId,
-      ...(input.jkt === null ? {} : { jkt: input.jkt }),
+      ...(jkt === null ? {} : { jkt }),
     })
   } else {
     const claims: Record<string, unknown> = { client_id: input.clientId, scope: input.scope }
-    if (input.jkt !== null) claims.cnf = { jkt: input.jkt }
+    if (jkt !== null) claims.cnf = { jkt }
     if (input.grantId !== null) claims.grant_id = input.grantId
     if (input.authTime !== null) claims.auth_time = input.authTime
     // RFC 9068 2.2: iss, exp, aud, sub, client_id, iat, jti (+ scope, auth_time).
