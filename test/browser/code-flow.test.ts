@@ -14,9 +14,9 @@ import { DEMO_PASSWORD } from '../helpers/as-config.js'
  */
 
 /** Each test signs in as a person of its own, so no remembered consent or session leaks between them. */
-const PERSON: Record<ViewportName, { allow: string; deny: string }> = {
-  phone: { allow: 'bob', deny: 'carol' },
-  desktop: { allow: 'erin', deny: 'frank' },
+const PERSON: Record<ViewportName, { allow: string; deny: string; keyboard: string }> = {
+  phone: { allow: 'bob', deny: 'carol', keyboard: 'dave' },
+  desktop: { allow: 'erin', deny: 'frank', keyboard: 'grace' },
 }
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
@@ -115,6 +115,37 @@ t.test('the authorization code flow in Chromium', async (t) => {
       await page.getByLabel('Password').fill(DEMO_PASSWORD)
       await submitAndWait(page, () => page.getByRole('button', { name: 'Sign in' }).click())
       t.equal(await heading(page), 'Allow Example Web App to access your account?', 'the right password then signs in')
+    })
+
+    await t.test(`${viewport}: the whole flow with the keyboard alone (Tab, typing, Enter, Space)`, async (t) => {
+      const { context, page, checker } = await openPage(browser, viewport)
+      t.teardown(() => context.close())
+      const request = authorizeRequest(as)
+      await page.goto(request.url)
+      t.match(await checker.focused(), { tag: 'input', id: 'username' }, 'the username field has the focus on arrival (autofocus)')
+      await page.keyboard.type(person.keyboard)
+      await page.keyboard.press('Tab')
+      t.match(await checker.focused(), { tag: 'input', id: 'password', indicated: true }, 'Tab: the password field, with a visible focus ring')
+      await page.keyboard.type(DEMO_PASSWORD)
+      await page.keyboard.press('Tab')
+      t.match(await checker.focused(), { tag: 'button', text: 'Sign in', indicated: true }, 'Tab: the Sign in button, visibly focused')
+      await submitAndWait(page, () => page.keyboard.press('Enter'))
+      t.equal(await heading(page), 'Allow Example Web App to access your account?', 'Enter signed in')
+
+      // Tab from the top of the consent page until Allow; every stop must show its focus.
+      let focused = await checker.focused()
+      for (let stops = 0; stops < 10 && !(focused.tag === 'button' && focused.text === 'Allow'); stops++) {
+        await page.keyboard.press('Tab')
+        focused = await checker.focused()
+        t.ok(focused.indicated, `Tab: ${focused.tag} "${focused.text}" shows that it has the focus`)
+      }
+      t.match(focused, { tag: 'button', text: 'Allow' }, 'Tab reaches Allow')
+      await submitAndWait(page, () => page.keyboard.press('Space'))
+      const back = backAtClient(t, as, page)
+      t.equal(back.searchParams.get('state'), request.state, 'Space on Allow: back at the client with the state')
+      const res = await exchangeCode(as, back.searchParams.get('code') ?? '', request.verifier)
+      t.equal(res.status, 200, 'and a code that gives tokens')
+      t.same(checker.consoleErrors, [], 'no console error on the way')
     })
   }
 })

@@ -174,6 +174,11 @@ export class PageChecker {
     this.consoleErrors.push(`${m.text()} (at ${at})`)
   }
 
+  /** Which element has the keyboard focus, and whether it shows it (for keyboard-only tests). */
+  async focused(): Promise<FocusedElement> {
+    return this.page.evaluate(FOCUSED) as Promise<FocusedElement>
+  }
+
   /** How many CSS pixels the document is wider than the viewport (0 when it does not scroll sideways). */
   async horizontalOverflow(): Promise<number> {
     return this.page.evaluate('Math.max(0, document.documentElement.scrollWidth - document.documentElement.clientWidth)') as Promise<number>
@@ -238,6 +243,34 @@ export class PageChecker {
     t.same(this.cspViolations.splice(0), [], `${label}: no CSP violation`)
   }
 }
+
+/** The element that has the keyboard focus, as a test reads it. */
+export interface FocusedElement {
+  /** Lower-case tag name (`body` when nothing is focused). */
+  tag: string
+  id: string
+  /** `type` attribute of an input or button. */
+  type: string
+  /** Visible text (buttons, links) or the label of an input. */
+  text: string
+  /** True when the element shows a focus indicator: an outline, or a box-shadow. */
+  indicated: boolean
+}
+
+/** Browser-side expression describing document.activeElement (see FocusedElement). */
+const FOCUSED = `(() => {
+  const el = document.activeElement ?? document.body
+  const style = getComputedStyle(el)
+  const outline = style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0
+  const label = el.labels?.[0]?.textContent ?? ''
+  return {
+    tag: el.tagName.toLowerCase(),
+    id: el.id,
+    type: el.getAttribute('type') ?? '',
+    text: (label || el.textContent || '').trim(),
+    indicated: outline || style.boxShadow !== 'none',
+  }
+})()`
 
 /**
  * Browser-side expression replacing text in text nodes and in the values of
