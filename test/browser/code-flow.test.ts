@@ -4,6 +4,10 @@ import { launchChromium, openPage, VIEWPORT_NAMES, type ViewportName } from '../
 import { authorizeRequest, exchangeCode, signIn, startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
 
+// A real browser on a 2-core machine shared with the rest of the suite:
+// more than tap's default per-file timeout.
+t.setTimeout(300_000)
+
 /**
  * The authorization code flow as a person does it in Chromium, at a phone's
  * and a laptop's width: the client's authorize URL, the login page, the

@@ -3,6 +3,10 @@ import type { Request } from 'playwright-core'
 import { launchChromium, openPage } from '../helpers/chromium.js'
 import { authorizeRequest, signIn, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
 
+// A real browser on a 2-core machine shared with the rest of the suite:
+// more than tap's default per-file timeout.
+t.setTimeout(300_000)
+
 /**
  * Regression (issue 15): every page was served with `Referrer-Policy:
  * no-referrer`, under which Chromium serializes a form POST's `Origin` as

@@ -3,6 +3,10 @@ import { findChromium, INSTALL_HINT, launchChromium, openPage } from '../helpers
 import { startUpstream } from '../helpers/upstream.js'
 import { eventually } from '../helpers/bin.js'
 
+// A real browser on a 2-core machine shared with the rest of the suite:
+// more than tap's default per-file timeout.
+t.setTimeout(300_000)
+
 /**
  * The page checks can fail: each is shown a page with the fault it looks for
  * (served by a real HTTP server), so a green browser suite means something.
