@@ -227,6 +227,14 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
   const now = epochSeconds(as.clock)
   const refreshToken = input.client.grantTypes.includes('refresh_token') ? randomToken() : null
   const accessExp = now + as.as.accessToken.ttlSec
+  const expiresAt = refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec
+  // Indexed first, so every grant that exists can be found (and withdrawn) on the person's account page.
+  await as.store.noteAllowance(input.sub, input.client.clientId, {
+    scopes: input.scope.split(' ').filter((s) => s !== ''),
+    at: now,
+    grantId: input.grantId,
+    until: expiresAt,
+  })
   await as.store.createGrant(
     {
       grantId: input.grantId,
@@ -236,7 +244,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
       authTime: input.authTime,
       resource: input.resource,
       createdAt: now,
-      expiresAt: refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec,
+      expiresAt,
       maxAccessExp: accessExp,
       ...(input.jkt !== null && input.client.type === 'public' ? { jkt: input.jkt } : {}),
     },

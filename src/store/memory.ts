@@ -9,6 +9,8 @@
 import type { Clock } from '../clock.js'
 import { StoreUnavailableError } from '../errors.js'
 import type {
+  AllowanceNote,
+  AllowanceRecord,
   CodeRecord,
   DeviceRecord,
   GrantRecord,
@@ -45,6 +47,14 @@ interface FamilyEntry {
 interface Expiring<T> {
   value: T
   expMs: number
+}
+
+/** One person's allowance of one client (the account page); grant id → until (epoch s). */
+interface AllowanceEntry {
+  scopes: string[]
+  at: number
+  expMs: number
+  grants: Map<string, number>
 }
 
 interface Window {
@@ -87,6 +97,8 @@ export class MemoryStore implements Store {
   readonly #userCodes = new Map<string, Expiring<string>>()
   readonly #sessions = new Map<string, Expiring<SessionRecord>>()
   readonly #consents = new Map<string, Expiring<string[]>>()
+  /** sub → client id → allowance. */
+  readonly #allowances = new Map<string, Map<string, AllowanceEntry>>()
   readonly #hits = new Map<string, Window>()
   /** useOnce keys → epoch ms until which they count as used. */
   readonly #used = new Map<string, number>()
@@ -125,7 +137,7 @@ export class MemoryStore implements Store {
       this.#codes.size + this.#families.size + this.#refreshIndex.size + this.#revoked.jti.size +
       this.#revoked.grant.size + this.#opaque.size + this.#devices.size + this.#userCodes.size +
       this.#sessions.size + this.#consents.size + this.#hits.size + this.#used.size +
-      this.#knownBrowsers.size
+      this.#knownBrowsers.size + this.#allowances.size
     )
   }
 
@@ -147,6 +159,7 @@ export class MemoryStore implements Store {
     }
     for (const [k, w] of this.#hits) if (now >= w.resetMs) this.#hits.delete(k)
     for (const [k, until] of this.#used) if (now >= until) this.#used.delete(k)
+    this.#sweepAllowances(now)
   }
 
   async ping(): Promise<void> {
@@ -450,6 +463,59 @@ export class MemoryStore implements Store {
     this.#open()
     const r = this.#live(this.#consents, consentKey(sub, clientId))
     return r ? [...r] : null
+  }
+
+  // -- what a person allowed (the account page) -------------------------------
+
+  async noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<void> {
+    this.#open()
+    const now = this.#nowMs()
+    let byClient = this.#allowances.get(sub)
+    if (!byClient) {
+      byClient = new Map()
+      this.#allowances.set(sub, byClient)
+    }
+    const untilMs = note.until * 1000
+    const old = byClient.get(clientId)
+    const e: AllowanceEntry = old && now < old.expMs ? old : { scopes: [], at: 0, expMs: 0, grants: new Map() }
+    for (const s of note.scopes) if (!e.scopes.includes(s)) e.scopes.push(s)
+    e.at = Math.max(e.at, note.at)
+    e.expMs = Math.max(e.expMs, untilMs)
+    if (note.grantId !== null) e.grants.set(note.grantId, Math.max(e.grants.get(note.grantId) ?? 0, note.until))
+    byClient.set(clientId, e)
+  }
+
+  async listAllowances(sub: string): Promise<AllowanceRecord[]> {
+    this.#open()
+    const now = this.#nowMs()
+    const out: AllowanceRecord[] = []
+    for (const [clientId, e] of this.#allowances.get(sub) ?? []) {
+      if (now >= e.expMs) continue
+      out.push({ clientId, scopes: [...e.scopes], allowedAt: e.at, grantIds: this.#liveGrantIds(e, now) })
+    }
+    return out
+  }
+
+  async withdrawAllowance(sub: string, clientId: string): Promise<string[]> {
+    this.#open()
+    const now = this.#nowMs()
+    this.#consents.delete(consentKey(sub, clientId))
+    const byClient = this.#allowances.get(sub)
+    const e = byClient?.get(clientId)
+    byClient?.delete(clientId)
+    if (byClient?.size === 0) this.#allowances.delete(sub)
+    return e ? this.#liveGrantIds(e, now) : []
+  }
+
+  #liveGrantIds(e: AllowanceEntry, nowMs: number): string[] {
+    return [...e.grants].filter(([, until]) => nowMs < until * 1000).map(([gid]) => gid)
+  }
+
+  #sweepAllowances(nowMs: number): void {
+    for (const [sub, byClient] of this.#allowances) {
+      for (const [clientId, e] of byClient) if (nowMs >= e.expMs) byClient.delete(clientId)
+      if (byClient.size === 0) this.#allowances.delete(sub)
+    }
   }
 
   #live<T>(map: Map<string, Expiring<T>>, key: string): T | null {

@@ -244,7 +244,57 @@ redis.call('SET', KEYS[1], now + ttl, 'PX', math.max(1, ttl))
 return 1
 `)
 
+/**
+ * Note an allowance (the account page). KEYS[1] = `apps:{sub}` hash (client id → JSON
+ * {s: scopes, at, e: until ms}); KEYS[2] = `ugrants:{sub}:client` sorted set (grant id, score =
+ * until s). Both carry the sub's hash tag. ARGV: 1 client id, 2 scopes JSON array, 3 at (s),
+ * 4 grant id or '', 5 until (s), 6 now ms. Scopes are merged, `at` and the lifetimes only raised.
+ */
+export const NOTE_ALLOWANCE = script('noteAllowance', `
+local now = tonumber(ARGV[6])
+local until_ms = tonumber(ARGV[5]) * 1000
+local scopes = {}
+local seen = {}
+local at = tonumber(ARGV[3])
+local e = until_ms
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur then
+  local c = cjson.decode(cur)
+  if tonumber(c.e) > now then
+    if type(c.s) == 'table' then
+      for _, v in ipairs(c.s) do if not seen[v] then seen[v] = true; table.insert(scopes, v) end end
+    end
+    at = math.max(at, tonumber(c.at))
+    e = math.max(e, tonumber(c.e))
+  end
+end
+for _, v in ipairs(cjson.decode(ARGV[2])) do if not seen[v] then seen[v] = true; table.insert(scopes, v) end end
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode({ s = scopes, at = at, e = e }))
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < e - now then redis.call('PEXPIRE', KEYS[1], math.max(1, e - now)) end
+if ARGV[4] ~= '' then
+  redis.call('ZADD', KEYS[2], 'GT', ARGV[5], ARGV[4])
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', math.floor(now / 1000))
+  local gttl = redis.call('PTTL', KEYS[2])
+  if gttl < until_ms - now then redis.call('PEXPIRE', KEYS[2], math.max(1, until_ms - now)) end
+end
+return 1
+`)
+
+/**
+ * Withdraw an allowance. KEYS[1] = `apps:{sub}`, KEYS[2] = `ugrants:{sub}:client`, KEYS[3] =
+ * `consent:{sub}:client` (one hash tag). ARGV: 1 client id, 2 now ms. Deletes all three in one
+ * step and returns the grant ids still live (until > now), for the caller to revoke.
+ */
+export const WITHDRAW_ALLOWANCE = script('withdrawAllowance', `
+local gids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. math.floor(tonumber(ARGV[2]) / 1000), '+inf')
+redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('HDEL', KEYS[1], ARGV[1])
+return gids
+`)
+
 export const ALL_SCRIPTS: readonly LuaScript[] = [
   PUT_HASH, TAKE_CODE, LINK_CODE_GRANT, NOTE_ACCESS_EXP, ROTATE_REFRESH, REVOKE_GRANT,
-  ADD_REVOCATION, DELETE_OPAQUE, CLAIM_USER_CODE, DECIDE_DEVICE, POLL_DEVICE, HIT, USE_ONCE,
+  ADD_REVOCATION, DELETE_OPAQUE, CLAIM_USER_CODE, DECIDE_DEVICE, POLL_DEVICE, HIT,
+  NOTE_ALLOWANCE, WITHDRAW_ALLOWANCE, USE_ONCE,
 ]

@@ -21,6 +21,9 @@
  *   p dev:{hash}      hash of the DeviceRecord fields
  *   p ucode:{code}    hash {d: device hash, e: expires ms}
  *   p sess:{sha256(id)}, p consent:{sub}:client   string {r|s, e: expires ms}
+ *   p apps:{sub}      hash client id → JSON {s: scopes, at, e: until ms} (account page)
+ *   p ugrants:{sub}:client   sorted set of grant ids, score = until (s)
+ *                     (apps, ugrants and consent of one sub share its tag: withdrawal is one script)
  *   p rl:{key}        hash {c: count, r: window reset ms}
  *   p once:{key}      string: used-until ms (useOnce; DPoP proof jti)
  *   channel p revocations: RevocationEntry JSON
@@ -56,15 +59,19 @@ import {
   HIT,
   LINK_CODE_GRANT,
   NOTE_ACCESS_EXP,
+  NOTE_ALLOWANCE,
   POLL_DEVICE,
   PUT_HASH,
   REVOKE_GRANT,
   ROTATE_REFRESH,
   TAKE_CODE,
   USE_ONCE,
+  WITHDRAW_ALLOWANCE,
   type LuaScript,
 } from './redis-scripts.js'
 import type {
+  AllowanceNote,
+  AllowanceRecord,
   CodeRecord,
   DeviceRecord,
   DeviceStatus,
@@ -684,6 +691,47 @@ export class RedisStore implements Store {
 
   async getConsent(sub: string, clientId: string): Promise<string[] | null> {
     return this.#getExpiring<string[]>(this.#consentKey(sub, clientId))
+  }
+
+  // -- what a person allowed (the account page) -------------------------------
+
+  /** Every client's allowance of `sub`: one hash under the sub's tag, like its consent keys. */
+  #allowancesKey(sub: string): string {
+    return this.#key('apps', sub)
+  }
+
+  #allowanceGrantsKey(sub: string, clientId: string): string {
+    return this.#key('ugrants', sub, `:${part(clientId)}`)
+  }
+
+  async noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<void> {
+    await this.#do((c) =>
+      this.#eval(c, NOTE_ALLOWANCE, [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId)], [
+        clientId, JSON.stringify(note.scopes), note.at, note.grantId ?? '', note.until, this.#clock.now(),
+      ]),
+    )
+  }
+
+  async listAllowances(sub: string): Promise<AllowanceRecord[]> {
+    const now = this.#clock.now()
+    return this.#do(async (c) => {
+      const live: Array<{ clientId: string; scopes: string[]; allowedAt: number }> = []
+      for (const [clientId, raw] of Object.entries(await c.hgetall(this.#allowancesKey(sub)))) {
+        const v = JSON.parse(raw) as { s?: unknown; at?: unknown; e?: unknown }
+        if (typeof v.e !== 'number' || now >= v.e) continue
+        // cjson writes an empty list as {}: anything but an array of strings is no scopes.
+        const scopes = Array.isArray(v.s) ? v.s.filter((x): x is string => typeof x === 'string') : []
+        live.push({ clientId, scopes, allowedAt: typeof v.at === 'number' ? v.at : 0 })
+      }
+      const nowSec = Math.floor(now / 1000)
+      const grants = await Promise.all(live.map((a) => c.zrangebyscore(this.#allowanceGrantsKey(sub, a.clientId), `(${nowSec}`, '+inf')))
+      return live.map((a, i) => ({ ...a, grantIds: (grants[i] ?? []).map(str) }))
+    })
+  }
+
+  async withdrawAllowance(sub: string, clientId: string): Promise<string[]> {
+    const keys = [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId), this.#consentKey(sub, clientId)]
+    return list(await this.#do((c) => this.#eval(c, WITHDRAW_ALLOWANCE, keys, [clientId, this.#clock.now()]))).map(str)
   }
 
   // -- rate limits -----------------------------------------------------------

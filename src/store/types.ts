@@ -144,6 +144,28 @@ export interface SessionRecord {
   csrf: string
 }
 
+/** What a person allowed one application, for the account page. */
+export interface AllowanceRecord {
+  clientId: string
+  /** Scopes the person allowed (remembered consent) and granted (grants), in the order first seen. */
+  scopes: string[]
+  /** Epoch seconds of the latest allowance. */
+  allowedAt: number
+  /** Live grants (refresh families) of this person for this client: what withdrawing revokes. */
+  grantIds: string[]
+}
+
+/** One allowance to note; see Store.noteAllowance. */
+export interface AllowanceNote {
+  scopes: string[]
+  /** Epoch seconds of the allowance (kept: the latest). */
+  at: number
+  /** The grant this allowance created or extended, or null (a remembered consent alone). */
+  grantId: string | null
+  /** Epoch seconds the note must last at least (the grant's or the consent's end). */
+  until: number
+}
+
 export interface Store {
   readonly kind: 'memory' | 'redis'
 
@@ -204,6 +226,21 @@ export interface Store {
   /** Remembered consent for (sub, client): the scopes granted. */
   putConsent(sub: string, clientId: string, scopes: string[], ttlSec: number): Promise<void>
   getConsent(sub: string, clientId: string): Promise<string[] | null>
+
+  // -- what a person allowed (the account page) -------------------------------
+  /**
+   * Note that `sub` allowed `clientId`: scopes join the (sub, client) allowance, the time is kept if later,
+   * `grantId` (when given) joins its grant index, and both last until `until` at least. The AS notes a grant
+   * before creating it, so no grant exists unindexed. Keys share `sub`'s hash tag with its consent.
+   */
+  noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<void>
+  /** The live allowances of `sub`, one per client. */
+  listAllowances(sub: string): Promise<AllowanceRecord[]>
+  /**
+   * Atomic: forget (sub, client)'s allowance, its remembered consent and its grant index. Returns the live
+   * grant ids the index held, for the caller to revoke (revokeGrant).
+   */
+  withdrawAllowance(sub: string, clientId: string): Promise<string[]>
 
   // -- rate limits -----------------------------------------------------------
   /** Count one hit in the fixed window of `windowSec` for key; returns the count so far in that window. */

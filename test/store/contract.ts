@@ -506,6 +506,72 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     tt.equal(await store.getConsent('alice', 'app'), null, 'expired')
   })
 
+  t.test(`${name}: allowances (the account page)`, async (tt) => {
+    tt.test('notes merge per (sub, client): scopes in order, the latest time, every grant', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const now = nowSec(clock)
+      t2.same(await store.listAllowances('alice'), [], 'nothing yet')
+      await store.noteAllowance('alice', 'app', { scopes: ['openid', 'orders:read'], at: now, grantId: null, until: now + 100 })
+      await store.noteAllowance('alice', 'app', { scopes: ['orders:read', 'orders:write'], at: now - 50, grantId: 'g1', until: now + 50 })
+      await store.noteAllowance('alice', 'app', { scopes: [], at: now + 5, grantId: 'g2', until: now + 200 })
+      await store.noteAllowance('alice', 'other', { scopes: ['openid'], at: now, grantId: 'g3', until: now + 10 })
+      await store.noteAllowance('bob', 'app', { scopes: ['openid'], at: now, grantId: 'g4', until: now + 10 })
+      const list = (await store.listAllowances('alice')).sort((a, b) => a.clientId.localeCompare(b.clientId))
+      t2.same(
+        list.map((a) => ({ ...a, grantIds: [...a.grantIds].sort() })),
+        [
+          { clientId: 'app', scopes: ['openid', 'orders:read', 'orders:write'], allowedAt: now + 5, grantIds: ['g1', 'g2'] },
+          { clientId: 'other', scopes: ['openid'], allowedAt: now, grantIds: ['g3'] },
+        ],
+      )
+      t2.same((await store.listAllowances('bob')).map((a) => a.grantIds), [['g4']], 'per person')
+      await store.noteAllowance('a:b', 'c', { scopes: ['x'], at: now, grantId: 'gx', until: now + 10 })
+      t2.same(await store.listAllowances('a'), [], 'sub and client id cannot be confused')
+    })
+
+    tt.test('a grant leaves the list when its lifetime ends; a later note extends it; the allowance ends last', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const now = nowSec(clock)
+      await store.noteAllowance('alice', 'app', { scopes: ['openid'], at: now, grantId: 'g1', until: now + 10 })
+      await store.noteAllowance('alice', 'app', { scopes: [], at: now, grantId: 'g2', until: now + 20 })
+      await store.noteAllowance('alice', 'app', { scopes: [], at: 0, grantId: 'g1', until: now + 30 }) // a refresh extends g1
+      clock.advance(20_000)
+      t2.same((await store.listAllowances('alice')).map((a) => a.grantIds), [['g1']], 'g2 ended, g1 was extended')
+      clock.advance(10_000)
+      t2.same(await store.listAllowances('alice'), [], 'everything ended')
+    })
+
+    tt.test('withdraw: one step forgets the allowance and the remembered consent, and returns the live grants', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const now = nowSec(clock)
+      await store.putConsent('alice', 'app', ['openid'], 100)
+      await store.putConsent('alice', 'other', ['openid'], 100)
+      await store.noteAllowance('alice', 'app', { scopes: ['openid'], at: now, grantId: 'g1', until: now + 100 })
+      await store.noteAllowance('alice', 'app', { scopes: [], at: now, grantId: 'g-old', until: now + 1 })
+      await store.noteAllowance('alice', 'other', { scopes: ['openid'], at: now, grantId: 'g2', until: now + 100 })
+      clock.advance(1_000)
+      t2.same(await store.withdrawAllowance('alice', 'app'), ['g1'], 'the live grant, not the ended one')
+      t2.equal(await store.getConsent('alice', 'app'), null, 'remembered consent gone')
+      t2.same((await store.listAllowances('alice')).map((a) => a.clientId), ['other'], 'the other client stays')
+      t2.same(await store.getConsent('alice', 'other'), ['openid'])
+      t2.same(await store.withdrawAllowance('alice', 'app'), [], 'idempotent')
+      await store.noteAllowance('alice', 'app', { scopes: ['orders:read'], at: now + 2, grantId: 'g3', until: now + 100 })
+      t2.same(await store.listAllowances('alice').then((l) => l.find((a) => a.clientId === 'app')), {
+        clientId: 'app', scopes: ['orders:read'], allowedAt: now + 2, grantIds: ['g3'],
+      }, 'allowing again starts afresh')
+    })
+
+    tt.test('an allowance seen through another instance', async (t2) => {
+      const { clock, store, h } = await setup(t2)
+      const now = nowSec(clock)
+      await store.noteAllowance('alice', 'app', { scopes: ['openid'], at: now, grantId: 'g1', until: now + 100 })
+      const other = await h.peer()
+      t2.same((await other.listAllowances('alice')).map((a) => a.grantIds), [['g1']])
+      t2.same(await other.withdrawAllowance('alice', 'app'), ['g1'])
+      t2.same(await store.listAllowances('alice'), [])
+    })
+  })
+
   t.test(`${name}: rate-limit counters`, async (tt) => {
     const { clock, store } = await setup(tt)
     tt.equal(await store.hits('ip:1'), 0)

@@ -1,3 +1,4 @@
+import { epochSeconds } from '../../clock.js'
 import { AccessDenied, InvalidRequest, MethodNotAllowed, OAuthError, StoreUnavailableError, TemporarilyUnavailable } from '../../errors.js'
 import type { AsHandler } from '../context.js'
 import { parseAuthorizationRequest } from './authorization-request.js'
@@ -57,6 +58,8 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
       const before = (await as.store.getConsent(signedIn.user.sub, request.client.clientId)) ?? []
       const scopes = [...new Set([...before, ...request.scopes])]
       await as.store.putConsent(signedIn.user.sub, request.client.clientId, scopes, as.as.consent.ttlSec)
+      const now = epochSeconds(as.clock)
+      await as.store.noteAllowance(signedIn.user.sub, request.client.clientId, { scopes: request.scopes, at: now, grantId: null, until: now + as.as.consent.ttlSec })
     }
     const code = await issueCode(as, request, signedIn)
     redirect(res, request.target.success(code), 302)

@@ -7,6 +7,7 @@ import type { AsContext, AsHandler } from '../context.js'
 import { parseAuthorizationRequest, type AuthorizationRequest } from './authorization-request.js'
 import { clientAddress } from './client-ip.js'
 import { continueAuthorization, showAuthorizationLogin } from './continue.js'
+import { ACCOUNT_NEXT, showAccountLogin } from './account.js'
 import { checkPreSessionCsrf, isSameOrigin } from './csrf.js'
 import { showDeviceLogin } from './device-page.js'
 import { guardPage, guardRedirect } from './failures.js'
@@ -42,8 +43,8 @@ export function throttledMessage(verdict: Exclude<LoginVerdict, { kind: 'go' }>)
   )
 }
 
-/** What the login continues: an authorization request, or a device approval. */
-type Continuation = { kind: 'authorize'; request: AuthorizationRequest } | { kind: 'device'; userCode: string }
+/** What the login continues: an authorization request, a device approval, or the account page. */
+type Continuation = { kind: 'authorize'; request: AuthorizationRequest } | { kind: 'device'; userCode: string } | { kind: 'account' }
 
 interface LoginForm {
   csrf: string | undefined
@@ -51,6 +52,7 @@ interface LoginForm {
   password: string
   request: string | undefined
   userCode: string | undefined
+  next: string | undefined
 }
 
 function readLoginForm(form: FormParams): LoginForm {
@@ -60,6 +62,7 @@ function readLoginForm(form: FormParams): LoginForm {
     password: form.get('password') ?? '',
     request: form.get('request'),
     userCode: form.get('user_code'),
+    next: form.get('next'),
   }
 }
 
@@ -92,6 +95,8 @@ export const login: AsHandler = async (req, res, ctx, as) => {
     const userCode = normalizeUserCode(form.userCode)
     if (userCode === null) return showError(res, new InvalidRequest('The device code is not valid'))
     continuation = { kind: 'device', userCode }
+  } else if (form.next === ACCOUNT_NEXT) {
+    continuation = { kind: 'account' }
   } else {
     return showError(res, new InvalidRequest('The sign-in form does not say what it is for'))
   }
@@ -112,7 +117,8 @@ async function signIn(
   const again = (status: number, error: string, headers?: Record<string, string>): void => {
     const o = { status, error, username: form.username, ...(headers ? { headers } : {}) }
     if (next.kind === 'authorize') showAuthorizationLogin(req, res, as, next.request, o)
-    else showDeviceLogin(req, res, as, next.userCode, o)
+    else if (next.kind === 'device') showDeviceLogin(req, res, as, next.userCode, o)
+    else showAccountLogin(req, res, as, o)
   }
   if (form.username === '' || form.password === '') return again(400, LOGIN_INCOMPLETE)
 
@@ -139,5 +145,6 @@ async function signIn(
   if (next.kind === 'device') {
     return redirect(res, `device?user_code=${encodeURIComponent(formatUserCode(next.userCode))}`, 303, cookies)
   }
+  if (next.kind === 'account') return redirect(res, 'account', 303, cookies)
   await continueAuthorization(req, res, as, next.request, { session, freshLogin: true, cookies, redirectStatus: 303 })
 }

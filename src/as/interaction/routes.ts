@@ -1,5 +1,6 @@
 import type { AsHandler } from '../context.js'
 import { authorize } from '../authorize.js'
+import { account } from './account.js'
 import { stylesheet } from './assets.js'
 import { consent } from './consent.js'
 import { device } from './device-page.js'
@@ -17,6 +18,7 @@ export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string
   ['/login', login],
   ['/consent', consent],
   ['/logout', logout],
+  ['/account', account],
   ['/device', device],
   ['/assets/bearward.css', stylesheet],
 ])

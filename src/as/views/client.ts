@@ -34,24 +34,27 @@ export function clientLinks(client: ClientView): SafeHtml | '' {
 }
 
 /**
- * The page headers for a page that shows `client`'s logo: the usual strict
- * CSP with `img-src` widened by exactly the logo's origin (an https logo), or
- * by `data:` (an inline one), and by nothing else. Without a logo, the usual
+ * The page headers for a page that shows these clients' logos: the usual
+ * strict CSP with `img-src` widened by exactly each https logo's origin, or
+ * by `data:` for an inline one, and by nothing else. Without logos, the usual
  * headers.
  */
-export function headersForClientLogo(client: ClientView): Readonly<Record<string, string>> {
-  const logo = client.metadata.logoUri
-  if (logo === null) return {}
-  const source = logo.startsWith('data:') ? 'data:' : new URL(logo).origin
+export function headersForClientLogo(...clients: readonly ClientView[]): Readonly<Record<string, string>> {
+  const sources = new Set<string>()
+  for (const client of clients) {
+    const logo = client.metadata.logoUri
+    if (logo !== null) sources.add(logo.startsWith('data:') ? 'data:' : new URL(logo).origin)
+  }
+  if (sources.size === 0) return {}
   const base = PAGE_HEADERS['content-security-policy'] ?? ''
   let found = false
   const directives = base.split(';').map((d) => {
     const parts = d.trim().split(/\s+/)
     if (parts[0] !== 'img-src') return d.trim()
     found = true
-    if (!parts.includes(source)) parts.push(source)
+    for (const source of sources) if (!parts.includes(source)) parts.push(source)
     return parts.join(' ')
   })
-  if (!found) directives.push(`img-src ${source}`)
+  if (!found) directives.push(`img-src ${[...sources].join(' ')}`)
   return { 'content-security-policy': directives.filter((d) => d !== '').join('; ') }
 }

@@ -263,11 +263,17 @@ ul.apps > li {
   border-radius: 10px;
   overflow-wrap: anywhere;
 }
-ul.apps h2 {
+h2 {
+  margin: 24px 0 8px;
+  font-size: 1.125rem;
+  line-height: 1.3;
+}
+ul.apps h3 {
   margin: 0;
   font-size: 1.0625rem;
   line-height: 1.3;
 }
+.section-note { margin: 0 0 12px; }
 ul.apps .client-head { margin-bottom: 8px; }
 ul.apps .client-logo { width: 32px; height: 32px; border-radius: 8px; }
 ul.apps ul.scopes { margin-bottom: 8px; }

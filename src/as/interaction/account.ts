@@ -1,0 +1,145 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { RequestContext } from '../../context.js'
+import { epochSeconds } from '../../clock.js'
+import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
+import { FormParams } from '../../http/body.js'
+import type { AllowanceRecord } from '../../store/types.js'
+import type { AsContext, AsHandler } from '../context.js'
+import { revokeGrant } from '../revoke.js'
+import { accountPage, type AppView } from '../views/account.js'
+import { headersForClientLogo, type ClientView } from '../views/client.js'
+import { html } from '../views/html.js'
+import { loginPage } from '../views/login.js'
+import { isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
+import { displayName } from './display-name.js'
+import { guardPage } from './failures.js'
+import { readFormParams } from './form.js'
+import { redirect, showError, showForbidden, showPage } from './respond.js'
+import { describeScopes } from './scopes.js'
+import { currentSession, type ActiveSession } from './session.js'
+
+/**
+ * /account: a signed-in person sees the applications they allowed and can
+ * withdraw one. A person who is not signed in gets the login page, which
+ * comes back here (the login form's `next=account`).
+ *
+ * Withdrawing (POST, same origin, the session's CSRF token) forgets the
+ * remembered consent and revokes every grant of that person and client: the
+ * refresh families end and their grant ids go on the revocation list (the
+ * mechanism /revoke uses, published to every instance), so the gateway
+ * refuses the access tokens issued from them.
+ */
+
+/** The login form's `next` value that returns here. */
+export const ACCOUNT_NEXT = 'account'
+
+/** The login page for the account page (used by POST /login too, after a failure). */
+export function showAccountLogin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  as: AsContext,
+  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>> },
+): void {
+  const csrf = preSessionCsrf(req, as)
+  const page = loginPage({
+    purpose: html`to see the applications you allowed.`,
+    csrf: csrf.token,
+    continuation: { next: ACCOUNT_NEXT },
+    ...(o.username !== undefined ? { username: o.username } : {}),
+    ...(o.error !== undefined ? { error: o.error } : {}),
+  })
+  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(o.headers ? { headers: o.headers } : {}) })
+}
+
+/** A client as the page shows it; one removed from the config since is shown by its id. */
+function clientView(as: AsContext, clientId: string): ClientView {
+  return as.clients.get(clientId) ?? { name: clientId, metadata: { logoUri: null, policyUri: null, tosUri: null, postLogoutRedirectUris: [] } }
+}
+
+async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSession, withdrawn: string | undefined): Promise<void> {
+  const allowances = await as.store.listAllowances(session.user.sub)
+  const apps: AppView[] = allowances
+    .sort((a, b) => b.allowedAt - a.allowedAt || a.clientId.localeCompare(b.clientId))
+    .map((a) => ({ clientId: a.clientId, client: clientView(as, a.clientId), scopes: describeScopes(as, a.scopes), allowedAt: a.allowedAt }))
+  // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
+  const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : as.clients.get(withdrawn)?.name
+  const page = accountPage({
+    signedInAs: displayName(session.user),
+    csrf: session.record.csrf,
+    apps,
+    ...(gone !== undefined ? { notice: `You withdrew the access of ${gone}.` } : {}),
+  })
+  showPage(res, 200, page, { headers: headersForClientLogo(...apps.map((a) => a.client)) })
+}
+
+/**
+ * Revoke every grant of `ids` until the latest access token issued under it
+ * has expired (at least an access-token lifetime from now, for a grant whose
+ * family record is already gone).
+ */
+async function revokeAll(as: AsContext, ids: readonly string[]): Promise<void> {
+  const floor = epochSeconds(as.clock) + as.as.accessToken.ttlSec
+  for (const id of ids) {
+    const grant = await as.store.getGrant(id)
+    await revokeGrant(as, id, Math.max(floor, grant?.maxAccessExp ?? 0))
+  }
+}
+
+/**
+ * Withdraw (sub, client): revoke the grants the allowance lists, then forget
+ * it atomically (which also returns any grant that joined meanwhile, revoked
+ * too). A failure part-way leaves the allowance in place, so trying again
+ * finishes the job.
+ */
+async function withdraw(as: AsContext, sub: string, clientId: string): Promise<number> {
+  const listed: AllowanceRecord | undefined = (await as.store.listAllowances(sub)).find((a) => a.clientId === clientId)
+  const first = listed?.grantIds ?? []
+  await revokeAll(as, first)
+  const late = (await as.store.withdrawAllowance(sub, clientId)).filter((id) => !first.includes(id))
+  await revokeAll(as, late)
+  return first.length + late.length
+}
+
+async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
+  let withdrawn: string | undefined
+  try {
+    withdrawn = FormParams.parse(ctx.rawQuery).get('withdrawn')
+  } catch (err) {
+    if (err instanceof OAuthError) return showError(res, err)
+    throw err
+  }
+  await guardPage(ctx, res, async () => {
+    const session = await currentSession(req, as)
+    if (session === null) return showAccountLogin(req, res, as, { status: 200 })
+    await showAccount(res, as, session, withdrawn)
+  })
+}
+
+async function postAccount(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
+  if (!isSameOrigin(req, as)) return showForbidden(res)
+  let csrf: string | undefined
+  let clientId: string | undefined
+  try {
+    const form = await readFormParams(req)
+    csrf = form.get('csrf')
+    clientId = form.get('client_id')
+  } catch (err) {
+    if (err instanceof OAuthError) return showError(res, err)
+    throw err
+  }
+  await guardPage(ctx, res, async () => {
+    const session = await currentSession(req, as)
+    if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
+    if (clientId === undefined) return showError(res, new InvalidRequest('Choose an application to withdraw'))
+    const grants = await withdraw(as, session.user.sub, clientId)
+    ctx.log.info({ event: 'access_withdrawn', client_id: clientId, grants }, 'a person withdrew an application')
+    redirect(res, `account?withdrawn=${encodeURIComponent(clientId)}`, 303)
+  })
+}
+
+/** GET /account shows the page (or the login); POST /account withdraws an application. */
+export const account: AsHandler = async (req, res, ctx, as) => {
+  if (req.method === 'GET') return getAccount(req, res, ctx, as)
+  if (req.method === 'POST') return postAccount(req, res, ctx, as)
+  showError(res, new MethodNotAllowed(['GET', 'POST']))
+}

@@ -1,0 +1,70 @@
+import { clientLogo, type ClientView } from './client.js'
+import type { ScopeView } from './consent.js'
+import { html, type SafeHtml } from './html.js'
+import { hiddenFields, renderPage } from './layout.js'
+
+/** One application the person allowed. */
+export interface AppView {
+  clientId: string
+  client: ClientView
+  scopes: readonly ScopeView[]
+  /** Epoch seconds of the latest allowance. */
+  allowedAt: number
+}
+
+export interface AccountPageOptions {
+  signedInAs: string
+  /** The session's CSRF token, for the withdraw and sign-out forms. */
+  csrf: string
+  apps: readonly AppView[]
+  /** A status line after an action ("You withdrew ..."). */
+  notice?: string
+}
+
+const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+
+function app(a: AppView, csrf: string): SafeHtml {
+  const when = new Date(a.allowedAt * 1000)
+  const logo = clientLogo(a.client, 32)
+  return html`<li>
+<div class="client-head">${logo}<h3>${a.client.name}</h3></div>
+<p class="when">Allowed on <time datetime="${when.toISOString()}">${DATE.format(when)}</time></p>
+${
+  a.scopes.length === 0
+    ? html`<p>It knows who you are, and has no other access to your account.</p>`
+    : html`<ul class="scopes">
+${a.scopes.map((s) => html`<li>${s.description}<span class="scope-name">${s.name}</span></li>\n`)}</ul>`
+}
+<form method="post" action="account">
+${hiddenFields({ csrf, client_id: a.clientId })}<div class="actions">
+<button class="danger" type="submit" name="withdraw" value="1" aria-label="Withdraw access for ${a.client.name}">Withdraw access</button>
+</div>
+</form>
+</li>
+`
+}
+
+/**
+ * The account page: who is signed in, the applications they allowed (name,
+ * logo, scopes in plain words, when), each with a "Withdraw access" button,
+ * and a sign-out button. Every action is a POST with the session's CSRF token.
+ */
+export function accountPage(o: AccountPageOptions): string {
+  const body = html`<h1>Your account</h1>
+<p class="lead">Signed in as <strong>${o.signedInAs}</strong>.</p>
+${o.notice ? html`<p class="notice" role="status">${o.notice}</p>` : ''}
+<h2>Applications you allowed</h2>
+${
+  o.apps.length === 0
+    ? html`<p>No application has access to your account.</p>`
+    : html`<p class="fine section-note">Withdrawing ends an application's access at once: its tokens stop working, and it must ask you again.</p>
+<ul class="apps">
+${o.apps.map((a) => app(a, o.csrf))}</ul>`
+}
+<form method="post" action="logout">
+${hiddenFields({ csrf: o.csrf })}<div class="actions">
+<button class="secondary" type="submit" name="decision" value="logout">Sign out</button>
+</div>
+</form>`
+  return renderPage('Your account', body)
+}
