@@ -66,6 +66,7 @@ async function allowWeb(f: Front, b: Browser, sub = 'alice'): Promise<{ grantId:
     resource: null,
     audience: f.issuer,
     nonce: null,
+    jkt: null,
   })
   return { grantId, access: tokens.access_token, refresh: tokens.refresh_token ?? '' }
 }
