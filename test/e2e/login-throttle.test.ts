@@ -18,9 +18,9 @@ import t, { type Test } from 'tap'
 import { App } from '../../src/app.js'
 import { ManualClock } from '../../src/clock.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
-import { basic, pkce, send, type SentResponse } from '../helpers/attack.js'
+import { basic, openLoginForm, postLogin, send, type SentResponse } from '../helpers/attack.js'
 import { tempConfig } from '../helpers/bin.js'
-import { freePort, parseForms, type HtmlForm } from '../helpers/browser.js'
+import { freePort } from '../helpers/browser.js'
 import { startRedis } from '../helpers/redis.js'
 
 /** Start one App on `store` with the e2e config; its base URL and a way to stop it. */
@@ -40,38 +40,9 @@ async function startApp(t: Test, clock: ManualClock, store: string): Promise<str
   return `http://127.0.0.1:${port}`
 }
 
-/** A login form (its fields and the pre-session CSRF cookie), as a browser gets it from /authorize. */
-async function loginForm(base: string): Promise<{ form: HtmlForm; cookie: string }> {
-  const q = new URLSearchParams({
-    response_type: 'code',
-    client_id: 'web',
-    redirect_uri: 'http://127.0.0.1:5555/callback',
-    scope: 'orders:read',
-    state: 's',
-    code_challenge: pkce().challenge,
-    code_challenge_method: 'S256',
-  })
-  const url = `${base}/authorize?${q}`
-  const page = await send(url)
-  const form = parseForms(page.body, url).find((f) => 'csrf' in f.fields)
-  if (!form) throw new Error(`no login form (${page.status})`)
-  const csrf = page.cookies.find((c) => c.startsWith('bw_csrf='))
-  return { form, cookie: csrf?.slice(0, csrf.indexOf(';')) ?? '' }
-}
-
 /** One sign-in attempt from `ip`, optionally from a browser holding `known` (a `bw_known=...` pair). */
 async function signIn(base: string, username: string, password: string, ip: string, known?: string): Promise<SentResponse> {
-  const { form, cookie } = await loginForm(base)
-  return send(`${base}/login`, {
-    method: 'POST',
-    body: new URLSearchParams({ ...form.fields, username, password }).toString(),
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      origin: base,
-      cookie: known ? `${cookie}; ${known}` : cookie,
-      'x-forwarded-for': ip,
-    },
-  })
+  return postLogin(base, await openLoginForm(base), username, password, ip, known)
 }
 
 function knownCookie(res: SentResponse): string {

@@ -14,7 +14,7 @@ import type { JWK } from 'jose'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { asConfigYaml, DEMO_SECRET, demoHashes } from './as-config.js'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
-import { freePort } from './browser.js'
+import { freePort, parseForms, type HtmlForm } from './browser.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
 
 /** An answer read off a raw socket. `status` is 0 when nothing parseable came back. */
@@ -298,4 +298,48 @@ export async function eventuallyStatus(status: () => Promise<number>, want: numb
     last = await status()
   }
   return last
+}
+
+/** A login form as a browser gets it from /authorize (client `web` of the e2e config): its fields and the pre-session CSRF cookie. */
+export interface LoginForm {
+  form: HtmlForm
+  /** `bw_csrf=...`, for the Cookie header. */
+  cookie: string
+}
+
+/** Open a login page at `base` (an e2e-config bearward) the way a browser would. */
+export async function openLoginForm(base: string, redirectUri = 'http://127.0.0.1:5555/callback'): Promise<LoginForm> {
+  const q = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: redirectUri,
+    scope: 'orders:read',
+    state: 's',
+    code_challenge: pkce().challenge,
+    code_challenge_method: 'S256',
+  })
+  const url = `${base}/authorize?${q}`
+  const page = await send(url)
+  const form = parseForms(page.body, url).find((f) => 'csrf' in f.fields)
+  if (!form) throw new Error(`no login form at ${base} (${page.status})`)
+  const csrf = page.cookies.find((c) => c.startsWith('bw_csrf='))
+  return { form, cookie: csrf?.slice(0, csrf.indexOf(';')) ?? '' }
+}
+
+/**
+ * POST a login form as if from client address `ip` (sent as X-Forwarded-For:
+ * bearward must trust 127.0.0.1 as a proxy), optionally from a browser
+ * holding `known` (a `bw_known=...` cookie pair).
+ */
+export function postLogin(base: string, login: LoginForm, username: string, password: string, ip: string, known?: string): Promise<SentResponse> {
+  return send(`${base}/login`, {
+    method: 'POST',
+    body: new URLSearchParams({ ...login.form.fields, username, password }).toString(),
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      origin: base,
+      cookie: known ? `${login.cookie}; ${known}` : login.cookie,
+      'x-forwarded-for': ip,
+    },
+  })
 }

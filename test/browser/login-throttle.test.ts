@@ -1,0 +1,143 @@
+import t from 'tap'
+import type { BrowserContext, Page } from 'playwright-core'
+import { launchChromium, openPage, VIEWPORT_NAMES, type ViewportName } from '../helpers/chromium.js'
+import { authorizeRequest, exchangeCode, signIn, startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
+import { DEMO_PASSWORD } from '../helpers/as-config.js'
+import { openLoginForm, postLogin } from '../helpers/attack.js'
+
+/**
+ * Issue 15 §4 in a real browser: while an attacker (HTTP, from many
+ * addresses via a trusted proxy's X-Forwarded-For) keeps guessing a person's
+ * password, the person signs in from the Chromium they used before (it holds
+ * the known-browser cookie), and a new Chromium is shown a page saying how
+ * long to wait rather than being locked out. Before the fix, five wrong
+ * passwords from anywhere locked the account for 15 minutes.
+ *
+ * bin/bearward trusts 127.0.0.1 as a proxy here; Chromium sends no
+ * X-Forwarded-For, so its address is 127.0.0.1, and the attacker's are
+ * whatever it claims in X-Forwarded-For.
+ */
+
+/** Each viewport attacks a person of its own, so the two runs do not share counters. */
+const PERSON: Record<ViewportName, string> = { phone: 'grace', desktop: 'heidi' }
+
+/** An attacker guessing `username` from a new address each time until stopped; what it got. */
+class Attack {
+  readonly statuses: number[] = []
+  #stopped = false
+  #running: Promise<void> | null = null
+  #n = 0
+
+  constructor(
+    readonly as: BrowserAs,
+    readonly username: string,
+  ) {}
+
+  /** One guess from the next address. */
+  async guess(): Promise<number> {
+    this.#n++
+    const ip = `10.${Math.floor(this.#n / 250) % 250}.${this.#n % 250}.${1 + (this.#n % 200)}`
+    const res = await postLogin(this.as.issuer, await openLoginForm(this.as.issuer, this.as.callback), this.username, `guess-${this.#n}`, ip)
+    this.statuses.push(res.status)
+    return res.status
+  }
+
+  start(): void {
+    this.#running = (async () => {
+      while (!this.#stopped) await this.guess()
+    })()
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true
+    await this.#running
+  }
+}
+
+/** Submit the login form in `page` with `act` and return the status and Retry-After of the POST /login answer. */
+async function signInStatus(page: Page, act: () => Promise<void>): Promise<{ status: number; retryAfter: string | null }> {
+  const answer = page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/login')
+  await submitAndWait(page, act)
+  const res = await answer
+  return { status: res.status(), retryAfter: await res.headerValue('retry-after') }
+}
+
+async function knownBrowserCookie(context: BrowserContext): Promise<{ httpOnly: boolean; sameSite: string } | undefined> {
+  return (await context.cookies()).find((c) => c.name === 'bw_known')
+}
+
+t.test('the owner signs in from a browser that signed in before while an attacker hammers the username from many addresses', async (t) => {
+  const browser = await launchChromium()
+  t.teardown(() => browser.close())
+  const as = await startBrowserAs((yaml) =>
+    yaml.replace(
+      'authorization_server:\n',
+      'gateway: { trusted_proxies: [127.0.0.1] }\nauthorization_server:\n  rate_limit: { login_max_failures: 5, login_delay_max: 1m }\n',
+    ),
+  )
+  t.teardown(() => as.close())
+
+  for (const viewport of VIEWPORT_NAMES) {
+    const person = PERSON[viewport]
+    await t.test(`${viewport}: ${person} under attack`, async (t) => {
+      // The owner's usual browser: signed in (and allowed the app) before the attack.
+      const owner = await openPage(browser, viewport)
+      t.teardown(() => owner.context.close())
+      await owner.page.goto(authorizeRequest(as).url)
+      await signIn(owner.page, { username: person, password: DEMO_PASSWORD })
+      await owner.page.getByRole('button', { name: 'Allow' }).click()
+      await owner.page.waitForURL((u) => u.href.startsWith(as.callback))
+      t.match(await knownBrowserCookie(owner.context), { httpOnly: true, sameSite: 'Strict' }, 'the browser now holds the known-browser cookie')
+
+      // A new browser, its form filled in with the right password before the
+      // attack starts, so that it is sent within the first (1 s) wait.
+      const fresh = await openPage(browser, viewport)
+      t.teardown(() => fresh.context.close())
+      await fresh.page.goto(authorizeRequest(as).url)
+      await fresh.page.getByLabel('Username').fill(person)
+      await fresh.page.getByLabel('Password').fill(DEMO_PASSWORD)
+
+      // The attack: five wrong passwords from five addresses, then a stream of them.
+      const started = Date.now()
+      const attack = new Attack(as, person)
+      for (let i = 0; i < 5; i++) t.equal(await attack.guess(), 400, `guess ${i + 1} is checked (wrong)`)
+      attack.start()
+      t.teardown(() => attack.stop())
+
+      // The new browser signs in: told to wait, on a page a person understands.
+      const refused = await signInStatus(fresh.page, () => fresh.page.getByRole('button', { name: 'Sign in' }).click())
+      t.equal(refused.status, 429, 'a new browser is refused for now')
+      const wait = Number(refused.retryAfter)
+      t.ok(wait >= 1 && wait <= 60, `Retry-After ${wait} s, at most login_delay_max`)
+      const alert = fresh.page.getByRole('alert')
+      await t.resolves(alert.waitFor({ timeout: 2000 }), 'the page shows an alert')
+      t.match(await alert.textContent(), /sign-in from new browsers is slowed down\. Try again in \d+ seconds?\. A browser you have signed in with before is not affected\./)
+      t.equal(await fresh.page.getByLabel('Username').inputValue(), person, 'the username is kept')
+      t.equal(await fresh.page.locator('h1').textContent(), 'Sign in', 'still the sign-in page')
+
+      // The owner comes back (prompt=login: asked for the password again) during the attack.
+      const request = authorizeRequest(as, 'openid profile orders:read', { prompt: 'login' })
+      await owner.page.goto(request.url)
+      const ownerAnswer = await signInStatus(owner.page, () => signIn(owner.page, { username: person, password: DEMO_PASSWORD }))
+      t.equal(ownerAnswer.status, 303, 'the owner is signed in at once')
+      await owner.page.waitForURL((u) => u.href.startsWith(as.callback))
+      const back = new URL(owner.page.url())
+      t.equal(back.searchParams.get('state'), request.state, 'back at the client with its state')
+      const tokens = await exchangeCode(as, back.searchParams.get('code') ?? '', request.verifier)
+      t.equal(tokens.status, 200, 'and the client gets tokens')
+
+      await attack.stop()
+      const elapsedSec = (Date.now() - started) / 1000
+      const checked = attack.statuses.slice(5).filter((s) => s === 400).length
+      const slowed = attack.statuses.slice(5).filter((s) => s === 429).length
+      t.ok(slowed > 0, `the attacker was told to wait ${slowed} times`)
+      t.equal(checked + slowed, attack.statuses.length - 5, 'every guess was checked or told to wait, nothing else')
+      const bound = Math.floor(Math.log2(elapsedSec + 1))
+      t.ok(checked <= bound, `${checked} of ${checked + slowed} guesses checked in ${elapsedSec.toFixed(1)} s (waits of 1, 2, 4 ... s allow ${bound})`)
+
+      // The page the new browser was shown passes the checks every page does (after the attack, to spare the CPU).
+      const seconds = wait === 1 ? '1 second' : `${wait} seconds`
+      await fresh.checker.check(t, 'login-slowed', { replace: { [`Try again in ${seconds}.`]: 'Try again in 45 seconds.', [person]: 'alice' } })
+    })
+  }
+})
