@@ -5,6 +5,10 @@ import { authorizeRequest, exchangeCode, signIn, startBrowserAs, submitAndWait, 
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
 import { openLoginForm, postLogin } from '../helpers/attack.js'
 
+// A real browser on a 2-core machine shared with the rest of the suite:
+// more than tap's default per-file timeout.
+t.setTimeout(300_000)
+
 /**
  * Issue 15 §4 in a real browser: while an attacker (HTTP, from many
  * addresses via a trusted proxy's X-Forwarded-For) keeps guessing a person's
