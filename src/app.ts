@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
+import { createSecureContext } from 'node:tls'
 import { performance } from 'node:perf_hooks'
 import { systemClock, type Clock } from './clock.js'
 import { loadConfigSnapshot } from './config/load.js'
@@ -37,12 +38,35 @@ type ResponseWithContext = ServerResponse & { [CONTEXT]?: Context }
 /** A request id we echo must be short and plain, so it cannot forge log lines or headers. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-function sameStore(a: Config, b: Config): boolean {
-  return JSON.stringify(a.store) === JSON.stringify(b.store)
-}
-
 function sameListen(a: ListenAddress | null, b: ListenAddress | null): boolean {
   return a?.host === b?.host && a?.port === b?.port
+}
+
+/**
+ * Config keys a reload cannot apply (the process holds what they made: the
+ * store connection, the listening sockets, an http or https server), by
+ * their YAML names, for the warning that names them.
+ */
+export function keysNeedingRestart(old: Config, next: Config): string[] {
+  const keys: string[] = []
+  if (JSON.stringify(old.store) !== JSON.stringify(next.store)) keys.push('store')
+  if (!sameListen(old.listen, next.listen)) keys.push('listen')
+  if (!sameListen(old.adminListen, next.adminListen)) keys.push('admin_listen')
+  // Certificate files are reloaded; turning TLS on or off needs another kind of server.
+  if ((old.tls === null) !== (next.tls === null)) keys.push('tls')
+  return keys
+}
+
+/** A token is accepted up to clock_skew past its exp, so its revocation must outlive that too. */
+function revocationGraceSec(config: Config): number {
+  return Math.max(60, config.gateway.clockSkewSec)
+}
+
+/** Read and check the TLS files, so a bad pair refuses the reload before anything is swapped. */
+async function secureContextOptions(tls: NonNullable<Config['tls']>): Promise<{ cert: Buffer; key: Buffer }> {
+  const [cert, key] = await Promise.all([readFile(tls.certFile), readFile(tls.keyFile)])
+  createSecureContext({ cert, key })
+  return { cert, key }
 }
 
 function urlOf(addr: AddressInfo, tls: boolean): string {
@@ -103,16 +127,14 @@ export class App {
     const store = createStore(config.store, { clock, log })
     if (config.store.kind === 'redis') log.info({ store: redactUrl(config.store.url) }, 'using redis store')
     else log.info('using the embedded memory store (single instance)')
-    const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec, {
-      // A token is accepted up to clock_skew past its exp, so its revocation must last that long too.
-      graceSec: Math.max(60, config.gateway.clockSkewSec),
-    })
+    const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec, { graceSec: revocationGraceSec(config) })
     await revocations.start()
     const shared: Shared = { clock, log, store, revocations, metrics }
     const state = new ProcessState(shared)
     let runtime: Runtime
     try {
       runtime = await Runtime.build(config, shared, state)
+      runtime.commit()
     } catch (err) {
       await revocations.stop()
       await store.close()
@@ -306,6 +328,8 @@ export class App {
     } else if (path === '/readyz') {
       const reasons: string[] = []
       if (this.#closing) reasons.push('shutting down')
+      // What protected routes go by: not ready while they refuse (or, open, cannot check) revocation.
+      if (!this.shared.revocations.healthy) reasons.push('revocation list not in sync with the store')
       try {
         await withTimeout(this.shared.store.ping(), 1000)
       } catch {
@@ -325,31 +349,36 @@ export class App {
   }
 
   /**
-   * Reload the config file. A bad file is refused: logged with its position,
-   * counted, shown by /readyz, and the running Runtime keeps serving.
+   * Reload the config file, all or nothing. Everything the new config needs
+   * is built first (Runtime, TLS context); only when nothing can fail any
+   * more is it committed and swapped in. A bad file, or a build that fails
+   * late, is refused: logged with its position, counted, shown by /readyz;
+   * what the refused build opened is closed, and the running Runtime keeps
+   * serving unchanged. Keys that only a restart can apply are logged as such.
    * Returns whether the new config is now in use.
    */
   reload(): Promise<boolean> {
     // Reloads are serialized; a reload requested during one runs after it.
     const run = async (): Promise<boolean> => {
       const metrics = this.shared.metrics
+      let next: Runtime | null = null
       try {
         const { config, digest, warnings } = await loadConfigSnapshot(this.#configPath, this.#env)
         for (const w of warnings) this.log.warn(`config: ${formatProblem(w)}`)
         const old = this.#runtime
-        if (!sameStore(old.config, config)) this.log.warn('store settings changed: they take effect at the next restart')
-        if (!sameListen(old.config.listen, config.listen) || !sameListen(old.config.adminListen, config.adminListen)) {
-          this.log.warn('listen addresses changed: they take effect at the next restart')
+        next = await Runtime.build(config, this.shared, this.#state)
+        const secure = config.tls && this.#server && 'setSecureContext' in this.#server ? await secureContextOptions(config.tls) : null
+        // Nothing below can fail: commit.
+        for (const key of keysNeedingRestart(old.config, config)) {
+          this.log.warn({ key }, `config: ${key} changed; it takes effect at the next restart`)
         }
-        const next = await Runtime.build(config, this.shared, this.#state)
-        if (config.tls && this.#server && 'setSecureContext' in this.#server) {
-          const [cert, key] = await Promise.all([readFile(config.tls.certFile), readFile(config.tls.keyFile)])
-          ;(this.#server as import('node:https').Server).setSecureContext({ cert, key })
-        }
+        if (secure) (this.#server as import('node:https').Server).setSecureContext(secure)
         if (config.log.level !== this.log.level) {
           this.log.level = config.log.level
           this.#accessLog.level = config.log.level
         }
+        this.#applyRevocationSettings(old.config, config)
+        next.commit()
         this.#runtime = next
         this.#watcher?.loaded(digest)
         this.#lastReloadError = null
@@ -359,6 +388,7 @@ export class App {
         void old.drain(config.shutdownTimeoutMs).then(() => old.close())
         return true
       } catch (err) {
+        if (next) await next.discard()
         metrics.reloads.inc({ result: 'error' })
         const message = err instanceof ConfigError ? err.message : (err as Error).message
         this.#lastReloadError = message
@@ -370,6 +400,15 @@ export class App {
     const next = prev.then(run, run)
     this.#reloading = next
     return next
+  }
+
+  /** `gateway.revocation_resync` and `gateway.clock_skew` reach the process-wide revocation list. */
+  #applyRevocationSettings(old: Config, config: Config): void {
+    const before = { resync: old.gateway.revocationResyncSec, grace: revocationGraceSec(old) }
+    const after = { resync: config.gateway.revocationResyncSec, grace: revocationGraceSec(config) }
+    if (before.resync === after.resync && before.grace === after.grace) return
+    this.shared.revocations.configure(after.resync, { graceSec: after.grace })
+    this.log.info({ revocation_resync_sec: after.resync, revocation_grace_sec: after.grace }, 'config: revocation list settings applied')
   }
 
   /** Graceful shutdown: stop accepting, let in-flight requests finish within the bound, close the store. */

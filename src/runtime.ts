@@ -4,7 +4,7 @@ import { loadKeySet, generatePrivateJwk, signingKeyFromJwk, type KeySet, type Si
 import { buildAsContext } from './as/build.js'
 import { createAuthorizationServer } from './as/server.js'
 import { createGateway } from './gateway/gateway.js'
-import { JwksRegistry } from './gateway/jwks-client.js'
+import { JwksRegistry, type JwksStage } from './gateway/jwks-client.js'
 
 /**
  * What outlives a reload besides `Shared`: the ephemeral signing key (so a
@@ -31,35 +31,62 @@ export class ProcessState {
 /**
  * Everything built from one Config. Immutable once built; a reload builds a
  * new one and swaps it in, and a request keeps the Runtime it started with.
+ *
+ * Building is all or nothing: it touches nothing a running Runtime uses.
+ * What it needs from process-wide state (JWKS clients) is staged and applied
+ * by `commit()`, which the app calls when it swaps this Runtime in; a build
+ * that throws closes what it opened (upstream and introspection pools, JWKS
+ * clients it created) before rethrowing.
  */
 export class Runtime {
   readonly config: Config
   readonly keys: KeySet | null
   readonly as: Face | null
   readonly gateway: GatewayFace
+  readonly #jwks: JwksStage
   #inflight = 0
   #drained: (() => void) | null = null
 
-  private constructor(config: Config, keys: KeySet | null, as: Face | null, gateway: GatewayFace) {
+  private constructor(config: Config, keys: KeySet | null, as: Face | null, gateway: GatewayFace, jwks: JwksStage) {
     this.config = config
     this.keys = keys
     this.as = as
     this.gateway = gateway
+    this.#jwks = jwks
   }
 
   static async build(config: Config, shared: Shared, state: ProcessState): Promise<Runtime> {
-    const asConfig = config.authorizationServer
-    const keys = asConfig ? await loadKeySet(asConfig.keys, () => state.ephemeralKey()) : null
-    // An ephemeral key is reported by the config's warnings (logged at load).
-    if (keys && keys.idToken.alg !== 'RS256') {
-      shared.log.warn(
-        `no RS256 key: ID tokens are signed with ${keys.idToken.alg}, but OpenID Connect clients that do not read discovery expect RS256; add one with \`bearward keys generate --alg RS256\``,
-      )
+    const jwks = state.jwks.stage()
+    let as: Face | null = null
+    try {
+      const asConfig = config.authorizationServer
+      const keys = asConfig ? await loadKeySet(asConfig.keys, () => state.ephemeralKey()) : null
+      // An ephemeral key is reported by the config's warnings (logged at load).
+      if (keys && keys.idToken.alg !== 'RS256') {
+        shared.log.warn(
+          `no RS256 key: ID tokens are signed with ${keys.idToken.alg}, but OpenID Connect clients that do not read discovery expect RS256; add one with \`bearward keys generate --alg RS256\``,
+        )
+      }
+      const deps: FaceDeps = { ...shared, config, keys }
+      as = asConfig && keys ? createAuthorizationServer(buildAsContext({ ...deps, as: asConfig, keys })) : null
+      const gateway = createGateway(deps, { jwks })
+      return new Runtime(config, keys, as, gateway, jwks)
+    } catch (err) {
+      jwks.abort()
+      await as?.close().catch(() => undefined)
+      throw err
     }
-    const deps: FaceDeps = { ...shared, config, keys }
-    const as = asConfig && keys ? createAuthorizationServer(buildAsContext({ ...deps, as: asConfig, keys })) : null
-    const gateway = createGateway(deps, { jwks: state.jwks })
-    return new Runtime(config, keys, as, gateway)
+  }
+
+  /** Apply what the build staged in process-wide state; call once, when this Runtime is swapped in. */
+  commit(): void {
+    this.#jwks.commit()
+  }
+
+  /** Release a Runtime that was built but will never serve (a reload refused after the build). */
+  async discard(): Promise<void> {
+    this.#jwks.abort()
+    await this.close()
   }
 
   /** Count a request in; `depart()` exactly once when it is done. */

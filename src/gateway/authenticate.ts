@@ -18,7 +18,7 @@ import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
 import { checkBearerGrammar } from './extract.js'
 import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
-import type { JwksRegistry } from './jwks-client.js'
+import type { JwksSource } from './jwks-client.js'
 import { ScopeRule } from './scope.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
@@ -57,7 +57,7 @@ export interface IssuerSources {
   /** The built-in authorization server's keys, or null when it is not configured. */
   keys: KeySet | null
   store: Store
-  jwks: JwksRegistry
+  jwks: JwksSource
 }
 
 function hasJwks(issuer: IssuerConfig): issuer is IssuerConfig & { jwksUri: string } {

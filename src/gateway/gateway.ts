@@ -18,7 +18,7 @@ import { InsufficientScope, InvalidRequest, MethodNotAllowed, OAuthError, Server
 import { sendError, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
 import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
 import { extractToken, type ExtractedToken } from './extract.js'
-import type { JwksRegistry } from './jwks-client.js'
+import type { JwksSource } from './jwks-client.js'
 import { hostOf, normalizePath, parseAbsoluteTarget } from './normalize.js'
 import { checkRequirement, McpRule, type McpJudgement } from './mcp.js'
 import { ProtectedResources } from './protected-resource.js'
@@ -30,7 +30,7 @@ import { TOKEN_EXPIRED, TOKEN_REVOKED } from './verify-jwt.js'
 /** What outlives a Runtime and is handed to every gateway the process builds. */
 export interface GatewayShared {
   /** Remote JWKS caches, kept across reloads (see jwks-client.ts). */
-  readonly jwks: JwksRegistry
+  readonly jwks: JwksSource
 }
 
 /** A route as the hot path needs it. */
@@ -129,15 +129,21 @@ class Gateway implements GatewayFace {
     const { config } = deps
     this.#deps = deps
     const issuers = buildTrustedIssuers({ config, keys: deps.keys, store: deps.store, jwks: shared.jwks })
-    this.#metadata = new ProtectedResources(config)
-    const plans = config.routes.map((route): RoutePlan => {
-      const policy = route.public ? null : buildPolicy(route, issuers)
-      const mcp = policy !== null && route.mcp !== null ? new McpRule(route, policy.scopes) : null
-      return { route, policy, mcp, ...replyOptions(route, policy, this.#metadata.urlOf(route)) }
-    })
-    this.#table = new RouteTable(plans, (p) => p.route.match)
-    this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway })
-    this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log)
+    try {
+      this.#metadata = new ProtectedResources(config)
+      const plans = config.routes.map((route): RoutePlan => {
+        const policy = route.public ? null : buildPolicy(route, issuers)
+        const mcp = policy !== null && route.mcp !== null ? new McpRule(route, policy.scopes) : null
+        return { route, policy, mcp, ...replyOptions(route, policy, this.#metadata.urlOf(route)) }
+      })
+      this.#table = new RouteTable(plans, (p) => p.route.match)
+      this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway })
+      this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log)
+    } catch (err) {
+      // A gateway that is never built must not leave its introspection pools open.
+      for (const issuer of issuers.values()) void issuer.opaque?.close().catch(() => undefined)
+      throw err
+    }
     this.#defaultReply = Object.freeze({ realm: config.gateway.realm })
     this.#issuers = issuers
   }

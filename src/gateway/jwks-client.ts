@@ -230,11 +230,21 @@ export class JwksClient implements KeyLookup {
   }
 }
 
+/** Where a gateway gets the JWKS client of an issuer. */
+export interface JwksSource {
+  client(issuer: IssuerConfig & { jwksUri: string }): JwksClient
+}
+
+function clientKey(issuer: IssuerConfig & { jwksUri: string }): string {
+  return `${issuer.id}\n${issuer.jwksUri}`
+}
+
 /**
  * The process's JWKS clients, kept across reloads. The app creates one and
- * passes it to every `createGateway`; `close()` at shutdown.
+ * passes it to every `createGateway` through a {@link JwksStage}; `close()`
+ * at shutdown.
  */
-export class JwksRegistry {
+export class JwksRegistry implements JwksSource {
   readonly #clock: Clock
   readonly #log: Logger
   readonly #clients = new Map<string, JwksClient>()
@@ -245,23 +255,88 @@ export class JwksRegistry {
     this.#log = log
   }
 
-  /** The client for an issuer with a `jwks_uri`, created on first use and started; settings follow the latest config. */
+  /**
+   * The client for an issuer with a `jwks_uri`, created on first use and
+   * started; settings follow the latest config. Applies at once: a Runtime
+   * under construction uses `stage()` instead.
+   */
   client(issuer: IssuerConfig & { jwksUri: string }): JwksClient {
-    const key = `${issuer.id}\n${issuer.jwksUri}`
-    let client = this.#clients.get(key)
-    if (client === undefined) {
-      client = new JwksClient(issuer.id, issuer.jwksUri, issuer.jwks, { clock: this.#clock, log: this.#log, dispatcher: this.#dispatcher })
-      this.#clients.set(key, client)
-    } else {
-      client.configure(issuer.jwks)
-    }
-    client.start()
+    const stage = this.stage()
+    const client = stage.client(issuer)
+    stage.commit()
     return client
+  }
+
+  /**
+   * A set of changes a Runtime under construction wants (new clients, new
+   * settings), applied by `commit()` when that Runtime is swapped in, or
+   * discarded by `abort()` when its build fails: a refused reload leaves
+   * the clients the running Runtime uses as they were.
+   */
+  stage(): JwksStage {
+    return new JwksStage(
+      (key) => this.#clients.get(key),
+      (issuer) => new JwksClient(issuer.id, issuer.jwksUri, issuer.jwks, { clock: this.#clock, log: this.#log, dispatcher: this.#dispatcher }),
+      (key, client) => this.#clients.set(key, client),
+    )
   }
 
   async close(): Promise<void> {
     for (const client of this.#clients.values()) client.close()
     this.#clients.clear()
     await this.#dispatcher.close()
+  }
+}
+
+/** See {@link JwksRegistry.stage}. */
+export class JwksStage implements JwksSource {
+  readonly #existing: (key: string) => JwksClient | undefined
+  readonly #create: (issuer: IssuerConfig & { jwksUri: string }) => JwksClient
+  readonly #register: (key: string, client: JwksClient) => void
+  /** Per key: the client the new Runtime uses and the settings it wants. */
+  readonly #wanted = new Map<string, { client: JwksClient; settings: JwksSettings; created: boolean }>()
+  #done = false
+
+  constructor(
+    existing: (key: string) => JwksClient | undefined,
+    create: (issuer: IssuerConfig & { jwksUri: string }) => JwksClient,
+    register: (key: string, client: JwksClient) => void,
+  ) {
+    this.#existing = existing
+    this.#create = create
+    this.#register = register
+  }
+
+  /** The client the new Runtime will use; nothing live changes until commit(). */
+  client(issuer: IssuerConfig & { jwksUri: string }): JwksClient {
+    if (this.#done) throw new Error('JWKS stage already committed or aborted')
+    const key = clientKey(issuer)
+    const staged = this.#wanted.get(key)
+    if (staged !== undefined) {
+      staged.settings = issuer.jwks
+      return staged.client
+    }
+    const existing = this.#existing(key)
+    const client = existing ?? this.#create(issuer)
+    this.#wanted.set(key, { client, settings: issuer.jwks, created: existing === undefined })
+    return client
+  }
+
+  /** Register new clients, apply new settings, start first fetches. */
+  commit(): void {
+    if (this.#done) return
+    this.#done = true
+    for (const [key, { client, settings, created }] of this.#wanted) {
+      if (created) this.#register(key, client)
+      else client.configure(settings)
+      client.start()
+    }
+  }
+
+  /** Discard: close the clients this stage created; existing ones are untouched. */
+  abort(): void {
+    if (this.#done) return
+    this.#done = true
+    for (const { client, created } of this.#wanted.values()) if (created) client.close()
   }
 }

@@ -295,12 +295,17 @@ export class UpstreamProxy {
     const pools = new Map<string, Pool>()
     const sockets = new Map<string, WebSocketUpstream>()
 
-    for (const route of routes) {
-      const url = new URL(route.upstream)
-      if (!['http:', 'https:', 'ws:', 'wss:'].includes(url.protocol)) {
+    // Everything that can throw comes before the first pool is opened, so a
+    // refused build leaves no pool behind.
+    const cas = routes.map((route) => {
+      if (!['http:', 'https:', 'ws:', 'wss:'].includes(new URL(route.upstream).protocol)) {
         throw new Error(`route ${route.name}: upstream must be an http(s) or ws(s) URL`)
       }
-      const ca = readCa(route)
+      return readCa(route)
+    })
+    for (const [i, route] of routes.entries()) {
+      const url = new URL(route.upstream)
+      const ca = cas[i] ?? null
       const origin = httpOrigin(url)
       const key = poolKey(origin, route.upstreamCaFile, route.timeouts)
       const secure = origin.startsWith('https:')

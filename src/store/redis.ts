@@ -44,8 +44,13 @@
  *
  * Failure: commands fail fast with StoreUnavailableError while Redis is down
  * (no offline queue, nothing replayed after a caller saw an error), each
- * bounded by `commandTimeoutMs`; the client reconnects forever with capped
- * backoff, and a state change is logged once.
+ * bounded by `commandTimeoutMs`; the client reconnects forever with a backoff
+ * capped at 500 ms (so service returns within about that of Redis answering),
+ * and a state change is logged once. A heartbeat PING on each connection finds
+ * a silent partition (no RST) within HEARTBEAT_INTERVAL_MS +
+ * HEARTBEAT_DEADLINE_MS (1 s). The revocation subscriber is told at once of
+ * a lost connection and of the re-established subscription, so the gateway's
+ * revocation list never trusts a feed that may have missed a message.
  */
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis'
 import type { Clock } from '../clock.js'
@@ -106,7 +111,7 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number
   clock: Clock
   log?: StoreLog
-  /** Cap of the reconnect backoff (default 2000 ms). */
+  /** Cap of the reconnect backoff (default 500 ms). */
   maxReconnectDelayMs?: number
 }
 
@@ -134,51 +139,130 @@ function describe(err: unknown): { code?: string; message: string } {
 }
 
 /**
+ * How often each connection is probed with PING. A TCP black hole (a cut
+ * link that sends no RST) leaves ioredis believing it is connected for
+ * minutes; the heartbeat finds it instead.
+ */
+export const HEARTBEAT_INTERVAL_MS = 250
+/** Most a PING may stay unanswered before the link is declared dead (also capped by the command timeout). */
+export const HEARTBEAT_DEADLINE_MS = 750
+
+/**
  * One ioredis connection (or cluster) and what we know of its health. Commands
  * are only written while it is `ready`; before the first connection a command
  * waits for it, bounded by the command timeout.
+ *
+ * `up` turns false at once when the connection errors or closes, or when a
+ * heartbeat PING goes unanswered for the heartbeat deadline (then the
+ * connection is dropped and ioredis reconnects); `onChange` is told of
+ * every change, so the revocation list can stop trusting its copy.
  */
 class Link {
   readonly client: Client
   readonly #name: string
   readonly #timeoutMs: number
   readonly #log: StoreLog | undefined
+  readonly #onChange: () => void
   /** Known unreachable (an error or close since the last ready). */
   #down = false
+  /** Declared dead by the heartbeat; cleared at the next ready. */
+  #dead = false
   /** Last state logged, so each change is logged once. */
   #logged: 'up' | 'down' | null = null
   /** Set by close(): the connection ending then is not an outage. */
   #closing = false
+  /** Connections made so far: a reply to a PING from an earlier one does not count. */
+  #generation = 0
+  /** performance.now() when the unanswered PING was sent, or null. */
+  #pingSentAt: number | null = null
+  readonly #heartbeat: NodeJS.Timeout
+  readonly #deadlineMs: number
 
-  constructor(client: Client, name: string, timeoutMs: number, log: StoreLog | undefined) {
+  constructor(client: Client, name: string, timeoutMs: number, log: StoreLog | undefined, onChange: () => void = () => undefined) {
     this.client = client
     this.#name = name
     this.#timeoutMs = timeoutMs
     this.#log = log
+    this.#onChange = onChange
+    this.#deadlineMs = Math.min(HEARTBEAT_DEADLINE_MS, Math.max(timeoutMs, 100))
     client.on('ready', () => {
       this.#down = false
+      this.#dead = false
+      this.#generation++
+      this.#pingSentAt = null
       if (this.#logged !== 'up') this.#log?.info({ connection: this.#name }, 'store connected')
       this.#logged = 'up'
+      this.#onChange()
     })
     // Without an 'error' listener ioredis would report every failed reconnect itself.
     client.on('error', (err: unknown) => this.#fail(err))
     client.on('close', () => this.#fail(null))
+    this.#heartbeat = setInterval(() => this.#beat(), HEARTBEAT_INTERVAL_MS)
+    this.#heartbeat.unref()
+  }
+
+  /** Connected, and answering. */
+  get up(): boolean {
+    return this.client.status === 'ready' && !this.#dead && !this.#closing
+  }
+
+  /** Connections made so far (changes at every reconnect). */
+  get generation(): number {
+    return this.#generation
   }
 
   #fail(err: unknown): void {
     if (this.client.status === 'ready' || this.#closing) return
     this.#down = true
+    this.#pingSentAt = null
+    this.#report(err)
+    this.#onChange()
+  }
+
+  #report(err: unknown): void {
     if (this.#logged !== 'down') {
       this.#log?.warn({ connection: this.#name, err: err ? describe(err) : undefined }, 'store unreachable')
     }
     this.#logged = 'down'
   }
 
+  /** One heartbeat tick: judge the PING in flight, or send one. */
+  #beat(): void {
+    if (this.#closing || this.#dead || this.client.status !== 'ready') return
+    const sentAt = this.#pingSentAt
+    if (sentAt === null) {
+      const generation = this.#generation
+      const started = performance.now()
+      this.#pingSentAt = started
+      this.client.ping().then(
+        () => {
+          if (this.#generation === generation && this.#pingSentAt === started) this.#pingSentAt = null
+        },
+        () => undefined, // a failed PING is judged by the deadline, or by the close that caused it
+      )
+      return
+    }
+    if (performance.now() - sentAt < this.#deadlineMs) return
+    // Past the deadline. Let pending socket reads run first (setImmediate comes
+    // after the poll phase): a reply that was only held up by a busy event loop
+    // must not count as a dead link.
+    setImmediate(() => {
+      if (this.#pingSentAt !== sentAt || this.#closing || this.client.status !== 'ready') return
+      this.#dead = true
+      this.#down = true
+      this.#pingSentAt = null
+      this.#report(new Error(`no reply to PING within ${this.#deadlineMs} ms`))
+      this.#onChange()
+      // Drop the silent connection; ioredis reconnects with its backoff.
+      this.client.disconnect(true)
+    })
+  }
+
   /** Resolves when commands may be written; rejects with StoreUnavailableError otherwise. */
   async ready(): Promise<void> {
     const c = this.client
-    if (c.status === 'ready') return
-    if (this.#down || c.status === 'end' || c.status === 'close') throw new StoreUnavailableError()
+    if (this.up) return
+    if (this.#down || this.#dead || c.status === 'end' || c.status === 'close') throw new StoreUnavailableError()
     await new Promise<void>((resolve, reject) => {
       const done = (err: StoreUnavailableError | null): void => {
         clearTimeout(timer)
@@ -202,6 +286,7 @@ class Link {
 
   async close(): Promise<void> {
     this.#closing = true
+    clearInterval(this.#heartbeat)
     const c = this.client
     if (c.status === 'ready') {
       try {
@@ -225,7 +310,7 @@ function parseNode(seed: string): ClusterNode {
 }
 
 function createClient(o: RedisStoreOptions, timeoutMs: number): Client {
-  const capMs = o.maxReconnectDelayMs ?? 2000
+  const capMs = o.maxReconnectDelayMs ?? 500
   const common: RedisOptions = {
     commandTimeout: timeoutMs,
     connectTimeout: Math.max(timeoutMs, 2000),
@@ -318,7 +403,14 @@ export class RedisStore implements Store {
   readonly #main: Link
   #sub: Link | null = null
   readonly #listeners = new Set<(entry: RevocationEntry) => void>()
+  readonly #feedListeners = new Set<(up: boolean) => void>()
+  /** The SUBSCRIBE in flight on the subscriber connection, if any. */
   #subscribing: Promise<void> | null = null
+  #subscribingGeneration = -1
+  /** The subscriber connection generation whose SUBSCRIBE was acknowledged, or -1. */
+  #subscribedGeneration = -1
+  /** The feed state last told to the feed listeners. */
+  #feedReported = false
   #closed = false
 
   constructor(options: RedisStoreOptions) {
@@ -328,7 +420,7 @@ export class RedisStore implements Store {
     this.#channel = `${this.#prefix}revocations`
     this.#timeoutMs = options.commandTimeoutMs ?? 1000
     this.#cluster = (options.cluster?.length ?? 0) > 0
-    this.#main = new Link(createClient(options, this.#timeoutMs), 'main', this.#timeoutMs, options.log)
+    this.#main = new Link(createClient(options, this.#timeoutMs), 'main', this.#timeoutMs, options.log, () => this.#feedChanged())
   }
 
   // -- plumbing --------------------------------------------------------------
@@ -392,6 +484,7 @@ export class RedisStore implements Store {
     if (this.#closed) return
     this.#closed = true
     this.#listeners.clear()
+    this.#feedListeners.clear()
     await Promise.all([this.#main.close(), this.#sub?.close()])
   }
 
@@ -526,20 +619,60 @@ export class RedisStore implements Store {
     })
   }
 
-  async subscribeRevocations(onEntry: (entry: RevocationEntry) => void): Promise<() => Promise<void>> {
+  /**
+   * Entries published by any instance. `onFeed(false)` is called as soon as
+   * either connection is lost or found dead (messages may be missed from then
+   * on), `onFeed(true)` once both are back and the channel is subscribed anew;
+   * right after subscribing it is called with the current state when that is
+   * down. The caller resyncs on `true` (see RevocationList).
+   */
+  async subscribeRevocations(onEntry: (entry: RevocationEntry) => void, onFeed?: (up: boolean) => void): Promise<() => Promise<void>> {
     if (this.#closed) throw new StoreUnavailableError('store closed')
-    await this.#ensureSubscribed()
+    // Listen before subscribing: a loss during the SUBSCRIBE is not missed.
+    const feed = onFeed ? (up: boolean): void => onFeed(up) : null
+    if (feed) this.#feedListeners.add(feed)
+    try {
+      await this.#ensureSubscribed()
+    } catch (err) {
+      if (feed) this.#feedListeners.delete(feed)
+      throw err
+    }
     const fn = (e: RevocationEntry): void => onEntry(e)
     this.#listeners.add(fn)
+    if (feed && !this.#feedUp()) feed(false)
     return async () => {
       this.#listeners.delete(fn)
+      if (feed) this.#feedListeners.delete(feed)
     }
   }
 
-  /** One subscriber connection per store, subscribed once; ioredis resubscribes after reconnects. */
+  /** Both connections answer and the channel is subscribed on the current subscriber connection. */
+  #feedUp(): boolean {
+    const sub = this.#sub
+    return !this.#closed && this.#main.up && sub !== null && sub.up && this.#subscribedGeneration === sub.generation
+  }
+
+  /** A connection changed state: tell the feed listeners when the feed's state changed. */
+  #feedChanged(): void {
+    const up = this.#feedUp()
+    if (up === this.#feedReported) return
+    this.#feedReported = up
+    for (const fn of this.#feedListeners) {
+      try {
+        fn(up)
+      } catch (err) {
+        this.#opts.log?.error({ err: describe(err) }, 'revocation feed listener failed')
+      }
+    }
+  }
+
+  /** One subscriber connection per store; the channel is subscribed again at every reconnect (by us, so we know when). */
   async #ensureSubscribed(): Promise<void> {
     if (!this.#sub) {
-      const sub = new Link(this.#main.client.duplicate(), 'subscriber', this.#timeoutMs, this.#opts.log)
+      // autoResubscribe off: #subscribe runs at every 'ready' and marks the generation it acknowledged.
+      const client = this.#cluster ? this.#main.client.duplicate() : (this.#main.client as Redis).duplicate({ autoResubscribe: false })
+      const sub = new Link(client, 'subscriber', this.#timeoutMs, this.#opts.log, () => this.#feedChanged())
+      sub.client.on('ready', () => void this.#subscribe(sub).catch(() => undefined))
       sub.client.on('message', (channel: string, message: string) => {
         if (channel !== this.#channel) return
         const entry = parseEntry(message)
@@ -555,16 +688,34 @@ export class RedisStore implements Store {
       this.#sub = sub
     }
     const sub = this.#sub
-    this.#subscribing ??= (async () => {
-      await sub.ready()
-      await sub.client.subscribe(this.#channel)
-    })()
+    if (sub.up && this.#subscribedGeneration === sub.generation) return
     try {
-      await this.#subscribing
+      await sub.ready()
+      await this.#subscribe(sub)
     } catch (err) {
-      this.#subscribing = null // try again on the next call
       throw unavailable(err)
     }
+    if (this.#subscribedGeneration !== sub.generation) throw new StoreUnavailableError()
+  }
+
+  /** SUBSCRIBE on the subscriber's current connection; concurrent calls on one connection share one. */
+  #subscribe(sub: Link): Promise<void> {
+    const generation = sub.generation
+    if (this.#subscribing !== null && this.#subscribingGeneration === generation) return this.#subscribing
+    const run: Promise<void> = sub.client.subscribe(this.#channel).then(
+      () => {
+        if (this.#subscribing === run) this.#subscribing = null
+        if (sub.generation === generation && sub.up) this.#subscribedGeneration = generation
+        this.#feedChanged()
+      },
+      (err: unknown) => {
+        if (this.#subscribing === run) this.#subscribing = null
+        throw err
+      },
+    )
+    this.#subscribing = run
+    this.#subscribingGeneration = generation
+    return run
   }
 
   // -- opaque access tokens --------------------------------------------------

@@ -5,12 +5,21 @@
  * server; a JWT can only be stopped by a list keyed by jti or grant).
  *
  * Loaded at start, kept current by the store's pub/sub, and merged with a full
- * reload every `resyncSec`, which heals any message missed while a connection
- * was down. A resync only adds: a revocation is never withdrawn, so an entry
- * leaves the list only when its token has expired (plus grace). That way a
- * Redis that restarts empty (no persistence) cannot bring a revoked token
- * back to life in a running instance. `healthy` tells whether the last load succeeded, so callers can
- * apply their store-unavailable policy.
+ * reload every `resyncSec`. A resync only adds: a revocation is never
+ * withdrawn, so an entry leaves the list only when its token has expired
+ * (plus grace). That way a Redis that restarts empty (no persistence) cannot
+ * bring a revoked token back to life in a running instance.
+ *
+ * `healthy` says whether the copy can be trusted, so callers can apply their
+ * store-unavailable policy. It follows the connection, not the timer: the
+ * store reports a lost connection at once (`onFeed(false)`) and the list is
+ * unhealthy from that moment, since a message published meanwhile is lost.
+ * When the store reports the subscription back (`onFeed(true)`), a resync
+ * runs at once; the list is healthy again only when that resync completed
+ * with the subscription live throughout (subscribe first, then load: an
+ * entry revoked during the partition is in the load, one revoked after it
+ * arrives by message). While unhealthy, the resync is retried every
+ * RETRY_MS.
  */
 import type { Clock } from '../clock.js'
 import type { RevocationEntry, Store } from './types.js'
@@ -30,6 +39,9 @@ export interface RevocationListOptions {
   graceSec?: number
 }
 
+/** While unhealthy, a resync is retried this often (a reconnect also triggers one at once). */
+export const RETRY_MS = 500
+
 type Entries = { jti: Map<string, number>; grant: Map<string, number> }
 
 function emptyEntries(): Entries {
@@ -41,8 +53,8 @@ export class RevocationList {
   readonly #store: Store
   readonly #clock: Clock
   readonly #log: RevocationListLog | undefined
-  readonly #resyncMs: number
-  readonly #graceSec: number
+  #resyncMs: number
+  #graceSec: number
   #entries: Entries = emptyEntries()
   #healthy = false
   /** Last health state logged (null before the first load), so each change is logged once. */
@@ -50,6 +62,11 @@ export class RevocationList {
   #started = false
   #stopped = false
   #timer: NodeJS.Timeout | null = null
+  #retryTimer: NodeJS.Timeout | null = null
+  /** Feed losses seen so far: a resync during which one happened proves nothing. */
+  #losses = 0
+  /** What the store last said of the feed (assumed up until it says otherwise). */
+  #feedUp = true
   #unsubscribe: (() => Promise<void>) | null = null
   /** Entries that arrived while a reload was in flight (merged into its result). */
   #arrivals: RevocationEntry[] | null = null
@@ -61,6 +78,37 @@ export class RevocationList {
     this.#log = log
     this.#resyncMs = Math.max(0.05, resyncSec) * 1000
     this.#graceSec = options.graceSec ?? 60
+  }
+
+  /**
+   * Take the settings of a reloaded config: a new resync period restarts the
+   * timer (the next resync is one new period away); a new grace applies to
+   * the next lookup.
+   */
+  configure(resyncSec: number, options: RevocationListOptions = {}): void {
+    this.#graceSec = options.graceSec ?? this.#graceSec
+    const ms = Math.max(0.05, resyncSec) * 1000
+    if (ms === this.#resyncMs) return
+    this.#resyncMs = ms
+    if (this.#timer !== null) {
+      clearInterval(this.#timer)
+      this.#startTimer()
+    }
+  }
+
+  /** Seconds between periodic resyncs. */
+  get resyncSec(): number {
+    return this.#resyncMs / 1000
+  }
+
+  /** Seconds an entry outlives its token's exp. */
+  get graceSec(): number {
+    return this.#graceSec
+  }
+
+  #startTimer(): void {
+    this.#timer = setInterval(() => void this.resync(), this.#resyncMs)
+    this.#timer.unref()
   }
 
   /** True when the last load or resync from the store succeeded. */
@@ -82,14 +130,15 @@ export class RevocationList {
     this.#started = true
     await this.resync()
     if (this.#stopped) return
-    this.#timer = setInterval(() => void this.resync(), this.#resyncMs)
-    this.#timer.unref()
+    this.#startTimer()
   }
 
   async stop(): Promise<void> {
     this.#stopped = true
     if (this.#timer) clearInterval(this.#timer)
+    if (this.#retryTimer) clearTimeout(this.#retryTimer)
     this.#timer = null
+    this.#retryTimer = null
     const unsubscribe = this.#unsubscribe
     this.#unsubscribe = null
     if (unsubscribe) await unsubscribe().catch(() => undefined)
@@ -134,13 +183,44 @@ export class RevocationList {
     return this.#resyncing
   }
 
+  /** The store's word on the feed (see the module comment). */
+  #onFeed(up: boolean): void {
+    if (this.#stopped) return
+    if (!up) {
+      this.#losses++
+      this.#feedUp = false
+      this.#setHealthy(false, new Error('connection to the store lost'))
+      return
+    }
+    this.#feedUp = true
+    // A resync already in flight began before the feed came back: it cannot
+    // make the list healthy, so run another one after it.
+    const inflight = this.#resyncing
+    if (inflight === null) void this.resync()
+    else void inflight.then(() => this.resync())
+  }
+
+  /** While unhealthy, try again soon (the periodic timer may be far away). */
+  #retryLater(): void {
+    if (this.#stopped || this.#retryTimer !== null) return
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null
+      if (!this.#healthy) void this.resync()
+    }, Math.min(RETRY_MS, this.#resyncMs))
+    this.#retryTimer.unref()
+  }
+
   async #reload(): Promise<boolean> {
     if (this.#stopped) return this.#healthy
     this.#arrivals = []
+    const losses = this.#losses
     try {
       // Subscribe before loading, so an entry added in between is not missed.
       if (!this.#unsubscribe) {
-        const unsubscribe = await this.#store.subscribeRevocations((e) => this.add(e))
+        const unsubscribe = await this.#store.subscribeRevocations(
+          (e) => this.add(e),
+          (up) => this.#onFeed(up),
+        )
         if (this.#stopped) await unsubscribe().catch(() => undefined)
         else this.#unsubscribe = unsubscribe
       }
@@ -158,12 +238,15 @@ export class RevocationList {
         map.set(e.id, Math.max(e.exp, map.get(e.id) ?? e.exp))
       }
       this.#entries = next
-      this.#setHealthy(true, null)
+      // Healthy only if the feed was live from before the load until now.
+      if (this.#feedUp && this.#losses === losses) this.#setHealthy(true, null)
+      else this.#setHealthy(false, new Error('connection to the store lost during the resync'))
     } catch (err) {
       this.#setHealthy(false, err)
     } finally {
       this.#arrivals = null
     }
+    if (!this.#healthy) this.#retryLater()
     return this.#healthy
   }
 
@@ -171,7 +254,8 @@ export class RevocationList {
     this.#healthy = healthy
     if (healthy === this.#reported) return
     this.#reported = healthy
+    // Tests and operators key on these two messages: the moment routes stop and resume trusting the list.
     if (healthy) this.#log?.info({ entries: this.size }, 'revocation list loaded')
-    else this.#log?.warn({ err: err instanceof Error ? err.message : String(err) }, 'revocation list cannot be loaded from the store')
+    else this.#log?.warn({ err: err instanceof Error ? err.message : String(err) }, 'revocation list unhealthy: store unreachable')
   }
 }

@@ -202,8 +202,13 @@ export interface Store {
   addRevocation(entry: RevocationEntry): Promise<void>
   /** Every unexpired entry (for load at start and periodic resync). */
   listRevocations(): Promise<RevocationEntry[]>
-  /** Receive entries added by any instance (this one included). Returns an unsubscribe function. */
-  subscribeRevocations(onEntry: (entry: RevocationEntry) => void): Promise<() => Promise<void>>
+  /**
+   * Receive entries added by any instance (this one included). Returns an
+   * unsubscribe function. `onFeed(false)`: a connection was lost, messages
+   * may be missed from now on; `onFeed(true)`: subscribed again, resync now.
+   * A store whose feed cannot fail (memory) never calls it.
+   */
+  subscribeRevocations(onEntry: (entry: RevocationEntry) => void, onFeed?: (up: boolean) => void): Promise<() => Promise<void>>
 
   // -- opaque access tokens --------------------------------------------------
   putOpaqueToken(tokenHash: string, record: OpaqueTokenRecord): Promise<void>
