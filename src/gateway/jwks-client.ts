@@ -130,6 +130,11 @@ export class JwksClient implements KeyLookup {
     this.#deps = deps
   }
 
+  /** The settings in use (those of the config last committed). */
+  get settings(): JwksSettings {
+    return this.#settings
+  }
+
   /** Take the settings of a reloaded config; the keys are kept. */
   configure(settings: JwksSettings): void {
     this.#settings = settings
@@ -265,6 +270,11 @@ export class JwksRegistry implements JwksSource {
     const client = stage.client(issuer)
     stage.commit()
     return client
+  }
+
+  /** The live client for an issuer, if one is registered (no side effect). */
+  peek(issuer: IssuerConfig & { jwksUri: string }): JwksClient | undefined {
+    return this.#clients.get(clientKey(issuer))
   }
 
   /**

@@ -192,6 +192,8 @@ export class RevocationList {
       this.#setHealthy(false, new Error('connection to the store lost'))
       return
     }
+    // Up without a loss seen (the first report after subscribing): nothing was missed.
+    if (this.#feedUp) return
     this.#feedUp = true
     // A resync already in flight began before the feed came back: it cannot
     // make the list healthy, so run another one after it.

@@ -1,13 +1,16 @@
 /**
  * Redis goes away and comes back: every call fails fast with
  * StoreUnavailableError, nothing crashes, and the store recovers by itself.
+ * The revocation feed reports each loss and return (what the gateway's
+ * revocation list goes by); the end-to-end figures are in test/faults/.
  */
 import t, { type Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { StoreUnavailableError } from '../../src/errors.js'
-import { RedisStore } from '../../src/store/redis.js'
+import { HEARTBEAT_DEADLINE_MS, HEARTBEAT_INTERVAL_MS, RedisStore } from '../../src/store/redis.js'
 import type { RevocationEntry, Store } from '../../src/store/types.js'
 import { startRedis } from '../helpers/redis.js'
+import { startTcpRelay } from '../helpers/tcp-relay.js'
 import { codeRecord, eventually, grantRecord, nowSec, token } from './contract.js'
 
 const LIMIT_MS = 1500
@@ -138,3 +141,59 @@ async function pollUntil(call: () => Promise<unknown>, ms: number): Promise<bool
     }
   }
 }
+
+/** Resolve with performance.now() at the first feed report equal to `up`, or reject after `ms`. */
+function feedReport(reports: Array<{ up: boolean; at: number }>, up: boolean, after: number, ms: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const deadline = performance.now() + ms
+    const check = (): void => {
+      const hit = reports.find((r) => r.up === up && r.at >= after)
+      if (hit) return resolve(hit.at)
+      if (performance.now() > deadline) return reject(new Error(`no feed report ${up} within ${ms} ms`))
+      setTimeout(check, 5)
+    }
+    check()
+  })
+}
+
+t.test('revocation feed: a cut link is reported at once, a silent one by the heartbeat, the return after resubscribing', async (t) => {
+  const redis = await startRedis({ own: true })
+  const relay = await startTcpRelay(redis.port)
+  t.teardown(async () => {
+    await relay.close()
+    await redis.stop()
+  })
+  const clock = new ManualClock()
+  const store = new RedisStore({ url: relay.url, keyPrefix: redis.prefix, clock, commandTimeoutMs: 1000 })
+  const publisher = new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock })
+  t.teardown(() => Promise.all([store.close(), publisher.close()]))
+  const reports: Array<{ up: boolean; at: number }> = []
+  const seen: string[] = []
+  t.teardown(await store.subscribeRevocations((e) => seen.push(e.id), (up) => reports.push({ up, at: performance.now() })))
+  t.same(reports.filter((r) => !r.up), [], 'subscribed with both connections up: no loss reported')
+
+  const cutAt = performance.now()
+  relay.cut()
+  const lostAt = await feedReport(reports, false, cutAt, 2000)
+  t.ok(lostAt - cutAt < 100, `cut reported after ${(lostAt - cutAt).toFixed(1)} ms`)
+  await publisher.addRevocation({ kind: 'jti', id: 'during-cut', exp: nowSec(clock) + 60 })
+  const restoredAt = performance.now()
+  relay.restore()
+  const backAt = await feedReport(reports, true, restoredAt, 3000)
+  t.ok(backAt - restoredAt < 1000, `return reported ${(backAt - restoredAt).toFixed(0)} ms after the link heals (reconnect backoff capped at 500 ms)`)
+  t.notOk(seen.includes('during-cut'), 'the message published during the cut is lost (the resync the report triggers finds it)')
+  await publisher.addRevocation({ kind: 'jti', id: 'after-cut', exp: nowSec(clock) + 60 })
+  t.ok(await eventually(() => seen.includes('after-cut'), 2000), 'subscribed again when the return is reported')
+
+  const silencedAt = performance.now()
+  relay.silence()
+  const silentAt = await feedReport(reports, false, silencedAt, 3000)
+  t.ok(silentAt - silencedAt < HEARTBEAT_INTERVAL_MS + HEARTBEAT_DEADLINE_MS + 300, `silent partition found by the heartbeat after ${(silentAt - silencedAt).toFixed(0)} ms`)
+  await failsFast(t, 'a command while the link is known dead', () => store.ping())
+  const healedAt = performance.now()
+  relay.restore()
+  const upAgainAt = await feedReport(reports, true, healedAt, 5000)
+  t.ok(upAgainAt - healedAt < 2000, `return reported ${(upAgainAt - healedAt).toFixed(0)} ms after the silence ends`)
+  await store.ping()
+  t.same(unhandled, [], 'no unhandled rejections')
+})

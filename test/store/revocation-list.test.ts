@@ -3,7 +3,7 @@ import { ManualClock } from '../../src/clock.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RedisStore } from '../../src/store/redis.js'
-import { RevocationList } from '../../src/store/revocation-list.js'
+import { RETRY_MS, RevocationList } from '../../src/store/revocation-list.js'
 import type { RevocationEntry, Store } from '../../src/store/types.js'
 import { startRedis, type TestRedis } from '../helpers/redis.js'
 import { eventually, nowSec, type MakeStore } from './contract.js'
@@ -16,11 +16,13 @@ interface Faults {
   deaf: boolean
   /** When set, listRevocations waits for this before answering. */
   gate: Promise<void> | null
+  /** The list's feed callback, to report a lost or restored connection as the Redis store does. */
+  feed: ((up: boolean) => void) | null
 }
 
 /** The same store, with faults switched on and off by the test. */
 function faulty(store: Store): { store: Store; faults: Faults } {
-  const faults: Faults = { down: false, deaf: false, gate: null }
+  const faults: Faults = { down: false, deaf: false, gate: null, feed: null }
   const wrapped = new Proxy(store, {
     get(target, prop, receiver) {
       if (prop === 'listRevocations') {
@@ -32,8 +34,9 @@ function faulty(store: Store): { store: Store; faults: Faults } {
         }
       }
       if (prop === 'subscribeRevocations') {
-        return async (fn: (e: RevocationEntry) => void) => {
+        return async (fn: (e: RevocationEntry) => void, onFeed?: (up: boolean) => void) => {
           if (faults.down) throw new StoreUnavailableError()
+          faults.feed = onFeed ?? null
           return target.subscribeRevocations((e) => {
             if (!faults.deaf) fn(e)
           })
@@ -168,6 +171,79 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     const other = await h.peer()
     await other.addRevocation({ kind: 'jti', id: 'late', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => list.isRevoked('late', null)))
+  })
+
+  t.test(`${name}: a lost feed makes the list unhealthy at once; its return resyncs and heals a missed message`, async (tt) => {
+    const { clock, store, faults, list } = await setup(tt)
+    await store.addRevocation({ kind: 'jti', id: 'known', exp: nowSec(clock) + 60 })
+    await list.start()
+    tt.equal(list.healthy, true)
+    faults.feed?.(false)
+    tt.equal(list.healthy, false, 'unhealthy in the same tick the store reports the loss')
+    tt.equal(list.isRevoked('known', null), true, 'what it knew is still enforced')
+    faults.deaf = true // the partition: the message is lost
+    await store.addRevocation({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
+    faults.deaf = false
+    faults.feed?.(true)
+    tt.ok(await eventually(() => list.healthy), 'healthy again after the resync the reconnect triggered')
+    tt.equal(list.isRevoked('missed', null), true, 'the entry revoked during the partition was loaded')
+  })
+
+  t.test(`${name}: a loss during a resync keeps the list unhealthy until a resync after the return`, async (tt) => {
+    const { faults, list } = await setup(tt)
+    await list.start()
+    let open: () => void = () => undefined
+    faults.gate = new Promise((r) => {
+      open = r
+    })
+    const pending = list.resync()
+    faults.feed?.(false)
+    faults.gate = null
+    open()
+    tt.equal(await pending, false, 'the resync that saw a loss does not make the list healthy')
+    faults.feed?.(true)
+    tt.ok(await eventually(() => list.healthy), 'the return triggers a resync that does')
+  })
+
+  t.test(`${name}: a return during a resync still gets its own resync`, async (tt) => {
+    const { faults, list } = await setup(tt)
+    await list.start()
+    faults.feed?.(false)
+    let open: () => void = () => undefined
+    faults.gate = new Promise((r) => {
+      open = r
+    })
+    const pending = list.resync()
+    faults.feed?.(true)
+    faults.gate = null
+    open()
+    await pending
+    tt.ok(await eventually(() => list.healthy), 'healthy after the resync that followed the return')
+  })
+
+  t.test(`${name}: while unhealthy, resyncs are retried without waiting for the period`, async (tt) => {
+    const { faults, list } = await setup(tt) // period 3600 s
+    await list.start()
+    faults.down = true
+    tt.equal(await list.resync(), false)
+    faults.down = false
+    const started = Date.now()
+    tt.ok(await eventually(() => list.healthy, 3000), 'healthy again by the retry')
+    tt.ok(Date.now() - started < 2000, `within ${Date.now() - started} ms (retry every ${RETRY_MS} ms)`)
+  })
+
+  t.test(`${name}: configure() applies a new resync period and grace`, async (tt) => {
+    const { clock, store, faults, list } = await setup(tt) // period 3600 s
+    await list.start()
+    faults.deaf = true
+    list.configure(0.05, { graceSec: 5 })
+    tt.equal(list.resyncSec, 0.05)
+    tt.equal(list.graceSec, 5)
+    await store.addRevocation({ kind: 'jti', id: 'by-new-period', exp: nowSec(clock) + 60 })
+    tt.ok(await eventually(() => list.isRevoked('by-new-period', null)), 'picked up by the new period')
+    list.add({ kind: 'jti', id: 'short-grace', exp: nowSec(clock) })
+    clock.advance(6000)
+    tt.equal(list.isRevoked('short-grace', null), false, 'the new grace applies')
   })
 
   t.test(`${name}: stop() ends the subscription`, async (tt) => {
