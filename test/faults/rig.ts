@@ -81,7 +81,8 @@ export async function startRig(via: Array<'relay' | 'direct'>, extraRoutes: (ups
         .replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
       const file = join(cfg.dir, `g${i + 1}.yaml`)
       await writeFile(file, yaml)
-      instances.push({ bin: await startBin(file), relay, file })
+      // A generous start bound: the fault suite runs beside everything else on a busy machine.
+      instances.push({ bin: await startBin(file, {}, 30_000), relay, file })
     }
   } catch (err) {
     await close()
