@@ -16,7 +16,7 @@ import { checkPreSessionCsrf, isSameOrigin, preSessionCsrf, tokensMatch } from '
 import { displayName } from './display-name.js'
 import { guardPage } from './failures.js'
 import { readFormParams } from './form.js'
-import { userCodeLimit } from './rate-limit.js'
+import { userCodeLimit, waitInWords } from './rate-limit.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
 import { currentSession } from './session.js'
@@ -34,18 +34,18 @@ import { formatUserCode, normalizeUserCode } from './user-code.js'
 
 export const CODE_NOT_FOUND = 'This code has expired or is not valid. Check the code on your device, or start again there to get a new one.'
 export const CODE_USED = 'This code has already been used. Start again on your device to get a new code.'
-const TOO_MANY = 'Too many attempts, try again later.'
 
 type Lookup =
   | { kind: 'ok'; userCode: string; record: DeviceRecord; client: ClientConfig }
-  | { kind: 'limited' }
+  | { kind: 'limited'; retryAfterSec: number }
   | { kind: 'not_found' }
   | { kind: 'used' }
 
 /** Find a pending device request by what the person typed; every miss counts against their address. */
 async function lookUp(req: IncomingMessage, as: AsContext, typed: string): Promise<Lookup> {
   const limit = userCodeLimit(as, clientAddress(req, as.config.gateway.trustedProxies))
-  if (await limit.blocked()) return { kind: 'limited' }
+  const lockedFor = await limit.lockedFor()
+  if (lockedFor > 0) return { kind: 'limited', retryAfterSec: lockedFor }
   const userCode = normalizeUserCode(typed)
   const found = userCode === null ? null : await as.store.getDeviceByUserCode(userCode)
   const client = found === null ? undefined : as.clients.get(found.record.clientId)
@@ -83,7 +83,8 @@ function showLookupFailure(
   typed: string,
 ): lookup is Exclude<Lookup, { kind: 'ok' }> {
   if (lookup.kind === 'limited') {
-    showEntry(req, res, as, 429, { userCode: typed, error: TOO_MANY, headers: { 'retry-after': String(as.as.rateLimit.windowSec) } })
+    const error = `Too many attempts. Try again in ${waitInWords(lookup.retryAfterSec)}.`
+    showEntry(req, res, as, 429, { userCode: typed, error, headers: { 'retry-after': String(lookup.retryAfterSec) } })
     return true
   }
   if (lookup.kind === 'not_found') {

@@ -13,7 +13,7 @@ import { showDeviceLogin } from './device-page.js'
 import { guardPage, guardRedirect } from './failures.js'
 import { readFormParams } from './form.js'
 import { knownBrowserFor, rememberBrowser } from './known-browser.js'
-import { LoginThrottle, type LoginVerdict } from './rate-limit.js'
+import { LoginThrottle, waitInWords, type LoginVerdict } from './rate-limit.js'
 import { redirect, showError, showForbidden } from './respond.js'
 import { sessionIdOf, startSession } from './session.js'
 import { formatUserCode, normalizeUserCode } from './user-code.js'
@@ -21,13 +21,6 @@ import { formatUserCode, normalizeUserCode } from './user-code.js'
 /** The same text whether the username or the password was wrong (no account enumeration). */
 export const LOGIN_FAILED = 'The username or password is incorrect.'
 export const LOGIN_INCOMPLETE = 'Enter your username and password.'
-
-/** `45 seconds`, `1 minute`, `13 minutes`: a wait as a person reads it (rounded up). */
-export function waitInWords(seconds: number): string {
-  if (seconds < 60) return seconds === 1 ? '1 second' : `${seconds} seconds`
-  const minutes = Math.ceil(seconds / 60)
-  return minutes === 1 ? '1 minute' : `${minutes} minutes`
-}
 
 /**
  * The page text of a throttled attempt: what happened, how long to wait,

@@ -16,6 +16,13 @@ import type { AsContext } from '../context.js'
  * does not share.
  */
 
+/** `45 seconds`, `1 minute`, `13 minutes`: a wait as a person reads it (rounded up), for the pages that say how long. */
+export function waitInWords(seconds: number): string {
+  if (seconds < 60) return seconds === 1 ? '1 second' : `${seconds} seconds`
+  const minutes = Math.ceil(seconds / 60)
+  return minutes === 1 ? '1 minute' : `${minutes} minutes`
+}
+
 /** One fixed-window failure counter and how many failures it allows. */
 export interface FailureCounter {
   readonly key: string
