@@ -61,7 +61,7 @@ export async function startBinOrCleanUp(file: string, cleanup: () => Promise<voi
  * `launch`: `node` runs `node bin/bearward` (the test runner's node, no
  * flags); `shebang` executes bin/bearward itself, as an installed binary runs.
  */
-export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 15000, launch: 'node' | 'shebang' = 'node'): Promise<RunningBin> {
+export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000, launch: 'node' | 'shebang' = 'node'): Promise<RunningBin> {
   const [command, args] = launch === 'node' ? [process.execPath, [BIN, 'start', '-c', file]] : [BIN, ['start', '-c', file]]
   const child = spawn(command, args, {
     env: childEnv(env),
