@@ -11,9 +11,14 @@ import { loadConfigSnapshot } from './config/load.js'
 import type { Config, ListenAddress } from './config/types.js'
 import { ConfigWatcher } from './config/watch.js'
 import type { RequestContext, ResponseCloseListener, Shared } from './context.js'
-import { ConfigError, formatProblem, NotFound, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
+import { ConfigError, formatProblem, NotFound, OAuthError, RequestTimeout, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
+import { splitTarget } from './gateway/normalize.js'
+import { rawErrorResponse } from './gateway/websocket.js'
+import { announcesBody, watchBody, type BodyTimeout } from './http/body-timeouts.js'
+import { clientErrorAnswer, type ParserError } from './http/client-error.js'
+import { holdContinue } from './http/continue.js'
 import { sendErrorWithId, sendJson } from './http/reply.js'
-import { assertSingleHost } from './http/request-checks.js'
+import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from './http/request-checks.js'
 import { createAccessLogger, createLogger, redactUrl, type Logger } from './log.js'
 import { Metrics } from './metrics.js'
 import { ProcessState, Runtime } from './runtime.js'
@@ -34,6 +39,30 @@ export interface AppOptions {
 /** Where a response keeps its request's Context, for the one shared close listener. */
 const CONTEXT = Symbol('bearward.context')
 type ResponseWithContext = ServerResponse & { [CONTEXT]?: Context }
+
+/** Where a connection keeps the response of its current request, for 'clientError'. */
+const LIVE_RESPONSE = Symbol('bearward.liveResponse')
+type TrackedSocket = Socket & { [LIVE_RESPONSE]?: ServerResponse }
+
+/**
+ * How often Node looks for request heads past `client_timeouts.headers`.
+ * Its default (30 s) would let a slowloris hold a socket up to 30 s past the
+ * bound; a quarter of the bound, at most 1 s, costs one walk of the
+ * connection list per tick.
+ */
+function connectionsCheckingInterval(headersMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(headersMs / 4)))
+}
+
+/** The timeouts Node's server applies itself; set at start and on every reload. */
+function applyServerTimeouts(server: Server, config: Config): void {
+  const t = config.clientTimeouts
+  server.headersTimeout = t.headersMs
+  // Off: a whole-request bound in Node cuts the socket from under a request
+  // we may still answer; body bounds are http/body-timeouts.ts's.
+  server.requestTimeout = 0
+  server.keepAliveTimeout = t.keepAliveMs
+}
 
 /** A request id we echo must be short and plain, so it cannot forge log lines or headers. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -174,26 +203,47 @@ export class App {
 
   async #listen(config: Config): Promise<void> {
     const handler = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res)
+    // Node's defaults leave slow clients holding sockets for long; bound them.
+    const options = {
+      connectionsCheckingInterval: connectionsCheckingInterval(config.clientTimeouts.headersMs),
+      headersTimeout: config.clientTimeouts.headersMs,
+      requestTimeout: 0,
+      keepAliveTimeout: config.clientTimeouts.keepAliveMs,
+    }
     if (config.tls) {
       const [cert, key] = await Promise.all([readFile(config.tls.certFile), readFile(config.tls.keyFile)])
-      this.#server = createHttpsServer({ cert, key }, handler)
+      // allowHalfOpen: the TLS socket outlives the client's FIN (see httpAllowHalfOpen below).
+      this.#server = createHttpsServer({ cert, key, allowHalfOpen: true, ...options }, handler)
     } else {
-      this.#server = createHttpServer(handler)
+      this.#server = createHttpServer(options, handler)
     }
-    // Node's defaults leave slow clients holding sockets for long; bound them.
-    this.#server.headersTimeout = 30_000
-    this.#server.requestTimeout = 0
-    this.#server.keepAliveTimeout = 65_000
+    applyServerTimeouts(this.#server, config)
+    // A client that half-closes after its request (shuts its write side, as
+    // some clients and load balancers do) still reads: without this Node
+    // ends the socket at the client's FIN, and the answer, and possibly a
+    // forwarded request's response, is lost. The socket ends after the last
+    // answer instead.
+    ;(this.#server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
+    // Listening makes Node leave `100 Continue` to us: it is sent once the
+    // request is admitted on its headers and its body is wanted (http/continue.ts).
+    this.#server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+      holdContinue(req, res)
+      this.#onRequest(req, res)
+    })
     this.#server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.#onUpgrade(req, socket, head))
-    this.#server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-      // A parse error can come after we already answered the request's head
-      // (a refusal decided on headers alone, then a broken body): then the
+    this.#server.on('clientError', (err: ParserError, socket: Duplex) => {
+      // A parse error can come after the current request's answer started (a
+      // refusal decided on headers alone, then a broken body): then the
       // connection is only closed; a second answer would be a response to
-      // nothing. Node's own default handler checks the same.
-      const raw = socket as Socket
-      if (socket.writable && !raw.destroyed && raw.bytesWritten === 0) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      // nothing. Otherwise the answer says what Node found (the request's
+      // own response, if any, then finds the connection closed).
+      const raw = socket as TrackedSocket
+      const live = raw[LIVE_RESPONSE]
+      const answer = clientErrorAnswer(err)
+      const answerable = live === undefined || live.writableFinished || !live.headersSent
+      if (socket.writable && !raw.destroyed && answerable) socket.end(rawErrorResponse(answer))
       else socket.destroy()
-      this.log.debug({ code: err.code }, 'client error')
+      this.log.debug({ code: err.code, status: answer.status }, 'client error')
     })
     await listenOn(this.#server, config.listen)
     if (config.adminListen) {
@@ -205,12 +255,12 @@ export class App {
   }
 
   #context(req: IncomingMessage, runtime: Runtime): Context {
-    const raw = req.url ?? '/'
-    const q = raw.indexOf('?')
+    // One split of the target for both faces (origin- or absolute-form).
+    const target = splitTarget(req.url ?? '/')
     const incoming = req.headers['x-request-id']
     const id =
       runtime.config.trustIncomingRequestId && typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : this.#nextRequestId()
-    return new Context(id, this.log, q === -1 ? raw : raw.slice(0, q), q === -1 ? '' : raw.slice(q + 1))
+    return new Context(id, this.log, target.rawPath, target.rawQuery, target.host)
   }
 
   #nextRequestId(): string {
@@ -228,7 +278,31 @@ export class App {
     // runtime's drain count, and whoever set ctx.closeListener (the proxy).
     ;(res as ResponseWithContext)[CONTEXT] = ctx
     res.on('close', this.#responseClosed)
+    ;(req.socket as TrackedSocket)[LIVE_RESPONSE] = res
+    if (announcesBody(req)) {
+      watchBody(
+        req,
+        runtime.config.clientTimeouts,
+        () => res.writableFinished,
+        (which) => this.#bodyTimedOut(req, res, ctx, which),
+      )
+    }
     this.#dispatch(req, res, ctx, runtime)
+  }
+
+  /**
+   * A request body stalled or missed its deadline: whatever works on the
+   * request stops (the proxy aborts its upstream exchange), and the client
+   * gets 408 if nothing was answered yet; otherwise the connection is cut
+   * (a response under way must not look complete, and a finished one leaves
+   * only a body nobody will read).
+   */
+  #bodyTimedOut(req: IncomingMessage, res: ServerResponse, ctx: Context, which: BodyTimeout): void {
+    ctx.log.info({ timeout: which }, 'request body timed out')
+    ctx.closeListener?.onRequestAbandoned?.()
+    if (!res.headersSent) sendErrorWithId(res, ctx.id, new RequestTimeout())
+    else if (!res.writableFinished) res.destroy()
+    else req.socket.destroy()
   }
 
   #onClose(req: IncomingMessage, res: ServerResponse, ctx: Context): void {
@@ -254,6 +328,8 @@ export class App {
   #dispatch(req: IncomingMessage, res: ServerResponse, ctx: Context, runtime: Runtime): void {
     try {
       assertSingleHost(req)
+      assertTargetLength(req)
+      assertTargetAgreesWithHost(req, ctx.targetHost)
       const as = runtime.as
       if (as !== null && (as.owns === undefined || as.owns(ctx.rawPath))) {
         res.setHeader('x-request-id', ctx.id)
@@ -302,8 +378,10 @@ export class App {
     const ctx = this.#context(req, runtime)
     try {
       assertSingleHost(req)
-    } catch {
-      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      assertTargetLength(req)
+      assertTargetAgreesWithHost(req, ctx.targetHost)
+    } catch (err) {
+      socket.end(rawErrorResponse(err instanceof OAuthError ? err : new ServerError()))
       return
     }
     runtime.gateway
@@ -380,6 +458,7 @@ export class App {
         this.#applyRevocationSettings(old.config, config)
         next.commit()
         this.#runtime = next
+        if (this.#server !== null) applyServerTimeouts(this.#server, config)
         this.#watcher?.loaded(digest)
         this.#lastReloadError = null
         metrics.reloads.inc({ result: 'ok' })
@@ -443,6 +522,7 @@ class Context implements RequestContext {
   readonly id: string
   readonly rawPath: string
   readonly rawQuery: string
+  readonly targetHost: string | null
   routeLabel = 'unmatched'
   closeListener: ResponseCloseListener | null = null
   /** performance.now() at arrival, for the latency metric and the access log. */
@@ -452,11 +532,12 @@ class Context implements RequestContext {
   readonly #root: Logger
   #log: Logger | null = null
 
-  constructor(id: string, root: Logger, rawPath: string, rawQuery: string) {
+  constructor(id: string, root: Logger, rawPath: string, rawQuery: string, targetHost: string | null) {
     this.id = id
     this.#root = root
     this.rawPath = rawPath
     this.rawQuery = rawQuery
+    this.targetHost = targetHost
   }
 
   get log(): Logger {

@@ -30,6 +30,12 @@ export interface RequestContext {
   readonly rawPath: string
   /** The raw query string without `?`, or ''. */
   readonly rawQuery: string
+  /**
+   * Host of an absolute-form request target (RFC 9112 3.2.2), lower-cased,
+   * already checked against Host by the dispatcher; null or absent for
+   * origin-form. Both faces route on `rawPath` either way.
+   */
+  readonly targetHost?: string | null
   /** Label for metrics and the access log: an endpoint (`as:token`) or a route name. */
   routeLabel: string
   /**
@@ -44,6 +50,12 @@ export interface RequestContext {
 /** See RequestContext.closeListener. */
 export interface ResponseCloseListener {
   onResponseClose(): void
+  /**
+   * The request can no longer complete (its body timed out) and is about to
+   * be answered by the dispatcher: stop the work done for it (the proxy
+   * aborts its upstream exchange, so the upstream is not left with half a body).
+   */
+  onRequestAbandoned?(): void
 }
 
 /** A request handler for one face (authorization server or gateway). */

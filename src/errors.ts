@@ -225,6 +225,27 @@ export class PayloadTooLarge extends OAuthError {
   }
 }
 
+/** RFC 9110 15.5.9: the client took too long to send its request (or its body stalled). */
+export class RequestTimeout extends OAuthError {
+  constructor(description = 'The request was not received in time') {
+    super(408, 'request_timeout', description, { headers: { connection: 'close' } })
+  }
+}
+
+/** RFC 9110 15.5.15: the request target is longer than the server will read. */
+export class UriTooLong extends OAuthError {
+  constructor(description = 'The request target is too long') {
+    super(414, 'uri_too_long', description, { headers: { connection: 'close' } })
+  }
+}
+
+/** RFC 6585 5: the request's header section is larger than the server will read. */
+export class RequestHeaderFieldsTooLarge extends OAuthError {
+  constructor(description = 'The request header fields are too large') {
+    super(431, 'request_header_fields_too_large', description, { headers: { connection: 'close' } })
+  }
+}
+
 export class UnsupportedMediaType extends OAuthError {
   constructor(description = 'Content-Type must be application/x-www-form-urlencoded') {
     super(400, 'invalid_request', description)

@@ -180,6 +180,12 @@ export interface RouteConfig {
     host: string | null
     /** Upper-cased methods, or null for any. */
     methods: string[] | null
+    /**
+     * Match `path` whatever the ASCII case of the request's path
+     * (`match.case_insensitive`, default false), for upstreams that route
+     * case-insensitively: `/ADMIN/x` is then judged by the `/admin` route.
+     */
+    caseInsensitive: boolean
   }
   upstream: string
   /** `aud` the token must contain; default public_url. */
@@ -223,6 +229,11 @@ export interface RouteConfig {
   realm: string
   /** `dpop`: `allowed` (default) takes DPoP-bound and bearer tokens; `required` refuses bearer tokens. */
   dpop: 'allowed' | 'required'
+  /**
+   * TRACE is forwarded (`allow_trace`, or TRACE listed in `match.methods`);
+   * otherwise it is refused with 405 (cross-site tracing, RFC 9110 9.3.8).
+   */
+  allowTrace: boolean
 }
 
 /** A route's RFC 9728 metadata (`protected_resource`). */
@@ -271,6 +282,21 @@ export interface DpopConfig {
   nonce: { secret: string; ttlSec: number } | null
 }
 
+/**
+ * How long a client may take to send its request (`client_timeouts`). A
+ * client that is too slow gets 408 where an answer can still be sent.
+ */
+export interface ClientTimeouts {
+  /** From connection (or the previous response) to the end of the request head (`headers`, default 20s). */
+  headersMs: number
+  /** Longest silence while a request body is arriving (`body_idle`, default 15s). */
+  bodyIdleMs: number
+  /** From the end of the request head to the end of its body (`request`, default 300s). */
+  requestMs: number
+  /** An idle keep-alive connection is closed after this (`keep_alive`, default 65s). */
+  keepAliveMs: number
+}
+
 export interface Config {
   /** Absolute path of the file this came from (or `<inline>`). */
   file: string
@@ -285,6 +311,7 @@ export interface Config {
   trustIncomingRequestId: boolean
   /** Grace for in-flight requests at shutdown (`shutdown_timeout`, default 10s). */
   shutdownTimeoutMs: number
+  clientTimeouts: ClientTimeouts
   authorizationServer: AuthorizationServerConfig | null
   issuers: IssuerConfig[]
   gateway: GatewayConfig

@@ -6,7 +6,7 @@
  */
 import { isMap, isScalar, type Node } from 'yaml'
 import type { ConfigProblem } from '../errors.js'
-import type { Config, IssuerConfig, ListenAddress, StoreConfig, TlsConfig } from './types.js'
+import type { ClientTimeouts, Config, IssuerConfig, ListenAddress, StoreConfig, TlsConfig } from './types.js'
 import { deepFreeze } from './freeze.js'
 import { parseListenAddress } from './listen.js'
 import type { MapView, Reader } from './reader.js'
@@ -26,12 +26,23 @@ export const TOP_LEVEL_KEYS = [
   'log',
   'request_id',
   'shutdown_timeout',
+  'client_timeouts',
   'authorization_server',
   'issuers',
   'gateway',
   'routes',
   'dpop',
 ] as const
+
+export const CLIENT_TIMEOUT_KEYS = ['headers', 'body_idle', 'request', 'keep_alive'] as const
+
+/** `client_timeouts` defaults: see README "Operating it". */
+export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = Object.freeze({
+  headersMs: 20_000,
+  bodyIdleMs: 15_000,
+  requestMs: 300_000,
+  keepAliveMs: 65_000,
+})
 
 export const STORE_KEYS = ['url', 'cluster', 'key_prefix', 'command_timeout'] as const
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -74,6 +85,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), ['trust_incoming'])
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
   const shutdownTimeoutMs = top.opt('shutdown_timeout', r.millis(), 10_000)
+  const clientTimeouts = readClientTimeouts(r, top)
 
   const asNode = top.get('authorization_server')
   const authorizationServer =
@@ -109,6 +121,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     log: { level: logLevel },
     trustIncomingRequestId,
     shutdownTimeoutMs,
+    clientTimeouts,
     authorizationServer,
     issuers,
     gateway,
@@ -146,6 +159,22 @@ function readAdminListen(r: Reader, top: MapView): ListenAddress | null {
   const value = r.strOrInt()(node, path)
   if (value === undefined || value === 'false' || value === '') return null
   return toListenAddress(r, node, path, value) ?? null
+}
+
+function readClientTimeouts(r: Reader, top: MapView): ClientTimeouts {
+  const m = r.map(top.get('client_timeouts'), top.pathOf('client_timeouts'), CLIENT_TIMEOUT_KEYS)
+  if (m === undefined) return { ...DEFAULT_CLIENT_TIMEOUTS }
+  const d = DEFAULT_CLIENT_TIMEOUTS
+  const timeouts: ClientTimeouts = {
+    headersMs: m.opt('headers', r.millis({ min: 1 }), d.headersMs),
+    bodyIdleMs: m.opt('body_idle', r.millis({ min: 1 }), d.bodyIdleMs),
+    requestMs: m.opt('request', r.millis({ min: 1 }), d.requestMs),
+    keepAliveMs: m.opt('keep_alive', r.millis({ min: 1 }), d.keepAliveMs),
+  }
+  if (timeouts.requestMs < timeouts.bodyIdleMs) {
+    r.problem(m.get('request') ?? m.node, m.pathOf('request'), '`request` bounds the whole body, so it must be at least `body_idle`')
+  }
+  return timeouts
 }
 
 function readTls(r: Reader, top: MapView): TlsConfig | null {

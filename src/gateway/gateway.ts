@@ -19,7 +19,8 @@ import { sendError, sendErrorWithId, type ErrorReplyOptions } from '../http/repl
 import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksSource } from './jwks-client.js'
-import { hostOf, normalizePath, parseAbsoluteTarget } from './normalize.js'
+import { hostOf, normalizePath } from './normalize.js'
+import { answerAsFinalRecipient, isLastHop } from './max-forwards.js'
 import { checkRequirement, McpRule, type McpJudgement } from './mcp.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './proxy.js'
@@ -44,6 +45,8 @@ interface RoutePlan {
   readonly replies: ReadonlyMap<string, ErrorReplyOptions>
   /** Per-tool scopes of a route that fronts an MCP server, else null. */
   readonly mcp: McpRule | null
+  /** The 405 a TRACE gets on this route; null when the route allows TRACE. */
+  readonly traceRefusal: MethodNotAllowed | null
 }
 
 /**
@@ -66,6 +69,9 @@ function replyOptions(route: RouteConfig, policy: RoutePolicy | null, metadataUr
   // No real method is empty: this reads the fallback rule.
   return { reply: make(policy.scopes.required('')), replies }
 }
+
+/** What Allow lists for a route that takes any method but TRACE. */
+const ANY_BUT_TRACE: readonly string[] = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT']
 
 /** Rendered labels of `bearward_token_validations_total`, built once (the hot path uses incKey). */
 const RESULT = {
@@ -134,7 +140,8 @@ class Gateway implements GatewayFace {
       const plans = config.routes.map((route): RoutePlan => {
         const policy = route.public ? null : buildPolicy(route, issuers)
         const mcp = policy !== null && route.mcp !== null ? new McpRule(route, policy.scopes) : null
-        return { route, policy, mcp, ...replyOptions(route, policy, this.#metadata.urlOf(route)) }
+        const traceRefusal = route.allowTrace ? null : new MethodNotAllowed(route.match.methods ?? ANY_BUT_TRACE)
+        return { route, policy, mcp, traceRefusal, ...replyOptions(route, policy, this.#metadata.urlOf(route)) }
       })
       this.#table = new RouteTable(plans, (p) => p.route.match)
       this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway })
@@ -149,31 +156,37 @@ class Gateway implements GatewayFace {
   }
 
   /**
-   * The normalized path and host of the request target. Origin-form is the
-   * norm; absolute-form (RFC 9112 3.2.2) is accepted when its host agrees
-   * with Host, since the policy must judge what the upstream will be told.
+   * The normalized path and host of the request target. The dispatcher split
+   * the target once (origin- or absolute-form, RFC 9112 3.2) and checked an
+   * absolute-form host against Host, so the policy judges what the upstream
+   * will be told.
    */
-  #target(req: IncomingMessage, rawPath: string): Target {
-    if (rawPath.charCodeAt(0) === 0x2f) {
-      return { path: normalizePath(rawPath), host: this.#table.usesHost ? hostOf(req.headers.host) : null }
-    }
-    const absolute = parseAbsoluteTarget(rawPath)
-    const header = hostOf(req.headers.host)
-    if (header !== null && header !== absolute.host) throw new InvalidRequest('The request target and Host disagree')
-    return absolute
+  #target(req: IncomingMessage, ctx: RequestContext): Target {
+    const path = normalizePath(ctx.rawPath)
+    const absolute = ctx.targetHost
+    if (absolute !== null && absolute !== undefined) return { path, host: absolute }
+    return { path, host: this.#table.usesHost ? hostOf(req.headers.host) : null }
   }
 
   /** Route lookup; an OAuthError for a target we refuse or a method the route does not take. */
   #route(req: IncomingMessage, ctx: RequestContext): { plan: RoutePlan; path: string } | null {
-    const target = this.#target(req, ctx.rawPath)
-    const match: RouteMatch<RoutePlan> | undefined = this.#table.match(target.path, target.host, req.method ?? 'GET')
+    const target = this.#target(req, ctx)
+    const method = req.method ?? 'GET'
+    const match: RouteMatch<RoutePlan> | undefined = this.#table.match(target.path, target.host, method)
     if (match === undefined) return null
     if (match.kind === 'method') {
       ctx.routeLabel = 'method_not_allowed'
       throw new MethodNotAllowed(match.allow)
     }
-    ctx.routeLabel = match.value.route.name
-    return { plan: match.value, path: target.path }
+    const plan = match.value
+    if (method === 'TRACE' && plan.traceRefusal !== null) {
+      // RFC 9110 9.3.8: TRACE echoes the request, cookies and credentials
+      // included, to whoever can read the answer (cross-site tracing).
+      ctx.routeLabel = 'method_not_allowed'
+      throw plan.traceRefusal
+    }
+    ctx.routeLabel = plan.route.name
+    return { plan, path: target.path }
   }
 
   /**
@@ -307,6 +320,7 @@ class Gateway implements GatewayFace {
     // an unhandled rejection (which would end the process).
     try {
       if ('refusal' in decision) sendErrorWithId(res, ctx.id, decision.refusal, decision.reply)
+      else if (isLastHop(req)) answerAsFinalRecipient(req, res, ctx, decision.route)
       else this.#proxy.forward(req, res, decision, ctx)
     } catch (err) {
       this.#failed(res, ctx, err)

@@ -35,13 +35,26 @@ const XFF = 5
 const XF_PROTO = 6
 const XF_HOST = 7
 const FORWARDED = 8
-type Rule = typeof DROP | typeof AUTHORIZATION | typeof HOST | typeof TE | typeof UPGRADE | typeof XFF | typeof XF_PROTO | typeof XF_HOST | typeof FORWARDED
+const CLIENT_IP = 9
+const MAX_FORWARDS = 10
+type Rule =
+  | typeof DROP
+  | typeof AUTHORIZATION
+  | typeof HOST
+  | typeof TE
+  | typeof UPGRADE
+  | typeof XFF
+  | typeof XF_PROTO
+  | typeof XF_HOST
+  | typeof FORWARDED
+  | typeof CLIENT_IP
+  | typeof MAX_FORWARDS
 
 /**
  * Request headers never copied as sent: hop-by-hop ones (RFC 9110 7.6.1, plus
- * the legacy Proxy-Connection), `Expect` (Node already answered
- * `100 Continue` to the client; the upstream gets the whole body without
- * asking), and `Content-Length`, which the proxy sets from the body it sends.
+ * the legacy Proxy-Connection), `Expect` (the gateway itself answers
+ * `100 Continue` once it has decided to forward; the upstream gets the whole
+ * body without asking), `Max-Forwards` (rewritten, RFC 9110 7.6.2), and `Content-Length`, which the proxy sets from the body it sends.
  */
 const REQUEST_DROPPED: readonly string[] = [
   'connection',
@@ -58,7 +71,34 @@ const REQUEST_DROPPED: readonly string[] = [
   'x-http-method-override',
   'x-http-method',
   'x-method-override',
+  // The same for the path: IIS URL Rewrite, Symfony and Zend honour these
+  // and serve the path they name instead of the request line's
+  // (CVE-2018-14773), so `/public/x` with `X-Original-URL: /admin` would run
+  // a protected path the policy never judged.
+  'x-original-url',
+  'x-rewrite-url',
+  'x-override-url',
+  'x-original-uri',
+  'x-http-destinationurl',
 ]
+
+/**
+ * Headers that name the client's address for frameworks that read them as
+ * "the real IP" (nginx real_ip, Akamai, Cloudflare, Fastly, Rails/Express
+ * trust-proxy helpers). Like X-Forwarded-For they are believed only from a
+ * trusted proxy: from anyone else they are dropped, never passed on.
+ */
+export const CLIENT_IP_HEADERS: readonly string[] = [
+  'x-real-ip',
+  'true-client-ip',
+  'x-client-ip',
+  'x-cluster-client-ip',
+  'fastly-client-ip',
+  'cf-connecting-ip',
+]
+
+/** Every request header name the gateway never passes on as sent (the README lists them). */
+export const ALWAYS_DROPPED_REQUEST_HEADERS: readonly string[] = REQUEST_DROPPED
 
 /**
  * Response headers never passed to the client: hop-by-hop ones (RFC 9110
@@ -140,6 +180,8 @@ export class RequestHeaderPolicy {
     this.#rules.set('x-forwarded-proto', XF_PROTO)
     this.#rules.set('x-forwarded-host', XF_HOST)
     this.#rules.set('forwarded', FORWARDED)
+    for (const name of CLIENT_IP_HEADERS) this.#rules.set(name, CLIENT_IP)
+    this.#rules.set('max-forwards', MAX_FORWARDS)
     const { subject, clientId, scope, issuer } = options.identityHeaders
     for (const name of [subject, clientId, scope, issuer, ...options.alsoStrip]) {
       if (name !== '') this.#rules.set(canonicalHeaderName(name), DROP)
@@ -179,6 +221,7 @@ export class RequestHeaderPolicy {
     let xfProto: string | undefined
     let xfHost: string | undefined
     let forwarded: string | undefined
+    let maxForwards: string | undefined
 
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i] as string
@@ -220,6 +263,14 @@ export class RequestHeaderPolicy {
         case FORWARDED:
           if (trusted) forwarded = forwarded === undefined ? value : `${forwarded}, ${value}`
           break
+        case CLIENT_IP:
+          if (trusted && (named === null || !named.has(key))) out.push(name, value)
+          break
+        case MAX_FORWARDS:
+          // RFC 9110 7.6.2: meaningful for TRACE and OPTIONS only, and then
+          // decremented by each hop (the gateway answers a 0 itself).
+          maxForwards ??= value
+          break
       }
     }
 
@@ -231,6 +282,11 @@ export class RequestHeaderPolicy {
     if (upgrade && upgradeValue !== undefined) out.push('connection', 'upgrade', 'upgrade', upgradeValue)
     if (contentLength !== null) out.push('content-length', contentLength)
     if (wantsTrailers) out.push('te', 'trailers')
+    if (maxForwards !== undefined) {
+      const method = req.method
+      const hops = method === 'TRACE' || method === 'OPTIONS' ? parseMaxForwards(maxForwards) : null
+      out.push('max-forwards', hops === null ? maxForwards : String(Math.max(0, hops - 1)))
+    }
 
     // X-Forwarded-For grows by one hop; Proto and Host describe the request the
     // first proxy received, so a trusted proxy's values are kept as they are.
@@ -253,6 +309,15 @@ export class RequestHeaderPolicy {
     }
     return out
   }
+}
+
+/**
+ * RFC 9110 7.6.2: Max-Forwards = 1*DIGIT. null when absent or not a number
+ * (a malformed value is passed on untouched, as if the field were unknown).
+ */
+export function parseMaxForwards(value: string | string[] | undefined): number | null {
+  if (typeof value !== 'string' || !/^\d{1,9}$/.test(value.trim())) return null
+  return Number(value.trim())
 }
 
 /**

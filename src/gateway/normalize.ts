@@ -137,25 +137,40 @@ export function hostOf(value: string | undefined): string | null {
   return host === '' ? null : host.toLowerCase()
 }
 
-/** Where an absolute-form request target points (RFC 9112 3.2.2). */
-export interface AbsoluteTarget {
-  /** Lower-cased host of the target's authority. */
-  host: string
-  /** Normalized path. */
-  path: string
+/** A request target split once, for every face (RFC 9112 3.2). */
+export interface RequestTarget {
+  /**
+   * The path as sent (not normalized), starting with `/` for origin-form and
+   * absolute-form targets. Anything else (`*`, authority-form, garbage) is
+   * kept as it came: no route or endpoint has such a path, and the gateway's
+   * normalizePath refuses it with 400.
+   */
+  rawPath: string
+  /** The query without `?`, or ''. */
+  rawQuery: string
+  /** Lower-cased host of an absolute-form target's authority; null for origin-form. */
+  host: string | null
 }
 
-const ABSOLUTE_FORM = /^https?:\/\/([^/?#@]+)(\/.*)?$/i
+const ABSOLUTE_FORM = /^https?:\/\/([^/?#@]+)([^?#]*)(?:\?([^#]*))?$/i
 
 /**
- * An absolute-form request target (`GET http://host/path`), as proxies send:
- * the path is taken and normalized, the authority's host returned so the
- * caller can check it against Host. `*` (asterisk-form), authority-form and
- * anything else are refused with 400 (RFC 9112 3.2).
+ * Split `req.url` into path, query and, for absolute-form
+ * (`GET http://host/path`, which a server MUST accept, RFC 9112 3.2.2), the
+ * target's host, which the caller checks against Host. Origin-form, the norm,
+ * costs one indexOf. A malformed absolute-form target (userinfo, a path not
+ * starting with `/`, another scheme) is kept whole as its raw path, which
+ * matches nothing and which the gateway refuses with 400.
  */
-export function parseAbsoluteTarget(target: string): AbsoluteTarget {
-  const m = ABSOLUTE_FORM.exec(target)
-  const host = m === null ? null : hostOf(m[1])
-  if (m === null || host === null) throw badPath()
-  return { host, path: normalizePath(m[2] ?? '/') }
+export function splitTarget(url: string): RequestTarget {
+  if (url.charCodeAt(0) !== SLASH) {
+    const m = ABSOLUTE_FORM.exec(url)
+    const host = m === null ? null : hostOf(m[1])
+    const path = m?.[2] ?? ''
+    if (m !== null && host !== null && (path === '' || path.charCodeAt(0) === SLASH)) {
+      return { rawPath: path === '' ? '/' : path, rawQuery: m[3] ?? '', host }
+    }
+  }
+  const q = url.indexOf('?')
+  return q === -1 ? { rawPath: url, rawQuery: '', host: null } : { rawPath: url.slice(0, q), rawQuery: url.slice(q + 1), host: null }
 }

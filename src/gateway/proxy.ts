@@ -6,6 +6,7 @@ import { Pool, buildConnector, type Dispatcher } from 'undici'
 import type { GatewayConfig, RouteConfig } from '../config/types.js'
 import type { RequestContext, ResponseCloseListener } from '../context.js'
 import { BadGateway, GatewayTimeout, PayloadTooLarge, ServerError, type OAuthError } from '../errors.js'
+import { continueIfExpected } from '../http/continue.js'
 import { sendErrorWithId } from '../http/reply.js'
 import { redactUrl, type Logger } from '../log.js'
 import { TrustedProxies } from './forwarded.js'
@@ -23,9 +24,10 @@ import { WebSocketUpstream, rawErrorResponse } from './websocket.js'
  * (RFC 9110 7.6 intermediaries). WebSocket upgrades go through http-proxy
  * (websocket.ts). Every failure is answered through `sendError`.
  *
- * `Expect: 100-continue`: Node's server answers `100 Continue` to the client
- * itself before the request reaches us, and we drop `Expect` upstream
- * (undici cannot send it), so the upstream simply receives the body.
+ * `Expect: 100-continue`: the client gets `100 Continue` only once the
+ * request was admitted and its body is about to be streamed (http/continue.ts),
+ * and we drop `Expect` upstream (undici cannot send it), so the upstream
+ * simply receives the body.
  * Other 1xx responses from the upstream (e.g. 103 Early Hints) are not relayed.
  */
 
@@ -218,6 +220,13 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     sendErrorWithId(res, this.#ctx.id, failure, this.#req.complete ? {} : { headers: { connection: 'close' } })
   }
 
+  /** The request's body timed out; the dispatcher answers 408: abort the upstream exchange first. */
+  onRequestAbandoned(): void {
+    if (this.#settled) return
+    this.#clientGone = true
+    this.#abort?.(new ClientGone())
+  }
+
   /** `res` closed: finished normally, or the client went away first. */
   onResponseClose(): void {
     if (this.#limit !== null) {
@@ -369,8 +378,10 @@ export class UpstreamProxy {
     // The client left while the request was judged (a signature or store
     // lookup not cached yet). Its response has already emitted 'close', so
     // nothing would ever end an exchange started now: it would stay counted
-    // in flight and hold every later close() for its full timeout.
-    if (res.destroyed) return
+    // in flight and hold every later close() for its full timeout. Likewise
+    // a request already answered meanwhile (its body timed out: 408), or
+    // whose connection can no longer carry an answer.
+    if (res.destroyed || res.writableEnded || !req.socket.writable) return
     const plan = this.#plan(fwd.route)
     if (plan === undefined) {
       ctx.log.error({ route: fwd.route.name }, 'no upstream plan for route')
@@ -405,6 +416,8 @@ export class UpstreamProxy {
       }
     }
 
+    // The body is wanted now: a client waiting on `Expect: 100-continue` is invited to send it.
+    if (body === req || (limit !== null && body === limit)) continueIfExpected(req)
     const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false)
     const path = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
     const exchange = new Exchange(req, res, plan, ctx, limit, this.#onExchangeDone)

@@ -6,6 +6,10 @@
  * then a host-specific route over an any-host one, then a method-specific
  * route over an any-method one, then the order in the config.
  *
+ * A route with `match.case_insensitive` compares its prefix with the path
+ * lower-cased (ASCII: normalized paths hold nothing else), for upstreams that
+ * route `/ADMIN` and `/admin` alike; every other route matches case by case.
+ *
  * A shorter prefix never catches a request that a longer prefix matched on
  * path and host: when none of the routes of that prefix takes the method,
  * the answer is 405 with Allow, not a fall-through to a laxer route.
@@ -22,6 +26,8 @@ interface Entry<T> {
   readonly prefixLen: number
   readonly host: string | null
   readonly methods: ReadonlySet<string> | null
+  /** Compare against the lower-cased path (the prefix is stored lower-cased). */
+  readonly caseInsensitive: boolean
   readonly index: number
   readonly hit: RouteMatch<T>
 }
@@ -44,6 +50,8 @@ export function stripPrefix(path: string, prefix: string): string {
 
 export class RouteTable<T> {
   readonly #entries: readonly Entry<T>[]
+  /** False in the common case: the path is then never lower-cased. */
+  readonly #anyCaseInsensitive: boolean
   /** False when no route names a host: the Host header is then never parsed. */
   readonly usesHost: boolean
   readonly size: number
@@ -53,10 +61,11 @@ export class RouteTable<T> {
     const entries = items.map((value, index): Entry<T> => {
       const m = matchOf(value)
       return {
-        prefix: m.path,
+        prefix: m.caseInsensitive ? m.path.toLowerCase() : m.path,
         prefixLen: m.path.length,
         host: m.host,
         methods: m.methods === null ? null : new Set(m.methods),
+        caseInsensitive: m.caseInsensitive,
         index,
         hit: Object.freeze({ kind: 'route', value }),
       }
@@ -70,6 +79,7 @@ export class RouteTable<T> {
     )
     this.#entries = entries
     this.usesHost = entries.some((e) => e.host !== null)
+    this.#anyCaseInsensitive = entries.some((e) => e.caseInsensitive)
     this.size = entries.length
   }
 
@@ -81,11 +91,13 @@ export class RouteTable<T> {
   match(path: string, host: string | null, method: string): RouteMatch<T> | undefined {
     let matchedLen = -1
     let allow: Set<string> | null = null
+    // Normalized paths are ASCII, so lower-casing keeps every length.
+    const lower = this.#anyCaseInsensitive ? path.toLowerCase() : path
     for (const e of this.#entries) {
       // At most one prefix of each length can match a given path, so once a
       // prefix matched on path and host, shorter entries are another group.
       if (matchedLen !== -1 && e.prefixLen !== matchedLen) break
-      if (!prefixMatches(path, e.prefix)) continue
+      if (!prefixMatches(e.caseInsensitive ? lower : path, e.prefix)) continue
       if (e.host !== null && e.host !== host) continue
       matchedLen = e.prefixLen
       if (e.methods === null || e.methods.has(method)) return e.hit

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { InvalidRequest, PayloadTooLarge } from '../errors.js'
+import { continueIfExpected } from './continue.js'
 
 /** Largest form body accepted at the authorization server's endpoints. */
 export const AS_BODY_LIMIT = 64 * 1024
@@ -7,12 +8,14 @@ export const AS_BODY_LIMIT = 64 * 1024
 /**
  * Read a whole request body, refusing more than `limit` bytes (413) before
  * buffering it. A declared Content-Length over the limit is refused without
- * reading.
+ * reading. A client waiting for `100 Continue` gets it here, when the body is
+ * actually wanted.
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = req.headers['content-length']
   if (declared !== undefined && Number(declared) > limit) return Promise.reject(new PayloadTooLarge())
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0))
+  continueIfExpected(req)
   // Plain events rather than `for await`: an async iterator per request
   // costs more than the small form bodies it would read.
   return new Promise((resolve, reject) => {
@@ -45,7 +48,9 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     }
     const onClose = (): void => {
       stop()
-      reject(new Error('the request closed before its body was complete'))
+      // The client left, or its body timed out (answered 408 already): a
+      // refusal, not a server fault.
+      reject(new InvalidRequest('The request body ended before it was complete'))
     }
     req.on('data', onData)
     req.on('end', onEnd)

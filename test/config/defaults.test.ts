@@ -45,6 +45,7 @@ routes:
     log: { level: 'info' },
     trustIncomingRequestId: false,
     shutdownTimeoutMs: 10_000,
+    clientTimeouts: { headersMs: 20_000, bodyIdleMs: 15_000, requestMs: 300_000, keepAliveMs: 65_000 },
     authorizationServer: {
       keys: [],
       accessToken: { format: 'jwt', ttlSec: 600 },
@@ -132,7 +133,7 @@ routes:
     routes: [
       {
         name: 'orders',
-        match: { path: '/orders', host: null, methods: null },
+        match: { path: '/orders', host: null, methods: null, caseInsensitive: false },
         upstream: 'http://127.0.0.1:3000',
         audience: 'http://localhost:8080',
         audiences: ['http://localhost:8080', 'http://localhost:8080/orders'],
@@ -155,6 +156,7 @@ routes:
         storeUnavailable: 'closed',
         realm: 'bearward',
         dpop: 'allowed',
+        allowTrace: false,
       },
     ],
     dpop: { algs: ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'], iatWindowSec: 60, iatLeewaySec: 5, nonce: null },
@@ -240,6 +242,7 @@ t.test('the full fixture sets every key', async (t) => {
     log: { level: 'debug' },
     trustIncomingRequestId: true,
     shutdownTimeoutMs: 30_000,
+    clientTimeouts: { headersMs: 5_000, bodyIdleMs: 2_000, requestMs: 120_000, keepAliveMs: 30_000 },
     gateway: {
       realm: 'example',
       clockSkewSec: 60,
@@ -308,7 +311,7 @@ t.test('the full fixture sets every key', async (t) => {
   })
   t.same(config?.routes[0], {
     name: 'orders',
-    match: { path: '/orders', host: 'shop.example.com', methods: ['GET', 'POST', 'DELETE'] },
+    match: { path: '/orders', host: 'shop.example.com', methods: ['GET', 'POST', 'DELETE'], caseInsensitive: true },
     upstream: 'https://orders.internal:8443/v1',
     audience: 'https://orders.example.com',
     audiences: ['https://orders.example.com', 'https://auth.example.com/orders'],
@@ -330,6 +333,7 @@ t.test('the full fixture sets every key', async (t) => {
     upstreamCaFile: `${files}/ca.pem`,
     storeUnavailable: 'open',
     realm: 'orders',
+    allowTrace: true,
     dpop: 'allowed',
   })
   t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })

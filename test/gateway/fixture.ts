@@ -16,6 +16,8 @@ import { NotFound, OAuthError, ServerError } from '../../src/errors.js'
 import { createGateway } from '../../src/gateway/gateway.js'
 import { JwksRegistry } from '../../src/gateway/jwks-client.js'
 import { sendError } from '../../src/http/reply.js'
+import { assertTargetAgreesWithHost } from '../../src/http/request-checks.js'
+import { splitTarget } from '../../src/gateway/normalize.js'
 import { generatePrivateJwk, KeySet, signingKeyFromJwk, type SigningAlg, type SigningKey } from '../../src/keys/keyset.js'
 import { createLogger } from '../../src/log.js'
 import { Metrics } from '../../src/metrics.js'
@@ -138,13 +140,14 @@ export interface Harness {
 /** Serve a gateway the way src/app.ts dispatches to it (404 when not handled, upgrades included). */
 async function serve(gateway: GatewayFace, log: ReturnType<typeof createLogger>, insecureHTTPParser: boolean): Promise<{ url: string; server: Server }> {
   const context = (raw: string): RequestContext => {
-    const q = raw.indexOf('?')
-    return { id: randomUUID(), log, rawPath: q === -1 ? raw : raw.slice(0, q), rawQuery: q === -1 ? '' : raw.slice(q + 1), routeLabel: 'unmatched', closeListener: null }
+    const target = splitTarget(raw)
+    return { id: randomUUID(), log, rawPath: target.rawPath, rawQuery: target.rawQuery, targetHost: target.host, routeLabel: 'unmatched', closeListener: null }
   }
   const server = createServer({ insecureHTTPParser }, (req, res) => {
     const ctx = context(req.url ?? '/')
     res.on('close', () => ctx.closeListener?.onResponseClose())
     try {
+      assertTargetAgreesWithHost(req, ctx.targetHost)
       if (!gateway.handle(req, res, ctx)) sendError(res, new NotFound())
     } catch (err) {
       sendError(res, err instanceof OAuthError ? err : new ServerError())

@@ -4,7 +4,7 @@
  * and tricks the upstream would read differently are refused.
  */
 import t from 'tap'
-import { hostOf, normalizePath, parseAbsoluteTarget } from '../../src/gateway/normalize.js'
+import { hostOf, normalizePath, splitTarget } from '../../src/gateway/normalize.js'
 import { InvalidRequest } from '../../src/errors.js'
 import { startGateway } from './fixture.js'
 
@@ -56,10 +56,14 @@ t.test('hostOf and absolute-form targets', async (t) => {
   t.equal(hostOf('[::1]:8080'), '[::1]')
   t.equal(hostOf(''), null)
   t.equal(hostOf(undefined), null)
-  t.same(parseAbsoluteTarget('http://Example.com:80/a/../b'), { host: 'example.com', path: '/b' })
-  t.same(parseAbsoluteTarget('https://example.com'), { host: 'example.com', path: '/' })
+  t.same(splitTarget('http://Example.com:80/a/../b?x=1'), { host: 'example.com', rawPath: '/a/../b', rawQuery: 'x=1' }, 'the path is split, not normalized')
+  t.same(splitTarget('https://example.com'), { host: 'example.com', rawPath: '/', rawQuery: '' })
+  t.same(splitTarget('https://example.com?q'), { host: 'example.com', rawPath: '/', rawQuery: 'q' })
+  t.same(splitTarget('/a?b?c'), { host: null, rawPath: '/a', rawQuery: 'b?c' }, 'origin-form')
   for (const target of ['*', 'example.com:443', 'ftp://example.com/', 'http://user@example.com/', 'http:///a']) {
-    t.throws(() => parseAbsoluteTarget(target), InvalidRequest, target)
+    const split = splitTarget(target)
+    t.equal(split.host, null, `${target}: no host`)
+    t.throws(() => normalizePath(split.rawPath), InvalidRequest, `${target}: refused by the gateway`)
   }
 })
 

@@ -29,7 +29,7 @@ export const IDENTITY_HEADERS = {
 export function routeConfig(overrides: Partial<RouteConfig> & { upstream: string }): RouteConfig {
   return {
     name: 'test',
-    match: { path: '/', host: null, methods: null },
+    match: { path: '/', host: null, methods: null, caseInsensitive: false },
     audience: 'http://gateway.test',
     token: 'jwt',
     issuers: ['self'],
@@ -50,6 +50,7 @@ export function routeConfig(overrides: Partial<RouteConfig> & { upstream: string
     dpop: 'allowed',
     protectedResource: null,
     mcp: null,
+    allowTrace: false,
     ...overrides,
     audiences: overrides.audiences ?? [overrides.audience ?? 'http://gateway.test'],
   }

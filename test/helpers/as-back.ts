@@ -10,6 +10,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { ManualClock, epochSeconds } from '../../src/clock.js'
 import type { AuthorizationServerConfig, ClientConfig, Config, DpopConfig, RouteConfig, UserConfig } from '../../src/config/types.js'
+import { DEFAULT_CLIENT_TIMEOUTS } from '../../src/config/validate.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import { buildAsContext } from '../../src/as/build.js'
 import type { AsContext } from '../../src/as/context.js'
@@ -125,7 +126,7 @@ function route(name: string, audience: string): RouteConfig {
   const identityHeaders = { subject: 'x-auth-subject', clientId: 'x-auth-client-id', scope: 'x-auth-scope', issuer: 'x-auth-issuer' }
   return {
     name,
-    match: { path: `/${name}`, host: null, methods: null },
+    match: { path: `/${name}`, host: null, methods: null, caseInsensitive: false },
     upstream: 'http://127.0.0.1:9',
     audience,
     audiences: [audience],
@@ -148,6 +149,7 @@ function route(name: string, audience: string): RouteConfig {
     storeUnavailable: 'closed',
     realm: 'bearward',
     dpop: 'allowed',
+    allowTrace: false,
   }
 }
 
@@ -219,6 +221,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
     log: { level: 'info' },
     trustIncomingRequestId: false,
     shutdownTimeoutMs: 1000,
+    clientTimeouts: { ...DEFAULT_CLIENT_TIMEOUTS },
     authorizationServer: null,
     issuers: [],
     gateway: {

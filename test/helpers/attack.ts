@@ -185,6 +185,8 @@ export interface TargetOptions {
   gateway?: string
   /** `device:` flow YAML for the authorization server. */
   device?: string
+  /** Extra top-level YAML (e.g. `client_timeouts: { body_idle: 300ms }`). */
+  top?: string
   format?: 'jwt' | 'opaque'
 }
 
@@ -221,6 +223,7 @@ export async function startTarget(o: TargetOptions = {}): Promise<Target> {
     .replace('authorization_server:\n', `authorization_server:\n${asLines.join('\n')}\n`)
     .replace('  users:\n', `${o.clients ?? ''}\n  users:\n${o.users ?? ''}\n`)
   if (o.gateway) yaml = yaml.replace('authorization_server:\n', `gateway: ${o.gateway}\nauthorization_server:\n`)
+  if (o.top) yaml = yaml.replace('authorization_server:\n', `${o.top}\nauthorization_server:\n`)
   await writeFile(cfg.file, yaml)
   const bin = await startBinOrCleanUp(cfg.file, async () => {
     await up.close()

@@ -37,12 +37,13 @@ export const ROUTE_KEYS = [
   'dpop',
   'protected_resource',
   'mcp',
+  'allow_trace',
 ] as const
 
 export const PROTECTED_RESOURCE_KEYS = ['resource', 'name', 'documentation'] as const
 export const MCP_KEYS = ['tools', 'max_body'] as const
 
-export const MATCH_KEYS = ['path', 'host', 'methods'] as const
+export const MATCH_KEYS = ['path', 'host', 'methods', 'case_insensitive'] as const
 export const TIMEOUT_KEYS = ['connect', 'headers', 'idle'] as const
 
 /** The built-in authorization server's issuer id. */
@@ -131,6 +132,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     storeUnavailable: m.opt('store_unavailable', r.oneOf(['closed', 'open'] as const, { what: 'a store_unavailable policy' }), 'closed'),
     realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
     dpop: m.opt('dpop', r.oneOf(['allowed', 'required'] as const, { what: 'a DPoP mode' }), 'allowed'),
+    allowTrace: m.opt('allow_trace', r.bool(), false) || (match?.methods?.includes('TRACE') ?? false),
   }
   if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')
   if (route.dpop === 'required' && (route.tokenInBody || route.tokenInQuery)) {
@@ -171,11 +173,13 @@ function readMatch(r: Reader, m: MapView): RouteConfig['match'] | undefined {
         ),
       )
     : null
+  const caseInsensitive = match.opt('case_insensitive', r.bool(), false)
   if (path === undefined || methods === undefined) return undefined
   return {
     path,
     host: host === null ? null : host.toLowerCase(),
     methods: methods === null ? null : [...new Set(methods.map((x) => x.toUpperCase()))],
+    caseInsensitive,
   }
 }
 
