@@ -42,7 +42,32 @@ type ResponseWithContext = ServerResponse & { [CONTEXT]?: Context }
 
 /** Where a connection keeps the response of its current request, for 'clientError'. */
 const LIVE_RESPONSE = Symbol('bearward.liveResponse')
-type TrackedSocket = Socket & { [LIVE_RESPONSE]?: ServerResponse }
+/** Whether the connection's latest request asked for the connection to close after its answer. */
+const CLOSE_ASKED = Symbol('bearward.closeAsked')
+/** The connection has the half-close listener. */
+const WATCHED = Symbol('bearward.watched')
+type TrackedSocket = Socket & { [LIVE_RESPONSE]?: ServerResponse; [CLOSE_ASKED]?: boolean; [WATCHED]?: true }
+
+/** RFC 9112 9.3: the request said it is the connection's last (`Connection: close`, or HTTP/1.0 without keep-alive). */
+function asksToClose(req: IncomingMessage): boolean {
+  const connection = req.headers.connection?.toLowerCase()
+  if (connection?.includes('close') === true) return true
+  return req.httpVersionMinor === 0 && req.httpVersionMajor === 1 && connection?.includes('keep-alive') !== true
+}
+
+/**
+ * The client shut its write side (FIN) while a request was unanswered. The
+ * server runs half-open, so a client that said its request was the last
+ * (`Connection: close`) and then half-closed still gets its answer. On a
+ * persistent connection a FIN mid-request is how clients abort (undici,
+ * browsers): the client has left, so the connection is closed, and the
+ * request's work (an upstream exchange) is abandoned rather than finished
+ * for nobody.
+ */
+function onClientFin(this: TrackedSocket): void {
+  const live = this[LIVE_RESPONSE]
+  if (live !== undefined && !live.writableFinished && this[CLOSE_ASKED] !== true) this.destroy()
+}
 
 /**
  * How often Node looks for request heads past `client_timeouts.headers`.
@@ -278,7 +303,13 @@ export class App {
     // runtime's drain count, and whoever set ctx.closeListener (the proxy).
     ;(res as ResponseWithContext)[CONTEXT] = ctx
     res.on('close', this.#responseClosed)
-    ;(req.socket as TrackedSocket)[LIVE_RESPONSE] = res
+    const socket = req.socket as TrackedSocket
+    socket[LIVE_RESPONSE] = res
+    socket[CLOSE_ASKED] = asksToClose(req)
+    if (socket[WATCHED] !== true) {
+      socket[WATCHED] = true
+      socket.on('end', onClientFin)
+    }
     if (announcesBody(req)) {
       watchBody(
         req,
