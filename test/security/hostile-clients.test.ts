@@ -20,8 +20,8 @@ import type { SeenRequest } from '../helpers/upstream.js'
 const BODY_IDLE_MS = 400
 const REQUEST_MS = 1500
 const HEADERS_MS = 600
-/** Scheduling slack on a shared 2-core machine; a missing timeout would exceed it by far. */
-const SLACK_MS = 700
+/** Scheduling slack on a shared, busy 2-core machine; a missing timeout would never close the connection at all. */
+const SLACK_MS = 2000
 
 /** What an upstream saw of one request, including requests cut off mid-body. */
 interface Arrival {
@@ -152,7 +152,15 @@ async function open(): Promise<Conn> {
     }
   })
   socket.on('error', () => undefined)
-  const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(performance.now())))
+  // Bounded: a server that never closes fails the test here instead of hanging it.
+  const closed = new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`still open after 15 s; got ${JSON.stringify(received.slice(0, 80))}`)), 15_000)
+    timer.unref()
+    socket.once('close', () => {
+      clearTimeout(timer)
+      resolve(performance.now())
+    })
+  })
   return {
     socket,
     text: () => received,
