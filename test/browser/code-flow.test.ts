@@ -114,6 +114,11 @@ t.test('the authorization code flow in Chromium', async (t) => {
       t.match(await page.getByRole('alert').textContent(), /username or password/i, 'a message says what went wrong')
       t.equal(await page.getByLabel('Username').inputValue(), 'alice', 'the username is kept')
       t.equal(await page.getByLabel('Password').inputValue(), '', 'the password is not sent back')
+      t.match(
+        await checker.focused(),
+        { id: 'password', description: 'The username or password is incorrect.' },
+        'the focus is in the password field, which carries the message for a screen reader',
+      )
       await checker.check(t, 'login-error')
 
       await page.getByLabel('Password').fill(DEMO_PASSWORD)

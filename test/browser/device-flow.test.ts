@@ -115,6 +115,8 @@ t.test('the device flow in Chromium', async (t) => {
       t.equal(await heading(page), 'Connect a device', 'still the code page')
       t.match(await page.getByRole('alert').textContent(), /expired or is not valid/, 'a message says the code is not valid')
       t.equal(await page.getByLabel('Code').inputValue(), 'bcdf-ghjk', 'what was typed stays, to correct it')
+      t.match(await checker.focused(), { id: 'user_code', description: /expired or is not valid/ }, 'the focus is in the code field, which carries the message')
+      t.equal(await page.getByLabel('Code').getAttribute('aria-invalid'), 'true', 'marked invalid')
       await checker.check(t, 'device-code-unknown')
     })
   }

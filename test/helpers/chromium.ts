@@ -255,6 +255,8 @@ export interface FocusedElement {
   text: string
   /** True when the element shows a focus indicator: an outline, or a box-shadow. */
   indicated: boolean
+  /** Its accessible description: the text of the elements `aria-describedby` names ('' when none). */
+  description: string
 }
 
 /** Browser-side expression describing document.activeElement (see FocusedElement). */
@@ -269,6 +271,8 @@ const FOCUSED = `(() => {
     type: el.getAttribute('type') ?? '',
     text: (label || el.textContent || '').trim(),
     indicated: outline || style.boxShadow !== 'none',
+    description: (el.getAttribute('aria-describedby') ?? '').split(' ').filter(Boolean)
+      .map((id) => document.getElementById(id)?.textContent?.trim() ?? '').join(' '),
   }
 })()`
 

@@ -17,11 +17,11 @@ export interface DeviceEntryOptions {
 export function deviceEntryPage(o: DeviceEntryOptions): string {
   const body = html`<h1>Connect a device</h1>
 <p class="lead">Enter the code shown on your device.</p>
-${o.error ? html`<p class="alert" role="alert">${o.error}</p>` : ''}
+${o.error ? html`<p class="alert" role="alert" id="form-error">${o.error}</p>` : ''}
 <form method="post" action="device">
 ${hiddenFields({ csrf: o.csrf })}<div class="field">
 <label for="user_code">Code</label>
-<input id="user_code" name="user_code" type="text" class="code-input" placeholder="XXXX-XXXX" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="32" required autofocus value="${o.userCode ?? ''}">
+<input id="user_code" name="user_code" type="text" class="code-input" placeholder="XXXX-XXXX" autocomplete="off" autocapitalize="characters" spellcheck="false" maxlength="32" required autofocus value="${o.userCode ?? ''}"${o.error ? html` aria-invalid="true" aria-describedby="form-error"` : ''}>
 </div>
 <div class="actions">
 <button class="primary" type="submit">Continue</button>

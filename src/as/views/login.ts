@@ -20,17 +20,21 @@ export interface LoginPageOptions {
  */
 export function loginPage(o: LoginPageOptions): string {
   const prefilled = o.username !== undefined && o.username !== ''
+  // After a failure the message describes both fields, so a screen reader
+  // reads it with the field the focus lands on (the alert alone is not
+  // announced on a freshly loaded page).
+  const described = o.error ? html` aria-describedby="form-error"` : ''
   const body = html`<h1>Sign in</h1>
 <p class="lead">${o.purpose}</p>
-${o.error ? html`<p class="alert" role="alert">${o.error}</p>` : ''}
+${o.error ? html`<p class="alert" role="alert" id="form-error">${o.error}</p>` : ''}
 <form method="post" action="login">
 ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="field">
 <label for="username">Username</label>
-<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${o.username ?? ''}"${prefilled ? '' : html` autofocus`}>
+<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${o.username ?? ''}"${described}${prefilled ? '' : html` autofocus`}>
 </div>
 <div class="field">
 <label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required${prefilled ? html` autofocus` : ''}>
+<input id="password" name="password" type="password" autocomplete="current-password" required${described}${prefilled ? html` autofocus` : ''}>
 </div>
 <div class="actions">
 <button class="primary" type="submit">Sign in</button>
