@@ -46,7 +46,7 @@ export async function knownBrowserFor(req: IncomingMessage, as: AsContext, user:
   const tokens = tokensOf(req, as).map((token) => ({ token, hash: hashToken(token) }))
   const subs = await Promise.all(tokens.map((t) => as.store.getKnownBrowser(t.hash)))
   const i = user === undefined ? -1 : subs.indexOf(user.sub)
-  return tokens[i] ?? null
+  return i === -1 ? null : (tokens[i] ?? null)
 }
 
 /**

@@ -58,10 +58,6 @@ export class FailureLimit {
     return seconds
   }
 
-  async blocked(): Promise<boolean> {
-    return (await this.lockedFor()) > 0
-  }
-
   async fail(): Promise<void> {
     await Promise.all(this.#counters.map((c) => this.#as.store.hit(c.key, this.#as.as.rateLimit.windowSec)))
   }
