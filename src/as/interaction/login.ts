@@ -62,9 +62,11 @@ function readLoginForm(form: FormParams): LoginForm {
 /**
  * POST /login: the login form of /authorize and /device. Order matters:
  * Origin and CSRF first (403, nothing changes), then the pending request is
- * validated again, then the rate limit, then the password (scrypt; a dummy
- * hash for unknown users, so timing does not tell which exist). Success mints
- * a new session (never reusing an old id) and answers 303 to the next step.
+ * validated again, then the throttle (LoginThrottle: 429 with Retry-After and
+ * the password left unchecked), then the password (scrypt; a dummy hash for
+ * unknown users, so timing does not tell which exist). Success mints a new
+ * session (never reusing an old id), remembers the browser for this user (the
+ * known-browser cookie) and answers 303 to the next step.
  */
 export const login: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
