@@ -89,6 +89,7 @@ authorization_server:
   code_ttl: 11m
   access_token: { ttl: 0s }
   device: { ttl: 10s, interval: 10s }
+  rate_limit: { login_delay_max: 2h, known_browser_ttl: 0s, login_address_max_failures: 0, client_auth_address_max_failures: 0 }
 gateway:
   clock_skew: 61s
 routes:
@@ -101,6 +102,10 @@ routes:
   t.match(at(problems, 'authorization_server.access_token.ttl'), [{ message: 'must be at least 1s, got `0s`' }])
   t.match(at(problems, 'authorization_server.device.interval'), [{ message: /must be shorter than the device code ttl/ }])
   t.match(at(problems, 'gateway.clock_skew'), [{ message: 'must be at most 1m, got `61s`' }])
+  t.match(at(problems, 'authorization_server.rate_limit.login_delay_max'), [{ message: 'must be at most 1h, got `2h`' }], 'a wait longer than an hour is a lockout')
+  t.match(at(problems, 'authorization_server.rate_limit.known_browser_ttl'), [{ message: 'must be at least 1s, got `0s`' }])
+  t.match(at(problems, 'authorization_server.rate_limit.login_address_max_failures'), [{ message: /at least 1/ }])
+  t.match(at(problems, 'authorization_server.rate_limit.client_auth_address_max_failures'), [{ message: /at least 1/ }])
   t.match(at(problems, 'routes[0].timeouts.connect'), [{ message: 'must be at least 1ms, got `0ms`' }])
 })
 
