@@ -294,7 +294,7 @@ routes:
   - { name: root, match: { path: / }, upstream: http://127.0.0.1:2 }
 `)
   t.same(problems, [], describe(problems))
-  t.same(config?.routes[0]?.match, { path: '/a', host: 'api.example.com', methods: ['GET', 'POST'] })
+  t.same(config?.routes[0]?.match, { path: '/a', host: 'api.example.com', methods: ['GET', 'POST'], caseInsensitive: false })
   t.equal(config?.routes[0]?.upstream, 'http://127.0.0.1:1/base')
   t.same(config?.routes[0]?.scopes, { GET: ['x'] })
   t.equal(config?.routes[1]?.match.path, '/')
@@ -472,4 +472,45 @@ routes:
 t.test('keys that are not plain words are refused', async (t) => {
   const { problems } = inspect('? [a, b]\n: 1\n')
   t.match(problems, [{ line: 1, col: 3, message: /keys must be plain words/ }])
+})
+
+t.test('client_timeouts rules', async (t) => {
+  const { problems } = inspect(`
+client_timeouts: { headers: 0s, body_idle: 30s, request: 10s, keep_alive: soon, idle: 5s }
+`)
+  t.match(at(problems, 'client_timeouts.headers'), [{ message: /at least/ }])
+  t.match(at(problems, 'client_timeouts.request'), [{ message: '`request` bounds the whole body, so it must be at least `body_idle`' }])
+  t.match(at(problems, 'client_timeouts.keep_alive'), [{ message: /duration/ }])
+  t.match(at(problems, 'client_timeouts.idle'), [{ message: /unknown key/ }])
+  const ok = inspect('client_timeouts: { body_idle: 250ms }\n')
+  t.same(ok.problems, [], describe(ok.problems))
+  t.same(ok.config?.clientTimeouts, { headersMs: 20_000, bodyIdleMs: 250, requestMs: 300_000, keepAliveMs: 65_000 }, 'unset keys keep their defaults')
+})
+
+t.test('allow_trace and case_insensitive', async (t) => {
+  const { config, problems } = inspect(`
+routes:
+  - { name: a, match: { path: /a }, upstream: "http://127.0.0.1:1", public: true }
+  - { name: b, match: { path: /B, case_insensitive: true }, upstream: "http://127.0.0.1:1", public: true, allow_trace: true }
+  - { name: c, match: { path: /c, methods: [get, trace] }, upstream: "http://127.0.0.1:1", public: true }
+  - { name: d, match: { path: /d, case_insensitive: yes }, upstream: "http://127.0.0.1:1", public: true, allow_trace: 1 }
+`)
+  t.match(at(problems, 'routes[3].match.case_insensitive'), [{ message: /expected `true` or `false`/ }])
+  t.match(at(problems, 'routes[3].allow_trace'), [{ message: /expected `true` or `false`/ }])
+  t.equal(config, null)
+  const good = inspect(`
+routes:
+  - { name: a, match: { path: /a }, upstream: "http://127.0.0.1:1", public: true }
+  - { name: b, match: { path: /B, case_insensitive: true }, upstream: "http://127.0.0.1:1", public: true, allow_trace: true }
+  - { name: c, match: { path: /c, methods: [get, trace] }, upstream: "http://127.0.0.1:1", public: true }
+`)
+  t.same(
+    good.config?.routes.map((r) => [r.name, r.match.caseInsensitive, r.allowTrace]),
+    [
+      ['a', false, false],
+      ['b', true, true],
+      ['c', false, true],
+    ],
+    'TRACE listed in methods allows it too',
+  )
 })

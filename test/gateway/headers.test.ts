@@ -6,7 +6,18 @@ import {
   parseIPv4,
   parseIPv6,
 } from '../../src/gateway/forwarded.js'
-import { canonicalHeaderName, connectionNamed, headerObject, headerPairs, responseHeaderList } from '../../src/gateway/headers.js'
+import type { IncomingMessage } from 'node:http'
+import {
+  ALWAYS_DROPPED_REQUEST_HEADERS,
+  CLIENT_IP_HEADERS,
+  RequestHeaderPolicy,
+  canonicalHeaderName,
+  connectionNamed,
+  headerObject,
+  headerPairs,
+  parseMaxForwards,
+  responseHeaderList,
+} from '../../src/gateway/headers.js'
 
 t.test('canonicalHeaderName lower-cases and maps _ to -', async (t) => {
   t.equal(canonicalHeaderName('X_Auth_Subject'), 'x-auth-subject')
@@ -126,4 +137,56 @@ t.test('forwardedElement quotes what RFC 7239 requires', async (t) => {
   t.equal(forwardedElement('2001:db8::1', 'h:8080', 'http'), 'for="[2001:db8::1]";host="h:8080";proto=http')
   t.equal(forwardedElement(undefined, undefined, 'http'), 'for=unknown;proto=http')
   t.equal(forwardedElement('10.0.0.1', 'a"b\\c', 'http'), 'for=10.0.0.1;host="a\\"b\\\\c";proto=http')
+})
+
+t.test('RequestHeaderPolicy: path-override and client-IP headers, Max-Forwards', async (t) => {
+  const policy = new RequestHeaderPolicy({
+    identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer' },
+    alsoStrip: [],
+    forwardAuthorization: false,
+    preserveHost: false,
+    upstreamHost: 'up:80',
+    trustedProxies: new TrustedProxies(['10.0.0.1']),
+  })
+  const request = (peer: string, method: string, pairs: Array<[string, string]>): IncomingMessage => {
+    const rawHeaders = pairs.flat()
+    const headers: Record<string, string> = {}
+    for (const [name, value] of pairs) headers[name.toLowerCase()] = value
+    return { method, rawHeaders, headers, socket: { remoteAddress: peer } } as unknown as IncomingMessage
+  }
+  const names = (flat: string[]): string[] => flat.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase())
+  const value = (flat: string[], name: string): string | undefined => {
+    const at = flat.findIndex((n, i) => i % 2 === 0 && n.toLowerCase() === name)
+    return at === -1 ? undefined : flat[at + 1]
+  }
+
+  const overrides: Array<[string, string]> = CLIENT_IP_HEADERS.map((h): [string, string] => [h, '10.9.9.9'])
+  const spoof: Array<[string, string]> = [
+    ['X-Original-URL', '/admin'],
+    ['X_Rewrite_URL', '/admin'],
+    ['X-Override-URL', '/admin'],
+    ['X-Original-URI', '/admin'],
+    ['X-HTTP-DestinationURL', '/admin'],
+    ['Accept', '*/*'],
+  ]
+  const fromClient = policy.build(request('192.0.2.7', 'GET', [...spoof, ...overrides]), null, null, false)
+  t.same(
+    names(fromClient).filter((n) => !n.startsWith('x-forwarded-')),
+    ['accept'],
+    'path overrides and client-IP claims dropped from an untrusted peer',
+  )
+  const fromProxy = policy.build(request('10.0.0.1', 'GET', [...spoof, ...overrides]), null, null, false)
+  for (const h of CLIENT_IP_HEADERS) t.equal(value(fromProxy, h), '10.9.9.9', `${h} kept from a trusted proxy`)
+  t.notOk(names(fromProxy).some((n) => n.replaceAll('_', '-').startsWith('x-original') || n.includes('rewrite')), 'path overrides dropped even from a trusted proxy')
+  const connectionNamedIp = policy.build(request('10.0.0.1', 'GET', [['Connection', 'X-Real-IP'], ['X-Real-IP', '1.2.3.4']]), null, null, false)
+  t.equal(value(connectionNamedIp, 'x-real-ip'), undefined, 'a client-IP header the Connection header names is hop-by-hop')
+
+  t.equal(value(policy.build(request('192.0.2.7', 'TRACE', [['Max-Forwards', '5']]), null, null, false), 'max-forwards'), '4', 'TRACE: decremented')
+  t.equal(value(policy.build(request('192.0.2.7', 'OPTIONS', [['Max-Forwards', '1']]), null, null, false), 'max-forwards'), '0', 'OPTIONS: decremented')
+  t.equal(value(policy.build(request('192.0.2.7', 'GET', [['Max-Forwards', '5']]), null, null, false), 'max-forwards'), '5', 'other methods: untouched')
+  t.equal(value(policy.build(request('192.0.2.7', 'TRACE', [['Max-Forwards', 'x']]), null, null, false), 'max-forwards'), 'x', 'not a number: untouched')
+  t.equal(parseMaxForwards(' 0 '), 0)
+  t.equal(parseMaxForwards(['1', '2']), null)
+  t.equal(parseMaxForwards(undefined), null)
+  t.ok(ALWAYS_DROPPED_REQUEST_HEADERS.includes('x-original-url'))
 })

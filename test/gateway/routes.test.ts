@@ -71,3 +71,16 @@ t.test('stripPrefix keeps a leading slash', async (t) => {
   t.equal(stripPrefix('/orders/', '/orders'), '/')
   t.equal(stripPrefix('/x/y', '/'), '/x/y')
 })
+
+t.test('case_insensitive routes match the path whatever its ASCII case; others match case by case', async (t) => {
+  const routes: R[] = [
+    { name: 'admin', match: { path: '/Admin', host: null, methods: null, caseInsensitive: true } },
+    { name: 'strict', match: { path: '/strict', host: null, methods: null, caseInsensitive: false } },
+    r('root', '/'),
+  ]
+  const find = table(routes)
+  for (const path of ['/admin', '/ADMIN/x', '/aDmIn/%2A', '/Admin']) t.equal(find(path), 'admin', path)
+  t.equal(find('/adminx'), 'root', 'still on segment boundaries')
+  t.equal(find('/STRICT/x'), 'root', 'a case-sensitive route does not take another case')
+  t.equal(find('/strict/x'), 'strict')
+})
