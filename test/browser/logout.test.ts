@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core'
 import { launchChromium, openPage, VIEWPORT_NAMES, type ViewportName } from '../helpers/chromium.js'
 import { authorizeRequest, exchangeCode, signIn, startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
-import { logoDataUrl } from '../helpers/logo.js'
+import { brandedWebClient as branded, logoDataUrl } from '../helpers/logo.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000)
@@ -24,21 +24,6 @@ const PERSON: Record<ViewportName, { consent: string; other: string; hinted: str
 }
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
-
-/** The `web` client with a logo, policy and terms links, and a post-logout redirect URI at the client. */
-function branded(yaml: string): string {
-  const client = /redirect_uris: \[(http:\/\/127\.0\.0\.1:\d+)\/callback\]/.exec(yaml)?.[1]
-  if (client === undefined) throw new Error('no web redirect URI in the config')
-  return yaml.replace(
-    '      name: Example Web App\n',
-    `      name: Example Web App
-      logo_uri: "${logoDataUrl()}"
-      policy_uri: https://app.example.com/privacy
-      tos_uri: https://app.example.com/terms
-      post_logout_redirect_uris: [${client}/bye]
-`,
-  )
-}
 
 /** Signed in now? Opening the authorize URL shows the login page when not. */
 async function signedIn(page: Page, as: BrowserAs): Promise<boolean> {

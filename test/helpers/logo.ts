@@ -39,3 +39,22 @@ export function logoPng(size = 48): Buffer {
 export function logoDataUrl(size = 48): string {
   return `data:image/png;base64,${logoPng(size).toString('base64')}`
 }
+
+/**
+ * Edit the YAML of `startBrowserAs` (as-config.ts): the `web` client gets an
+ * inline logo, privacy policy and terms links, and a post-logout redirect URI
+ * (`/bye`) on the same test server as its redirect_uri.
+ */
+export function brandedWebClient(yaml: string): string {
+  const client = /redirect_uris: \[(http:\/\/127\.0\.0\.1:\d+)\/callback\]/.exec(yaml)?.[1]
+  if (client === undefined) throw new Error('no web redirect URI in the config')
+  return yaml.replace(
+    '      name: Example Web App\n',
+    `      name: Example Web App
+      logo_uri: "${logoDataUrl()}"
+      policy_uri: https://app.example.com/privacy
+      tos_uri: https://app.example.com/terms
+      post_logout_redirect_uris: [${client}/bye]
+`,
+  )
+}
