@@ -47,6 +47,19 @@ ${extra}`
   t.match(await res.json(), { upstream: 'docs' })
   const first = await peerFingerprint(bin.url, one.cert)
 
+  // A client that half-closes (close_notify and FIN) after its request still gets the answer over TLS.
+  const halfClosed = await new Promise<string>((resolve, reject) => {
+    const u = new URL(bin.url)
+    let text = ''
+    const s = connect({ host: u.hostname, port: Number(u.port), ca: one.cert, servername: 'localhost' }, () => {
+      s.end('GET /docs/half HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')
+    })
+    s.on('data', (d: Buffer) => (text += d.toString('latin1')))
+    s.on('close', () => resolve(text))
+    s.on('error', reject)
+  })
+  t.match(halfClosed, /^HTTP\/1\.1 200 [^]*"url":"\/docs\/half"\}$/, 'a half-closed TLS client gets the whole answer')
+
   const two = selfSignedCert(cfg.dir, 'two')
   await writeFile(cfg.file, yaml(two))
   t.ok(await eventually(async () => (await peerFingerprint(bin.url, two.cert).catch(() => first)) !== first), 'the new certificate is served after reload')
