@@ -104,6 +104,20 @@ export class InvalidTarget extends OAuthError {
   }
 }
 
+/** RFC 7591 3.2.2: a redirect URI the server will not register. */
+export class InvalidRedirectUri extends OAuthError {
+  constructor(description = 'A redirect URI is not acceptable', o: Opts = {}) {
+    super(400, 'invalid_redirect_uri', description, o)
+  }
+}
+
+/** RFC 7591 3.2.2: client metadata the server will not accept. */
+export class InvalidClientMetadata extends OAuthError {
+  constructor(description = 'The client metadata is not acceptable', o: Opts = {}) {
+    super(400, 'invalid_client_metadata', description, o)
+  }
+}
+
 export class AccessDenied extends OAuthError {
   constructor(description = 'The resource owner denied the request', o: Opts = {}) {
     super(400, 'access_denied', description, o)

@@ -26,7 +26,7 @@ export const authorize: AsHandler = async (req, res, ctx, as) => {
     if (err instanceof OAuthError) return showError(res, err)
     throw err
   }
-  const parsed = parseAuthorizationRequest(raw, as)
+  const parsed = await parseAuthorizationRequest(raw, as)
   if (parsed.kind === 'page') return showError(res, parsed.error)
   if (parsed.kind === 'redirect') return redirect(res, parsed.target.error(parsed.error), 302)
   const { request } = parsed

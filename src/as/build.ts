@@ -7,6 +7,7 @@ import type { FaceDeps } from '../context.js'
 import { SecretVerifier } from '../crypto/secret.js'
 import { DpopVerifier } from '../dpop/verify-proof.js'
 import type { KeySet } from '../keys/keyset.js'
+import { ClientDirectory } from './client-directory.js'
 import type { AsContext } from './context.js'
 
 /**
@@ -18,6 +19,8 @@ import type { AsContext } from './context.js'
 export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig; keys: KeySet }): AsContext {
   const { config } = deps
   const resources = new Set<string>([config.publicUrl, ...config.routes.flatMap((r) => r.audiences)])
+  const clients = new Map(deps.as.clients.map((c) => [c.clientId, c]))
+  const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)
   return {
     clock: deps.clock,
     log: deps.log,
@@ -28,7 +31,8 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     as: deps.as,
     keys: deps.keys,
     issuer: config.publicUrl,
-    clients: new Map(deps.as.clients.map((c) => [c.clientId, c])),
+    clients,
+    findClient: (clientId) => directory.find(clientId),
     users: new Map(deps.as.users.map((u) => [u.username, u])),
     secrets: new SecretVerifier(),
     secureCookies: config.publicUrl.startsWith('https:'),

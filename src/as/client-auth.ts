@@ -113,7 +113,7 @@ export async function authenticateClient(
   options: ClientAuthOptions = {},
 ): Promise<AuthenticatedClient> {
   const p = presented(req, form)
-  const client = as.clients.get(p.clientId)
+  const client = await as.findClient(p.clientId)
 
   if (p.secret === null) {
     if (client === undefined) throw new InvalidClient(undefined, { cause: 'unknown client' })

@@ -14,7 +14,13 @@ export interface AsContext extends FaceDeps {
   readonly keys: KeySet
   /** The issuer identifier: exactly `public_url` (RFC 8414 2, RFC 9207). */
   readonly issuer: string
+  /** The configured clients only; look clients up with `findClient`. */
   readonly clients: ReadonlyMap<string, ClientConfig>
+  /**
+   * The one client lookup: configured clients, then registered ones (RFC
+   * 7591) when registration is on. Rejects with StoreUnavailableError.
+   */
+  findClient(clientId: string): Promise<ClientConfig | undefined>
   readonly users: ReadonlyMap<string, UserConfig>
   /** Verifies client secrets and passwords (scrypt; repeat successes memoized). */
   readonly secrets: SecretVerifier

@@ -52,5 +52,7 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     request_uri_parameter_supported: false,
     // RFC 9449 5.1: the proof algorithms the token endpoint accepts.
     dpop_signing_alg_values_supported: [...as.dpop.token.algorithms],
+    // RFC 7591 3: only while registration is on.
+    ...(as.as.registration !== null ? { registration_endpoint: `${issuer}/register` } : {}),
   }
 }

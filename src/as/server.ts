@@ -16,6 +16,7 @@ import { frontChannelRoutes } from './interaction/routes.js'
 import { handleIntrospect } from './introspect.js'
 import { jwksHandler, staticJsonHandler } from './jwks.js'
 import { metadataDocument } from './metadata.js'
+import { handleRegister } from './register.js'
 import { handleRevoke } from './revoke.js'
 import { handleToken } from './token.js'
 import { handleUserinfo } from './userinfo.js'
@@ -49,6 +50,10 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
   add(`${base}/revoke`, { label: 'as:revoke', handler: handleRevoke, cors: 'clients', methods: ['POST'] })
   add(`${base}/introspect`, { label: 'as:introspect', handler: handleIntrospect, cors: 'none', methods: ['POST'] })
   add(`${base}/userinfo`, { label: 'as:userinfo', handler: handleUserinfo, cors: 'clients', methods: ['GET', 'HEAD', 'POST'] })
+  if (as.as.registration !== null) {
+    // RFC 7591 3 / RFC 7592 2: browser-based clients register too, so any origin may.
+    add(`${base}/register`, { label: 'as:register', handler: handleRegister, cors: 'public', methods: ['POST', 'GET', 'DELETE'] })
+  }
   add(`${base}/device_authorization`, {
     label: 'as:device_authorization',
     handler: handleDeviceAuthorization,

@@ -84,6 +84,12 @@ export interface ClientConfig {
   rotateRefreshTokens: boolean
   /** RFC 9449 5.2 (`dpop_bound_access_tokens`, default false): no token without a DPoP proof. */
   dpopBoundAccessTokens: boolean
+  /**
+   * How a client that is not in the config became known: it registered
+   * itself (RFC 7591) or its client_id is the URL of its metadata document.
+   * Absent for configured clients. Such a client always gets the consent page.
+   */
+  selfRegistered?: 'registration' | 'metadata_document'
 }
 
 export interface UserConfig {
@@ -130,6 +136,21 @@ export interface AuthorizationServerConfig {
   }
   /** RFC 8628 (`device.*`). */
   device: { ttlSec: number; intervalSec: number }
+  /** RFC 7591 dynamic client registration (`registration`); null when off (the default). */
+  registration: RegistrationConfig | null
+}
+
+/** `authorization_server.registration`. */
+export interface RegistrationConfig {
+  /** Bearer token a registration must carry (`initial_access_token`); null: open registration. */
+  initialAccessToken: string | null
+  /** The most a registered client may ask for (`scopes`, default every known scope). */
+  scopes: string[]
+  /** A registered client unused this long is forgotten (`client_ttl`, default 30d). */
+  clientTtlSec: number
+  /** Registrations per client address per window (`rate_limit.per_address`, default 30; `rate_limit.window`, default 1h). */
+  perAddress: number
+  windowSec: number
 }
 
 export interface RemoteIntrospectionConfig {

@@ -18,6 +18,7 @@ import type {
   OpaqueTokenRecord,
   PollResult,
   RefreshLookup,
+  RegisteredClientRecord,
   RevocationEntry,
   RevocationKind,
   RotateResult,
@@ -100,6 +101,7 @@ export class MemoryStore implements Store {
   /** sub → client id → allowance. */
   readonly #allowances = new Map<string, Map<string, AllowanceEntry>>()
   readonly #hits = new Map<string, Window>()
+  readonly #clients = new Map<string, RegisteredClientRecord>()
   /** useOnce keys → epoch ms until which they count as used. */
   readonly #used = new Map<string, number>()
   /** Known-browser cookie hash → the sub it was issued for. */
@@ -137,7 +139,7 @@ export class MemoryStore implements Store {
       this.#codes.size + this.#families.size + this.#refreshIndex.size + this.#revoked.jti.size +
       this.#revoked.grant.size + this.#opaque.size + this.#devices.size + this.#userCodes.size +
       this.#sessions.size + this.#consents.size + this.#hits.size + this.#used.size +
-      this.#knownBrowsers.size + this.#allowances.size
+      this.#knownBrowsers.size + this.#allowances.size + this.#clients.size
     )
   }
 
@@ -526,6 +528,42 @@ export class MemoryStore implements Store {
       return null
     }
     return e.value
+  }
+
+  // -- registered clients (RFC 7591) -------------------------------------------
+
+  async putClient(record: RegisteredClientRecord): Promise<void> {
+    this.#open()
+    this.#clients.set(record.clientId, copy(record))
+  }
+
+  async getClient(clientId: string): Promise<RegisteredClientRecord | null> {
+    this.#open()
+    const c = this.#liveClient(clientId)
+    return c ? copy(c) : null
+  }
+
+  async touchClient(clientId: string, expiresAt: number): Promise<void> {
+    this.#open()
+    const c = this.#liveClient(clientId)
+    if (c) c.expiresAt = Math.max(c.expiresAt, expiresAt)
+  }
+
+  async deleteClient(clientId: string): Promise<boolean> {
+    this.#open()
+    const c = this.#liveClient(clientId)
+    this.#clients.delete(clientId)
+    return c !== null
+  }
+
+  #liveClient(clientId: string): RegisteredClientRecord | null {
+    const c = this.#clients.get(clientId)
+    if (!c) return null
+    if (this.#nowMs() >= c.expiresAt * 1000) {
+      this.#clients.delete(clientId)
+      return null
+    }
+    return c
   }
 
   // -- rate limits -----------------------------------------------------------

@@ -293,8 +293,25 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 return gids
 `)
 
+/**
+ * A registered client was used: move its expiry later, never earlier, and
+ * only while it exists (a deleted client stays deleted).
+ * KEYS[1] = client key {r: record JSON, e: expires ms}; ARGV[1] = new expiry ms;
+ * ARGV[2] = ttl ms; ARGV[3] = now ms (a client past its expiry stays forgotten).
+ * Returns 1 when moved, 0 otherwise.
+ */
+export const TOUCH_CLIENT = script('touchClient', `
+local e = redis.call('HGET', KEYS[1], 'e')
+if not e then return 0 end
+if tonumber(ARGV[3]) >= tonumber(e) then return 0 end
+if tonumber(ARGV[1]) <= tonumber(e) then return 0 end
+redis.call('HSET', KEYS[1], 'e', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
 export const ALL_SCRIPTS: readonly LuaScript[] = [
   PUT_HASH, TAKE_CODE, LINK_CODE_GRANT, NOTE_ACCESS_EXP, ROTATE_REFRESH, REVOKE_GRANT,
   ADD_REVOCATION, DELETE_OPAQUE, CLAIM_USER_CODE, DECIDE_DEVICE, POLL_DEVICE, HIT,
-  NOTE_ALLOWANCE, WITHDRAW_ALLOWANCE, USE_ONCE,
+  NOTE_ALLOWANCE, WITHDRAW_ALLOWANCE, USE_ONCE, TOUCH_CLIENT,
 ]

@@ -26,6 +26,7 @@
  *                     (apps, ugrants and consent of one sub share its tag: withdrawal is one script)
  *   p rl:{key}        hash {c: count, r: window reset ms}
  *   p once:{key}      string: used-until ms (useOnce; DPoP proof jti)
+ *   p client:{id}     hash {r: RegisteredClientRecord JSON, e: expires ms}
  *   channel p revocations: RevocationEntry JSON
  *
  * Refresh families: the caller gives only a token hash, so `rt:{hash}` maps it
@@ -70,6 +71,7 @@ import {
   REVOKE_GRANT,
   ROTATE_REFRESH,
   TAKE_CODE,
+  TOUCH_CLIENT,
   USE_ONCE,
   WITHDRAW_ALLOWANCE,
   type LuaScript,
@@ -85,6 +87,7 @@ import type {
   OpaqueTokenRecord,
   PollResult,
   RefreshLookup,
+  RegisteredClientRecord,
   RevocationEntry,
   RevocationKind,
   RotateResult,
@@ -883,6 +886,31 @@ export class RedisStore implements Store {
   async withdrawAllowance(sub: string, clientId: string): Promise<string[]> {
     const keys = [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId), this.#consentKey(sub, clientId)]
     return list(await this.#do((c) => this.#eval(c, WITHDRAW_ALLOWANCE, keys, [clientId, this.#clock.now()]))).map(str)
+  }
+
+  // -- registered clients (RFC 7591) -------------------------------------------
+
+  async putClient(record: RegisteredClientRecord): Promise<void> {
+    const expMs = record.expiresAt * 1000
+    await this.#do((c) => this.#putHash(c, this.#key('client', record.clientId), this.#ttlMs(expMs), { r: JSON.stringify(record), e: expMs }))
+  }
+
+  async getClient(clientId: string): Promise<RegisteredClientRecord | null> {
+    const [raw, e] = await this.#do((c) => c.hmget(this.#key('client', clientId), 'r', 'e'))
+    if (!raw || !e || this.#clock.now() >= Number(e)) return null
+    const record = JSON.parse(raw) as RegisteredClientRecord
+    return { ...record, expiresAt: Math.floor(Number(e) / 1000) }
+  }
+
+  async touchClient(clientId: string, expiresAt: number): Promise<void> {
+    const expMs = expiresAt * 1000
+    await this.#do((c) => this.#eval(c, TOUCH_CLIENT, [this.#key('client', clientId)], [expMs, this.#ttlMs(expMs), this.#clock.now()]))
+  }
+
+  async deleteClient(clientId: string): Promise<boolean> {
+    const live = await this.getClient(clientId)
+    const removed = await this.#do((c) => c.del(this.#key('client', clientId)))
+    return live !== null && removed === 1
   }
 
   // -- rate limits -----------------------------------------------------------

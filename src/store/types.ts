@@ -166,6 +166,38 @@ export interface AllowanceNote {
   until: number
 }
 
+/** RFC 7591 2: the metadata a registered client is known by, as the server accepted it. */
+export interface RegisteredClientMetadata {
+  redirect_uris: string[]
+  token_endpoint_auth_method: 'none' | 'client_secret_basic' | 'client_secret_post'
+  grant_types: Array<'authorization_code' | 'refresh_token'>
+  response_types: ['code']
+  client_name?: string
+  client_uri?: string
+  logo_uri?: string
+  policy_uri?: string
+  tos_uri?: string
+  scope?: string
+  contacts?: string[]
+  software_id?: string
+  software_version?: string
+  post_logout_redirect_uris?: string[]
+}
+
+/** A client that registered itself (RFC 7591), kept until unused for `client_ttl`. */
+export interface RegisteredClientRecord {
+  clientId: string
+  /** scrypt hash of the client secret; null for a public (`none`) client. */
+  secretHash: string | null
+  /** SHA-256 of the RFC 7592 registration access token. */
+  registrationTokenHash: string
+  metadata: RegisteredClientMetadata
+  /** Epoch seconds of the registration (`client_id_issued_at`). */
+  issuedAt: number
+  /** Epoch seconds after which the client is forgotten (moved on by touchClient). */
+  expiresAt: number
+}
+
 export interface Store {
   readonly kind: 'memory' | 'redis'
 
@@ -246,6 +278,16 @@ export interface Store {
    * grant ids the index held, for the caller to revoke (revokeGrant).
    */
   withdrawAllowance(sub: string, clientId: string): Promise<string[]>
+
+  // -- registered clients (RFC 7591) -------------------------------------------
+  /** Store a new registration; it lives until `record.expiresAt`. */
+  putClient(record: RegisteredClientRecord): Promise<void>
+  /** The registration, or null when unknown, deleted or past its expiry. */
+  getClient(clientId: string): Promise<RegisteredClientRecord | null>
+  /** Move a live registration's expiry to `expiresAt` (it was used); no effect on an unknown or deleted one. */
+  touchClient(clientId: string, expiresAt: number): Promise<void>
+  /** Forget a registration; false when there was none. */
+  deleteClient(clientId: string): Promise<boolean>
 
   // -- rate limits -----------------------------------------------------------
   /** Count one hit in the fixed window of `windowSec` for key; returns the count so far in that window. */

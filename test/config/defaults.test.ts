@@ -109,6 +109,7 @@ routes:
         windowSec: 900,
       },
       device: { ttlSec: 600, intervalSec: 5 },
+      registration: null,
     },
     issuers: [
       {
@@ -275,6 +276,7 @@ t.test('the full fixture sets every key', async (t) => {
       windowSec: 300,
     },
     device: { ttlSec: 900, intervalSec: 10 },
+    registration: { initialAccessToken: 'registration-token-0123', scopes: ['orders:read'], clientTtlSec: 7 * 86400, perAddress: 5, windowSec: 600 },
   })
   t.same(as?.clients[0], {
     clientId: 'web',

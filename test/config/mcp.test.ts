@@ -79,3 +79,32 @@ t.test('mcp rules', async (t) => {
   const body = inspect(route('token_in_body: true\nmcp: { tools: {} }'))
   t.match(at(body.problems, 'routes[0].mcp'), [{ message: /cannot also take `token_in_body`/ }])
 })
+
+t.test('authorization_server.registration: off by default, defaults when on, rules', async (t) => {
+  const base = (extra: string): string => `
+authorization_server:
+  scopes: { "mcp:tools": Use the tools }
+${extra}
+`
+  t.equal(inspect(base('')).config?.authorizationServer?.registration, null)
+  t.equal(inspect(base('  registration: { enabled: false, client_ttl: 1d }')).config?.authorizationServer?.registration, null)
+  const on = inspect(base('  registration: { enabled: true }'))
+  t.same(on.problems, [], describe(on.problems))
+  t.same(on.config?.authorizationServer?.registration, {
+    initialAccessToken: null,
+    scopes: ['openid', 'profile', 'email', 'offline_access', 'mcp:tools'],
+    clientTtlSec: 30 * 86400,
+    perAddress: 30,
+    windowSec: 3600,
+  })
+  const env = inspect(base('  registration: { enabled: true, initial_access_token: "${REG}", scopes: ["mcp:tools"] }'), { REG: 'a-long-enough-registration-token' })
+  t.equal(env.config?.authorizationServer?.registration?.initialAccessToken, 'a-long-enough-registration-token')
+  t.same(env.config?.authorizationServer?.registration?.scopes, ['mcp:tools'])
+  const bad = inspect(base('  registration: { enabled: yes, initial_access_token: short, scopes: ["mcp:tool"], client_ttl: 10s, rate_limit: { per_address: 0 }, extra: 1 }'))
+  t.match(at(bad.problems, 'authorization_server.registration.enabled'), [{ message: /expected `true` or `false`/ }])
+  t.match(at(bad.problems, 'authorization_server.registration.initial_access_token'), [{ message: /at least 16 characters/ }])
+  t.match(at(bad.problems, 'authorization_server.registration.scopes[0]'), [{ message: /unknown scope `mcp:tool`/ }])
+  t.match(at(bad.problems, 'authorization_server.registration.client_ttl'), [{ message: /at least 1m/ }])
+  t.match(at(bad.problems, 'authorization_server.registration.rate_limit.per_address'), [{ message: /at least 1/ }])
+  t.match(at(bad.problems, 'authorization_server.registration.extra'), [{ message: /unknown key/ }])
+})

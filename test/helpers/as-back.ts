@@ -9,7 +9,7 @@ import { DEFAULT_DPOP } from '../../src/config/sections/dpop.js'
 import { createHash, randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { ManualClock, epochSeconds } from '../../src/clock.js'
-import type { AuthorizationServerConfig, ClientConfig, Config, DpopConfig, RouteConfig, UserConfig } from '../../src/config/types.js'
+import type { AuthorizationServerConfig, ClientConfig, Config, DpopConfig, RegistrationConfig, RouteConfig, UserConfig } from '../../src/config/types.js'
 import { DEFAULT_CLIENT_TIMEOUTS } from '../../src/config/validate.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import { buildAsContext } from '../../src/as/build.js'
@@ -168,6 +168,8 @@ export interface HarnessOptions {
   dpop?: Partial<DpopConfig>
   /** Clients besides the standard set (confidential ones have no secret). */
   moreClients?: Array<Partial<ClientConfig> & Pick<ClientConfig, 'clientId' | 'type'>>
+  /** RFC 7591 dynamic registration settings (default: off). */
+  registration?: RegistrationConfig
 }
 
 export interface Harness {
@@ -260,6 +262,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
       ...o.rateLimit,
     },
     device: { ttlSec: 600, intervalSec: 5 },
+    registration: o.registration ?? null,
   } satisfies Config['authorizationServer']
   const fullConfig: Config = { ...config, authorizationServer: asConfig }
   const as = buildAsContext({ clock, log, store, revocations, metrics, config: fullConfig, keys, as: asConfig })

@@ -13,6 +13,7 @@ import type {
   DeviceRecord,
   GrantRecord,
   OpaqueTokenRecord,
+  RegisteredClientRecord,
   RevocationEntry,
   SessionRecord,
   Store,
@@ -644,6 +645,52 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     tt.equal(await store.getKnownBrowser(a.hash), null, 'expired')
   })
 
+  t.test(`${name}: registered clients (RFC 7591)`, async (tt) => {
+    const client = (clock: ManualClock, id: string, ttlSec = 3600): RegisteredClientRecord => ({
+      clientId: id,
+      secretHash: null,
+      registrationTokenHash: token().hash,
+      metadata: { redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'], client_name: 'Tool {x}', contacts: [] },
+      issuedAt: nowSec(clock),
+      expiresAt: nowSec(clock) + ttlSec,
+    })
+    tt.test('put, get (a copy), delete; another instance sees the same', async (t2) => {
+      const { clock, store, h } = await setup(t2)
+      const record = client(clock, 'dyn:{odd}/id')
+      await store.putClient(record)
+      const got = await store.getClient(record.clientId)
+      t2.same(got, record, 'the record round-trips, empty lists included')
+      if (got) got.metadata.redirect_uris.push('https://evil.example/cb')
+      t2.same((await store.getClient(record.clientId))?.metadata.redirect_uris, ['http://127.0.0.1/cb'], 'a returned record is a copy')
+      const other = await h.peer()
+      t2.same(await other.getClient(record.clientId), record)
+      t2.equal(await store.getClient('unknown'), null)
+      t2.equal(await store.deleteClient(record.clientId), true)
+      t2.equal(await store.getClient(record.clientId), null)
+      t2.equal(await store.deleteClient(record.clientId), false, 'deleting twice finds nothing')
+    })
+    tt.test('an unused client is forgotten at its expiry; touching moves it on, never back', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const record = client(clock, 'ttl-client', 100)
+      await store.putClient(record)
+      clock.advance(99_000)
+      t2.not(await store.getClient(record.clientId), null, 'alive just before expiry')
+      await store.touchClient(record.clientId, nowSec(clock) + 100)
+      await store.touchClient(record.clientId, nowSec(clock) + 10)
+      clock.advance(99_000)
+      t2.equal((await store.getClient(record.clientId))?.expiresAt, record.expiresAt + 99, 'the later expiry holds')
+      clock.advance(1_000)
+      t2.equal(await store.getClient(record.clientId), null, 'forgotten once unused for its ttl')
+      await store.touchClient(record.clientId, nowSec(clock) + 100)
+      t2.equal(await store.getClient(record.clientId), null, 'a touch does not revive a forgotten client')
+      const gone = client(clock, 'deleted-client')
+      await store.putClient(gone)
+      await store.deleteClient(gone.clientId)
+      await store.touchClient(gone.clientId, nowSec(clock) + 1000)
+      t2.equal(await store.getClient(gone.clientId), null, 'a touch does not revive a deleted client')
+    })
+  })
+
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()
     const h = await makeStore(clock)
@@ -653,5 +700,6 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.takeCode(token().hash), StoreUnavailableError)
     await tt.rejects(h.store.subscribeRevocations(() => undefined), StoreUnavailableError)
     await tt.rejects(h.store.useOnce('k', 1), StoreUnavailableError)
+    await tt.rejects(h.store.getClient('c'), StoreUnavailableError)
   })
 }

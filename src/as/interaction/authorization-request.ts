@@ -92,6 +92,12 @@ export class RedirectTarget {
     return this.#with(params)
   }
 
+  /** Where the person is sent, for the caution on a self-registered client's consent page: a host, or a custom scheme. */
+  displayHost(): string {
+    const url = new URL(this.uri)
+    return url.host !== '' ? url.host : url.protocol
+  }
+
   /** What the person is sent back to, for the consent page: an origin, or a custom scheme. */
   displayOrigin(): string {
     const url = new URL(this.uri)
@@ -136,7 +142,7 @@ export type ParsedAuthorizationRequest =
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2.1
  * @see https://www.rfc-editor.org/rfc/rfc9700#section-2.1
  */
-export function parseAuthorizationRequest(raw: string, as: AsContext): ParsedAuthorizationRequest {
+export async function parseAuthorizationRequest(raw: string, as: AsContext): Promise<ParsedAuthorizationRequest> {
   const params = FormParams.parse(raw)
 
   // 1. Client and redirect URI: errors here are shown, not redirected.
@@ -145,7 +151,7 @@ export function parseAuthorizationRequest(raw: string, as: AsContext): ParsedAut
   try {
     const clientId = params.get('client_id')
     if (clientId === undefined) return page(new InvalidRequest('The request has no client_id'))
-    client = as.clients.get(clientId)
+    client = await as.findClient(clientId)
     if (client === undefined) return page(new InvalidRequest('The application (client_id) is not registered with this server'))
     redirectUri = params.get('redirect_uri')
   } catch (err) {

@@ -33,7 +33,7 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
   }
   // Nothing is acted on before the CSRF check; the request is parsed first only
   // so that a store outage can be reported to a verified redirect URI.
-  const parsed = raw === undefined ? null : parseAuthorizationRequest(raw, as)
+  const parsed = raw === undefined ? null : await parseAuthorizationRequest(raw, as)
   let session: ActiveSession | null
   try {
     session = await currentSession(req, as)

@@ -32,7 +32,8 @@ export function needsLogin(as: AsContext, request: AuthorizationRequest, session
  * else ask unless a remembered consent covers every requested scope.
  */
 export async function needsConsent(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<boolean> {
-  if (request.prompt.has('consent')) return true
+  // A client nobody vetted (it registered itself) is always shown to the person.
+  if (request.prompt.has('consent') || request.client.selfRegistered !== undefined) return true
   if (request.client.skipConsent) return false
   if (!as.as.consent.remember) return true
   const granted = await as.store.getConsent(session.user.sub, request.client.clientId)
@@ -104,6 +105,7 @@ function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationR
     action: 'consent',
     continuation: { request: request.raw },
     returnTo: request.target.displayOrigin(),
+    ...(request.client.selfRegistered !== undefined ? { selfRegistered: { redirectHost: request.target.displayHost() } } : {}),
   })
   showPage(res, 200, page, { headers: headersForClientLogo(request.client) })
 }

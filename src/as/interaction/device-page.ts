@@ -48,7 +48,7 @@ async function lookUp(req: IncomingMessage, as: AsContext, typed: string): Promi
   if (lockedFor > 0) return { kind: 'limited', retryAfterSec: lockedFor }
   const userCode = normalizeUserCode(typed)
   const found = userCode === null ? null : await as.store.getDeviceByUserCode(userCode)
-  const client = found === null ? undefined : as.clients.get(found.record.clientId)
+  const client = found === null ? undefined : await as.findClient(found.record.clientId)
   if (userCode === null || found === null || client === undefined) {
     await limit.fail()
     return { kind: 'not_found' }

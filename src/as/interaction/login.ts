@@ -82,7 +82,7 @@ export const login: AsHandler = async (req, res, ctx, as) => {
 
   let continuation: Continuation
   if (form.request !== undefined) {
-    const parsed = parseAuthorizationRequest(form.request, as)
+    const parsed = await parseAuthorizationRequest(form.request, as)
     if (parsed.kind === 'page') return showError(res, parsed.error)
     if (parsed.kind === 'redirect') return redirect(res, parsed.target.error(parsed.error), 303)
     continuation = { kind: 'authorize', request: parsed.request }

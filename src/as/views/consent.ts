@@ -24,6 +24,8 @@ export interface ConsentPageOptions {
   returnTo?: string
   /** Device flow: the user code to check against the device's screen (formatted XXXX-XXXX). */
   userCode?: string
+  /** A client that registered itself: the host it will send the person to (shown as a caution). */
+  selfRegistered?: { redirectHost: string }
 }
 
 function scopeList(clientName: string, scopes: readonly ScopeView[]): SafeHtml {
@@ -67,7 +69,8 @@ ${
 <span class="user-code" aria-label="Device code">${o.userCode}</span>`
     : ''
 }
-${scopeList(name, o.scopes)}
+${o.selfRegistered ? html`<p class="alert" role="note">${name} registered itself with this server; nobody here has checked who runs it. If you allow, you will be sent to <code>${o.selfRegistered.redirectHost}</code>.</p>
+` : ''}${scopeList(name, o.scopes)}
 ${clientLinks(o.client)}
 <form method="post" action="${o.action}">
 ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="actions">

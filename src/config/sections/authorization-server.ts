@@ -7,9 +7,11 @@ import type { AuthorizationServerConfig, KeySource } from '../types.js'
 import type { Reader } from '../reader.js'
 import { SCOPE_TOKEN } from '../values.js'
 import { readClients } from './clients.js'
+import { readRegistration } from './registration.js'
 import { readUsers } from './users.js'
 
 export const AUTHORIZATION_SERVER_KEYS = [
+  'registration',
   'keys',
   'access_token',
   'refresh_token',
@@ -114,6 +116,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
       windowSec: rate?.opt('window', r.seconds({ min: 1 }), 900) ?? 900,
     },
     device: { ttlSec: deviceTtlSec, intervalSec },
+    registration: readRegistration(r, as.get('registration'), as.pathOf('registration'), knownScopes),
   }
 }
 

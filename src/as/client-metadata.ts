@@ -1,0 +1,146 @@
+/**
+ * Client metadata a client states about itself (RFC 7591 2): in a dynamic
+ * registration request, or in a Client ID Metadata Document. One validator
+ * for both, so a client cannot get past one rule by choosing the other door.
+ *
+ * Rules that matter for safety:
+ * - redirect URIs (RFC 7591 2, RFC 8252 7, RFC 9700 2.1): https; http only to
+ *   a loopback host (any port; the loopback IP literals also match with
+ *   another port at /authorize); a private-use scheme with a dot (a reversed
+ *   domain name, RFC 8252 7.1). No fragment, no credentials, never a scheme
+ *   that runs code where it lands.
+ * - only the authorization code grant (and refresh): a client nobody vetted
+ *   gets nothing without a person's consent.
+ * - scopes within `registration.scopes`.
+ * - texts people see (name, logo, links) pass the checks configured clients'
+ *   do (`src/config/sections/client-metadata.ts`).
+ * Unknown members are ignored (RFC 7591 2: "MUST ignore").
+ */
+import { checkLogoUri, checkPageUri, checkPostLogoutRedirectUri } from '../config/sections/client-metadata.js'
+import { InvalidClientMetadata, InvalidRedirectUri } from '../errors.js'
+import type { RegisteredClientMetadata } from '../store/types.js'
+
+/** Schemes that run code or read local data where a browser lands. */
+const SCRIPT_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:'])
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])
+const MAX_REDIRECT_URIS = 10
+const MAX_TEXT = 200
+const MAX_URI = 2000
+const AUTH_METHODS: ReadonlySet<string> = new Set(['none', 'client_secret_basic', 'client_secret_post'])
+const GRANTS: ReadonlySet<string> = new Set(['authorization_code', 'refresh_token'])
+
+/** Why `uri` cannot be a registered redirect URI, or undefined. */
+export function redirectUriProblem(uri: string): string | undefined {
+  if (uri.length > MAX_URI) return 'a redirect URI is too long'
+  let url: URL
+  try {
+    url = new URL(uri)
+  } catch {
+    return 'a redirect URI must be an absolute URI'
+  }
+  if (uri.includes('#')) return 'a redirect URI must not contain a fragment'
+  if (url.username !== '' || url.password !== '') return 'a redirect URI must not contain credentials'
+  if (url.protocol === 'https:') return url.hostname === '' ? 'a redirect URI needs a host' : undefined
+  if (url.protocol === 'http:') return LOOPBACK_HOSTS.has(url.hostname) ? undefined : 'http redirect URIs are only accepted on a loopback host (127.0.0.1, [::1], localhost); use https'
+  if (SCRIPT_SCHEMES.has(url.protocol)) return `\`${url.protocol}\` cannot be a redirect URI`
+  // RFC 8252 7.1: a private-use scheme is a reversed domain name the app controls.
+  return url.protocol.slice(0, -1).includes('.') ? undefined : 'a private-use redirect scheme must be a reversed domain name, e.g. `com.example.app:/callback` (RFC 8252 7.1)'
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function text(input: Record<string, unknown>, name: string): string | undefined {
+  const value = input[name]
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_TEXT) throw new InvalidClientMetadata(`${name} must be a non-empty string of at most ${MAX_TEXT} characters`)
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidClientMetadata(`${name} must not contain control characters`)
+  return value
+}
+
+function uri(input: Record<string, unknown>, name: string, check: (v: string) => string | undefined): string | undefined {
+  const value = input[name]
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'string' || value.length > MAX_URI) throw new InvalidClientMetadata(`${name} must be a URI`)
+  const problem = check(value)
+  if (problem !== undefined) throw new InvalidClientMetadata(`${name}: ${problem}`)
+  return value
+}
+
+function strings(input: Record<string, unknown>, name: string, max: number): string[] | undefined {
+  const value = input[name]
+  if (value === undefined || value === null) return undefined
+  if (!Array.isArray(value) || value.length > max || !value.every((v): v is string => typeof v === 'string' && v !== '' && v.length <= MAX_URI)) {
+    throw new InvalidClientMetadata(`${name} must be an array of at most ${max} non-empty strings`)
+  }
+  return [...new Set(value)]
+}
+
+export interface MetadataRules {
+  /** The most a self-registered client may ask for (`registration.scopes`). */
+  allowedScopes: readonly string[]
+}
+
+/**
+ * The metadata to keep, or an OAuthError (invalid_redirect_uri,
+ * invalid_client_metadata) naming the first problem.
+ * @see https://www.rfc-editor.org/rfc/rfc7591#section-2
+ */
+export function validateClientMetadata(input: unknown, rules: MetadataRules): RegisteredClientMetadata {
+  if (!isObject(input)) throw new InvalidClientMetadata('The client metadata must be a JSON object')
+
+  const method = input.token_endpoint_auth_method ?? 'client_secret_basic'
+  if (typeof method !== 'string' || !AUTH_METHODS.has(method)) {
+    throw new InvalidClientMetadata('token_endpoint_auth_method must be none, client_secret_basic or client_secret_post')
+  }
+  const grants = strings(input, 'grant_types', 4) ?? ['authorization_code']
+  for (const g of grants) if (!GRANTS.has(g)) throw new InvalidClientMetadata('grant_types may only hold authorization_code and refresh_token')
+  if (!grants.includes('authorization_code')) throw new InvalidClientMetadata('grant_types must include authorization_code')
+  const responseTypes = strings(input, 'response_types', 2) ?? ['code']
+  if (responseTypes.length !== 1 || responseTypes[0] !== 'code') throw new InvalidClientMetadata('response_types may only hold code')
+
+  const redirectUris = input.redirect_uris
+  if (!Array.isArray(redirectUris) || redirectUris.length === 0) throw new InvalidRedirectUri('redirect_uris must list at least one redirect URI')
+  if (redirectUris.length > MAX_REDIRECT_URIS) throw new InvalidRedirectUri(`at most ${MAX_REDIRECT_URIS} redirect URIs`)
+  for (const r of redirectUris) {
+    if (typeof r !== 'string') throw new InvalidRedirectUri('each redirect URI must be a string')
+    const problem = redirectUriProblem(r)
+    if (problem !== undefined) throw new InvalidRedirectUri(problem)
+  }
+
+  const scopeText = input.scope
+  let scope: string | undefined
+  if (scopeText !== undefined && scopeText !== null) {
+    if (typeof scopeText !== 'string') throw new InvalidClientMetadata('scope must be a space-separated string')
+    const scopes = [...new Set(scopeText.split(' ').filter((s) => s !== ''))]
+    const refused = scopes.filter((s) => !rules.allowedScopes.includes(s))
+    if (refused.length > 0) throw new InvalidClientMetadata('scope names a scope this server does not let registered clients ask for')
+    scope = scopes.length > 0 ? scopes.join(' ') : undefined
+  }
+
+  const metadata: RegisteredClientMetadata = {
+    redirect_uris: [...new Set(redirectUris as string[])],
+    token_endpoint_auth_method: method as RegisteredClientMetadata['token_endpoint_auth_method'],
+    grant_types: grants as RegisteredClientMetadata['grant_types'],
+    response_types: ['code'],
+  }
+  const optional: Partial<RegisteredClientMetadata> = {
+    client_name: text(input, 'client_name'),
+    client_uri: uri(input, 'client_uri', checkPageUri),
+    logo_uri: uri(input, 'logo_uri', checkLogoUri),
+    policy_uri: uri(input, 'policy_uri', checkPageUri),
+    tos_uri: uri(input, 'tos_uri', checkPageUri),
+    scope,
+    contacts: strings(input, 'contacts', 10),
+    software_id: text(input, 'software_id'),
+    software_version: text(input, 'software_version'),
+    post_logout_redirect_uris: strings(input, 'post_logout_redirect_uris', MAX_REDIRECT_URIS),
+  }
+  for (const r of optional.post_logout_redirect_uris ?? []) {
+    const problem = checkPostLogoutRedirectUri(r)
+    if (problem !== undefined) throw new InvalidClientMetadata(`post_logout_redirect_uris: ${problem}`)
+  }
+  for (const [k, v] of Object.entries(optional)) if (v !== undefined) (metadata as unknown as Record<string, unknown>)[k] = v
+  return metadata
+}

@@ -1,0 +1,45 @@
+/**
+ * A client that described itself (RFC 7591 registration, or a Client ID
+ * Metadata Document) as the rest of the authorization server sees clients:
+ * a ClientConfig with the safe settings a configured client can only opt
+ * out of: PKCE always, rotated refresh tokens, no introspection, no CORS,
+ * and never a skipped consent.
+ */
+import type { ClientConfig } from '../config/types.js'
+import type { RegisteredClientMetadata } from '../store/types.js'
+
+export function clientFromMetadata(
+  clientId: string,
+  metadata: RegisteredClientMetadata,
+  secretHash: string | null,
+  selfRegistered: NonNullable<ClientConfig['selfRegistered']>,
+  allowedScopes: readonly string[],
+): ClientConfig {
+  const method = metadata.token_endpoint_auth_method
+  return {
+    clientId,
+    name: metadata.client_name ?? clientId,
+    metadata: {
+      logoUri: metadata.logo_uri ?? null,
+      policyUri: metadata.policy_uri ?? null,
+      tosUri: metadata.tos_uri ?? null,
+      postLogoutRedirectUris: metadata.post_logout_redirect_uris ?? [],
+    },
+    type: method === 'none' ? 'public' : 'confidential',
+    secretHash: method === 'none' ? null : secretHash,
+    tokenEndpointAuthMethod: method,
+    redirectUris: metadata.redirect_uris,
+    grantTypes: metadata.grant_types,
+    // The ceiling, not the registered `scope`: an MCP client registers with
+    // the scope of its first challenge and must be able to step up later.
+    scopes: [...allowedScopes],
+    allowedOrigins: [],
+    introspect: false,
+    requirePkce: true,
+    allowPlainPkce: false,
+    skipConsent: false,
+    rotateRefreshTokens: true,
+    dpopBoundAccessTokens: false,
+    selfRegistered,
+  }
+}
