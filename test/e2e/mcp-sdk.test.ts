@@ -1,0 +1,250 @@
+/**
+ * A stock MCP client through bin/bearward to a stock MCP server: the official
+ * TypeScript SDK (@modelcontextprotocol/sdk, unmodified) on both ends. The
+ * client's Streamable HTTP transport with an OAuth client provider finds the
+ * protected resource metadata from the 401, the authorization server
+ * metadata, registers itself (RFC 7591), sends the person to sign in (this
+ * test is the person: it drives the login and consent pages over HTTP),
+ * exchanges the code with PKCE and `resource`, lists tools and calls one. A
+ * tool that needs more scope gets 403; the client re-authorizes with the
+ * wider scope and the call succeeds. A token for another resource is refused.
+ */
+import t from 'tap'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { z } from 'zod'
+import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
+import { Browser, authorizeAsPerson, freePort } from '../helpers/browser.js'
+import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
+
+const REDIRECT = 'http://127.0.0.1:53682/callback'
+
+/** The MCP server: the SDK's Streamable HTTP server transport, stateless, on a port-0 node http server. */
+async function startMcpServer(): Promise<{ url: string; seen: Array<{ method: string; body: string }>; server: Server }> {
+  const seen: Array<{ method: string; body: string }> = []
+  const server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8')
+      seen.push({ method: req.method ?? '', body })
+      const mcp = new McpServer({ name: 'orders', version: '1.0.0' })
+      mcp.registerTool('get_order', { description: 'Read an order', inputSchema: { id: z.string() } }, async ({ id }) => ({ content: [{ type: 'text', text: `order ${id} for ${String(req.headers['x-auth-subject'])}` }] }))
+      mcp.registerTool('delete_order', { description: 'Delete an order', inputSchema: { id: z.string() } }, async ({ id }) => ({ content: [{ type: 'text', text: `deleted ${id}` }] }))
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+      res.on('close', () => {
+        void transport.close()
+        void mcp.close()
+      })
+      mcp
+        .connect(transport)
+        .then(() => transport.handleRequest(req, res, body === '' ? undefined : (JSON.parse(body) as unknown)))
+        .catch(() => res.destroy())
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server }
+}
+
+/**
+ * An OAuthClientProvider that keeps everything in memory and, asked to send
+ * the person to the authorization URL, is the person: it signs in and
+ * allows on the pages, and keeps the code the redirect carries.
+ */
+class PersonDrivenProvider implements OAuthClientProvider {
+  readonly browser = new Browser()
+  readonly authorizationUrls: URL[] = []
+  #client: OAuthClientInformationMixed | undefined
+  #tokens: OAuthTokens | undefined
+  #verifier = ''
+  code: string | null = null
+
+  get redirectUrl(): string {
+    return REDIRECT
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: 'SDK test client',
+      redirect_uris: [REDIRECT],
+      // No refresh token: at a 403 the SDK then re-authorizes with the wider scope.
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }
+  }
+
+  clientInformation(): OAuthClientInformationMixed | undefined {
+    return this.#client
+  }
+
+  saveClientInformation(info: OAuthClientInformationMixed): void {
+    this.#client = info
+  }
+
+  tokens(): OAuthTokens | undefined {
+    return this.#tokens
+  }
+
+  saveTokens(tokens: OAuthTokens): void {
+    this.#tokens = tokens
+  }
+
+  async redirectToAuthorization(url: URL): Promise<void> {
+    this.authorizationUrls.push(url)
+    const back = await authorizeAsPerson(this.browser, url.toString(), { username: 'alice', password: DEMO_PASSWORD })
+    if (back.origin + back.pathname !== REDIRECT) throw new Error(`the person was sent to ${back.toString()}`)
+    this.code = back.searchParams.get('code')
+  }
+
+  saveCodeVerifier(verifier: string): void {
+    this.#verifier = verifier
+  }
+
+  codeVerifier(): string {
+    return this.#verifier
+  }
+
+  /** The code of the last authorization, once. */
+  takeCode(): string {
+    const code = this.code
+    if (code === null) throw new Error('no authorization code')
+    this.code = null
+    return code
+  }
+}
+
+/** What `p` rejects with (null when it resolves). */
+function refusal(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => null,
+    (err: unknown) => err,
+  )
+}
+
+t.test('the MCP SDK client signs in through bearward to an SDK server', async (t) => {
+  const mcpServer = await startMcpServer()
+  const other = await startMcpServer()
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const { secretHash, passwordHash } = await demoHashes()
+  const config = await tempConfig(`
+listen: 127.0.0.1:${port}
+admin_listen: 127.0.0.1:0
+public_url: ${base}
+log: { level: info }
+authorization_server:
+  scopes:
+    "mcp:tools": Use the order tools
+    "orders:write": Delete your orders
+  registration: { enabled: true, scopes: ["mcp:tools", "orders:write"] }
+  clients:
+    - client_id: robot
+      type: confidential
+      secret_hash: "${secretHash}"
+      grant_types: [client_credentials]
+      scopes: ["mcp:tools"]
+  users:
+    - username: alice
+      password_hash: "${passwordHash}"
+routes:
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${mcpServer.url}
+    scopes: { "*": ["mcp:tools"] }
+    protected_resource: { name: Orders MCP }
+    mcp: { tools: { delete_order: ["orders:write"] } }
+  - name: other
+    match: { path: /other }
+    upstream: ${other.url}
+    scopes: { "*": ["mcp:tools"] }
+`)
+  const closeServers = async (): Promise<void> => {
+    for (const s of [mcpServer.server, other.server]) {
+      s.closeAllConnections()
+      await new Promise<void>((resolve) => s.close(() => resolve()))
+    }
+    await config.cleanup()
+  }
+  // A loaded machine can take a while to generate the ephemeral signing key.
+  let bw: RunningBin
+  try {
+    bw = await startBin(config.file, {}, 60_000)
+  } catch (err) {
+    await closeServers()
+    throw err
+  }
+  t.teardown(async () => {
+    await bw.stop()
+    await closeServers()
+  })
+
+  const provider = new PersonDrivenProvider()
+  const serverUrl = new URL(`${base}/mcp`)
+
+  // 1. The first request is refused with 401; the SDK discovers, registers and sends the person.
+  const first = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
+  const client = new Client({ name: 'sdk-test', version: '1.0.0' })
+  t.ok((await refusal(client.connect(first))) instanceof UnauthorizedError, 'the SDK stops at the redirect, as with a real browser')
+  t.equal(mcpServer.seen.length, 0, 'nothing reached the MCP server without a token')
+  const info = provider.clientInformation()
+  t.match(info?.client_id, /^[A-Za-z0-9_-]{22}$/, 'the client registered itself (RFC 7591)')
+  const authUrl = provider.authorizationUrls[0]
+  t.equal(authUrl?.origin + (authUrl?.pathname ?? ''), `${base}/authorize`)
+  t.equal(authUrl?.searchParams.get('resource'), `${base}/mcp`, 'the resource from the protected resource metadata')
+  t.equal(authUrl?.searchParams.get('scope'), 'mcp:tools', 'the scope from the 401 challenge')
+  t.equal(authUrl?.searchParams.get('code_challenge_method'), 'S256')
+  await first.finishAuth(provider.takeCode())
+  const access = provider.tokens()?.access_token ?? ''
+  const claims = JSON.parse(Buffer.from(access.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>
+  t.equal(claims.aud, `${base}/mcp`, 'the token is bound to the MCP route (RFC 8707)')
+  t.equal(claims.scope, 'mcp:tools')
+
+  // 2. Connected: list the tools and call one.
+  const transport = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
+  await client.connect(transport)
+  t.teardown(() => client.close())
+  const tools = await client.listTools()
+  t.same(tools.tools.map((tool) => tool.name).sort(), ['delete_order', 'get_order'])
+  const got = await client.callTool({ name: 'get_order', arguments: { id: '42' } })
+  t.same(got.content, [{ type: 'text', text: 'order 42 for alice' }])
+
+  // 3. A tool that needs more scope: 403, the SDK re-authorizes with the wider scope, the call succeeds.
+  const before = mcpServer.seen.length
+  t.ok((await refusal(client.callTool({ name: 'delete_order', arguments: { id: '42' } }))) instanceof UnauthorizedError, 'stopped at the redirect again')
+  t.equal(mcpServer.seen.length, before, 'the refused call reached no MCP server')
+  const stepUp = provider.authorizationUrls[1]
+  t.equal(stepUp?.searchParams.get('scope'), 'mcp:tools orders:write', 'the 403 named every scope needed')
+  await transport.finishAuth(provider.takeCode())
+  const deleted = await client.callTool({ name: 'delete_order', arguments: { id: '42' } })
+  t.same(deleted.content, [{ type: 'text', text: 'deleted 42' }])
+  t.equal(provider.authorizationUrls.length, 2, 'one step-up was enough')
+
+  // 4. A token for another resource is refused, both ways.
+  const mcpToken = provider.tokens()?.access_token ?? ''
+  const otherBefore = other.seen.length
+  const atOther = await fetch(`${base}/other`, { method: 'POST', headers: { authorization: `Bearer ${mcpToken}`, 'content-type': 'application/json' }, body: '{}' })
+  t.equal(atOther.status, 401, 'the MCP route token is refused at a route with another resource')
+  t.match(atOther.headers.get('www-authenticate'), /error="invalid_token"/)
+  t.equal(other.seen.length, otherBefore, 'nothing reached that upstream')
+  const robot = await fetch(`${base}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`robot:${DEMO_SECRET}`).toString('base64')}` },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'mcp:tools', resource: `${base}/other` }).toString(),
+  })
+  const otherToken = String(((await robot.json()) as Record<string, unknown>).access_token)
+  const mcpBefore = mcpServer.seen.length
+  const atMcp = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${otherToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  })
+  t.equal(atMcp.status, 401, 'a token for /other is refused at /mcp')
+  t.equal(mcpServer.seen.length, mcpBefore, 'nothing reached the MCP server')
+})
