@@ -11,7 +11,10 @@
  * received nothing.
  */
 import t from 'tap'
-import { createServer, type IncomingMessage } from 'node:http'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { randomBytes } from 'node:crypto'
+import type { JWK } from 'jose'
+import { generatePrivateJwk, publicMembers } from '../../src/keys/keyset.js'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { accessClaims, AT_HEADER, healthy, rawHttp, send, signEs256, startTarget, type RawResponse, type Target } from '../helpers/attack.js'
@@ -65,13 +68,60 @@ async function startRecorder(): Promise<{ url: string; arrivals: Arrival[]; clos
   }
 }
 
+/**
+ * A JWKS server for two issuers (`a`, `b`) that holds each key set's first
+ * fetch until the test releases it, so the gateway's decision on a token of
+ * that issuer waits while the test acts on the client's connection.
+ */
+async function startHeldJwks(): Promise<{
+  url: string
+  keys: Record<'a' | 'b', JWK>
+  fetched(which: 'a' | 'b'): Promise<void>
+  release(which: 'a' | 'b'): void
+  close(): Promise<void>
+}> {
+  const keys = { a: await generatePrivateJwk('ES256', 'held-a-1'), b: await generatePrivateJwk('ES256', 'held-b-1') }
+  const held = new Map<string, ServerResponse>()
+  const waiting = new Map<string, () => void>()
+  const server = createServer((req, res) => {
+    const which = req.url === '/a.json' ? 'a' : 'b'
+    held.set(which, res)
+    waiting.get(which)?.()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    keys,
+    fetched: (which) => (held.has(which) ? Promise.resolve() : new Promise((resolve) => waiting.set(which, resolve))),
+    release(which) {
+      const res = held.get(which)
+      res?.writeHead(200, { 'content-type': 'application/jwk-set+json' })
+      res?.end(JSON.stringify({ keys: [publicMembers(keys[which])].map((k) => ({ ...k, kid: keys[which].kid, alg: 'ES256', use: 'sig' })) }))
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
+
 let target: Target
 let recorder: Awaited<ReturnType<typeof startRecorder>>
+let jwks: Awaited<ReturnType<typeof startHeldJwks>>
 
 t.before(async () => {
   recorder = await startRecorder()
+  jwks = await startHeldJwks()
+  const heldIssuer = (which: 'a' | 'b'): string => `
+  - id: held-${which}
+    issuer: https://held-${which}.example
+    jwks_uri: ${jwks.url}/${which}.json
+    algorithms: [ES256]
+    jwks: { min_ttl: 60s, max_ttl: 1h, cooldown: 30s, stale: 1h, first_fetch_wait: 20s, timeout: 20s }`
   target = await startTarget({
-    top: `client_timeouts: { headers: ${HEADERS_MS}ms, body_idle: ${BODY_IDLE_MS}ms, request: ${REQUEST_MS}ms }`,
+    top: `client_timeouts: { headers: ${HEADERS_MS}ms, body_idle: ${BODY_IDLE_MS}ms, request: ${REQUEST_MS}ms }
+issuers:${heldIssuer('a')}${heldIssuer('b')}`,
     gateway: '{ trusted_proxies: [127.0.0.2] }',
     routes: (upstream) => `
   - name: pub
@@ -99,13 +149,31 @@ t.before(async () => {
     match: { path: /trace-listed, methods: [GET, TRACE] }
     upstream: ${upstream}
     scopes: { "*": [orders:read] }
+  - name: held-a
+    match: { path: /held-a }
+    upstream: ${upstream}
+    audience: https://api.held.example
+    issuers: [held-a]
+  - name: held-b
+    match: { path: /held-b }
+    upstream: ${upstream}
+    audience: https://api.held.example
+    issuers: [held-b]
 `,
   })
 })
 t.teardown(async () => {
   await target.close()
   await recorder.close()
+  await jwks.close()
 })
+
+/** A token of a held issuer, signed with its key. */
+function heldToken(which: 'a' | 'b'): string {
+  const now = Math.floor(Date.now() / 1000)
+  const claims = { iss: `https://held-${which}.example`, aud: 'https://api.held.example', sub: 'alice', iat: now, exp: now + 300, jti: randomBytes(8).toString('hex') }
+  return signEs256(jwks.keys[which], { alg: 'ES256', typ: 'at+jwt', kid: jwks.keys[which].kid }, claims)
+}
 
 const tokenWith = (scope: string): string => signEs256(target.key, AT_HEADER, accessClaims(target, { scope }))
 
@@ -307,6 +375,37 @@ t.test('a client that half-closes after its request still gets the whole answer'
   old.socket.end('GET /pub/old HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n')
   await old.closed
   t.match(old.text(), /^HTTP\/1\.1 200 [^]*"url":"\/pub\/old"\}$/, 'HTTP/1.0 half-close answered in full')
+})
+
+t.test('a client that leaves while its request is judged gets nothing forwarded; one that half-closes is answered', async (t) => {
+  const before = target.upstream.seen.length
+  // Keep-alive, then FIN while the gateway waits for the issuer's keys:
+  // that is how undici and browsers abort, so the request is abandoned.
+  const gone = await open()
+  gone.socket.write(`GET /held-a/left HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${heldToken('a')}\r\n\r\n`)
+  await jwks.fetched('a')
+  gone.socket.end()
+  await gone.closed
+  t.equal(gone.text(), '', 'the connection closed without an answer')
+  jwks.release('a')
+  // The keys are cached now: a later request with a token of the same issuer goes through at once.
+  const after = await raw(`GET /held-a/after HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${heldToken('a')}`)
+  t.equal(after.status, 200)
+  t.same(
+    target.upstream.seen.slice(before).map((s) => s.url),
+    ['/held-a/after'],
+    'the abandoned request never reached the upstream',
+  )
+
+  // `Connection: close`, then FIN while judged: the client still reads, and is answered.
+  const waiting = await open()
+  waiting.socket.write(`GET /held-b/stay HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer ${heldToken('b')}\r\n\r\n`)
+  await jwks.fetched('b')
+  waiting.socket.end()
+  jwks.release('b')
+  await waiting.closed
+  t.equal(statusOf(waiting.text()), 200, `answered after its FIN (got ${JSON.stringify(waiting.text().slice(0, 40))})`)
+  t.match(waiting.text(), /"url":"\/held-b\/stay"\}$/)
 })
 
 t.test('Expect: 100-continue is answered on the headers: no invitation to a refused body', async (t) => {
