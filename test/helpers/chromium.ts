@@ -29,7 +29,15 @@ import type { Test } from 'tap'
  * no serious or critical axe-core violation; and writes the screenshot the
  * README shows. Axe is evaluated through the DevTools protocol, which the
  * page's CSP does not govern, so it runs without weakening the CSP that the
- * violation check watches.
+ * violation check watches. Pass `{ replace: { [randomValue]: 'fixed' } }` to
+ * `check` when a page shows something random (a user code, a port, a date),
+ * so a rerun leaves the committed screenshot unchanged. `checker.focused()`
+ * describes the focused element for keyboard-only tests.
+ *
+ * test/helpers/browser-as.ts has the authorization-server side: startBrowserAs
+ * (bin/bearward plus a real client redirect_uri), authorizeRequest,
+ * exchangeCode, signIn, submitAndWait, startDevice, pollUntilDecided, and
+ * PEOPLE (users with the demo password, some free for new tests).
  */
 
 /** The two widths every page is checked at: a phone and a laptop. */
