@@ -7,6 +7,7 @@
 import { errors as joseErrors, jwtVerify, type JWTHeaderParameters, type JWTPayload } from 'jose'
 import type { KeyObject } from 'node:crypto'
 import { epochSeconds } from '../clock.js'
+import { confirmationJkt } from '../dpop/thumbprint.js'
 import { hashToken } from '../store/hash.js'
 import type { OpaqueTokenRecord } from '../store/types.js'
 import type { AsContext } from './context.js'
@@ -85,14 +86,6 @@ async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken |
     authTime: numberClaim(payload, 'auth_time'),
     ...(jkt === null ? {} : { jkt }),
   }
-}
-
-/** RFC 9449 6.1: `cnf.jkt`, null without `cnf`, false when `cnf` is not what we issue. */
-export function confirmationJkt(cnf: unknown): string | null | false {
-  if (cnf === undefined) return null
-  if (typeof cnf !== 'object' || cnf === null) return false
-  const jkt = (cnf as Record<string, unknown>).jkt
-  return typeof jkt === 'string' && jkt !== '' ? jkt : false
 }
 
 async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToken | null> {

@@ -11,7 +11,8 @@
  */
 import type { Clock } from '../clock.js'
 import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/types.js'
-import { InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
+import type { DpopVerifier } from '../dpop/verify-proof.js'
+import { InvalidDpopProof, InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
 import type { KeySet } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
 import { hashToken } from '../store/hash.js'
@@ -137,6 +138,16 @@ export interface AuthenticatorDeps {
   log: Logger
   revocations: RevocationView
   gateway: Pick<GatewayConfig, 'clockSkewSec' | 'tokenCacheMaxEntries'>
+  /** Checks DPoP proofs (RFC 9449); without it a DPoP-scheme request is refused. */
+  dpop?: DpopVerifier
+}
+
+/** A request that used the DPoP scheme (RFC 9449 7.1): what its proof must match. */
+export interface DpopPresentation {
+  /** The one `DPoP` header, or null when the request has none. */
+  readonly proof: string | null
+  /** `htu`: public_url's origin and the path the client used, no query. */
+  readonly url: string
 }
 
 /** A verified JWT and the cache scope it was verified under. */
@@ -172,6 +183,7 @@ export class Authenticator {
   readonly #revocations: RevocationView
   readonly #skewSec: number
   readonly #jwt: JwtVerifier
+  readonly #dpop: DpopVerifier | undefined
   /**
    * By the token's SHA-256: the validations of that token, one per cache
    * scope (audience and trusted issuers) it was checked under. Not by the
@@ -196,6 +208,7 @@ export class Authenticator {
     this.#revocations = deps.revocations
     this.#skewSec = deps.gateway.clockSkewSec
     this.#jwt = new JwtVerifier({ clock: deps.clock, clockSkewSec: deps.gateway.clockSkewSec })
+    this.#dpop = deps.dpop
     this.#verified = new TokenCache(deps.gateway.tokenCacheMaxEntries)
     this.#recent = new TokenCache(Math.min(RECENT_TOKENS, deps.gateway.tokenCacheMaxEntries))
   }
@@ -211,15 +224,47 @@ export class Authenticator {
    *   token not in the recent-token cache. A token found there is the exact
    *   string that passed the check when it was verified.
    */
-  authenticate(token: string, policy: RoutePolicy, method: string, grammarChecked = false): TokenIdentity | Promise<TokenIdentity> {
+  authenticate(token: string, policy: RoutePolicy, method: string, grammarChecked = false, dpop: DpopPresentation | null = null): TokenIdentity | Promise<TokenIdentity> {
     const now = this.#clock.now()
     const identity = this.#identify(token, policy, now, grammarChecked)
-    if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now))
-    return this.#authorize(identity, policy, method, now)
+    if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now, token, dpop))
+    return this.#authorize(identity, policy, method, now, token, dpop)
   }
 
-  /** Revocation, the store_unavailable policy and the scope rule, on every request, cache hit or not. */
-  #authorize(identity: TokenIdentity, policy: RoutePolicy, method: string, now: number): TokenIdentity {
+  /**
+   * Revocation, the store_unavailable policy, the DPoP binding and the scope
+   * rule, on every request, cache hit or not: a cached validation says the
+   * token is good, never that this request's proof is.
+   */
+  #authorize(identity: TokenIdentity, policy: RoutePolicy, method: string, now: number, token: string, dpop: DpopPresentation | null): TokenIdentity | Promise<TokenIdentity> {
+    this.#current(identity, policy, now)
+    // A bearer request with an unbound token (the common case) pays one comparison.
+    if (dpop === null && identity.jkt === null) return this.#scoped(identity, policy, method)
+    const bound = this.#bound(identity, method, token, dpop)
+    return bound.then(() => this.#scoped(identity, policy, method))
+  }
+
+  /**
+   * RFC 9449 7: a DPoP-bound token only with the DPoP scheme (7.2: as Bearer
+   * it is refused), an unbound one only as Bearer, and the proof signed by
+   * the key of `cnf.jkt` for this method, URI and token.
+   */
+  #bound(identity: TokenIdentity, method: string, token: string, dpop: DpopPresentation | null): Promise<void> {
+    if (dpop === null) return Promise.reject(new InvalidToken('A DPoP-bound access token must be sent with the DPoP scheme', { cause: 'bound token sent as Bearer' }))
+    if (identity.jkt === null) return Promise.reject(new InvalidToken('The access token is not DPoP-bound', { cause: 'DPoP scheme with an unbound token' }))
+    if (dpop.proof === null) return Promise.reject(new InvalidDpopProof('A DPoP proof is required', { resource: true, cause: 'no DPoP header' }))
+    if (this.#dpop === undefined) return Promise.reject(new InvalidToken('DPoP is not accepted here', { cause: 'no DPoP verifier' }))
+    return this.#dpop.verify(dpop.proof, { method, url: dpop.url, accessToken: token, jkt: identity.jkt }).then(() => undefined)
+  }
+
+  #scoped(identity: TokenIdentity, policy: RoutePolicy, method: string): TokenIdentity {
+    const refusal = policy.scopes.check(identity.scopes, method)
+    if (refusal !== null) throw refusal
+    return identity
+  }
+
+  /** Revocation and the store_unavailable policy. */
+  #current(identity: TokenIdentity, policy: RoutePolicy, now: number): void {
     // Revocation is known only to the list, never to the cache: every request asks.
     if (this.#revocations.isRevoked(identity.jti, identity.grantId)) {
       throw new InvalidToken(TOKEN_REVOKED, { cause: 'jti or grant on the revocation list' })
@@ -233,9 +278,6 @@ export class Authenticator {
       }
       this.#warnOpen(now, policy.route)
     }
-    const refusal = policy.scopes.check(identity.scopes, method)
-    if (refusal !== null) throw refusal
-    return identity
   }
 
   /** Drop every cached validation (at Runtime close). */

@@ -14,6 +14,7 @@ import { isFormContentType, readBody } from '../http/body.js'
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 
 const BEARER = 'bearer'
+const DPOP = 'dpop'
 
 /** A 400 about the credentials carries the Bearer challenge with error="invalid_request". */
 function malformed(description: string, cause: string): InvalidRequest {
@@ -33,6 +34,8 @@ export interface ExtractedToken {
    * exact token (see `checkBearerGrammar`).
    */
   readonly grammarChecked: boolean
+  /** Sent as `Authorization: DPoP <token>` (RFC 9449 7.1): a proof must come with it. */
+  readonly dpop: boolean
 }
 
 /**
@@ -40,13 +43,19 @@ export interface ExtractedToken {
  * value (RFC 9110 11.1: the scheme ends at whitespace). What follows it is
  * checked against the Bearer grammar by the caller.
  */
-function hasBearerScheme(value: string): boolean {
-  if (value.length < BEARER.length) return false
-  for (let i = 0; i < BEARER.length; i++) {
-    if ((value.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return false
+function hasScheme(value: string, scheme: string): boolean {
+  if (value.length < scheme.length) return false
+  for (let i = 0; i < scheme.length; i++) {
+    if ((value.charCodeAt(i) | 0x20) !== scheme.charCodeAt(i)) return false
   }
-  const next = value.charCodeAt(BEARER.length)
-  return value.length === BEARER.length || next === 0x20 || next === 0x09
+  const next = value.charCodeAt(scheme.length)
+  return value.length === scheme.length || next === 0x20 || next === 0x09
+}
+
+/** What the Authorization header carries: a token and whether its scheme is DPoP. */
+export interface HeaderToken {
+  readonly token: string
+  readonly dpop: boolean
 }
 
 /**
@@ -61,12 +70,13 @@ export function checkBearerGrammar(token: string): void {
 }
 
 /**
- * The bearer token of the Authorization header (RFC 6750 2.1), or null when
- * there is none or it uses another scheme (Basic is not a bearer token).
- * A repeated header, or `Bearer` not followed by 1*SP and a token, is
+ * The access token of the Authorization header with the Bearer (RFC 6750
+ * 2.1) or DPoP (RFC 9449 7.1, same token grammar) scheme, or null when there
+ * is none or it uses another scheme (Basic is not a bearer token). A
+ * repeated header, or the scheme not followed by 1*SP and a token, is
  * invalid_request. The token's own grammar is left to `checkBearerGrammar`.
  */
-export function bearerFromHeader(req: IncomingMessage): string | null {
+export function tokenFromHeader(req: IncomingMessage): HeaderToken | null {
   const value = req.headers.authorization
   if (value === undefined) return null
   // Node keeps only the first Authorization header; a second one must not
@@ -78,13 +88,15 @@ export function bearerFromHeader(req: IncomingMessage): string | null {
     if (name.length === 13 && name.toLowerCase() === 'authorization') seen++
   }
   if (seen > 1) throw malformed('The Authorization header is repeated', 'repeated authorization header')
-  if (!hasBearerScheme(value)) return null
-  let start = BEARER.length
+  const dpop = !hasScheme(value, BEARER)
+  if (dpop && !hasScheme(value, DPOP)) return null
+  const schemeLength = dpop ? DPOP.length : BEARER.length
+  let start = schemeLength
   while (value.charCodeAt(start) === 0x20) start++
-  if (start === BEARER.length || start === value.length) {
-    throw malformed('The Authorization header is not a valid Bearer credential', 'bearer grammar')
+  if (start === schemeLength || start === value.length) {
+    throw malformed(`The Authorization header is not a valid ${dpop ? 'DPoP' : 'Bearer'} credential`, 'bearer grammar')
   }
-  return value.slice(start)
+  return { token: value.slice(start), dpop }
 }
 
 /** application/x-www-form-urlencoded decoding of one name or value; undefined when the escapes are malformed. */
@@ -167,7 +179,9 @@ export async function readBodyToken(req: IncomingMessage, limit: number): Promis
  * over `max_body`. Synchronous unless a form body has to be read.
  */
 export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): ExtractedToken | Promise<ExtractedToken> {
-  let token = bearerFromHeader(req)
+  const header = tokenFromHeader(req)
+  let token = header === null ? null : header.token
+  const dpop = header !== null && header.dpop
   // A header token's grammar is the Authenticator's to check; a query token's was checked here.
   let grammarChecked = false
   let ways = token === null ? 0 : 1
@@ -188,18 +202,19 @@ export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery:
     throw malformed('Access tokens are not accepted in the query string of this route', 'access_token in query, not enabled')
   }
   // Only a form body is read (asynchronously); everything else is decided now.
-  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) return withBodyToken(req, route, token, ways, query, grammarChecked)
-  return found(token, ways, query, null, grammarChecked)
+  if (allowBody && route.tokenInBody && mayCarryFormToken(req)) return withBodyToken(req, route, token, ways, query, grammarChecked, dpop)
+  return found(token, ways, query, null, grammarChecked, dpop)
 }
 
-async function withBodyToken(req: IncomingMessage, route: RouteConfig, token: string | null, ways: number, query: string, grammarChecked: boolean): Promise<ExtractedToken> {
+async function withBodyToken(req: IncomingMessage, route: RouteConfig, token: string | null, ways: number, query: string, grammarChecked: boolean, dpop: boolean): Promise<ExtractedToken> {
   const fromBody = await readBodyToken(req, route.maxBodyBytes)
-  if (fromBody.token !== null) return found(fromBody.token, ways + 1, query, fromBody.body, true)
-  return found(token, ways, query, fromBody.body, grammarChecked)
+  if (fromBody.token !== null) return found(fromBody.token, ways + 1, query, fromBody.body, true, false)
+  return found(token, ways, query, fromBody.body, grammarChecked, dpop)
 }
 
-function found(token: string | null, ways: number, query: string, body: Buffer | null, grammarChecked: boolean): ExtractedToken {
+/** A query or body token is a Bearer token; only the header's can be DPoP (then it is the only one: `ways` is 1). */
+function found(token: string | null, ways: number, query: string, body: Buffer | null, grammarChecked: boolean, dpop: boolean): ExtractedToken {
   if (ways > 1) throw malformed('The access token was sent in more than one way', 'token in more than one place')
   if (token === null) throw new MissingToken()
-  return { token, query, body, grammarChecked }
+  return { token, query, body, grammarChecked, dpop }
 }

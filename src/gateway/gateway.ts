@@ -14,9 +14,10 @@ import type { Duplex } from 'node:stream'
 import type { RouteConfig } from '../config/types.js'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { labelKey } from '../metrics.js'
-import { InsufficientScope, InvalidRequest, MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'
+import { InsufficientScope, InvalidRequest, InvalidToken, MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import { sendError, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
-import { Authenticator, buildPolicy, buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
+import { Authenticator, buildPolicy, buildTrustedIssuers, type DpopPresentation, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksSource } from './jwks-client.js'
 import { hostOf, normalizePath } from './normalize.js'
@@ -53,12 +54,15 @@ interface RoutePlan {
  * The reply options of each method of a route: realm, the RFC 9728
  * metadata URL, and the scopes the method needs (a 401's `scope`).
  */
-function replyOptions(route: RouteConfig, policy: RoutePolicy | null, metadataUrl: string | undefined): Pick<RoutePlan, 'reply' | 'replies'> {
+function replyOptions(route: RouteConfig, policy: RoutePolicy | null, metadataUrl: string | undefined, dpopAlgs: string): Pick<RoutePlan, 'reply' | 'replies'> {
+  // RFC 9449 7.1: a DPoP challenge, beside Bearer unless the route takes DPoP-bound tokens only.
+  const dpop = policy === null ? undefined : Object.freeze({ algs: dpopAlgs, bearer: route.dpop !== 'required', presented: false })
   const make = (required: readonly string[]): ErrorReplyOptions =>
     Object.freeze({
       realm: route.realm,
       ...(metadataUrl !== undefined ? { resourceMetadata: metadataUrl } : {}),
       ...(required.length > 0 ? { scope: required.join(' ') } : {}),
+      ...(dpop !== undefined ? { dpop } : {}),
     })
   const replies = new Map<string, ErrorReplyOptions>()
   if (policy === null) return { reply: make([]), replies }
@@ -130,6 +134,8 @@ class Gateway implements GatewayFace {
   readonly #issuers: ReadonlyMap<string, TrustedIssuer>
   readonly #defaultReply: ErrorReplyOptions
   readonly #metadata: ProtectedResources
+  /** public_url's origin: a DPoP proof's `htu` is it plus the path the client used. */
+  readonly #origin: string
 
   constructor(deps: FaceDeps, shared: GatewayShared) {
     const { config } = deps
@@ -141,10 +147,12 @@ class Gateway implements GatewayFace {
         const policy = route.public ? null : buildPolicy(route, issuers)
         const mcp = policy !== null && route.mcp !== null ? new McpRule(route, policy.scopes) : null
         const traceRefusal = route.allowTrace ? null : new MethodNotAllowed(route.match.methods ?? ANY_BUT_TRACE)
-        return { route, policy, mcp, traceRefusal, ...replyOptions(route, policy, this.#metadata.urlOf(route)) }
+        return { route, policy, mcp, traceRefusal, ...replyOptions(route, policy, this.#metadata.urlOf(route), config.dpop.algs.join(' ')) }
       })
       this.#table = new RouteTable(plans, (p) => p.route.match)
-      this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway })
+      const dpop = new DpopVerifier(config.dpop, deps, 'resource')
+      this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway, dpop })
+      this.#origin = new URL(config.publicUrl).origin
       this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log)
     } catch (err) {
       // A gateway that is never built must not leave its introspection pools open.
@@ -243,18 +251,34 @@ class Gateway implements GatewayFace {
 
   /** Authenticate and authorize the extracted token; what to forward, or the refusal. */
   #judge(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, extracted: ExtractedToken, mcp: McpJudgement | null): Decision | Promise<Decision> {
+    const presented = extracted.dpop
     try {
-      const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET', extracted.grammarChecked)
+      let dpop: DpopPresentation | null = null
+      if (presented) {
+        dpop = { proof: proofHeader(req, 'resource'), url: this.#htu(ctx.rawPath) }
+      } else if (plan.route.dpop === 'required') {
+        throw new InvalidToken('This resource accepts DPoP-bound access tokens only', { cause: 'bearer token on a dpop: required route' })
+      }
+      const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET', extracted.grammarChecked, dpop)
       if (identity instanceof Promise) {
         return identity.then(
           (id) => this.#admit(ctx, plan, path, extracted, id, req.method, mcp),
-          (err: unknown) => this.#refusal(err, ctx, plan, req.method, mcp),
+          (err: unknown) => this.#refusal(err, ctx, plan, req.method, mcp, presented),
         )
       }
       return this.#admit(ctx, plan, path, extracted, identity, req.method, mcp)
     } catch (err) {
-      return this.#refusal(err, ctx, plan, req.method, mcp)
+      return this.#refusal(err, ctx, plan, req.method, mcp, presented)
     }
+  }
+
+  /**
+   * The URI a DPoP proof must name (RFC 9449 4.3): public_url's origin and
+   * the path as the client sent it (the dispatcher already took an
+   * absolute-form target apart); never the query.
+   */
+  #htu(rawPath: string): string {
+    return this.#origin + rawPath
   }
 
   /** A valid token: counted, and what to forward; or, on an MCP route, the 403 of a tool it may not call. */
@@ -273,9 +297,11 @@ class Gateway implements GatewayFace {
    * unexpected is rethrown. On an MCP route whose body calls a listed tool,
    * a 401 or 403 names the route's and the tool's scopes together.
    */
-  #refusal(err: unknown, ctx: RequestContext, plan: RoutePlan, method: string | undefined, mcp: McpJudgement | null): Refusal {
+  #refusal(err: unknown, ctx: RequestContext, plan: RoutePlan, method: string | undefined, mcp: McpJudgement | null, dpopPresented = false): Refusal {
     const refusal = this.#asOAuthError(err, ctx, true)
-    const reply = plan.replies.get(method ?? 'GET') ?? plan.reply
+    const routeReply = plan.replies.get(method ?? 'GET') ?? plan.reply
+    // The client used the DPoP scheme: the error goes in the DPoP challenge (RFC 9449 7.1).
+    const reply = dpopPresented && routeReply.dpop !== undefined ? { ...routeReply, dpop: { ...routeReply.dpop, presented: true } } : routeReply
     const required = mcp?.requirement ?? null
     if (required === null) return { refusal, reply }
     return {

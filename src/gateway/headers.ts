@@ -173,6 +173,8 @@ export class RequestHeaderPolicy {
     this.#trusted = options.trustedProxies
     for (const name of REQUEST_DROPPED) this.#rules.set(name, DROP)
     this.#rules.set('authorization', options.forwardAuthorization ? AUTHORIZATION : DROP)
+    // A DPoP proof travels with the token it proves (RFC 9449 7): forwarded only where the token is.
+    this.#rules.set('dpop', options.forwardAuthorization ? AUTHORIZATION : DROP)
     this.#rules.set('host', HOST)
     this.#rules.set('te', TE)
     this.#rules.set('upgrade', UPGRADE)

@@ -61,6 +61,7 @@ function foundToken(issuerId: string, record: OpaqueTokenRecord): FoundToken {
     jti: record.jti,
     grantId: record.grantId,
     exp: record.exp,
+    jkt: record.jkt ?? null,
   }
   return { record, identity: Object.freeze(identity) }
 }

@@ -66,8 +66,10 @@ export function metadataDocument(config: Config, routes: readonly RouteConfig[])
   if (scopes.size > 0) doc.scopes_supported = [...scopes]
   if (name !== null) doc.resource_name = name
   if (documentation !== null) doc.resource_documentation = documentation
-  // DPoP (RFC 9449 / RFC 9728 2: dpop_signing_alg_values_supported,
-  // dpop_bound_access_tokens_required) joins here, from the route's `dpop` key.
+  // RFC 9728 2 / RFC 9449: every route takes DPoP proofs with these algorithms;
+  // DPoP-bound tokens are required only when each route of the group says so.
+  doc.dpop_signing_alg_values_supported = [...config.dpop.algs]
+  doc.dpop_bound_access_tokens_required = routes.every((r) => r.dpop === 'required')
   return doc
 }
 

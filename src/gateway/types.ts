@@ -13,6 +13,8 @@ export interface TokenIdentity {
   grantId: string | null
   /** Epoch seconds. */
   exp: number
+  /** RFC 9449 6: thumbprint of the DPoP key the token is bound to (`cnf.jkt`), or null for a bearer token. */
+  jkt: string | null
 }
 
 /** What the gateway decided to forward, handed to the proxy. */

@@ -21,6 +21,7 @@
 import type { KeyObject } from 'node:crypto'
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import type { Clock } from '../clock.js'
+import { confirmationJkt } from '../dpop/thumbprint.js'
 import { InvalidToken } from '../errors.js'
 import type { TokenIdentity } from './types.js'
 import { grantedScopes } from './scope.js'
@@ -149,8 +150,9 @@ export function identityFromClaims(issuerId: string, issuer: string, claims: Rea
   const jti = optionalString(claims, 'jti')
   const grantId = optionalString(claims, 'grant_id')
   const scopes = grantedScopes(claims)
-  if (sub === false || clientId === false || jti === false || grantId === false || scopes === null) return undefined
-  return { issuerId, issuer, sub, clientId, scopes, jti, grantId, exp }
+  const jkt = confirmationJkt(claims.cnf)
+  if (sub === false || clientId === false || jti === false || grantId === false || scopes === null || jkt === false) return undefined
+  return { issuerId, issuer, sub, clientId, scopes, jti, grantId, exp, jkt }
 }
 
 export interface JwtVerifierOptions {

@@ -87,7 +87,9 @@ export interface ErrorReplyOptions {
 /**
  * The `WWW-Authenticate` value of a resource's refusal: Bearer, DPoP, or both
  * (RFC 6750 3, RFC 9449 7.1). The error (and on a 401 the scope the request
- * needs) goes in one challenge; `resource_metadata` (RFC 9728 5.1) in each.
+ * needs) goes in the challenge of the scheme the client used, with realm and
+ * `resource_metadata` (RFC 9728 5.1); beside a Bearer error the DPoP
+ * challenge is just `DPoP algs="…"`, which tells a client DPoP is taken.
  */
 function resourceChallenge(err: OAuthError, realm: string, options: ErrorReplyOptions): string {
   const params: Record<string, string | undefined> = {
@@ -100,9 +102,12 @@ function resourceChallenge(err: OAuthError, realm: string, options: ErrorReplyOp
   const dpop = options.dpop
   if (dpop === undefined) return buildChallenge(err.challenge === 'DPoP' ? 'DPoP' : 'Bearer', realm, { ...params, ...meta })
   const inDpop = err.challenge === 'DPoP' || dpop.presented || !dpop.bearer
-  const dpopPart = buildChallenge('DPoP', realm, inDpop ? { ...params, algs: dpop.algs, ...meta } : { algs: dpop.algs, ...meta })
-  if (!dpop.bearer) return dpopPart
-  return `${buildChallenge('Bearer', realm, inDpop ? meta : { ...params, ...meta })}, ${dpopPart}`
+  if (!inDpop) {
+    // The error is the Bearer challenge's; the DPoP one only says it is accepted too (RFC 9449 7.1 example).
+    return `${buildChallenge('Bearer', realm, { ...params, ...meta })}, DPoP algs="${challengeValue(dpop.algs)}"`
+  }
+  const dpopPart = buildChallenge('DPoP', realm, { ...params, algs: dpop.algs, ...meta })
+  return dpop.bearer ? `${buildChallenge('Bearer', realm, meta)}, ${dpopPart}` : dpopPart
 }
 
 /**

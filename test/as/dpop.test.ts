@@ -6,6 +6,7 @@
  * UserInfo know the binding. Proofs are made by hand here (the clock is a
  * ManualClock); oauth4webapi drives the same flows in test/e2e/dpop.test.ts.
  */
+import { request as httpRequest } from 'node:http'
 import t from 'tap'
 import { decodeJwt } from 'jose'
 import { makeProof, proofKeyPair, type ProofKeyPair } from '../helpers/dpop.js'
@@ -28,7 +29,7 @@ t.test('DPoP at the token endpoint', async (t) => {
 
   t.test('metadata lists the proof algorithms', async (t) => {
     const r = await send(`${h.url}/.well-known/oauth-authorization-server`)
-    t.same(r.json?.dpop_signing_alg_values_supported, ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'])
+    t.same(r.json?.dpop_signing_alg_values_supported, ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256'])
   })
 
   t.test('client_credentials with a proof: token_type DPoP and cnf.jkt; without: Bearer and no cnf', async (t) => {
@@ -117,13 +118,22 @@ t.test('DPoP at the token endpoint', async (t) => {
     t.equal(wrongHtu.json?.error, 'invalid_dpop_proof')
     const wrongHtm = await token(h, 'service', { grant_type: 'client_credentials' }, { dpop: proofFor(h, key, { htm: 'GET' }) })
     t.equal(wrongHtm.json?.error, 'invalid_dpop_proof')
-    const two = await fetch(`${h.url}/token`, {
-      method: 'POST',
-      headers: [['content-type', 'application/x-www-form-urlencoded'], ['authorization', basic('service')], ['dpop', proofFor(h, key)], ['dpop', proofFor(h, key)]],
-      body: 'grant_type=client_credentials',
+    // Two header lines (fetch would join them into one value): node:http with an array.
+    const two = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(`${h.url}/token`, { method: 'POST' })
+      req.setHeader('content-type', 'application/x-www-form-urlencoded')
+      req.setHeader('authorization', basic('service'))
+      req.setHeader('dpop', [proofFor(h, key), proofFor(h, key)])
+      req.on('response', (res) => {
+        let body = ''
+        res.on('data', (c: Buffer) => (body += c.toString()))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+      })
+      req.on('error', reject)
+      req.end('grant_type=client_credentials')
     })
     t.equal(two.status, 400)
-    t.equal(((await two.json()) as { error: string }).error, 'invalid_dpop_proof', 'two DPoP headers')
+    t.same(JSON.parse(two.body), { error: 'invalid_dpop_proof', error_description: 'Exactly one DPoP header is allowed' }, 'two DPoP headers')
     const m = await mintCode(h, { clientId: 'spa', scope: 'orders:read' })
     const bad = await token(h, 'spa', codeParams(m), { dpop: proofFor(h, key, { htm: 'PUT' }) })
     t.equal(bad.json?.error, 'invalid_dpop_proof')
@@ -177,7 +187,7 @@ t.test('UserInfo with a DPoP-bound token (RFC 9449 7)', async (t) => {
   t.match(noProof.headers.get('www-authenticate'), /^DPoP realm="bearward", error="invalid_dpop_proof"/)
   const wrongAth = await userinfo({ authorization: `DPoP ${at}`, dpop: proofFor(h, key, { path: '/userinfo', htm: 'GET', accessToken: 'x.y.z' }) })
   t.equal(wrongAth.status, 401)
-  t.match(wrongAth.headers.get('www-authenticate'), /^DPoP realm="bearward", error="invalid_dpop_proof", error_description="[^"]+", algs="ES256 ES384 EdDSA RS256 PS256"$/)
+  t.match(wrongAth.headers.get('www-authenticate'), /^DPoP realm="bearward", error="invalid_dpop_proof", error_description="[^"]+", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"$/)
   const otherKey = await userinfo({ authorization: `DPoP ${at}`, dpop: proofFor(h, proofKeyPair(), { path: '/userinfo', htm: 'GET', accessToken: at }) })
   t.equal(otherKey.json?.error, 'invalid_dpop_proof', 'a key other than cnf.jkt')
 

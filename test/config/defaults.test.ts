@@ -160,7 +160,7 @@ routes:
         allowTrace: false,
       },
     ],
-    dpop: { algs: ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'], iatWindowSec: 60, iatLeewaySec: 5, nonce: null },
+    dpop: { algs: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256'], iatWindowSec: 60, iatLeewaySec: 5, nonce: null },
   })
 })
 

@@ -11,13 +11,16 @@ import type { AddressInfo } from 'node:net'
 import { CompactSign, exportJWK, exportSPKI, SignJWT } from 'jose'
 import { mint, newKey, PUBLIC_URL, sendRaw, startGateway, type Harness } from './fixture.js'
 
+/** Every protected route takes DPoP-bound tokens too (dpop: allowed): its challenges say so (RFC 9449 7.1). */
+const ACCEPTS_DPOP = ', DPoP algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"'
+
 const b64url = (value: unknown): string => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
 
 /** What a 401 on GET /orders adds (RFC 9728 5.1): the scopes GET needs and where the route's metadata is. */
 const ORDERS_GET = ', scope="orders:read", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/orders"'
-const INVALID = `Bearer realm="bearward", error="invalid_token", error_description="The access token is invalid"${ORDERS_GET}`
-const EXPIRED = `Bearer realm="bearward", error="invalid_token", error_description="The access token is expired"${ORDERS_GET}`
-const REVOKED = `Bearer realm="bearward", error="invalid_token", error_description="The access token has been revoked"${ORDERS_GET}`
+const INVALID = `Bearer realm="bearward", error="invalid_token", error_description="The access token is invalid"${ORDERS_GET}${ACCEPTS_DPOP}`
+const EXPIRED = `Bearer realm="bearward", error="invalid_token", error_description="The access token is expired"${ORDERS_GET}${ACCEPTS_DPOP}`
+const REVOKED = `Bearer realm="bearward", error="invalid_token", error_description="The access token has been revoked"${ORDERS_GET}${ACCEPTS_DPOP}`
 
 /** A CL.TE request smuggling attempt: a second request hidden in the body. */
 function smuggle(token: string): string {
@@ -93,13 +96,13 @@ t.test('gateway', async (t) => {
   t.test('no token: 401 with a bare challenge', async (t) => {
     const res = await gw.send('/orders')
     t.equal(res.status, 401)
-    t.equal(res.headers['www-authenticate'], `Bearer realm="bearward"${ORDERS_GET}`)
+    t.equal(res.headers['www-authenticate'], `Bearer realm="bearward"${ORDERS_GET}` + ACCEPTS_DPOP)
   })
 
   t.test('another scheme (Basic) is no bearer token: 401 bare challenge', async (t) => {
     const res = await gw.send('/orders', { headers: { authorization: 'Basic d2ViOnNlY3JldA==' } })
     t.equal(res.status, 401)
-    t.equal(res.headers['www-authenticate'], `Bearer realm="bearward"${ORDERS_GET}`)
+    t.equal(res.headers['www-authenticate'], `Bearer realm="bearward"${ORDERS_GET}` + ACCEPTS_DPOP)
   })
 
   t.test('lowercase `bearer` is accepted', async (t) => {
@@ -247,7 +250,7 @@ t.test('gateway', async (t) => {
     t.equal(res.status, 401)
     t.equal(
       res.headers['www-authenticate'],
-      'Bearer realm="bearward", error="invalid_token", error_description="The access token is invalid", scope="admin", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/admin"',
+      'Bearer realm="bearward", error="invalid_token", error_description="The access token is invalid", scope="admin", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/admin"' + ACCEPTS_DPOP,
     )
   })
 
@@ -264,7 +267,7 @@ t.test('gateway', async (t) => {
     const token = await gw.mint({ scope: 'orders:read' })
     const admin = await gw.get('/admin', token)
     t.equal(admin.status, 403)
-    t.equal(admin.headers['www-authenticate'], 'Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="admin", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/admin"')
+    t.equal(admin.headers['www-authenticate'], 'Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="admin", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/admin"' + ACCEPTS_DPOP)
     const post = await gw.send('/orders', { method: 'POST', headers: { authorization: `Bearer ${token}` } })
     t.equal(post.status, 403)
     t.match(post.headers['www-authenticate'], /scope="orders:write"/)
@@ -478,7 +481,7 @@ t.test('WebSocket upgrades get the same checks', async (t) => {
 
   const missing = await sendRaw(gw.url, upgrade('/chat/room'))
   t.match(missing, /^HTTP\/1\.1 401 /)
-  t.match(missing, /www-authenticate: Bearer realm="bearward", scope="chat", resource_metadata="http:\/\/gw.test\/.well-known\/oauth-protected-resource\/chat"\r\n/i)
+  t.match(missing, /www-authenticate: Bearer realm="bearward", scope="chat", resource_metadata="http:\/\/gw.test\/.well-known\/oauth-protected-resource\/chat", DPoP algs="[^"]+"\r\n/i)
 
   const narrow = await sendRaw(gw.url, upgrade('/chat/room', `Authorization: Bearer ${await gw.mint({ scope: 'other' })}\r\n`))
   t.match(narrow, /^HTTP\/1\.1 403 /)

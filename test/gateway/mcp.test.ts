@@ -8,6 +8,9 @@
 import t, { type Test } from 'tap'
 import { PUBLIC_URL, startGateway, type Harness, type Reply } from './fixture.js'
 
+/** Every protected route takes DPoP-bound tokens too (dpop: allowed): its challenges say so (RFC 9449 7.1). */
+const ACCEPTS_DPOP = ', DPoP algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"'
+
 const META = `resource_metadata="${PUBLIC_URL}/.well-known/oauth-protected-resource/mcp"`
 
 function routes(up: string): string {
@@ -45,7 +48,7 @@ t.test('MCP per-tool scopes', async (t) => {
     t.equal(refused.status, 403)
     t.equal(
       refused.headers['www-authenticate'],
-      `Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="mcp:tools orders:write", ${META}`,
+      `Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="mcp:tools orders:write", ${META}` + ACCEPTS_DPOP,
     )
     t.equal((await post(t, call('delete_order'), { token: wide, reaches: true })).status, 200)
   })
@@ -60,9 +63,9 @@ t.test('MCP per-tool scopes', async (t) => {
   t.test('without a token, the 401 says what the call needs', async (t) => {
     const res = await post(t, call('delete_order'), { reaches: false })
     t.equal(res.status, 401)
-    t.equal(res.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools orders:write", ${META}`)
+    t.equal(res.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools orders:write", ${META}` + ACCEPTS_DPOP)
     const plain = await post(t, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { reaches: false })
-    t.equal(plain.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools", ${META}`)
+    t.equal(plain.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools", ${META}` + ACCEPTS_DPOP)
   })
 
   t.test('other methods and unlisted tools are judged by the route rules', async (t) => {

@@ -7,6 +7,9 @@
 import t from 'tap'
 import { PUBLIC_URL, startGateway, type Harness } from './fixture.js'
 
+/** Every protected route takes DPoP-bound tokens too (dpop: allowed): its challenges say so (RFC 9449 7.1). */
+const ACCEPTS_DPOP = ', DPoP algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"'
+
 const META = `${PUBLIC_URL}/.well-known/oauth-protected-resource`
 
 function routes(up: string): string {
@@ -65,6 +68,8 @@ t.test('protected resource metadata (RFC 9728)', async (t) => {
       scopes_supported: ['mcp:tools', 'orders:write'],
       resource_name: 'Orders MCP',
       resource_documentation: 'https://docs.example.com/mcp',
+      dpop_signing_alg_values_supported: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256'],
+      dpop_bound_access_tokens_required: false,
     })
     const head = await gw.send('/.well-known/oauth-protected-resource/mcp', { method: 'HEAD' })
     t.equal(head.status, 200)
@@ -84,6 +89,8 @@ t.test('protected resource metadata (RFC 9728)', async (t) => {
       authorization_servers: [PUBLIC_URL, 'https://idp.example.com'],
       bearer_methods_supported: ['header', 'query'],
       scopes_supported: ['orders:read', 'orders:write'],
+      dpop_signing_alg_values_supported: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256'],
+      dpop_bound_access_tokens_required: false,
     })
   })
 
@@ -100,19 +107,19 @@ t.test('protected resource metadata (RFC 9728)', async (t) => {
   t.test('a 401 names the metadata and the scopes the method needs; a 403 names the metadata', async (t) => {
     const missing = await gw.send('/mcp', { method: 'POST' })
     t.equal(missing.status, 401)
-    t.equal(missing.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools", resource_metadata="${META}/mcp"`)
+    t.equal(missing.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools", resource_metadata="${META}/mcp"` + ACCEPTS_DPOP)
     const read = await gw.send('/orders')
-    t.equal(read.headers['www-authenticate'], `Bearer realm="bearward", scope="orders:read", resource_metadata="${META}/orders"`)
+    t.equal(read.headers['www-authenticate'], `Bearer realm="bearward", scope="orders:read", resource_metadata="${META}/orders"` + ACCEPTS_DPOP)
     const write = await gw.send('/orders', { method: 'POST' })
-    t.equal(write.headers['www-authenticate'], `Bearer realm="bearward", scope="orders:write", resource_metadata="${META}/orders"`)
+    t.equal(write.headers['www-authenticate'], `Bearer realm="bearward", scope="orders:write", resource_metadata="${META}/orders"` + ACCEPTS_DPOP)
     const forbidden = await gw.get('/orders', await gw.mint({ scope: 'other' }))
     t.equal(forbidden.status, 403)
     t.equal(
       forbidden.headers['www-authenticate'],
-      `Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="orders:read", resource_metadata="${META}/orders"`,
+      `Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="orders:read", resource_metadata="${META}/orders"` + ACCEPTS_DPOP,
     )
     const hidden = await gw.send('/hidden')
-    t.equal(hidden.headers['www-authenticate'], 'Bearer realm="bearward"', 'a route without metadata names none')
+    t.equal(hidden.headers['www-authenticate'], 'Bearer realm="bearward"' + ACCEPTS_DPOP, 'a route without metadata names none')
     t.equal(gw.upstream.seen.length, 0, 'nothing reached the upstream')
   })
 })
@@ -124,7 +131,7 @@ t.test('a route at / publishes the root document, before the route could take th
   t.equal(res.status, 200)
   t.equal(res.json().resource, PUBLIC_URL)
   const missing = await gw.send('/anything')
-  t.equal(missing.headers['www-authenticate'], `Bearer realm="bearward", resource_metadata="${META}"`)
+  t.equal(missing.headers['www-authenticate'], `Bearer realm="bearward", resource_metadata="${META}"` + ACCEPTS_DPOP)
   t.equal(gw.upstream.seen.length, 0)
 })
 

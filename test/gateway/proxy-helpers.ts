@@ -79,6 +79,7 @@ export const alice: TokenIdentity = {
   jti: 'jti-1',
   grantId: null,
   exp: 2_000_000_000,
+  jkt: null,
 }
 
 export interface Listening {

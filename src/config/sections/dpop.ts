@@ -12,7 +12,7 @@ export const DPOP_KEYS = ['algs', 'iat_window', 'iat_leeway', 'nonce'] as const
 export const DPOP_NONCE_KEYS = ['secret', 'ttl'] as const
 
 /** What most clients sign with (oauth4webapi, browsers' WebCrypto): the default allow-list. */
-export const DEFAULT_DPOP_ALGS: readonly ProofAlgorithm[] = ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256']
+export const DEFAULT_DPOP_ALGS: readonly ProofAlgorithm[] = ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256']
 
 export const DEFAULT_DPOP: DpopConfig = {
   algs: [...DEFAULT_DPOP_ALGS],
