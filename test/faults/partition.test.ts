@@ -10,6 +10,10 @@ import t from 'tap'
 import { performance } from 'node:perf_hooks'
 import { drive, forwardedSeqs, startRig, until } from './rig.js'
 
+// Real redis-servers and binaries under load on a 2-core machine shared with the rest of the
+// suite: more than tap's default per-file timeout. Each step has its own bound.
+t.setTimeout(300_000)
+
 /** Bounds the issue sets; the measured figures are printed beside them. */
 const FAIL_CLOSED_MS = 1000
 const RECOVER_MS = 2000

@@ -12,6 +12,10 @@ import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
 import { selfSignedCert } from '../helpers/tls.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 
+// Real binaries under load on a 2-core machine shared with the rest of the
+// suite: more than tap's default per-file timeout. Each step has its own bound.
+t.setTimeout(300_000)
+
 const publicRoute = (name: string, path: string, upstream: string): string => `
   - name: ${name}
     match: { path: ${path} }
