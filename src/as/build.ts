@@ -33,6 +33,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     issuer: config.publicUrl,
     clients,
     findClient: (clientId) => directory.find(clientId),
+    closeClientLookup: () => directory.close(),
     users: new Map(deps.as.users.map((u) => [u.username, u])),
     secrets: new SecretVerifier(),
     secureCookies: config.publicUrl.startsWith('https:'),

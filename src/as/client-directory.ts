@@ -1,7 +1,9 @@
 /**
  * The one way the authorization server finds a client by its id: the
- * configured clients first, then (when `registration.enabled`) the clients
- * that registered themselves (RFC 7591), kept in the store. Every endpoint
+ * configured clients first, then an https URL as a Client ID Metadata
+ * Document (when `client_id_metadata_documents.enabled`), then (when
+ * `registration.enabled`) the clients that registered themselves (RFC
+ * 7591), kept in the store. Every endpoint
  * (authorize, token, revoke, introspect, device) asks here, so a rule about
  * clients cannot hold at one door and not another.
  *
@@ -12,6 +14,7 @@
 import { epochSeconds, type Clock } from '../clock.js'
 import type { AuthorizationServerConfig, ClientConfig } from '../config/types.js'
 import type { Store } from '../store/types.js'
+import { MetadataDocuments } from './metadata-document.js'
 import { clientFromMetadata } from './self-registered.js'
 
 export class ClientDirectory {
@@ -19,18 +22,27 @@ export class ClientDirectory {
   readonly #as: AuthorizationServerConfig
   readonly #store: Store
   readonly #clock: Clock
+  readonly #documents: MetadataDocuments | null
 
-  constructor(configured: ReadonlyMap<string, ClientConfig>, as: AuthorizationServerConfig, store: Store, clock: Clock) {
+  constructor(configured: ReadonlyMap<string, ClientConfig>, as: AuthorizationServerConfig, store: Store, clock: Clock, documents: MetadataDocuments | null = null) {
     this.#configured = configured
     this.#as = as
     this.#store = store
     this.#clock = clock
+    this.#documents = documents ?? (as.clientIdMetadataDocuments !== null ? new MetadataDocuments(as.clientIdMetadataDocuments, clock) : null)
+  }
+
+  /** Release the metadata document fetcher's connections (at Runtime close). */
+  async close(): Promise<void> {
+    await this.#documents?.close()
   }
 
   /** The client with this id, or undefined. Rejects with StoreUnavailableError when the store is down. */
   async find(clientId: string): Promise<ClientConfig | undefined> {
     const configured = this.#configured.get(clientId)
     if (configured !== undefined) return configured
+    // A client_id that is an https URL names its metadata document; never a registered id.
+    if (this.#documents !== null && clientId.startsWith('https://')) return this.#documents.find(clientId)
     const registration = this.#as.registration
     if (registration === null) return undefined
     const record = await this.#store.getClient(clientId)

@@ -21,6 +21,8 @@ export interface AsContext extends FaceDeps {
    * 7591) when registration is on. Rejects with StoreUnavailableError.
    */
   findClient(clientId: string): Promise<ClientConfig | undefined>
+  /** Release what the client lookup holds (metadata document connections), at Runtime close. */
+  closeClientLookup(): Promise<void>
   readonly users: ReadonlyMap<string, UserConfig>
   /** Verifies client secrets and passwords (scrypt; repeat successes memoized). */
   readonly secrets: SecretVerifier

@@ -54,5 +54,7 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     dpop_signing_alg_values_supported: [...as.dpop.token.algorithms],
     // RFC 7591 3: only while registration is on.
     ...(as.as.registration !== null ? { registration_endpoint: `${issuer}/register` } : {}),
+    // Client ID Metadata Documents: a client_id may be the https URL of the client's metadata.
+    ...(as.as.clientIdMetadataDocuments !== null ? { client_id_metadata_document_supported: true } : {}),
   }
 }

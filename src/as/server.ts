@@ -113,7 +113,8 @@ export function createAuthorizationServer(
     handle,
     owns: (rawPath) => routes.has(rawPath),
     async close() {
-      // Nothing per Runtime to release: the store and revocation list are shared.
+      // The store and revocation list are shared; the metadata document fetcher is this Runtime's.
+      await as.closeClientLookup()
     },
   }
 }

@@ -138,6 +138,18 @@ export interface AuthorizationServerConfig {
   device: { ttlSec: number; intervalSec: number }
   /** RFC 7591 dynamic client registration (`registration`); null when off (the default). */
   registration: RegistrationConfig | null
+  /** Client ID Metadata Documents (`client_id_metadata_documents`); null when off (the default). */
+  clientIdMetadataDocuments: ClientIdMetadataDocumentsConfig | null
+}
+
+/** `authorization_server.client_id_metadata_documents`. */
+export interface ClientIdMetadataDocumentsConfig {
+  /** Hosts fetched although they resolve to a private or loopback address (`allow_hosts`). */
+  allowHosts: string[]
+  /** PEM CA bundle trusted for the fetch besides the system's (`ca_file`). */
+  caFile: string | null
+  /** The most such a client may ask for (`scopes`, default every known scope). */
+  scopes: string[]
 }
 
 /** `authorization_server.registration`. */

@@ -110,6 +110,7 @@ routes:
       },
       device: { ttlSec: 600, intervalSec: 5 },
       registration: null,
+      clientIdMetadataDocuments: null,
     },
     issuers: [
       {
@@ -277,6 +278,7 @@ t.test('the full fixture sets every key', async (t) => {
     },
     device: { ttlSec: 900, intervalSec: 10 },
     registration: { initialAccessToken: 'registration-token-0123', scopes: ['orders:read'], clientTtlSec: 7 * 86400, perAddress: 5, windowSec: 600 },
+    clientIdMetadataDocuments: { allowHosts: ['clients.internal'], caFile: `${files}/ca.pem`, scopes: ['orders:read'] },
   })
   t.same(as?.clients[0], {
     clientId: 'web',

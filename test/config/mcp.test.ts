@@ -108,3 +108,19 @@ ${extra}
   t.match(at(bad.problems, 'authorization_server.registration.rate_limit.per_address'), [{ message: /at least 1/ }])
   t.match(at(bad.problems, 'authorization_server.registration.extra'), [{ message: /unknown key/ }])
 })
+
+t.test('authorization_server.client_id_metadata_documents: off by default, rules', async (t) => {
+  const base = (extra: string): string => `
+authorization_server:
+  scopes: { "mcp:tools": Use the tools }
+${extra}
+`
+  t.equal(inspect(base('')).config?.authorizationServer?.clientIdMetadataDocuments, null)
+  const on = inspect(base('  client_id_metadata_documents: { enabled: true, allow_hosts: [Clients.Internal, "[::1]"] }'))
+  t.same(on.problems, [], describe(on.problems))
+  t.same(on.config?.authorizationServer?.clientIdMetadataDocuments, { allowHosts: ['clients.internal', '[::1]'], caFile: null, scopes: ['openid', 'profile', 'email', 'offline_access', 'mcp:tools'] })
+  const bad = inspect(base('  client_id_metadata_documents: { enabled: true, allow_hosts: ["https://x.example.com"], ca_file: missing.pem, scopes: [nope] }'))
+  t.match(at(bad.problems, 'authorization_server.client_id_metadata_documents.allow_hosts[0]'), [{ message: /not a host name/ }])
+  t.match(at(bad.problems, 'authorization_server.client_id_metadata_documents.ca_file'), [{ message: /file not found/ }])
+  t.match(at(bad.problems, 'authorization_server.client_id_metadata_documents.scopes[0]'), [{ message: /unknown scope `nope`/ }])
+})

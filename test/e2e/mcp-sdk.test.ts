@@ -11,6 +11,11 @@
  */
 import t from 'tap'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import { readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -22,6 +27,7 @@ import { z } from 'zod'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { Browser, authorizeAsPerson, freePort } from '../helpers/browser.js'
 import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
+import { selfSignedCert } from '../helpers/tls.js'
 
 const REDIRECT = 'http://127.0.0.1:53682/callback'
 
@@ -247,4 +253,77 @@ routes:
   })
   t.equal(atMcp.status, 401, 'a token for /other is refused at /mcp')
   t.equal(mcpServer.seen.length, mcpBefore, 'nothing reached the MCP server')
+})
+
+t.test('the SDK client identifies itself with a Client ID Metadata Document instead of registering', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'bw-mcp-cimd-'))
+  const cert = selfSignedCert(dir, 'client-docs')
+  const docHits: string[] = []
+  let docUrl = ''
+  const docs = createHttpsServer({ cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) }, (req, res) => {
+    docHits.push(req.url ?? '')
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=300' })
+    res.end(JSON.stringify({ client_id: docUrl, client_name: 'SDK document client', redirect_uris: [REDIRECT], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none' }))
+  })
+  await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve))
+  docUrl = `https://localhost:${(docs.address() as AddressInfo).port}/clients/sdk.json`
+  const mcpServer = await startMcpServer()
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const { passwordHash } = await demoHashes()
+  const config = await tempConfig(`
+listen: 127.0.0.1:${port}
+admin_listen: 127.0.0.1:0
+public_url: ${base}
+authorization_server:
+  scopes: { "mcp:tools": Use the order tools }
+  client_id_metadata_documents: { enabled: true, allow_hosts: [localhost], ca_file: ${cert.certFile} }
+  users:
+    - username: alice
+      password_hash: "${passwordHash}"
+routes:
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${mcpServer.url}
+    scopes: { "*": ["mcp:tools"] }
+`)
+  const cleanup = async (): Promise<void> => {
+    for (const s of [mcpServer.server, docs]) {
+      s.closeAllConnections()
+      await new Promise<void>((resolve) => s.close(() => resolve()))
+    }
+    await config.cleanup()
+    await rm(dir, { recursive: true, force: true })
+  }
+  let bw: RunningBin
+  try {
+    bw = await startBin(config.file, {}, 60_000)
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+  t.teardown(async () => {
+    await bw.stop()
+    await cleanup()
+  })
+
+  class DocumentProvider extends PersonDrivenProvider {
+    readonly clientMetadataUrl = docUrl
+  }
+  const provider = new DocumentProvider()
+  const meta = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>
+  t.equal(meta.client_id_metadata_document_supported, true)
+  t.equal(meta.registration_endpoint, undefined, 'no registration here: the document is the only way in')
+  const serverUrl = new URL(`${base}/mcp`)
+  const client = new Client({ name: 'sdk-doc-test', version: '1.0.0' })
+  t.ok((await refusal(client.connect(new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })))) instanceof UnauthorizedError)
+  t.equal(provider.clientInformation()?.client_id, docUrl, 'the client_id is the document URL')
+  t.same(docHits, ['/clients/sdk.json'], 'bearward fetched the document once')
+  const transport = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
+  await transport.finishAuth(provider.takeCode())
+  await client.connect(transport)
+  t.teardown(() => client.close())
+  const got = await client.callTool({ name: 'get_order', arguments: { id: '7' } })
+  t.same(got.content, [{ type: 'text', text: 'order 7 for alice' }])
+  t.same(docHits, ['/clients/sdk.json'], 'the code exchange used the cached document (max-age=300)')
 })

@@ -7,11 +7,13 @@ import type { AuthorizationServerConfig, KeySource } from '../types.js'
 import type { Reader } from '../reader.js'
 import { SCOPE_TOKEN } from '../values.js'
 import { readClients } from './clients.js'
+import { readMetadataDocuments } from './metadata-documents.js'
 import { readRegistration } from './registration.js'
 import { readUsers } from './users.js'
 
 export const AUTHORIZATION_SERVER_KEYS = [
   'registration',
+  'client_id_metadata_documents',
   'keys',
   'access_token',
   'refresh_token',
@@ -117,6 +119,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
     },
     device: { ttlSec: deviceTtlSec, intervalSec },
     registration: readRegistration(r, as.get('registration'), as.pathOf('registration'), knownScopes),
+    clientIdMetadataDocuments: readMetadataDocuments(r, as.get('client_id_metadata_documents'), as.pathOf('client_id_metadata_documents'), knownScopes),
   }
 }
 
