@@ -7,10 +7,11 @@
 // "p99 added < 1 ms".
 //
 // SPEC: { url, connections, warmupSec, durationSec, amount?, overallRate?, method, headers, body, serverPids?,
-//         rotate?: { file, as: 'bearer' | 'body', prefix?, once?, prebuilt? } }
+//         rotate?: { file, as: 'bearer' | 'dpop' | 'body', prefix?, once?, prebuilt? } }
 // rotate walks a newline-separated list of values (tokens, codes, refresh
 // tokens), one per request across all connections: `bearer` sets
-// `Authorization: Bearer <v>`, `body` sends `prefix + v`. `once` means each
+// `Authorization: Bearer <v>`, `dpop` takes `<token> <proof>` lines and sets
+// `Authorization: DPoP <token>` and `DPoP: <proof>`, `body` sends `prefix + v`. `once` means each
 // value must be used at most once; running out is reported.
 //
 // Walking costs the load generator a request rebuild per request (autocannon's
@@ -57,6 +58,14 @@ function walker(rotate) {
   if (rotate.as === 'bearer') {
     setupRequest = (req) => {
       req.headers.authorization = 'Bearer ' + next()
+      return req
+    }
+  } else if (rotate.as === 'dpop') {
+    setupRequest = (req) => {
+      const line = next()
+      const space = line.indexOf(' ')
+      req.headers.authorization = 'DPoP ' + line.slice(0, space)
+      req.headers.dpop = line.slice(space + 1)
       return req
     }
   } else {

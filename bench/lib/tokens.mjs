@@ -25,14 +25,14 @@ const b64 = (obj) => Buffer.from(JSON.stringify(obj)).toString('base64url')
  * `count` distinct access tokens. Each has its own jti and sub
  * (`user-<n>`); exp is `ttlSec` from now.
  */
-export function mintJwts({ privateJwk, issuer, audience, scope, clientId = 'bench-client', count, ttlSec = 3600, subPrefix = 'user-' }) {
+export function mintJwts({ privateJwk, issuer, audience, scope, clientId = 'bench-client', count, ttlSec = 3600, subPrefix = 'user-', extra = () => ({}) }) {
   const key = createPrivateKey({ key: privateJwk, format: 'jwk' })
   const header = b64({ alg: 'ES256', kid: privateJwk.kid, typ: 'at+jwt' })
   const iat = Math.floor(Date.now() / 1000)
   const prefix = randomBytes(6).toString('base64url')
   const out = new Array(count)
   for (let i = 0; i < count; i++) {
-    const payload = b64({ iss: issuer, sub: `${subPrefix}${i}`, aud: audience, exp: iat + ttlSec, iat, jti: `${prefix}-${i}`, client_id: clientId, scope })
+    const payload = b64({ ...extra(i), iss: issuer, sub: `${subPrefix}${i}`, aud: audience, exp: iat + ttlSec, iat, jti: `${prefix}-${i}`, client_id: clientId, scope })
     const input = `${header}.${payload}`
     const sig = sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')
     out[i] = `${input}.${sig}`
