@@ -257,15 +257,16 @@ export class App {
     })
     this.#server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.#onUpgrade(req, socket, head))
     this.#server.on('clientError', (err: ParserError, socket: Duplex) => {
-      // A parse error can come after the current request's answer started (a
-      // refusal decided on headers alone, then a broken body): then the
-      // connection is only closed; a second answer would be a response to
-      // nothing. Otherwise the answer says what Node found (the request's
-      // own response, if any, then finds the connection closed).
+      // A parse error in the body of a request whose answer already started
+      // (a refusal decided on headers alone, then a broken body) only closes
+      // the connection: a second answer would be a response to nothing.
+      // Otherwise (a new request's head, or a request not answered yet) the
+      // answer says what Node found; the request's own response, if any,
+      // then finds the connection closed.
       const raw = socket as TrackedSocket
       const live = raw[LIVE_RESPONSE]
       const answer = clientErrorAnswer(err)
-      const answerable = live === undefined || live.writableFinished || !live.headersSent
+      const answerable = live === undefined || !live.headersSent || (live.writableFinished && live.req.complete)
       if (socket.writable && !raw.destroyed && answerable) socket.end(rawErrorResponse(answer))
       else socket.destroy()
       this.log.debug({ code: err.code, status: answer.status }, 'client error')
