@@ -1,6 +1,7 @@
 import t from 'tap'
 import { startGrant } from '../../src/as/issue.js'
 import { verifyOwnAccessToken } from '../../src/as/verify-token.js'
+import { StoreUnavailableError } from '../../src/errors.js'
 import { hashToken } from '../../src/store/hash.js'
 import {
   ALICE_PASSWORD,
@@ -200,4 +201,27 @@ t.test('the notice never reflects the URL; other methods are 405', async (t) => 
   const put = await fetch(`${f.url}/account`, { method: 'PUT' })
   t.equal(put.status, 405)
   t.equal(put.headers.get('allow'), 'GET, POST')
+})
+
+t.test('the store failing mid-withdrawal: a 503 page, nothing half-done, and sending it again works', async (t) => {
+  const f = await startFront(yaml)
+  t.teardown(() => f.close())
+  const { b } = await signInAtAccount(f)
+  const alice = await allowWeb(f, b)
+  const page = await get(`${f.url}/account`, cookieOf(b))
+  const form = parseForms(page.text, `${f.url}/account`).find((x) => x.fields.client_id === 'web')
+  if (form === undefined) throw new Error('no withdraw form')
+  const listAllowances = f.store.listAllowances.bind(f.store)
+  f.store.listAllowances = async () => {
+    throw new StoreUnavailableError('store unavailable')
+  }
+  const down = await b.submit(form)
+  t.equal(down.status, 503)
+  t.match(await down.text(), /Temporarily unavailable/)
+  t.ok(await f.store.getConsent('alice', 'web'), 'nothing was forgotten')
+  t.ok(await verifyOwnAccessToken(f.as, alice.access), 'nothing was revoked')
+  f.store.listAllowances = listAllowances
+  const again = await b.submit(form)
+  t.equal(again.status, 303, 'sent again, it works')
+  t.equal(await verifyOwnAccessToken(f.as, alice.access), null)
 })

@@ -701,5 +701,8 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.subscribeRevocations(() => undefined), StoreUnavailableError)
     await tt.rejects(h.store.useOnce('k', 1), StoreUnavailableError)
     await tt.rejects(h.store.getClient('c'), StoreUnavailableError)
+    await tt.rejects(h.store.noteAllowance('alice', 'app', { scopes: [], at: 0, grantId: 'g', until: 1 }), StoreUnavailableError)
+    await tt.rejects(h.store.listAllowances('alice'), StoreUnavailableError)
+    await tt.rejects(h.store.withdrawAllowance('alice', 'app'), StoreUnavailableError)
   })
 }
