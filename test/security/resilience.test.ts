@@ -11,7 +11,11 @@ import { AT_HEADER, accessClaims, b64url, basic, healthy, rawHttp, serviceToken,
 let target: Target
 
 t.before(async () => {
-  target = await startTarget()
+  // The floods of wrong client secrets come through a trusted proxy on behalf
+  // of an attacker's address (X-Forwarded-For): failed client authentications
+  // are throttled per address, and the valid requests of assertServing come
+  // from 127.0.0.1 itself, whose own record is clean.
+  target = await startTarget({ gateway: '{ trusted_proxies: [127.0.0.1] }' })
 })
 t.teardown(() => target.close())
 
@@ -92,12 +96,22 @@ t.test('500 concurrent bad token requests, and 100 with unknown clients (each co
     status(
       fetch(`${target.url}/token`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(`attacker-${i}`, 'guess') },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(`attacker-${i}`, 'guess'), 'x-forwarded-for': '203.0.113.9' },
         body: 'grant_type=client_credentials',
       }),
     ),
   )
-  assertAll(t, costly, [401], 100, 'unknown clients')
+  // All at once, so most are checked before the address's failures add up:
+  // 401 each, or 429 once the address is over client_auth_address_max_failures.
+  assertAll(t, costly, [401, 429], 100, 'unknown clients')
+  const after = await fetch(`${target.url}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('attacker-next', 'guess'), 'x-forwarded-for': '203.0.113.9' },
+    body: 'grant_type=client_credentials',
+  })
+  t.equal(after.status, 429, 'the attacking address is throttled after the flood')
+  t.ok(Number(after.headers.get('retry-after')) > 0, 'with Retry-After')
+  await after.arrayBuffer()
   await assertServing(t, 'token floods')
 })
 
