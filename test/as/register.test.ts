@@ -241,3 +241,21 @@ t.test('consent: always shown for a registered client, saying it registered itse
   const none = await browser.get(`${url()}&prompt=none`)
   t.match(none.headers.get('location'), /error=consent_required/, 'prompt=none cannot skip it either')
 })
+
+t.test('a registered client is named by the end-session endpoint like a configured one (RP-Initiated Logout)', async (t) => {
+  const h = await startAs({ registration: REG })
+  t.teardown(() => h.close())
+  const bye = 'http://127.0.0.1:33418/bye'
+  const reg = await register(h, { ...PUBLIC_CLIENT, post_logout_redirect_uris: [bye] })
+  t.equal(reg.status, 201)
+  const id = String(reg.json?.client_id)
+  const logout = (uri: string): Promise<Response> =>
+    fetch(`${h.url}/logout?${new URLSearchParams({ client_id: id, post_logout_redirect_uri: uri, state: 's-1' })}`, { redirect: 'manual' })
+  const ok = await logout(bye)
+  t.equal(ok.status, 303, 'no session to end: straight back to the client')
+  t.equal(ok.headers.get('location'), `${bye}?state=s-1`, 'its registered post_logout_redirect_uri, with state')
+  await ok.arrayBuffer()
+  const other = await logout('http://127.0.0.1:33418/elsewhere')
+  t.equal(other.status, 400, 'a URI it did not register is refused')
+  await other.arrayBuffer()
+})

@@ -51,18 +51,20 @@ export function showAccountLogin(
   showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(o.headers ? { headers: o.headers } : {}) })
 }
 
-/** A client as the page shows it; one removed from the config since is shown by its id. */
-function clientView(as: AsContext, clientId: string): ClientView {
-  return as.clients.get(clientId) ?? { name: clientId, metadata: { logoUri: null, policyUri: null, tosUri: null, postLogoutRedirectUris: [] } }
+/** A client as the page shows it (configured, registered or a metadata document); one since removed is shown by its id. */
+async function clientView(as: AsContext, clientId: string): Promise<ClientView> {
+  return (await as.findClient(clientId)) ?? { name: clientId, metadata: { logoUri: null, policyUri: null, tosUri: null, postLogoutRedirectUris: [] } }
 }
 
 async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSession, withdrawn: string | undefined): Promise<void> {
   const allowances = await as.store.listAllowances(session.user.sub)
-  const apps: AppView[] = allowances
-    .sort((a, b) => b.allowedAt - a.allowedAt || a.clientId.localeCompare(b.clientId))
-    .map((a) => ({ clientId: a.clientId, client: clientView(as, a.clientId), scopes: describeScopes(as, a.scopes), allowedAt: a.allowedAt }))
+  const apps: AppView[] = await Promise.all(
+    allowances
+      .sort((a, b) => b.allowedAt - a.allowedAt || a.clientId.localeCompare(b.clientId))
+      .map(async (a) => ({ clientId: a.clientId, client: await clientView(as, a.clientId), scopes: describeScopes(as, a.scopes), allowedAt: a.allowedAt })),
+  )
   // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
-  const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : as.clients.get(withdrawn)?.name
+  const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : (await as.findClient(withdrawn))?.name
   const page = accountPage({
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,

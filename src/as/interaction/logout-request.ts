@@ -73,11 +73,11 @@ export async function parseLogoutRequest(params: FormParams, as: AsContext): Pro
 
   let client: ClientConfig | null = null
   if (clientId !== undefined) {
-    client = as.clients.get(clientId) ?? null
+    client = (await as.findClient(clientId)) ?? null
     if (client === null) throw new InvalidRequest('The application (client_id) is not registered with this server')
   } else if (hintClient !== null) {
     // An ID token of a client since removed from the config still signs the person out; it just cannot redirect.
-    client = as.clients.get(hintClient) ?? null
+    client = (await as.findClient(hintClient)) ?? null
   }
 
   const redirectUri = checkPostLogoutRedirect(client, params.get('post_logout_redirect_uri'))

@@ -89,7 +89,7 @@ type Next =
   | { kind: 'device'; userCode: string }
   | { kind: 'client'; location: string | null }
 
-function nextStep(as: AsContext, form: FormParams): Next {
+async function nextStep(as: AsContext, form: FormParams): Promise<Next> {
   const raw = form.get('request')
   // Re-encoded, so the Location can only ever be our own authorize endpoint with a query.
   if (raw !== undefined) return { kind: 'authorize', query: new URLSearchParams(raw).toString() }
@@ -97,7 +97,7 @@ function nextStep(as: AsContext, form: FormParams): Next {
   const userCode = typed === undefined ? null : normalizeUserCode(typed)
   if (userCode !== null) return { kind: 'device', userCode }
   const clientId = form.get('client_id')
-  const client = clientId === undefined ? null : (as.clients.get(clientId) ?? null)
+  const client = clientId === undefined ? null : ((await as.findClient(clientId)) ?? null)
   const redirectUri = checkPostLogoutRedirect(client, form.get('post_logout_redirect_uri'))
   return { kind: 'client', location: postLogoutLocation({ redirectUri, state: form.get('state') ?? null }) }
 }
@@ -111,7 +111,7 @@ async function confirmed(req: IncomingMessage, res: ServerResponse, ctx: Request
   try {
     csrf = form.get('csrf')
     stay = form.get('decision') === 'stay'
-    next = nextStep(as, form)
+    next = await nextStep(as, form)
   } catch (err) {
     if (err instanceof OAuthError) return showError(res, err)
     throw err
