@@ -9,6 +9,7 @@ import { DpopVerifier } from '../dpop/verify-proof.js'
 import type { KeySet } from '../keys/keyset.js'
 import { ClientDirectory } from './client-directory.js'
 import type { AsContext } from './context.js'
+import { ClientAddress } from './interaction/client-ip.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
@@ -42,5 +43,6 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
       token: new DpopVerifier(config.dpop, deps, 'token'),
       resource: new DpopVerifier(config.dpop, deps, 'resource'),
     },
+    clientAddress: new ClientAddress(config.gateway.trustedProxies),
   }
 }

@@ -14,7 +14,6 @@ import { DUMMY_HASH } from '../crypto/secret.js'
 import { InvalidClient, InvalidRequest, TooManyRequests } from '../errors.js'
 import type { FormParams } from '../http/body.js'
 import type { AsContext } from './context.js'
-import { clientAddress } from './interaction/client-ip.js'
 import { clientAuthLimit } from './interaction/rate-limit.js'
 
 /** How the client proved who it is. */
@@ -130,7 +129,7 @@ export async function authenticateClient(
     throw new InvalidClient('This client is not registered for client_secret_post', { cause: 'client_secret_post not allowed' })
   }
 
-  const limit = clientAuthLimit(as, clientAddress(req, as.config.gateway.trustedProxies), p.clientId)
+  const limit = clientAuthLimit(as, as.clientAddress.of(req), p.clientId)
   const lockedFor = await limit.lockedFor()
   if (lockedFor > 0) {
     throw new TooManyRequests(lockedFor, 'invalid_client', 'Too many failed client authentications from this address; try again later')

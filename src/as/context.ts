@@ -3,6 +3,7 @@ import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../con
 import type { FaceDeps, RequestContext } from '../context.js'
 import type { SecretVerifier } from '../crypto/secret.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
+import type { ClientAddress } from './interaction/client-ip.js'
 import type { KeySet } from '../keys/keyset.js'
 
 /**
@@ -32,6 +33,8 @@ export interface AsContext extends FaceDeps {
   readonly resources: ReadonlySet<string>
   /** DPoP proof checks (RFC 9449): at the token endpoint (400s) and at UserInfo (401s with a DPoP challenge). */
   readonly dpop: { readonly token: DpopVerifier; readonly resource: DpopVerifier }
+  /** The client's address for the per-address throttles, from `gateway.trusted_proxies` (built once, not per request). */
+  readonly clientAddress: ClientAddress
 }
 
 /** One authorization-server endpoint. */

@@ -27,7 +27,6 @@ import { hashToken } from '../store/hash.js'
 import type { RegisteredClientMetadata, RegisteredClientRecord } from '../store/types.js'
 import { validateClientMetadata } from './client-metadata.js'
 import type { AsContext, AsHandler } from './context.js'
-import { clientAddress } from './interaction/client-ip.js'
 
 /** A registration request is a small JSON object; anything bigger is not one. */
 const MAX_BODY = 16 * 1024
@@ -61,7 +60,7 @@ function clientInformation(as: AsContext, record: RegisteredClientRecord): Recor
 
 /** RFC 7591 3: POST /register. */
 async function register(req: IncomingMessage, res: ServerResponse, as: AsContext, registration: RegistrationConfig): Promise<void> {
-  const address = clientAddress(req, as.config.gateway.trustedProxies)
+  const address = as.clientAddress.of(req)
   if ((await as.store.hit(`register:${hashToken(address)}`, registration.windowSec)) > registration.perAddress) {
     throw new TooManyRequests(registration.windowSec, 'too_many_requests', 'Too many registrations from this address; try again later')
   }

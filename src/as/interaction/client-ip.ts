@@ -48,7 +48,3 @@ function normalize(address: string): string {
   return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address
 }
 
-/** The client address of one request (see {@link ClientAddress}). */
-export function clientAddress(req: IncomingMessage, trustedProxies: readonly string[]): string {
-  return new ClientAddress(trustedProxies).of(req)
-}

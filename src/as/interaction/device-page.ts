@@ -11,7 +11,6 @@ import { deviceEntryPage, deviceResultPage } from '../views/device.js'
 import { html } from '../views/html.js'
 import { loginPage } from '../views/login.js'
 import { messagePage } from '../views/message.js'
-import { clientAddress } from './client-ip.js'
 import { checkPreSessionCsrf, isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
 import { displayName } from './display-name.js'
 import { guardPage } from './failures.js'
@@ -43,7 +42,7 @@ type Lookup =
 
 /** Find a pending device request by what the person typed; every miss counts against their address. */
 async function lookUp(req: IncomingMessage, as: AsContext, typed: string): Promise<Lookup> {
-  const limit = userCodeLimit(as, clientAddress(req, as.config.gateway.trustedProxies))
+  const limit = userCodeLimit(as, as.clientAddress.of(req))
   const lockedFor = await limit.lockedFor()
   if (lockedFor > 0) return { kind: 'limited', retryAfterSec: lockedFor }
   const userCode = normalizeUserCode(typed)

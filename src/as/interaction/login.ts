@@ -5,7 +5,6 @@ import type { FormParams } from '../../http/body.js'
 import type { RequestContext } from '../../context.js'
 import type { AsContext, AsHandler } from '../context.js'
 import { parseAuthorizationRequest, type AuthorizationRequest } from './authorization-request.js'
-import { clientAddress } from './client-ip.js'
 import { continueAuthorization, showAuthorizationLogin } from './continue.js'
 import { ACCOUNT_NEXT, showAccountLogin } from './account.js'
 import { checkPreSessionCsrf, isSameOrigin } from './csrf.js'
@@ -119,7 +118,7 @@ async function signIn(
 
   const user = as.users.get(form.username)
   const known = await knownBrowserFor(req, as, user)
-  const throttle = new LoginThrottle(as, clientAddress(req, as.config.gateway.trustedProxies), form.username, known?.hash ?? null)
+  const throttle = new LoginThrottle(as, as.clientAddress.of(req), form.username, known?.hash ?? null)
   const verdict = await throttle.check()
   if (verdict.kind !== 'go') {
     ctx.log.warn({ event: 'login_rate_limited', reason: verdict.kind, knownBrowser: throttle.known }, 'login refused: too many failures')
