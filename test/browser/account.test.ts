@@ -3,8 +3,8 @@ import type { Page } from 'playwright-core'
 import { launchChromium, openPage, VIEWPORT_NAMES, type ViewportName } from '../helpers/chromium.js'
 import { authorizeRequest, exchangeCode, signIn, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
 import { DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
-import { eventually } from '../helpers/bin.js'
 import { brandedWebClient } from '../helpers/logo.js'
+import { eventually } from '../helpers/http.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000)

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { findChromium, INSTALL_HINT, launchChromium, openPage } from '../helpers/chromium.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { eventually } from '../helpers/bin.js'
+import { eventually } from '../helpers/http.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite:
 // more than tap's default per-file timeout.

@@ -1,8 +1,9 @@
 import t from 'tap'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { Browser, parseForms, freePort } from '../helpers/browser.js'
+import { Browser, parseForms } from '../helpers/browser.js'
 import { asConfigYaml, DEMO_PASSWORD } from '../helpers/as-config.js'
+import { freePort } from '../helpers/http.js'
 
 interface DeviceStart {
   device_code: string

@@ -13,10 +13,11 @@ import * as oauth from 'oauth4webapi'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { Browser, authorizeAsPerson, freePort, parseForms } from '../helpers/browser.js'
+import { Browser, authorizeAsPerson, parseForms } from '../helpers/browser.js'
 import { makeProof, proofKeyPair, type ProofKeyPair } from '../helpers/dpop.js'
 import { startRedis } from '../helpers/redis.js'
 import { startUpstream } from '../helpers/upstream.js'
+import { freePort } from '../helpers/http.js'
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const
 

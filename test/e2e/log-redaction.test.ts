@@ -1,8 +1,9 @@
 import t from 'tap'
 import { startBin, tempConfig } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { Browser, authorizeAsPerson, freePort } from '../helpers/browser.js'
+import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
+import { freePort } from '../helpers/http.js'
 
 /** Tokens, secrets, passwords and cookies never reach the log, even at trace level. */
 t.test('the log of a run that used tokens, a secret and a password contains none of them', async (t) => {

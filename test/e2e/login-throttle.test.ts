@@ -20,8 +20,8 @@ import { ManualClock } from '../../src/clock.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
 import { basic, openLoginForm, postLogin, send, type SentResponse } from '../helpers/attack.js'
 import { tempConfig } from '../helpers/bin.js'
-import { freePort } from '../helpers/browser.js'
 import { startRedis } from '../helpers/redis.js'
+import { freePort } from '../helpers/http.js'
 
 /** Start one App on `store` with the e2e config; its base URL and a way to stop it. */
 async function startApp(t: Test, clock: ManualClock, store: string): Promise<string> {

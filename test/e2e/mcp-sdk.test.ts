@@ -25,9 +25,10 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { z } from 'zod'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { Browser, authorizeAsPerson, freePort } from '../helpers/browser.js'
+import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
 import { selfSignedCert } from '../helpers/tls.js'
+import { freePort } from '../helpers/http.js'
 
 const REDIRECT = 'http://127.0.0.1:53682/callback'
 

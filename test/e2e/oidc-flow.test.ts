@@ -2,8 +2,9 @@ import t from 'tap'
 import * as oauth from 'oauth4webapi'
 import { startBin, tempConfig } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { Browser, authorizeAsPerson, freePort } from '../helpers/browser.js'
+import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
+import { freePort } from '../helpers/http.js'
 
 /**
  * The whole authorization-code flow against the real binary, driven by a

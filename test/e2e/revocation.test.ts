@@ -1,13 +1,14 @@
 import t from 'tap'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { startBin, tempConfig, eventually, type RunningBin } from '../helpers/bin.js'
+import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { Browser, authorizeAsPerson, freePort } from '../helpers/browser.js'
+import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
 import { startRedis } from '../helpers/redis.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { createHash, randomBytes } from 'node:crypto'
+import { eventually, freePort } from '../helpers/http.js'
 
 const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`
 

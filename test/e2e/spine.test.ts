@@ -1,8 +1,9 @@
 import t from 'tap'
 import { writeFile, rename } from 'node:fs/promises'
 import { join } from 'node:path'
-import { startBin, tempConfig, eventually } from '../helpers/bin.js'
+import { startBin, tempConfig } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
+import { eventually } from '../helpers/http.js'
 
 const base = (routes: string): string => `
 listen: 127.0.0.1:0

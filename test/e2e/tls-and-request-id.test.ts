@@ -2,10 +2,11 @@ import t from 'tap'
 import { Agent, fetch as undiciFetch } from 'undici'
 import { X509Certificate } from 'node:crypto'
 import { connect } from 'node:tls'
-import { startBin, tempConfig, eventually } from '../helpers/bin.js'
+import { startBin, tempConfig } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { selfSignedCert } from '../helpers/tls.js'
 import { writeFile } from 'node:fs/promises'
+import { eventually } from '../helpers/http.js'
 
 function peerFingerprint(url: string, ca: string): Promise<string> {
   const u = new URL(url)

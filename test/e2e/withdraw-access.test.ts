@@ -4,10 +4,11 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
-import { startBin, tempConfig, eventually } from '../helpers/bin.js'
-import { Browser, authorizeAsPerson, freePort, parseForms } from '../helpers/browser.js'
+import { startBin, tempConfig } from '../helpers/bin.js'
+import { Browser, authorizeAsPerson, parseForms } from '../helpers/browser.js'
 import { startRedis } from '../helpers/redis.js'
 import { startUpstream } from '../helpers/upstream.js'
+import { eventually, freePort } from '../helpers/http.js'
 
 /**
  * A person withdraws an application on the account page of one bearward

@@ -5,12 +5,12 @@ import { writeFile, rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Agent, request } from 'undici'
-import { startBin, tempConfig, eventually, type RunningBin } from '../helpers/bin.js'
+import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { freePort } from '../helpers/browser.js'
 import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
 import { selfSignedCert } from '../helpers/tls.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
+import { eventually, freePort } from '../helpers/http.js'
 
 // Real binaries under load on a 2-core machine shared with the rest of the
 // suite: more than tap's default per-file timeout. Each step has its own bound.

@@ -11,10 +11,10 @@ import { Agent, request } from 'undici'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { freePort } from '../helpers/browser.js'
 import { startRedis, type TestRedis } from '../helpers/redis.js'
 import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js'
 import { startUpstream, type SeenRequest } from '../helpers/upstream.js'
+import { freePort } from '../helpers/http.js'
 
 const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`
 

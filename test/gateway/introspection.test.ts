@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { hashToken } from '../../src/store/hash.js'
 import { startGateway, PUBLIC_URL } from './fixture.js'
-import { eventually } from '../helpers/bin.js'
+import { eventually } from '../helpers/http.js'
 
 const ISSUER = 'https://idp.example'
 const AUDIENCE = 'https://api.example'

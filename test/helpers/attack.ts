@@ -14,8 +14,9 @@ import type { JWK } from 'jose'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { asConfigYaml, DEMO_SECRET, demoHashes } from './as-config.js'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
-import { freePort, parseForms, type HtmlForm } from './browser.js'
+import { parseForms, type HtmlForm } from './browser.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
+import { eventually, freePort } from './http.js'
 
 /** An answer read off a raw socket. `status` is 0 when nothing parseable came back. */
 export interface RawResponse {
@@ -294,12 +295,8 @@ export async function healthy(target: Target): Promise<boolean> {
  * status seen (for effects that cross a pub/sub or another process).
  */
 export async function eventuallyStatus(status: () => Promise<number>, want: number, ms = 2000): Promise<number> {
-  const until = Date.now() + ms
-  let last = await status()
-  while (last !== want && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 20))
-    last = await status()
-  }
+  let last = 0
+  await eventually(async () => (last = await status()) === want, ms)
   return last
 }
 

@@ -147,13 +147,3 @@ export function runCli(args: string[], input?: string, env: NodeJS.ProcessEnv = 
     else child.stdin.end()
   })
 }
-
-/** Poll `check` until it returns true or `ms` passes; returns whether it did. Used for effects of another process. */
-export async function eventually(check: () => Promise<boolean>, ms = 5000, stepMs = 25): Promise<boolean> {
-  const until = Date.now() + ms
-  while (Date.now() < until) {
-    if (await check()) return true
-    await new Promise((r) => setTimeout(r, stepMs))
-  }
-  return check()
-}

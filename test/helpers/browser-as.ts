@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { Page } from 'playwright-core'
-import { freePort } from './browser.js'
 import { startBin, tempConfig, type RunningBin } from './bin.js'
 import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
+import { freePort } from './http.js'
 
 /**
  * `bin/bearward` with the authorization server (the demo config of

@@ -1,14 +1,3 @@
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
-
-/** A free TCP port on 127.0.0.1 (for configs whose public_url must name the port up front). */
-export async function freePort(): Promise<number> {
-  const s = createServer()
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
-  const { port } = s.address() as AddressInfo
-  await new Promise<void>((r) => s.close(() => r()))
-  return port
-}
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'", apos: "'" }
 

@@ -13,9 +13,10 @@ import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, type JWK } from 'jose'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
-import { Browser, authorizeAsPerson, freePort, parseForms } from './browser.js'
+import { Browser, authorizeAsPerson, parseForms } from './browser.js'
 import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startUpstream } from './upstream.js'
+import { freePort } from './http.js'
 
 /** The person every conformance flow logs in as (as-config.ts). */
 export const ALICE = { username: 'alice', password: DEMO_PASSWORD } as const

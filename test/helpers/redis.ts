@@ -5,10 +5,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
+import { freePort } from './http.js'
 
 export interface TestRedis {
   /** redis://127.0.0.1:<port>/0 (or REDIS_URL). */
@@ -74,18 +75,6 @@ function useExternal(url: string, prefix: string): TestRedis {
     kill: refuse,
     restart: refuse,
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address()
-      const port = typeof addr === 'object' && addr ? addr.port : 0
-      srv.close(() => resolve(port))
-    })
-  })
 }
 
 /** Resolves once a raw PING gets +PONG, or rejects after `timeoutMs`. */

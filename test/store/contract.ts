@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
+import { eventually } from '../helpers/http.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import { hashToken } from '../../src/store/hash.js'
 import type {
@@ -90,16 +91,6 @@ export function deviceRecord(clock: ManualClock, userCode: string, ttlSec = 600)
 export function userCode(): string {
   const letters = 'BCDFGHJKLMNPQRSTVWXZ'
   return Array.from(randomBytes(8), (b) => letters[b % letters.length]).join('')
-}
-
-/** Poll `check` until true, up to `ms` (for pub/sub delivery, which is asynchronous by nature). */
-export async function eventually(check: () => boolean, ms = 2000): Promise<boolean> {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) return false
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  return true
 }
 
 export function runStoreContract(t: Test, name: string, makeStore: MakeStore): void {

@@ -11,7 +11,8 @@ import { HEARTBEAT_DEADLINE_MS, HEARTBEAT_INTERVAL_MS, RedisStore } from '../../
 import type { RevocationEntry, Store } from '../../src/store/types.js'
 import { startRedis } from '../helpers/redis.js'
 import { startTcpRelay } from '../helpers/tcp-relay.js'
-import { codeRecord, eventually, grantRecord, nowSec, token } from './contract.js'
+import { codeRecord, grantRecord, nowSec, token } from './contract.js'
+import { eventually } from '../helpers/http.js'
 
 const LIMIT_MS = 1500
 

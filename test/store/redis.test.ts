@@ -5,7 +5,8 @@ import { createStore } from '../../src/store/index.js'
 import { RedisStore } from '../../src/store/redis.js'
 import type { RevocationEntry } from '../../src/store/types.js'
 import { startRedis, type TestRedis } from '../helpers/redis.js'
-import { codeRecord, deviceRecord, eventually, grantRecord, nowSec, runStoreContract, token, userCode } from './contract.js'
+import { codeRecord, deviceRecord, grantRecord, nowSec, runStoreContract, token, userCode } from './contract.js'
+import { eventually } from '../helpers/http.js'
 
 const redis: TestRedis = await startRedis()
 t.teardown(() => redis.stop())

@@ -6,7 +6,8 @@ import { RedisStore } from '../../src/store/redis.js'
 import { RETRY_MS, RevocationList } from '../../src/store/revocation-list.js'
 import type { RevocationEntry, Store } from '../../src/store/types.js'
 import { startRedis, type TestRedis } from '../helpers/redis.js'
-import { eventually, nowSec, type MakeStore } from './contract.js'
+import { nowSec, type MakeStore } from './contract.js'
+import { eventually } from '../helpers/http.js'
 
 /** Behaviour to impose on a store seen through {@link faulty}. */
 interface Faults {

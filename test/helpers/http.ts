@@ -1,0 +1,39 @@
+/**
+ * The small network helpers every kind of test needs, once: a free port for
+ * a process that cannot bind port 0 itself, and a bounded poll for effects
+ * that happen in another process or after a message crosses a connection.
+ */
+import { createServer, type AddressInfo } from 'node:net'
+
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago. Only for programs that
+ * cannot be told to bind port 0 and report it (redis-server); anything of
+ * ours listens on port 0 instead, since another process may take the port
+ * between this call and the bind.
+ */
+export async function freePort(): Promise<number> {
+  const s = createServer()
+  await new Promise<void>((resolve, reject) => {
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', resolve)
+  })
+  const { port } = s.address() as AddressInfo
+  await new Promise<void>((resolve) => s.close(() => resolve()))
+  return port
+}
+
+/**
+ * Poll `check` every `stepMs` until it holds or `ms` passes; resolves to
+ * whether it held (assert on that). For effects of another process, of
+ * pub/sub, or of a file watcher, which no event in this process announces.
+ * `check` is called once more at the deadline, so a slow machine that
+ * misses every step still gets a final answer.
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, stepMs = 20): Promise<boolean> {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    if (await check()) return true
+    await new Promise((resolve) => setTimeout(resolve, stepMs))
+  }
+  return check()
+}
