@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Build stage: dev dependencies + TypeScript compile.
+# Build stage: the root's dev dependencies + TypeScript compile. The benchmark's
+# peers have their own bench/package.json, so this install does not fetch them.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
