@@ -101,6 +101,35 @@ export interface UserConfig {
   claims: Record<string, unknown>
 }
 
+/** Who an identity provider lets in (`allowed`); every rule given must hold. */
+export interface IdentityProviderAllowed {
+  /** The person's `email` must be at one of these domains (lower case), and not `email_verified: false`. */
+  emailDomains: string[] | null
+  /** The upstream claim `claim` (a string or a list of strings) must hold one of `values`. */
+  claim: { name: string; values: string[] } | null
+}
+
+/** `authorization_server.identity_providers[]`: an upstream OpenID Connect provider (bearward is its relying party). */
+export interface IdentityProviderConfig {
+  /** Part of the callback path and of the person's `sub` (`<id>:<upstream sub>`); letters, digits, `_`, `-`. */
+  id: string
+  /** Shown on the button: "Continue with <name>". */
+  name: string
+  /** Issuer identifier; discovery at `<issuer>/.well-known/openid-configuration`. https, or http on a loopback host. */
+  issuer: string
+  clientId: string
+  /** null: a public client (PKCE only). Never logged. */
+  clientSecret: string | null
+  /** Requested scopes (always with `openid`); default openid, profile, email. */
+  scopes: string[]
+  /** null: everyone the provider signs in may sign in here. */
+  allowed: IdentityProviderAllowed | null
+  /** bearward claim name → upstream claim name. */
+  claims: Record<string, string>
+  /** Where it is in the config (`authorization_server.identity_providers[1]`), for reports. */
+  position: string
+}
+
 /** Where a signing key comes from: a JWK file (`file`) or inline JWK (`jwk`). */
 export type KeySource = { file: string } | { jwk: Record<string, unknown> }
 
@@ -114,6 +143,10 @@ export interface AuthorizationServerConfig {
   scopes: Record<string, string>
   clients: ClientConfig[]
   users: UserConfig[]
+  /** Show the username/password form (`local_login`, default true); false: only the identity providers. */
+  localLogin: boolean
+  /** Upstream OpenID Connect providers people may sign in with (`identity_providers`); see docs/identity-providers.md. */
+  identityProviders: IdentityProviderConfig[]
   /** Login session (`session.ttl`, default 8h). */
   session: { ttlSec: number }
   /** Remembered consent (`consent.remember`, default true; `consent.ttl`, default 30d). */

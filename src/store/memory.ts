@@ -23,6 +23,8 @@ import type {
   RevocationKind,
   RotateResult,
   SessionRecord,
+  UpstreamLoginRecord,
+  UpstreamPersonRecord,
   Store,
   TakeCodeResult,
 } from './types.js'
@@ -106,6 +108,8 @@ export class MemoryStore implements Store {
   readonly #used = new Map<string, number>()
   /** Known-browser cookie hash → the sub it was issued for. */
   readonly #knownBrowsers = new Map<string, Expiring<string>>()
+  readonly #upstreamLogins = new Map<string, Expiring<UpstreamLoginRecord>>()
+  readonly #upstreamPeople = new Map<string, Expiring<UpstreamPersonRecord>>()
   readonly #log: MemoryStoreOptions['log']
   #sweep: NodeJS.Timeout | null = null
   #closed = false
@@ -139,7 +143,7 @@ export class MemoryStore implements Store {
       this.#codes.size + this.#families.size + this.#refreshIndex.size + this.#revoked.jti.size +
       this.#revoked.grant.size + this.#opaque.size + this.#devices.size + this.#userCodes.size +
       this.#sessions.size + this.#consents.size + this.#hits.size + this.#used.size +
-      this.#knownBrowsers.size + this.#allowances.size + this.#clients.size
+      this.#knownBrowsers.size + this.#allowances.size + this.#clients.size + this.#upstreamLogins.size + this.#upstreamPeople.size
     )
   }
 
@@ -156,7 +160,7 @@ export class MemoryStore implements Store {
     }
     for (const [k, r] of this.#opaque) if (now >= r.exp * 1000) this.#opaque.delete(k)
     for (const [k, r] of this.#devices) if (now >= r.expiresAt * 1000) this.#devices.delete(k)
-    for (const map of [this.#userCodes, this.#sessions, this.#consents, this.#knownBrowsers]) {
+    for (const map of [this.#userCodes, this.#sessions, this.#consents, this.#knownBrowsers, this.#upstreamLogins, this.#upstreamPeople]) {
       for (const [k, e] of map) if (now >= e.expMs) map.delete(k)
     }
     for (const [k, w] of this.#hits) if (now >= w.resetMs) this.#hits.delete(k)
@@ -618,6 +622,31 @@ export class MemoryStore implements Store {
   async getKnownBrowser(tokenHash: string): Promise<string | null> {
     this.#open()
     return this.#live(this.#knownBrowsers, tokenHash)
+  }
+
+  // -- upstream identity providers ----------------------------------------------
+
+  async putUpstreamLogin(stateHash: string, record: UpstreamLoginRecord, ttlSec: number): Promise<void> {
+    this.#open()
+    this.#upstreamLogins.set(stateHash, { value: copy(record), expMs: this.#nowMs() + ttlSec * 1000 })
+  }
+
+  async takeUpstreamLogin(stateHash: string): Promise<UpstreamLoginRecord | null> {
+    this.#open()
+    const r = this.#live(this.#upstreamLogins, stateHash)
+    this.#upstreamLogins.delete(stateHash)
+    return r ? copy(r) : null
+  }
+
+  async putUpstreamPerson(sub: string, record: UpstreamPersonRecord, ttlSec: number): Promise<void> {
+    this.#open()
+    this.#upstreamPeople.set(sub, { value: copy(record), expMs: this.#nowMs() + ttlSec * 1000 })
+  }
+
+  async getUpstreamPerson(sub: string): Promise<UpstreamPersonRecord | null> {
+    this.#open()
+    const r = this.#live(this.#upstreamPeople, sub)
+    return r ? copy(r) : null
   }
 }
 

@@ -27,6 +27,8 @@
  *   p rl:{key}        hash {c: count, r: window reset ms}
  *   p once:{key}      string: used-until ms (useOnce; DPoP proof jti)
  *   p client:{id}     hash {r: RegisteredClientRecord JSON, e: expires ms}
+ *   p upl:{stateHash} string {v: UpstreamLoginRecord, e: expires ms} (taken with GETDEL)
+ *   p person:{sub}    string {v: UpstreamPersonRecord, e: expires ms}
  *   channel p revocations: RevocationEntry JSON
  *
  * Refresh families: the caller gives only a token hash, so `rt:{hash}` maps it
@@ -92,6 +94,8 @@ import type {
   RevocationKind,
   RotateResult,
   SessionRecord,
+  UpstreamLoginRecord,
+  UpstreamPersonRecord,
   Store,
   TakeCodeResult,
 } from './types.js'
@@ -948,5 +952,27 @@ export class RedisStore implements Store {
 
   async getKnownBrowser(tokenHash: string): Promise<string | null> {
     return this.#getExpiring<string>(this.#key('kb', tokenHash))
+  }
+
+  // -- upstream identity providers ----------------------------------------------
+
+  async putUpstreamLogin(stateHash: string, record: UpstreamLoginRecord, ttlSec: number): Promise<void> {
+    await this.#putExpiring(this.#key('upl', stateHash), record, ttlSec)
+  }
+
+  async takeUpstreamLogin(stateHash: string): Promise<UpstreamLoginRecord | null> {
+    // GETDEL (Redis 6.2): one command, so of concurrent callbacks with one state exactly one gets it.
+    const raw = await this.#do((c) => c.getdel(this.#key('upl', stateHash)))
+    if (raw === null) return null
+    const { v, e } = JSON.parse(raw) as { v: UpstreamLoginRecord; e: number }
+    return this.#clock.now() < e ? v : null
+  }
+
+  async putUpstreamPerson(sub: string, record: UpstreamPersonRecord, ttlSec: number): Promise<void> {
+    await this.#putExpiring(this.#key('person', sub), record, ttlSec)
+  }
+
+  async getUpstreamPerson(sub: string): Promise<UpstreamPersonRecord | null> {
+    return this.#getExpiring<UpstreamPersonRecord>(this.#key('person', sub))
   }
 }

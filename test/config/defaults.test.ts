@@ -97,6 +97,8 @@ routes:
         },
       ],
       users: [{ username: 'alice', passwordHash: HASH, sub: 'alice', claims: {} }],
+      localLogin: true,
+      identityProviders: [],
       session: { ttlSec: 8 * 3600 },
       consent: { remember: true, ttlSec: 30 * 86400 },
       rateLimit: {
@@ -279,7 +281,32 @@ t.test('the full fixture sets every key', async (t) => {
     device: { ttlSec: 900, intervalSec: 10 },
     registration: { initialAccessToken: 'registration-token-0123', scopes: ['orders:read'], clientTtlSec: 7 * 86400, perAddress: 5, windowSec: 600 },
     clientIdMetadataDocuments: { allowHosts: ['clients.internal'], caFile: `${files}/ca.pem`, scopes: ['orders:read'] },
+    localLogin: true,
   })
+  t.same(as?.identityProviders, [
+    {
+      id: 'corp',
+      name: 'Corp SSO',
+      issuer: 'https://sso.example.com',
+      clientId: 'bearward',
+      clientSecret: 'from-env',
+      scopes: ['openid', 'profile', 'email', 'groups'],
+      allowed: { emailDomains: ['example.com'], claim: { name: 'groups', values: ['staff', 'admins'] } },
+      claims: { name: 'name', email: 'email', groups: 'groups' },
+      position: 'authorization_server.identity_providers[0]',
+    },
+    {
+      id: 'dev',
+      name: 'Local dev provider',
+      issuer: 'http://127.0.0.1:4444/oidc',
+      clientId: 'bearward-dev',
+      clientSecret: null,
+      scopes: ['openid', 'profile', 'email'],
+      allowed: null,
+      claims: { name: 'name', preferred_username: 'preferred_username', email: 'email', email_verified: 'email_verified' },
+      position: 'authorization_server.identity_providers[1]',
+    },
+  ], 'identity providers with their defaults')
   t.same(as?.clients[0], {
     clientId: 'web',
     name: 'Web shop',

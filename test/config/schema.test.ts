@@ -15,6 +15,7 @@ import { GATEWAY_KEYS, IDENTITY_HEADER_KEYS } from '../../src/config/sections/ga
 import { ALGORITHMS, INTROSPECTION_KEYS, ISSUER_KEYS, JWKS_KEYS } from '../../src/config/sections/issuers.js'
 import { MATCH_KEYS, ROUTE_KEYS, TIMEOUT_KEYS } from '../../src/config/sections/routes.js'
 import { USER_KEYS } from '../../src/config/sections/users.js'
+import { ALLOWED_KEYS, IDENTITY_PROVIDER_KEYS } from '../../src/config/sections/identity-providers.js'
 import { LOG_LEVELS, STORE_KEYS, TOP_LEVEL_KEYS } from '../../src/config/validate.js'
 import { describe } from './helpers.js'
 
@@ -124,6 +125,8 @@ t.test('the schema knows exactly the keys the runtime knows', async (t) => {
     ['authorization_server', AUTHORIZATION_SERVER_KEYS, defs.authorizationServer],
     ['client', CLIENT_KEYS, defs.client],
     ['user', USER_KEYS, defs.user],
+    ['identity provider', IDENTITY_PROVIDER_KEYS, defs.identityProvider],
+    ['identity provider allowed', ALLOWED_KEYS, props(defs.identityProvider, 'allowed')],
     ['issuer', ISSUER_KEYS, issuer],
     ['issuer introspection', INTROSPECTION_KEYS, objectIn(props(issuer, 'introspection'))],
     ['issuer jwks', JWKS_KEYS, props(issuer, 'jwks')],

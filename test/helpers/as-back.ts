@@ -264,6 +264,8 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
     device: { ttlSec: 600, intervalSec: 5 },
     registration: o.registration ?? null,
     clientIdMetadataDocuments: null,
+    localLogin: true,
+    identityProviders: [],
   } satisfies Config['authorizationServer']
   const fullConfig: Config = { ...config, authorizationServer: asConfig }
   const as = buildAsContext({ clock, log, store, revocations, metrics, config: fullConfig, keys, as: asConfig })

@@ -18,6 +18,8 @@ import type {
   RevocationEntry,
   SessionRecord,
   Store,
+  UpstreamLoginRecord,
+  UpstreamPersonRecord,
 } from '../../src/store/types.js'
 
 
@@ -580,6 +582,47 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     tt.equal(await store.hits('ip:1'), 0)
     const burst = await Promise.all(Array.from({ length: 30 }, () => store.hit('ip:3', 60)))
     tt.same([...burst].sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => i + 1), 'concurrent hits count each once')
+  })
+
+  t.test(`${name}: upstream sign-ins and people`, async (tt) => {
+    const login = (clock: ManualClock): UpstreamLoginRecord => ({
+      provider: 'corp',
+      nonce: 'n-1',
+      codeVerifier: 'v-1',
+      continuation: { kind: 'authorize', request: 'client_id=web&scope=openid' },
+      expiresAt: nowSec(clock) + 600,
+    })
+    tt.test('a pending sign-in is taken once; unknown and expired are null', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const s = token()
+      await store.putUpstreamLogin(s.hash, login(clock), 600)
+      t2.same(await store.takeUpstreamLogin(s.hash), login(clock), 'taken with everything it held')
+      t2.equal(await store.takeUpstreamLogin(s.hash), null, 'a second take finds nothing (state is single use)')
+      t2.equal(await store.takeUpstreamLogin(token().hash), null, 'unknown')
+      const late = token()
+      await store.putUpstreamLogin(late.hash, { ...login(clock), continuation: { kind: 'device', userCode: 'ABCDEFGH' } }, 600)
+      clock.advance(600_000)
+      t2.equal(await store.takeUpstreamLogin(late.hash), null, 'expired')
+    })
+    tt.test('20 concurrent takes of one state: exactly one gets it, also across instances', async (t2) => {
+      const { clock, store, h } = await setup(t2)
+      const other = await h.peer()
+      const s = token()
+      await store.putUpstreamLogin(s.hash, login(clock), 600)
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).takeUpstreamLogin(s.hash)))
+      t2.equal(results.filter((r) => r !== null).length, 1)
+    })
+    tt.test('a person is kept under their sub, replaced by a later sign-in, forgotten after the ttl', async (t2) => {
+      const { clock, store, h } = await setup(t2)
+      const rec: UpstreamPersonRecord = { provider: 'corp', upstreamSub: 'u-1', claims: { name: 'Una', email: 'una@example.com' }, updatedAt: nowSec(clock) }
+      await store.putUpstreamPerson('corp:u-1', rec, 100)
+      t2.same(await (await h.peer()).getUpstreamPerson('corp:u-1'), rec)
+      t2.equal(await store.getUpstreamPerson('corp:u-2'), null)
+      await store.putUpstreamPerson('corp:u-1', { ...rec, claims: { name: 'Una B' } }, 100)
+      t2.same((await store.getUpstreamPerson('corp:u-1'))?.claims, { name: 'Una B' })
+      clock.advance(100_000)
+      t2.equal(await store.getUpstreamPerson('corp:u-1'), null, 'expired')
+    })
   })
 
   t.test(`${name}: single-use values (useOnce)`, async (tt) => {

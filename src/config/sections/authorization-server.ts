@@ -10,6 +10,7 @@ import { readClients } from './clients.js'
 import { readMetadataDocuments } from './metadata-documents.js'
 import { readRegistration } from './registration.js'
 import { readUsers } from './users.js'
+import { checkLocalUsersAgainstProviders, readIdentityProviders } from './identity-providers.js'
 
 export const AUTHORIZATION_SERVER_KEYS = [
   'registration',
@@ -22,6 +23,8 @@ export const AUTHORIZATION_SERVER_KEYS = [
   'scopes',
   'clients',
   'users',
+  'local_login',
+  'identity_providers',
   'session',
   'consent',
   'rate_limit',
@@ -91,6 +94,14 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
     r.problem(device.get('interval') ?? device.node, device.pathOf('interval'), `the polling interval (${intervalSec}s) must be shorter than the device code ttl (${deviceTtlSec}s)`)
   }
 
+  const users = as.opt('users', (n, p) => readUsers(r, n, p), [])
+  const identityProviders = as.opt('identity_providers', (n, p) => readIdentityProviders(r, n, p), [])
+  const localLogin = as.opt('local_login', r.bool(), true)
+  checkLocalUsersAgainstProviders(r, users, identityProviders, as.get('users'), as.pathOf('users'))
+  if (!localLogin && identityProviders.length === 0) {
+    r.problem(as.get('local_login'), as.pathOf('local_login'), 'with `local_login: false` people can only sign in through `identity_providers`, and none is configured')
+  }
+
   return {
     keys,
     accessToken: {
@@ -102,7 +113,9 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
     codeTtlSec: as.opt('code_ttl', r.seconds({ min: 1, max: MAX_CODE_TTL_SEC }), 60),
     scopes,
     clients: as.opt('clients', (n, p) => readClients(r, n, p, knownScopes), []),
-    users: as.opt('users', (n, p) => readUsers(r, n, p), []),
+    users,
+    localLogin,
+    identityProviders,
     session: { ttlSec: session?.opt('ttl', r.seconds({ min: 1 }), 8 * 3600) ?? 8 * 3600 },
     consent: {
       remember: consent?.opt('remember', r.bool(), true) ?? true,
