@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runLoad } from './load.mjs'
-import { startProcess } from './spawn.mjs'
+import { childPids, startProcess } from './spawn.mjs'
 
 const BENCH = fileURLToPath(new URL('../', import.meta.url))
 
@@ -64,9 +64,10 @@ export class BenchContext {
    * A target measured over HTTP by the load generator; `server` is the process
    * handle whose CPU time per request is reported. `rotate` is a rotation
    * spec (see autocannon-child.mjs) or a function of the round giving one
-   * (single-use values need a fresh slice per round).
+   * (single-use values need a fresh slice per round). `withChildren` adds the
+   * server's child processes (a primary's workers) to its CPU time.
    */
-  loadTarget({ id, label, url, server, method = 'GET', headers = {}, body, rotate, amount, warmupSec, durationSec }) {
+  loadTarget({ id, label, url, server, withChildren = false, method = 'GET', headers = {}, body, rotate, amount, warmupSec, durationSec }) {
     const opts = this.opts
     return {
       id,
@@ -83,7 +84,7 @@ export class BenchContext {
             warmupSec: warmupSec ?? opts.warmupSec,
             durationSec: durationSec ?? opts.durationSec,
             amount,
-            serverPids: server ? [server.pid] : [],
+            serverPids: server ? [server.pid, ...(withChildren ? childPids(server.pid) : [])] : [],
             rotate: typeof rotate === 'function' ? rotate(round) : rotate,
           },
           this.workDir,

@@ -3,7 +3,7 @@
 // runner to drain while the load runs); readiness is a JSON line in stdout
 // with a `url` (our own programs) or a probe the caller supplies.
 import { spawn } from 'node:child_process'
-import { openSync, closeSync, readFileSync, existsSync } from 'node:fs'
+import { openSync, closeSync, readFileSync, readdirSync, existsSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -129,6 +129,20 @@ export async function startProcess({ name, command = process.execPath, args = []
       return { ...result, killed, ms: Date.now() - t0 }
     },
   }
+}
+
+/** The pids of `pid`'s children (Linux /proc), e.g. a cluster primary's workers. */
+export function childPids(pid) {
+  const out = []
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const list = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim()
+      if (list) out.push(...list.split(/\s+/).map(Number))
+    }
+  } catch {
+    // gone, or not Linux
+  }
+  return out
 }
 
 /** Resolves `url` when an HTTP GET to it answers with `status`; null otherwise. */
