@@ -11,13 +11,13 @@ import { loadConfigSnapshot } from './config/load.js'
 import type { Config, ListenAddress } from './config/types.js'
 import { ConfigWatcher } from './config/watch.js'
 import type { RequestContext, ResponseCloseListener, Shared } from './context.js'
-import { ConfigError, formatProblem, NotFound, OAuthError, RequestTimeout, ServerError, StoreUnavailableError, TemporarilyUnavailable } from './errors.js'
+import { ConfigError, formatProblem, NotFound, RequestTimeout } from './errors.js'
 import { splitTarget } from './gateway/normalize.js'
-import { rawErrorResponse } from './gateway/websocket.js'
 import { announcesBody, watchBody, type BodyTimeout } from './http/body-timeouts.js'
 import { clientErrorAnswer, type ParserError } from './http/client-error.js'
 import { holdContinue } from './http/continue.js'
-import { sendErrorWithId, sendJson } from './http/reply.js'
+import { answerFailure, type Face, type FailureReporting } from './http/failure.js'
+import { errorOnSocket, sendErrorWithId, sendJson } from './http/reply.js'
 import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from './http/request-checks.js'
 import { createAccessLogger, createLogger, redactUrl, type Logger } from './log.js'
 import { Metrics } from './metrics.js'
@@ -155,6 +155,9 @@ export class App {
    */
   readonly #responseClosed: (this: ResponseWithContext) => void
 
+  /** How failures the dispatcher catches are reported, by the face the request went to. */
+  readonly #failures: Readonly<Record<Face, FailureReporting>>
+
   private constructor(shared: Shared, state: ProcessState, runtime: Runtime, configPath: string, env: NodeJS.ProcessEnv) {
     this.shared = shared
     this.#accessLog = createAccessLogger(shared.log)
@@ -162,6 +165,10 @@ export class App {
     this.#runtime = runtime
     this.#configPath = configPath
     this.#env = env
+    this.#failures = {
+      as: { face: 'as', metrics: shared.metrics, rootLog: shared.log, quiet: false },
+      gateway: { face: 'gateway', metrics: shared.metrics, rootLog: shared.log, quiet: true },
+    }
     // The listener's own `this` is the response; the App is reached through `app`.
     const app = this
     this.#responseClosed = function (this: ResponseWithContext): void {
@@ -267,7 +274,7 @@ export class App {
       const live = raw[LIVE_RESPONSE]
       const answer = clientErrorAnswer(err)
       const answerable = live === undefined || !live.headersSent || (live.writableFinished && live.req.complete)
-      if (socket.writable && !raw.destroyed && answerable) socket.end(rawErrorResponse(answer))
+      if (socket.writable && !raw.destroyed && answerable) errorOnSocket(socket, answer)
       else socket.destroy()
       this.log.debug({ code: err.code, status: answer.status }, 'client error')
     })
@@ -369,13 +376,13 @@ export class App {
           (handled) => {
             if (!handled) this.#notAs(req, res, ctx, runtime)
           },
-          (err: unknown) => this.#fail(res, ctx, err),
+          (err: unknown) => this.#fail(res, ctx, err, 'as'),
         )
         return
       }
       this.#notAs(req, res, ctx, runtime)
     } catch (err) {
-      this.#fail(res, ctx, err)
+      this.#fail(res, ctx, err, 'gateway')
     }
   }
 
@@ -385,22 +392,13 @@ export class App {
       ctx.routeLabel = 'not_found'
       sendErrorWithId(res, ctx.id, new NotFound())
     } catch (err) {
-      this.#fail(res, ctx, err)
+      this.#fail(res, ctx, err, 'gateway')
     }
   }
 
-  #fail(res: ServerResponse, ctx: Context, err: unknown): void {
-    let answer: OAuthError
-    if (err instanceof OAuthError) {
-      answer = err
-    } else if (err instanceof StoreUnavailableError) {
-      this.shared.metrics.storeErrors.inc()
-      answer = new TemporarilyUnavailable()
-    } else {
-      ctx.log.error({ err }, 'unhandled error')
-      answer = new ServerError()
-    }
-    sendErrorWithId(res, ctx.id, answer)
+  /** The one failure path (http/failure.ts) for what a face let through or the dispatcher's own checks refused. */
+  #fail(res: ServerResponse, ctx: Context, err: unknown, face: Face): void {
+    sendErrorWithId(res, ctx.id, answerFailure(err, ctx.log, this.#failures[face]).answer)
   }
 
   #onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -413,16 +411,17 @@ export class App {
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
     } catch (err) {
-      socket.end(rawErrorResponse(err instanceof OAuthError ? err : new ServerError()))
+      errorOnSocket(socket, answerFailure(err, ctx.log, this.#failures.gateway).answer, {}, ctx.id)
       return
     }
     runtime.gateway
       .handleUpgrade(req, socket, head, ctx)
       .then((handled) => {
-        if (!handled) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+        if (!handled) errorOnSocket(socket, new NotFound(), {}, ctx.id)
       })
       .catch((err: unknown) => {
-        ctx.log.error({ err }, 'upgrade failed')
+        // Unlike a request, an upgrade the gateway failed on may have written to the socket already: close it.
+        answerFailure(err, ctx.log, this.#failures.gateway)
         socket.destroy()
       })
   }

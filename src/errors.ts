@@ -2,7 +2,10 @@
  * One error family for every protocol failure. Each class fixes the HTTP status
  * and the RFC `error` code; `description` is a fixed, safe sentence (never a
  * token, a secret or internal detail). Responses and `WWW-Authenticate` headers
- * are built from these in exactly one place: `src/http/reply.ts`.
+ * are built from these in exactly one place: `src/http/reply.ts`. Every class
+ * carries a stable `code` (`ERR_INVALID_GRANT`, jose style) that code
+ * classifying failures switches on; `src/http/failure.ts` maps anything
+ * thrown to one of them.
  */
 
 /**
@@ -12,6 +15,14 @@
 export type ChallengeScheme = 'Basic' | 'Bearer' | 'DPoP'
 
 export class OAuthError extends Error {
+  /**
+   * Stable machine-readable code of the class (jose's `ERR_JWT_EXPIRED`
+   * style): code that classifies a failure switches on it, never on the
+   * description text, which is free to change.
+   */
+  static readonly code: string = 'ERR_OAUTH'
+  /** This error's class code (see `OAuthError.code`). */
+  readonly code: string
   /** HTTP status of the response. */
   readonly status: number
   /** RFC error code, e.g. `invalid_grant`. */
@@ -27,7 +38,8 @@ export class OAuthError extends Error {
   /** Server-side reason, logged but never sent (e.g. which invalid_grant check failed). */
   override readonly cause: string | undefined
 
-  constructor(
+  /** Protected: a failure is one of the named classes below, never an ad-hoc status and code. */
+  protected constructor(
     status: number,
     error: string,
     description?: string,
@@ -40,6 +52,7 @@ export class OAuthError extends Error {
   ) {
     super(description ?? error)
     this.name = new.target.name
+    this.code = (new.target as typeof OAuthError).code
     this.status = status
     this.error = error
     this.description = description
@@ -54,6 +67,7 @@ type Opts = { cause?: string; challenge?: ChallengeScheme; headers?: Record<stri
 
 /** RFC 6749 5.2 / RFC 6750 3.1: missing, repeated or malformed parameter. */
 export class InvalidRequest extends OAuthError {
+  static override readonly code = 'ERR_INVALID_REQUEST'
   constructor(description = 'The request is missing a parameter or is malformed', o: Opts = {}) {
     super(400, 'invalid_request', description, o)
   }
@@ -61,6 +75,7 @@ export class InvalidRequest extends OAuthError {
 
 /** RFC 6749 5.2: client authentication failed. Always 401 with a Basic challenge. */
 export class InvalidClient extends OAuthError {
+  static override readonly code = 'ERR_INVALID_CLIENT'
   constructor(description = 'Client authentication failed', o: Opts = {}) {
     super(401, 'invalid_client', description, { ...o, challenge: 'Basic' })
   }
@@ -68,30 +83,35 @@ export class InvalidClient extends OAuthError {
 
 /** RFC 6749 5.2: one answer for every bad code, refresh token or device code. */
 export class InvalidGrant extends OAuthError {
+  static override readonly code = 'ERR_INVALID_GRANT'
   constructor(description = 'The provided grant is invalid, expired, revoked, or was issued to another client', o: Opts = {}) {
     super(400, 'invalid_grant', description, o)
   }
 }
 
 export class UnauthorizedClient extends OAuthError {
+  static override readonly code = 'ERR_UNAUTHORIZED_CLIENT'
   constructor(description = 'The client is not allowed to use this grant type', o: Opts = {}) {
     super(400, 'unauthorized_client', description, o)
   }
 }
 
 export class UnsupportedGrantType extends OAuthError {
+  static override readonly code = 'ERR_UNSUPPORTED_GRANT_TYPE'
   constructor(description = 'The grant type is not supported', o: Opts = {}) {
     super(400, 'unsupported_grant_type', description, o)
   }
 }
 
 export class UnsupportedResponseType extends OAuthError {
+  static override readonly code = 'ERR_UNSUPPORTED_RESPONSE_TYPE'
   constructor(description = 'Only response_type=code is supported', o: Opts = {}) {
     super(400, 'unsupported_response_type', description, o)
   }
 }
 
 export class InvalidScope extends OAuthError {
+  static override readonly code = 'ERR_INVALID_SCOPE'
   constructor(description = 'The requested scope is invalid, unknown, or exceeds what was granted', o: Opts = {}) {
     super(400, 'invalid_scope', description, o)
   }
@@ -99,6 +119,7 @@ export class InvalidScope extends OAuthError {
 
 /** RFC 8707 2: the `resource` parameter names no resource this server issues for. */
 export class InvalidTarget extends OAuthError {
+  static override readonly code = 'ERR_INVALID_TARGET'
   constructor(description = 'The requested resource is not known to this server', o: Opts = {}) {
     super(400, 'invalid_target', description, o)
   }
@@ -106,6 +127,7 @@ export class InvalidTarget extends OAuthError {
 
 /** RFC 7591 3.2.2: a redirect URI the server will not register. */
 export class InvalidRedirectUri extends OAuthError {
+  static override readonly code = 'ERR_INVALID_REDIRECT_URI'
   constructor(description = 'A redirect URI is not acceptable', o: Opts = {}) {
     super(400, 'invalid_redirect_uri', description, o)
   }
@@ -113,12 +135,14 @@ export class InvalidRedirectUri extends OAuthError {
 
 /** RFC 7591 3.2.2: client metadata the server will not accept. */
 export class InvalidClientMetadata extends OAuthError {
+  static override readonly code = 'ERR_INVALID_CLIENT_METADATA'
   constructor(description = 'The client metadata is not acceptable', o: Opts = {}) {
     super(400, 'invalid_client_metadata', description, o)
   }
 }
 
 export class AccessDenied extends OAuthError {
+  static override readonly code = 'ERR_ACCESS_DENIED'
   constructor(description = 'The resource owner denied the request', o: Opts = {}) {
     super(400, 'access_denied', description, o)
   }
@@ -126,6 +150,7 @@ export class AccessDenied extends OAuthError {
 
 /** OIDC Core 3.1.2.6: prompt=none but the user must log in. */
 export class LoginRequired extends OAuthError {
+  static override readonly code = 'ERR_LOGIN_REQUIRED'
   constructor(description = 'The user must log in', o: Opts = {}) {
     super(400, 'login_required', description, o)
   }
@@ -133,6 +158,7 @@ export class LoginRequired extends OAuthError {
 
 /** OIDC Core 3.1.2.6: prompt=none but the user must consent. */
 export class ConsentRequired extends OAuthError {
+  static override readonly code = 'ERR_CONSENT_REQUIRED'
   constructor(description = 'The user must give consent', o: Opts = {}) {
     super(400, 'consent_required', description, o)
   }
@@ -140,6 +166,7 @@ export class ConsentRequired extends OAuthError {
 
 /** RFC 8628 3.5 */
 export class AuthorizationPending extends OAuthError {
+  static override readonly code = 'ERR_AUTHORIZATION_PENDING'
   constructor(description = 'The user has not yet completed authorization', o: Opts = {}) {
     super(400, 'authorization_pending', description, o)
   }
@@ -147,6 +174,7 @@ export class AuthorizationPending extends OAuthError {
 
 /** RFC 8628 3.5 */
 export class SlowDown extends OAuthError {
+  static override readonly code = 'ERR_SLOW_DOWN'
   constructor(description = 'Polling too fast; increase the interval by 5 seconds', o: Opts = {}) {
     super(400, 'slow_down', description, o)
   }
@@ -154,6 +182,7 @@ export class SlowDown extends OAuthError {
 
 /** RFC 8628 3.5 */
 export class ExpiredToken extends OAuthError {
+  static override readonly code = 'ERR_EXPIRED_TOKEN'
   constructor(description = 'The device code has expired', o: Opts = {}) {
     super(400, 'expired_token', description, o)
   }
@@ -161,13 +190,31 @@ export class ExpiredToken extends OAuthError {
 
 /** RFC 6750 3.1: the access token is expired, revoked, malformed or invalid. */
 export class InvalidToken extends OAuthError {
+  static override readonly code: string = 'ERR_INVALID_TOKEN'
   constructor(description = 'The access token is invalid', o: Opts = {}) {
     super(401, 'invalid_token', description, { ...o, challenge: 'Bearer' })
   }
 }
 
+/** RFC 6750 3.1: a well-formed token whose `exp` has passed (counted apart in the token validation metrics). */
+export class AccessTokenExpired extends InvalidToken {
+  static override readonly code = 'ERR_ACCESS_TOKEN_EXPIRED'
+  constructor(o: Opts = {}) {
+    super('The access token is expired', o)
+  }
+}
+
+/** RFC 6750 3.1, RFC 7009: a token whose jti or grant was revoked (counted apart in the token validation metrics). */
+export class AccessTokenRevoked extends InvalidToken {
+  static override readonly code = 'ERR_ACCESS_TOKEN_REVOKED'
+  constructor(o: Opts = {}) {
+    super('The access token has been revoked', o)
+  }
+}
+
 /** RFC 6750 3.1: authenticated, but the token's scope is too narrow. */
 export class InsufficientScope extends OAuthError {
+  static override readonly code = 'ERR_INSUFFICIENT_SCOPE'
   constructor(requiredScopes: readonly string[], description = 'The access token does not grant the scope this request needs') {
     super(403, 'insufficient_scope', description, {
       challenge: 'Bearer',
@@ -181,6 +228,7 @@ export class InsufficientScope extends OAuthError {
  * challenge with no error attribute.
  */
 export class MissingToken extends OAuthError {
+  static override readonly code = 'ERR_MISSING_TOKEN'
   constructor() {
     super(401, '', undefined, { challenge: 'Bearer' })
   }
@@ -192,6 +240,7 @@ export class MissingToken extends OAuthError {
  * resource (`resource: true`).
  */
 export class InvalidDpopProof extends OAuthError {
+  static override readonly code = 'ERR_INVALID_DPOP_PROOF'
   /** `algs`: the accepted proof algorithms, space separated, for the challenge. */
   constructor(description = 'The DPoP proof is invalid', o: Opts & { resource?: boolean; algs?: string } = {}) {
     const { resource, algs, ...rest } = o
@@ -209,6 +258,7 @@ function algsParam(algs: string | undefined): Record<string, string> {
  * at a resource.
  */
 export class UseDpopNonce extends OAuthError {
+  static override readonly code = 'ERR_USE_DPOP_NONCE'
   constructor(nonce: string, o: { resource?: boolean; cause?: string; algs?: string } = {}) {
     const headers = { 'dpop-nonce': nonce }
     const description = 'The DPoP proof must carry the nonce the server provides in DPoP-Nonce'
@@ -221,19 +271,46 @@ export class UseDpopNonce extends OAuthError {
   }
 }
 
+/** OIDC Core 6.1: `request` (a request object) is not supported. */
+export class RequestNotSupported extends OAuthError {
+  static override readonly code = 'ERR_REQUEST_NOT_SUPPORTED'
+  constructor(description = 'Request objects are not supported') {
+    super(400, 'request_not_supported', description)
+  }
+}
+
+/** OIDC Core 6.2: `request_uri` is not supported. */
+export class RequestUriNotSupported extends OAuthError {
+  static override readonly code = 'ERR_REQUEST_URI_NOT_SUPPORTED'
+  constructor(description = 'request_uri is not supported') {
+    super(400, 'request_uri_not_supported', description)
+  }
+}
+
+/** A form POST whose CSRF token or Origin is wrong (a page answer; nothing was changed). */
+export class Forbidden extends OAuthError {
+  static override readonly code = 'ERR_FORBIDDEN'
+  constructor(description = 'The form was not sent from this site, or it has expired') {
+    super(403, 'forbidden', description)
+  }
+}
+
 export class NotFound extends OAuthError {
+  static override readonly code = 'ERR_NOT_FOUND'
   constructor(description = 'Not found') {
     super(404, 'not_found', description)
   }
 }
 
 export class MethodNotAllowed extends OAuthError {
+  static override readonly code = 'ERR_METHOD_NOT_ALLOWED'
   constructor(allowed: readonly string[]) {
     super(405, 'method_not_allowed', 'Method not allowed', { headers: { allow: allowed.join(', ') } })
   }
 }
 
 export class PayloadTooLarge extends OAuthError {
+  static override readonly code = 'ERR_PAYLOAD_TOO_LARGE'
   constructor(description = 'Request body too large') {
     super(413, 'payload_too_large', description)
   }
@@ -241,6 +318,7 @@ export class PayloadTooLarge extends OAuthError {
 
 /** RFC 9110 15.5.9: the client took too long to send its request (or its body stalled). */
 export class RequestTimeout extends OAuthError {
+  static override readonly code = 'ERR_REQUEST_TIMEOUT'
   constructor(description = 'The request was not received in time') {
     super(408, 'request_timeout', description, { headers: { connection: 'close' } })
   }
@@ -248,6 +326,7 @@ export class RequestTimeout extends OAuthError {
 
 /** RFC 9110 15.5.15: the request target is longer than the server will read. */
 export class UriTooLong extends OAuthError {
+  static override readonly code = 'ERR_URI_TOO_LONG'
   constructor(description = 'The request target is too long') {
     super(414, 'uri_too_long', description, { headers: { connection: 'close' } })
   }
@@ -255,42 +334,65 @@ export class UriTooLong extends OAuthError {
 
 /** RFC 6585 5: the request's header section is larger than the server will read. */
 export class RequestHeaderFieldsTooLarge extends OAuthError {
+  static override readonly code = 'ERR_REQUEST_HEADER_FIELDS_TOO_LARGE'
   constructor(description = 'The request header fields are too large') {
     super(431, 'request_header_fields_too_large', description, { headers: { connection: 'close' } })
   }
 }
 
 export class UnsupportedMediaType extends OAuthError {
+  static override readonly code = 'ERR_UNSUPPORTED_MEDIA_TYPE'
   constructor(description = 'Content-Type must be application/x-www-form-urlencoded') {
     super(400, 'invalid_request', description)
   }
 }
 
 export class TooManyRequests extends OAuthError {
-  constructor(retryAfterSec: number, error = 'too_many_requests', description = 'Too many attempts; try again later') {
-    super(429, error, description, { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSec))) } })
+  static override readonly code = 'ERR_TOO_MANY_REQUESTS'
+  constructor(retryAfterSec: number, description = 'Too many attempts; try again later') {
+    super(429, 'too_many_requests', description, { headers: retryAfter(retryAfterSec) })
   }
 }
 
+/**
+ * Client authentication from this address is locked after repeated failures:
+ * 429 with `Retry-After`, and the RFC 6749 5.2 code `invalid_client` so a
+ * client library reports it as an authentication failure.
+ */
+export class ClientAuthenticationLocked extends OAuthError {
+  static override readonly code = 'ERR_CLIENT_AUTHENTICATION_LOCKED'
+  constructor(retryAfterSec: number, description = 'Too many failed client authentications from this address; try again later') {
+    super(429, 'invalid_client', description, { headers: retryAfter(retryAfterSec) })
+  }
+}
+
+function retryAfter(seconds: number): Record<string, string> {
+  return { 'retry-after': String(Math.max(1, Math.ceil(seconds))) }
+}
+
 export class ServerError extends OAuthError {
+  static override readonly code = 'ERR_SERVER_ERROR'
   constructor(description = 'Internal error', o: Opts = {}) {
     super(500, 'server_error', description, o)
   }
 }
 
 export class TemporarilyUnavailable extends OAuthError {
+  static override readonly code = 'ERR_TEMPORARILY_UNAVAILABLE'
   constructor(description = 'The service is temporarily unavailable', o: Opts = {}) {
     super(503, 'temporarily_unavailable', description, o)
   }
 }
 
 export class BadGateway extends OAuthError {
+  static override readonly code = 'ERR_BAD_GATEWAY'
   constructor(description = 'The upstream could not be reached') {
     super(502, 'bad_gateway', description)
   }
 }
 
 export class GatewayTimeout extends OAuthError {
+  static override readonly code = 'ERR_GATEWAY_TIMEOUT'
   constructor(description = 'The upstream did not answer in time') {
     super(504, 'gateway_timeout', description)
   }
@@ -301,6 +403,8 @@ export class GatewayTimeout extends OAuthError {
  * answers with an error. Callers map it to 503 (routes per their policy).
  */
 export class StoreUnavailableError extends Error {
+  static readonly code = 'ERR_STORE_UNAVAILABLE'
+  readonly code = StoreUnavailableError.code
   constructor(message = 'store unavailable', options?: { cause?: unknown }) {
     super(message, options)
     this.name = 'StoreUnavailableError'
@@ -309,6 +413,8 @@ export class StoreUnavailableError extends Error {
 
 /** A config that cannot be used; carries every problem found. */
 export class ConfigError extends Error {
+  static readonly code = 'ERR_CONFIG_INVALID'
+  readonly code = ConfigError.code
   readonly problems: readonly ConfigProblem[]
   constructor(problems: readonly ConfigProblem[]) {
     super(problems.map(formatProblem).join('\n'))

@@ -30,7 +30,7 @@ export const authorize: AsHandler = async (req, res, ctx, as) => {
   if (parsed.kind === 'page') return showError(res, parsed.error)
   if (parsed.kind === 'redirect') return redirect(res, parsed.target.error(parsed.error), 302)
   const { request } = parsed
-  await guardRedirect(ctx, res, request.target, 302, async () => {
+  await guardRedirect(as, ctx, res, request.target, 302, async () => {
     const session = await currentSession(req, as)
     await continueAuthorization(req, res, as, request, { session, freshLogin: false, cookies: [], redirectStatus: 302 })
   })

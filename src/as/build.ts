@@ -44,5 +44,6 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
       resource: new DpopVerifier(config.dpop, deps, 'resource'),
     },
     clientAddress: new ClientAddress(config.gateway.trustedProxies),
+    failures: { face: 'as', metrics: deps.metrics, rootLog: deps.log, quiet: false },
   }
 }

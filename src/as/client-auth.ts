@@ -11,7 +11,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { ClientConfig } from '../config/types.js'
 import { DUMMY_HASH } from '../crypto/secret.js'
-import { InvalidClient, InvalidRequest, TooManyRequests } from '../errors.js'
+import { ClientAuthenticationLocked, InvalidClient, InvalidRequest } from '../errors.js'
 import type { FormParams } from '../http/body.js'
 import type { AsContext } from './context.js'
 import { clientAuthLimit } from './interaction/rate-limit.js'
@@ -132,7 +132,7 @@ export async function authenticateClient(
   const limit = clientAuthLimit(as, as.clientAddress.of(req), p.clientId)
   const lockedFor = await limit.lockedFor()
   if (lockedFor > 0) {
-    throw new TooManyRequests(lockedFor, 'invalid_client', 'Too many failed client authentications from this address; try again later')
+    throw new ClientAuthenticationLocked(lockedFor)
   }
   const ok = await as.secrets.verify(p.secret, client?.secretHash ?? DUMMY_HASH)
   if (!ok || client === undefined || client.secretHash === null) {

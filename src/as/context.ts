@@ -1,3 +1,4 @@
+import type { FailureReporting } from '../http/failure.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/types.js'
 import type { FaceDeps, RequestContext } from '../context.js'
@@ -35,6 +36,8 @@ export interface AsContext extends FaceDeps {
   readonly dpop: { readonly token: DpopVerifier; readonly resource: DpopVerifier }
   /** The client's address for the per-address throttles, from `gateway.trusted_proxies` (built once, not per request). */
   readonly clientAddress: ClientAddress
+  /** How the authorization server's failures are logged and counted (see http/failure.ts). */
+  readonly failures: FailureReporting
 }
 
 /** One authorization-server endpoint. */

@@ -62,7 +62,7 @@ function clientInformation(as: AsContext, record: RegisteredClientRecord): Recor
 async function register(req: IncomingMessage, res: ServerResponse, as: AsContext, registration: RegistrationConfig): Promise<void> {
   const address = as.clientAddress.of(req)
   if ((await as.store.hit(`register:${hashToken(address)}`, registration.windowSec)) > registration.perAddress) {
-    throw new TooManyRequests(registration.windowSec, 'too_many_requests', 'Too many registrations from this address; try again later')
+    throw new TooManyRequests(registration.windowSec, 'Too many registrations from this address; try again later')
   }
   if (registration.initialAccessToken !== null) {
     const presented = bearer(req)

@@ -1,13 +1,13 @@
 /**
  * The authorization server face: exact-path routing (a Map, no framework) to
  * the back-channel endpoints here and the front-channel pages of
- * `interaction/routes.ts`. Every failure is rendered by `sendError`:
- * OAuthError as itself, StoreUnavailableError as 503
- * temporarily_unavailable, anything else as 500 server_error.
+ * `interaction/routes.ts`. Every failure goes through the one failure path
+ * (`http/failure.ts`) and is rendered by `sendError`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Face, RequestContext } from '../context.js'
-import { MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { MethodNotAllowed } from '../errors.js'
+import { answerFailure } from '../http/failure.js'
 import { sendError } from '../http/reply.js'
 import type { AsContext, AsHandler } from './context.js'
 import { CorsPolicy, type CorsMode } from './cors.js'
@@ -63,20 +63,6 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
   return routes
 }
 
-/** Log a failure at the level it deserves and answer it. Never logs a token or secret: causes are fixed strings. */
-function fail(err: unknown, res: ServerResponse, ctx: RequestContext, as: AsContext): void {
-  if (err instanceof OAuthError) {
-    ctx.log.info({ error: err.error, status: err.status, cause: err.cause }, 'request refused')
-    sendError(res, err)
-  } else if (err instanceof StoreUnavailableError) {
-    ctx.log.warn({ err: err.message }, 'store unavailable')
-    as.metrics.storeErrors.inc({ face: 'as' })
-    sendError(res, new TemporarilyUnavailable())
-  } else {
-    ctx.log.error({ err }, 'authorization server error')
-    sendError(res, new ServerError())
-  }
-}
 
 /**
  * The authorization server face for one Runtime.
@@ -104,7 +90,7 @@ export function createAuthorizationServer(
       }
       await endpoint.handler(req, res, ctx, as)
     } catch (err) {
-      fail(err, res, ctx, as)
+      sendError(res, answerFailure(err, ctx.log, as.failures).answer)
     }
     return true
   }

@@ -12,7 +12,7 @@
 import type { Clock } from '../clock.js'
 import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/types.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
-import { InvalidDpopProof, InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
+import { AccessTokenRevoked, InvalidDpopProof, InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
 import type { KeySet } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
 import { hashToken } from '../store/hash.js'
@@ -23,7 +23,7 @@ import type { JwksSource } from './jwks-client.js'
 import { ScopeRule } from './scope.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
-import { invalidToken, JwtVerifier, StaticKeys, TOKEN_REVOKED, unverifiedIssuer, type JwtIssuer, type VerifiedJwt } from './verify-jwt.js'
+import { invalidToken, JwtVerifier, StaticKeys, unverifiedIssuer, type JwtIssuer, type VerifiedJwt } from './verify-jwt.js'
 
 /** An issuer a route may trust: how its JWTs are verified and its opaque tokens checked. */
 export interface TrustedIssuer {
@@ -267,7 +267,7 @@ export class Authenticator {
   #current(identity: TokenIdentity, policy: RoutePolicy, now: number): void {
     // Revocation is known only to the list, never to the cache: every request asks.
     if (this.#revocations.isRevoked(identity.jti, identity.grantId)) {
-      throw new InvalidToken(TOKEN_REVOKED, { cause: 'jti or grant on the revocation list' })
+      throw new AccessTokenRevoked({ cause: 'jti or grant on the revocation list' })
     }
     if (!this.#revocations.healthy) {
       if (policy.route.storeUnavailable === 'closed') {

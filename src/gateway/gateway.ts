@@ -8,15 +8,25 @@
  * only reads. A request that matches no route is not ours (`false`: the app
  * answers 404, failing closed).
  */
-import { ServerResponse, type IncomingMessage } from 'node:http'
-import type { Socket } from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { RouteConfig } from '../config/types.js'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { labelKey } from '../metrics.js'
 import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'
-import { InsufficientScope, InvalidRequest, InvalidToken, MethodNotAllowed, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
-import { sendError, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
+import {
+  AccessTokenExpired,
+  AccessTokenRevoked,
+  InsufficientScope,
+  InvalidRequest,
+  InvalidToken,
+  MethodNotAllowed,
+  MissingToken,
+  TemporarilyUnavailable,
+  type OAuthError,
+} from '../errors.js'
+import { answerFailure, type Failure, type FailureReporting } from '../http/failure.js'
+import { errorOnSocket, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
 import { Authenticator, buildPolicy, buildTrustedIssuers, type DpopPresentation, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksSource } from './jwks-client.js'
@@ -27,7 +37,6 @@ import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './proxy.js'
 import { RouteTable, stripPrefix, type RouteMatch } from './routes.js'
 import type { ForwardRequest, TokenIdentity } from './types.js'
-import { TOKEN_EXPIRED, TOKEN_REVOKED } from './verify-jwt.js'
 
 /** What outlives a Runtime and is handed to every gateway the process builds. */
 export interface GatewayShared {
@@ -89,16 +98,24 @@ const RESULT = {
   unavailable: labelKey({ result: 'unavailable' }),
 } as const
 
-function resultOf(err: OAuthError): string {
-  if (err.status === 401) {
-    if (err.error === '') return RESULT.missing
-    if (err.description === TOKEN_EXPIRED) return RESULT.expired
-    if (err.description === TOKEN_REVOKED) return RESULT.revoked
-    return RESULT.invalid
+/** The validation result a failure is counted as, by its class code; null for a bug (not a validation result). */
+function resultOf(failure: Failure): string | null {
+  if (failure.kind === 'internal') return null
+  const err = failure.answer
+  switch (err.code) {
+    case MissingToken.code:
+      return RESULT.missing
+    case AccessTokenExpired.code:
+      return RESULT.expired
+    case AccessTokenRevoked.code:
+      return RESULT.revoked
+    case InsufficientScope.code:
+      return RESULT.insufficientScope
+    case TemporarilyUnavailable.code:
+      return RESULT.unavailable
   }
-  if (err.status === 403) return RESULT.insufficientScope
-  if (err.status === 503) return RESULT.unavailable
-  return RESULT.malformed
+  // A DPoP proof failure at a resource is a 401 (invalid), at a token endpoint a 400 (malformed).
+  return err.status === 401 ? RESULT.invalid : RESULT.malformed
 }
 
 /** RFC 9112 6.1 / 6.3: both framing headers is how requests are smuggled past a proxy. */
@@ -136,10 +153,12 @@ class Gateway implements GatewayFace {
   readonly #metadata: ProtectedResources
   /** public_url's origin: a DPoP proof's `htu` is it plus the path the client used. */
   readonly #origin: string
+  readonly #failures: FailureReporting
 
   constructor(deps: FaceDeps, shared: GatewayShared) {
     const { config } = deps
     this.#deps = deps
+    this.#failures = { face: 'gateway', metrics: deps.metrics, rootLog: deps.log, quiet: true }
     const issuers = buildTrustedIssuers({ config, keys: deps.keys, store: deps.store, jwks: shared.jwks })
     try {
       this.#metadata = new ProtectedResources(config)
@@ -353,17 +372,16 @@ class Gateway implements GatewayFace {
     }
   }
 
-  /** An unexpected error (a bug, not a refusal): logged, and a 500 when the answer has not started. */
+  /** A failure outside judging (a bug, or the store failing while forwarding): answered when the answer has not started. */
   #failed(res: ServerResponse, ctx: RequestContext, err: unknown): void {
-    ctx.log.error({ err }, 'unhandled error')
-    sendErrorWithId(res, ctx.id, new ServerError())
+    sendErrorWithId(res, ctx.id, answerFailure(err, ctx.log, this.#failures).answer)
   }
 
   async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): Promise<boolean> {
     if (this.#table.size === 0) return false
     const decision = await this.#decide(req, ctx, false)
     if (decision === null) return false
-    if ('refusal' in decision) replyOnSocket(req, socket, decision.refusal, decision.reply)
+    if ('refusal' in decision) errorOnSocket(socket, decision.refusal, decision.reply, ctx.id)
     else this.#proxy.upgrade(req, socket, head, decision, ctx)
     return true
   }
@@ -373,40 +391,15 @@ class Gateway implements GatewayFace {
     await Promise.all([this.#proxy.close(), ...[...this.#issuers.values()].map((i) => i.opaque?.close())])
   }
 
-  /** The answer for a failure; token failures are counted by result. Anything unexpected propagates (500). */
+  /** The answer for a failure (the one failure path); while judging a token, counted by result. */
   #asOAuthError(err: unknown, ctx: RequestContext, judging: boolean): OAuthError {
-    if (err instanceof OAuthError) {
-      if (judging) this.#deps.metrics.tokenValidations.incKey(resultOf(err))
-      // Checked on the root logger first: `ctx.log` binds a child logger,
-      // which a flood of refused requests must not pay for at info level.
-      if (err.cause !== undefined && this.#deps.log.isLevelEnabled('debug')) {
-        ctx.log.debug({ status: err.status, error: err.error, reason: err.cause }, 'request refused')
-      }
-      return err
+    const failure = answerFailure(err, ctx.log, this.#failures)
+    if (judging) {
+      const result = resultOf(failure)
+      if (result !== null) this.#deps.metrics.tokenValidations.incKey(result)
     }
-    if (err instanceof StoreUnavailableError) {
-      if (judging) this.#deps.metrics.tokenValidations.incKey(RESULT.unavailable)
-      this.#deps.metrics.storeErrors.inc()
-      return new TemporarilyUnavailable()
-    }
-    throw err
+    return failure.answer
   }
-}
-
-/**
- * Answer an upgrade request we refuse. The socket has no ServerResponse, so
- * one is attached to it: the answer is still rendered by `sendError`, the
- * one place that builds errors and challenges; the connection then closes.
- */
-function replyOnSocket(req: IncomingMessage, socket: Duplex, err: OAuthError, reply: ErrorReplyOptions): void {
-  const res = new ServerResponse(req)
-  res.shouldKeepAlive = false
-  res.assignSocket(socket as Socket)
-  res.once('finish', () => {
-    res.detachSocket(socket as Socket)
-    socket.end()
-  })
-  sendError(res, err, reply)
 }
 
 /**

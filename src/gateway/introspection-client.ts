@@ -11,12 +11,12 @@
  */
 import { Pool } from 'undici'
 import type { GatewayConfig, IssuerConfig, RemoteIntrospectionConfig } from '../config/types.js'
-import { InvalidToken, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { AccessTokenExpired, InvalidToken, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import type { OpaqueTokenRecord, Store } from '../store/types.js'
 import { hashToken } from '../store/hash.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
-import { identityFromClaims, TOKEN_EXPIRED } from './verify-jwt.js'
+import { identityFromClaims } from './verify-jwt.js'
 
 /** An introspection response larger than this is not one. */
 const MAX_RESPONSE_BYTES = 64 * 1024
@@ -112,7 +112,7 @@ export class StoreIntrospector implements OpaqueValidator {
   #judge(found: FoundToken, audiences: readonly string[], nowMs: number): TokenIdentity | null {
     const record = found.record
     if (record.iss !== this.#issuer) return null
-    if (record.exp * 1000 <= nowMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'opaque token expired' })
+    if (record.exp * 1000 <= nowMs) throw new AccessTokenExpired({ cause: 'opaque token expired' })
     if (!intersects(record.aud, audiences)) return null
     return found.identity
   }
@@ -259,7 +259,7 @@ export class RemoteIntrospector implements OpaqueValidator {
   #judge(answer: CachedAnswer, audiences: readonly string[], nowMs: number): TokenIdentity | null {
     if (answer === false) return null
     const skewMs = this.#options.gateway.clockSkewSec * 1000
-    if (answer.identity.exp * 1000 <= nowMs - skewMs) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'introspected token expired' })
+    if (answer.identity.exp * 1000 <= nowMs - skewMs) throw new AccessTokenExpired({ cause: 'introspected token expired' })
     if (answer.nbf !== null && answer.nbf * 1000 > nowMs + skewMs) return null
     if (answer.aud !== null && !intersects(answer.aud, audiences)) return null
     return answer.identity

@@ -7,12 +7,12 @@ import type { GatewayConfig, RouteConfig } from '../config/types.js'
 import type { RequestContext, ResponseCloseListener } from '../context.js'
 import { BadGateway, GatewayTimeout, PayloadTooLarge, ServerError, type OAuthError } from '../errors.js'
 import { continueIfExpected } from '../http/continue.js'
-import { sendErrorWithId } from '../http/reply.js'
+import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
 import { redactUrl, type Logger } from '../log.js'
 import { TrustedProxies } from './forwarded.js'
 import { RequestHeaderPolicy, headerObject, headerPairs, responseHeaderList, type FlatHeaders } from './headers.js'
 import type { ForwardRequest } from './types.js'
-import { WebSocketUpstream, rawErrorResponse } from './websocket.js'
+import { WebSocketUpstream } from './websocket.js'
 
 /**
  * Forwarding (issue #5): one authorized request in, one upstream exchange out.
@@ -452,7 +452,7 @@ export class UpstreamProxy {
     if (socket.destroyed) return
     const plan = this.#plan(fwd.route)
     if (plan === undefined || this.#closing !== null) {
-      socket.end(rawErrorResponse(plan === undefined ? new ServerError() : new BadGateway()), () => socket.destroy())
+      errorOnSocket(socket, plan === undefined ? new ServerError() : new BadGateway(), {}, ctx.id)
       return
     }
     req.headers = headerObject(plan.headers.build(req, fwd.identity, null, true))
@@ -463,7 +463,7 @@ export class UpstreamProxy {
       // node:http refuses a header value synchronously (e.g. a control
       // character in a token's sub): nothing was sent upstream.
       ctx.log.warn({ route: plan.name, code: errorCode(err) }, 'websocket upstream request refused')
-      socket.end(rawErrorResponse(new BadGateway()), () => socket.destroy())
+      errorOnSocket(socket, new BadGateway(), {}, ctx.id)
     }
   }
 

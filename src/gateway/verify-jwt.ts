@@ -22,14 +22,12 @@ import type { KeyObject } from 'node:crypto'
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import type { Clock } from '../clock.js'
 import { confirmationJkt } from '../dpop/thumbprint.js'
-import { InvalidToken } from '../errors.js'
+import { AccessTokenExpired, InvalidToken } from '../errors.js'
 import type { TokenIdentity } from './types.js'
 import { grantedScopes } from './scope.js'
 
 /** Fixed, safe descriptions (RFC 6750 3.1: never the token, never internal detail). */
 export const TOKEN_INVALID = 'The access token is invalid'
-export const TOKEN_EXPIRED = 'The access token is expired'
-export const TOKEN_REVOKED = 'The access token has been revoked'
 
 export function invalidToken(cause: string): InvalidToken {
   return new InvalidToken(TOKEN_INVALID, { cause })
@@ -203,7 +201,7 @@ export class JwtVerifier {
       })
       claims = result.payload
     } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) throw new InvalidToken(TOKEN_EXPIRED, { cause: 'exp passed' })
+      if (err instanceof joseErrors.JWTExpired) throw new AccessTokenExpired({ cause: 'exp passed' })
       const code = err instanceof joseErrors.JOSEError ? err.code : 'ERR_KEY_TYPE'
       const claim = err instanceof joseErrors.JWTClaimValidationFailed ? ` (${err.claim})` : ''
       throw invalidToken(`${code}${claim}`)

@@ -1,8 +1,9 @@
-import { STATUS_CODES, type ClientRequest, type IncomingMessage } from 'node:http'
+import type { ClientRequest, IncomingMessage } from 'node:http'
 import { isIP, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import httpProxy from 'http-proxy'
-import { BadGateway, GatewayTimeout, type OAuthError } from '../errors.js'
+import { BadGateway, GatewayTimeout } from '../errors.js'
+import { errorOnSocket } from '../http/reply.js'
 import type { Logger } from '../log.js'
 
 /**
@@ -28,23 +29,6 @@ class HandshakeTimeout extends Error {
     super('upstream WebSocket handshake timed out')
     this.name = 'HandshakeTimeout'
   }
-}
-
-/**
- * An error on a raw upgrade socket, where there is no ServerResponse for
- * sendError: the same status and JSON body, written by hand, then the socket
- * is closed.
- */
-export function rawErrorResponse(err: OAuthError): string {
-  const body = JSON.stringify({ error: err.error, error_description: err.description })
-  return (
-    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n` +
-    'connection: close\r\n' +
-    'content-type: application/json\r\n' +
-    'cache-control: no-store\r\n' +
-    `content-length: ${Buffer.byteLength(body)}\r\n\r\n` +
-    body
-  )
 }
 
 /** One http-proxy instance per upstream, built per Runtime. */
@@ -136,6 +120,6 @@ export class WebSocketUpstream {
     }
     const failure = err instanceof HandshakeTimeout ? new GatewayTimeout() : new BadGateway()
     log.warn({ code: (err as NodeJS.ErrnoException).code ?? err.name, status: failure.status }, 'websocket upstream failed')
-    socket.end(rawErrorResponse(failure), () => socket.destroy())
+    errorOnSocket(socket, failure)
   }
 }

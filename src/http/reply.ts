@@ -1,10 +1,13 @@
-import type { ServerResponse } from 'node:http'
+import { STATUS_CODES, type ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { OAuthError } from '../errors.js'
 
 /**
  * The one place where a failure becomes an HTTP answer: status, JSON body,
- * and the `WWW-Authenticate` challenge. Every endpoint and the gateway throw
- * an `OAuthError` and let this render it.
+ * and the `WWW-Authenticate` challenge (`errorAnswer`), written on a
+ * response (`sendError`) or on a raw connection (`errorOnSocket`). Every
+ * endpoint and the gateway throw an `OAuthError` and let this render it;
+ * `failure.ts` turns anything else thrown into one.
  */
 
 /** Headers every token-bearing JSON answer carries (RFC 6749 5.1). */
@@ -110,17 +113,20 @@ function resourceChallenge(err: OAuthError, realm: string, options: ErrorReplyOp
   return dpop.bearer ? `${buildChallenge('Bearer', realm, meta)}, ${dpopPart}` : dpopPart
 }
 
+/** An error answer as status, headers and JSON body: what both writers below send. */
+export interface ErrorAnswer {
+  readonly status: number
+  readonly headers: Record<string, string>
+  readonly body: string
+}
+
 /**
- * Answer with an OAuthError. The body is `{ error, error_description }`; a 401
+ * Render an OAuthError. The body is `{ error, error_description }`; a 401
  * or 403 carries the challenge its class names (Basic at client-authenticated
  * endpoints, RFC 6749 5.2; Bearer at resources, RFC 6750 3; DPoP beside or
  * instead of it where DPoP-bound tokens are taken, RFC 9449 7.1).
  */
-export function sendError(res: ServerResponse, err: OAuthError, options: ErrorReplyOptions = {}): void {
-  if (res.headersSent) {
-    res.destroy()
-    return
-  }
+export function errorAnswer(err: OAuthError, options: ErrorReplyOptions = {}): ErrorAnswer {
   const realm = options.realm ?? 'bearward'
   const headers: Record<string, string> = { ...NO_STORE, ...options.headers, ...err.headers }
   if (err.challenge === 'Bearer' || err.challenge === 'DPoP') {
@@ -132,7 +138,21 @@ export function sendError(res: ServerResponse, err: OAuthError, options: ErrorRe
   if (err.error) body.error = err.error
   if (err.description !== undefined) body.error_description = err.description
   if (!err.error) body.error_description = 'A bearer access token is required'
-  sendJson(res, err.status, body, headers)
+  return { status: err.status, headers, body: JSON.stringify(body) }
+}
+
+/** Answer with an OAuthError (see errorAnswer). An answer already started is destroyed instead. */
+export function sendError(res: ServerResponse, err: OAuthError, options: ErrorReplyOptions = {}): void {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  const answer = errorAnswer(err, options)
+  res.statusCode = answer.status
+  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value)
+  res.setHeader('content-type', 'application/json')
+  res.setHeader('content-length', Buffer.byteLength(answer.body))
+  res.end(answer.body)
 }
 
 /**
@@ -143,6 +163,23 @@ export function sendError(res: ServerResponse, err: OAuthError, options: ErrorRe
 export function sendErrorWithId(res: ServerResponse, requestId: string, err: OAuthError, options?: ErrorReplyOptions): void {
   if (!res.headersSent) res.setHeader('x-request-id', requestId)
   sendError(res, err, options)
+}
+
+/**
+ * The same answer written on a raw connection, where there is no
+ * ServerResponse: an upgrade request we refuse, or a request head Node could
+ * not parse. The connection closes after it (a refused upgrade, or a
+ * connection whose framing is lost, cannot carry another request).
+ */
+export function errorOnSocket(socket: Duplex, err: OAuthError, options: ErrorReplyOptions = {}, requestId?: string): void {
+  const answer = errorAnswer(err, options)
+  let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? 'Error'}\r\n`
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (name !== 'connection') head += `${name}: ${value}\r\n`
+  }
+  if (requestId !== undefined) head += `x-request-id: ${requestId}\r\n`
+  head += `date: ${new Date().toUTCString()}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(answer.body)}\r\n\r\n`
+  socket.end(head + answer.body, () => socket.destroy())
 }
 
 /** Security headers for the server-rendered pages (login, consent, device, errors). */

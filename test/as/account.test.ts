@@ -218,6 +218,7 @@ t.test('the store failing mid-withdrawal: a 503 page, nothing half-done, and sen
   const down = await b.submit(form)
   t.equal(down.status, 503)
   t.match(await down.text(), /Temporarily unavailable/)
+  t.equal(f.as.metrics.storeErrors.get({ face: 'as' }), 1, 'an outage at a page is counted like one at an endpoint')
   t.ok(await f.store.getConsent('alice', 'web'), 'nothing was forgotten')
   t.ok(await verifyOwnAccessToken(f.as, alice.access), 'nothing was revoked')
   f.store.listAllowances = listAllowances

@@ -384,7 +384,8 @@ t.test('gateway', async (t) => {
     t.equal((await gw.get('/orders', token)).status, 401)
     const line = gw.logs.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request refused')
     t.match(line, { level: 20, status: 401, error: 'invalid_token' }, 'logged at debug')
-    t.type(line?.reason, 'string', 'with the reason')
+    t.type(line?.cause, 'string', 'with the reason')
+    t.equal(line?.code, 'ERR_ACCESS_TOKEN_EXPIRED', 'and the class code')
     t.notOk(gw.logs.slice(before).some((l) => l.includes(token)), 'the token itself is not logged')
   })
 

@@ -110,7 +110,7 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
     if (err instanceof OAuthError) return showError(res, err)
     throw err
   }
-  await guardPage(ctx, res, async () => {
+  await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null) return showAccountLogin(req, res, as, { status: 200 })
     await showAccount(res, as, session, withdrawn)
@@ -129,7 +129,7 @@ async function postAccount(req: IncomingMessage, res: ServerResponse, ctx: Reque
     if (err instanceof OAuthError) return showError(res, err)
     throw err
   }
-  await guardPage(ctx, res, async () => {
+  await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
     if (clientId === undefined) return showError(res, new InvalidRequest('Choose an application to withdraw'))

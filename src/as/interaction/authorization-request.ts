@@ -5,6 +5,8 @@ import {
   InvalidScope,
   InvalidTarget,
   OAuthError,
+  RequestNotSupported,
+  RequestUriNotSupported,
   UnauthorizedClient,
   UnsupportedResponseType,
 } from '../../errors.js'
@@ -203,10 +205,10 @@ function validateRest(
 
   // OIDC Core 6: request objects are not supported.
   if (params.get('request') !== undefined) {
-    throw new OAuthError(400, 'request_not_supported', 'Request objects are not supported')
+    throw new RequestNotSupported()
   }
   if (params.get('request_uri') !== undefined) {
-    throw new OAuthError(400, 'request_uri_not_supported', 'request_uri is not supported')
+    throw new RequestUriNotSupported()
   }
   const responseMode = params.get('response_mode')
   if (responseMode !== undefined && responseMode !== 'query') {

@@ -53,7 +53,7 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
   const signedIn = session
   if (decision === 'deny') return redirect(res, request.target.error(new AccessDenied()), 302)
 
-  await guardRedirect(ctx, res, request.target, 302, async () => {
+  await guardRedirect(as, ctx, res, request.target, 302, async () => {
     if (as.as.consent.remember) {
       const before = (await as.store.getConsent(signedIn.user.sub, request.client.clientId)) ?? []
       const scopes = [...new Set([...before, ...request.scopes])]

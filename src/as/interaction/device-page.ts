@@ -125,7 +125,7 @@ async function showDevice(req: IncomingMessage, res: ServerResponse, ctx: Reques
     throw err
   }
   const input = typed
-  await guardPage(ctx, res, async () => {
+  await guardPage(as, ctx, res, async () => {
     if (input === undefined) return showEntry(req, res, as, 200)
     const lookup = await lookUp(req, as, input)
     if (showLookupFailure(req, res, as, lookup, input)) return
@@ -168,13 +168,13 @@ async function postDevice(req: IncomingMessage, res: ServerResponse, ctx: Reques
     if (!checkPreSessionCsrf(req, as, csrf)) return showForbidden(res)
     const input = typed
     if (input === undefined) return showEntry(req, res, as, 400, { error: 'Enter the code shown on your device.' })
-    return guardPage(ctx, res, async () => {
+    return guardPage(as, ctx, res, async () => {
       const lookup = await lookUp(req, as, input)
       if (showLookupFailure(req, res, as, lookup, input)) return
       redirect(res, `device?user_code=${encodeURIComponent(formatUserCode(lookup.userCode))}`, 303)
     })
   }
-  await guardPage(ctx, res, async () => {
+  await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
     if (typed === undefined) return showError(res, new InvalidRequest('The form has no device code'))

@@ -96,8 +96,8 @@ export const login: AsHandler = async (req, res, ctx, as) => {
   }
 
   const attempt = (): Promise<void> => signIn(req, res, ctx, as, form, continuation)
-  if (continuation.kind === 'authorize') await guardRedirect(ctx, res, continuation.request.target, 303, attempt)
-  else await guardPage(ctx, res, attempt)
+  if (continuation.kind === 'authorize') await guardRedirect(as, ctx, res, continuation.request.target, 303, attempt)
+  else await guardPage(as, ctx, res, attempt)
 }
 
 async function signIn(

@@ -57,7 +57,7 @@ async function requested(req: IncomingMessage, res: ServerResponse, ctx: Request
     if (err instanceof OAuthError) return showError(res, err)
     throw err
   }
-  await guardPage(ctx, res, async () => {
+  await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session !== null && (request.hintSub === null || request.hintSub !== session.user.sub)) {
       return showConfirmation(res, request, session)
@@ -116,7 +116,7 @@ async function confirmed(req: IncomingMessage, res: ServerResponse, ctx: Request
     if (err instanceof OAuthError) return showError(res, err)
     throw err
   }
-  await guardPage(ctx, res, async () => {
+  await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session !== null && !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
     if (stay) {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { OAuthError } from '../../errors.js'
+import { Forbidden, type OAuthError } from '../../errors.js'
 import { sendHtml, sendRedirect } from '../../http/reply.js'
 import { messagePage } from '../views/message.js'
 
@@ -65,5 +65,5 @@ export function showError(res: ServerResponse, err: OAuthError, cookies: readonl
 
 /** 403 for a POST whose CSRF token or Origin is wrong; nothing was changed. */
 export function showForbidden(res: ServerResponse): void {
-  showError(res, new OAuthError(403, 'forbidden', 'The form was not sent from this site, or it has expired'))
+  showError(res, new Forbidden())
 }
