@@ -16,6 +16,9 @@ import type { FormParams } from '../http/body.js'
 import type { AsContext } from './context.js'
 import { clientAuthLimit } from './interaction/rate-limit.js'
 
+/** Client authentication parameters every back-channel endpoint reads (and refuses repeated, RFC 6749 3.2). */
+export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_id', 'client_secret']
+
 /** How the client proved who it is. */
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
 

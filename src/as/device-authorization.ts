@@ -8,11 +8,10 @@ import { epochSeconds } from '../clock.js'
 import { MethodNotAllowed, ServerError, UnauthorizedClient } from '../errors.js'
 import { readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
-import { authenticateClient } from './client-auth.js'
+import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsHandler } from './context.js'
 import { DEVICE_CODE_GRANT, deviceCodeHash, newDeviceCode } from './grants/device-code.js'
 import { formatScope, requestedClientScope } from './scope.js'
-import { CLIENT_AUTH_PARAMS } from './token.js'
 
 /**
  * RFC 8628 6.1: consonants only (no words can form), without look-alikes

@@ -11,9 +11,8 @@ import { readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
 import { hashToken } from '../store/hash.js'
 import { findUserBySub } from './claims.js'
-import { authenticateClient } from './client-auth.js'
+import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsContext, AsHandler } from './context.js'
-import { CLIENT_AUTH_PARAMS } from './token.js'
 import { looksLikeJwt, verifyOwnAccessToken } from './verify-token.js'
 
 /** RFC 7662 2.2 response members this server sends. */

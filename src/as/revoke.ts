@@ -15,26 +15,13 @@ import { InvalidRequest, MethodNotAllowed } from '../errors.js'
 import { readForm } from '../http/body.js'
 import { NO_STORE } from '../http/reply.js'
 import { hashToken } from '../store/hash.js'
-import type { RevocationEntry } from '../store/types.js'
-import { authenticateClient } from './client-auth.js'
+import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsContext, AsHandler } from './context.js'
-import { CLIENT_AUTH_PARAMS } from './token.js'
+import { revokeEntry, revokeGrant } from './revocation.js'
 import { looksLikeJwt, verifyOwnAccessToken } from './verify-token.js'
 
 /** A lookup answers true when it found the token (whether or not it was this client's): the search stops there. */
 type Found = boolean
-
-/** Put an entry on the shared list, and on this instance's copy at once (pub/sub catches up the others). */
-async function revokeEntry(as: AsContext, entry: RevocationEntry): Promise<void> {
-  await as.store.addRevocation(entry)
-  as.revocations.add(entry)
-}
-
-/** Revoke `grantId`: its family and, through the list, every access token carrying it. */
-export async function revokeGrant(as: AsContext, grantId: string, until: number): Promise<void> {
-  await as.store.revokeGrant(grantId, until)
-  as.revocations.add({ kind: 'grant', id: grantId, exp: until })
-}
 
 async function revokeAccessToken(as: AsContext, token: string, client: ClientConfig): Promise<Found> {
   const claims = await verifyOwnAccessToken(as, token, { includeRevoked: true })

@@ -15,7 +15,7 @@ import { proofHeader } from '../dpop/verify-proof.js'
 import { readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
 import type { GrantType } from '../config/types.js'
-import { authenticateClient } from './client-auth.js'
+import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsHandler } from './context.js'
 import { authorizationCodeGrant } from './grants/authorization-code.js'
 import { clientCredentialsGrant } from './grants/client-credentials.js'
@@ -30,9 +30,6 @@ export const GRANTS: ReadonlyMap<GrantType, Grant> = new Map<GrantType, Grant>([
   ['client_credentials', clientCredentialsGrant],
   [DEVICE_CODE_GRANT, deviceCodeGrant],
 ])
-
-/** Client authentication parameters every back-channel endpoint reads. */
-export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_id', 'client_secret']
 
 /**
  * The token endpoint. Answers carry `Cache-Control: no-store` and

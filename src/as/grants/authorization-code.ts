@@ -32,7 +32,7 @@ import { hashToken } from '../../store/hash.js'
 import { startGrant } from '../issue.js'
 import { grantIdForCode } from '../grant-id.js'
 import { audienceFor, requestedResource } from '../resource.js'
-import { revokeGrant } from '../revoke.js'
+import { revokeGrant } from '../revocation.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
 
 /** RFC 7636 4.1: code_verifier = 43*128unreserved. */
