@@ -15,10 +15,10 @@ import {
   frontYaml,
   get,
   parseForms,
-  post,
   startFront,
   type Front,
 } from '../helpers/as-front.js'
+import { postForm, reply } from '../helpers/http.js'
 
 /**
  * GET and POST /account: the applications a person allowed, and withdrawing
@@ -170,19 +170,19 @@ t.test('withdraw is a POST with the session, its CSRF token and our origin; anyt
   const form = parseForms(page.text, `${f.url}/account`).find((x) => x.fields.client_id === 'web')
   if (form === undefined) throw new Error('no withdraw form')
   const forged: Array<[string, Promise<{ status: number; headers: Headers }>]> = [
-    ['made-up csrf', post(form.action, { ...form.fields, csrf: 'A'.repeat(43) }, { cookie: cookieOf(b), origin: f.issuer })],
-    ['no csrf', post(form.action, { client_id: 'web' }, { cookie: cookieOf(b), origin: f.issuer })],
-    ['foreign Origin', post(form.action, form.fields, { cookie: cookieOf(b), origin: 'https://evil.example' })],
-    ['Origin: null', post(form.action, form.fields, { cookie: cookieOf(b), origin: 'null' })],
-    ['Sec-Fetch-Site: cross-site', post(form.action, form.fields, { cookie: cookieOf(b), 'sec-fetch-site': 'cross-site' })],
-    ['no session', post(form.action, form.fields, { origin: f.issuer })],
+    ['made-up csrf', reply(postForm(form.action, { ...form.fields, csrf: 'A'.repeat(43) }, { cookie: cookieOf(b), origin: f.issuer }))],
+    ['no csrf', reply(postForm(form.action, { client_id: 'web' }, { cookie: cookieOf(b), origin: f.issuer }))],
+    ['foreign Origin', reply(postForm(form.action, form.fields, { cookie: cookieOf(b), origin: 'https://evil.example' }))],
+    ['Origin: null', reply(postForm(form.action, form.fields, { cookie: cookieOf(b), origin: 'null' }))],
+    ['Sec-Fetch-Site: cross-site', reply(postForm(form.action, form.fields, { cookie: cookieOf(b), 'sec-fetch-site': 'cross-site' }))],
+    ['no session', reply(postForm(form.action, form.fields, { origin: f.issuer }))],
   ]
   for (const [label, sent] of forged) {
     const res = await sent
     t.equal(res.status, 403, label)
     t.equal(res.headers.get('location'), null, `${label}: no redirect`)
   }
-  const noClient = await post(form.action, { csrf: form.fields.csrf ?? '' }, { cookie: cookieOf(b), origin: f.issuer })
+  const noClient = await reply(postForm(form.action, { csrf: form.fields.csrf ?? '' }, { cookie: cookieOf(b), origin: f.issuer }))
   t.equal(noClient.status, 400)
   const viaGet = await get(`${f.url}/account?client_id=web&csrf=${form.fields.csrf ?? ''}&withdraw=1`, cookieOf(b))
   t.equal(viaGet.status, 200, 'a GET only shows the page')

@@ -10,10 +10,10 @@ import {
   formWith,
   frontYaml,
   get,
-  post,
   startFront,
   type Front,
 } from '../helpers/as-front.js'
+import { postForm, reply } from '../helpers/http.js'
 
 /**
  * The consent page and POST /consent: what the person is shown, deny and
@@ -162,7 +162,7 @@ t.test('POST /consent refusals: 403 for CSRF and Origin, nothing stored', async 
   for (const [name, fields, headers] of cases) {
     await t.test(name, async (t) => {
       const before = codes.count
-      const res = await post(form.action, fields, headers)
+      const res = await reply(postForm(form.action, fields, headers))
       t.equal(res.status, 403)
       t.equal(res.headers.get('location'), null)
       t.match(res.text, /not sent from this site, or it has expired/)
@@ -171,20 +171,20 @@ t.test('POST /consent refusals: 403 for CSRF and Origin, nothing stored', async 
     })
   }
   await t.test('no decision', async (t) => {
-    const res = await post(form.action, form.fields, { cookie: session, origin: front.issuer })
+    const res = await reply(postForm(form.action, form.fields, { cookie: session, origin: front.issuer }))
     t.equal(res.status, 400)
     t.match(res.text, /Choose Allow or Deny/)
   })
   await t.test('a tampered request is validated again: a foreign redirect_uri is an error page', async (t) => {
     const evil = new URLSearchParams(authParams({ redirect_uri: 'https://evil.example/cb' })).toString()
-    const res = await post(form.action, { ...allow, request: evil }, { cookie: session, origin: front.issuer })
+    const res = await reply(postForm(form.action, { ...allow, request: evil }, { cookie: session, origin: front.issuer }))
     t.equal(res.status, 400)
     t.equal(res.headers.get('location'), null)
     t.equal(await front.store.getConsent('user-0002', 'web'), null)
   })
   await t.test('a tampered scope is validated again', async (t) => {
     const wide = new URLSearchParams(authParams({ scope: 'orders:delete' })).toString()
-    const res = await post(form.action, { ...allow, request: wide }, { cookie: session, origin: front.issuer })
+    const res = await reply(postForm(form.action, { ...allow, request: wide }, { cookie: session, origin: front.issuer }))
     t.equal(res.status, 302)
     t.equal(new URL(res.headers.get('location') ?? '').searchParams.get('error'), 'invalid_scope')
     t.equal(await front.store.getConsent('user-0002', 'web'), null)

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { SPA_ORIGIN, WEB_ORIGIN, basic, postForm, send, startAs, tokensFor } from '../helpers/as-back.js'
+import { SPA_ORIGIN, WEB_ORIGIN, basic, send, startAs, tokensFor } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 t.test('CORS at the client endpoints', async (t) => {
   const h = await startAs()
@@ -33,17 +34,17 @@ t.test('CORS at the client endpoints', async (t) => {
   }
 
   t.test('responses (success and error) carry ACAO only for listed origins', async (t) => {
-    const ok = await postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('service'), origin: WEB_ORIGIN })
+    const ok = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('service'), origin: WEB_ORIGIN }))
     t.equal(ok.status, 200)
     t.equal(ok.headers.get('access-control-allow-origin'), WEB_ORIGIN)
     t.equal(ok.headers.get('vary'), 'Origin')
 
-    const err = await postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('service', 'bad'), origin: SPA_ORIGIN })
+    const err = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('service', 'bad'), origin: SPA_ORIGIN }))
     t.equal(err.status, 401)
     t.equal(err.headers.get('access-control-allow-origin'), SPA_ORIGIN)
     t.match(err.headers.get('access-control-expose-headers'), /WWW-Authenticate/)
 
-    const evil = await postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('service'), origin: 'https://evil.example.com' })
+    const evil = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('service'), origin: 'https://evil.example.com' }))
     t.equal(evil.status, 200, 'the request is served; the browser withholds it')
     t.equal(evil.headers.get('access-control-allow-origin'), null)
     t.equal(evil.headers.get('vary'), 'Origin')
@@ -59,7 +60,7 @@ t.test('CORS at the client endpoints', async (t) => {
   t.test('introspection is server-to-server: no CORS', async (t) => {
     const r = await send(`${h.url}/introspect`, { method: 'OPTIONS', headers: { origin: WEB_ORIGIN, 'access-control-request-method': 'POST' } })
     t.equal(r.headers.get('access-control-allow-origin'), null)
-    const post = await postForm(`${h.url}/introspect`, { token: 'x' }, { authorization: basic('looker'), origin: WEB_ORIGIN })
+    const post = await reply(postForm(`${h.url}/introspect`, { token: 'x' }, { authorization: basic('looker'), origin: WEB_ORIGIN }))
     t.equal(post.headers.get('access-control-allow-origin'), null)
   })
 

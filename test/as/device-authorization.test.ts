@@ -2,7 +2,8 @@ import t from 'tap'
 import { MemoryStore } from '../../src/store/memory.js'
 import type { DeviceRecord } from '../../src/store/types.js'
 import { USER_CODE_ALPHABET } from '../../src/as/device-authorization.js'
-import { basic, postForm, send, startAs } from '../helpers/as-back.js'
+import { basic, send, startAs } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 t.test('POST /device_authorization', async (t) => {
   const h = await startAs()
@@ -10,7 +11,7 @@ t.test('POST /device_authorization', async (t) => {
   const url = `${h.url}/device_authorization`
 
   t.test('a public client gets device and user codes', async (t) => {
-    const r = await postForm(url, { client_id: 'tv', scope: 'orders:read' })
+    const r = await reply(postForm(url, { client_id: 'tv', scope: 'orders:read' }))
     t.equal(r.status, 200)
     t.equal(r.headers.get('cache-control'), 'no-store')
     const body = r.json ?? {}
@@ -29,7 +30,7 @@ t.test('POST /device_authorization', async (t) => {
     t.notMatch(USER_CODE_ALPHABET, /[AEIOUY01]/)
     const seen = new Set<string>()
     for (let i = 0; i < 40; i++) {
-      const r = await postForm(url, { client_id: 'tv' })
+      const r = await reply(postForm(url, { client_id: 'tv' }))
       for (const ch of String(r.json?.user_code).replace('-', '')) seen.add(ch)
     }
     t.ok([...seen].every((c) => USER_CODE_ALPHABET.includes(c)))
@@ -37,28 +38,28 @@ t.test('POST /device_authorization', async (t) => {
   })
 
   t.test('no scope: the client\'s registered scopes', async (t) => {
-    const r = await postForm(url, { client_id: 'spa' })
+    const r = await reply(postForm(url, { client_id: 'spa' }))
     const stored = await h.store.getDeviceByUserCode(String(r.json?.user_code).replace('-', ''))
     t.equal(stored?.record.scope, 'openid profile orders:read')
   })
 
   t.test('a scope beyond the registration is invalid_scope and stores nothing', async (t) => {
-    const r = await postForm(url, { client_id: 'tv', scope: 'orders:write' })
+    const r = await reply(postForm(url, { client_id: 'tv', scope: 'orders:write' }))
     t.equal(r.status, 400)
     t.equal(r.json?.error, 'invalid_scope')
   })
 
   t.test('a client without the device grant is unauthorized_client', async (t) => {
-    const r = await postForm(url, {}, { authorization: basic('web') })
+    const r = await reply(postForm(url, {}, { authorization: basic('web') }))
     t.equal(r.status, 400)
     t.same(r.json, { error: 'unauthorized_client', error_description: 'The client is not allowed to use the device authorization grant' })
   })
 
   t.test('client authentication is required', async (t) => {
-    const r = await postForm(url, { scope: 'orders:read' })
+    const r = await reply(postForm(url, { scope: 'orders:read' }))
     t.equal(r.status, 401)
     t.equal(r.json?.error, 'invalid_client')
-    t.equal((await postForm(url, { client_id: 'nobody' })).status, 401)
+    t.equal((await reply(postForm(url, { client_id: 'nobody' }))).status, 401)
   })
 
   t.test('only POST with a form', async (t) => {
@@ -91,7 +92,7 @@ t.test('a user code collision is retried with a new code', async (t) => {
   let store: CollidingStore | null = null
   const h = await startAs({ store: (clock) => (store = new CollidingStore(clock, 2)) })
   t.teardown(() => h.close())
-  const r = await postForm(`${h.url}/device_authorization`, { client_id: 'tv' })
+  const r = await reply(postForm(`${h.url}/device_authorization`, { client_id: 'tv' }))
   t.equal(r.status, 200)
   const attempts = (store as CollidingStore | null)?.attempts ?? []
   t.equal(attempts.length, 3)
@@ -101,7 +102,7 @@ t.test('a user code collision is retried with a new code', async (t) => {
 t.test('endless collisions give up with 500 server_error', async (t) => {
   const h = await startAs({ store: (clock) => new CollidingStore(clock, 1000) })
   t.teardown(() => h.close())
-  const r = await postForm(`${h.url}/device_authorization`, { client_id: 'tv' })
+  const r = await reply(postForm(`${h.url}/device_authorization`, { client_id: 'tv' }))
   t.equal(r.status, 500)
   t.same(r.json, { error: 'server_error', error_description: 'Could not allocate a user code' })
 })

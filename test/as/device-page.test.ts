@@ -2,7 +2,8 @@ import t from 'tap'
 import { epochSeconds } from '../../src/clock.js'
 import { hashToken } from '../../src/store/hash.js'
 import type { DeviceRecord } from '../../src/store/types.js'
-import { ALICE_PASSWORD, Browser, authParams, authorizeAs, authorizeUrl, formWith, frontYaml, get, post, setCookies, startFront, type Front } from '../helpers/as-front.js'
+import { ALICE_PASSWORD, Browser, authParams, authorizeAs, authorizeUrl, formWith, frontYaml, get, setCookies, startFront, type Front } from '../helpers/as-front.js'
+import { postForm, reply } from '../helpers/http.js'
 
 /**
  * The device verification page (RFC 8628 3.3): code entry (forgiving input),
@@ -48,7 +49,7 @@ async function entry(f: Front = front): Promise<{ form: ReturnType<typeof formWi
 
 async function typeCode(typed: string, ip = '192.0.2.1', f: Front = front): Promise<{ status: number; headers: Headers; text: string }> {
   const { form, cookie } = await entry(f)
-  return post(form.action, { ...form.fields, user_code: typed }, { cookie, origin: f.issuer, 'x-forwarded-for': ip })
+  return reply(postForm(form.action, { ...form.fields, user_code: typed }, { cookie, origin: f.issuer, 'x-forwarded-for': ip }))
 }
 
 /** A browser signed in as alice (through a skip_consent client). */
@@ -196,14 +197,14 @@ t.test('POST /device refusals: 403 for CSRF and Origin, nothing decided', async 
     ['no session', { ...form.fields, decision: 'allow' }, { origin: front.issuer }],
   ]
   for (const [name, fields, headers] of cases) {
-    const res = await post(form.action, fields, headers)
+    const res = await reply(postForm(form.action, fields, headers))
     t.equal(res.status, 403, name)
     t.equal((await front.store.getDeviceByUserCode(code))?.record.status, 'pending', `${name}: still pending`)
   }
   const { form: entryForm } = await entry()
-  const noCookie = await post(entryForm.action, { ...entryForm.fields, user_code: code }, { origin: front.issuer })
+  const noCookie = await reply(postForm(entryForm.action, { ...entryForm.fields, user_code: code }, { origin: front.issuer }))
   t.equal(noCookie.status, 403, 'the entry form needs its CSRF cookie too')
-  const badDecision = await post(form.action, { ...form.fields, decision: 'maybe' }, { cookie: session, origin: front.issuer })
+  const badDecision = await reply(postForm(form.action, { ...form.fields, decision: 'maybe' }, { cookie: session, origin: front.issuer }))
   t.equal(badDecision.status, 400)
   t.equal((await front.store.getDeviceByUserCode(code))?.record.status, 'pending')
 })

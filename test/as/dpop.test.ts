@@ -10,8 +10,9 @@ import { request as httpRequest } from 'node:http'
 import t from 'tap'
 import { decodeJwt } from 'jose'
 import { makeProof, proofKeyPair, type ProofKeyPair } from '../helpers/dpop.js'
-import { DEVICE_GRANT, basic, codeParams, introspect, mintCode, postForm, send, startAs, token, type Harness } from '../helpers/as-back.js'
+import { DEVICE_GRANT, basic, codeParams, introspect, mintCode, send, startAs, token, type Harness } from '../helpers/as-back.js'
 import { hashToken } from '../../src/store/hash.js'
+import { postForm, reply } from '../helpers/http.js'
 
 function proofFor(h: Harness, key: ProofKeyPair, o: { path?: string; htm?: string; accessToken?: string; nonce?: string; jti?: string } = {}): string {
   return makeProof(key, { htm: o.htm ?? 'POST', htu: `${h.issuer}${o.path ?? '/token'}`, nowMs: h.clock.now(), accessToken: o.accessToken, nonce: o.nonce, jti: o.jti })
@@ -89,7 +90,7 @@ t.test('DPoP at the token endpoint', async (t) => {
   })
 
   t.test('device code: bound to the key of the polling proof', async (t) => {
-    const da = await postForm(`${h.url}/device_authorization`, { client_id: 'tv', scope: 'orders:read' })
+    const da = await reply(postForm(`${h.url}/device_authorization`, { client_id: 'tv', scope: 'orders:read' }))
     const userCode = String(da.json?.user_code).replace('-', '')
     await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: Math.floor(h.clock.now() / 1000) })
     const r = await token(h, 'tv', { grant_type: DEVICE_GRANT, device_code: String(da.json?.device_code) }, { dpop: proofFor(h, key) })

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { hashToken } from '../../src/store/hash.js'
-import { API_AUDIENCE, basic, postForm, startAs, token } from '../helpers/as-back.js'
+import { API_AUDIENCE, basic, startAs, token } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 t.test('client_credentials grant', async (t) => {
   const h = await startAs()
@@ -41,7 +42,7 @@ t.test('client_credentials grant', async (t) => {
   })
 
   t.test('a public client is unauthorized_client', async (t) => {
-    const r = await postForm(`${h.url}/token`, { grant_type: 'client_credentials', client_id: 'spa' })
+    const r = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials', client_id: 'spa' }))
     t.equal(r.status, 400)
     t.same(r.json, { error: 'unauthorized_client', error_description: 'The client is not allowed to use this grant type' })
   })
@@ -60,9 +61,9 @@ t.test('client_credentials grant', async (t) => {
   })
 
   t.test('client_secret_post client', async (t) => {
-    const r = await postForm(`${h.url}/token`, { grant_type: 'client_credentials', client_id: 'poster', client_secret: 'poster-secret-0123456789abcdefghijklmnopqr' })
+    const r = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials', client_id: 'poster', client_secret: 'poster-secret-0123456789abcdefghijklmnopqr' }))
     t.equal(r.status, 200)
-    const viaBasic = await postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('poster') })
+    const viaBasic = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('poster') }))
     t.equal(viaBasic.status, 200, 'Basic works for every confidential client')
   })
 })

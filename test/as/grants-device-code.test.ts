@@ -1,9 +1,10 @@
 import t from 'tap'
 import { decodeJwt } from 'jose'
-import { DEVICE_GRANT, basic, postForm, startAs, token, type Harness } from '../helpers/as-back.js'
+import { DEVICE_GRANT, basic, startAs, token, type Harness } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 async function authorizeDevice(h: Harness, clientId = 'tv'): Promise<{ deviceCode: string; userCode: string }> {
-  const r = await postForm(`${h.url}/device_authorization`, { client_id: clientId })
+  const r = await reply(postForm(`${h.url}/device_authorization`, { client_id: clientId }))
   if (r.status !== 200) throw new Error(`device authorization failed: ${r.text}`)
   return { deviceCode: String(r.json?.device_code), userCode: String(r.json?.user_code).replace('-', '') }
 }
@@ -92,7 +93,7 @@ t.test('device_code grant', async (t) => {
   })
 
   t.test('a confidential client needs the grant type', async (t) => {
-    const r = await postForm(`${h.url}/token`, { grant_type: DEVICE_GRANT, device_code: 'x' }, { authorization: basic('service') })
+    const r = await reply(postForm(`${h.url}/token`, { grant_type: DEVICE_GRANT, device_code: 'x' }, { authorization: basic('service') }))
     t.equal(r.json?.error, 'unauthorized_client')
   })
 })

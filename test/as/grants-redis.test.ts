@@ -9,7 +9,8 @@ import { ManualClock } from '../../src/clock.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { hashToken } from '../../src/store/hash.js'
 import { startRedis } from '../helpers/redis.js'
-import { DEVICE_GRANT, codeParams, introspect, mintCode, postForm, startAs, token, tokensFor } from '../helpers/as-back.js'
+import { DEVICE_GRANT, codeParams, introspect, mintCode, startAs, token, tokensFor } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 t.test('grants on Redis', async (t) => {
   const redis = await startRedis()
@@ -52,7 +53,7 @@ t.test('grants on Redis', async (t) => {
   })
 
   t.test('device approval is consumed once; another client\'s poll changes nothing', async (t) => {
-    const auth = await postForm(`${h.url}/device_authorization`, { client_id: 'tv' })
+    const auth = await reply(postForm(`${h.url}/device_authorization`, { client_id: 'tv' }))
     const deviceCode = String(auth.json?.device_code)
     const userCode = String(auth.json?.user_code).replace('-', '')
     await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: Math.floor(Date.now() / 1000) })

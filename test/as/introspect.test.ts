@@ -1,7 +1,8 @@
 import t from 'tap'
 import { decodeJwt } from 'jose'
 import { hashToken } from '../../src/store/hash.js'
-import { SECRETS, basic, introspect, postForm, startAs, token, tokensFor } from '../helpers/as-back.js'
+import { SECRETS, basic, introspect, startAs, token, tokensFor } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 for (const format of ['jwt', 'opaque'] as const) {
   t.test(`POST /introspect (${format})`, async (t) => {
@@ -12,7 +13,7 @@ for (const format of ['jwt', 'opaque'] as const) {
     t.test('an active access token', async (t) => {
       const body = await tokensFor(h, { scope: 'openid orders:read' })
       const at = String(body.access_token)
-      const r = await postForm(url, { token: at }, { authorization: basic('looker') })
+      const r = await reply(postForm(url, { token: at }, { authorization: basic('looker') }))
       t.equal(r.status, 200)
       t.equal(r.headers.get('cache-control'), 'no-store')
       const now = Math.floor(h.clock.now() / 1000)
@@ -63,7 +64,7 @@ for (const format of ['jwt', 'opaque'] as const) {
 
     t.test('unknown, malformed, expired tokens are exactly {"active":false}', async (t) => {
       for (const value of ['x'.repeat(43), 'a.b.c', '%%%', 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.']) {
-        const r = await postForm(url, { token: value }, { authorization: basic('looker') })
+        const r = await reply(postForm(url, { token: value }, { authorization: basic('looker') }))
         t.equal(r.status, 200)
         t.equal(r.text, '{"active":false}', value)
       }
@@ -75,22 +76,22 @@ for (const format of ['jwt', 'opaque'] as const) {
     t.test('only clients allowed to introspect; failures are 401 invalid_client', async (t) => {
       const body = await tokensFor(h)
       const at = String(body.access_token)
-      const notAllowed = await postForm(url, { token: at }, { authorization: basic('web') })
+      const notAllowed = await reply(postForm(url, { token: at }, { authorization: basic('web') }))
       t.equal(notAllowed.status, 401)
       t.same(notAllowed.json, { error: 'invalid_client', error_description: 'This client may not use introspection' })
       t.equal(notAllowed.headers.get('www-authenticate'), 'Basic realm="bearward"')
-      const wrong = await postForm(url, { token: at }, { authorization: basic('looker', 'wrong') })
+      const wrong = await reply(postForm(url, { token: at }, { authorization: basic('looker', 'wrong') }))
       t.equal(wrong.status, 401)
-      const publicClaim = await postForm(url, { token: at, client_id: 'nosy-public' })
+      const publicClaim = await reply(postForm(url, { token: at, client_id: 'nosy-public' }))
       t.equal(publicClaim.status, 401, 'a public client cannot prove who it is')
-      const none = await postForm(url, { token: at })
+      const none = await reply(postForm(url, { token: at }))
       t.equal(none.status, 401)
-      const viaPost = await postForm(url, { token: at, client_id: 'looker', client_secret: SECRETS.looker ?? '' })
+      const viaPost = await reply(postForm(url, { token: at, client_id: 'looker', client_secret: SECRETS.looker ?? '' }))
       t.equal(viaPost.status, 401, 'looker is not registered for client_secret_post')
     })
 
     t.test('a missing token is invalid_request', async (t) => {
-      const r = await postForm(url, {}, { authorization: basic('looker') })
+      const r = await reply(postForm(url, {}, { authorization: basic('looker') }))
       t.equal(r.status, 400)
       t.same(r.json, { error: 'invalid_request', error_description: 'Parameter token is required' })
     })

@@ -12,11 +12,11 @@ import {
   formWith,
   frontYaml,
   get,
-  post,
   setCookies,
   startFront,
   type Front,
 } from '../helpers/as-front.js'
+import { postForm, reply } from '../helpers/http.js'
 
 /**
  * POST /login: the same answer for a wrong password and an unknown user, the
@@ -52,7 +52,7 @@ async function attempt(
 ): Promise<{ status: number; headers: Headers; text: string }> {
   const headers: Record<string, string> = { cookie: page.cookie, 'x-forwarded-for': o.ip ?? '192.0.2.1' }
   if (o.origin !== null) headers.origin = o.origin ?? (o.f ?? front).issuer
-  return post(page.form.action, { ...page.form.fields, username, password, ...o.fields }, headers)
+  return reply(postForm(page.form.action, { ...page.form.fields, username, password, ...o.fields }, headers))
 }
 
 t.test('the login page', async (t) => {
@@ -262,17 +262,17 @@ t.test('CSRF and Origin: refused with 403 and nothing changes', async (t) => {
   const cases: Array<[string, () => Promise<{ status: number; headers: Headers; text: string }>]> = [
     ['no token', () => attempt(page, 'alice', ALICE_PASSWORD, { ip, fields: { csrf: '' } })],
     ['a wrong token', () => attempt(page, 'alice', ALICE_PASSWORD, { ip, fields: { csrf: 'A'.repeat(43) } })],
-    ['no cookie', () => post(page.form.action, { ...page.form.fields, username: 'alice', password: ALICE_PASSWORD }, { origin: front.issuer })],
+    ['no cookie', () => reply(postForm(page.form.action, { ...page.form.fields, username: 'alice', password: ALICE_PASSWORD }, { origin: front.issuer }))],
     ['a foreign Origin', () => attempt(page, 'alice', ALICE_PASSWORD, { ip, origin: 'https://evil.example' })],
     ['Origin null', () => attempt(page, 'alice', ALICE_PASSWORD, { ip, origin: 'null' })],
     [
       'Sec-Fetch-Site: cross-site without Origin',
       () =>
-        post(
+        reply(postForm(
           page.form.action,
           { ...page.form.fields, username: 'alice', password: ALICE_PASSWORD },
           { cookie: page.cookie, 'x-forwarded-for': ip, 'sec-fetch-site': 'cross-site' },
-        ),
+        )),
     ],
   ]
   for (const [name, send] of cases) {
@@ -379,12 +379,12 @@ t.test('the pending request is validated again at login', async (t) => {
   t.equal(res.status, 400, 'a tampered redirect_uri is an error page')
   t.equal(res.headers.get('location'), null)
   t.equal(setCookies(res.headers).has('bw_session'), false, 'no session either')
-  const missing = await post(page.form.action, { csrf: page.form.fields.csrf ?? '', username: 'alice', password: ALICE_PASSWORD }, { cookie: page.cookie, origin: front.issuer })
+  const missing = await reply(postForm(page.form.action, { csrf: page.form.fields.csrf ?? '', username: 'alice', password: ALICE_PASSWORD }, { cookie: page.cookie, origin: front.issuer }))
   t.equal(missing.status, 400)
-  const repeated = await post(page.form.action, [...Object.entries(page.form.fields), ['username', 'alice'], ['username', 'bob'], ['password', 'x']], {
+  const repeated = await reply(postForm(page.form.action, [...Object.entries(page.form.fields), ['username', 'alice'], ['username', 'bob'], ['password', 'x']], {
     cookie: page.cookie,
     origin: front.issuer,
-  })
+  }))
   t.equal(repeated.status, 400)
   t.match(repeated.text, /username is repeated/)
 })
@@ -412,10 +412,10 @@ t.test('logout ends the session', async (t) => {
   await authorizeAs(b, authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read' })))
   const id = b.cookies.get('bw_session') ?? ''
   const record = await front.store.getSession(hashToken(id))
-  const refused = await post(`${front.url}/logout`, { csrf: 'wrong' }, { cookie: `bw_session=${id}`, origin: front.issuer })
+  const refused = await reply(postForm(`${front.url}/logout`, { csrf: 'wrong' }, { cookie: `bw_session=${id}`, origin: front.issuer }))
   t.equal(refused.status, 403)
   t.ok(await front.store.getSession(hashToken(id)), 'still there')
-  const res = await post(`${front.url}/logout`, { csrf: record?.csrf ?? '' }, { cookie: `bw_session=${id}`, origin: front.issuer })
+  const res = await reply(postForm(`${front.url}/logout`, { csrf: record?.csrf ?? '' }, { cookie: `bw_session=${id}`, origin: front.issuer }))
   t.equal(res.status, 200)
   t.match(res.text, /signed out/)
   t.match(setCookies(res.headers).get('bw_session')?.attributes, /Max-Age=0/)

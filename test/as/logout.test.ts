@@ -12,11 +12,11 @@ import {
   frontYaml,
   get,
   parseForms,
-  post,
   setCookies,
   startFront,
   type Front,
 } from '../helpers/as-front.js'
+import { postForm, reply } from '../helpers/http.js'
 
 /**
  * GET and POST /logout: OpenID Connect RP-Initiated Logout 1.0 (id_token_hint,
@@ -84,7 +84,7 @@ t.test('a valid id_token_hint of the signed-in person signs out at once and retu
 
 t.test('POST with the same parameters works too; a registered query is kept', async (t) => {
   const b = await signedIn()
-  const res = await post(`${front.url}/logout`, { id_token_hint: await idToken('alice'), post_logout_redirect_uri: RP_BYE_QUERY, state: 's2' }, { cookie: cookieOf(b), origin: 'https://rp.example.com' })
+  const res = await reply(postForm(`${front.url}/logout`, { id_token_hint: await idToken('alice'), post_logout_redirect_uri: RP_BYE_QUERY, state: 's2' }, { cookie: cookieOf(b), origin: 'https://rp.example.com' }))
   t.equal(res.status, 303)
   t.equal(res.headers.get('location'), `${RP_BYE_QUERY}&state=s2`)
   t.equal(await sessionOf(b), null)
@@ -121,7 +121,7 @@ t.test('without a hint, a cross-site GET or POST signs nobody out: the person is
     "default-src 'none'; style-src 'self'; img-src 'self' data: https://cdn.example.com; frame-ancestors 'none'; base-uri 'none'",
     "the CSP allows the client's logo origin and nothing else",
   )
-  const viaPost = await post(`${front.url}/logout`, { client_id: 'rp' }, { ...crossSite, origin: 'https://evil.example' })
+  const viaPost = await reply(postForm(`${front.url}/logout`, { client_id: 'rp' }, { ...crossSite, origin: 'https://evil.example' }))
   t.equal(viaPost.status, 200)
   t.ok(await sessionOf(b), 'still signed in after the POST')
 
@@ -232,9 +232,9 @@ t.test('the confirmation: CSRF token and origin checked, the redirect checked ag
   const res = await get(logoutUrl({ client_id: 'rp', post_logout_redirect_uri: RP_BYE }), cookieOf(b))
   const form = formWith(res.text, `${front.url}/logout`, 'csrf')
   const forged = [
-    await post(form.action, { ...form.fields, csrf: 'A'.repeat(43) }, { cookie: cookieOf(b), origin: front.issuer }),
-    await post(form.action, form.fields, { cookie: cookieOf(b), origin: 'https://evil.example' }),
-    await post(form.action, form.fields, { cookie: cookieOf(b), origin: 'null' }),
+    await reply(postForm(form.action, { ...form.fields, csrf: 'A'.repeat(43) }, { cookie: cookieOf(b), origin: front.issuer })),
+    await reply(postForm(form.action, form.fields, { cookie: cookieOf(b), origin: 'https://evil.example' })),
+    await reply(postForm(form.action, form.fields, { cookie: cookieOf(b), origin: 'null' })),
   ]
   for (const r of forged) {
     t.equal(r.status, 403)

@@ -8,8 +8,9 @@
 import t from 'tap'
 import type { RegistrationConfig } from '../../src/config/types.js'
 import { hashToken } from '../../src/store/hash.js'
-import { codeParams, mintCode, postForm, send, startAs, type Harness, type Reply } from '../helpers/as-back.js'
+import { codeParams, mintCode, send, startAs, type Harness, type Reply } from '../helpers/as-back.js'
 import { authorizeUrl, authParams, loggedIn, frontYaml, parseForms, startFront, pkce as frontPkce } from '../helpers/as-front.js'
+import { postForm, reply } from '../helpers/http.js'
 
 const REG: RegistrationConfig = { initialAccessToken: null, scopes: ['orders:read', 'orders:write'], clientTtlSec: 3600, perAddress: 1000, windowSec: 3600 }
 
@@ -69,7 +70,7 @@ t.test('dynamic registration', async (t) => {
 
     // The one client lookup: /token finds it (a code issued to it redeems).
     const m = await mintCode(h, { clientId: id, redirectUri: PUBLIC_CLIENT.redirect_uris[0], effectiveRedirectUri: PUBLIC_CLIENT.redirect_uris[0], scope: 'orders:read' })
-    const tok = await postForm(`${h.url}/token`, { ...codeParams(m), client_id: id })
+    const tok = await reply(postForm(`${h.url}/token`, { ...codeParams(m), client_id: id }))
     t.equal(tok.status, 200, tok.text)
     t.type(tok.json?.refresh_token, 'string')
   })
@@ -87,8 +88,8 @@ t.test('dynamic registration', async (t) => {
     t.notMatch(JSON.stringify(stored), secret)
     const m = await mintCode(h, { clientId: id, redirectUri: 'https://tool.example.com/cb', effectiveRedirectUri: 'https://tool.example.com/cb', scope: 'orders:read' })
     const basicAuth = (s: string): string => `Basic ${Buffer.from(`${id}:${s}`).toString('base64')}`
-    t.equal((await postForm(`${h.url}/token`, codeParams(m), { authorization: basicAuth('wrong') })).status, 401, 'a wrong secret is invalid_client')
-    const ok = await postForm(`${h.url}/token`, codeParams(m), { authorization: basicAuth(secret) })
+    t.equal((await reply(postForm(`${h.url}/token`, codeParams(m), { authorization: basicAuth('wrong') }))).status, 401, 'a wrong secret is invalid_client')
+    const ok = await reply(postForm(`${h.url}/token`, codeParams(m), { authorization: basicAuth(secret) }))
     t.equal(ok.status, 200, ok.text)
     t.equal(ok.json?.refresh_token, undefined, 'no refresh_token grant registered: no refresh token')
   })
@@ -161,7 +162,7 @@ t.test('dynamic registration', async (t) => {
     t.equal(del.status, 204)
     t.equal(await h.store.getClient(String(made.client_id)), null)
     t.equal((await send(uri, { headers: { authorization: `Bearer ${rat}` } })).status, 401, 'a deleted client is unknown')
-    const tok = await postForm(`${h.url}/token`, { grant_type: 'refresh_token', refresh_token: 'x', client_id: String(made.client_id) })
+    const tok = await reply(postForm(`${h.url}/token`, { grant_type: 'refresh_token', refresh_token: 'x', client_id: String(made.client_id) }))
     t.equal(tok.json?.error, 'invalid_client', 'and /token no longer knows it')
     t.equal((await send(uri, { method: 'PUT', headers: { authorization: `Bearer ${rat}` } })).status, 405)
   })
@@ -171,7 +172,7 @@ t.test('dynamic registration', async (t) => {
     const unused = String((await register(h, PUBLIC_CLIENT)).json?.client_id)
     h.clock.advance(3000_000)
     const m = await mintCode(h, { clientId: used, redirectUri: PUBLIC_CLIENT.redirect_uris[0], effectiveRedirectUri: PUBLIC_CLIENT.redirect_uris[0], scope: 'orders:read' })
-    t.equal((await postForm(`${h.url}/token`, { ...codeParams(m), client_id: used })).status, 200, 'used at 50 minutes')
+    t.equal((await reply(postForm(`${h.url}/token`, { ...codeParams(m), client_id: used }))).status, 200, 'used at 50 minutes')
     h.clock.advance(1000_000)
     t.equal(await h.store.getClient(unused), null, 'unused for more than client_ttl: forgotten')
     t.not(await h.store.getClient(used), null, 'the used one lives on')

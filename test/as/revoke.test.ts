@@ -1,11 +1,12 @@
 import t from 'tap'
 import { decodeJwt } from 'jose'
 import { hashToken } from '../../src/store/hash.js'
-import { basic, introspect, postForm, send, settle, startAs, token, tokensFor, type Harness } from '../helpers/as-back.js'
+import { basic, introspect, send, settle, startAs, token, tokensFor, type Harness } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 function revoke(h: Harness, clientId: string, params: Record<string, string>) {
   const confidential = h.as.clients.get(clientId)?.type === 'confidential'
-  return postForm(`${h.url}/revoke`, confidential ? params : { ...params, client_id: clientId }, confidential ? { authorization: basic(clientId) } : {})
+  return reply(postForm(`${h.url}/revoke`, confidential ? params : { ...params, client_id: clientId }, confidential ? { authorization: basic(clientId) } : {}))
 }
 
 for (const format of ['jwt', 'opaque'] as const) {
@@ -94,7 +95,7 @@ for (const format of ['jwt', 'opaque'] as const) {
       const r = await revoke(h, 'web', {})
       t.equal(r.status, 400)
       t.same(r.json, { error: 'invalid_request', error_description: 'Parameter token is required' })
-      const bad = await postForm(`${h.url}/revoke`, { token: 'x' }, { authorization: basic('web', 'wrong') })
+      const bad = await reply(postForm(`${h.url}/revoke`, { token: 'x' }, { authorization: basic('web', 'wrong') }))
       t.equal(bad.status, 401)
       t.equal(bad.headers.get('www-authenticate'), 'Basic realm="bearward"')
       t.equal((await send(`${h.url}/revoke`)).status, 405)

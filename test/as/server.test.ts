@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { createAuthorizationServer } from '../../src/as/server.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import type { TakeCodeResult } from '../../src/store/types.js'
-import { basic, codeParams, mintCode, postForm, send, startAs, token } from '../helpers/as-back.js'
+import { basic, codeParams, mintCode, send, startAs, token } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 t.test('routing: back channel, front channel, and unknown paths', async (t) => {
   const h = await startAs()
@@ -26,7 +27,7 @@ t.test('an issuer with a path: endpoints under it, RFC 8414 metadata at the orig
   const oidc = await send(`${origin}/auth/.well-known/openid-configuration`)
   t.equal(oidc.json?.issuer, `${origin}/auth`)
   t.equal((await send(`${origin}/.well-known/oauth-authorization-server`)).status, 404)
-  const cc = await postForm(`${origin}/auth/token`, { grant_type: 'client_credentials' }, { authorization: basic('service') })
+  const cc = await reply(postForm(`${origin}/auth/token`, { grant_type: 'client_credentials' }, { authorization: basic('service') }))
   t.equal(cc.status, 200)
   t.equal((await send(`${origin}/token`, { method: 'POST' })).status, 404)
 })
@@ -43,7 +44,7 @@ t.test('an unreachable store is 503 temporarily_unavailable', async (t) => {
   t.ok(h.logs.some((l) => l.msg === 'store unavailable' && l.level === 40))
   t.equal(h.metrics.storeErrors.get({ face: 'as' }), 1, 'counted once, under the one label set (face)')
   t.equal(h.metrics.storeErrors.get({}), 0, 'never without a face')
-  const spa = await postForm(`${h.url}/token`, { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'spa' })
+  const spa = await reply(postForm(`${h.url}/token`, { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'spa' }))
   t.equal(spa.status, 503, 'public clients too')
 })
 

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { basic, codeParams, mintCode, postForm, send, startAs, token } from '../helpers/as-back.js'
+import { basic, codeParams, mintCode, send, startAs, token } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 t.test('POST /token request handling', async (t) => {
   const h = await startAs()
@@ -28,14 +29,14 @@ t.test('POST /token request handling', async (t) => {
   })
 
   t.test('grant_type missing is invalid_request', async (t) => {
-    const r = await postForm(tokenUrl, {}, { authorization: basic('service') })
+    const r = await reply(postForm(tokenUrl, {}, { authorization: basic('service') }))
     t.equal(r.status, 400)
     t.same(r.json, { error: 'invalid_request', error_description: 'Parameter grant_type is required' })
   })
 
   t.test('the password grant and unknown grants are unsupported_grant_type', async (t) => {
     for (const grant of ['password', 'implicit', 'urn:example:custom']) {
-      const r = await postForm(tokenUrl, { grant_type: grant, username: 'alice', password: 'x' }, { authorization: basic('web') })
+      const r = await reply(postForm(tokenUrl, { grant_type: grant, username: 'alice', password: 'x' }, { authorization: basic('web') }))
       t.equal(r.status, 400, grant)
       t.same(r.json, { error: 'unsupported_grant_type', error_description: 'The grant type is not supported' })
     }
@@ -55,7 +56,7 @@ t.test('POST /token request handling', async (t) => {
     for (const name of ['grant_type', 'code', 'code_verifier', 'redirect_uri', 'client_id']) {
       // client_id is not in a confidential client's body yet: send it twice.
       const extra: [string, string][] = name === 'client_id' ? [['client_id', 'web'], ['client_id', 'web']] : [[name, codeParams(m)[name] ?? '']]
-      const r = await postForm(tokenUrl, [...params, ...extra], { authorization: basic('web') })
+      const r = await reply(postForm(tokenUrl, [...params, ...extra], { authorization: basic('web') }))
       t.equal(r.status, 400, name)
       t.same(r.json, { error: 'invalid_request', error_description: `Parameter ${name} is repeated` })
     }
@@ -65,7 +66,7 @@ t.test('POST /token request handling', async (t) => {
   t.test('unknown parameters are ignored (RFC 6749 3.2)', async (t) => {
     const r = await token(h, 'service', { grant_type: 'client_credentials', foo: 'bar' })
     t.equal(r.status, 200)
-    const repeatedUnknown = await postForm(tokenUrl, [['grant_type', 'client_credentials'], ['foo', '1'], ['foo', '2']], { authorization: basic('service') })
+    const repeatedUnknown = await reply(postForm(tokenUrl, [['grant_type', 'client_credentials'], ['foo', '1'], ['foo', '2']], { authorization: basic('service') }))
     t.equal(repeatedUnknown.status, 200)
   })
 
@@ -75,7 +76,7 @@ t.test('POST /token request handling', async (t) => {
   })
 
   t.test('a body over the limit is 413', async (t) => {
-    const r = await postForm(tokenUrl, { grant_type: 'client_credentials', pad: 'x'.repeat(70_000) }, { authorization: basic('service') })
+    const r = await reply(postForm(tokenUrl, { grant_type: 'client_credentials', pad: 'x'.repeat(70_000) }, { authorization: basic('service') }))
     t.equal(r.status, 413)
   })
 

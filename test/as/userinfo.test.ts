@@ -1,7 +1,8 @@
 import t from 'tap'
 import { SignJWT, decodeJwt } from 'jose'
 import { generatePrivateJwk, signingKeyFromJwk } from '../../src/keys/keyset.js'
-import { basic, postForm, send, settle, startAs, token, tokensFor, type Harness } from '../helpers/as-back.js'
+import { basic, send, settle, startAs, token, tokensFor, type Harness } from '../helpers/as-back.js'
+import { postForm, reply } from '../helpers/http.js'
 
 function userinfo(h: Harness, accessToken: string, init: RequestInit = {}) {
   return send(`${h.url}/userinfo`, { ...init, headers: { authorization: `Bearer ${accessToken}`, ...(init.headers as Record<string, string>) } })
@@ -32,10 +33,10 @@ t.test('/userinfo', async (t) => {
 
   t.test('POST with the token in the form body', async (t) => {
     const body = await tokensFor(h, { scope: 'openid profile' })
-    const r = await postForm(`${h.url}/userinfo`, { access_token: String(body.access_token) })
+    const r = await reply(postForm(`${h.url}/userinfo`, { access_token: String(body.access_token) }))
     t.equal(r.status, 200)
     t.equal(r.json?.sub, 'alice')
-    const both = await postForm(`${h.url}/userinfo`, { access_token: String(body.access_token) }, { authorization: `Bearer ${String(body.access_token)}` })
+    const both = await reply(postForm(`${h.url}/userinfo`, { access_token: String(body.access_token) }, { authorization: `Bearer ${String(body.access_token)}` }))
     t.equal(both.status, 400)
     t.equal(both.json?.error, 'invalid_request')
     t.match(both.headers.get('www-authenticate'), /^Bearer realm="bearward", error="invalid_request"/)
@@ -91,7 +92,7 @@ t.test('/userinfo', async (t) => {
     const body = await tokensFor(h, { scope: 'openid' })
     const at = String(body.access_token)
     t.equal((await userinfo(h, at)).status, 200)
-    await postForm(`${h.url}/revoke`, { token: at }, { authorization: basic('web') })
+    await reply(postForm(`${h.url}/revoke`, { token: at }, { authorization: basic('web') }))
     await settle()
     t.equal((await userinfo(h, at)).status, 401)
   })

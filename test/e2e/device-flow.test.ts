@@ -3,7 +3,7 @@ import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { Browser, parseForms } from '../helpers/browser.js'
 import { asConfigYaml, DEMO_PASSWORD } from '../helpers/as-config.js'
-import { freePort } from '../helpers/http.js'
+import { freePort, postForm } from '../helpers/http.js'
 
 interface DeviceStart {
   device_code: string
@@ -14,17 +14,14 @@ interface DeviceStart {
   interval: number
 }
 
-const post = (url: string, body: Record<string, string>): Promise<Response> =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body) })
-
 async function startDevice(bin: RunningBin): Promise<DeviceStart> {
-  const res = await post(`${bin.url}/device_authorization`, { client_id: 'cli', scope: 'orders:read' })
+  const res = await postForm(`${bin.url}/device_authorization`, { client_id: 'cli', scope: 'orders:read' })
   if (res.status !== 200) throw new Error(`device_authorization: ${res.status} ${await res.text()}`)
   return (await res.json()) as DeviceStart
 }
 
 const poll = (bin: RunningBin, deviceCode: string): Promise<Response> =>
-  post(`${bin.url}/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: 'cli' })
+  postForm(`${bin.url}/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: 'cli' })
 
 /**
  * Poll as RFC 8628 3.5 tells a device to: wait `interval` seconds between

@@ -22,7 +22,10 @@ import { hashToken } from '../../src/store/hash.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RevocationList } from '../../src/store/revocation-list.js'
 import type { CodeRecord, Store } from '../../src/store/types.js'
+import { postForm, reply, type Reply } from './http.js'
 import { serveFace } from './serve.js'
+
+export type { Reply } from './http.js'
 
 export const ISSUER_PLACEHOLDER = 'https://as.example.com'
 export const API_AUDIENCE = 'https://api.example.com'
@@ -295,38 +298,9 @@ export function basic(clientId: string, secret = SECRETS[clientId] ?? ''): strin
   return `Basic ${Buffer.from(`${enc(clientId)}:${enc(secret)}`).toString('base64')}`
 }
 
-export interface Reply {
-  status: number
-  headers: Headers
-  text: string
-  /** Parsed JSON body, or null. */
-  json: Record<string, unknown> | null
-}
-
-export async function send(url: string, init: RequestInit = {}): Promise<Reply> {
-  const res = await fetch(url, init)
-  const text = await res.text()
-  let json: Record<string, unknown> | null = null
-  try {
-    json = JSON.parse(text) as Record<string, unknown>
-  } catch {
-    json = null
-  }
-  return { status: res.status, headers: res.headers, text, json }
-}
-
-/** POST a form. `params` may repeat a name by passing an array of pairs. */
-export function postForm(
-  url: string,
-  params: Record<string, string> | [string, string][],
-  headers: Record<string, string> = {},
-): Promise<Reply> {
-  const body = new URLSearchParams(params).toString()
-  return send(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body,
-  })
+/** fetch and read the answer to the end. */
+export function send(url: string, init: RequestInit = {}): Promise<Reply> {
+  return reply(fetch(url, init))
 }
 
 /** POST /token as a confidential client (Basic) or a public one (client_id in the body). */
@@ -334,7 +308,7 @@ export function token(h: Harness, clientId: string, params: Record<string, strin
   const confidential = h.as.clients.get(clientId)?.type === 'confidential'
   const body = confidential ? params : { ...params, client_id: clientId }
   const headers = confidential ? { authorization: basic(clientId), ...extraHeaders } : extraHeaders
-  return postForm(`${h.url}/token`, body, headers)
+  return reply(postForm(`${h.url}/token`, body, headers))
 }
 
 // -- front-channel stand-ins ----------------------------------------------------
@@ -391,9 +365,9 @@ export async function tokensFor(h: Harness, over: Partial<CodeRecord> = {}): Pro
 
 /** Introspect as `looker` (a confidential client allowed to introspect). */
 export async function introspect(h: Harness, tokenValue: string, hint?: string): Promise<Record<string, unknown>> {
-  const r = await postForm(`${h.url}/introspect`, hint ? { token: tokenValue, token_type_hint: hint } : { token: tokenValue }, {
+  const r = await reply(postForm(`${h.url}/introspect`, hint ? { token: tokenValue, token_type_hint: hint } : { token: tokenValue }, {
     authorization: basic('looker'),
-  })
+  }))
   if (r.status !== 200 || r.json === null) throw new Error(`introspection failed: ${r.status} ${r.text}`)
   return r.json
 }

@@ -211,21 +211,6 @@ export async function get(url: string, cookie?: string): Promise<{ status: numbe
   return { status: res.status, headers: res.headers, text: await res.text() }
 }
 
-/** POST a form without following redirects. */
-export async function post(
-  url: string,
-  fields: Record<string, string> | [string, string][],
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; text: string }> {
-  const res = await fetch(url, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: new URLSearchParams(fields).toString(),
-  })
-  return { status: res.status, headers: res.headers, text: await res.text() }
-}
-
 /** The first form of a page that has `field` (or a submit button named so). */
 export function formWith(html: string, pageUrl: string, field: string): HtmlForm {
   const form = parseForms(html, pageUrl).find((f) => field in f.fields || f.buttons.some((b) => b.name === field))

@@ -16,7 +16,10 @@ import { asConfigYaml, DEMO_SECRET, demoHashes } from './as-config.js'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
 import { parseForms, type HtmlForm } from './browser.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
-import { eventually, freePort } from './http.js'
+import { eventually, freePort, postForm } from './http.js'
+
+/** Re-exported so suites that import it from here keep working; it lives in http.ts. */
+export { postForm } from './http.js'
 
 /** An answer read off a raw socket. `status` is 0 when nothing parseable came back. */
 export interface RawResponse {
@@ -132,17 +135,6 @@ export function formEncode(value: string): string {
 /** `Authorization: Basic` for a client, encoded the RFC 6749 2.3.1 way. */
 export function basic(id: string, secret: string): string {
   return `Basic ${Buffer.from(`${formEncode(id)}:${formEncode(secret)}`).toString('base64')}`
-}
-
-/** POST an application/x-www-form-urlencoded body (pairs, so a parameter can repeat). */
-export function postForm(url: string, body: Record<string, string> | Array<[string, string]>, headers: Record<string, string> = {}): Promise<Response> {
-  const params = new URLSearchParams(Array.isArray(body) ? body : Object.entries(body))
-  return fetch(url, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: params,
-  })
 }
 
 /** A fresh PKCE pair (RFC 7636 4.1, 4.2). */

@@ -16,7 +16,10 @@ import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
 import { Browser, authorizeAsPerson, parseForms } from './browser.js'
 import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startUpstream } from './upstream.js'
-import { freePort } from './http.js'
+import { freePort, postForm } from './http.js'
+
+/** Re-exported so suites that import it from here keep working; it lives in http.ts. */
+export { postForm } from './http.js'
 
 /** The person every conformance flow logs in as (as-config.ts). */
 export const ALICE = { username: 'alice', password: DEMO_PASSWORD } as const
@@ -420,15 +423,6 @@ export async function personDecidesDevice(verificationUriComplete: string, decis
 
 // ---------------------------------------------------------------------------
 // Small HTTP helpers
-
-/** POST an application/x-www-form-urlencoded body. */
-export function postForm(url: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: new URLSearchParams(fields),
-  })
-}
 
 /** `Authorization: Basic` per RFC 6749 2.3.1 (id and secret form-urlencoded first). */
 export function basicAuth(clientId: string, secret: string): Record<string, string> {

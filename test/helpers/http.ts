@@ -37,3 +37,38 @@ export async function eventually(check: () => boolean | Promise<boolean>, ms = 5
   }
   return check()
 }
+
+/**
+ * POST `params` as application/x-www-form-urlencoded (pairs, so a name can
+ * repeat), without following redirects: a test sees the 302/303 itself.
+ */
+export function postForm(url: string, params: Record<string, string> | Array<[string, string]>, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(params).toString(),
+  })
+}
+
+/** An answer read to the end: status, headers, the body as text and, when it is JSON, parsed. */
+export interface Reply {
+  status: number
+  headers: Headers
+  text: string
+  /** The parsed JSON body, or null when the body is not JSON. */
+  json: Record<string, unknown> | null
+}
+
+/** Read a response to the end (e.g. `await reply(postForm(...))`). */
+export async function reply(response: Response | Promise<Response>): Promise<Reply> {
+  const res = await response
+  const text = await res.text()
+  let json: Record<string, unknown> | null = null
+  try {
+    json = JSON.parse(text) as Record<string, unknown>
+  } catch {
+    json = null
+  }
+  return { status: res.status, headers: res.headers, text, json }
+}
