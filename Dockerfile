@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Build stage: the root's dev dependencies + TypeScript compile. The benchmark's
 # peers have their own bench/package.json, so this install does not fetch them.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -10,7 +10,7 @@ COPY src ./src
 RUN npm run build
 
 # Runtime stage: production dependencies only, non-root.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     BEARWARD_CONFIG=/etc/bearward/gateway.yaml
 WORKDIR /app

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import { isIP } from 'node:net'
 import { Transform, type Duplex, type Readable, type TransformCallback } from 'node:stream'
 import { Pool, buildConnector, type Dispatcher } from 'undici'
@@ -21,7 +21,7 @@ import { WebSocketUpstream } from './websocket.js'
  * connections, measured ~19k req/s against http-proxy's ~13k, DESIGN.md) via
  * `pool.dispatch()` with a handler: no intermediate Readable per response,
  * and the upstream body is written to the client with backpressure
- * (RFC 9110 7.6 intermediaries). WebSocket upgrades go through http-proxy
+ * (RFC 9110 7.6 intermediaries). WebSocket upgrades go through node:http
  * (websocket.ts). Every failure is answered through `sendError`.
  *
  * `Expect: 100-continue`: the client gets `100 Continue` only once the
@@ -109,18 +109,33 @@ function upstreamFailure(err: unknown): OAuthError {
 }
 
 /**
+ * The response's raw header (or trailer) list. undici 7 leaves the list it
+ * parsed on the controller, so it is read once, straight into the flat list
+ * `res.writeHead` takes, keeping the upstream's name case, order and bytes;
+ * the parsed object undici also hands over is the fallback for a dispatcher
+ * that does not expose the raw list.
+ */
+function rawList(raw: Dispatcher.DispatchController['rawHeaders'], parsed: IncomingHttpHeaders | null): readonly (Buffer | string)[] | null {
+  if (Array.isArray(raw)) return raw
+  if (parsed === null) return null
+  const flat: string[] = []
+  for (const [name, value] of Object.entries(parsed)) {
+    if (value === undefined) continue
+    if (Array.isArray(value)) for (const v of value) flat.push(name, v)
+    else flat.push(name, value)
+  }
+  return flat
+}
+
+/**
  * One request's exchange with the upstream: an undici dispatch handler that
  * writes the upstream's answer to `res`.
  *
- * It implements undici's original handler interface (onConnect, onHeaders,
- * onData, onComplete, onError), which undici 7 still runs natively and marks
- * deprecated in favour of onRequestStart/onResponseStart/... Those newer
- * methods are served through an adapter that parses every response's raw
- * headers into an object and allocates a controller per request; this
- * handler instead reads the raw header list once, straight into the flat
- * list `res.writeHead` takes (docs/performance.md has the measurement).
- * package.json pins undici to major 7; moving to a major without this
- * interface means porting these five methods.
+ * It implements undici's current handler interface (onRequestStart,
+ * onResponseStart, onResponseData, onResponseEnd, onResponseError), the only
+ * one undici 8 keeps; undici 7 (the newest major that still runs on Node 20)
+ * serves it through its adapter. Backpressure is the controller's
+ * pause()/resume(), the abort is controller.abort().
  */
 class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
   readonly #req: IncomingMessage
@@ -132,10 +147,8 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
   readonly #limit: BodyLimit | null
   /** Called once when the response closes (the proxy's in-flight count). */
   readonly #done: () => void
-  /** Aborts the upstream exchange; set when undici starts it. */
-  #abort: ((err: Error) => void) | null = null
-  /** Resumes reading the upstream response after onData asked for a pause. */
-  #resumeUpstream: (() => void) | null = null
+  /** Pauses, resumes and aborts the upstream exchange; set when undici starts it. */
+  #controller: Dispatcher.DispatchController | null = null
   /** The upstream exchange has ended (completed or failed). */
   #settled = false
   #clientGone = false
@@ -150,50 +163,48 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     this.#done = done
   }
 
-  onConnect(abort: (err?: Error) => void): void {
-    this.#abort = abort
-    if (this.#clientGone) abort(new ClientGone())
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller
+    if (this.#clientGone) controller.abort(new ClientGone())
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
-    if (statusCode < 200) return true
-    this.#resumeUpstream = resume
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusText?: string): void {
+    if (statusCode < 200) return
     try {
-      const out = responseHeaderList(rawHeaders)
+      const out = responseHeaderList(rawList(controller.rawHeaders, headers))
       // Ours, not the upstream's (responseHeaderList dropped that): it is the id our logs carry.
       out.push('x-request-id', this.#ctx.id)
       if (statusText) this.#res.writeHead(statusCode, statusText, out)
       else this.#res.writeHead(statusCode, out)
     } catch (err) {
       // A header Node refuses to write (invalid characters): the upstream's answer is unusable.
-      this.#abort?.(err instanceof Error ? err : new Error('invalid upstream response'))
-      return false
+      controller.abort(err instanceof Error ? err : new Error('invalid upstream response'))
     }
-    return true
   }
 
-  /** Returning false pauses the upstream until the client drained what it has. */
-  onData(chunk: Buffer): boolean {
-    if (this.#res.write(chunk)) return true
+  /** Pauses the upstream until the client drained what it has. */
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#res.write(chunk)) return
+    controller.pause()
     if (!this.#paused) {
       this.#paused = true
       // Bound here, not per Exchange: most responses never wait for a drain.
       this.#res.once('drain', () => {
         this.#paused = false
-        this.#resumeUpstream?.()
+        controller.resume()
       })
     }
-    return false
   }
 
-  onComplete(rawTrailers: Buffer[] | string[] | null): void {
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     this.#settled = true
     const res = this.#res
     // Node emits trailers only on a chunked response, which is what an
     // upstream that sends trailers produces once Transfer-Encoding is dropped.
-    if (rawTrailers !== null && rawTrailers.length > 0) {
+    const raw = rawList(controller.rawTrailers, trailers)
+    if (raw !== null && raw.length > 0) {
       try {
-        res.addTrailers(headerPairs(responseHeaderList(rawTrailers)))
+        res.addTrailers(headerPairs(responseHeaderList(raw)))
       } catch {
         // An invalid trailer is dropped; the body already went out complete.
       }
@@ -201,7 +212,7 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     res.end()
   }
 
-  onError(err: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.#settled = true
     const res = this.#res
     if (this.#clientGone || err instanceof ClientGone || res.destroyed) return
@@ -224,7 +235,7 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
   onRequestAbandoned(): void {
     if (this.#settled) return
     this.#clientGone = true
-    this.#abort?.(new ClientGone())
+    this.#controller?.abort(new ClientGone())
   }
 
   /** `res` closed: finished normally, or the client went away first. */
@@ -236,7 +247,7 @@ class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
     this.#done()
     if (this.#settled || this.#res.writableFinished) return
     this.#clientGone = true
-    this.#abort?.(new ClientGone())
+    this.#controller?.abort(new ClientGone())
   }
 }
 
@@ -442,23 +453,32 @@ export class UpstreamProxy {
   }
 
   /**
-   * Forward an authorized WebSocket upgrade (RFC 6455 4.1) through http-proxy,
-   * with the same header rules as HTTP and the path the policy judged. A
-   * failure before the upstream answers is a minimal 502 (504 on timeout)
-   * written to the socket, which is then closed.
+   * Forward an authorized WebSocket upgrade (RFC 6455 4.1) over node:http
+   * (websocket.ts), with the same header rules as HTTP and the path the
+   * policy judged. A failure before the upstream answers is a minimal 502
+   * (504 on timeout) written to the socket, which is then closed.
    */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, fwd: ForwardRequest, ctx: RequestContext): void {
     // As in forward(): a client that left while it was judged gets nothing sent for it.
     if (socket.destroyed) return
+    // Only a WebSocket handshake (a GET asking for `websocket`) is relayed;
+    // any other upgrade is dropped, as it always was.
+    if (req.method !== 'GET' || req.headers.upgrade?.toLowerCase() !== 'websocket') {
+      socket.destroy()
+      return
+    }
     const plan = this.#plan(fwd.route)
     if (plan === undefined || this.#closing !== null) {
       errorOnSocket(socket, plan === undefined ? new ServerError() : new BadGateway(), {}, ctx.id)
       return
     }
-    req.headers = headerObject(plan.headers.build(req, fwd.identity, null, true))
-    req.url = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
+    const upstream = {
+      method: 'GET',
+      path: plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query),
+      headers: headerObject(plan.headers.build(req, fwd.identity, null, true)),
+    }
     try {
-      plan.ws.forward(req, socket, head, ctx.log)
+      plan.ws.forward(upstream, socket, head, ctx.log)
     } catch (err) {
       // node:http refuses a header value synchronously (e.g. a control
       // character in a token's sub): nothing was sent upstream.

@@ -1,17 +1,19 @@
-import type { ClientRequest, IncomingMessage } from 'node:http'
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import { isIP, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import httpProxy from 'http-proxy'
 import { BadGateway, GatewayTimeout } from '../errors.js'
 import { errorOnSocket } from '../http/reply.js'
 import type { Logger } from '../log.js'
+import { responseHeaderList } from './headers.js'
 
 /**
- * The WebSocket path (RFC 6455 4.1): an authorized upgrade request is handed
- * to http-proxy, which opens a fresh connection to the upstream, relays the
- * `101 Switching Protocols` and then pipes the two sockets together. HTTP
- * requests go through undici instead (see proxy.ts); http-proxy keeps the
- * upgrade path it does well.
+ * The WebSocket path (RFC 6455 4.1) on node:http alone: an authorized upgrade
+ * request becomes an `http.request` with the same Upgrade headers on a fresh
+ * connection to the upstream; its `101 Switching Protocols` is relayed and the
+ * two sockets are piped together, each direction ending the other (so a
+ * half-close travels through), and either socket closing closes both. HTTP
+ * requests go through undici instead (see proxy.ts).
  */
 
 export interface WebSocketUpstreamOptions {
@@ -23,6 +25,13 @@ export interface WebSocketUpstreamOptions {
   handshakeTimeoutMs: number
 }
 
+/** What the upstream should receive: the route's header rules and the path the policy judged. */
+export interface UpgradeRequest {
+  method: string
+  path: string
+  headers: Record<string, string | string[]>
+}
+
 /** Raised when the upstream does not answer the handshake in time. */
 class HandshakeTimeout extends Error {
   constructor() {
@@ -31,95 +40,149 @@ class HandshakeTimeout extends Error {
   }
 }
 
-/** One http-proxy instance per upstream, built per Runtime. */
+/** A response head from a status line and a flat header list, as latin1 bytes (node:http's header encoding). */
+function responseHead(statusLine: string, flat: readonly string[]): Buffer {
+  let head = statusLine + '\r\n'
+  for (let i = 0; i + 1 < flat.length; i += 2) head += `${flat[i] as string}: ${flat[i + 1] as string}\r\n`
+  return Buffer.from(head + '\r\n', 'latin1')
+}
+
+/** One upstream's connection options, built per Runtime. */
 export class WebSocketUpstream {
-  readonly #proxy: httpProxy
+  readonly #secure: boolean
+  readonly #host: string
+  readonly #port: number
+  readonly #ca: string | null
   readonly #timeoutMs: number
   /**
-   * TLS options for a wss/https upstream's handshake: its own name for SNI
+   * The TLS name for a wss/https upstream's handshake: its own name for SNI
    * and the certificate check ('' for an IP literal: no SNI, the address is
    * checked). Without it Node takes the name from the Host header, which
-   * with `preserve_host` is the client's. null for plain http.
+   * with `preserve_host` is the client's.
    */
-  readonly #tls: { servername: string } | null
-  /** Client sockets the upstream already answered (101 or otherwise): a later error cannot become a 502. */
-  readonly #answered = new WeakSet<Duplex>()
+  readonly #servername: string
 
   constructor(options: WebSocketUpstreamOptions) {
     const { url } = options
-    const secure = url.protocol === 'https:' || url.protocol === 'wss:'
+    this.#secure = url.protocol === 'https:' || url.protocol === 'wss:'
     // URL.hostname keeps IPv6 brackets; http.request wants the bare address.
-    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+    this.#host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+    this.#port = url.port === '' ? (this.#secure ? 443 : 80) : Number(url.port)
+    this.#ca = options.ca
     this.#timeoutMs = options.handshakeTimeoutMs
-    this.#tls = secure ? { servername: isIP(hostname) !== 0 ? '' : hostname } : null
-    this.#proxy = httpProxy.createProxyServer({
-      target: {
-        protocol: secure ? 'https:' : 'http:',
-        host: hostname,
-        hostname,
-        port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
-        ...(options.ca !== null ? { ca: options.ca } : {}),
-      },
-      ws: true,
-      secure: true,
-      // We write X-Forwarded-*, Host and the path ourselves (headers.ts).
-      xfwd: false,
-      changeOrigin: false,
-      ignorePath: true,
-    })
-    this.#proxy.on('proxyReqWs', (proxyReq, req, socket) => this.#prepare(proxyReq, req, socket))
-    // Failures arrive through the per-request callback; this keeps an
-    // unexpected one from becoming an uncaught 'error' event.
-    this.#proxy.on('error', () => {})
+    this.#servername = isIP(this.#host) !== 0 ? '' : this.#host
   }
 
   /**
-   * Relay one upgrade. `req.headers` and `req.url` must already hold what the
-   * upstream should see (the proxy sets them from the route's header rules and
-   * the path the policy judged).
+   * Relay one upgrade: `upstream` holds what the upstream should see. Throws
+   * synchronously when node:http refuses a header value (nothing was sent);
+   * every later failure is answered on `socket`.
    */
-  forward(req: IncomingMessage, socket: Duplex, head: Buffer, log: Logger): void {
+  forward(upstream: UpgradeRequest, socket: Duplex, head: Buffer, log: Logger): void {
+    const common = {
+      host: this.#host,
+      port: this.#port,
+      method: upstream.method,
+      path: upstream.path,
+      headers: upstream.headers,
+      // A connection of its own: a tunnel never returns to a pool.
+      agent: false,
+    } as const
+    const proxyReq = this.#secure
+      ? httpsRequest({ ...common, servername: this.#servername, ...(this.#ca !== null ? { ca: this.#ca } : {}) })
+      : httpRequest(common)
     // Node leaves an upgraded socket without an error listener; a client reset
     // must not crash the process.
     socket.on('error', () => socket.destroy())
-    // A fresh `ssl` object per call: http-proxy writes each request's options into it.
-    const perCall = this.#tls === null ? {} : { ssl: { ...this.#tls } }
-    this.#proxy.ws(req, socket, head, perCall, (err) => this.#fail(err, socket, log))
+    new Handshake(proxyReq, socket, head, log, this.#timeoutMs).start()
+  }
+}
+
+/** One upgrade in flight: from the request sent upstream to a tunnel (or an answer written to the client). */
+class Handshake {
+  readonly #proxyReq: ClientRequest
+  readonly #socket: Duplex
+  readonly #head: Buffer
+  readonly #log: Logger
+  readonly #timer: NodeJS.Timeout
+  /** The upstream answered (101 or otherwise): a later error cannot become a 502. */
+  #answered = false
+
+  constructor(proxyReq: ClientRequest, socket: Duplex, head: Buffer, log: Logger, timeoutMs: number) {
+    this.#proxyReq = proxyReq
+    this.#socket = socket
+    this.#head = head
+    this.#log = log
+    this.#timer = setTimeout(() => proxyReq.destroy(new HandshakeTimeout()), timeoutMs)
+    this.#timer.unref()
   }
 
-  /** Runs before http-proxy sends the handshake upstream. */
-  #prepare(proxyReq: ClientRequest, req: IncomingMessage, socket: Socket): void {
-    // http-proxy rebuilds the path through url.parse and collapses slashes;
-    // send the exact path the policy judged instead.
-    proxyReq.path = req.url ?? '/'
-    const timer = setTimeout(() => proxyReq.destroy(new HandshakeTimeout()), this.#timeoutMs)
-    timer.unref()
-    proxyReq.once('close', () => clearTimeout(timer))
-    proxyReq.once('response', () => {
-      clearTimeout(timer)
-      this.#answered.add(socket)
-    })
-    proxyReq.once('upgrade', (_res, upstreamSocket: Socket) => {
-      clearTimeout(timer)
-      this.#answered.add(socket)
-      // http-proxy ends the upstream socket on a client error but not on a
-      // plain close; tie both lifetimes together.
-      socket.once('close', () => upstreamSocket.destroy())
-      upstreamSocket.once('close', () => socket.destroy())
-    })
+  start(): void {
+    const proxyReq = this.#proxyReq
+    proxyReq.once('close', () => clearTimeout(this.#timer))
+    proxyReq.on('error', (err) => this.#fail(err))
+    proxyReq.once('upgrade', (res: IncomingMessage, upstream: Socket, upstreamHead: Buffer) => this.#tunnel(res, upstream, upstreamHead))
+    proxyReq.once('response', (res: IncomingMessage) => this.#refused(res))
     // The client left before the handshake finished: stop the upstream one.
-    socket.once('close', () => {
-      if (!this.#answered.has(socket)) proxyReq.destroy()
+    this.#socket.once('close', () => {
+      if (!this.#answered) proxyReq.destroy()
     })
+    proxyReq.end()
   }
 
-  #fail(err: Error, socket: Duplex, log: Logger): void {
-    if (this.#answered.has(socket) || socket.destroyed) {
+  /** `101 Switching Protocols`: relay it and join the two sockets. */
+  #tunnel(res: IncomingMessage, upstream: Socket, upstreamHead: Buffer): void {
+    clearTimeout(this.#timer)
+    this.#answered = true
+    const socket = this.#socket
+    upstream.on('error', () => upstream.destroy())
+    // Either side gone takes the other with it.
+    socket.once('close', () => upstream.destroy())
+    upstream.once('close', () => socket.destroy())
+    if (socket.destroyed) {
+      upstream.destroy()
+      return
+    }
+    upstream.setNoDelay(true)
+    upstream.setKeepAlive(true, 0)
+    socket.write(responseHead(`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`, res.rawHeaders))
+    if (upstreamHead.length > 0) socket.write(upstreamHead)
+    if (this.#head.length > 0) upstream.write(this.#head)
+    // pipe() ends the destination when its source ends: a FIN is passed on.
+    upstream.pipe(socket)
+    socket.pipe(upstream)
+  }
+
+  /**
+   * The upstream answered without switching (a 403, a 404...): the client
+   * gets that answer, hop-by-hop headers dropped, the body delimited by the
+   * connection closing.
+   */
+  #refused(res: IncomingMessage): void {
+    clearTimeout(this.#timer)
+    this.#answered = true
+    const socket = this.#socket
+    if (socket.destroyed) {
+      res.destroy()
+      return
+    }
+    const headers = responseHeaderList(res.rawHeaders)
+    headers.push('connection', 'close')
+    socket.write(responseHead(`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`, headers))
+    res.on('error', () => socket.destroy())
+    res.pipe(socket)
+  }
+
+  #fail(err: Error): void {
+    clearTimeout(this.#timer)
+    const socket = this.#socket
+    if (this.#answered || socket.destroyed) {
       socket.destroy()
       return
     }
+    this.#answered = true
     const failure = err instanceof HandshakeTimeout ? new GatewayTimeout() : new BadGateway()
-    log.warn({ code: (err as NodeJS.ErrnoException).code ?? err.name, status: failure.status }, 'websocket upstream failed')
+    this.#log.warn({ code: (err as NodeJS.ErrnoException).code ?? err.name, status: failure.status }, 'websocket upstream failed')
     errorOnSocket(socket, failure)
   }
 }

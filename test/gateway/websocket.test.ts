@@ -392,3 +392,45 @@ t.test('an upgrade whose client left while it was judged is not forwarded', asyn
     'only the upgrade whose client stayed reached the upstream',
   )
 })
+
+t.test('a half-close passes through the tunnel: the client FIN reaches the upstream, whose answer and FIN come back', async (t) => {
+  const up = await echoUpstream()
+  const gw = await startProxy([routeConfig({ upstream: up.url })])
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+  })
+  const { socket, head, rest } = await rawUpgrade(gw.port, '/chat')
+  t.match(head, /^HTTP\/1\.1 101 /)
+  t.equal(rest.length, 0)
+  const frames: string[] = []
+  socket.on('data', frameReader((_op, payload) => frames.push(payload.toString('utf8'))))
+  const ended = once(socket, 'end')
+  // The frame and the FIN leave together: the upstream must still echo the frame.
+  socket.end(frame(1, Buffer.from('last words'), true))
+  await ended
+  t.same(frames, ['echo: last words'], 'the echo arrived before the upstream ended its side')
+  t.ok((up.sockets[0] as Duplex).readableEnded, 'the upstream saw the client FIN')
+})
+
+t.test('an upgrade to anything but websocket, or not by GET, is dropped without reaching the upstream', async (t) => {
+  const up = await echoUpstream()
+  const gw = await startProxy([routeConfig({ upstream: up.url })])
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+  })
+  for (const request of [
+    'GET /chat HTTP/1.1\r\nHost: chat.example.com\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n',
+    'POST /chat HTTP/1.1\r\nHost: chat.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nContent-Length: 0\r\n\r\n',
+  ]) {
+    const socket = connect(gw.port, '127.0.0.1')
+    await once(socket, 'connect')
+    let received = ''
+    socket.on('data', (c: Buffer) => (received += c.toString('latin1')))
+    socket.write(request)
+    await once(socket, 'close')
+    t.equal(received, '', `${request.split('\r\n')[0]}: closed without an answer`)
+  }
+  t.equal(up.seen.length, 0, 'nothing reached the upstream')
+})
