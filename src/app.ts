@@ -186,7 +186,11 @@ export class App {
     const clock = options.clock ?? systemClock
     const metrics = new Metrics()
     const store = createStore(config.store, { clock, log })
-    if (config.store.kind === 'redis') log.info({ store: redactUrl(config.store.url) }, 'using redis store')
+    if (config.store.kind === 'redis') {
+      const { url, cluster, sentinels, sentinelName } = config.store
+      const where = sentinels.length > 0 ? { sentinels, name: sentinelName } : cluster.length > 0 ? { cluster } : {}
+      log.info({ ...(url === '' ? {} : { store: redactUrl(url) }), ...where }, 'using redis store')
+    }
     else log.info('using the embedded memory store (single instance)')
     const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec, { graceSec: revocationGraceSec(config) })
     await revocations.start()

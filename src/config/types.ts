@@ -29,6 +29,16 @@ export type StoreConfig =
       keyPrefix: string
       /** Per-command timeout in ms (`store.command_timeout`, default 1s). */
       commandTimeoutMs: number
+      /** Redis Sentinel addresses (`store.sentinels`); empty unless the master is found through Sentinel. */
+      sentinels: string[]
+      /** The master's name at the sentinels (`store.name`, default `mymaster`). */
+      sentinelName: string
+      /**
+       * How revocation writes wait for replicas (`store.replica_wait`): the
+       * number of replicas (default 1 on Cluster and Sentinel, 0 otherwise)
+       * and the most to wait in ms (default 500, below command_timeout).
+       */
+      replicaWait: { replicas: number; timeoutMs: number }
     }
 
 export interface LogConfig {

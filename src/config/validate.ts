@@ -44,7 +44,10 @@ export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = Object.freeze({
   keepAliveMs: 65_000,
 })
 
-export const STORE_KEYS = ['url', 'cluster', 'key_prefix', 'command_timeout'] as const
+export const STORE_KEYS = ['url', 'cluster', 'key_prefix', 'command_timeout', 'sentinels', 'name', 'replica_wait'] as const
+export const REPLICA_WAIT_KEYS = ['replicas', 'timeout'] as const
+/** `store.replica_wait.timeout` default (ms): see docs/redis-topologies.md. */
+export const DEFAULT_REPLICA_WAIT_MS = 500
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 const DEFAULT_LISTEN: ListenAddress = { host: '0.0.0.0', port: 8080 }
@@ -195,38 +198,73 @@ function checkRedisUrl(value: string): string | undefined {
   return undefined
 }
 
-/** `memory`, a redis URL, or `{ url, cluster, key_prefix, command_timeout }`. */
+/** `memory`, a redis URL, or `{ url, cluster | sentinels + name, key_prefix, command_timeout, replica_wait }`. */
 function readStore(r: Reader, node: Node | undefined, path: string): StoreConfig {
   const memory: StoreConfig = { kind: 'memory' }
   if (node === undefined) return memory
   const resolved = r.resolve(node)
-  const redis = (url: string, m?: MapView): StoreConfig => ({
-    kind: 'redis',
-    url,
-    cluster: m?.opt('cluster', r.list(listenHostPort(r)), []) ?? [],
-    keyPrefix: m?.opt('key_prefix', r.str({ allowEmpty: true }), 'bw:') ?? 'bw:',
-    commandTimeoutMs: m?.opt('command_timeout', r.millis({ min: 1 }), 1000) ?? 1000,
-  })
   if (isMap(resolved)) {
     const m = r.map(resolved, path, STORE_KEYS)
     if (m === undefined) return memory
-    const url = m.req('url', r.str({ check: checkRedisUrl }))
-    return redis(url ?? '', m)
+    const sentinels = m.opt('sentinels', r.list(hostPort(r, 'sentinels')), [])
+    const cluster = m.opt('cluster', r.list(hostPort(r, 'cluster nodes')), [])
+    // With sentinels the URL is optional: it only carries credentials, database and TLS.
+    const url = sentinels.length > 0 ? m.opt('url', r.str({ check: checkRedisUrl }), '') : m.req('url', r.str({ check: checkRedisUrl }))
+    if (sentinels.length > 0 && cluster.length > 0) r.problem(m.get('sentinels'), m.pathOf('sentinels'), 'use either `sentinels` or `cluster`, not both')
+    if (m.has('name') && sentinels.length === 0) r.problem(m.get('name'), m.pathOf('name'), '`name` is the master name at the sentinels: it needs `sentinels`')
+    const commandTimeoutMs = m.opt('command_timeout', r.millis({ min: 1 }), 1000)
+    return {
+      kind: 'redis',
+      url: url ?? '',
+      cluster,
+      keyPrefix: m.opt('key_prefix', r.str({ allowEmpty: true }), 'bw:'),
+      commandTimeoutMs,
+      sentinels,
+      sentinelName: m.opt('name', r.str(), 'mymaster'),
+      replicaWait: readReplicaWait(r, m, cluster.length > 0 || sentinels.length > 0 ? 1 : 0, commandTimeoutMs),
+    }
   }
   const value = r.str({
     expected: '`memory`, a redis:// URL, or a mapping with `url`',
     check: (v) => (v === 'memory' ? undefined : checkRedisUrl(v)?.replace('expected a', 'expected `memory` or a')),
   })(node, path)
   if (value === undefined || value === 'memory') return memory
-  return redis(value)
+  return {
+    kind: 'redis',
+    url: value,
+    cluster: [],
+    keyPrefix: 'bw:',
+    commandTimeoutMs: 1000,
+    sentinels: [],
+    sentinelName: 'mymaster',
+    replicaWait: { replicas: 0, timeoutMs: DEFAULT_REPLICA_WAIT_MS },
+  }
 }
 
-/** A `host:port` seed node of a Redis Cluster. */
-function listenHostPort(r: Reader) {
+/**
+ * `store.replica_wait: { replicas, timeout }`: how many replicas a
+ * revocation write waits for, and for how long. The wait is one Redis
+ * command, so it must end before the command timeout does.
+ */
+function readReplicaWait(r: Reader, store: MapView, defaultReplicas: number, commandTimeoutMs: number): { replicas: number; timeoutMs: number } {
+  const fallback = { replicas: defaultReplicas, timeoutMs: Math.min(DEFAULT_REPLICA_WAIT_MS, Math.max(1, commandTimeoutMs - 100)) }
+  if (!store.has('replica_wait')) return fallback
+  const m = r.map(store.get('replica_wait'), store.pathOf('replica_wait'), REPLICA_WAIT_KEYS)
+  if (m === undefined) return fallback
+  const replicas = m.opt('replicas', r.int({ min: 0, max: 16 }), defaultReplicas)
+  const timeoutMs = m.opt('timeout', r.millis({ min: 1 }), fallback.timeoutMs)
+  if (m.has('timeout') && timeoutMs >= commandTimeoutMs) {
+    r.problem(m.get('timeout'), m.pathOf('timeout'), `must be shorter than store.command_timeout (${commandTimeoutMs} ms): the wait is one Redis command`)
+  }
+  return { replicas, timeoutMs }
+}
+
+/** A `host:port` address of a Redis Cluster node or a sentinel. */
+function hostPort(r: Reader, what: string) {
   return r.str({
     check: (v) => {
       const parsed = parseListenAddress(v)
-      return parsed.ok ? undefined : `cluster nodes are \`host:port\`: ${parsed.reason}`
+      return parsed.ok ? undefined : `${what} are \`host:port\`: ${parsed.reason}`
     },
   })
 }

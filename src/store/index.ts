@@ -1,6 +1,6 @@
 /**
  * Builds the configured {@link Store}: the embedded memory store, or Redis
- * (single node or Cluster). The Runtime owns the result and closes it.
+ * (single node, Sentinel or Cluster). The Runtime owns the result and closes it.
  */
 import type { Clock } from '../clock.js'
 import type { StoreConfig } from '../config/types.js'
@@ -27,6 +27,9 @@ export function createStore(config: StoreConfig, deps: StoreDeps): Store {
     cluster: config.cluster,
     keyPrefix: config.keyPrefix,
     commandTimeoutMs: config.commandTimeoutMs,
+    sentinels: config.sentinels,
+    sentinelName: config.sentinelName,
+    replicaWait: config.replicaWait,
     clock: deps.clock,
     ...(deps.log ? { log: deps.log } : {}),
   })

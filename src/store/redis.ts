@@ -55,10 +55,12 @@
  * a lost connection and of the re-established subscription, so the gateway's
  * revocation list never trusts a feed that may have missed a message.
  */
-import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis'
+import { Cluster, Redis, type RedisOptions } from 'ioredis'
+import type { ConnectionOptions } from 'node:tls'
 import type { Clock } from '../clock.js'
 import { StoreUnavailableError } from '../errors.js'
 import { hashToken } from './hash.js'
+import { masterOf, rotatingConnector, type NodeAddress } from './redis-cluster.js'
 import {
   ADD_REVOCATION,
   CLAIM_USER_CODE,
@@ -112,6 +114,19 @@ export interface RedisStoreOptions {
   url: string
   /** Cluster seed nodes (`host:port` or redis:// URLs); empty or absent for a single node. */
   cluster?: string[]
+  /**
+   * Sentinels (`host:port`) that name the master of `sentinelName`; with
+   * them `url` only carries credentials, database and TLS.
+   */
+  sentinels?: string[]
+  sentinelName?: string
+  /**
+   * Revocation writes wait until this many replicas hold them (Redis WAIT),
+   * at most `timeoutMs`; fewer in time fails the call (StoreUnavailableError,
+   * the write stays on the master). `replicas: 0` does not wait. On Cluster
+   * the count is capped by the replicas the slot's master has.
+   */
+  replicaWait?: { replicas: number; timeoutMs: number }
   /** Prefix of every key and of the revocation channel (default `bw:`). */
   keyPrefix?: string
   /** Per-command timeout (default 1000 ms). */
@@ -307,13 +322,26 @@ class Link {
   }
 }
 
-function parseNode(seed: string): ClusterNode {
+function parseNode(seed: string): NodeAddress {
   if (/^rediss?:\/\//.test(seed)) {
     const u = new URL(seed)
     return { host: u.hostname, port: Number(u.port || 6379) }
   }
   const i = seed.lastIndexOf(':')
   return i > 0 ? { host: seed.slice(0, i), port: Number(seed.slice(i + 1)) } : { host: seed, port: 6379 }
+}
+
+/** Credentials, database and TLS of `url` (host and port are the cluster's or the sentinels' business). */
+function urlOptions(url: string): RedisOptions {
+  const out: RedisOptions = {}
+  if (url === '') return out
+  const u = new URL(url)
+  if (u.username) out.username = decodeURIComponent(u.username)
+  if (u.password) out.password = decodeURIComponent(u.password)
+  if (u.protocol === 'rediss:') out.tls = {}
+  const db = Number(u.pathname.slice(1))
+  if (u.pathname.length > 1 && Number.isInteger(db)) out.db = db
+  return out
 }
 
 function createClient(o: RedisStoreOptions, timeoutMs: number): Client {
@@ -330,15 +358,23 @@ function createClient(o: RedisStoreOptions, timeoutMs: number): Client {
     retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 10), capMs),
   }
   if (o.cluster && o.cluster.length > 0) {
-    const u = new URL(o.url)
-    const redisOptions: RedisOptions = { ...common }
-    if (u.username) redisOptions.username = decodeURIComponent(u.username)
-    if (u.password) redisOptions.password = decodeURIComponent(u.password)
-    if (u.protocol === 'rediss:') redisOptions.tls = {}
+    const { db: _db, ...redisOptions } = { ...common, ...urlOptions(o.url) }
     return new Cluster(o.cluster.map(parseNode), {
       redisOptions,
       enableOfflineQueue: false,
       clusterRetryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 10), capMs),
+    })
+  }
+  if (o.sentinels && o.sentinels.length > 0) {
+    return new Redis({
+      ...common,
+      ...urlOptions(o.url),
+      sentinels: o.sentinels.map(parseNode),
+      name: o.sentinelName ?? 'mymaster',
+      // Ask the sentinels again at every reconnect (they name the new master after a failover),
+      // and drop the connection as soon as they announce +switch-master.
+      sentinelRetryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 10), capMs),
+      failoverDetector: true,
     })
   }
   return new Redis(o.url, common)
@@ -475,10 +511,49 @@ export class RedisStore implements Store {
     return this.#cluster ? [grantKey] : [grantKey, this.#key('revoked', 'grant')]
   }
 
+  /** Every key a grant's revocation writes (the family's tombstone and the revoked-grants set). */
+  #revocationKeys(grantId: string): string[] {
+    return [this.#key('grant', grantId), this.#key('revoked', 'grant')]
+  }
+
   /** Cluster only: write the revocation set entry the grant script could not (no publish). */
   async #durableGrantRevocation(c: Client, grantId: string, until: number): Promise<void> {
     if (!this.#cluster) return
     await this.#eval(c, ADD_REVOCATION, [this.#key('revoked', 'grant')], ['grant', grantId, until, this.#clock.now(), this.#channel, '0'])
+  }
+
+  /**
+   * Wait until the writes just made to `keys` (over this connection) reached
+   * the configured number of replicas, so a failover right after cannot
+   * lose them (Redis replicates asynchronously). Short of that in time the
+   * call fails with StoreUnavailableError: the write stays on the master (and
+   * its message went out, so every running instance already refuses the
+   * token), but the caller is not told it is safe, and revocation is
+   * idempotent, so sending it again is the cure.
+   */
+  async #confirmReplicated(c: Client, keys: string[]): Promise<void> {
+    const wait = this.#opts.replicaWait
+    if (!wait || wait.replicas <= 0) return
+    const targets: Array<{ node: Redis; want: number }> = []
+    if (this.#cluster) {
+      const seen = new Set<Redis>()
+      for (const key of keys) {
+        const found = masterOf(c as Cluster, key)
+        if (!found) throw new StoreUnavailableError('no master known for a revocation key')
+        const want = Math.min(wait.replicas, found.replicas)
+        if (want > 0 && !seen.has(found.node)) targets.push({ node: found.node, want })
+        seen.add(found.node)
+      }
+    } else {
+      targets.push({ node: c as Redis, want: wait.replicas })
+    }
+    const acked = await Promise.all(targets.map(({ node, want }) => node.call('WAIT', want, wait.timeoutMs)))
+    targets.forEach(({ want }, i) => {
+      const got = num(acked[i])
+      if (got >= want) return
+      this.#opts.log?.warn({ replicas: got, wanted: want, timeoutMs: wait.timeoutMs }, 'revocation not confirmed by a replica in time')
+      throw new StoreUnavailableError('revocation not confirmed by a replica in time')
+    })
   }
 
   async ping(): Promise<void> {
@@ -582,6 +657,7 @@ export class RedisStore implements Store {
       const grant = { ...(JSON.parse(str(reply[1])) as GrantRecord), expiresAt: num(reply[2]), maxAccessExp: num(reply[3]) }
       if (status === 'rotated') return { status, grant }
       await this.#durableGrantRevocation(c, grantId, num(reply[4]))
+      await this.#confirmReplicated(c, this.#revocationKeys(grantId))
       return { status: 'reused', grant }
     })
   }
@@ -600,17 +676,18 @@ export class RedisStore implements Store {
     await this.#do(async (c) => {
       const used = num(await this.#eval(c, REVOKE_GRANT, this.#revokeKeys(grantId), [grantId, until, this.#clock.now(), this.#channel]))
       await this.#durableGrantRevocation(c, grantId, used)
+      await this.#confirmReplicated(c, this.#revocationKeys(grantId))
     })
   }
 
   // -- revocation list -------------------------------------------------------
 
   async addRevocation(entry: RevocationEntry): Promise<void> {
-    await this.#do((c) =>
-      this.#eval(c, ADD_REVOCATION, [this.#key('revoked', entry.kind)], [
-        entry.kind, entry.id, entry.exp, this.#clock.now(), this.#channel, '1',
-      ]),
-    )
+    const key = this.#key('revoked', entry.kind)
+    await this.#do(async (c) => {
+      await this.#eval(c, ADD_REVOCATION, [key], [entry.kind, entry.id, entry.exp, this.#clock.now(), this.#channel, '1'])
+      await this.#confirmReplicated(c, [key])
+    })
   }
 
   async listRevocations(): Promise<RevocationEntry[]> {
@@ -677,7 +754,7 @@ export class RedisStore implements Store {
   async #ensureSubscribed(): Promise<void> {
     if (!this.#sub) {
       // autoResubscribe off: #subscribe runs at every 'ready' and marks the generation it acknowledged.
-      const client = this.#cluster ? this.#main.client.duplicate() : (this.#main.client as Redis).duplicate({ autoResubscribe: false })
+      const client = this.#cluster ? this.#clusterSubscriber() : (this.#main.client as Redis).duplicate({ autoResubscribe: false })
       const sub = new Link(client, 'subscriber', this.#timeoutMs, this.#opts.log, () => this.#feedChanged())
       sub.client.on('ready', () => void this.#subscribe(sub).catch(() => undefined))
       sub.client.on('message', (channel: string, message: string) => {
@@ -703,6 +780,37 @@ export class RedisStore implements Store {
       throw unavailable(err)
     }
     if (this.#subscribedGeneration !== sub.generation) throw new StoreUnavailableError()
+  }
+
+  /**
+   * Cluster: one plain connection that moves to the next known node at each
+   * reconnect (see redis-cluster.ts). The feed is cluster-wide PUBLISH, not
+   * sharded SPUBLISH: the scripts publish in the same step as the write they
+   * announce, and a script may only touch its own slot, which SPUBLISH's
+   * channel would have to share; revocations are few and small, so the bus
+   * carrying each to every node costs nothing that matters; and any node,
+   * replicas included, can then serve the subscriber.
+   */
+  #clusterSubscriber(): Redis {
+    const cluster = this.#main.client as Cluster
+    const seeds = (this.#opts.cluster ?? []).map(parseNode)
+    const candidates = (): NodeAddress[] => {
+      const known = cluster.nodes('all').map((n) => ({ host: n.options.host ?? '127.0.0.1', port: n.options.port ?? 6379 }))
+      const seen = new Set(known.map((n) => `${n.host}:${n.port}`))
+      return [...known, ...seeds.filter((n) => !seen.has(`${n.host}:${n.port}`))]
+    }
+    const { tls, ...auth } = urlOptions(this.#opts.url)
+    return new Redis({
+      ...auth,
+      commandTimeout: this.#timeoutMs,
+      connectTimeout: Math.max(this.#timeoutMs, 2000),
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      autoResubscribe: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 10), this.#opts.maxReconnectDelayMs ?? 500),
+      Connector: rotatingConnector(candidates, tls === undefined ? undefined : (tls as ConnectionOptions)),
+    })
   }
 
   /** SUBSCRIBE on the subscriber's current connection; concurrent calls on one connection share one. */

@@ -209,6 +209,9 @@ t.test('store forms', async (t) => {
     cluster: [],
     keyPrefix: 'bw:',
     commandTimeoutMs: 1000,
+    sentinels: [],
+    sentinelName: 'mymaster',
+    replicaWait: { replicas: 0, timeoutMs: 500 },
   })
   t.same(inspect('store: { url: "rediss://:pw@r:6380", cluster: [r1:7000, "[::1]:7001"], key_prefix: "x:", command_timeout: 200ms }\n').config?.store, {
     kind: 'redis',
@@ -216,7 +219,21 @@ t.test('store forms', async (t) => {
     cluster: ['r1:7000', '[::1]:7001'],
     keyPrefix: 'x:',
     commandTimeoutMs: 200,
+    sentinels: [],
+    sentinelName: 'mymaster',
+    replicaWait: { replicas: 1, timeoutMs: 100 },
   })
+  t.same(inspect('store: { sentinels: ["10.0.0.1:26379", "10.0.0.2:26379"], name: orders }\n').config?.store, {
+    kind: 'redis',
+    url: '',
+    cluster: [],
+    keyPrefix: 'bw:',
+    commandTimeoutMs: 1000,
+    sentinels: ['10.0.0.1:26379', '10.0.0.2:26379'],
+    sentinelName: 'orders',
+    replicaWait: { replicas: 1, timeoutMs: 500 },
+  })
+  t.same(inspect('store: { url: "redis://r:6379", replica_wait: { replicas: 2, timeout: 250ms } }\n').config?.store, { kind: 'redis', url: 'redis://r:6379', cluster: [], keyPrefix: 'bw:', commandTimeoutMs: 1000, sentinels: [], sentinelName: 'mymaster', replicaWait: { replicas: 2, timeoutMs: 250 } })
 })
 
 t.test('a pure gateway has no implicit issuers', async (t) => {

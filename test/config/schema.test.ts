@@ -16,7 +16,7 @@ import { ALGORITHMS, INTROSPECTION_KEYS, ISSUER_KEYS, JWKS_KEYS } from '../../sr
 import { MATCH_KEYS, ROUTE_KEYS, TIMEOUT_KEYS } from '../../src/config/sections/routes.js'
 import { USER_KEYS } from '../../src/config/sections/users.js'
 import { ALLOWED_KEYS, IDENTITY_PROVIDER_KEYS } from '../../src/config/sections/identity-providers.js'
-import { LOG_LEVELS, STORE_KEYS, TOP_LEVEL_KEYS } from '../../src/config/validate.js'
+import { LOG_LEVELS, REPLICA_WAIT_KEYS, STORE_KEYS, TOP_LEVEL_KEYS } from '../../src/config/validate.js'
 import { describe } from './helpers.js'
 
 type Schema = Record<string, unknown>
@@ -122,6 +122,7 @@ t.test('the schema knows exactly the keys the runtime knows', async (t) => {
   const pairs: Array<[string, readonly string[], Schema | undefined]> = [
     ['top level', TOP_LEVEL_KEYS, schema],
     ['store', STORE_KEYS, objectIn(props(schema, 'store'))],
+    ['store replica_wait', REPLICA_WAIT_KEYS, props(objectIn(props(schema, 'store')), 'replica_wait')],
     ['authorization_server', AUTHORIZATION_SERVER_KEYS, defs.authorizationServer],
     ['client', CLIENT_KEYS, defs.client],
     ['user', USER_KEYS, defs.user],

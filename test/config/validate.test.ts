@@ -418,6 +418,12 @@ t.test('store rules never echo the URL (it may hold a password)', async (t) => {
   t.match(at(object, 'store.kee_prefix'), [{ message: /did you mean `key_prefix`\?/ }])
   t.ok(object.every((p) => !p.message.includes('hunter2')))
   t.match(at(inspect('store: {}\n').problems, 'store.url'), [{ message: 'missing required key `url`' }])
+  const sentinel = inspect('store: { sentinels: [nope], cluster: [r:7000], name: x, replica_wait: { replicas: -1, timeout: 2s } }\n').problems
+  t.match(at(sentinel, 'store.sentinels[0]'), [{ message: /sentinels are `host:port`/ }])
+  t.match(at(sentinel, 'store.replica_wait.replicas'), [{}])
+  t.match(at(sentinel, 'store.replica_wait.timeout'), [{ message: /shorter than store.command_timeout \(1000 ms\)/ }])
+  t.match(at(inspect('store: { url: "redis://r", name: x }\n').problems, 'store.name'), [{ message: /needs `sentinels`/ }])
+  t.match(at(inspect('store: { url: "redis://r", sentinels: [a:1], cluster: [b:2] }\n').problems, 'store.sentinels'), [{ message: /either `sentinels` or `cluster`/ }])
 })
 
 t.test('tls files are resolved against the config file and must exist', async (t) => {

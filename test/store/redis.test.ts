@@ -65,7 +65,7 @@ async function dump(keyPrefix: string): Promise<Map<string, string>> {
 
 t.test('redis: createStore builds a RedisStore from the config', async (t) => {
   const store = createStore(
-    { kind: 'redis', url: redis.url, cluster: [], keyPrefix: prefix(), commandTimeoutMs: 1000 },
+    { kind: 'redis', url: redis.url, cluster: [], keyPrefix: prefix(), commandTimeoutMs: 1000, sentinels: [], sentinelName: 'mymaster', replicaWait: { replicas: 0, timeoutMs: 500 } },
     { clock: new ManualClock() },
   )
   t.teardown(() => store.close())
