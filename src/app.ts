@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises'
 import { createSecureContext } from 'node:tls'
 import { performance } from 'node:perf_hooks'
 import { systemClock, type Clock } from './clock.js'
-import { loadConfigSnapshot } from './config/load.js'
+import { loadConfigSnapshot, type ConfigSnapshot } from './config/load.js'
 import type { Config, ListenAddress } from './config/types.js'
 import { ConfigWatcher } from './config/watch.js'
 import type { RequestContext, ResponseCloseListener, Shared } from './context.js'
@@ -25,6 +25,7 @@ import { ProcessState, Runtime } from './runtime.js'
 import { createStore } from './store/index.js'
 import { RevocationList } from './store/revocation-list.js'
 import type { DestinationStream } from 'pino'
+import type { JWK } from 'jose'
 
 export interface AppOptions {
   configPath: string
@@ -34,6 +35,14 @@ export interface AppOptions {
   logDestination?: DestinationStream
   /** Watch the config file for changes (default true). */
   watch?: boolean
+  /** Where each load and reload gets its config (default: reads configPath); a worker gets its primary's text. */
+  loadConfig?: () => Promise<ConfigSnapshot>
+  /** Serve admin_listen (default true); worker processes leave it to their primary. */
+  admin?: boolean
+  /** Fields on every log line (a worker process's index and pid). */
+  logBindings?: Readonly<Record<string, unknown>>
+  /** The key to sign with when the AS has no configured keys (default: a new one; workers get their primary's). */
+  ephemeralKey?: () => Promise<JWK>
 }
 
 /** Where a response keeps its request's Context, for the one shared close listener. */
@@ -108,6 +117,7 @@ export function keysNeedingRestart(old: Config, next: Config): string[] {
   if (!sameListen(old.adminListen, next.adminListen)) keys.push('admin_listen')
   // Certificate files are reloaded; turning TLS on or off needs another kind of server.
   if ((old.tls === null) !== (next.tls === null)) keys.push('tls')
+  if (old.workers !== next.workers) keys.push('workers')
   return keys
 }
 
@@ -135,8 +145,8 @@ function urlOf(addr: AddressInfo, tls: boolean): string {
 export class App {
   readonly shared: Shared
   readonly #state: ProcessState
-  readonly #configPath: string
-  readonly #env: NodeJS.ProcessEnv
+  readonly #load: () => Promise<ConfigSnapshot>
+  readonly #serveAdmin: boolean
   #runtime: Runtime
   #server: Server | null = null
   #admin: Server | null = null
@@ -158,13 +168,13 @@ export class App {
   /** How failures the dispatcher catches are reported, by the face the request went to. */
   readonly #failures: Readonly<Record<Face, FailureReporting>>
 
-  private constructor(shared: Shared, state: ProcessState, runtime: Runtime, configPath: string, env: NodeJS.ProcessEnv) {
+  private constructor(shared: Shared, state: ProcessState, runtime: Runtime, load: () => Promise<ConfigSnapshot>, serveAdmin: boolean) {
     this.shared = shared
     this.#accessLog = createAccessLogger(shared.log)
     this.#state = state
     this.#runtime = runtime
-    this.#configPath = configPath
-    this.#env = env
+    this.#load = load
+    this.#serveAdmin = serveAdmin
     this.#failures = {
       as: { face: 'as', metrics: shared.metrics, rootLog: shared.log, quiet: false },
       gateway: { face: 'gateway', metrics: shared.metrics, rootLog: shared.log, quiet: true },
@@ -180,8 +190,9 @@ export class App {
   /** Load the config, connect the store, build the first Runtime and listen. Throws ConfigError on a bad config. */
   static async start(options: AppOptions): Promise<App> {
     const env = options.env ?? process.env
-    const { config, digest, warnings } = await loadConfigSnapshot(options.configPath, env)
-    const log = createLogger(config.log.level, options.logDestination)
+    const load = options.loadConfig ?? (() => loadConfigSnapshot(options.configPath, env))
+    const { config, digest, warnings } = await load()
+    const log = createLogger(config.log.level, options.logDestination, options.logBindings)
     for (const w of warnings) log.warn(`config: ${formatProblem(w)}`)
     const clock = options.clock ?? systemClock
     const metrics = new Metrics()
@@ -195,7 +206,7 @@ export class App {
     const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec, { graceSec: revocationGraceSec(config) })
     await revocations.start()
     const shared: Shared = { clock, log, store, revocations, metrics }
-    const state = new ProcessState(shared)
+    const state = new ProcessState(shared, options.ephemeralKey)
     let runtime: Runtime
     try {
       runtime = await Runtime.build(config, shared, state)
@@ -206,7 +217,7 @@ export class App {
       throw err
     }
     metrics.configInfo.set(Math.floor(clock.now() / 1000))
-    const app = new App(shared, state, runtime, options.configPath, env)
+    const app = new App(shared, state, runtime, load, options.admin !== false)
     try {
       // Watch before listening: a change made as soon as we say we listen must not be missed.
       if (options.watch !== false) {
@@ -283,12 +294,14 @@ export class App {
       this.log.debug({ code: err.code, status: answer.status }, 'client error')
     })
     await listenOn(this.#server, config.listen)
-    if (config.adminListen) {
+    if (config.adminListen && this.#serveAdmin) {
       this.#admin = createHttpServer((req, res) => void this.#onAdmin(req, res))
       await listenOn(this.#admin, config.adminListen)
     }
     const where = this.addresses()
-    this.log.info({ listen: where.listen, admin: where.admin, public_url: config.publicUrl }, `bearward listening on ${where.listen}`)
+    // A worker process says so: `bearward listening` is its primary's line, once every worker is up.
+    const who = this.#serveAdmin ? 'bearward' : 'worker'
+    this.log.info({ listen: where.listen, admin: where.admin, public_url: config.publicUrl }, `${who} listening on ${where.listen}`)
   }
 
   #context(req: IncomingMessage, runtime: Runtime): Context {
@@ -439,19 +452,8 @@ export class App {
     if (path === '/healthz') {
       sendJson(res, 200, { status: 'ok' })
     } else if (path === '/readyz') {
-      const reasons: string[] = []
-      if (this.#closing) reasons.push('shutting down')
-      // What protected routes go by: not ready while they refuse (or, open, cannot check) revocation.
-      if (!this.shared.revocations.healthy) reasons.push('revocation list not in sync with the store')
-      try {
-        await withTimeout(this.shared.store.ping(), 1000)
-      } catch {
-        reasons.push('store unreachable')
-      }
-      const body: Record<string, unknown> = { status: reasons.length ? 'unavailable' : 'ready', store: this.shared.store.kind }
-      if (reasons.length) body.reasons = reasons
-      if (this.#lastReloadError) body.last_reload_error = this.#lastReloadError
-      sendJson(res, reasons.length ? 503 : 200, body, { 'cache-control': 'no-store' })
+      const { ready, body } = await this.readiness()
+      sendJson(res, ready ? 200 : 503, body, { 'cache-control': 'no-store' })
     } else if (path === '/metrics') {
       const text = this.shared.metrics.render()
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text) })
@@ -459,6 +461,23 @@ export class App {
     } else {
       sendJson(res, 404, { error: 'not_found' })
     }
+  }
+
+  /** What /readyz answers: ready, or the reasons not to send traffic here (also asked by a primary of its workers). */
+  async readiness(): Promise<{ ready: boolean; body: Record<string, unknown> }> {
+    const reasons: string[] = []
+    if (this.#closing) reasons.push('shutting down')
+    // What protected routes go by: not ready while they refuse (or, open, cannot check) revocation.
+    if (!this.shared.revocations.healthy) reasons.push('revocation list not in sync with the store')
+    try {
+      await withTimeout(this.shared.store.ping(), 1000)
+    } catch {
+      reasons.push('store unreachable')
+    }
+    const body: Record<string, unknown> = { status: reasons.length ? 'unavailable' : 'ready', store: this.shared.store.kind }
+    if (reasons.length) body.reasons = reasons
+    if (this.#lastReloadError) body.last_reload_error = this.#lastReloadError
+    return { ready: reasons.length === 0, body }
   }
 
   /**
@@ -476,7 +495,7 @@ export class App {
       const metrics = this.shared.metrics
       let next: Runtime | null = null
       try {
-        const { config, digest, warnings } = await loadConfigSnapshot(this.#configPath, this.#env)
+        const { config, digest, warnings } = await this.#load()
         for (const w of warnings) this.log.warn(`config: ${formatProblem(w)}`)
         const old = this.#runtime
         next = await Runtime.build(config, this.shared, this.#state)
@@ -581,7 +600,7 @@ class Context implements RequestContext {
   }
 }
 
-function listenOn(server: Server, addr: ListenAddress): Promise<void> {
+export function listenOn(server: Server, addr: ListenAddress): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       server.off('listening', onListening)

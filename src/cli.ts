@@ -3,10 +3,13 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { dirname, join, resolve } from 'node:path'
 import { App } from './app.js'
-import { checkConfig } from './config/load.js'
+import cluster from 'node:cluster'
+import { checkConfig, loadConfigSnapshot } from './config/load.js'
 import { ConfigError, formatProblem } from './errors.js'
 import { generateClientSecret, hashSecret } from './crypto/secret.js'
 import { generatePrivateJwk, SUPPORTED_ALGS, type SigningAlg } from './keys/keyset.js'
+import { runPrimary } from './workers/run.js'
+import { runWorker } from './workers/worker.js'
 
 const DEFAULT_CONFIG = 'config/gateway.yaml'
 
@@ -91,8 +94,19 @@ async function cmdStart(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } })
   if (values.help) return print(HELP.start)
   const file = configPath(values.config)
+  // `workers` > 1: this process is the primary, or one of the workers it forked (docs/many-instances.md).
+  if (cluster.isWorker) return runWorker(file)
+  const reducerWarning = (log: App['log']): void => {
+    if (!memoryReducerOff(process.execArgv)) {
+      log.warn(
+        'node was started without --no-memory-reducer: once the process has been idle for a few seconds, every request costs more CPU for the rest of its life (docs/performance.md); run bin/bearward itself, npm start, or node --no-memory-reducer bin/bearward',
+      )
+    }
+  }
   let app: App
   try {
+    const snapshot = await loadConfigSnapshot(file)
+    if (snapshot.config.workers > 1) return await runPrimary(file, snapshot, (primary) => reducerWarning(primary.log))
     app = await App.start({ configPath: file })
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -102,11 +116,7 @@ async function cmdStart(args: string[]): Promise<number> {
     }
     return 1
   }
-  if (!memoryReducerOff(process.execArgv)) {
-    app.log.warn(
-      'node was started without --no-memory-reducer: once the process has been idle for a few seconds, every request costs more CPU for the rest of its life (docs/performance.md); run bin/bearward itself, npm start, or node --no-memory-reducer bin/bearward',
-    )
-  }
+  reducerWarning(app.log)
   let stopping = false
   const stop = (signal: string): void => {
     if (stopping) return

@@ -34,11 +34,12 @@ export const REDACT_PATHS: readonly string[] = [
   'code_verifier',
 ]
 
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+/** `bindings`: fields on every line besides `service` (a worker process's index and pid). */
+export function createLogger(level: string, destination?: DestinationStream, bindings: Readonly<Record<string, unknown>> = {}): Logger {
   return pino(
     {
       level,
-      base: { service: 'bearward' },
+      base: { service: 'bearward', ...bindings },
       redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },

@@ -5,6 +5,7 @@ import { buildAsContext } from './as/build.js'
 import { createAuthorizationServer } from './as/server.js'
 import { createGateway } from './gateway/gateway.js'
 import { JwksRegistry, type JwksStage } from './gateway/jwks-client.js'
+import type { JWK } from 'jose'
 
 /**
  * What outlives a reload besides `Shared`: the ephemeral signing key (so a
@@ -12,14 +13,25 @@ import { JwksRegistry, type JwksStage } from './gateway/jwks-client.js'
  */
 export class ProcessState {
   #ephemeral: Promise<SigningKey> | null = null
+  readonly #ephemeralSource: () => Promise<JWK>
   readonly jwks: JwksRegistry
 
-  constructor(shared: Shared) {
+  /**
+   * `ephemeralSource` makes the key when the AS has none configured: by
+   * default a new one; worker processes get their primary's, so all of
+   * them sign with one key (src/workers/).
+   */
+  constructor(shared: Shared, ephemeralSource: () => Promise<JWK> = () => generatePrivateJwk('RS256')) {
     this.jwks = new JwksRegistry(shared.clock, shared.log)
+    this.#ephemeralSource = ephemeralSource
   }
 
   ephemeralKey(): Promise<SigningKey> {
-    this.#ephemeral ??= generatePrivateJwk('RS256').then(signingKeyFromJwk)
+    this.#ephemeral ??= this.#ephemeralSource().then(signingKeyFromJwk)
+    // A failed source is tried again by the next build, not remembered.
+    this.#ephemeral.catch(() => {
+      this.#ephemeral = null
+    })
     return this.#ephemeral
   }
 

@@ -91,10 +91,7 @@ export async function loadConfigFile(path: string, env: Env = process.env): Prom
  * file watcher can tell a later change from the content already in use.
  * Throws ConfigError like loadConfigFile.
  */
-export async function loadConfigSnapshot(
-  path: string,
-  env: Env = process.env,
-): Promise<{ config: Config; digest: string; warnings: ConfigProblem[] }> {
+export async function loadConfigSnapshot(path: string, env: Env = process.env): Promise<ConfigSnapshot> {
   let text: string
   try {
     text = await readFile(path, 'utf8')
@@ -102,9 +99,27 @@ export async function loadConfigSnapshot(
     const { problems } = await checkConfig(path, env)
     throw new ConfigError(problems)
   }
+  return snapshotOfText(text, path, env)
+}
+
+/** A validated config, the SHA-256 (hex) of the text it came from, and its warnings. */
+export interface ConfigSnapshot {
+  config: Config
+  /** The text the config was built from (a primary hands it to its workers). */
+  text: string
+  digest: string
+  warnings: ConfigProblem[]
+}
+
+/**
+ * The snapshot of config text already read from `path` (a worker process
+ * gets the text its primary read and checked, so every worker runs the same
+ * bytes). Throws ConfigError like loadConfigFile.
+ */
+export function snapshotOfText(text: string, path: string, env: Env = process.env): ConfigSnapshot {
   const { config, problems, warnings } = inspectConfig(text, path, env)
   if (config === null) throw new ConfigError(problems)
-  return { config, digest: createHash('sha256').update(text, 'utf8').digest('hex'), warnings }
+  return { config, text, digest: createHash('sha256').update(text, 'utf8').digest('hex'), warnings }
 }
 
 /** `bearward check-config`: the config (or null), every problem and every warning. */

@@ -393,4 +393,9 @@ export interface Config {
   gateway: GatewayConfig
   routes: RouteConfig[]
   dpop: DpopConfig
+  /**
+   * Worker processes sharing `listen` (`workers`; `auto` resolved to the
+   * host's cores). 1: one process, no primary (src/workers/).
+   */
+  workers: number
 }

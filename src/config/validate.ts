@@ -16,6 +16,7 @@ import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
+import { readWorkersSetting, resolveWorkers, workersStoreConflict } from './workers.js'
 
 export const TOP_LEVEL_KEYS = [
   'listen',
@@ -32,6 +33,7 @@ export const TOP_LEVEL_KEYS = [
   'gateway',
   'routes',
   'dpop',
+  'workers',
 ] as const
 
 export const CLIENT_TIMEOUT_KEYS = ['headers', 'body_idle', 'request', 'keep_alive'] as const
@@ -83,6 +85,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const normalizedPublicUrl = stripTrailingSlash(publicUrl)
   const tls = readTls(r, top)
   const store = readStore(r, top.get('store'), top.pathOf('store'))
+  const workers = readWorkers(r, top, store)
   const log = r.map(top.get('log'), top.pathOf('log'), ['level'])
   const logLevel = log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info'
   const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), ['trust_incoming'])
@@ -130,6 +133,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     gateway,
     routes,
     dpop,
+    workers,
   }
   return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
 }
@@ -162,6 +166,17 @@ function readAdminListen(r: Reader, top: MapView): ListenAddress | null {
   const value = r.strOrInt()(node, path)
   if (value === undefined || value === 'false' || value === '') return null
   return toListenAddress(r, node, path, value) ?? null
+}
+
+/** `workers` (default 1), refused beside `store: memory` when it means more than one process. */
+function readWorkers(r: Reader, top: MapView, store: StoreConfig): number {
+  const node = top.get('workers')
+  if (node === undefined || top.isNull('workers')) return 1
+  const setting = readWorkersSetting(r, node, top.pathOf('workers'))
+  if (setting === undefined) return 1
+  const conflict = workersStoreConflict(setting, store)
+  if (conflict !== undefined) r.problem(r.resolve(node) ?? node, top.pathOf('workers'), conflict)
+  return resolveWorkers(setting)
 }
 
 function readClientTimeouts(r: Reader, top: MapView): ClientTimeouts {

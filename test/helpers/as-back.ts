@@ -242,6 +242,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
     },
     routes: [route('orders', publicUrl), route('api', API_AUDIENCE)],
     dpop: { ...DEFAULT_DPOP, ...o.dpop },
+    workers: 1,
   }
   const asConfig = {
     keys: [],
