@@ -60,8 +60,7 @@ export async function runWorker(configPath: string, env: NodeJS.ProcessEnv = pro
       },
     })
   } catch (err) {
-    const message =
-      err instanceof ConfigError ? `invalid config, not starting:\n${err.problems.map(formatProblem).join('\n')}` : (err as Error).message
+    const message = err instanceof ConfigError ? `invalid config, not starting:\n${err.problems.map(formatProblem).join('\n')}` : (err as Error).message
     process.stderr.write(`bearward worker ${index}: ${message}\n`)
     // The open IPC channel would keep this process alive: exit once the message is out.
     const exit = (): never => process.exit(1)

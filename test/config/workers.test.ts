@@ -10,7 +10,7 @@ t.test('workers: default 1, a count, or auto = the cores of this host', async (t
   t.equal(inspect(`${REDIS}workers: auto\n`).config?.workers, availableParallelism())
   t.equal(inspect(`${REDIS}workers: \${W}\n`, { W: '2' }).config?.workers, 2, 'a count from the environment')
   t.equal(inspect(`${REDIS}workers: \${W:-auto}\n`).config?.workers, availableParallelism(), 'auto from an env default')
-  t.equal(inspect('store: memory\nworkers: 1\n').config?.workers, 1, 'one worker on memory is today\'s single process')
+  t.equal(inspect('store: memory\nworkers: 1\n').config?.workers, 1, "one worker on memory is today's single process")
 })
 
 t.test('workers: bad values are refused at their position', async (t) => {
