@@ -123,8 +123,9 @@ export interface RedisStoreOptions {
   /**
    * Revocation writes wait until this many replicas hold them (Redis WAIT),
    * at most `timeoutMs`; fewer in time fails the call (StoreUnavailableError,
-   * the write stays on the master). `replicas: 0` does not wait. On Cluster
-   * the count is capped by the replicas the slot's master has.
+   * the write stays on the master). `replicas: 0` does not wait. The count is
+   * capped by the replicas the master has (Cluster: in the slot table; one
+   * server or Sentinel: connected now, from ROLE).
    */
   replicaWait?: { replicas: number; timeoutMs: number }
   /** Prefix of every key and of the revocation channel (default `bw:`). */
@@ -545,7 +546,11 @@ export class RedisStore implements Store {
         seen.add(found.node)
       }
     } else {
-      targets.push({ node: c as Redis, want: wait.replicas })
+      // ROLE lists the replicas connected now: with none there is nothing to wait for (and nothing a failover could promote).
+      const role = list(await (c as Redis).call('ROLE'))
+      const connected = str(role[0]) === 'master' && Array.isArray(role[2]) ? role[2].length : 0
+      const want = Math.min(wait.replicas, connected)
+      if (want > 0) targets.push({ node: c as Redis, want })
     }
     const acked = await Promise.all(targets.map(({ node, want }) => node.call('WAIT', want, wait.timeoutMs)))
     targets.forEach(({ want }, i) => {
