@@ -6,7 +6,7 @@
  */
 import { isMap, isScalar, type Node } from 'yaml'
 import type { ConfigProblem } from '../errors.js'
-import type { ClientTimeouts, Config, IssuerConfig, ListenAddress, StoreConfig, TlsConfig } from './types.js'
+import type { ClientTimeouts, Config, IssuerConfig, ListenAddress, LogConfig, StoreConfig, TlsConfig } from './types.js'
 import { deepFreeze } from './freeze.js'
 import { parseListenAddress } from './listen.js'
 import type { MapView, Reader } from './reader.js'
@@ -17,26 +17,11 @@ import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
 import { readWorkersSetting, resolveWorkers, workersStoreConflict } from './workers.js'
+import { enumAt, keysAt } from './contract.js'
 
-export const TOP_LEVEL_KEYS = [
-  'listen',
-  'admin_listen',
-  'public_url',
-  'tls',
-  'store',
-  'log',
-  'request_id',
-  'shutdown_timeout',
-  'client_timeouts',
-  'authorization_server',
-  'issuers',
-  'gateway',
-  'routes',
-  'dpop',
-  'workers',
-] as const
+export const TOP_LEVEL_KEYS = keysAt('#')
 
-export const CLIENT_TIMEOUT_KEYS = ['headers', 'body_idle', 'request', 'keep_alive'] as const
+export const CLIENT_TIMEOUT_KEYS = keysAt('#/properties/client_timeouts')
 
 /** `client_timeouts` defaults: see README "Operating it". */
 export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = Object.freeze({
@@ -46,11 +31,15 @@ export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = Object.freeze({
   keepAliveMs: 65_000,
 })
 
-export const STORE_KEYS = ['url', 'cluster', 'key_prefix', 'command_timeout', 'sentinels', 'name', 'replica_wait'] as const
-export const REPLICA_WAIT_KEYS = ['replicas', 'timeout'] as const
+const LOG_KEYS = keysAt('#/properties/log')
+const REQUEST_ID_KEYS = keysAt('#/properties/request_id')
+const TLS_KEYS = keysAt('#/properties/tls')
+
+export const STORE_KEYS = keysAt('#/properties/store')
+export const REPLICA_WAIT_KEYS = keysAt('#/properties/store/anyOf/3/properties/replica_wait')
 /** `store.replica_wait.timeout` default (ms): see docs/redis-topologies.md. */
 export const DEFAULT_REPLICA_WAIT_MS = 500
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export const LOG_LEVELS = enumAt<LogConfig['level']>('#/properties/log/properties/level')
 
 const DEFAULT_LISTEN: ListenAddress = { host: '0.0.0.0', port: 8080 }
 const DEFAULT_ADMIN_LISTEN: ListenAddress = { host: '127.0.0.1', port: 9090 }
@@ -86,9 +75,9 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const tls = readTls(r, top)
   const store = readStore(r, top.get('store'), top.pathOf('store'))
   const workers = readWorkers(r, top, store)
-  const log = r.map(top.get('log'), top.pathOf('log'), ['level'])
+  const log = r.map(top.get('log'), top.pathOf('log'), LOG_KEYS)
   const logLevel = log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info'
-  const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), ['trust_incoming'])
+  const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), REQUEST_ID_KEYS)
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
   const shutdownTimeoutMs = top.opt('shutdown_timeout', r.millis(), 10_000)
   const clientTimeouts = readClientTimeouts(r, top)
@@ -197,7 +186,7 @@ function readClientTimeouts(r: Reader, top: MapView): ClientTimeouts {
 
 function readTls(r: Reader, top: MapView): TlsConfig | null {
   if (!top.has('tls') || top.isNull('tls')) return null
-  const tls = r.map(top.get('tls'), top.pathOf('tls'), ['cert_file', 'key_file'])
+  const tls = r.map(top.get('tls'), top.pathOf('tls'), TLS_KEYS)
   if (tls === undefined) return null
   const certFile = tls.req('cert_file', r.filePath())
   const keyFile = tls.req('key_file', r.filePath())

@@ -11,25 +11,22 @@ import { readMetadataDocuments } from './metadata-documents.js'
 import { readRegistration } from './registration.js'
 import { readUsers } from './users.js'
 import { checkLocalUsersAgainstProviders, readIdentityProviders } from './identity-providers.js'
+import { enumAt, keysAt } from '../contract.js'
 
-export const AUTHORIZATION_SERVER_KEYS = [
-  'registration',
-  'client_id_metadata_documents',
-  'keys',
-  'access_token',
-  'refresh_token',
-  'id_token',
-  'code_ttl',
-  'scopes',
-  'clients',
-  'users',
-  'local_login',
-  'identity_providers',
-  'session',
-  'consent',
-  'rate_limit',
-  'device',
-] as const
+export const AUTHORIZATION_SERVER_KEYS = keysAt('#/$defs/authorizationServer')
+
+/** The keys of each small mapping under authorization_server. */
+const SUB_KEYS = {
+  access_token: keysAt('#/$defs/authorizationServer/properties/access_token'),
+  refresh_token: keysAt('#/$defs/authorizationServer/properties/refresh_token'),
+  id_token: keysAt('#/$defs/authorizationServer/properties/id_token'),
+  session: keysAt('#/$defs/authorizationServer/properties/session'),
+  consent: keysAt('#/$defs/authorizationServer/properties/consent'),
+  rate_limit: keysAt('#/$defs/authorizationServer/properties/rate_limit'),
+  device: keysAt('#/$defs/authorizationServer/properties/device'),
+}
+const KEY_SOURCE_KEYS = keysAt('#/$defs/authorizationServer/properties/keys/items')
+const TOKEN_FORMATS = enumAt<AuthorizationServerConfig['accessToken']['format']>('#/$defs/authorizationServer/properties/access_token/properties/format')
 
 /** OIDC Core 5.4 scopes plus offline_access (OIDC Core 11); their texts show on the consent page. */
 export const BUILT_IN_SCOPES: Readonly<Record<string, string>> = {
@@ -40,7 +37,7 @@ export const BUILT_IN_SCOPES: Readonly<Record<string, string>> = {
 }
 
 /** Key types that can sign JWTs with the asymmetric algorithms we allow. */
-const SIGNING_KTY = ['RSA', 'EC', 'OKP']
+const SIGNING_KTY: readonly string[] = enumAt('#/$defs/authorizationServer/properties/keys/items/properties/jwk/properties/kty')
 
 /** RFC 6749 4.1.2 recommends at most 10 minutes for an authorization code. */
 const MAX_CODE_TTL_SEC = 600
@@ -58,21 +55,13 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
     )
   }
 
-  const at = r.map(as.get('access_token'), as.pathOf('access_token'), ['format', 'ttl'])
-  const rt = r.map(as.get('refresh_token'), as.pathOf('refresh_token'), ['ttl'])
-  const it = r.map(as.get('id_token'), as.pathOf('id_token'), ['ttl'])
-  const session = r.map(as.get('session'), as.pathOf('session'), ['ttl'])
-  const consent = r.map(as.get('consent'), as.pathOf('consent'), ['remember', 'ttl'])
-  const rate = r.map(as.get('rate_limit'), as.pathOf('rate_limit'), [
-    'login_max_failures',
-    'login_address_max_failures',
-    'login_delay_max',
-    'known_browser_ttl',
-    'client_auth_max_failures',
-    'client_auth_address_max_failures',
-    'window',
-  ])
-  const device = r.map(as.get('device'), as.pathOf('device'), ['ttl', 'interval'])
+  const at = r.map(as.get('access_token'), as.pathOf('access_token'), SUB_KEYS.access_token)
+  const rt = r.map(as.get('refresh_token'), as.pathOf('refresh_token'), SUB_KEYS.refresh_token)
+  const it = r.map(as.get('id_token'), as.pathOf('id_token'), SUB_KEYS.id_token)
+  const session = r.map(as.get('session'), as.pathOf('session'), SUB_KEYS.session)
+  const consent = r.map(as.get('consent'), as.pathOf('consent'), SUB_KEYS.consent)
+  const rate = r.map(as.get('rate_limit'), as.pathOf('rate_limit'), SUB_KEYS.rate_limit)
+  const device = r.map(as.get('device'), as.pathOf('device'), SUB_KEYS.device)
 
   const scopes: Record<string, string> = { ...BUILT_IN_SCOPES }
   const knownScopes = new Set(Object.keys(scopes))
@@ -105,7 +94,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
   return {
     keys,
     accessToken: {
-      format: at?.opt('format', r.oneOf(['jwt', 'opaque'] as const, { what: 'an access token format' }), 'jwt') ?? 'jwt',
+      format: at?.opt('format', r.oneOf(TOKEN_FORMATS, { what: 'an access token format' }), 'jwt') ?? 'jwt',
       ttlSec: at?.opt('ttl', r.seconds({ min: 1 }), 600) ?? 600,
     },
     refreshToken: { ttlSec: rt?.opt('ttl', r.seconds({ min: 1 }), 30 * 86400) ?? 30 * 86400 },
@@ -141,7 +130,7 @@ function readKeys(r: Reader, node: Node, path: string): KeySource[] | undefined 
   if (items === undefined) return undefined
   const keys: KeySource[] = []
   for (const [index, item] of items.entries()) {
-    const k = r.map(item.node, item.path, ['file', 'jwk'])
+    const k = r.map(item.node, item.path, KEY_SOURCE_KEYS)
     if (k === undefined) continue
     if (k.has('file') === k.has('jwk')) {
       r.problem(k.node ?? item.node, item.path, 'a key is either `{ file: path/to/key.jwk }` or `{ jwk: { ... } }`, exactly one of the two')

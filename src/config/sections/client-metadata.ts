@@ -9,8 +9,6 @@ import type { ClientMetadata } from '../types.js'
 import type { MapView, Reader } from '../reader.js'
 import { parseAbsoluteUrl } from '../values.js'
 
-export const CLIENT_METADATA_KEYS = ['logo_uri', 'policy_uri', 'tos_uri', 'post_logout_redirect_uris'] as const
-
 /** Raster image types a browser renders without running anything (SVG can carry script: refused). */
 const LOGO_TYPES: Readonly<Record<string, (bytes: Buffer) => boolean>> = {
   png: (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),

@@ -11,30 +11,21 @@ import type { MapView, Reader } from '../reader.js'
 import { suggest } from '../suggest.js'
 import { UniqueSet } from '../unique.js'
 import { checkOrigin, parseAbsoluteUrl } from '../values.js'
-import { CLIENT_METADATA_KEYS, readClientMetadata } from './client-metadata.js'
+import { readClientMetadata } from './client-metadata.js'
+import { enumAt, keysAt } from '../contract.js'
 
-export const CLIENT_KEYS = [
-  'client_id',
-  'name',
-  ...CLIENT_METADATA_KEYS,
-  'type',
-  'secret_hash',
-  'token_endpoint_auth_method',
-  'redirect_uris',
-  'grant_types',
-  'scopes',
-  'allowed_origins',
-  'introspect',
-  'require_pkce',
-  'allow_plain_pkce',
-  'skip_consent',
-  'rotate_refresh_tokens',
-  'dpop_bound_access_tokens',
-] as const
+export const CLIENT_KEYS = keysAt('#/$defs/client')
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 
-export const GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT]
+/** Short names a config may write for a grant type. */
+const GRANT_ALIASES: Readonly<Record<string, GrantType>> = { device_code: DEVICE_CODE_GRANT }
+
+/** The grant types of the schema's enum, less the shorthands it also lists. */
+export const GRANT_TYPES: readonly GrantType[] = enumAt<GrantType>('#/$defs/client/properties/grant_types').filter((g) => !(g in GRANT_ALIASES))
+
+const CLIENT_TYPES = enumAt<ClientType>('#/$defs/client/properties/type')
+const AUTH_METHODS = enumAt<TokenEndpointAuthMethod>('#/$defs/client/properties/token_endpoint_auth_method')
 
 const REFUSED_GRANTS: Readonly<Record<string, string>> = {
   password: 'the `password` grant is not supported: RFC 9700 2.4 forbids the resource owner password credentials grant',
@@ -69,7 +60,7 @@ export function readClients(r: Reader, node: Node, path: string, knownScopes: Re
 
 function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { clientId: string | undefined; client: ClientConfig | undefined } {
   const clientId = c.req('client_id', r.str({ check: (v) => (CLIENT_ID.test(v) ? undefined : 'a client_id is printable ASCII without spaces') }))
-  const type = c.req('type', r.oneOf<ClientType>(['confidential', 'public'], { what: 'a client type' }), ' (`confidential` or `public`)')
+  const type = c.req('type', r.oneOf(CLIENT_TYPES, { what: 'a client type' }), ' (`confidential` or `public`)')
   const name = c.opt('name', r.str(), clientId ?? '')
   const metadata = readClientMetadata(r, c)
 
@@ -87,7 +78,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     }
   }
 
-  const method = c.maybe('token_endpoint_auth_method', r.oneOf<TokenEndpointAuthMethod>(['client_secret_basic', 'client_secret_post', 'none']))
+  const method = c.maybe('token_endpoint_auth_method', r.oneOf(AUTH_METHODS))
   let tokenEndpointAuthMethod: TokenEndpointAuthMethod = type === 'public' ? 'none' : 'client_secret_basic'
   if (method !== undefined) {
     const methodPath = c.pathOf('token_endpoint_auth_method')
@@ -102,7 +93,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
 
   const grantTypesRead = c.maybe(
     'grant_types',
-    r.list(r.oneOf<GrantType>(GRANT_TYPES, { aliases: { device_code: DEVICE_CODE_GRANT }, refused: REFUSED_GRANTS, what: 'a supported grant type' }), { nonEmpty: true }),
+    r.list(r.oneOf<GrantType>(GRANT_TYPES, { aliases: GRANT_ALIASES, refused: REFUSED_GRANTS, what: 'a supported grant type' }), { nonEmpty: true }),
   )
   // A refused list counts as empty here, so it draws no follow-on problems (missing redirect URIs, ...).
   const grantTypes = dedupe(grantTypesRead ?? (c.has('grant_types') ? [] : (['authorization_code', 'refresh_token'] as GrantType[])))

@@ -7,9 +7,12 @@ import type { Node } from 'yaml'
 import { PROOF_ALGORITHMS, type ProofAlgorithm } from '../../dpop/jws.js'
 import type { DpopConfig } from '../types.js'
 import type { Reader } from '../reader.js'
+import { enumAt, keysAt } from '../contract.js'
 
-export const DPOP_KEYS = ['algs', 'iat_window', 'iat_leeway', 'nonce'] as const
-export const DPOP_NONCE_KEYS = ['secret', 'ttl'] as const
+export const DPOP_KEYS = keysAt('#/properties/dpop')
+/** Proof algorithms a config may list: the schema's, each one the verifier handles. */
+export const DPOP_ALGS = enumAt<ProofAlgorithm>('#/properties/dpop/properties/algs', PROOF_ALGORITHMS)
+export const DPOP_NONCE_KEYS = keysAt('#/properties/dpop/properties/nonce')
 
 /** What most clients sign with (oauth4webapi, browsers' WebCrypto): the default allow-list. */
 export const DEFAULT_DPOP_ALGS: readonly ProofAlgorithm[] = ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256']
@@ -35,7 +38,7 @@ export function readDpop(r: Reader, node: Node | undefined, path: string): DpopC
   if (node === undefined) return DEFAULT_DPOP
   const m = r.map(node, path, DPOP_KEYS)
   if (m === undefined) return DEFAULT_DPOP
-  const algs = [...new Set(m.opt('algs', r.list(r.oneOf(PROOF_ALGORITHMS, { refused: REFUSED_ALGS, what: 'a DPoP proof algorithm' }), { nonEmpty: true }), [...DEFAULT_DPOP_ALGS]))]
+  const algs = [...new Set(m.opt('algs', r.list(r.oneOf(DPOP_ALGS, { refused: REFUSED_ALGS, what: 'a DPoP proof algorithm' }), { nonEmpty: true }), [...DEFAULT_DPOP_ALGS]))]
   const iatWindowSec = m.opt('iat_window', r.seconds({ min: 1, max: 600 }), DEFAULT_DPOP.iatWindowSec)
   const iatLeewaySec = m.opt('iat_leeway', r.seconds({ min: 0, max: 60 }), DEFAULT_DPOP.iatLeewaySec)
   let nonce: DpopConfig['nonce'] = null

@@ -7,18 +7,14 @@ import type { GatewayConfig, IdentityHeaders } from '../types.js'
 import type { Reader } from '../reader.js'
 import { UniqueSet } from '../unique.js'
 import { checkIpRange, HTTP_TOKEN } from '../values.js'
+import { keysAt } from '../contract.js'
 
-export const GATEWAY_KEYS = [
-  'realm',
-  'clock_skew',
-  'token_cache',
-  'introspection_cache',
-  'revocation_resync',
-  'identity_headers',
-  'trusted_proxies',
-] as const
+export const GATEWAY_KEYS = keysAt('#/$defs/gateway')
 
-export const IDENTITY_HEADER_KEYS = ['subject', 'client_id', 'scope', 'issuer'] as const
+const TOKEN_CACHE_KEYS = keysAt('#/$defs/gateway/properties/token_cache')
+const INTROSPECTION_CACHE_KEYS = keysAt('#/$defs/gateway/properties/introspection_cache')
+
+export const IDENTITY_HEADER_KEYS = keysAt('#/$defs/identityHeaders')
 
 export const DEFAULT_IDENTITY_HEADERS: IdentityHeaders = {
   subject: 'X-Auth-Subject',
@@ -69,8 +65,8 @@ export function readIdentityHeaders(r: Reader, node: Node | undefined, path: str
 
 export function readGateway(r: Reader, node: Node | undefined, path: string): GatewayConfig {
   const g = r.map(node, path, GATEWAY_KEYS)
-  const tokenCache = g === undefined ? undefined : r.map(g.get('token_cache'), g.pathOf('token_cache'), ['max_entries'])
-  const introspectionCache = g === undefined ? undefined : r.map(g.get('introspection_cache'), g.pathOf('introspection_cache'), ['ttl', 'negative_ttl'])
+  const tokenCache = g === undefined ? undefined : r.map(g.get('token_cache'), g.pathOf('token_cache'), TOKEN_CACHE_KEYS)
+  const introspectionCache = g === undefined ? undefined : r.map(g.get('introspection_cache'), g.pathOf('introspection_cache'), INTROSPECTION_CACHE_KEYS)
   return {
     realm: g?.opt('realm', r.str({ check: checkRealm }), DEFAULT_REALM) ?? DEFAULT_REALM,
     clockSkewSec: g?.opt('clock_skew', r.seconds({ max: MAX_CLOCK_SKEW_SEC }), 30) ?? 30,

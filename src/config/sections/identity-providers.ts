@@ -8,9 +8,10 @@ import type { IdentityProviderAllowed, IdentityProviderConfig, UserConfig } from
 import type { Reader } from '../reader.js'
 import { SCOPE_TOKEN } from '../values.js'
 import { UniqueSet } from '../unique.js'
+import { enumAt, keysAt } from '../contract.js'
 
-export const IDENTITY_PROVIDER_KEYS = ['id', 'name', 'issuer', 'client_id', 'client_secret', 'scopes', 'allowed', 'claims'] as const
-export const ALLOWED_KEYS = ['email_domains', 'claim', 'values'] as const
+export const IDENTITY_PROVIDER_KEYS = keysAt('#/$defs/identityProvider')
+export const ALLOWED_KEYS = keysAt('#/$defs/identityProvider/properties/allowed')
 
 /** The provider id is a path segment and the prefix of the person's `sub`, so it is kept plain. */
 const PROVIDER_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/
@@ -26,7 +27,7 @@ export const DEFAULT_CLAIM_MAPPING: Readonly<Record<string, string>> = {
 }
 
 /** Claims bearward sets itself in the tokens it issues; a mapping may not write them. */
-const RESERVED_CLAIMS = new Set(['sub', 'iss', 'aud', 'exp', 'iat', 'nbf', 'jti', 'auth_time', 'nonce', 'azp', 'at_hash', 'c_hash', 'acr', 'amr', 'sid', 'cnf', 'client_id', 'scope', 'grant_id'])
+const RESERVED_CLAIMS: ReadonlySet<string> = new Set(enumAt('#/$defs/identityProvider/properties/claims/propertyNames/not'))
 
 function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '127.0.0.1' || hostname === '[::1]'

@@ -9,13 +9,14 @@ import type { IssuerConfig, RemoteIntrospectionConfig } from '../types.js'
 import type { Reader } from '../reader.js'
 import { UniqueSet } from '../unique.js'
 import { checkHttpUrl } from '../values.js'
+import { enumAt, keysAt } from '../contract.js'
 
-export const ISSUER_KEYS = ['id', 'issuer', 'jwks_uri', 'algorithms', 'introspection', 'jwks'] as const
-export const INTROSPECTION_KEYS = ['endpoint', 'client_id', 'client_secret', 'timeout'] as const
-export const JWKS_KEYS = ['min_ttl', 'max_ttl', 'cooldown', 'stale', 'first_fetch_wait', 'timeout'] as const
+export const ISSUER_KEYS = keysAt('#/$defs/issuer')
+export const INTROSPECTION_KEYS = keysAt('#/$defs/issuer/properties/introspection')
+export const JWKS_KEYS = keysAt('#/$defs/issuer/properties/jwks')
 
 /** Asymmetric JWS algorithms (RFC 7518 3.1, RFC 8037). */
-export const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const
+export const ALGORITHMS = enumAt<string>('#/$defs/issuer/properties/algorithms')
 
 const SYMMETRIC = 'symmetric algorithms are refused: a shared secret would let every resource server mint tokens; use an asymmetric algorithm such as RS256 or ES256'
 const REFUSED_ALGORITHMS: Readonly<Record<string, string>> = {

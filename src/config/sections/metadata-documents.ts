@@ -8,8 +8,9 @@ import type { Node } from 'yaml'
 import { isHostname } from '../listen.js'
 import type { Reader } from '../reader.js'
 import type { ClientIdMetadataDocumentsConfig } from '../types.js'
+import { keysAt } from '../contract.js'
 
-export const METADATA_DOCUMENT_KEYS = ['enabled', 'allow_hosts', 'ca_file', 'scopes'] as const
+export const METADATA_DOCUMENT_KEYS = keysAt('#/$defs/authorizationServer/properties/client_id_metadata_documents')
 
 export function readMetadataDocuments(r: Reader, node: Node | undefined, path: string, knownScopes: ReadonlySet<string>): ClientIdMetadataDocumentsConfig | null {
   if (node === undefined) return null

@@ -7,8 +7,10 @@
 import type { Node } from 'yaml'
 import type { RegistrationConfig } from '../types.js'
 import type { Reader } from '../reader.js'
+import { keysAt } from '../contract.js'
 
-export const REGISTRATION_KEYS = ['enabled', 'initial_access_token', 'scopes', 'client_ttl', 'rate_limit'] as const
+const RATE_LIMIT_KEYS = keysAt('#/$defs/authorizationServer/properties/registration/properties/rate_limit')
+export const REGISTRATION_KEYS = keysAt('#/$defs/authorizationServer/properties/registration')
 
 const DEFAULT_CLIENT_TTL_SEC = 30 * 86400
 const DEFAULT_PER_ADDRESS = 30
@@ -32,7 +34,7 @@ export function readRegistration(r: Reader, node: Node | undefined, path: string
   for (const s of listed ?? []) {
     if (!knownScopes.has(s.value)) r.problem(s.node, s.path, `unknown scope \`${s.value}\`; declare it under \`authorization_server.scopes\``)
   }
-  const rate = r.map(m.get('rate_limit'), m.pathOf('rate_limit'), ['per_address', 'window'])
+  const rate = r.map(m.get('rate_limit'), m.pathOf('rate_limit'), RATE_LIMIT_KEYS)
   const config: RegistrationConfig = {
     initialAccessToken,
     scopes: listed === undefined ? [...knownScopes] : [...new Set(listed.map((s) => s.value))],

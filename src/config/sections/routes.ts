@@ -12,39 +12,19 @@ import { suggest } from '../suggest.js'
 import { UniqueSet } from '../unique.js'
 import { checkHttpUrl, HTTP_TOKEN, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
 import { checkRealm, readIdentityHeaders } from './gateway.js'
+import { enumAt, keysAt } from '../contract.js'
 
-export const ROUTE_KEYS = [
-  'name',
-  'match',
-  'upstream',
-  'audience',
-  'token',
-  'issuers',
-  'scopes',
-  'public',
-  'strip_prefix',
-  'token_in_body',
-  'token_in_query',
-  'pass_preflight',
-  'preserve_host',
-  'forward_authorization',
-  'identity_headers',
-  'timeouts',
-  'max_body',
-  'upstream_ca',
-  'store_unavailable',
-  'realm',
-  'dpop',
-  'protected_resource',
-  'mcp',
-  'allow_trace',
-] as const
+export const ROUTE_KEYS = keysAt('#/$defs/route')
 
-export const PROTECTED_RESOURCE_KEYS = ['resource', 'name', 'documentation'] as const
-export const MCP_KEYS = ['tools', 'max_body'] as const
+const TOKEN_KINDS = enumAt<RouteTokenKind>('#/$defs/route/properties/token')
+const STORE_UNAVAILABLE = enumAt<RouteConfig['storeUnavailable']>('#/$defs/route/properties/store_unavailable')
+const DPOP_MODES = enumAt<RouteConfig['dpop']>('#/$defs/route/properties/dpop')
 
-export const MATCH_KEYS = ['path', 'host', 'methods', 'case_insensitive'] as const
-export const TIMEOUT_KEYS = ['connect', 'headers', 'idle'] as const
+export const PROTECTED_RESOURCE_KEYS = keysAt('#/$defs/route/properties/protected_resource')
+export const MCP_KEYS = keysAt('#/$defs/route/properties/mcp')
+
+export const MATCH_KEYS = keysAt('#/$defs/route/properties/match')
+export const TIMEOUT_KEYS = keysAt('#/$defs/route/properties/timeouts')
 
 /** The built-in authorization server's issuer id. */
 export const SELF = 'self'
@@ -89,7 +69,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   const match = readMatch(r, m)
   const upstream = m.req('upstream', r.str({ check: (v) => checkHttpUrl(v) }))
   const isPublic = m.opt('public', r.bool(), false)
-  const token = m.opt('token', r.oneOf<RouteTokenKind>(['jwt', 'introspect', 'any'], { what: 'a token kind' }), 'jwt')
+  const token = m.opt('token', r.oneOf(TOKEN_KINDS, { what: 'a token kind' }), 'jwt')
   const issuers = readRouteIssuers(r, m, ctx, isPublic, token)
   const scopes = readScopeRules(r, m, isPublic, match?.methods ?? null)
   const upstreamCaFile = m.isNull('upstream_ca') ? null : (m.maybe('upstream_ca', r.filePath()) ?? null)
@@ -129,9 +109,9 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     },
     maxBodyBytes: m.opt('max_body', r.bytes(), DEFAULT_MAX_BODY),
     upstreamCaFile,
-    storeUnavailable: m.opt('store_unavailable', r.oneOf(['closed', 'open'] as const, { what: 'a store_unavailable policy' }), 'closed'),
+    storeUnavailable: m.opt('store_unavailable', r.oneOf(STORE_UNAVAILABLE, { what: 'a store_unavailable policy' }), 'closed'),
     realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
-    dpop: m.opt('dpop', r.oneOf(['allowed', 'required'] as const, { what: 'a DPoP mode' }), 'allowed'),
+    dpop: m.opt('dpop', r.oneOf(DPOP_MODES, { what: 'a DPoP mode' }), 'allowed'),
     allowTrace: m.opt('allow_trace', r.bool(), false) || (match?.methods?.includes('TRACE') ?? false),
   }
   if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')

@@ -5,8 +5,9 @@ import { checkSecretHashShape } from '../hash-format.js'
 import { demoSecretOf } from '../demo.js'
 import type { Reader } from '../reader.js'
 import { UniqueSet } from '../unique.js'
+import { keysAt } from '../contract.js'
 
-export const USER_KEYS = ['username', 'password_hash', 'sub', 'claims'] as const
+export const USER_KEYS = keysAt('#/$defs/user')
 
 export function readUsers(r: Reader, node: Node, path: string): UserConfig[] {
   const users: UserConfig[] = []
