@@ -6,7 +6,10 @@
  * races run against the cluster too.
  */
 import t from 'tap'
+import { Redis } from 'ioredis'
+import { ManualClock } from '../../src/clock.js'
 import { RedisStore } from '../../src/store/redis.js'
+import { eventually } from '../helpers/http.js'
 import { startRedisCluster } from '../helpers/redis-cluster.js'
 import { runStoreContract } from './contract.js'
 
@@ -36,4 +39,58 @@ runStoreContract(t, 'redis cluster', async (clock) => {
       await Promise.all(stores.map((s) => s.close()))
     },
   }
+})
+
+/**
+ * The revocation feed's own subscriber connection (src/store/redis-cluster.ts):
+ * when the node it sits on dies, the loss is reported at once (the gateway
+ * stops trusting its list), the connection moves to a live node, and the
+ * feed is reported back; messages published then arrive. Runs last: it
+ * kills a node of the file's cluster.
+ */
+t.test('the feed reports the loss of its node, moves to a live node, and delivers again', async (t) => {
+  const clock = new ManualClock()
+  const keyPrefix = `${cluster.prefix}feed:`
+  const store = new RedisStore({ url: cluster.url, cluster: cluster.seeds, keyPrefix, clock, commandTimeoutMs: 1000 })
+  const publisher = new RedisStore({ url: cluster.url, cluster: cluster.seeds, keyPrefix, clock, commandTimeoutMs: 1000 })
+  t.teardown(async () => {
+    await store.close()
+    await publisher.close()
+  })
+  const feed: boolean[] = []
+  const got: string[] = []
+  await store.subscribeRevocations(
+    (e) => got.push(e.id),
+    (up) => feed.push(up),
+  )
+  const exp = Math.floor(clock.now() / 1000) + 600
+  await publisher.addRevocation({ kind: 'jti', id: 'before', exp })
+  t.ok(await eventually(() => got.includes('before')), 'delivered before the kill')
+
+  // The node holding the subscription: the one whose CLIENT LIST shows a connection with one channel.
+  let host: number | null = null
+  for (const node of cluster.nodes.filter((n) => n.alive)) {
+    const c = new Redis({ port: node.port, host: '127.0.0.1', maxRetriesPerRequest: 0 })
+    const clients = String(await c.call('CLIENT', 'LIST'))
+    c.disconnect()
+    if (/ sub=1 /.test(clients)) host = node.port
+  }
+  t.ok(host, 'the subscriber sits on one node')
+  const started = performance.now()
+  await cluster.kill(host!)
+  t.ok(await eventually(() => feed.includes(false), 3000, 5), 'the loss is reported')
+  const lossMs = performance.now() - started
+  t.ok(await eventually(() => feed.at(-1) === true, 15_000, 20), 'the feed is back, on another node')
+  const backMs = performance.now() - started
+  t.ok(await cluster.healthy(15_000), 'the cluster is ok again')
+  await eventually(async () => {
+    try {
+      await publisher.addRevocation({ kind: 'jti', id: 'after', exp })
+      return true
+    } catch {
+      return false
+    }
+  }, 15_000, 50)
+  t.ok(await eventually(() => got.includes('after')), 'a message published after the move arrives')
+  t.comment(`feed: loss reported after ${lossMs.toFixed(0)} ms, back after ${backMs.toFixed(0)} ms`)
 })
