@@ -10,6 +10,7 @@ import type { KeySet } from '../keys/keyset.js'
 import { ClientDirectory } from './client-directory.js'
 import type { AsContext } from './context.js'
 import { ClientAddress } from './interaction/client-ip.js'
+import { UpstreamProviders } from './upstream/providers.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
@@ -22,6 +23,8 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   const resources = new Set<string>([config.publicUrl, ...config.routes.flatMap((r) => r.audiences)])
   const clients = new Map(deps.as.clients.map((c) => [c.clientId, c]))
   const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)
+  const upstream = new UpstreamProviders(deps.as.identityProviders, deps.log)
+  upstream.start()
   return {
     clock: deps.clock,
     log: deps.log,
@@ -34,8 +37,13 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     issuer: config.publicUrl,
     clients,
     findClient: (clientId) => directory.find(clientId),
-    closeClientLookup: () => directory.close(),
+    // Also ends the identity providers' discovery retries: both belong to this Runtime.
+    closeClientLookup: async () => {
+      upstream.close()
+      await directory.close()
+    },
     users: new Map(deps.as.users.map((u) => [u.username, u])),
+    upstream,
     secrets: new SecretVerifier(),
     secureCookies: config.publicUrl.startsWith('https:'),
     resources,

@@ -5,6 +5,17 @@
  */
 import type { UserConfig } from '../config/types.js'
 import type { AsContext } from './context.js'
+import { providerOfSubject } from './upstream/person.js'
+
+/**
+ * Someone who can sign in: a configured user, or a person known through an
+ * upstream identity provider (whose `username` is their `sub`).
+ */
+export interface Person {
+  username: string
+  sub: string
+  claims: Readonly<Record<string, unknown>>
+}
 
 /** OIDC Core 5.4: standard claims requested by each scope value. */
 export const SCOPE_CLAIMS: Readonly<Record<string, readonly string[]>> = Object.freeze({
@@ -35,7 +46,7 @@ export function releasableClaims(): string[] {
 }
 
 /** The user claims the granted `scope` (space separated) allows. Never `sub`: the caller sets it. */
-export function claimsForScope(user: UserConfig, scope: string): Record<string, unknown> {
+export function claimsForScope(user: Person, scope: string): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const s of scope.split(' ')) {
     for (const name of SCOPE_CLAIMS[s] ?? []) {
@@ -55,4 +66,18 @@ export function findUserBySub(as: AsContext, sub: string): UserConfig | undefine
   if (direct !== undefined && direct.sub === sub) return direct
   for (const user of as.users.values()) if (user.sub === sub) return user
   return undefined
+}
+
+/**
+ * The person whose `sub` is `sub`: a configured user, else someone who
+ * signed in through a still-configured identity provider, with the claims of
+ * their latest sign-in (kept in the store). Rejects with StoreUnavailableError.
+ */
+export async function findPersonBySub(as: AsContext, sub: string): Promise<Person | undefined> {
+  const local = findUserBySub(as, sub)
+  if (local !== undefined) return local
+  if (providerOfSubject(sub, as.upstream) === null) return undefined
+  const record = await as.store.getUpstreamPerson(sub)
+  if (record === null) return undefined
+  return { username: sub, sub, claims: record.claims }
 }

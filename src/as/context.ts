@@ -6,6 +6,7 @@ import type { SecretVerifier } from '../crypto/secret.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
 import type { ClientAddress } from './interaction/client-ip.js'
 import type { KeySet } from '../keys/keyset.js'
+import type { UpstreamProviders } from './upstream/providers.js'
 
 /**
  * Everything the authorization server's endpoints read, precomputed once per
@@ -26,6 +27,8 @@ export interface AsContext extends FaceDeps {
   /** Release what the client lookup holds (metadata document connections), at Runtime close. */
   closeClientLookup(): Promise<void>
   readonly users: ReadonlyMap<string, UserConfig>
+  /** Upstream OpenID Connect providers (`identity_providers`), discovered in the background. */
+  readonly upstream: UpstreamProviders
   /** Verifies client secrets and passwords (scrypt; repeat successes memoized). */
   readonly secrets: SecretVerifier
   /** Cookies get `Secure` when public_url is https. */

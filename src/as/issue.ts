@@ -11,7 +11,7 @@ import { epochSeconds } from '../clock.js'
 import type { ClientConfig } from '../config/types.js'
 import type { SigningAlg } from '../keys/keyset.js'
 import { hashToken } from '../store/hash.js'
-import { claimsForScope, findUserBySub } from './claims.js'
+import { claimsForScope, findPersonBySub } from './claims.js'
 import type { AsContext } from './context.js'
 import type { TokenResponse } from './grants/types.js'
 import { hasScope } from './scope.js'
@@ -147,7 +147,7 @@ export interface IdTokenInput {
 export async function issueIdToken(as: AsContext, input: IdTokenInput): Promise<string> {
   const iat = epochSeconds(as.clock)
   const key = as.keys.idToken
-  const user = findUserBySub(as, input.sub)
+  const user = await findPersonBySub(as, input.sub)
   const claims: Record<string, unknown> = user === undefined ? {} : claimsForScope(user, input.scope)
   claims.azp = input.clientId
   claims.at_hash = atHash(input.accessToken, key.alg)

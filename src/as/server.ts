@@ -20,6 +20,8 @@ import { handleRegister } from './register.js'
 import { handleRevoke } from './revoke.js'
 import { handleToken } from './token.js'
 import { handleUserinfo } from './userinfo.js'
+import { upstreamCallback } from './upstream/callback.js'
+import { callbackPath } from './upstream/urls.js'
 
 interface Endpoint {
   /** `routeLabel` for metrics and the access log. */
@@ -40,6 +42,10 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
   }
   for (const [path, handler] of frontChannel) {
     add(base + path, { label: `as:${path.replace(/^\/+/, '') || 'root'}`, handler, cors: 'none', methods: null })
+  }
+  // One callback per identity provider: a response can only come back to the provider it was meant for.
+  for (const p of as.as.identityProviders) {
+    add(base + callbackPath(p.id), { label: 'as:login/upstream/callback', handler: upstreamCallback(p.id), cors: 'none', methods: null })
   }
   // RFC 8414 3.1: the well-known segment goes between host and the issuer's path.
   add(`/.well-known/oauth-authorization-server${base}`, { label: 'as:metadata', handler: metadata, cors: 'public', methods: ['GET', 'HEAD'] })

@@ -12,7 +12,7 @@ import { proofHeader } from '../dpop/verify-proof.js'
 import { InsufficientScope, InvalidDpopProof, InvalidRequest, InvalidToken, MethodNotAllowed, MissingToken } from '../errors.js'
 import { isFormContentType, readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
-import { claimsForScope, findUserBySub } from './claims.js'
+import { claimsForScope, findPersonBySub } from './claims.js'
 import type { AsHandler } from './context.js'
 import { hasScope } from './scope.js'
 import { verifyOwnAccessToken } from './verify-token.js'
@@ -70,7 +70,7 @@ export const handleUserinfo: AsHandler = async (req, res, _ctx, as) => {
   }
   if (!hasScope(claims.scope, 'openid')) throw new InsufficientScope(['openid'])
   // Only user grants carry a grant id; a client_credentials token names no user.
-  const user = claims.grantId === null ? undefined : findUserBySub(as, claims.sub)
+  const user = claims.grantId === null ? undefined : await findPersonBySub(as, claims.sub)
   if (user === undefined) throw new InvalidToken(undefined, { cause: 'token subject is not a configured user' })
   sendJson(res, 200, { ...claimsForScope(user, claims.scope), sub: user.sub }, NO_STORE)
 }

@@ -1,3 +1,4 @@
+import { loginChoices } from '../upstream/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestContext } from '../../context.js'
 import { epochSeconds } from '../../clock.js'
@@ -42,6 +43,7 @@ export function showAccountLogin(
 ): void {
   const csrf = preSessionCsrf(req, as)
   const page = loginPage({
+    ...loginChoices(as),
     purpose: html`to see the applications you allowed.`,
     csrf: csrf.token,
     continuation: { next: ACCOUNT_NEXT },

@@ -1,3 +1,4 @@
+import { loginChoices } from '../upstream/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { ConsentRequired, LoginRequired } from '../../errors.js'
@@ -87,6 +88,7 @@ export function showAuthorizationLogin(
   const csrf = preSessionCsrf(req, as)
   const username = o.username ?? request.loginHint ?? undefined
   const page = loginPage({
+    ...loginChoices(as),
     purpose: html`to continue to <span class="client">${request.client.name}</span>`,
     csrf: csrf.token,
     continuation: { request: request.raw },

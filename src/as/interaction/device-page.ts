@@ -1,3 +1,4 @@
+import { loginChoices } from '../upstream/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestContext } from '../../context.js'
 import type { ClientConfig } from '../../config/types.js'
@@ -107,6 +108,7 @@ export function showDeviceLogin(
 ): void {
   const csrf = preSessionCsrf(req, as)
   const page = loginPage({
+    ...loginChoices(as),
     purpose: html`to connect your device (code <span class="client">${formatUserCode(userCode)}</span>).`,
     csrf: csrf.token,
     continuation: { user_code: formatUserCode(userCode) },

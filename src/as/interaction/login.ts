@@ -4,9 +4,9 @@ import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
 import type { RequestContext } from '../../context.js'
 import type { AsContext, AsHandler } from '../context.js'
-import { parseAuthorizationRequest, type AuthorizationRequest } from './authorization-request.js'
 import { continueAuthorization, showAuthorizationLogin } from './continue.js'
-import { ACCOUNT_NEXT, showAccountLogin } from './account.js'
+import { showAccountLogin } from './account.js'
+import { readContinuation, type Continuation } from './continuation.js'
 import { checkPreSessionCsrf, isSameOrigin } from './csrf.js'
 import { showDeviceLogin } from './device-page.js'
 import { guardPage, guardRedirect } from './failures.js'
@@ -15,7 +15,7 @@ import { knownBrowserFor, rememberBrowser } from './known-browser.js'
 import { LoginThrottle, waitInWords, type LoginVerdict } from './rate-limit.js'
 import { redirect, showError, showForbidden } from './respond.js'
 import { sessionIdOf, startSession } from './session.js'
-import { formatUserCode, normalizeUserCode } from './user-code.js'
+import { formatUserCode } from './user-code.js'
 
 /** The same text whether the username or the password was wrong (no account enumeration). */
 export const LOGIN_FAILED = 'The username or password is incorrect.'
@@ -35,8 +35,6 @@ export function throttledMessage(verdict: Exclude<LoginVerdict, { kind: 'go' }>)
   )
 }
 
-/** What the login continues: an authorization request, a device approval, or the account page. */
-type Continuation = { kind: 'authorize'; request: AuthorizationRequest } | { kind: 'device'; userCode: string } | { kind: 'account' }
 
 interface LoginForm {
   csrf: string | undefined
@@ -79,21 +77,9 @@ export const login: AsHandler = async (req, res, ctx, as) => {
   }
   if (!checkPreSessionCsrf(req, as, form.csrf)) return showForbidden(res)
 
-  let continuation: Continuation
-  if (form.request !== undefined) {
-    const parsed = await parseAuthorizationRequest(form.request, as)
-    if (parsed.kind === 'page') return showError(res, parsed.error)
-    if (parsed.kind === 'redirect') return redirect(res, parsed.target.error(parsed.error), 303)
-    continuation = { kind: 'authorize', request: parsed.request }
-  } else if (form.userCode !== undefined) {
-    const userCode = normalizeUserCode(form.userCode)
-    if (userCode === null) return showError(res, new InvalidRequest('The device code is not valid'))
-    continuation = { kind: 'device', userCode }
-  } else if (form.next === ACCOUNT_NEXT) {
-    continuation = { kind: 'account' }
-  } else {
-    return showError(res, new InvalidRequest('The sign-in form does not say what it is for'))
-  }
+  if (!as.as.localLogin) return showError(res, new InvalidRequest('Sign-in with a username and password is turned off here; use one of the sign-in buttons'))
+  const continuation = await readContinuation(res, as, form)
+  if (continuation === null) return
 
   const attempt = (): Promise<void> => signIn(req, res, ctx, as, form, continuation)
   if (continuation.kind === 'authorize') await guardRedirect(as, ctx, res, continuation.request.target, 303, attempt)

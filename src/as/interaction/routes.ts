@@ -6,6 +6,7 @@ import { consent } from './consent.js'
 import { device } from './device-page.js'
 import { login } from './login.js'
 import { logout } from './logout.js'
+import { upstreamStart } from '../upstream/start.js'
 
 /**
  * The authorization server's front channel: every path a browser visits,
@@ -16,6 +17,7 @@ import { logout } from './logout.js'
 export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string, AsHandler>([
   ['/authorize', authorize],
   ['/login', login],
+  ['/login/upstream', upstreamStart],
   ['/consent', consent],
   ['/logout', logout],
   ['/account', account],

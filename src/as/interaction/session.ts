@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http'
 import { epochSeconds } from '../../clock.js'
-import type { UserConfig } from '../../config/types.js'
 import { parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
 import type { SessionRecord } from '../../store/types.js'
+import type { Person } from '../claims.js'
 import type { AsContext } from '../context.js'
 import { isTokenShaped, randomToken } from './tokens.js'
 
@@ -21,7 +21,7 @@ export function sessionCookieName(secure: boolean): string {
 export interface ActiveSession {
   id: string
   record: SessionRecord
-  user: UserConfig
+  user: Person
 }
 
 /**
@@ -33,6 +33,13 @@ export async function currentSession(req: IncomingMessage, as: AsContext): Promi
   if (!isTokenShaped(id)) return null
   const record = await as.store.getSession(hashToken(id))
   if (record === null) return null
+  if (record.provider !== undefined) {
+    // An upstream person: their provider must still be configured, their claims still known.
+    if (!as.upstream.has(record.provider)) return null
+    const person = await as.store.getUpstreamPerson(record.sub)
+    if (person === null || person.provider !== record.provider) return null
+    return { id, record, user: { username: record.sub, sub: record.sub, claims: person.claims } }
+  }
   const user = as.users.get(record.username)
   if (user === undefined || user.sub !== record.sub) return null
   return { id, record, user }
@@ -44,11 +51,18 @@ export async function currentSession(req: IncomingMessage, as: AsContext): Promi
  */
 export async function startSession(
   as: AsContext,
-  user: UserConfig,
+  user: Person,
   previousId: string | null,
+  provider?: string,
 ): Promise<{ session: ActiveSession; setCookie: string }> {
   const id = randomToken()
-  const record: SessionRecord = { sub: user.sub, username: user.username, authTime: epochSeconds(as.clock), csrf: randomToken() }
+  const record: SessionRecord = {
+    sub: user.sub,
+    username: user.username,
+    authTime: epochSeconds(as.clock),
+    csrf: randomToken(),
+    ...(provider === undefined ? {} : { provider }),
+  }
   await as.store.putSession(hashToken(id), record, as.as.session.ttlSec)
   if (previousId !== null) await as.store.deleteSession(hashToken(previousId))
   const setCookie = serializeCookie(sessionCookieName(as.secureCookies), id, {

@@ -12,6 +12,26 @@ export interface LoginPageOptions {
   username?: string
   /** Message shown above the form. */
   error?: string
+  /** Show the username/password form (`local_login`, default true). */
+  localLogin?: boolean
+  /** Upstream identity providers: a "Continue with <name>" button each. */
+  providers?: ReadonlyArray<{ id: string; name: string }>
+}
+
+/**
+ * One form per provider: a POST (CSRF token checked) to `login/upstream`,
+ * carrying what the sign-in continues, so the provider's answer can resume it.
+ */
+function providerButtons(o: LoginPageOptions): SafeHtml {
+  const providers = o.providers ?? []
+  return html`${providers.map(
+    (p) => html`<form class="provider" method="post" action="login/upstream">
+${hiddenFields({ csrf: o.csrf, provider: p.id, ...o.continuation })}<div class="actions">
+<button class="${o.localLogin === false ? 'primary' : 'secondary'}" type="submit">Continue with ${p.name}</button>
+</div>
+</form>
+`,
+  )}`
 }
 
 /**
@@ -24,10 +44,9 @@ export function loginPage(o: LoginPageOptions): string {
   // reads it with the field the focus lands on (the alert alone is not
   // announced on a freshly loaded page).
   const described = o.error ? html` aria-describedby="form-error"` : ''
-  const body = html`<h1>Sign in</h1>
-<p class="lead">${o.purpose}</p>
-${o.error ? html`<p class="alert" role="alert" id="form-error">${o.error}</p>` : ''}
-<form method="post" action="login">
+  const local = o.localLogin !== false
+  const hasProviders = (o.providers ?? []).length > 0
+  const localForm = html`<form method="post" action="login">
 ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="field">
 <label for="username">Username</label>
 <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${o.username ?? ''}"${described}${prefilled ? '' : html` autofocus`}>
@@ -40,5 +59,11 @@ ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="field">
 <button class="primary" type="submit">Sign in</button>
 </div>
 </form>`
+  const body = html`<h1>Sign in</h1>
+<p class="lead">${o.purpose}</p>
+${o.error ? html`<p class="alert" role="alert" id="form-error">${o.error}</p>` : ''}
+${local ? localForm : ''}
+${local && hasProviders ? html`<p class="or">or</p>` : ''}
+${providerButtons(o)}`
   return renderPage('Sign in', body)
 }

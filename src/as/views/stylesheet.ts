@@ -281,6 +281,16 @@ ul.apps .when { margin: 0 0 10px; color: var(--muted); font-size: .875rem; }
 ul.apps form .actions { margin-top: 0; }
 button.danger { background: transparent; color: var(--danger-text); border-color: var(--danger-border); }
 button.danger:hover { background: var(--danger-bg); }
+.or {
+  display: flex;
+  align-items: center;
+  gap: 12px;
+  margin: 22px 0 4px;
+  color: var(--muted);
+  font-size: .875rem;
+}
+.or::before, .or::after { content: ""; flex: 1; border-top: 1px solid var(--border); }
+form.provider .actions { margin-top: 12px; }
 footer {
   margin-top: 20px;
   color: var(--muted);

@@ -1,0 +1,31 @@
+/**
+ * The browser's half of a pending upstream sign-in: a cookie holding the
+ * `state` sent to the provider. The callback is accepted only from the
+ * browser that started the sign-in (RFC 9700 4.7.1: no login CSRF), and the
+ * store keeps only the state's hash. SameSite=Lax: the provider sends the
+ * browser back with a top-level GET from its own site.
+ */
+import type { IncomingMessage } from 'node:http'
+import { parseCookies, serializeCookie } from '../../http/cookies.js'
+import type { AsContext } from '../context.js'
+import { isTokenShaped } from '../interaction/tokens.js'
+
+/** How long a person may take at the provider. */
+export const UPSTREAM_LOGIN_TTL_SEC = 600
+
+function cookieName(secure: boolean): string {
+  return secure ? '__Host-bw_upstream' : 'bw_upstream'
+}
+
+export function stateCookie(as: AsContext, state: string): string {
+  return serializeCookie(cookieName(as.secureCookies), state, { secure: as.secureCookies, maxAgeSec: UPSTREAM_LOGIN_TTL_SEC })
+}
+
+export function clearStateCookie(as: AsContext): string {
+  return serializeCookie(cookieName(as.secureCookies), '', { secure: as.secureCookies, maxAgeSec: 0 })
+}
+
+export function stateOfCookie(req: IncomingMessage, as: AsContext): string | null {
+  const value = parseCookies(req.headers.cookie).get(cookieName(as.secureCookies))
+  return isTokenShaped(value) ? value : null
+}

@@ -1,0 +1,164 @@
+/**
+ * Upstream OpenID providers for the identity-provider tests, on real HTTP
+ * servers on 127.0.0.1 port 0:
+ * - a real one, node-oidc-provider with its dev login and consent pages
+ *   (any login name and password sign in; the account id is the login name);
+ * - a rogue one, written here with jose, whose id_token can carry a wrong
+ *   nonce, iss or aud, to show bearward refuses it.
+ */
+import { once } from 'node:events'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { exportJWK, generateKeyPair, SignJWT } from 'jose'
+import Provider from 'oidc-provider'
+
+export const OP_CLIENT_ID = 'bearward'
+export const OP_CLIENT_SECRET = 'upstream-client-secret-0123456789abcdef'
+
+/** A server on 127.0.0.1:0 whose request handler is set later (the issuer needs the port first). */
+async function listen(): Promise<{ server: Server; origin: string; sockets: Set<Socket>; stop(): Promise<void> }> {
+  const server = createServer()
+  const sockets = new Set<Socket>()
+  server.on('connection', (s) => {
+    sockets.add(s)
+    s.on('close', () => sockets.delete(s))
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  return {
+    server,
+    origin: `http://127.0.0.1:${port}`,
+    sockets,
+    async stop() {
+      if (!server.listening) return
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      for (const s of sockets) s.destroy()
+      await closed
+    },
+  }
+}
+
+/** The claims of an account of the test provider: `<login>@example.com` unless the login is an address already. */
+export function accountClaims(login: string): Record<string, unknown> {
+  const email = login.includes('@') ? login : `${login}@example.com`
+  return { sub: login, name: `Person ${login}`, email, email_verified: true, groups: login.startsWith('admin') ? ['admins'] : ['staff'] }
+}
+
+export interface TestOp {
+  issuer: string
+  /** Stop answering (a provider that is down); connections are cut. */
+  stop(): Promise<void>
+}
+
+/** node-oidc-provider with devInteractions, one confidential client whose redirect URIs are `redirectUris`. */
+export async function startTestOp(redirectUris: string[]): Promise<TestOp> {
+  const l = await listen()
+  const provider = new Provider(l.origin, {
+    clients: [
+      {
+        client_id: OP_CLIENT_ID,
+        client_secret: OP_CLIENT_SECRET,
+        redirect_uris: redirectUris,
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ],
+    features: { devInteractions: { enabled: true } },
+    claims: { openid: ['sub'], profile: ['name'], email: ['email', 'email_verified'], groups: ['groups'] },
+    scopes: ['openid', 'profile', 'email', 'groups'],
+    async findAccount(_ctx: unknown, id: string) {
+      return { accountId: id, claims: () => accountClaims(id) }
+    },
+    // Quiet and fast for tests: no key rotation warnings, short lifetimes are not needed.
+    cookies: { keys: ['upstream-op-cookie-key-0123456789'] },
+  })
+  l.server.on('request', provider.callback())
+  return { issuer: l.origin, stop: l.stop }
+}
+
+export type RogueMode = 'good' | 'wrong-nonce' | 'wrong-iss' | 'wrong-aud'
+
+export interface RogueOp {
+  issuer: string
+  mode: RogueMode
+  /** How many token requests it answered. */
+  tokenRequests: number
+  stop(): Promise<void>
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+  res.end(JSON.stringify(body))
+}
+
+async function formOf(req: IncomingMessage): Promise<URLSearchParams> {
+  const chunks: Buffer[] = []
+  for await (const c of req) chunks.push(c as Buffer)
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'))
+}
+
+/**
+ * A provider that signs every person in at once (authorization endpoint
+ * redirects straight back with a code, `iss` included) and answers the code
+ * with an id_token signed by its own published key, correct except for what
+ * `mode` says: the nonce, the issuer or the audience.
+ */
+export async function startRogueOp(): Promise<RogueOp> {
+  const l = await listen()
+  const { privateKey, publicKey } = await generateKeyPair('ES256')
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'rogue-1', alg: 'ES256', use: 'sig' }
+  const nonces = new Map<string, string>()
+  const op: RogueOp = { issuer: l.origin, mode: 'good', tokenRequests: 0, stop: l.stop }
+  l.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', l.origin)
+    if (url.pathname === '/.well-known/openid-configuration') {
+      return json(res, 200, {
+        issuer: l.origin,
+        authorization_endpoint: `${l.origin}/authorize`,
+        token_endpoint: `${l.origin}/token`,
+        jwks_uri: `${l.origin}/jwks`,
+        response_types_supported: ['code'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['ES256'],
+        code_challenge_methods_supported: ['S256'],
+        authorization_response_iss_parameter_supported: true,
+      })
+    }
+    if (url.pathname === '/jwks') return json(res, 200, { keys: [jwk] })
+    if (url.pathname === '/authorize') {
+      const code = `code-${nonces.size + 1}`
+      nonces.set(code, url.searchParams.get('nonce') ?? '')
+      const back = new URL(url.searchParams.get('redirect_uri') ?? '')
+      back.searchParams.set('code', code)
+      back.searchParams.set('state', url.searchParams.get('state') ?? '')
+      back.searchParams.set('iss', l.origin)
+      res.writeHead(303, { location: back.toString() })
+      return res.end()
+    }
+    if (url.pathname === '/token' && req.method === 'POST') {
+      void formOf(req).then(async (form) => {
+        op.tokenRequests += 1
+        const nonce = nonces.get(form.get('code') ?? '') ?? ''
+        const now = Math.floor(Date.now() / 1000)
+        const idToken = await new SignJWT({
+          nonce: op.mode === 'wrong-nonce' ? `${nonce}-other` : nonce,
+          email: 'rogue@example.com',
+          name: 'Rogue Person',
+        })
+          .setProtectedHeader({ alg: 'ES256', kid: 'rogue-1' })
+          .setIssuer(op.mode === 'wrong-iss' ? 'https://someone-else.example.com' : l.origin)
+          .setAudience(op.mode === 'wrong-aud' ? 'another-client' : OP_CLIENT_ID)
+          .setSubject('rogue-1')
+          .setIssuedAt(now)
+          .setExpirationTime(now + 300)
+          .sign(privateKey)
+        json(res, 200, { access_token: 'rogue-access-token', token_type: 'Bearer', expires_in: 300, id_token: idToken })
+      })
+      return
+    }
+    json(res, 404, { error: 'not_found' })
+  })
+  return op
+}
