@@ -20,7 +20,7 @@ import { Metrics } from '../../src/metrics.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RevocationList } from '../../src/store/revocation-list.js'
 import { decodeJwt } from 'jose'
-import { Browser, parseForms } from '../helpers/browser.js'
+import { Browser, type HtmlForm, parseForms } from '../helpers/browser.js'
 import { CLIENT_SECRET, WEB_CALLBACK, authParams, countCodes, frontYaml, pkce } from '../helpers/as-front.js'
 import { freePort } from '../helpers/http.js'
 import { serveFace } from '../helpers/serve.js'
@@ -82,7 +82,13 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
 `,
   })
   const clock = new ManualClock(Date.now())
-  const config = parseConfig(yaml, '<test>', { PUBLIC_URL: served.url, OP_ISSUER: op.issuer, OP_SECRET: OP_CLIENT_SECRET, ROGUE_ISSUER: rogue.issuer, DOWN_ISSUER: downIssuer })
+  const config = parseConfig(yaml, '<test>', {
+    PUBLIC_URL: served.url,
+    OP_ISSUER: op.issuer,
+    OP_SECRET: OP_CLIENT_SECRET,
+    ROGUE_ISSUER: rogue.issuer,
+    DOWN_ISSUER: downIssuer,
+  })
   const asConfig = config.authorizationServer
   if (asConfig === null) throw new Error('no authorization_server')
   const store = new MemoryStore(clock, { sweepIntervalMs: 0 })
@@ -127,7 +133,7 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
       const opConsent = forms.find((f) => f.fields.prompt === 'consent')
       const ourConsent = forms.find((f) => f.buttons.some((b) => b.name === 'decision'))
       const button = forms.find((f) => f.fields.provider === provider)
-      let form
+      let form: HtmlForm
       let extra: Record<string, string> = {}
       if (opLogin) [form, extra] = [opLogin, { login, password: 'any password' }]
       else if (opConsent) form = opConsent
@@ -288,9 +294,14 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
     t.match(end.html, 'Down SSO is not available')
     t.equal(codes.count, before)
     t.notOk(sessionCookieOf(browser))
-    const report = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event === 'identity_provider_discovery_failed' && l.provider === 'down')
+    const report = logLines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.event === 'identity_provider_discovery_failed' && l.provider === 'down')
     t.equal(report?.position, 'authorization_server.identity_providers[3]')
-    t.notOk(logLines.some((l) => l.includes(OP_CLIENT_SECRET)), 'no client secret in the log')
+    t.notOk(
+      logLines.some((l) => l.includes(OP_CLIENT_SECRET)),
+      'no client secret in the log',
+    )
   })
 
   await t.test('a provider that goes down between sign-in and callback: a page, nothing issued', async (t) => {

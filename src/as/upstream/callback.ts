@@ -33,7 +33,7 @@ import { callbackUrl, continueUrl, retryLink } from './urls.js'
 export function upstreamCallback(providerId: string): AsHandler {
   return async (req, res, ctx, as) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return showError(res, new MethodNotAllowed(['GET']))
-    await guardPage(ctx, res, () => handleCallback(req, res, ctx, as, providerId))
+    await guardPage(as, ctx, res, () => handleCallback(req, res, ctx, as, providerId))
   }
 }
 

@@ -12,7 +12,13 @@ export interface FailureLink {
   text: string
 }
 
-function show(res: ServerResponse, status: number, title: string, message: string, o: { extra?: string; detail?: string; link?: FailureLink; cookies: readonly string[] }): void {
+function show(
+  res: ServerResponse,
+  status: number,
+  title: string,
+  message: string,
+  o: { extra?: string; detail?: string; link?: FailureLink; cookies: readonly string[] },
+): void {
   const page = messagePage({
     title,
     message,

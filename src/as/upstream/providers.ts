@@ -95,7 +95,14 @@ export class UpstreamProvider {
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err)
       this.#log.error(
-        { event: 'identity_provider_discovery_failed', provider: this.config.id, position: this.config.position, issuer: this.config.issuer, reason, retryInMs: this.#retryMs },
+        {
+          event: 'identity_provider_discovery_failed',
+          provider: this.config.id,
+          position: this.config.position,
+          issuer: this.config.issuer,
+          reason,
+          retryInMs: this.#retryMs,
+        },
         `identity provider ${this.config.position} (${this.config.id}): discovery at ${this.config.issuer} failed: ${reason}; its sign-in button shows an error until it answers`,
       )
       this.#scheduleRetry()

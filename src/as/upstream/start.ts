@@ -3,7 +3,7 @@ import { epochSeconds } from '../../clock.js'
 import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import { hashToken } from '../../store/hash.js'
 import type { UpstreamContinuation } from '../../store/types.js'
-import type { AsContext, AsHandler } from '../context.js'
+import type { AsHandler } from '../context.js'
 import { continuationFields, readContinuation, type Continuation } from '../interaction/continuation.js'
 import { checkPreSessionCsrf, isSameOrigin } from '../interaction/csrf.js'
 import { guardPage } from '../interaction/failures.js'
@@ -45,7 +45,7 @@ export const upstreamStart: AsHandler = async (req, res, ctx, as) => {
   const continuation = await readContinuation(res, as, continuationFields(form))
   if (continuation === null) return
 
-  await guardPage(ctx, res, async () => {
+  await guardPage(as, ctx, res, async () => {
     let configuration: oidc.Configuration
     try {
       configuration = await provider.configuration()
