@@ -90,6 +90,24 @@ t.test('a token revoked through A is refused by B within 1 s, through the master
   t.ok(await stored(redis.replicaPort, jti(token)), 'the replica holds it (replica_wait)')
 })
 
+t.test('the replica frozen: the revocation is answered 503 after replica_wait.timeout, yet in force; sent again: 200', async (t) => {
+  const token = await serviceToken(a)
+  redis.pause(redis.replicaPort)
+  let res: Response
+  const started = performance.now()
+  try {
+    res = await revoke(a, token)
+  } finally {
+    redis.resume(redis.replicaPort)
+  }
+  const waited = performance.now() - started
+  t.equal(res.status, 503)
+  t.match(await res.json(), { error: 'temporarily_unavailable' })
+  t.ok(waited >= 450, `it waited for the replica (${waited.toFixed(0)} ms)`)
+  t.ok(await eventually(async () => (await call(b, token)).status === 401, 1000, 5), 'B refuses the token: the write is on the master and was published')
+  t.ok(await eventually(async () => (await revoke(a, token)).status === 200, 10_000, 100), 'sent again with the replica answering: 200')
+})
+
 t.test('SIGKILL of the master: the sentinels promote the replica, service returns, no revocation lost', async (t) => {
   const revoked: string[] = []
   for (let i = 0; i < 10; i++) {

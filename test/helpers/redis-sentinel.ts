@@ -26,6 +26,9 @@ export interface TestSentinel {
   currentMaster(): Promise<number>
   /** SIGKILL the redis-server on `port`. */
   kill(port: number): Promise<void>
+  /** SIGSTOP / SIGCONT the process on `port` (frozen: its connections stay open, it answers nothing). */
+  pause(port: number): void
+  resume(port: number): void
   stop(): Promise<void>
 }
 
@@ -65,6 +68,7 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
     await exited
   }
   const stop = async (): Promise<void> => {
+    for (const c of children.values()) c.kill('SIGCONT')
     await Promise.all([...children.keys()].map(kill))
     process.off('exit', killAll)
     rmSync(dir, { recursive: true, force: true })
@@ -138,6 +142,8 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
         throw new Error('no sentinel answered')
       },
       kill,
+      pause: (port) => void children.get(port)?.kill('SIGSTOP'),
+      resume: (port) => void children.get(port)?.kill('SIGCONT'),
       stop,
     }
   } catch (err) {
