@@ -34,7 +34,7 @@ import { hostOf, normalizePath } from './normalize.js'
 import { answerAsFinalRecipient, isLastHop } from './max-forwards.js'
 import { checkRequirement, McpRule, type McpJudgement } from './mcp.js'
 import { ProtectedResources } from './protected-resource.js'
-import { UpstreamProxy } from './proxy.js'
+import { UpstreamProxy } from './upstream/proxy.js'
 import { RouteTable, stripPrefix, type RouteMatch } from './routes.js'
 import type { ForwardRequest, TokenIdentity } from './types.js'
 

@@ -4,7 +4,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import type { RequestContext } from '../../src/context.js'
-import { UpstreamProxy } from '../../src/gateway/proxy.js'
+import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import { alice, gatewayConfig, listen, routeConfig, send, silentLog, startProxy, startUpstream } from './proxy-helpers.js'
 
 /** A TCP server that accepts connections and never says anything. */

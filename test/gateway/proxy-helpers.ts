@@ -10,7 +10,7 @@ import { pino } from 'pino'
 import type { GatewayConfig, RouteConfig } from '../../src/config/types.js'
 import type { RequestContext } from '../../src/context.js'
 import type { Logger } from '../../src/log.js'
-import { UpstreamProxy } from '../../src/gateway/proxy.js'
+import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import type { ForwardRequest, TokenIdentity } from '../../src/gateway/types.js'
 
 /** Helpers shared by the proxy tests: real servers on 127.0.0.1, port 0. */

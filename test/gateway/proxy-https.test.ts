@@ -4,7 +4,7 @@ import { createServer } from 'node:https'
 import type { TLSSocket } from 'node:tls'
 import { join } from 'node:path'
 import { gatewayConfig, listen, routeConfig, selfSignedCert, send, silentLog, startProxy } from './proxy-helpers.js'
-import { UpstreamProxy } from '../../src/gateway/proxy.js'
+import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 
 t.test('https upstreams are verified against upstream_ca', async (t) => {
   const tls = await selfSignedCert()

@@ -9,7 +9,7 @@ import type { TLSSocket } from 'node:tls'
 import type { Duplex } from 'node:stream'
 import { WebSocket } from 'undici'
 import type { RequestContext } from '../../src/context.js'
-import { UpstreamProxy } from '../../src/gateway/proxy.js'
+import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import { alice, gatewayConfig, listen, rawNames, routeConfig, selfSignedCert, silentLog, startProxy, type Listening } from './proxy-helpers.js'
 
 /** RFC 6455 1.3: the value a server proves it understood the handshake with. */

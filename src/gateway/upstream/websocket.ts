@@ -2,10 +2,10 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { request as httpsRequest } from 'node:https'
 import { isIP, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { BadGateway, GatewayTimeout } from '../errors.js'
-import { errorOnSocket } from '../http/reply.js'
-import type { Logger } from '../log.js'
-import { responseHeaderList } from './headers.js'
+import { BadGateway, GatewayTimeout } from '../../errors.js'
+import { errorOnSocket } from '../../http/reply.js'
+import type { Logger } from '../../log.js'
+import { responseHeaderList } from '../headers.js'
 
 /**
  * The WebSocket path (RFC 6455 4.1) on node:http alone: an authorized upgrade
@@ -13,7 +13,7 @@ import { responseHeaderList } from './headers.js'
  * connection to the upstream; its `101 Switching Protocols` is relayed and the
  * two sockets are piped together, each direction ending the other (so a
  * half-close travels through), and either socket closing closes both. HTTP
- * requests go through undici instead (see proxy.ts).
+ * requests go through undici instead (see exchange.ts).
  */
 
 export interface WebSocketUpstreamOptions {

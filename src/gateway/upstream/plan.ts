@@ -1,0 +1,132 @@
+import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
+import { Pool, buildConnector } from 'undici'
+import type { GatewayConfig, RouteConfig } from '../../config/types.js'
+import { redactUrl } from '../../log.js'
+import { TrustedProxies } from '../forwarded.js'
+import { RequestHeaderPolicy } from '../headers.js'
+import { withoutServername } from './connector.js'
+import { errorCode } from './failure.js'
+import { WebSocketUpstream } from './websocket.js'
+
+/** Everything about a route that does not change per request. */
+export interface RoutePlan {
+  readonly name: string
+  readonly pool: Pool
+  readonly ws: WebSocketUpstream
+  /** The upstream URL's own path without a trailing slash (`''` for `/`). */
+  readonly basePath: string
+  readonly headers: RequestHeaderPolicy
+  readonly maxBodyBytes: number
+  /** The upstream origin for logs (userinfo redacted). */
+  readonly label: string
+  /**
+   * TLS server name for an https upstream (its own host name, or its address
+   * for an IP literal), sent with every request; undefined for http.
+   */
+  readonly servername: string | undefined
+}
+
+/**
+ * Routes share a Pool when they reach the same origin with the same options
+ * (CA bundle and timeouts).
+ */
+function poolKey(origin: string, caFile: string | null, timeouts: RouteConfig['timeouts']): string {
+  return `${origin}\n${caFile ?? ''}\n${timeouts.connectMs}\n${timeouts.headersMs}\n${timeouts.idleMs}`
+}
+
+function readCa(route: RouteConfig): string | null {
+  if (route.upstreamCaFile === null) return null
+  try {
+    return readFileSync(route.upstreamCaFile, 'utf8')
+  } catch (err) {
+    throw new Error(`route ${route.name}: cannot read upstream_ca ${route.upstreamCaFile}: ${errorCode(err)}`)
+  }
+}
+
+/** `ws:` and `wss:` upstreams are reached over http/https like any other. */
+function httpOrigin(url: URL): string {
+  if (url.protocol === 'ws:') return `http://${url.host}`
+  if (url.protocol === 'wss:') return `https://${url.host}`
+  return url.origin
+}
+
+/** Every route's plan, and the pools they share (what close() releases). */
+export interface RoutePlans {
+  readonly byRoute: ReadonlyMap<RouteConfig, RoutePlan>
+  readonly byName: ReadonlyMap<string, RoutePlan>
+  readonly pools: readonly Pool[]
+}
+
+/**
+ * Plan every route: pools (shared by routes that reach the same origin with
+ * the same options), CA bundles, WebSocket upstreams and header rules.
+ *
+ * @throws Error when a route's upstream URL is not http(s)/ws(s), its CA file
+ *   cannot be read, or a `trusted_proxies` entry is not an address or range.
+ */
+export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfig): RoutePlans {
+  const trusted = new TrustedProxies(gateway.trustedProxies)
+  const defaults = gateway.identityHeaders
+  const alsoStrip = [defaults.subject, defaults.clientId, defaults.scope, defaults.issuer]
+  const pools = new Map<string, Pool>()
+  const sockets = new Map<string, WebSocketUpstream>()
+  const byRoute = new Map<RouteConfig, RoutePlan>()
+  const byName = new Map<string, RoutePlan>()
+
+  // Everything that can throw comes before the first pool is opened, so a
+  // refused build leaves no pool behind.
+  const cas = routes.map((route) => {
+    if (!['http:', 'https:', 'ws:', 'wss:'].includes(new URL(route.upstream).protocol)) {
+      throw new Error(`route ${route.name}: upstream must be an http(s) or ws(s) URL`)
+    }
+    return readCa(route)
+  })
+  for (const [i, route] of routes.entries()) {
+    const url = new URL(route.upstream)
+    const ca = cas[i] ?? null
+    const origin = httpOrigin(url)
+    const key = poolKey(origin, route.upstreamCaFile, route.timeouts)
+    const secure = origin.startsWith('https:')
+    const upstreamName = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+    const ipLiteral = isIP(upstreamName) !== 0
+    let pool = pools.get(key)
+    if (pool === undefined) {
+      const tls = { timeout: route.timeouts.connectMs, ...(ca !== null ? { ca } : {}) }
+      pool = new Pool(origin, {
+        connect: secure && ipLiteral ? withoutServername(buildConnector(tls)) : tls,
+        headersTimeout: route.timeouts.headersMs,
+        bodyTimeout: route.timeouts.idleMs,
+      })
+      pools.set(key, pool)
+    }
+    const handshakeTimeoutMs = route.timeouts.connectMs + route.timeouts.headersMs
+    const wsKey = `${key}\n${handshakeTimeoutMs}`
+    let ws = sockets.get(wsKey)
+    if (ws === undefined) {
+      ws = new WebSocketUpstream({ url, ca, handshakeTimeoutMs })
+      sockets.set(wsKey, ws)
+    }
+    const basePath = url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname
+    const plan: RoutePlan = {
+      name: route.name,
+      pool,
+      ws,
+      basePath,
+      headers: new RequestHeaderPolicy({
+        identityHeaders: route.identityHeaders,
+        alsoStrip,
+        forwardAuthorization: route.forwardAuthorization,
+        preserveHost: route.preserveHost,
+        upstreamHost: url.host,
+        trustedProxies: trusted,
+      }),
+      maxBodyBytes: route.maxBodyBytes,
+      label: redactUrl(origin),
+      servername: secure ? upstreamName : undefined,
+    }
+    byRoute.set(route, plan)
+    byName.set(route.name, plan)
+  }
+  return { byRoute, byName, pools: [...pools.values()] }
+}
