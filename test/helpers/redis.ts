@@ -1,13 +1,12 @@
 /**
  * A real Redis for tests: spawns its own `redis-server` on a free port (never
  * 6379), or uses `REDIS_URL` when set. Missing both is an error, never a skip.
+ * A real Redis Cluster (three masters, three replicas) is in redis-cluster.ts,
+ * Sentinel in redis-sentinel.ts.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { freePort } from './http.js'
 
@@ -30,12 +29,6 @@ export interface TestRedis {
 export interface StartRedisOptions {
   /** Always spawn a server, even when REDIS_URL is set (outage tests need to kill it). */
   own?: boolean
-  /**
-   * Spawn a one-node Redis Cluster (cluster mode on, all 16384 slots on this
-   * node). Redis enforces CROSSSLOT there exactly as on a real cluster, so it
-   * proves scripts keep to one hash tag. Implies `own`.
-   */
-  cluster?: boolean
 }
 
 const NOT_FOUND = 'redis-server not found: apt-get install -y redis-server or set REDIS_URL=redis://host:port/db'
@@ -43,10 +36,10 @@ const NOT_FOUND = 'redis-server not found: apt-get install -y redis-server or se
 export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
   const prefix = `bwtest:${randomBytes(6).toString('hex')}:`
   const external = process.env.REDIS_URL
-  if (external && !options.own && !options.cluster) return useExternal(external, prefix)
+  if (external && !options.own) return useExternal(external, prefix)
   const probe = spawnSync('redis-server', ['--version'], { stdio: 'ignore' })
   if (probe.error) throw new Error(NOT_FOUND)
-  return spawnOwn(prefix, options.cluster === true)
+  return spawnOwn(prefix)
 }
 
 function useExternal(url: string, prefix: string): TestRedis {
@@ -102,25 +95,9 @@ async function waitForPong(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-/** Give the one node every slot and wait until the cluster says it is ok. */
-async function formCluster(port: number): Promise<void> {
-  const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 })
-  try {
-    await c.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383')
-    const deadline = Date.now() + 5000
-    while (!String(await c.call('CLUSTER', 'INFO')).includes('cluster_state:ok')) {
-      if (Date.now() > deadline) throw new Error(`redis cluster on port ${port} did not become ok`)
-      await new Promise((r) => setTimeout(r, 25))
-    }
-  } finally {
-    c.disconnect()
-  }
-}
-
-async function spawnOwn(prefix: string, cluster: boolean): Promise<TestRedis> {
+async function spawnOwn(prefix: string): Promise<TestRedis> {
   let port = 0
   let child: ChildProcess | null = null
-  const dir = cluster ? mkdtempSync(join(tmpdir(), 'bw-redis-')) : null
   const killOnExit = (): void => {
     child?.kill('SIGKILL')
   }
@@ -128,13 +105,7 @@ async function spawnOwn(prefix: string, cluster: boolean): Promise<TestRedis> {
 
   const launch = async (): Promise<void> => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
-    // A fresh nodes file per launch: a restarted node forms a new, empty cluster.
-    if (dir) {
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}-${Date.now()}.conf`))
-      // A lone node does not know its own address; CLUSTER SLOTS must name it.
-      args.push('--cluster-announce-ip', '127.0.0.1')
-    }
-    const c = spawn('redis-server', args, { stdio: 'ignore', ...(dir ? { cwd: dir } : {}) })
+    const c = spawn('redis-server', args, { stdio: 'ignore' })
     child = c
     const exited = new Promise<never>((_, reject) => {
       c.once('exit', (code) => reject(new Error(`redis-server exited with code ${code} on port ${port}`)))
@@ -142,7 +113,6 @@ async function spawnOwn(prefix: string, cluster: boolean): Promise<TestRedis> {
     })
     exited.catch(() => undefined)
     await Promise.race([waitForPong(port, 5000), exited])
-    if (dir) await formCluster(port)
   }
 
   const killChild = async (): Promise<void> => {
@@ -168,7 +138,6 @@ async function spawnOwn(prefix: string, cluster: boolean): Promise<TestRedis> {
   }
   if (!child) {
     process.off('exit', killOnExit)
-    if (dir) rmSync(dir, { recursive: true, force: true })
     throw lastErr instanceof Error ? lastErr : new Error('could not start redis-server')
   }
 
@@ -179,8 +148,7 @@ async function spawnOwn(prefix: string, cluster: boolean): Promise<TestRedis> {
     async stop() {
       await killChild()
       process.off('exit', killOnExit)
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    },
+      },
     kill: killChild,
     async restart() {
       await killChild()
