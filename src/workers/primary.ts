@@ -30,6 +30,12 @@ import { WORKER_INDEX_ENV } from './worker.js'
 const ASK_TIMEOUT_MS = 1500
 /** How long a worker may take to build and swap in a reloaded config. */
 const RELOAD_TIMEOUT_MS = 30_000
+/**
+ * How long a worker may take from fork to serving. One that hangs (never
+ * listens) is killed and, like one that crashed, started again after the
+ * back-off; at the first start, the start fails.
+ */
+const START_TIMEOUT_MS = 120_000
 
 type SlotState = 'starting' | 'serving' | 'down'
 
@@ -44,6 +50,7 @@ interface Slot {
   failures: number
   startedAt: number
   restartTimer: NodeJS.Timeout | null
+  startTimer: NodeJS.Timeout | null
   /** The worker's latest metrics, kept for when it cannot answer, and left behind when it exits. */
   lastMetrics: Exposition | null
 }
@@ -104,6 +111,7 @@ export class Primary {
       failures: 0,
       startedAt: 0,
       restartTimer: null,
+      startTimer: null,
       lastMetrics: null,
     }))
   }
@@ -161,6 +169,12 @@ export class Primary {
     slot.startedAt = Date.now()
     const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(slot.index) })
     slot.worker = worker
+    slot.startTimer = setTimeout(() => {
+      slot.startTimer = null
+      if (slot.worker !== worker || slot.state !== 'starting') return
+      this.log.error({ worker: slot.index, worker_pid: worker.process.pid, timeout_ms: START_TIMEOUT_MS }, 'worker did not start in time; killing it')
+      worker.process.kill('SIGKILL')
+    }, START_TIMEOUT_MS)
     worker.on('message', (raw: unknown) => this.#onMessage(slot, worker, raw))
     worker.on('exit', (code: number | null, signal: string | null) => this.#onExit(slot, worker, code, signal))
     // 'error' on the channel (a send to a worker that just died) is followed by 'exit'.
@@ -189,6 +203,8 @@ export class Primary {
         return
       }
       case 'started': {
+        if (slot.startTimer !== null) clearTimeout(slot.startTimer)
+        slot.startTimer = null
         slot.state = 'serving'
         slot.digest = m.digest
         this.#listen ??= m.listen
@@ -229,6 +245,8 @@ export class Primary {
       slot.lastMetrics = null
     }
     const wasServing = slot.state === 'serving'
+    if (slot.startTimer !== null) clearTimeout(slot.startTimer)
+    slot.startTimer = null
     slot.worker = null
     slot.state = 'down'
     this.#servingGauge.set(this.#serving().length)

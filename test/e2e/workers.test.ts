@@ -6,13 +6,14 @@
  */
 import t from 'tap'
 import { request } from 'node:http'
-import { writeFile } from 'node:fs/promises'
+import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
 import { runCli, startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { eventually } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { startUpstream } from '../helpers/upstream.js'
+import { generatePrivateJwk } from '../../src/keys/keyset.js'
 
 // Two worker processes and a primary starting on a shared 2-core machine: more than tap's default per-file timeout.
 t.setTimeout(300_000)
@@ -201,7 +202,8 @@ ${more}`
       ],
       "the primary logs each worker's outcome",
     )
-    t.equal(workerLines('config reloaded').length, workersBefore + 2, 'each worker swapped its Runtime')
+    // Each process writes its own lines: a worker's may come after the primary's.
+    t.ok(await eventually(() => workerLines('config reloaded').length === workersBefore + 2, 10_000, 20), 'each worker swapped its Runtime')
     for (let i = 0; i < 6; i++) t.equal((await send(`${bin.url}/added/${i}`)).status, 200, 'the new route')
     t.same(
       [
@@ -264,6 +266,35 @@ ${more}`
     }
     for (const e of entries(bin)) if (e.msg === 'request' && String(e.path).startsWith('/pub/again')) seen.add(e.pid)
     t.ok(seen.has(again.worker_pid), 'the restarted worker takes requests')
+  })
+
+  await t.test('a worker that cannot start is retried with a growing back-off, and serves once it can', async (t) => {
+    // A config with a key file; the file then goes away, so a new worker cannot build its Runtime.
+    const keyFile = join(dir.dir, 'signing.jwk')
+    await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
+    const keyed = base.replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
+    const before = primaryLines('config reloaded').length
+    await writeFile(file, keyed)
+    t.ok(await eventually(() => primaryLines('config reloaded').length > before, 30_000, 50), 'the keyed config is in use')
+    await rm(keyFile)
+    const victim = (await readyz(bin)).body.workers.find((w) => w.worker === 2)?.pid
+    process.kill(victim as number, 'SIGKILL')
+    const exits = (): Entry[] => entries(bin).filter((e) => fromPrimary(e) && e.worker === 2 && typeof e.exits_in_a_row === 'number')
+    t.ok(await eventually(() => exits().length >= 3, 120_000, 100), 'three exits in a row')
+    const [killed, second, third] = exits()
+    t.match(killed, { signal: 'SIGKILL', restart_in_ms: 250, exits_in_a_row: 1 })
+    t.match(second, { code: 1, restart_in_ms: 500, exits_in_a_row: 2 }, 'the failed start is logged with its exit code; the wait doubles')
+    t.match(third, { code: 1, restart_in_ms: 1000, exits_in_a_row: 3 })
+    t.ok(
+      entries(bin).some((e) => fromPrimary(e) && e.msg === 'worker could not start' && /signing\.jwk/.test(String(e.reason))),
+      'with the reason',
+    )
+    const down = await readyz(bin)
+    t.equal(down.status, 503, 'not ready while a worker is missing')
+    t.match(down.body.reasons, ['1 of 2 workers not ready'])
+    await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
+    await bin.waitForLog((e) => fromPrimary(e) && e.msg === 'worker started' && e.worker === 2 && e.worker_pid !== victim, 120_000)
+    t.ok(await eventually(async () => (await readyz(bin)).status === 200, 30_000, 100), 'ready again once the worker can start')
   })
 
   await t.test('SIGTERM drains every worker: an in-flight request completes, then the primary exits 0', async (t) => {

@@ -68,7 +68,7 @@ export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeou
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const lines: string[] = []
-  const waiters: Array<{ pred: (e: Record<string, unknown>) => boolean; resolve: (e: Record<string, unknown>) => void }> = []
+  const waiters: Array<{ pred: (e: Record<string, unknown>) => boolean; resolve: (e: Record<string, unknown>) => void; timer: NodeJS.Timeout }> = []
   const onLine = (line: string): void => {
     lines.push(line)
     let entry: Record<string, unknown>
@@ -80,6 +80,7 @@ export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeou
     for (const w of [...waiters]) {
       if (w.pred(entry)) {
         waiters.splice(waiters.indexOf(w), 1)
+        clearTimeout(w.timer)
         w.resolve(entry)
       }
     }
@@ -101,13 +102,16 @@ export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeou
       }
     }
     return new Promise((res, rej) => {
-      const w = { pred, resolve: res }
-      waiters.push(w)
+      // The timer is cleared when the line comes: a stale one would remove another waiter (indexOf -1 is the last).
       const t = setTimeout(() => {
-        waiters.splice(waiters.indexOf(w), 1)
+        const at = waiters.indexOf(w)
+        if (at === -1) return
+        waiters.splice(at, 1)
         rej(new Error(`log line not seen within ${ms} ms; stderr: ${stderr}\nlog:\n${lines.join('\n')}`))
       }, ms)
       t.unref()
+      const w = { pred, resolve: res, timer: t }
+      waiters.push(w)
       exited.then(() => {
         if (waiters.includes(w)) {
           clearTimeout(t)
