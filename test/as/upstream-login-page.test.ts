@@ -32,8 +32,8 @@ t.test('local_login: false shows only the providers and refuses passwords', asyn
   t.same(
     forms.map((f) => [f.action, f.fields.provider]),
     [
-      [`${front.url}/login/upstream`, 'corp'],
-      [`${front.url}/login/upstream`, 'lab'],
+      [`${front.url}/upstream-login`, 'corp'],
+      [`${front.url}/upstream-login`, 'lab'],
     ],
   )
   t.type(forms[0]?.fields.csrf, 'string', 'each button carries the CSRF token')

@@ -51,31 +51,46 @@ export interface TestOp {
   stop(): Promise<void>
 }
 
+/**
+ * The test provider's address first, the provider itself later: a test that
+ * must put the issuer in bearward's config before it knows bearward's
+ * callback URL (`bin/bearward` picks its port) serves the provider after.
+ */
+export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris: string[]): void; stop(): Promise<void> }> {
+  const l = await listen()
+  return {
+    issuer: l.origin,
+    serve(redirectUris) {
+      const provider = new Provider(l.origin, {
+        clients: [
+          {
+            client_id: OP_CLIENT_ID,
+            client_secret: OP_CLIENT_SECRET,
+            redirect_uris: redirectUris,
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+            token_endpoint_auth_method: 'client_secret_basic',
+          },
+        ],
+        features: { devInteractions: { enabled: true } },
+        claims: { openid: ['sub'], profile: ['name'], email: ['email', 'email_verified'], groups: ['groups'] },
+        scopes: ['openid', 'profile', 'email', 'groups'],
+        async findAccount(_ctx: unknown, id: string) {
+          return { accountId: id, claims: () => accountClaims(id) }
+        },
+        cookies: { keys: ['upstream-op-cookie-key-0123456789'] },
+      })
+      l.server.on('request', provider.callback())
+    },
+    stop: l.stop,
+  }
+}
+
 /** node-oidc-provider with devInteractions, one confidential client whose redirect URIs are `redirectUris`. */
 export async function startTestOp(redirectUris: string[]): Promise<TestOp> {
-  const l = await listen()
-  const provider = new Provider(l.origin, {
-    clients: [
-      {
-        client_id: OP_CLIENT_ID,
-        client_secret: OP_CLIENT_SECRET,
-        redirect_uris: redirectUris,
-        grant_types: ['authorization_code'],
-        response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_basic',
-      },
-    ],
-    features: { devInteractions: { enabled: true } },
-    claims: { openid: ['sub'], profile: ['name'], email: ['email', 'email_verified'], groups: ['groups'] },
-    scopes: ['openid', 'profile', 'email', 'groups'],
-    async findAccount(_ctx: unknown, id: string) {
-      return { accountId: id, claims: () => accountClaims(id) }
-    },
-    // Quiet and fast for tests: no key rotation warnings, short lifetimes are not needed.
-    cookies: { keys: ['upstream-op-cookie-key-0123456789'] },
-  })
-  l.server.on('request', provider.callback())
-  return { issuer: l.origin, stop: l.stop }
+  const op = await openTestOp()
+  op.serve(redirectUris)
+  return { issuer: op.issuer, stop: op.stop }
 }
 
 export type RogueMode = 'good' | 'wrong-nonce' | 'wrong-iss' | 'wrong-aud'

@@ -17,7 +17,7 @@ import { upstreamStart } from '../upstream/start.js'
 export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string, AsHandler>([
   ['/authorize', authorize],
   ['/login', login],
-  ['/login/upstream', upstreamStart],
+  ['/upstream-login', upstreamStart],
   ['/consent', consent],
   ['/logout', logout],
   ['/account', account],

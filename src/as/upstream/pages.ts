@@ -17,11 +17,13 @@ function show(
   status: number,
   title: string,
   message: string,
-  o: { extra?: string; detail?: string; link?: FailureLink; cookies: readonly string[] },
+  o: { extra?: string; detail?: string; link?: FailureLink; cookies: readonly string[]; deep?: boolean },
 ): void {
   const page = messagePage({
     title,
     message,
+    // The callback (login/upstream/<id>/callback) is three levels below the other pages.
+    ...(o.deep ? { assetPrefix: '../../../' } : {}),
     ...(o.extra === undefined ? {} : { extra: o.extra }),
     ...(o.detail === undefined ? {} : { detail: o.detail }),
     ...(o.link === undefined ? {} : { link: o.link }),
@@ -35,16 +37,24 @@ export function showSignInExpired(res: ServerResponse, cookies: readonly string[
     extra: 'Go back to the application and sign in again.',
     detail: 'invalid_state',
     cookies,
+    deep: true,
   })
 }
 
 /** The provider cannot be reached (discovery, token endpoint, keys or UserInfo down). */
-export function showProviderUnavailable(res: ServerResponse, providerName: string, link: FailureLink | undefined, cookies: readonly string[]): void {
+export function showProviderUnavailable(
+  res: ServerResponse,
+  providerName: string,
+  link: FailureLink | undefined,
+  cookies: readonly string[],
+  atCallback = true,
+): void {
   show(res, 503, `${providerName} is not available`, `${providerName} cannot be reached right now, so you were not signed in.`, {
     extra: 'Please try again in a moment, or choose another way to sign in.',
     detail: 'temporarily_unavailable',
     ...(link === undefined ? {} : { link }),
     cookies,
+    deep: atCallback,
   })
 }
 
@@ -60,6 +70,7 @@ export function showProviderRefused(res: ServerResponse, providerName: string, e
     detail: /^[a-z_]{1,64}$/.test(error) ? error : 'server_error',
     ...(link === undefined ? {} : { link }),
     cookies,
+    deep: true,
   })
 }
 
@@ -70,6 +81,7 @@ export function showProviderAnswerRejected(res: ServerResponse, providerName: st
     detail: 'invalid_response',
     ...(link === undefined ? {} : { link }),
     cookies,
+    deep: true,
   })
 }
 
@@ -81,5 +93,6 @@ export function showNotAllowed(res: ServerResponse, providerName: string, who: s
     detail: 'access_denied',
     ...(back === undefined ? {} : { link: back }),
     cookies,
+    deep: true,
   })
 }

@@ -21,7 +21,7 @@ function stored(c: Continuation): UpstreamContinuation {
 }
 
 /**
- * POST /login/upstream: a "Continue with <provider>" button. Origin and the
+ * POST /upstream-login (beside /login, so its pages share their relative links): a "Continue with <provider>" button. Origin and the
  * pre-session CSRF token first (403, nothing changes), then what the sign-in
  * continues is validated again, then the provider's metadata (an error page
  * when it cannot be discovered). Keeps the pending sign-in (state hash →
@@ -52,7 +52,7 @@ export const upstreamStart: AsHandler = async (req, res, ctx, as) => {
     } catch (err) {
       if (!(err instanceof ProviderUnavailableError)) throw err
       ctx.log.warn({ event: 'upstream_login_failed', provider: provider.config.id, reason: 'discovery failed' }, 'identity provider unavailable')
-      return showProviderUnavailable(res, provider.config.name, retryLink(as, stored(continuation)), [])
+      return showProviderUnavailable(res, provider.config.name, retryLink(as, stored(continuation)), [], false)
     }
     const state = randomToken()
     const nonce = randomToken()

@@ -10,10 +10,12 @@ export const STYLESHEET_HREF = 'assets/bearward.css'
 /**
  * The document around every page: viewport for phones, the one stylesheet,
  * no scripts (the CSP in PAGE_HEADERS forbids them), an empty data: icon so
- * browsers do not ask for /favicon.ico. The referrer meta repeats the
+ * browsers do not ask for /favicon.ico. A page served deeper than the others
+ * (an identity provider's callback) passes `assetPrefix` (`../../../`) to reach
+ * the stylesheet. The referrer meta repeats the
  * header's `same-origin` (see PAGE_HEADERS for why it is not no-referrer).
  */
-export function renderPage(title: string, body: SafeHtml): string {
+export function renderPage(title: string, body: SafeHtml, assetPrefix = ''): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -23,7 +25,7 @@ export function renderPage(title: string, body: SafeHtml): string {
 <meta name="robots" content="noindex, nofollow">
 <title>${title} · bearward</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="${STYLESHEET_HREF}">
+<link rel="stylesheet" href="${assetPrefix}${STYLESHEET_HREF}">
 </head>
 <body>
 <main class="card">

@@ -19,13 +19,13 @@ export interface LoginPageOptions {
 }
 
 /**
- * One form per provider: a POST (CSRF token checked) to `login/upstream`,
+ * One form per provider: a POST (CSRF token checked) to `upstream-login`,
  * carrying what the sign-in continues, so the provider's answer can resume it.
  */
 function providerButtons(o: LoginPageOptions): SafeHtml {
   const providers = o.providers ?? []
   return html`${providers.map(
-    (p) => html`<form class="provider" method="post" action="login/upstream">
+    (p) => html`<form class="provider" method="post" action="upstream-login">
 ${hiddenFields({ csrf: o.csrf, provider: p.id, ...o.continuation })}<div class="actions">
 <button class="${o.localLogin === false ? 'primary' : 'secondary'}" type="submit">Continue with ${p.name}</button>
 </div>

@@ -10,6 +10,8 @@ export interface MessagePageOptions {
   detail?: string
   /** A link to go on from here (relative to the page). */
   link?: { href: string; text: string }
+  /** Path back to the pages' level when served deeper (see renderPage). */
+  assetPrefix?: string
 }
 
 /**
@@ -22,5 +24,5 @@ export function messagePage(o: MessagePageOptions): string {
 ${o.extra ? html`<p>${o.extra}</p>` : ''}
 ${o.link ? html`<p><a href="${o.link.href}">${o.link.text}</a></p>` : ''}
 ${o.detail ? html`<p class="fine">Error code: <code>${o.detail}</code></p>` : ''}`
-  return renderPage(o.title, body)
+  return renderPage(o.title, body, o.assetPrefix)
 }

@@ -1,0 +1,113 @@
+import t from 'tap'
+import type { Page } from 'playwright-core'
+import { launchChromium, openPage, type PageChecker } from '../helpers/chromium.js'
+import { authorizeRequest, exchangeCode, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
+import { OP_CLIENT_SECRET, openTestOp } from '../helpers/upstream-op.js'
+
+// A real browser on a 2-core machine shared with the rest of the suite.
+t.setTimeout(240_000)
+
+/**
+ * Signing in with an upstream identity provider in Chromium: `bin/bearward`
+ * with a provider that is node-oidc-provider (its dev login and consent
+ * pages), at a phone's and a laptop's width. Our pages (the login page with
+ * the provider button, the refusal page) pass PageChecker's checks and leave
+ * their screenshots; the provider's own pages are not ours to check.
+ */
+
+const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
+
+/** At the provider's dev pages: sign in as `login` (any password), then continue on its consent page. */
+async function signInAtProvider(page: Page, checker: PageChecker, opIssuer: string, ours: string, login: string): Promise<void> {
+  await page.locator('input[name="login"]').fill(login)
+  await page.locator('input[name="password"]').fill('any password')
+  await submitAndWait(page, () => page.getByRole('button', { name: 'Sign-in' }).click())
+  await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
+  // What the provider's own pages logged (its web fonts, unreachable here) is not about our pages;
+  // anything logged at our origin is kept for the next check.
+  const kept = checker.consoleErrors.filter((e) => e.includes(`(at ${ours}/`))
+  checker.consoleErrors.splice(0, checker.consoleErrors.length, ...kept)
+  const ourCsp = checker.cspViolations.filter((v) => !v.page.startsWith(`${opIssuer}/`))
+  checker.cspViolations.splice(0, checker.cspViolations.length, ...ourCsp)
+}
+
+t.test('signing in with an identity provider in Chromium', async (t) => {
+  const browser = await launchChromium()
+  t.teardown(() => browser.close())
+  const op = await openTestOp()
+  t.teardown(op.stop)
+  let issuer = ''
+  const as = await startBrowserAs((yaml) => {
+    issuer = /^public_url: (\S+)$/m.exec(yaml)?.[1] ?? ''
+    return yaml.replace(
+      '  users:\n',
+      `  identity_providers:
+    - id: corp
+      name: Corp SSO
+      issuer: ${op.issuer}
+      client_id: bearward
+      client_secret: "${OP_CLIENT_SECRET}"
+      allowed: { email_domains: [example.com] }
+  users:\n`,
+    )
+  })
+  t.teardown(() => as.close())
+  op.serve([`${issuer}/login/upstream/corp/callback`])
+
+  for (const [viewport, login] of [
+    ['phone', 'pat'],
+    ['desktop', 'quinn'],
+  ] as const) {
+    await t.test(`${viewport}: Continue with Corp SSO, sign in there, consent here, the client gets tokens for corp:${login}`, async (t) => {
+      const { context, page, checker } = await openPage(browser, viewport)
+      t.teardown(() => context.close())
+      const request = authorizeRequest(as, 'openid profile email')
+      await page.goto(request.url)
+      t.equal(await heading(page), 'Sign in')
+      await t.resolves(page.getByRole('button', { name: 'Continue with Corp SSO' }).waitFor({ timeout: 1000 }), 'the provider button is there')
+      await checker.check(t, 'login-providers')
+
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Continue with Corp SSO' }).click())
+      t.equal(new URL(page.url()).origin, op.issuer, 'at the provider')
+      await signInAtProvider(page, checker, op.issuer, as.issuer, login)
+      await page.waitForURL((u) => u.origin === new URL(as.issuer).origin && u.pathname === '/authorize')
+      t.equal(await heading(page), 'Allow Example Web App to access your account?')
+      await t.resolves(page.getByText(`Person ${login}`).first().waitFor({ timeout: 1000 }), 'consent names the upstream person')
+      t.same(checker.consoleErrors.splice(0), [], 'no console error on our pages on the way back')
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Allow' }).click())
+
+      const back = new URL(page.url())
+      t.equal(back.origin + back.pathname, as.callback, 'back at the client')
+      t.equal(back.searchParams.get('state'), request.state)
+      const res = await exchangeCode(as, back.searchParams.get('code') ?? '', request.verifier)
+      t.equal(res.status, 200)
+      const tokens = (await res.json()) as Record<string, unknown>
+      const claims = JSON.parse(Buffer.from(String(tokens.id_token).split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>
+      t.equal(claims.sub, `corp:${login}`)
+      t.equal(claims.email, `${login}@example.com`)
+    })
+  }
+
+  for (const viewport of ['phone', 'desktop'] as const) {
+    await t.test(`${viewport}: a person outside allowed sees why, and the client gets access_denied`, async (t) => {
+      const { context, page, checker } = await openPage(browser, viewport)
+      t.teardown(() => context.close())
+      const request = authorizeRequest(as, 'openid profile email')
+      await page.goto(request.url)
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Continue with Corp SSO' }).click())
+      await signInAtProvider(page, checker, op.issuer, as.issuer, 'sam@other.org')
+      await page.waitForURL((u) => u.pathname === '/login/upstream/corp/callback')
+      t.equal(await heading(page), 'You cannot sign in here')
+      await t.resolves(page.getByText('Your Corp SSO account (sam@other.org) is not allowed').waitFor({ timeout: 1000 }))
+      await checker.check(t, 'upstream-not-allowed')
+      t.equal(await context.cookies().then((cs) => cs.filter((c) => c.name === 'bw_session').length), 0, 'no session')
+
+      await submitAndWait(page, () => page.getByRole('link', { name: 'Return to Example Web App' }).click())
+      const back = new URL(page.url())
+      t.equal(back.origin + back.pathname, as.callback)
+      t.equal(back.searchParams.get('error'), 'access_denied')
+      t.equal(back.searchParams.get('state'), request.state)
+      t.notOk(back.searchParams.has('code'))
+    })
+  }
+})
