@@ -417,16 +417,27 @@ t.test('gateway', async (t) => {
     t.same(leaked, [])
   })
 
-  t.test('validations are counted by result', async (t) => {
+  t.test('validations are counted by result, one count per request', async (t) => {
     const m = gw.metrics.tokenValidations
-    t.ok(m.get({ result: 'valid' }) > 0)
-    t.ok(m.get({ result: 'missing' }) > 0)
-    t.ok(m.get({ result: 'invalid' }) > 0)
-    t.ok(m.get({ result: 'expired' }) > 0)
-    t.ok(m.get({ result: 'revoked' }) > 0)
-    t.ok(m.get({ result: 'insufficient_scope' }) > 0)
-    t.ok(m.get({ result: 'malformed' }) > 0)
+    const valid = await gw.mint()
+    const revoked = await gw.mint({ claims: { jti: 'jti-counted-as-revoked' } })
+    await gw.store.addRevocation({ kind: 'jti', id: 'jti-counted-as-revoked', exp: Math.floor(gw.clock.now() / 1000) + 600 })
+    const cases: Array<[string, () => Promise<{ status: number }>, number]> = [
+      ['valid', async () => gw.get('/orders', valid), 200],
+      ['missing', async () => gw.send('/orders'), 401],
+      ['invalid', async () => gw.get('/orders', valid.slice(0, -3) + 'AAA'), 401],
+      ['expired', async () => gw.get('/orders', await gw.mint({ expIn: -31 })), 401],
+      ['revoked', async () => gw.get('/orders', revoked), 401],
+      ['insufficient_scope', async () => gw.get('/admin', await gw.mint({ scope: 'orders:read' })), 403],
+      ['malformed', async () => gw.get('/orders', 'not-a-jwt'), 400],
+    ]
+    for (const [result, request, status] of cases) {
+      const before = m.get({ result })
+      t.equal((await request()).status, status, `${result}: ${status}`)
+      t.equal(m.get({ result }) - before, 1, `${result}: counted once`)
+    }
   })
+
 
   t.test('store unreachable: closed routes answer 503, open routes allow and warn once', async (t) => {
     const token = await gw.mint({ scope: 'orders:read' })

@@ -259,7 +259,8 @@ t.test('scope: unknown, not allowed for the client, or absurd is invalid_scope',
 t.test('huge parameters get a clean 4xx and the server keeps serving', async (t) => {
   const big = 'orders:read '.repeat(9000) // ~100 KB
   const viaGet = await rawHttp(target.url, `GET /authorize?response_type=code&client_id=web&scope=${encodeURIComponent(big)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)
-  t.ok(viaGet.status >= 400 && viaGet.status < 500, `GET with a 100 KB query: ${viaGet.status}`)
+  // 414; 431 only when the request line reaches the parser split across TCP reads (http/client-error.ts).
+  t.ok([414, 431].includes(viaGet.status), `GET with a 100 KB query: 414 (or 431), got ${viaGet.status}`)
   t.notOk(viaGet.headers.has('location'), 'no redirect')
   const viaPost = await fetch(`${target.url}/authorize`, {
     method: 'POST',

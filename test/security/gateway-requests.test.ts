@@ -343,9 +343,12 @@ t.test('HTTP/1.0, HTTP/0.9-style and very long requests', async (t) => {
   t.ok(legacy.answer.status === 400 || legacy.answer.status === 401, `request line without a version: ${legacy.answer.status}`)
   t.equal(legacy.seen.length, 0)
   const long = await observe(() => raw(`GET /public/${'a'.repeat(100 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1`))
-  t.ok(long.answer.status === 414 || long.answer.status === 400 || long.answer.status === 431, `100 KB URL: ${long.answer.status}`)
+  // 414 when the parser's limit falls inside the request line of the chunk it reads; a
+  // request line split across TCP reads leaves it only the header-size refusal (431).
+  t.ok([414, 431].includes(long.answer.status), `100 KB URL: 414 (or 431), got ${long.answer.status}`)
   t.equal(long.seen.length, 0)
   const manyHeaders = await observe(() => raw(`GET /public/x HTTP/1.1\r\nHost: 127.0.0.1\r\n${Array.from({ length: 3000 }, (_, i) => `X-H${i}: v`).join('\r\n')}`))
-  t.ok(manyHeaders.answer.status >= 400, `3000 headers: ${manyHeaders.answer.status}`)
+  t.equal(manyHeaders.answer.status, 431, '3000 headers: 431 Request Header Fields Too Large')
+  t.equal(manyHeaders.seen.length, 0)
   t.ok(await healthy(target), 'healthz afterwards')
 })
