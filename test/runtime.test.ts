@@ -7,7 +7,7 @@
 import t from 'tap'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { keysNeedingRestart } from '../src/app.js'
+import { keysNeedingRestart } from '../src/server/reload-rules.js'
 import { ManualClock } from '../src/clock.js'
 import { parseConfig } from '../src/config/load.js'
 import type { Config } from '../src/config/types.js'

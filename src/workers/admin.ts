@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { listenOn } from '../app.js'
+import { listenOn } from '../server/listen.js'
 import type { ListenAddress } from '../config/types.js'
 import { sendJson } from '../http/reply.js'
 import type { Logger } from '../log.js'

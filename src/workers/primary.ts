@@ -13,7 +13,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { readFile } from 'node:fs/promises'
 import type { JWK } from 'jose'
-import { keysNeedingRestart } from '../app.js'
+import { keysNeedingRestart } from '../server/reload-rules.js'
 import { checkConfig, snapshotOfText, type ConfigSnapshot } from '../config/load.js'
 import { ConfigWatcher } from '../config/watch.js'
 import type { Config } from '../config/types.js'

@@ -1,0 +1,174 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { performance } from 'node:perf_hooks'
+import type { Duplex } from 'node:stream'
+import type { Shared } from '../context.js'
+import { NotFound, RequestTimeout } from '../errors.js'
+import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeouts.js'
+import { answerFailure, type Face, type FailureReporting } from '../http/failure.js'
+import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
+import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
+import type { Logger } from '../log.js'
+import type { Runtime } from '../runtime.js'
+import { trackRequest } from './connection.js'
+import { RequestIds, type Context } from './context.js'
+
+/** Where a response keeps its request's Context, for the one shared close listener. */
+const CONTEXT = Symbol('bearward.context')
+type ResponseWithContext = ServerResponse & { [CONTEXT]?: Context }
+
+/**
+ * Every request and upgrade on `listen`: its Context, the checks both faces
+ * share, the face that owns it (authorization server, then gateway, then
+ * 404), the one failure path for what they let through, body timeouts, and
+ * on close the metrics, the access line and the Runtime's drain count.
+ */
+export class RequestDispatcher {
+  readonly #shared: Shared
+  /** The access line's logger (no redaction pass: it logs only fields we build). */
+  readonly #accessLog: Logger
+  readonly #ids = new RequestIds()
+  /** How failures the dispatcher catches are reported, by the face the request went to. */
+  readonly #failures: Readonly<Record<Face, FailureReporting>>
+  /**
+   * The 'close' listener of every response, one function for all: it finds
+   * the request's Context on the response, so no closure is made per request.
+   */
+  readonly #responseClosed: (this: ResponseWithContext) => void
+
+  constructor(shared: Shared, accessLog: Logger) {
+    this.#shared = shared
+    this.#accessLog = accessLog
+    this.#failures = {
+      as: { face: 'as', metrics: shared.metrics, rootLog: shared.log, quiet: false },
+      gateway: { face: 'gateway', metrics: shared.metrics, rootLog: shared.log, quiet: true },
+    }
+    // The listener's own `this` is the response; the dispatcher is reached through `dispatcher`.
+    const dispatcher = this
+    this.#responseClosed = function (this: ResponseWithContext): void {
+      const ctx = this[CONTEXT]
+      if (ctx !== undefined) dispatcher.#onClose(this.req, this, ctx)
+    }
+  }
+
+  #context(req: IncomingMessage, runtime: Runtime): Context {
+    return this.#ids.contextFor(req, runtime.config.trustIncomingRequestId, this.#shared.log)
+  }
+
+  /** One request, served by `runtime` from start to end whatever reloads happen meanwhile. */
+  onRequest(req: IncomingMessage, res: ServerResponse, runtime: Runtime): void {
+    const ctx = this.#context(req, runtime)
+    runtime.arrive()
+    ctx.runtime = runtime
+    // The one close listener of the request: metrics, the access log, the
+    // runtime's drain count, and whoever set ctx.closeListener (the proxy).
+    ;(res as ResponseWithContext)[CONTEXT] = ctx
+    res.on('close', this.#responseClosed)
+    trackRequest(req, res)
+    if (announcesBody(req)) {
+      watchBody(
+        req,
+        runtime.config.clientTimeouts,
+        () => res.writableFinished,
+        (which) => this.#bodyTimedOut(req, res, ctx, which),
+      )
+    }
+    this.#dispatch(req, res, ctx, runtime)
+  }
+
+  /**
+   * A request body stalled or missed its deadline: whatever works on the
+   * request stops (the proxy aborts its upstream exchange), and the client
+   * gets 408 if nothing was answered yet; otherwise the connection is cut
+   * (a response under way must not look complete, and a finished one leaves
+   * only a body nobody will read).
+   */
+  #bodyTimedOut(req: IncomingMessage, res: ServerResponse, ctx: Context, which: BodyTimeout): void {
+    ctx.log.info({ timeout: which }, 'request body timed out')
+    ctx.closeListener?.onRequestAbandoned?.()
+    if (!res.headersSent) sendErrorWithId(res, ctx.id, new RequestTimeout())
+    else if (!res.writableFinished) res.destroy()
+    else req.socket.destroy()
+  }
+
+  #onClose(req: IncomingMessage, res: ServerResponse, ctx: Context): void {
+    ctx.closeListener?.onResponseClose()
+    ctx.runtime?.depart()
+    ctx.runtime = null
+    const seconds = (performance.now() - ctx.started) / 1000
+    this.#shared.metrics.observeResponse(ctx.routeLabel, res.writableFinished ? res.statusCode : null, seconds)
+    if (this.#accessLog.isLevelEnabled('info')) {
+      this.#accessLog.info(
+        { req_id: ctx.id, method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },
+        'request',
+      )
+    }
+  }
+
+  /**
+   * Hand the request to the face that owns it. The gateway answers
+   * synchronously-decided requests without a promise; the authorization
+   * server's endpoints are async. X-Request-Id is set here for everything
+   * but the gateway, which adds it to the header block it writes.
+   */
+  #dispatch(req: IncomingMessage, res: ServerResponse, ctx: Context, runtime: Runtime): void {
+    try {
+      assertSingleHost(req)
+      assertTargetLength(req)
+      assertTargetAgreesWithHost(req, ctx.targetHost)
+      const as = runtime.as
+      if (as !== null && (as.owns === undefined || as.owns(ctx.rawPath))) {
+        res.setHeader('x-request-id', ctx.id)
+        as.handle(req, res, ctx).then(
+          (handled) => {
+            if (!handled) this.#notAs(req, res, ctx, runtime)
+          },
+          (err: unknown) => this.#fail(res, ctx, err, 'as'),
+        )
+        return
+      }
+      this.#notAs(req, res, ctx, runtime)
+    } catch (err) {
+      this.#fail(res, ctx, err, 'gateway')
+    }
+  }
+
+  #notAs(req: IncomingMessage, res: ServerResponse, ctx: Context, runtime: Runtime): void {
+    try {
+      if (runtime.gateway.handle(req, res, ctx)) return
+      ctx.routeLabel = 'not_found'
+      sendErrorWithId(res, ctx.id, new NotFound())
+    } catch (err) {
+      this.#fail(res, ctx, err, 'gateway')
+    }
+  }
+
+  /** The one failure path (http/failure.ts) for what a face let through or the dispatcher's own checks refused. */
+  #fail(res: ServerResponse, ctx: Context, err: unknown, face: Face): void {
+    sendErrorWithId(res, ctx.id, answerFailure(err, ctx.log, this.#failures[face]).answer)
+  }
+
+  /** One upgrade request: the same checks, then the gateway (the authorization server takes none). */
+  onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, runtime: Runtime): void {
+    const leave = runtime.enter()
+    socket.on('close', leave)
+    const ctx = this.#context(req, runtime)
+    try {
+      assertSingleHost(req)
+      assertTargetLength(req)
+      assertTargetAgreesWithHost(req, ctx.targetHost)
+    } catch (err) {
+      errorOnSocket(socket, answerFailure(err, ctx.log, this.#failures.gateway).answer, {}, ctx.id)
+      return
+    }
+    runtime.gateway
+      .handleUpgrade(req, socket, head, ctx)
+      .then((handled) => {
+        if (!handled) errorOnSocket(socket, new NotFound(), {}, ctx.id)
+      })
+      .catch((err: unknown) => {
+        // Unlike a request, an upgrade the gateway failed on may have written to the socket already: close it.
+        answerFailure(err, ctx.log, this.#failures.gateway)
+        socket.destroy()
+      })
+  }
+}

@@ -1,0 +1,89 @@
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { readFile } from 'node:fs/promises'
+import { createSecureContext } from 'node:tls'
+import type { Config, ListenAddress } from '../config/types.js'
+
+/** Binding the servers and the settings Node's server applies itself. */
+
+/**
+ * How often Node looks for request heads past `client_timeouts.headers`.
+ * Its default (30 s) would let a slowloris hold a socket up to 30 s past the
+ * bound; a quarter of the bound, at most 1 s, costs one walk of the
+ * connection list per tick.
+ */
+export function connectionsCheckingInterval(headersMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(headersMs / 4)))
+}
+
+/** The timeouts Node's server applies itself; set at start and on every reload. */
+export function applyServerTimeouts(server: Server, config: Config): void {
+  const t = config.clientTimeouts
+  server.headersTimeout = t.headersMs
+  // Off: a whole-request bound in Node cuts the socket from under a request
+  // we may still answer; body bounds are http/body-timeouts.ts's.
+  server.requestTimeout = 0
+  server.keepAliveTimeout = t.keepAliveMs
+}
+
+/** Read and check the TLS files, so a bad pair refuses the reload before anything is swapped. */
+export async function secureContextOptions(tls: NonNullable<Config['tls']>): Promise<{ cert: Buffer; key: Buffer }> {
+  const [cert, key] = await Promise.all([readFile(tls.certFile), readFile(tls.keyFile)])
+  createSecureContext({ cert, key })
+  return { cert, key }
+}
+
+/** The URL a bound address is reached at. */
+export function urlOf(addr: AddressInfo, tls: boolean): string {
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address
+  return `${tls ? 'https' : 'http'}://${host}:${addr.port}`
+}
+
+/** Listen on `addr`; a refusal (address in use, no permission) rejects with a message naming the address. */
+export function listenOn(server: Server, addr: ListenAddress): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      server.off('listening', onListening)
+      const why = err.code === 'EADDRINUSE' ? 'the address is already in use' : err.code === 'EACCES' ? 'permission denied' : err.message
+      reject(new Error(`cannot listen on ${addr.host}:${addr.port}: ${why}`))
+    }
+    const onListening = (): void => {
+      server.off('error', onError)
+      resolve()
+    }
+    server.once('error', onError)
+    server.once('listening', onListening)
+    server.listen(addr.port, addr.host)
+  })
+}
+
+/**
+ * The `listen` server: https when `tls` is set (its certificate pair read
+ * now), else http, with the client timeouts and half-open connections.
+ */
+export async function createListenServer(config: Config, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Server> {
+  // Node's defaults leave slow clients holding sockets for long; bound them.
+  const options = {
+    connectionsCheckingInterval: connectionsCheckingInterval(config.clientTimeouts.headersMs),
+    headersTimeout: config.clientTimeouts.headersMs,
+    requestTimeout: 0,
+    keepAliveTimeout: config.clientTimeouts.keepAliveMs,
+  }
+  let server: Server
+  if (config.tls) {
+    const [cert, key] = await Promise.all([readFile(config.tls.certFile), readFile(config.tls.keyFile)])
+    // allowHalfOpen: the TLS socket outlives the client's FIN (see httpAllowHalfOpen below).
+    server = createHttpsServer({ cert, key, allowHalfOpen: true, ...options }, handler)
+  } else {
+    server = createHttpServer(options, handler)
+  }
+  applyServerTimeouts(server, config)
+  // A client that half-closes after its request (shuts its write side, as
+  // some clients and load balancers do) still reads: without this Node
+  // ends the socket at the client's FIN, and the answer, and possibly a
+  // forwarded request's response, is lost. The socket ends after the last
+  // answer instead.
+  ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
+  return server
+}
