@@ -40,6 +40,9 @@ Runs the authorization server and the gateway described by FILE.
 
 Reloads the config when the file changes and on SIGHUP; a bad file is refused and the
 running config keeps serving. SIGTERM/SIGINT: stop accepting, finish in-flight requests, exit 0.
+With \`workers\` > 1 this process is the primary: it forks the worker processes, serves
+admin_listen for all of them, reloads them, restarts any that dies, and drains them all on
+SIGTERM (docs/many-instances.md).
 `,
   'check-config': `Usage: bearward check-config [-c FILE]
 
