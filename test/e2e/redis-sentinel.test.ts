@@ -38,7 +38,7 @@ const call = (bin: RunningBin, token: string): Promise<Response> =>
   fetch(`${bin.url}/orders/1`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) })
 const jti = (jwt: string): string => (JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti: string }).jti
 
-const redis = await startRedisSentinel({ downAfterMs: 500, failoverTimeoutMs: 2000 })
+const redis = await startRedisSentinel({ downAfterMs: 1000, failoverTimeoutMs: 2000 })
 const up = await startUpstream('orders')
 const cfg = await tempConfig('')
 const cleanup = async (): Promise<void> => {
@@ -140,6 +140,8 @@ t.test('SIGKILL of the master: the sentinels promote the replica, service return
   }, 30_000, 50)
   const asBackMs = performance.now() - killedAt
   t.ok(asBack, 'the authorization server on A issues tokens again')
+  if (!back || !asBack) t.comment(`store log lines of B:\n${b.lines.filter((l) => /"msg":"(store (connected|unreachable)|revocation list)/.test(l)).slice(-8).join('\n')}`)
+  if (!back || !asBack) t.comment(`store log lines of A:\n${a.lines.filter((l) => /"msg":"(store (connected|unreachable)|revocation list)/.test(l)).slice(-12).join('\n')}`)
 
   let lost = 0
   for (const token of revoked) if ((await stored(redis.replicaPort, jti(token))) === null) lost++
