@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream'
 import type { Clock } from './clock.js'
 import type { Config } from './config/types.js'
 import type { KeySet } from './keys/keyset.js'
+import type { TrustedProxies } from './http/trusted-proxies.js'
 import type { Logger } from './log.js'
 import type { Metrics } from './metrics.js'
 import type { RevocationList } from './store/revocation-list.js'
@@ -93,4 +94,10 @@ export interface FaceDeps extends Shared {
   readonly config: Config
   /** The authorization server's keys; null when `authorization_server` is not configured. */
   readonly keys: KeySet | null
+  /**
+   * `gateway.trusted_proxies` as one matcher, built once per Runtime and used
+   * by both faces: the gateway for forwarding headers, the authorization
+   * server for the address its throttles key on.
+   */
+  readonly trustedProxies: TrustedProxies
 }

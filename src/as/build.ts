@@ -9,7 +9,7 @@ import { DpopVerifier } from '../dpop/verify-proof.js'
 import type { KeySet } from '../keys/keyset.js'
 import { ClientDirectory } from './client-directory.js'
 import type { AsContext } from './context.js'
-import { ClientAddress } from './interaction/client-ip.js'
+import { ClientAddress } from '../http/trusted-proxies.js'
 import { UpstreamProviders } from './upstream/providers.js'
 
 /**
@@ -32,6 +32,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     revocations: deps.revocations,
     metrics: deps.metrics,
     config,
+    trustedProxies: deps.trustedProxies,
     as: deps.as,
     keys: deps.keys,
     issuer: config.publicUrl,
@@ -51,7 +52,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
       token: new DpopVerifier(config.dpop, deps, 'token'),
       resource: new DpopVerifier(config.dpop, deps, 'resource'),
     },
-    clientAddress: new ClientAddress(config.gateway.trustedProxies),
+    clientAddress: new ClientAddress(deps.trustedProxies),
     failures: { face: 'as', metrics: deps.metrics, rootLog: deps.log, quiet: false },
   }
 }

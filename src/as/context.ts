@@ -4,7 +4,7 @@ import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../con
 import type { FaceDeps, RequestContext } from '../context.js'
 import type { SecretVerifier } from '../crypto/secret.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
-import type { ClientAddress } from './interaction/client-ip.js'
+import type { ClientAddress } from '../http/trusted-proxies.js'
 import type { KeySet } from '../keys/keyset.js'
 import type { UpstreamProviders } from './upstream/providers.js'
 

@@ -172,7 +172,7 @@ class Gateway implements GatewayFace {
       const dpop = new DpopVerifier(config.dpop, deps, 'resource')
       this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway, dpop })
       this.#origin = new URL(config.publicUrl).origin
-      this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log)
+      this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies)
     } catch (err) {
       // A gateway that is never built must not leave its introspection pools open.
       for (const issuer of issuers.values()) void issuer.opaque?.close().catch(() => undefined)

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import type { IdentityHeaders } from '../config/types.js'
-import { forwardedElement, peerAddress, type TrustedProxies } from './forwarded.js'
+import { peerAddress, type TrustedProxies } from '../http/trusted-proxies.js'
+import { forwardedElement } from './forwarded.js'
 import { responseHeaderName, responseHeaderValue } from './header-text.js'
 import type { TokenIdentity } from './types.js'
 

@@ -1,11 +1,6 @@
 import t from 'tap'
-import {
-  TrustedProxies,
-  forwardedElement,
-  normalizeAddress,
-  parseIPv4,
-  parseIPv6,
-} from '../../src/gateway/forwarded.js'
+import { forwardedElement } from '../../src/gateway/forwarded.js'
+import { TrustedProxies, normalizeAddress, parseIPv4, parseIPv6 } from '../../src/http/trusted-proxies.js'
 import type { IncomingMessage } from 'node:http'
 import {
   ALWAYS_DROPPED_REQUEST_HEADERS,

@@ -3,7 +3,7 @@ import { isIP } from 'node:net'
 import { Pool, buildConnector } from 'undici'
 import type { GatewayConfig, RouteConfig } from '../../config/types.js'
 import { redactUrl } from '../../log.js'
-import { TrustedProxies } from '../forwarded.js'
+import type { TrustedProxies } from '../../http/trusted-proxies.js'
 import { RequestHeaderPolicy } from '../headers.js'
 import { withoutServername } from './connector.js'
 import { errorCode } from './failure.js'
@@ -62,11 +62,10 @@ export interface RoutePlans {
  * Plan every route: pools (shared by routes that reach the same origin with
  * the same options), CA bundles, WebSocket upstreams and header rules.
  *
- * @throws Error when a route's upstream URL is not http(s)/ws(s), its CA file
- *   cannot be read, or a `trusted_proxies` entry is not an address or range.
+ * @throws Error when a route's upstream URL is not http(s)/ws(s) or its CA
+ *   file cannot be read. `trusted` is the Runtime's one trusted-proxy matcher.
  */
-export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfig): RoutePlans {
-  const trusted = new TrustedProxies(gateway.trustedProxies)
+export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfig, trusted: TrustedProxies): RoutePlans {
   const defaults = gateway.identityHeaders
   const alsoStrip = [defaults.subject, defaults.clientId, defaults.scope, defaults.issuer]
   const pools = new Map<string, Pool>()

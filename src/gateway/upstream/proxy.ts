@@ -1,3 +1,4 @@
+import { TrustedProxies } from '../../http/trusted-proxies.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex, Readable } from 'node:stream'
 import type { Dispatcher } from 'undici'
@@ -62,8 +63,8 @@ export class UpstreamProxy {
    * @throws Error when a route's upstream URL is not http(s)/ws(s), its CA file
    *   cannot be read, or a `trusted_proxies` entry is not an address or range.
    */
-  constructor(routes: readonly RouteConfig[], gateway: GatewayConfig, log: Logger) {
-    this.#plans = planRoutes(routes, gateway)
+  constructor(routes: readonly RouteConfig[], gateway: GatewayConfig, log: Logger, trusted = new TrustedProxies(gateway.trustedProxies)) {
+    this.#plans = planRoutes(routes, gateway, trusted)
     this.#drain = new Drain(this.#plans.pools, log)
   }
 
