@@ -3,7 +3,6 @@
  * gets a device code to poll /token with, and a short user code the user
  * types at `{issuer}/device` on another screen.
  */
-import { randomInt } from 'node:crypto'
 import { epochSeconds } from '../clock.js'
 import { MethodNotAllowed, ServerError, UnauthorizedClient } from '../errors.js'
 import { readForm } from '../http/body.js'
@@ -12,28 +11,10 @@ import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsHandler } from './context.js'
 import { DEVICE_CODE_GRANT, deviceCodeHash, newDeviceCode } from './grants/device-code.js'
 import { formatScope, requestedClientScope } from './scope.js'
-
-/**
- * RFC 8628 6.1: consonants only (no words can form), without look-alikes
- * (no vowels, so no 0/O or 1/I confusion). 20^8 ≈ 2^34.6 codes.
- */
-export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ'
-export const USER_CODE_LENGTH = 8
+import { formatUserCode, newUserCode } from '../tokens/user-code.js'
 
 /** Attempts at an unused user code before giving up (a collision is rare: 2^-34 per live code). */
 const USER_CODE_ATTEMPTS = 5
-
-/** A fresh user code in its stored (normalized) form: 8 characters, no dash. */
-export function newUserCode(): string {
-  let code = ''
-  for (let i = 0; i < USER_CODE_LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]
-  return code
-}
-
-/** The displayed form: `XXXX-XXXX`. */
-export function displayUserCode(code: string): string {
-  return `${code.slice(0, 4)}-${code.slice(4)}`
-}
 
 /** RFC 8628 3.2 device authorization response. */
 export interface DeviceAuthorizationResponse {
@@ -72,7 +53,7 @@ export const handleDeviceAuthorization: AsHandler = async (req, res, _ctx, as) =
       lastPollMs: 0,
     })
     if (!stored) continue
-    const shown = displayUserCode(userCode)
+    const shown = formatUserCode(userCode)
     const verificationUri = `${as.issuer}/device`
     const body: DeviceAuthorizationResponse = {
       device_code: deviceCode,

@@ -4,7 +4,7 @@
  * token response; the store sees only their hashes.
  */
 import { createHash } from 'node:crypto'
-import { randomBase64url } from '../crypto/random.js'
+import { randomId, randomToken } from '../tokens/random.js'
 import { labelKey } from '../metrics.js'
 import { signJwt } from '../keys/sign.js'
 import { epochSeconds } from '../clock.js'
@@ -25,16 +25,6 @@ const GRANT_LABELS: Readonly<Record<GrantLabel, string>> = {
   refresh_token: labelKey({ grant: 'refresh_token' }),
   client_credentials: labelKey({ grant: 'client_credentials' }),
   device_code: labelKey({ grant: 'device_code' }),
-}
-
-/** 32 random bytes, base64url (43 characters): refresh tokens, opaque access tokens, device codes. */
-export function randomToken(): string {
-  return randomBase64url(32)
-}
-
-/** A unique identifier (jti, grant id): 16 random bytes, base64url. */
-export function randomId(): string {
-  return randomBase64url(16)
 }
 
 export interface AccessTokenInput {

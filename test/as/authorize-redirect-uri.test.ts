@@ -1,6 +1,6 @@
 import t from 'tap'
 import { appendQuery, matchRedirectUri } from '../../src/as/interaction/redirect-uri.js'
-import { formatUserCode, normalizeUserCode } from '../../src/as/interaction/user-code.js'
+import { formatUserCode, normalizeUserCode } from '../../src/tokens/user-code.js'
 import { escapeHtml, html } from '../../src/as/views/html.js'
 
 /** The pure pieces under /authorize and /device: redirect URI matching, query building, user codes, escaping. */

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { MemoryStore } from '../../src/store/memory.js'
 import type { DeviceRecord } from '../../src/store/types.js'
-import { USER_CODE_ALPHABET } from '../../src/as/device-authorization.js'
+import { USER_CODE_ALPHABET } from '../../src/tokens/user-code.js'
 import { basic, send, startAs } from '../helpers/as-back.js'
 import { postForm, reply } from '../helpers/http.js'
 

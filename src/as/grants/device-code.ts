@@ -14,7 +14,8 @@
 import { epochSeconds } from '../../clock.js'
 import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, SlowDown } from '../../errors.js'
 import { hashToken } from '../../store/hash.js'
-import { randomId, randomToken, startGrant } from '../issue.js'
+import { startGrant } from '../issue.js'
+import { randomId, randomToken } from '../../tokens/random.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
 

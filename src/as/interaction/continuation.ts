@@ -5,7 +5,7 @@ import type { AsContext } from '../context.js'
 import { ACCOUNT_NEXT } from './account.js'
 import { parseAuthorizationRequest, type AuthorizationRequest } from './authorization-request.js'
 import { redirect, showError } from './respond.js'
-import { normalizeUserCode } from './user-code.js'
+import { normalizeUserCode } from '../../tokens/user-code.js'
 
 /** What a sign-in continues: an authorization request, a device approval, or the account page. */
 export type Continuation = { kind: 'authorize'; request: AuthorizationRequest } | { kind: 'device'; userCode: string } | { kind: 'account' }

@@ -20,7 +20,7 @@ import { userCodeLimit, waitInWords } from './rate-limit.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
 import { currentSession } from './session.js'
-import { formatUserCode, normalizeUserCode } from './user-code.js'
+import { formatUserCode, normalizeUserCode } from '../../tokens/user-code.js'
 
 /**
  * The device verification page (RFC 8628 3.3): a person types the code their

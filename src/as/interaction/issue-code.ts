@@ -4,7 +4,7 @@ import type { CodeRecord } from '../../store/types.js'
 import type { AsContext } from '../context.js'
 import type { AuthorizationRequest } from './authorization-request.js'
 import type { ActiveSession } from './session.js'
-import { randomToken } from './tokens.js'
+import { randomToken } from '../../tokens/random.js'
 
 /**
  * Mint an authorization code (RFC 6749 4.1.2): 32 random bytes, base64url;

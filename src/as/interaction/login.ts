@@ -15,7 +15,7 @@ import { knownBrowserFor, rememberBrowser } from './known-browser.js'
 import { LoginThrottle, waitInWords, type LoginVerdict } from './rate-limit.js'
 import { redirect, showError, showForbidden } from './respond.js'
 import { sessionIdOf, startSession } from './session.js'
-import { formatUserCode } from './user-code.js'
+import { formatUserCode } from '../../tokens/user-code.js'
 
 /** The same text whether the username or the password was wrong (no account enumeration). */
 export const LOGIN_FAILED = 'The username or password is incorrect.'

@@ -12,7 +12,7 @@ import { readFormParams } from './form.js'
 import { checkPostLogoutRedirect, parseLogoutRequest, postLogoutLocation, type LogoutRequest } from './logout-request.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { currentSession, endSession, sessionIdOf, type ActiveSession } from './session.js'
-import { normalizeUserCode, formatUserCode } from './user-code.js'
+import { normalizeUserCode, formatUserCode } from '../../tokens/user-code.js'
 
 /**
  * /logout, the end-session endpoint (OpenID Connect RP-Initiated Logout 1.0).

@@ -5,7 +5,7 @@ import { hashToken } from '../../store/hash.js'
 import type { SessionRecord } from '../../store/types.js'
 import type { Person } from '../claims.js'
 import type { AsContext } from '../context.js'
-import { isTokenShaped, randomToken } from './tokens.js'
+import { isTokenShaped, randomToken } from '../../tokens/random.js'
 
 /**
  * The browser login session at the authorization server. The cookie holds a

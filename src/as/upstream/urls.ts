@@ -1,7 +1,7 @@
 import type { UpstreamContinuation } from '../../store/types.js'
 import type { AsContext } from '../context.js'
 import { afterLogin } from '../interaction/authorization-request.js'
-import { formatUserCode } from '../interaction/user-code.js'
+import { formatUserCode } from '../../tokens/user-code.js'
 import { ACCOUNT_NEXT } from '../interaction/account.js'
 
 /** Path of a provider's callback, relative to the issuer: register `<public_url>/login/upstream/<id>/callback` at the provider. */
