@@ -13,7 +13,8 @@ import { hashToken } from '../store/hash.js'
 import { findUserBySub } from './claims.js'
 import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsContext, AsHandler } from './context.js'
-import { looksLikeJwt, verifyOwnAccessToken } from './verify-token.js'
+import { looksLikeJwt } from '../tokens/jwt-shape.js'
+import { verifyOwnAccessToken } from './verify-token.js'
 
 /** RFC 7662 2.2 response members this server sends. */
 export interface IntrospectionResponse {

@@ -18,7 +18,8 @@ import { hashToken } from '../store/hash.js'
 import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsContext, AsHandler } from './context.js'
 import { revokeEntry, revokeGrant } from './revocation.js'
-import { looksLikeJwt, verifyOwnAccessToken } from './verify-token.js'
+import { looksLikeJwt } from '../tokens/jwt-shape.js'
+import { verifyOwnAccessToken } from './verify-token.js'
 
 /** A lookup answers true when it found the token (whether or not it was this client's): the search stops there. */
 type Found = boolean

@@ -16,9 +16,7 @@ import { claimsForScope, findPersonBySub } from './claims.js'
 import type { AsHandler } from './context.js'
 import { hasScope } from './scope.js'
 import { verifyOwnAccessToken } from './verify-token.js'
-
-/** RFC 6750 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
-const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
+import { checkedTokenFromHeader } from '../tokens/bearer.js'
 
 interface Presented {
   token: string
@@ -26,22 +24,13 @@ interface Presented {
   dpop: boolean
 }
 
-/** The token from the Authorization header, or null; a scheme other than Bearer or DPoP counts as no token. */
-function fromHeader(header: string | undefined): Presented | null {
-  if (header === undefined) return null
-  const m = /^(Bearer|DPoP) +(.*)$/i.exec(header)
-  if (m === null) return null
-  const token = (m[2] ?? '').trim()
-  if (!B64TOKEN.test(token)) throw new InvalidToken('The access token is malformed', { cause: 'bad b64token' })
-  return { token, dpop: (m[1] ?? '').toLowerCase() === 'dpop' }
-}
-
 /**
  * The bearer token of a userinfo request: header, or (POST, OIDC Core 5.3.1)
  * the `access_token` form field. Both at once is invalid_request (RFC 6750 2).
  */
 async function bearerToken(req: IncomingMessage): Promise<Presented> {
-  const header = fromHeader(req.headers.authorization)
+  // The one header parser both faces use: a malformed or repeated header is 400 invalid_request.
+  const header = checkedTokenFromHeader(req)
   let body: string | undefined
   if (req.method === 'POST' && isFormContentType(req.headers['content-type'])) {
     body = (await readForm(req)).get('access_token')

@@ -10,6 +10,7 @@ import { epochSeconds } from '../clock.js'
 import { confirmationJkt } from '../dpop/thumbprint.js'
 import { hashToken } from '../store/hash.js'
 import type { OpaqueTokenRecord } from '../store/types.js'
+import { looksLikeJwt } from '../tokens/jwt-shape.js'
 import type { AsContext } from './context.js'
 
 /** The claims of one of our access tokens, whatever its format: an opaque record's fields, plus what only a JWT carries. */
@@ -26,11 +27,6 @@ export interface VerifyOptions {
 
 /** Longest token value worth looking at; ours are far shorter. */
 const MAX_TOKEN_LENGTH = 8192
-
-/** True when `token` has the shape of a JWT (three dot-separated segments); such a value is never looked up as opaque. */
-export function looksLikeJwt(token: string): boolean {
-  return token.split('.').length === 3
-}
 
 function stringClaim(payload: JWTPayload, name: string): string | null {
   const v = payload[name]

@@ -17,7 +17,8 @@ import type { KeySet } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
 import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
-import { checkBearerGrammar } from './extract.js'
+import { checkBearerGrammar } from '../tokens/bearer.js'
+import { looksLikeJwt } from '../tokens/jwt-shape.js'
 import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
 import type { JwksSource } from './jwks-client.js'
 import { ScopeRule } from './scope.js'
@@ -123,14 +124,6 @@ export function buildPolicy(route: RouteConfig, issuers: ReadonlyMap<string, Tru
     scopes: new ScopeRule(route.scopes),
     cacheScope: `\n${route.audiences.join(' ')}\n${route.token}\n${route.issuers.join(',')}`,
   }
-}
-
-/** A compact JWS has exactly two dots (RFC 7515 7.1). */
-function looksLikeJwt(token: string): boolean {
-  const first = token.indexOf('.')
-  if (first === -1) return false
-  const second = token.indexOf('.', first + 1)
-  return second !== -1 && token.indexOf('.', second + 1) === -1
 }
 
 export interface AuthenticatorDeps {

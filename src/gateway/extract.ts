@@ -7,19 +7,9 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { RouteConfig } from '../config/types.js'
-import { InvalidRequest, MissingToken } from '../errors.js'
+import { MissingToken } from '../errors.js'
 import { isFormContentType, readBody } from '../http/body.js'
-
-/** RFC 6750 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
-const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
-
-const BEARER = 'bearer'
-const DPOP = 'dpop'
-
-/** A 400 about the credentials carries the Bearer challenge with error="invalid_request". */
-function malformed(description: string, cause: string): InvalidRequest {
-  return new InvalidRequest(description, { challenge: 'Bearer', cause })
-}
+import { isB64token, malformedCredentials as malformed, tokenFromHeader } from '../tokens/bearer.js'
 
 /** Where the token came from and what to forward instead of the raw request parts. */
 export interface ExtractedToken {
@@ -38,67 +28,6 @@ export interface ExtractedToken {
   readonly dpop: boolean
 }
 
-/**
- * Case-insensitive check for the `Bearer` scheme at the start of the header
- * value (RFC 9110 11.1: the scheme ends at whitespace). What follows it is
- * checked against the Bearer grammar by the caller.
- */
-function hasScheme(value: string, scheme: string): boolean {
-  if (value.length < scheme.length) return false
-  for (let i = 0; i < scheme.length; i++) {
-    if ((value.charCodeAt(i) | 0x20) !== scheme.charCodeAt(i)) return false
-  }
-  const next = value.charCodeAt(scheme.length)
-  return value.length === scheme.length || next === 0x20 || next === 0x09
-}
-
-/** What the Authorization header carries: a token and whether its scheme is DPoP. */
-export interface HeaderToken {
-  readonly token: string
-  readonly dpop: boolean
-}
-
-/**
- * The b64token grammar of an Authorization header token (RFC 6750 2.1);
- * invalid_request outside it. Separate from `bearerFromHeader` because the
- * regex over a JWT of hundreds of characters costs more than the cache
- * lookup that proves a token was seen, and checked, before: the
- * Authenticator runs it only for tokens it has not validated.
- */
-export function checkBearerGrammar(token: string): void {
-  if (!B64TOKEN.test(token)) throw malformed('The Authorization header is not a valid Bearer credential', 'bearer grammar')
-}
-
-/**
- * The access token of the Authorization header with the Bearer (RFC 6750
- * 2.1) or DPoP (RFC 9449 7.1, same token grammar) scheme, or null when there
- * is none or it uses another scheme (Basic is not a bearer token). A
- * repeated header, or the scheme not followed by 1*SP and a token, is
- * invalid_request. The token's own grammar is left to `checkBearerGrammar`.
- */
-export function tokenFromHeader(req: IncomingMessage): HeaderToken | null {
-  const value = req.headers.authorization
-  if (value === undefined) return null
-  // Node keeps only the first Authorization header; a second one must not
-  // slip past us to an upstream that reads the last.
-  let seen = 0
-  const raw = req.rawHeaders
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization') seen++
-  }
-  if (seen > 1) throw malformed('The Authorization header is repeated', 'repeated authorization header')
-  const dpop = !hasScheme(value, BEARER)
-  if (dpop && !hasScheme(value, DPOP)) return null
-  const schemeLength = dpop ? DPOP.length : BEARER.length
-  let start = schemeLength
-  while (value.charCodeAt(start) === 0x20) start++
-  if (start === schemeLength || start === value.length) {
-    throw malformed(`The Authorization header is not a valid ${dpop ? 'DPoP' : 'Bearer'} credential`, 'bearer grammar')
-  }
-  return { token: value.slice(start), dpop }
-}
-
 /** application/x-www-form-urlencoded decoding of one name or value; undefined when the escapes are malformed. */
 function formDecode(text: string): string | undefined {
   try {
@@ -109,7 +38,7 @@ function formDecode(text: string): string | undefined {
 }
 
 function checkTokenValue(token: string, where: string): void {
-  if (!B64TOKEN.test(token)) throw malformed(`The access_token ${where} parameter is malformed`, `access_token ${where} grammar`)
+  if (!isB64token(token)) throw malformed(`The access_token ${where} parameter is malformed`, `access_token ${where} grammar`)
 }
 
 /**

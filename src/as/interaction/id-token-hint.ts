@@ -6,7 +6,7 @@
 import { compactVerify, errors as joseErrors, type CompactJWSHeaderParameters } from 'jose'
 import type { KeyObject } from 'node:crypto'
 import type { AsContext } from '../context.js'
-import { looksLikeJwt } from '../verify-token.js'
+import { looksLikeJwt } from '../../tokens/jwt-shape.js'
 
 /** What a verified hint tells: who, and for which client(s). */
 export interface IdTokenHint {
