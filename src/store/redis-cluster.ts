@@ -38,16 +38,16 @@ export function keySlot(key: string): number {
 }
 
 /**
- * The connection to the master of `key`'s slot as ioredis knows it now, and
- * how many replicas that master has in the slot table; null when the slot
- * has no known master (the cluster is being re-read after a failover).
+ * The connection to the master of `key`'s slot as ioredis knows it now; null
+ * when the slot has no known master (the cluster is being re-read after a
+ * failover).
  */
-export function masterOf(cluster: Cluster, key: string): { node: Redis; replicas: number } | null {
+export function masterOf(cluster: Cluster, key: string): { node: Redis } | null {
   const owners = cluster.slots[keySlot(key)]
   const master = owners?.[0]
   if (!owners || master === undefined) return null
   const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === master)
-  return node ? { node, replicas: owners.length - 1 } : null
+  return node ? { node } : null
 }
 
 export interface NodeAddress {

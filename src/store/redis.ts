@@ -535,22 +535,27 @@ export class RedisStore implements Store {
   async #confirmReplicated(c: Client, keys: string[]): Promise<void> {
     const wait = this.#opts.replicaWait
     if (!wait || wait.replicas <= 0) return
-    const targets: Array<{ node: Redis; want: number }> = []
+    // The master(s) that took the writes: on Cluster, each key's slot master.
+    const masters: Redis[] = []
     if (this.#cluster) {
-      const seen = new Set<Redis>()
       for (const key of keys) {
         const found = masterOf(c as Cluster, key)
         if (!found) throw new StoreUnavailableError('no master known for a revocation key')
-        const want = Math.min(wait.replicas, found.replicas)
-        if (want > 0 && !seen.has(found.node)) targets.push({ node: found.node, want })
-        seen.add(found.node)
+        if (!masters.includes(found.node)) masters.push(found.node)
       }
     } else {
-      // ROLE lists the replicas connected now: with none there is nothing to wait for (and nothing a failover could promote).
-      const role = list(await (c as Redis).call('ROLE'))
+      masters.push(c as Redis)
+    }
+    // ROLE lists the replicas connected to that master now: with none there is
+    // nothing to wait for (and nothing a failover could promote). The cluster
+    // client's slot table is not asked: it is refreshed only now and then, so
+    // right after a cluster forms (or a replica joins) it can list none.
+    const targets: Array<{ node: Redis; want: number }> = []
+    for (const node of masters) {
+      const role = list(await node.call('ROLE'))
       const connected = str(role[0]) === 'master' && Array.isArray(role[2]) ? role[2].length : 0
       const want = Math.min(wait.replicas, connected)
-      if (want > 0) targets.push({ node: c as Redis, want })
+      if (want > 0) targets.push({ node, want })
     }
     const acked = await Promise.all(targets.map(({ node, want }) => node.call('WAIT', want, wait.timeoutMs)))
     targets.forEach(({ want }, i) => {
