@@ -726,7 +726,10 @@ export class RedisStore implements Store {
     const feed = onFeed ? (up: boolean): void => onFeed(up) : null
     if (feed) this.#feedListeners.add(feed)
     try {
-      await this.#ensureSubscribed()
+      // The feed is up only when both connections are: wait for the command
+      // connection too, or a loaded machine reports a loss at subscribe time
+      // (the main connection still handshaking) that never happened.
+      await Promise.all([this.#ensureSubscribed(), this.#main.ready()])
     } catch (err) {
       if (feed) this.#feedListeners.delete(feed)
       throw err
