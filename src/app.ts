@@ -87,11 +87,13 @@ export class App {
     for (const w of warnings) log.warn(`config: ${formatProblem(w)}`)
     const clock = options.clock ?? systemClock
     const metrics = new Metrics()
-    const store = createStore(config.store, { clock, log })
+    const store = createStore(config.store, { clock, log, onReplicaWaitTimeout: () => metrics.replicaWaitTimeouts.inc() })
     if (config.store.kind === 'redis') {
       const { url, cluster, sentinels, sentinelName } = config.store
       const where = sentinels.length > 0 ? { sentinels, name: sentinelName } : cluster.length > 0 ? { cluster } : {}
       log.info({ ...(url === '' ? {} : { store: redactUrl(url) }), ...where }, 'using redis store')
+      // A sample from the start, so an alert on its rate has a series before the first timeout.
+      metrics.replicaWaitTimeouts.inc({}, 0)
     } else log.info('using the embedded memory store (single instance)')
     const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec, { graceSec: revocationGraceSec(config) })
     await revocations.start()

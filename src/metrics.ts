@@ -114,6 +114,10 @@ export class Metrics {
   readonly tokensIssued = new Counter('bearward_tokens_issued_total', 'Access tokens issued by grant type')
   readonly reloads = new Counter('bearward_config_reloads_total', 'Config reloads by result')
   readonly storeErrors = new Counter('bearward_store_errors_total', 'Store operations that failed')
+  readonly replicaWaitTimeouts = new Counter(
+    'bearward_store_replica_wait_timeouts_total',
+    'Revocation writes that no replica confirmed within store.replica_wait.timeout (answered 503)',
+  )
   readonly tokenValidations = new Counter('bearward_token_validations_total', 'Token validations by result')
   readonly configInfo = new Gauge('bearward_config_last_reload_timestamp_seconds', 'When the config in use was loaded')
 
@@ -170,7 +174,7 @@ export class Metrics {
 
   render(): string {
     return (
-      [this.requests, this.requestDuration, this.tokensIssued, this.reloads, this.storeErrors, this.tokenValidations, this.configInfo]
+      [this.requests, this.requestDuration, this.tokensIssued, this.reloads, this.storeErrors, this.replicaWaitTimeouts, this.tokenValidations, this.configInfo]
         .map((m) => m.render())
         .join('\n') + '\n'
     )

@@ -17,6 +17,8 @@ export interface StoreDeps {
   clock: Clock
   /** A pino logger (or anything with info/warn/error); connection state changes are logged once each. */
   log?: StoreLog
+  /** Redis with `store.replica_wait`: called when a revocation was not confirmed by a replica in time. */
+  onReplicaWaitTimeout?: () => void
 }
 
 /** Create the store `config` describes. Redis connects in the background; it never throws for an unreachable server. */
@@ -32,5 +34,6 @@ export function createStore(config: StoreConfig, deps: StoreDeps): Store {
     replicaWait: config.replicaWait,
     clock: deps.clock,
     ...(deps.log ? { log: deps.log } : {}),
+    ...(deps.onReplicaWaitTimeout ? { onReplicaWaitTimeout: deps.onReplicaWaitTimeout } : {}),
   })
 }

@@ -128,6 +128,12 @@ export interface RedisStoreOptions {
    * server or Sentinel: connected now, from ROLE).
    */
   replicaWait?: { replicas: number; timeoutMs: number }
+  /**
+   * Told each time a revocation write was not confirmed by its replicas in
+   * time (the metric bearward_store_replica_wait_timeouts_total): a rising
+   * count means replicas lag or are gone, and clients see 503s for it.
+   */
+  onReplicaWaitTimeout?: () => void
   /** Prefix of every key and of the revocation channel (default `bw:`). */
   keyPrefix?: string
   /** Per-command timeout (default 1000 ms). */
@@ -562,6 +568,7 @@ export class RedisStore implements Store {
       const got = num(acked[i])
       if (got >= want) return
       this.#opts.log?.warn({ replicas: got, wanted: want, timeoutMs: wait.timeoutMs }, 'revocation not confirmed by a replica in time')
+      this.#opts.onReplicaWaitTimeout?.()
       throw new StoreUnavailableError('revocation not confirmed by a replica in time')
     })
   }

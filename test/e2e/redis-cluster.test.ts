@@ -132,7 +132,11 @@ t.test('no replica confirms in time: 503, yet the revocation is in force; sent a
     cluster.resume(replica!)
   }
   const waited = performance.now() - started
+  const timeouts = async (bin: RunningBin): Promise<string | undefined> =>
+    /^bearward_store_replica_wait_timeouts_total (\d+)$/m.exec(await (await fetch(`${bin.admin}/metrics`)).text())?.[1]
   t.equal(res.status, 503, 'the revocation is not confirmed: 503')
+  t.equal(await timeouts(a), '1', 'A counts the replica wait that timed out (bearward_store_replica_wait_timeouts_total)')
+  t.equal(await timeouts(b), '0', 'B, which made no revocation, shows the series at 0')
   t.match(await res.json(), { error: 'temporarily_unavailable' })
   t.ok(waited >= 450, `it waited for the replica (${waited.toFixed(0)} ms)`)
   t.comment(`revoke with the replica frozen answered 503 after ${waited.toFixed(0)} ms`)
