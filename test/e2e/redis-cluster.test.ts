@@ -9,69 +9,29 @@
  */
 import t from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
-import { writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
-import { startBinOrCleanUp, tempConfig, type RunningBin } from '../helpers/bin.js'
+import { DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
+import type { RunningBin } from '../helpers/bin.js'
 import { Browser, authorizeAsPerson } from '../helpers/browser.js'
-import { eventually, freePort } from '../helpers/http.js'
+import { eventually } from '../helpers/http.js'
 import { startRedisCluster } from '../helpers/redis-cluster.js'
+import { basic, callOrders, form, jwtClaims, serviceToken, startStorePair } from '../helpers/store-pair.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { generatePrivateJwk } from '../../src/keys/keyset.js'
 
 t.setTimeout(240_000)
-
-const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`
-
-async function form(url: string, body: Record<string, string>, auth?: string): Promise<Response> {
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
-  if (auth) headers.authorization = auth
-  return fetch(url, { method: 'POST', headers, body: new URLSearchParams(body), signal: AbortSignal.timeout(10_000) })
-}
-
-async function serviceToken(bin: RunningBin): Promise<string> {
-  const res = await form(`${bin.url}/token`, { grant_type: 'client_credentials', scope: 'orders:read' }, basic('service', DEMO_SECRET))
-  if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
-  return ((await res.json()) as { access_token: string }).access_token
-}
-
-const call = (bin: RunningBin, token: string): Promise<Response> =>
-  fetch(`${bin.url}/orders/1`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) })
-
-const claims = (jwt: string): { jti: string; grant_id?: string } =>
-  JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti: string; grant_id?: string }
 
 const cluster = await startRedisCluster({ nodeTimeoutMs: 500 })
 const prefix = cluster.prefix
 const up = await startUpstream('orders')
-const cfg = await tempConfig('')
-const cleanup = async (): Promise<void> => {
-  await up.close()
-  await cluster.stop()
-  await cfg.cleanup()
-}
-const keyFile = join(cfg.dir, 'signing.jwk')
-await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
-const portA = await freePort()
-const store = `{ url: "${cluster.url}", cluster: [${cluster.seeds.map((s) => `"${s}"`).join(', ')}], key_prefix: "${prefix}", replica_wait: { replicas: 1, timeout: 500ms } }`
-const yaml = async (port: number): Promise<string> =>
-  (await asConfigYaml({ port, upstream: up.url, store }))
-    .replace(/public_url: .*/, `public_url: http://127.0.0.1:${portA}`)
-    .replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
-const fileA = join(cfg.dir, 'a.yaml')
-const fileB = join(cfg.dir, 'b.yaml')
-await writeFile(fileA, await yaml(portA))
-await writeFile(fileB, await yaml(await freePort()))
-const a = await startBinOrCleanUp(fileA, cleanup)
-const b = await startBinOrCleanUp(fileB, async () => {
-  await a.stop()
-  await cleanup()
+const { a, b, stop } = await startStorePair({
+  store: `{ url: "${cluster.url}", cluster: [${cluster.seeds.map((s) => `"${s}"`).join(', ')}], key_prefix: "${prefix}", replica_wait: { replicas: 1, timeout: 500ms } }`,
+  upstream: up.url,
+  cleanup: async () => {
+    await up.close()
+    await cluster.stop()
+  },
 })
-t.teardown(async () => {
-  await Promise.all([a.stop(), b.stop()])
-  await cleanup()
-})
+t.teardown(stop)
 
 /** ZSCORE of a revoked jti, asked of the slot's current master. */
 async function storedRevocation(jti: string): Promise<string | null> {
@@ -104,17 +64,17 @@ async function family(): Promise<{ access: string; refresh: string; grantId: str
     basic('web', DEMO_SECRET),
   )
   const body = (await res.json()) as { access_token: string; refresh_token: string }
-  return { access: body.access_token, refresh: body.refresh_token, grantId: claims(body.access_token).grant_id ?? '' }
+  return { access: body.access_token, refresh: body.refresh_token, grantId: jwtClaims(body.access_token).grant_id ?? '' }
 }
 
 t.test('a token revoked through A is refused by B within 1 s (cluster-wide PUBLISH)', async (t) => {
   const token = await serviceToken(a)
-  t.equal((await call(b, token)).status, 200, 'B accepts the token first')
+  t.equal((await callOrders(b, token)).status, 200, 'B accepts the token first')
   const started = performance.now()
   t.equal((await form(`${a.url}/revoke`, { token }, basic('service', DEMO_SECRET))).status, 200)
-  t.ok(await eventually(async () => (await call(b, token)).status === 401, 1000, 5), 'refused by B within 1 s')
+  t.ok(await eventually(async () => (await callOrders(b, token)).status === 401, 1000, 5), 'refused by B within 1 s')
   t.comment(`revocation A -> B on the cluster: ${(performance.now() - started).toFixed(1)} ms`)
-  t.ok(await storedRevocation(claims(token).jti), 'the revocation is in the store')
+  t.ok(await storedRevocation(jwtClaims(token).jti), 'the revocation is in the store')
 })
 
 t.test('no replica confirms in time: 503, yet the revocation is in force; sent again once the replica is back: 200', async (t) => {
@@ -140,8 +100,8 @@ t.test('no replica confirms in time: 503, yet the revocation is in force; sent a
   t.match(await res.json(), { error: 'temporarily_unavailable' })
   t.ok(waited >= 450, `it waited for the replica (${waited.toFixed(0)} ms)`)
   t.comment(`revoke with the replica frozen answered 503 after ${waited.toFixed(0)} ms`)
-  t.ok(await eventually(async () => (await call(b, token)).status === 401, 1000, 5), 'yet B refuses the token: the write is on the master and was published')
-  t.ok(await storedRevocation(claims(token).jti), 'and it is on the master')
+  t.ok(await eventually(async () => (await callOrders(b, token)).status === 401, 1000, 5), 'yet B refuses the token: the write is on the master and was published')
+  t.ok(await storedRevocation(jwtClaims(token).jti), 'and it is on the master')
   t.ok(await cluster.healthy(), 'the cluster is ok again')
   t.ok(
     await eventually(async () => (await form(`${a.url}/revoke`, { token }, basic('service', DEMO_SECRET))).status === 200, 10_000, 100),
@@ -178,7 +138,7 @@ t.test('SIGKILL of the master holding a family and the revocation list, while re
 
   const gatewayLoop = async (): Promise<void> => {
     while (!stop) {
-      const res = await call(b, live)
+      const res = await callOrders(b, live)
       if (res.status !== 200 && res.status !== 503) badAnswers.push(`gateway ${res.status}`)
       served('gateway', res.status)
       await res.arrayBuffer()
@@ -238,9 +198,9 @@ t.test('SIGKILL of the master holding a family and the revocation list, while re
 
   // Every revocation answered 200 survived the failover: in the store, refused by both instances.
   let lost = 0
-  for (const token of revokedOk) if ((await storedRevocation(claims(token).jti)) === null) lost++
+  for (const token of revokedOk) if ((await storedRevocation(jwtClaims(token).jti)) === null) lost++
   t.equal(lost, 0, `revocations lost: 0 of ${revokedOk.length}`)
-  const refusedByB = await Promise.all(revokedOk.map(async (tok) => (await call(b, tok)).status))
+  const refusedByB = await Promise.all(revokedOk.map(async (tok) => (await callOrders(b, tok)).status))
   t.ok(refusedByB.every((s) => s === 401), 'B refuses every revoked token')
   // The family is still one family: its latest refresh token rotates (async replication may lose the
   // very last rotation answered before the kill: then the family is refused as a whole, never forked).

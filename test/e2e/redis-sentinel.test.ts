@@ -7,66 +7,26 @@
  * propagate again. Figures are printed as comments (docs/redis-topologies.md).
  */
 import t from 'tap'
-import { writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
-import { startBinOrCleanUp, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { eventually, freePort } from '../helpers/http.js'
+import type { RunningBin } from '../helpers/bin.js'
+import { eventually } from '../helpers/http.js'
 import { MASTER_NAME, startRedisSentinel } from '../helpers/redis-sentinel.js'
+import { callOrders, jwtClaims, revoke, serviceToken, startStorePair } from '../helpers/store-pair.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { generatePrivateJwk } from '../../src/keys/keyset.js'
 
 t.setTimeout(180_000)
 
-const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`
-
-async function form(url: string, body: Record<string, string>, auth?: string): Promise<Response> {
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
-  if (auth) headers.authorization = auth
-  return fetch(url, { method: 'POST', headers, body: new URLSearchParams(body), signal: AbortSignal.timeout(10_000) })
-}
-
-async function serviceToken(bin: RunningBin): Promise<string> {
-  const res = await form(`${bin.url}/token`, { grant_type: 'client_credentials', scope: 'orders:read' }, basic('service', DEMO_SECRET))
-  if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
-  return ((await res.json()) as { access_token: string }).access_token
-}
-
-const revoke = (bin: RunningBin, token: string): Promise<Response> => form(`${bin.url}/revoke`, { token }, basic('service', DEMO_SECRET))
-const call = (bin: RunningBin, token: string): Promise<Response> =>
-  fetch(`${bin.url}/orders/1`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) })
-const jti = (jwt: string): string => (JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti: string }).jti
-
 const redis = await startRedisSentinel({ downAfterMs: 1000, failoverTimeoutMs: 2000 })
 const up = await startUpstream('orders')
-const cfg = await tempConfig('')
-const cleanup = async (): Promise<void> => {
-  await up.close()
-  await redis.stop()
-  await cfg.cleanup()
-}
-const keyFile = join(cfg.dir, 'signing.jwk')
-await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
-const portA = await freePort()
-const store = `{ sentinels: [${redis.sentinels.map((s) => `"${s}"`).join(', ')}], name: ${MASTER_NAME}, key_prefix: "${redis.prefix}", replica_wait: { replicas: 1, timeout: 500ms } }`
-const yaml = async (port: number): Promise<string> =>
-  (await asConfigYaml({ port, upstream: up.url, store }))
-    .replace(/public_url: .*/, `public_url: http://127.0.0.1:${portA}`)
-    .replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
-const fileA = join(cfg.dir, 'a.yaml')
-const fileB = join(cfg.dir, 'b.yaml')
-await writeFile(fileA, await yaml(portA))
-await writeFile(fileB, await yaml(await freePort()))
-const a = await startBinOrCleanUp(fileA, cleanup)
-const b = await startBinOrCleanUp(fileB, async () => {
-  await a.stop()
-  await cleanup()
+const { a, b, stop } = await startStorePair({
+  store: `{ sentinels: [${redis.sentinels.map((s) => `"${s}"`).join(', ')}], name: ${MASTER_NAME}, key_prefix: "${redis.prefix}", replica_wait: { replicas: 1, timeout: 500ms } }`,
+  upstream: up.url,
+  cleanup: async () => {
+    await up.close()
+    await redis.stop()
+  },
 })
-t.teardown(async () => {
-  await Promise.all([a.stop(), b.stop()])
-  await cleanup()
-})
+t.teardown(stop)
 
 async function stored(port: number, id: string): Promise<string | null> {
   return (async () => {
@@ -82,12 +42,12 @@ async function stored(port: number, id: string): Promise<string | null> {
 
 t.test('a token revoked through A is refused by B within 1 s, through the master the sentinels name', async (t) => {
   const token = await serviceToken(a)
-  t.equal((await call(b, token)).status, 200, 'B accepts the token first')
+  t.equal((await callOrders(b, token)).status, 200, 'B accepts the token first')
   const started = performance.now()
   t.equal((await revoke(a, token)).status, 200)
-  t.ok(await eventually(async () => (await call(b, token)).status === 401, 1000, 5), 'refused by B within 1 s')
+  t.ok(await eventually(async () => (await callOrders(b, token)).status === 401, 1000, 5), 'refused by B within 1 s')
   t.comment(`revocation A -> B through Sentinel: ${(performance.now() - started).toFixed(1)} ms`)
-  t.ok(await stored(redis.replicaPort, jti(token)), 'the replica holds it (replica_wait)')
+  t.ok(await stored(redis.replicaPort, jwtClaims(token).jti), 'the replica holds it (replica_wait)')
 })
 
 t.test('the replica frozen: the revocation is answered 503 after replica_wait.timeout, yet in force; sent again: 200', async (t) => {
@@ -104,7 +64,7 @@ t.test('the replica frozen: the revocation is answered 503 after replica_wait.ti
   t.equal(res.status, 503)
   t.match(await res.json(), { error: 'temporarily_unavailable' })
   t.ok(waited >= 450, `it waited for the replica (${waited.toFixed(0)} ms)`)
-  t.ok(await eventually(async () => (await call(b, token)).status === 401, 1000, 5), 'B refuses the token: the write is on the master and was published')
+  t.ok(await eventually(async () => (await callOrders(b, token)).status === 401, 1000, 5), 'B refuses the token: the write is on the master and was published')
   t.ok(await eventually(async () => (await revoke(a, token)).status === 200, 10_000, 100), 'sent again with the replica answering: 200')
 })
 
@@ -123,7 +83,7 @@ t.test('SIGKILL of the master: the sentinels promote the replica, service return
   // Normally about 2-3 s. A sentinel whose timer was held up for over 2 s (a loaded machine) enters
   // TILT mode and takes no action for 30 s; the deadline allows for that rather than fail on it.
   const back = await eventually(async () => {
-    const res = await call(b, live)
+    const res = await callOrders(b, live)
     if (res.status !== 200) errors++
     await res.arrayBuffer()
     return res.status === 200
@@ -144,16 +104,16 @@ t.test('SIGKILL of the master: the sentinels promote the replica, service return
   if (!back || !asBack) t.comment(`store log lines of A:\n${a.lines.filter((l) => /"msg":"(store (connected|unreachable)|revocation list)/.test(l)).slice(-12).join('\n')}`)
 
   let lost = 0
-  for (const token of revoked) if ((await stored(redis.replicaPort, jti(token))) === null) lost++
+  for (const token of revoked) if ((await stored(redis.replicaPort, jwtClaims(token).jti)) === null) lost++
   t.equal(lost, 0, `revocations lost: 0 of ${revoked.length}`)
-  const statuses = await Promise.all(revoked.map(async (tok) => (await call(b, tok)).status))
+  const statuses = await Promise.all(revoked.map(async (tok) => (await callOrders(b, tok)).status))
   t.ok(statuses.every((s) => s === 401), 'B still refuses every token revoked before the kill')
 
   // The feed works through the new master: a new revocation reaches B within a second.
   const fresh = issued ?? (await serviceToken(a))
-  t.equal((await call(b, fresh)).status, 200)
+  t.equal((await callOrders(b, fresh)).status, 200)
   const started = performance.now()
   t.equal((await revoke(a, fresh)).status, 200, 'revocation answered 200 (no replica left to wait for)')
-  t.ok(await eventually(async () => (await call(b, fresh)).status === 401, 1000, 5), 'a revocation after the failover reaches B within 1 s')
+  t.ok(await eventually(async () => (await callOrders(b, fresh)).status === 401, 1000, 5), 'a revocation after the failover reaches B within 1 s')
   t.comment(`Sentinel failover: gateway back after ${gatewayBackMs.toFixed(0)} ms, token endpoint after ${asBackMs.toFixed(0)} ms; errors seen: ${errors}; revocations lost: ${lost} of ${revoked.length}; A -> B after the failover: ${(performance.now() - started).toFixed(1)} ms`)
 })

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { eventually, freePort } from './http.js'
+import { askRedis } from './redis.js'
 
 const NOT_FOUND = 'redis-server and redis-cli are needed for the cluster tests: apt-get install -y redis-server (Debian/Ubuntu) or brew install redis'
 
@@ -65,20 +66,11 @@ function requireBinaries(): void {
   }
 }
 
-async function ask<T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> {
-  const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 })
-  c.on('error', () => undefined)
-  try {
-    await c.connect()
-    return await fn(c)
-  } finally {
-    c.disconnect()
-  }
-}
-
-function launch(port: number, dir: string, nodeTimeoutMs: number): ChildProcess {
+function launch(port: number, busPort: number, dir: string, nodeTimeoutMs: number): ChildProcess {
   const args = [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    // The bus port is chosen, not port + 10000: above 55535 that is past 65535 and redis-server exits.
+    '--cluster-port', String(busPort),
     '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`),
     '--cluster-node-timeout', String(nodeTimeoutMs),
     // Tests kill masters: a replica must take over however long it was cut off.
@@ -86,6 +78,24 @@ function launch(port: number, dir: string, nodeTimeoutMs: number): ChildProcess 
     '--cluster-announce-ip', '127.0.0.1',
   ]
   return spawn('redis-server', args, { stdio: 'ignore', cwd: dir })
+}
+
+/**
+ * One node on two free ports, answering PING. A free port can be taken by
+ * another test between the probe and the spawn (the node then exits at
+ * once): a node that does not come up is tried again on new ports, three times.
+ */
+async function launchNode(dir: string, nodeTimeoutMs: number, alive: (n: Node) => boolean): Promise<Node> {
+  let last = ''
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort()
+    const node: Node = { port, child: launch(port, await freePort(), dir, nodeTimeoutMs) }
+    const up = await eventually(async () => alive(node) && (await askRedis(port, (c) => c.ping()).catch(() => '')) === 'PONG', 5000, 25)
+    if (up) return node
+    node.child.kill('SIGKILL')
+    last = `redis-server on port ${port} did not answer PING (exit ${node.child.exitCode ?? node.child.signalCode ?? 'none yet'})`
+  }
+  throw new Error(`${last}, three times: a port taken each time, or redis-server failing to start`)
 }
 
 function run(cmd: string, args: string[]): Promise<{ code: number | null; out: string }> {
@@ -125,25 +135,17 @@ export async function startRedisCluster(options: StartClusterOptions = {}): Prom
   }
 
   try {
-    for (let i = 0; i < 6; i++) {
-      // A free port can be taken between the probe and the spawn: the PING wait below notices.
-      const port = await freePort()
-      nodes.push({ port, child: launch(port, dir, nodeTimeoutMs) })
-    }
-    for (const n of nodes) {
-      const up = await eventually(async () => alive(n) && (await ask(n.port, (c) => c.ping()).catch(() => '')) === 'PONG', 5000, 25)
-      if (!up) throw new Error(`redis-server on port ${n.port} did not answer PING (port taken, or redis-server failed)`)
-    }
+    for (let i = 0; i < 6; i++) nodes.push(await launchNode(dir, nodeTimeoutMs, alive))
     const created = await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'])
     if (created.code !== 0) throw new Error(`redis-cli --cluster create failed:\n${created.out}`)
     const ok = await eventually(async () => {
-      const infos = await Promise.all(nodes.map((n) => ask(n.port, (c) => c.call('CLUSTER', 'INFO')).catch(() => '')))
+      const infos = await Promise.all(nodes.map((n) => askRedis(n.port, (c) => c.call('CLUSTER', 'INFO')).catch(() => '')))
       return infos.every((i) => String(i).includes('cluster_state:ok'))
     }, 15000, 50)
     if (!ok) throw new Error('the redis cluster did not reach cluster_state:ok on every node within 15 s')
     // Every replica must be attached (link up), or a failover test could find no one to promote.
     const synced = await eventually(async () => {
-      const roles = await Promise.all(nodes.map((n) => ask(n.port, (c) => c.info('replication')).catch(() => '')))
+      const roles = await Promise.all(nodes.map((n) => askRedis(n.port, (c) => c.info('replication')).catch(() => '')))
       return roles.filter((r) => r.includes('role:slave') && r.includes('master_link_status:up')).length === 3
     }, 15000, 50)
     if (!synced) throw new Error('the cluster replicas did not finish their first sync within 15 s')
@@ -164,7 +166,7 @@ export async function startRedisCluster(options: StartClusterOptions = {}): Prom
   }
   /** CLUSTER NODES of a live node, as [port, flags, master id, id] rows. */
   const table = async (): Promise<Array<{ id: string; port: number; flags: string[]; masterId: string }>> => {
-    const text = String(await ask(liveNode().port, (c) => c.call('CLUSTER', 'NODES')))
+    const text = String(await askRedis(liveNode().port, (c) => c.call('CLUSTER', 'NODES')))
     return text
       .trim()
       .split('\n')
@@ -186,8 +188,8 @@ export async function startRedisCluster(options: StartClusterOptions = {}): Prom
     url: `redis://127.0.0.1:${nodes[0]!.port}`,
     prefix: `bwtest:${randomBytes(6).toString('hex')}:`,
     async masterOf(key) {
-      const slot = Number(await ask(liveNode().port, (c) => c.call('CLUSTER', 'KEYSLOT', key)))
-      const slots = (await ask(liveNode().port, (c) => c.call('CLUSTER', 'SLOTS'))) as Array<[number, number, [string, number, ...unknown[]], ...unknown[]]>
+      const slot = Number(await askRedis(liveNode().port, (c) => c.call('CLUSTER', 'KEYSLOT', key)))
+      const slots = (await askRedis(liveNode().port, (c) => c.call('CLUSTER', 'SLOTS'))) as Array<[number, number, [string, number, ...unknown[]], ...unknown[]]>
       const range = slots.find(([from, to]) => slot >= from && slot <= to)
       if (!range) throw new Error(`slot ${slot} has no master`)
       return Number(range[2][1])
@@ -214,7 +216,7 @@ export async function startRedisCluster(options: StartClusterOptions = {}): Prom
     async healthy(ms = 10000) {
       return eventually(async () => {
         const live = nodes.filter(alive)
-        const infos = await Promise.all(live.map((n) => ask(n.port, (c) => c.call('CLUSTER', 'INFO')).catch(() => '')))
+        const infos = await Promise.all(live.map((n) => askRedis(n.port, (c) => c.call('CLUSTER', 'INFO')).catch(() => '')))
         return infos.every((i) => String(i).includes('cluster_state:ok'))
       }, ms, 50)
     },

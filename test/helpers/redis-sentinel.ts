@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { eventually, freePort } from './http.js'
+import { askRedis } from './redis.js'
 
 const NOT_FOUND = 'redis-server (with its --sentinel mode) is needed for the Sentinel tests: apt-get install -y redis-server redis-sentinel (Debian/Ubuntu) or brew install redis'
 
@@ -30,17 +31,6 @@ export interface TestSentinel {
   pause(port: number): void
   resume(port: number): void
   stop(): Promise<void>
-}
-
-async function ask<T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> {
-  const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 })
-  c.on('error', () => undefined)
-  try {
-    await c.connect()
-    return await fn(c)
-  } finally {
-    c.disconnect()
-  }
 }
 
 export interface StartSentinelOptions {
@@ -78,7 +68,7 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
   }
   const pong = async (port: number): Promise<void> => {
     const c = children.get(port)
-    const ok = await eventually(async () => c !== undefined && alive(c) && (await ask(port, (r) => r.ping()).catch(() => '')) === 'PONG', 5000, 25)
+    const ok = await eventually(async () => c !== undefined && alive(c) && (await askRedis(port, (r) => r.ping()).catch(() => '')) === 'PONG', 5000, 25)
     if (!ok) throw new Error(`redis on port ${port} did not answer PING (port taken, or it failed to start)`)
   }
 
@@ -113,12 +103,12 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
       sentinelPorts.push(port)
     }
     for (const p of sentinelPorts) await pong(p)
-    const synced = await eventually(async () => (await ask(replicaPort, (c) => c.info('replication')).catch(() => '')).includes('master_link_status:up'), 10_000, 50)
+    const synced = await eventually(async () => (await askRedis(replicaPort, (c) => c.info('replication')).catch(() => '')).includes('master_link_status:up'), 10_000, 50)
     if (!synced) throw new Error('the replica did not sync with the master within 10 s')
     // A failover needs a quorum of sentinels that know each other and the replica (hello messages every 2 s).
     const ready = await eventually(async () => {
       const views = await Promise.all(
-        sentinelPorts.map((p) => ask(p, (c) => c.call('SENTINEL', 'MASTER', MASTER_NAME)).catch(() => [] as unknown[])),
+        sentinelPorts.map((p) => askRedis(p, (c) => c.call('SENTINEL', 'MASTER', MASTER_NAME)).catch(() => [] as unknown[])),
       )
       return views.every((v) => {
         const flat = (v as unknown[]).map(String)
@@ -136,7 +126,7 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
         for (const p of sentinelPorts) {
           const c = children.get(p)
           if (!c || !alive(c)) continue
-          const addr = (await ask(p, (r) => r.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)).catch(() => null)) as [string, string] | null
+          const addr = (await askRedis(p, (r) => r.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)).catch(() => null)) as [string, string] | null
           if (addr) return Number(addr[1])
         }
         throw new Error('no sentinel answered')

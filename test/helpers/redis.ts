@@ -70,6 +70,22 @@ function useExternal(url: string, prefix: string): TestRedis {
   }
 }
 
+/**
+ * One short-lived connection to the redis-server on `port` for `fn`: no
+ * retries, 1 s bounds, errors go to the caller (a node a test just killed
+ * fails fast instead of hanging the test).
+ */
+export async function askRedis<T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> {
+  const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 })
+  c.on('error', () => undefined)
+  try {
+    await c.connect()
+    return await fn(c)
+  } finally {
+    c.disconnect()
+  }
+}
+
 /** Resolves once a raw PING gets +PONG, or rejects after `timeoutMs`. */
 async function waitForPong(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs
