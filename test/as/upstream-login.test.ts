@@ -20,6 +20,7 @@ import { createLogger } from '../../src/log.js'
 import { Metrics } from '../../src/metrics.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RevocationList } from '../../src/store/revocation-list.js'
+import { randomToken } from '../../src/tokens/random.js'
 import { decodeJwt } from 'jose'
 import { Browser, type HtmlForm, parseForms } from '../helpers/browser.js'
 import { CLIENT_SECRET, WEB_CALLBACK, authParams, countCodes, frontYaml, pkce } from '../helpers/as-front.js'
@@ -319,5 +320,40 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
     t.match(end.html, 'Corp SSO is not available')
     t.equal(codes.count, before)
     t.notOk(sessionCookieOf(browser))
+  })
+  /** The stylesheet a page links to, fetched the way a browser resolves it against the page's URL. */
+  const stylesheetOf = async (pageUrl: string, html: string): Promise<{ href: string; url: string; status: number; type: string | null }> => {
+    const href = /<link rel="stylesheet" href="([^"]+)">/.exec(html)?.[1] ?? ''
+    const url = new URL(href, pageUrl).href
+    const res = await fetch(url)
+    await res.arrayBuffer()
+    return { href, url, status: res.status, type: res.headers.get('content-type') }
+  }
+
+  await t.test('pages at the callback path find the stylesheet: 405 for a POST', async (t) => {
+    const callback = `${served.url}/login/upstream/corp/callback`
+    const res = await fetch(callback, { method: 'POST', body: '' })
+    const html = await res.text()
+    t.equal(res.status, 405)
+    t.equal(res.headers.get('allow'), 'GET')
+    t.match(html, 'Method not allowed')
+    const css = await stylesheetOf(callback, html)
+    t.equal(css.url, `${served.url}/assets/bearward.css`, `the link (${css.href}) resolves to the pages' stylesheet`)
+    t.equal(css.status, 200)
+    t.match(css.type, /^text\/css/)
+  })
+
+  // Last: it closes the store.
+  await t.test('pages at the callback path find the stylesheet: 503 when the store is down', async (t) => {
+    const state = randomToken()
+    const callback = `${served.url}/login/upstream/corp/callback?code=x&state=${state}`
+    await store.close()
+    const res = await fetch(callback, { headers: { cookie: `bw_upstream=${state}` } })
+    const html = await res.text()
+    t.equal(res.status, 503, 'the state is bound to this browser, so the store is asked, and it is down')
+    t.match(html, 'Temporarily unavailable')
+    const css = await stylesheetOf(callback, html)
+    t.equal(css.url, `${served.url}/assets/bearward.css`, `the link (${css.href}) resolves to the pages' stylesheet`)
+    t.equal(css.status, 200)
   })
 })

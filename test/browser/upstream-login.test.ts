@@ -110,4 +110,18 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
       t.notOk(back.searchParams.has('code'))
     })
   }
+
+  await t.test('desktop: a page served at the callback path (405 for a POST) loads the stylesheet', async (t) => {
+    const { context, page, checker } = await openPage(browser, 'desktop')
+    t.teardown(() => context.close())
+    const callback = `${as.issuer}/login/upstream/corp/callback`
+    // A browser only POSTs here if something sent it; the route makes this navigation that POST.
+    await page.route(callback, (route) => route.continue({ method: 'POST', postData: '' }))
+    const res = await page.goto(callback)
+    t.equal(res?.status(), 405)
+    t.equal(await heading(page), 'Method not allowed')
+    const rules = (await page.evaluate('document.styleSheets.length === 1 ? document.styleSheets[0].cssRules.length : 0')) as number
+    t.ok(rules > 0, `the one stylesheet loaded and applies (${rules} rules)`)
+    await checker.check(t, 'upstream-callback-405')
+  })
 })

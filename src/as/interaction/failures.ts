@@ -36,12 +36,15 @@ export async function guardRedirect(
   }
 }
 
-/** Run a page step; failures become error pages (503 when the store is down). */
-export async function guardPage(as: AsContext, ctx: RequestContext, res: ServerResponse, step: () => Promise<void>): Promise<void> {
+/**
+ * Run a page step; failures become error pages (503 when the store is down).
+ * `assetPrefix`: for a page served deeper than the others (see renderPage).
+ */
+export async function guardPage(as: AsContext, ctx: RequestContext, res: ServerResponse, step: () => Promise<void>, assetPrefix = ''): Promise<void> {
   try {
     await step()
   } catch (err) {
     const { answer } = answerFailure(err, ctx.log, as.failures)
-    if (!answered(res)) showError(res, answer)
+    if (!answered(res)) showError(res, answer, [], assetPrefix)
   }
 }

@@ -49,8 +49,12 @@ const ADVICE: Readonly<Record<number, string>> = {
   503: 'The service cannot complete sign-ins right now. Please try again in a moment.',
 }
 
-/** Render an OAuthError as an error page (status, its headers such as Allow or Retry-After). */
-export function showError(res: ServerResponse, err: OAuthError, cookies: readonly string[] = []): void {
+/**
+ * Render an OAuthError as an error page (status, its headers such as Allow or
+ * Retry-After). `assetPrefix` for a page served below the others' level (see
+ * renderPage), so it finds the stylesheet.
+ */
+export function showError(res: ServerResponse, err: OAuthError, cookies: readonly string[] = [], assetPrefix = ''): void {
   const title = TITLES[err.status] ?? TITLES[400] ?? 'Error'
   const advice = ADVICE[err.status]
   const message = err.status === 400 && err.description !== undefined ? `${err.description}.` : (advice ?? err.description ?? title)
@@ -59,6 +63,7 @@ export function showError(res: ServerResponse, err: OAuthError, cookies: readonl
     message,
     ...(err.status === 400 && advice !== undefined ? { extra: advice } : {}),
     ...(err.error !== '' && err.status < 500 && err.status !== 403 && err.status !== 429 ? { detail: err.error } : {}),
+    ...(assetPrefix === '' ? {} : { assetPrefix }),
   })
   showPage(res, err.status, page, { cookies, headers: err.headers })
 }

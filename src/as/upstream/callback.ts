@@ -12,7 +12,7 @@ import { guardPage } from '../interaction/failures.js'
 import { redirect, showError } from '../interaction/respond.js'
 import { sessionIdOf, startSession } from '../interaction/session.js'
 import { classifyProviderError } from './errors.js'
-import { showNotAllowed, showProviderAnswerRejected, showProviderRefused, showProviderUnavailable, showSignInExpired, type FailureLink } from './pages.js'
+import { CALLBACK_ASSET_PREFIX, showNotAllowed, showProviderAnswerRejected, showProviderRefused, showProviderUnavailable, showSignInExpired, type FailureLink } from './pages.js'
 import { checkAllowed, mapClaims, neededUpstreamClaims, upstreamSubject } from './person.js'
 import { ProviderUnavailableError, type UpstreamProvider } from './providers.js'
 import { clearStateCookie, stateOfCookie } from './state-cookie.js'
@@ -32,8 +32,9 @@ import { callbackUrl, continueUrl, retryLink } from './urls.js'
  */
 export function upstreamCallback(providerId: string): AsHandler {
   return async (req, res, ctx, as) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return showError(res, new MethodNotAllowed(['GET']))
-    await guardPage(as, ctx, res, () => handleCallback(req, res, ctx, as, providerId))
+    // Pages here are three levels below the others: their stylesheet link says so.
+    if (req.method !== 'GET' && req.method !== 'HEAD') return showError(res, new MethodNotAllowed(['GET']), [], CALLBACK_ASSET_PREFIX)
+    await guardPage(as, ctx, res, () => handleCallback(req, res, ctx, as, providerId), CALLBACK_ASSET_PREFIX)
   }
 }
 

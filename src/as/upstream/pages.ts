@@ -12,6 +12,9 @@ export interface FailureLink {
   text: string
 }
 
+/** From the callback (login/upstream/<id>/callback) back to the other pages' level, three up. */
+export const CALLBACK_ASSET_PREFIX = '../../../'
+
 function show(
   res: ServerResponse,
   status: number,
@@ -23,7 +26,7 @@ function show(
     title,
     message,
     // The callback (login/upstream/<id>/callback) is three levels below the other pages.
-    ...(o.deep ? { assetPrefix: '../../../' } : {}),
+    ...(o.deep ? { assetPrefix: CALLBACK_ASSET_PREFIX } : {}),
     ...(o.extra === undefined ? {} : { extra: o.extra }),
     ...(o.detail === undefined ? {} : { detail: o.detail }),
     ...(o.link === undefined ? {} : { link: o.link }),
