@@ -56,6 +56,32 @@ export function claimsForScope(user: Person, scope: string): Record<string, unkn
   return out
 }
 
+/** Which scope releases each standard claim (the inverse of SCOPE_CLAIMS). */
+const SCOPE_OF_CLAIM: ReadonlyMap<string, string> = new Map(Object.entries(SCOPE_CLAIMS).flatMap(([scope, names]) => names.map((n) => [n, scope] as const)))
+
+/**
+ * The person's claims an access token carries (`access_token.claims`): each
+ * named claim the person has, a standard OpenID claim only when its scope was
+ * granted (the client can read a JWT, and must not learn an email it was
+ * not allowed), any other claim (groups, a department) always. Registered
+ * token claims are refused at config load. One store read for a person who
+ * signed in through a provider, none for a local user or when no claim is named.
+ */
+export async function accessTokenClaims(as: AsContext, sub: string, scope: string): Promise<Record<string, unknown> | undefined> {
+  const names = as.as.accessToken.claims
+  if (names.length === 0) return undefined
+  const person = await findPersonBySub(as, sub)
+  if (person === undefined) return undefined
+  const granted = new Set(scope.split(' '))
+  const out: Record<string, unknown> = {}
+  for (const name of names) {
+    const needs = SCOPE_OF_CLAIM.get(name)
+    if (needs !== undefined && !granted.has(needs)) continue
+    if (Object.hasOwn(person.claims, name) && person.claims[name] !== undefined) out[name] = person.claims[name]
+  }
+  return Object.keys(out).length === 0 ? undefined : out
+}
+
 /**
  * The configured user whose `sub` is `sub`. `sub` defaults to the username,
  * so the username map answers most lookups; a scan covers explicit subs

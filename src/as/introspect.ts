@@ -16,8 +16,9 @@ import type { AsContext, AsHandler } from './context.js'
 import { looksLikeJwt } from '../tokens/jwt-shape.js'
 import { verifyOwnAccessToken } from './verify-token.js'
 
-/** RFC 7662 2.2 response members this server sends. */
+/** RFC 7662 2.2 response members this server sends, and the person's claims of `access_token.claims`. */
 export interface IntrospectionResponse {
+  [claim: string]: unknown
   active: boolean
   scope?: string
   client_id?: string
@@ -47,6 +48,8 @@ async function introspectAccessToken(as: AsContext, token: string): Promise<Intr
   const c = await verifyOwnAccessToken(as, token)
   if (c === null) return null
   return {
+    // The person's claims first (access_token.claims): the members below always win.
+    ...c.claims,
     active: true,
     scope: c.scope,
     client_id: c.clientId,

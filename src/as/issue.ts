@@ -11,7 +11,7 @@ import { epochSeconds } from '../clock.js'
 import type { ClientConfig } from '../config/types.js'
 import type { SigningAlg } from '../keys/keyset.js'
 import { hashToken } from '../store/hash.js'
-import { claimsForScope, findPersonBySub } from './claims.js'
+import { accessTokenClaims, claimsForScope, findPersonBySub } from './claims.js'
 import type { AsContext } from './context.js'
 import type { TokenResponse } from './grants/types.js'
 import { hasScope } from './scope.js'
@@ -42,6 +42,8 @@ export interface AccessTokenInput {
   audience: string
   /** Thumbprint of the DPoP key the token is bound to (RFC 9449 6); absent or null for a bearer token. */
   jkt?: string | null
+  /** The person's claims the token carries (accessTokenClaims); never registered claims. */
+  claims?: Readonly<Record<string, unknown>>
 }
 
 export interface IssuedAccessToken {
@@ -84,9 +86,11 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
       exp,
       grantId: input.grantId,
       ...(jkt === null ? {} : { jkt }),
+      ...(input.claims === undefined ? {} : { claims: { ...input.claims } }),
     })
   } else {
-    const claims: Record<string, unknown> = { client_id: input.clientId, scope: input.scope }
+    // The person's claims first: every registered claim below is set after them.
+    const claims: Record<string, unknown> = { ...input.claims, client_id: input.clientId, scope: input.scope }
     if (jkt !== null) claims.cnf = { jkt }
     if (input.grantId !== null) claims.grant_id = input.grantId
     if (input.authTime !== null) claims.auth_time = input.authTime
@@ -169,7 +173,8 @@ export interface UserTokensInput {
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-5.1
  */
 export async function userTokenResponse(as: AsContext, input: UserTokensInput): Promise<TokenResponse> {
-  const access = await issueAccessToken(as, input)
+  const claims = await accessTokenClaims(as, input.sub, input.scope)
+  const access = await issueAccessToken(as, claims === undefined ? input : { ...input, claims })
   const body: TokenResponse = {
     access_token: access.token,
     token_type: input.jkt === null ? 'Bearer' : 'DPoP',

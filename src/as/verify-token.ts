@@ -81,7 +81,17 @@ async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken |
     grantId: stringClaim(payload, 'grant_id'),
     authTime: numberClaim(payload, 'auth_time'),
     ...(jkt === null ? {} : { jkt }),
+    ...personClaims(as, payload),
   }
+}
+
+/** The person's claims a JWT carries: those `access_token.claims` names (as an opaque record keeps them). */
+function personClaims(as: AsContext, payload: JWTPayload): { claims?: Record<string, unknown> } {
+  const names = as.as.accessToken.claims
+  if (names.length === 0) return {}
+  const claims: Record<string, unknown> = {}
+  for (const name of names) if (payload[name] !== undefined) claims[name] = payload[name]
+  return Object.keys(claims).length === 0 ? {} : { claims }
 }
 
 async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToken | null> {
@@ -101,6 +111,7 @@ async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToke
     grantId: r.grantId,
     authTime: null,
     ...(r.jkt === undefined ? {} : { jkt: r.jkt }),
+    ...(r.claims === undefined ? {} : { claims: { ...r.claims } }),
   }
 }
 

@@ -145,7 +145,11 @@ export type KeySource = { file: string } | { jwk: Record<string, unknown> }
 
 export interface AuthorizationServerConfig {
   keys: KeySource[]
-  accessToken: { format: 'jwt' | 'opaque'; ttlSec: number }
+  /**
+   * `claims`: the person's claims copied into access tokens issued to a
+   * person (and opaque tokens' introspection answers); see accessTokenClaims.
+   */
+  accessToken: { format: 'jwt' | 'opaque'; ttlSec: number; claims: readonly string[] }
   refreshToken: { ttlSec: number }
   idToken: { ttlSec: number }
   codeTtlSec: number

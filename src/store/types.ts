@@ -95,6 +95,8 @@ export interface OpaqueTokenRecord {
   grantId: string | null
   /** RFC 9449 6: thumbprint of the DPoP key the token is bound to. */
   jkt?: string
+  /** The person's claims released into the token (`access_token.claims`), answered by introspection. */
+  claims?: Record<string, unknown>
 }
 
 export type RevocationKind = 'jti' | 'grant'

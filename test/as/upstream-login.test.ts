@@ -57,7 +57,8 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
   const downIssuer = `http://127.0.0.1:${await freePort()}`
 
   const yaml = await frontYaml({
-    asExtra: `  identity_providers:
+    asExtra: `  access_token: { claims: [email] }
+  identity_providers:
     - id: corp
       name: Corp SSO
       issuer: \${OP_ISSUER}
@@ -183,7 +184,10 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
     t.equal(id.sub, 'corp:ann', 'sub is <provider id>:<upstream sub>')
     t.equal(id.name, 'Person ann', 'mapped claim name (from the provider UserInfo, which oidc-provider keeps out of the id_token)')
     t.equal(id.email, 'ann@example.com', 'mapped claim email')
-    t.equal(decodeJwt(String(tokens.access_token)).sub, 'corp:ann', 'the access token names the same person')
+    const access = decodeJwt(String(tokens.access_token))
+    t.equal(access.sub, 'corp:ann', 'the access token names the same person')
+    t.equal(access.email, 'ann@example.com', 'and carries the mapped email (access_token.claims: [email], email scope granted)')
+    t.notOk('name' in access, 'a claim access_token.claims does not name stays out of the access token')
     const info = await fetch(`${served.url}/userinfo`, { headers: { authorization: `Bearer ${String(tokens.access_token)}` } })
     t.equal(info.status, 200)
     t.same(await info.json(), { name: 'Person ann', email: 'ann@example.com', sub: 'corp:ann' }, 'UserInfo releases the mapped claims')

@@ -48,7 +48,7 @@ routes:
     clientTimeouts: { headersMs: 20_000, bodyIdleMs: 15_000, requestMs: 300_000, keepAliveMs: 65_000 },
     authorizationServer: {
       keys: [],
-      accessToken: { format: 'jwt', ttlSec: 600 },
+      accessToken: { format: 'jwt', ttlSec: 600, claims: [] },
       refreshToken: { ttlSec: 30 * 86400 },
       idToken: { ttlSec: 3600 },
       codeTtlSec: 60,
@@ -280,7 +280,7 @@ t.test('the full fixture sets every key', async (t) => {
   t.same(as?.keys[0], { file: `${files}/signing.jwk` })
   t.match(as?.keys[1], { jwk: { kty: 'EC', kid: 'old' } })
   t.match(as, {
-    accessToken: { format: 'opaque', ttlSec: 3600 },
+    accessToken: { format: 'opaque', ttlSec: 3600, claims: [] },
     refreshToken: { ttlSec: 14 * 86400 },
     idToken: { ttlSec: 1800 },
     codeTtlSec: 120,

@@ -123,7 +123,7 @@ export const USERS: readonly UserConfig[] = [
     sub: 'alice',
     claims: { name: 'Alice Example', given_name: 'Alice', email: 'alice@example.com', email_verified: true, phone_number: '+1 555 0100' },
   },
-  { username: 'bob', passwordHash: 'unused', sub: 'user-0002', claims: { name: 'Bob', email: 'bob@example.com' } },
+  { username: 'bob', passwordHash: 'unused', sub: 'user-0002', claims: { name: 'Bob', email: 'bob@example.com', groups: ['admins', 'ops'] } },
 ]
 
 function route(name: string, audience: string): RouteConfig {
@@ -174,6 +174,8 @@ export interface HarnessOptions {
   moreClients?: Array<Partial<ClientConfig> & Pick<ClientConfig, 'clientId' | 'type'>>
   /** RFC 7591 dynamic registration settings (default: off). */
   registration?: RegistrationConfig
+  /** `access_token.claims` (default none). */
+  accessTokenClaims?: string[]
 }
 
 export interface Harness {
@@ -247,7 +249,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
   }
   const asConfig = {
     keys: [],
-    accessToken: { format: o.format ?? 'jwt', ttlSec: 600 },
+    accessToken: { format: o.format ?? 'jwt', ttlSec: 600, claims: o.accessTokenClaims ?? [] },
     refreshToken: { ttlSec: 30 * 86400 },
     idToken: { ttlSec: 3600 },
     codeTtlSec: 60,

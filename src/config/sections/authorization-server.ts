@@ -13,6 +13,16 @@ import { readUsers } from './users.js'
 import { checkLocalUsersAgainstProviders, readIdentityProviders } from './identity-providers.js'
 import { enumAt, keysAt } from '../contract.js'
 
+/**
+ * Claims bearward sets in every access token (RFC 9068 2.2, RFC 9449 6.1,
+ * and its own grant_id), and id_token-only ones that mean something else in
+ * an access token: a person's claim of that name would forge or blur them.
+ */
+const RESERVED_ACCESS_TOKEN_CLAIMS: ReadonlySet<string> = new Set([
+  'iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'client_id', 'scope', 'cnf', 'grant_id', 'auth_time',
+  'acr', 'amr', 'act', 'may_act', 'azp', 'nonce', 'at_hash', 'c_hash', 'typ', 'active', 'token_type', 'username',
+])
+
 export const AUTHORIZATION_SERVER_KEYS = keysAt('#/$defs/authorizationServer')
 
 /** The keys of each small mapping under authorization_server. */
@@ -96,6 +106,12 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
     accessToken: {
       format: at?.opt('format', r.oneOf(TOKEN_FORMATS, { what: 'an access token format' }), 'jwt') ?? 'jwt',
       ttlSec: at?.opt('ttl', r.seconds({ min: 1 }), 600) ?? 600,
+      claims:
+        at?.opt(
+          'claims',
+          r.list(r.str({ check: (v) => (RESERVED_ACCESS_TOKEN_CLAIMS.has(v) ? `\`${v}\` is a claim bearward sets itself in every access token; it cannot come from the person` : undefined) })),
+          [],
+        ) ?? [],
     },
     refreshToken: { ttlSec: rt?.opt('ttl', r.seconds({ min: 1 }), 30 * 86400) ?? 30 * 86400 },
     idToken: { ttlSec: it?.opt('ttl', r.seconds({ min: 1 }), 3600) ?? 3600 },
