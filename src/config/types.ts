@@ -249,6 +249,8 @@ export interface IdentityHeaders {
   clientId: string
   scope: string
   issuer: string
+  /** Token claim name → header name (`identity_headers.claims`). */
+  claims: Readonly<Record<string, string>>
 }
 
 export interface RouteConfig {

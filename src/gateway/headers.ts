@@ -140,6 +140,33 @@ export function connectionNamed(value: string | readonly string[] | undefined): 
   return names
 }
 
+/** Printable ASCII and tabs, not starting or ending with whitespace: a value no proxy or upstream can read two ways. */
+const SAFE_HEADER_VALUE = /^[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?$/
+
+function scalarHeaderText(value: unknown): string | null {
+  const text = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : null
+  return text !== null && SAFE_HEADER_VALUE.test(text) ? text : null
+}
+
+/**
+ * A token claim as a header value (`identity_headers.claims`): a string,
+ * number or boolean as text, a list of them joined with ", "; null (no
+ * header) for an absent claim, an object, or anything holding characters
+ * outside printable ASCII, CR and LF above all: a claim comes from a person's
+ * profile at an identity provider and must not be able to add a header line.
+ */
+export function claimHeaderValue(value: unknown): string | null {
+  if (!Array.isArray(value)) return scalarHeaderText(value)
+  if (value.length === 0) return null
+  const parts: string[] = []
+  for (const item of value) {
+    const text = scalarHeaderText(item)
+    if (text === null) return null
+    parts.push(text)
+  }
+  return parts.join(', ')
+}
+
 /** Per-route settings the request header policy is built from. */
 export interface RequestHeaderOptions {
   /** Identity header names for this route (`identity_headers`). */
@@ -185,8 +212,8 @@ export class RequestHeaderPolicy {
     this.#rules.set('forwarded', FORWARDED)
     for (const name of CLIENT_IP_HEADERS) this.#rules.set(name, CLIENT_IP)
     this.#rules.set('max-forwards', MAX_FORWARDS)
-    const { subject, clientId, scope, issuer } = options.identityHeaders
-    for (const name of [subject, clientId, scope, issuer, ...options.alsoStrip]) {
+    const { subject, clientId, scope, issuer, claims } = options.identityHeaders
+    for (const name of [subject, clientId, scope, issuer, ...Object.values(claims), ...options.alsoStrip]) {
       if (name !== '') this.#rules.set(canonicalHeaderName(name), DROP)
     }
     // Sent in lower case: field names are case-insensitive (RFC 9110 5.1),
@@ -198,6 +225,7 @@ export class RequestHeaderPolicy {
     if (clientId !== '') identity.push([clientId.toLowerCase(), (id) => id.clientId])
     if (scope !== '') identity.push([scope.toLowerCase(), (id) => (id.scopes.length > 0 ? id.scopes.join(' ') : null)])
     if (issuer !== '') identity.push([issuer.toLowerCase(), (id) => id.issuer])
+    for (const [claim, name] of Object.entries(claims)) identity.push([name.toLowerCase(), (id) => claimHeaderValue(id.claims[claim])])
     this.#identity = identity
   }
 

@@ -51,6 +51,8 @@ interface FoundToken {
   readonly identity: TokenIdentity
 }
 
+const NO_CLAIMS: Readonly<Record<string, unknown>> = Object.freeze({})
+
 function foundToken(issuerId: string, record: OpaqueTokenRecord): FoundToken {
   const identity: TokenIdentity = {
     issuerId,
@@ -62,6 +64,7 @@ function foundToken(issuerId: string, record: OpaqueTokenRecord): FoundToken {
     grantId: record.grantId,
     exp: record.exp,
     jkt: record.jkt ?? null,
+    claims: record.claims ?? NO_CLAIMS,
   }
   return { record, identity: Object.freeze(identity) }
 }

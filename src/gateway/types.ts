@@ -15,6 +15,8 @@ export interface TokenIdentity {
   exp: number
   /** RFC 9449 6: thumbprint of the DPoP key the token is bound to (`cnf.jkt`), or null for a bearer token. */
   jkt: string | null
+  /** Every claim of the verified token (or introspection answer), for `identity_headers.claims`. */
+  claims: Readonly<Record<string, unknown>>
 }
 
 /** What the gateway decided to forward, handed to the proxy. */

@@ -150,7 +150,7 @@ export function identityFromClaims(issuerId: string, issuer: string, claims: Rea
   const scopes = grantedScopes(claims)
   const jkt = confirmationJkt(claims.cnf)
   if (sub === false || clientId === false || jti === false || grantId === false || scopes === null || jkt === false) return undefined
-  return { issuerId, issuer, sub, clientId, scopes, jti, grantId, exp, jkt }
+  return { issuerId, issuer, sub, clientId, scopes, jti, grantId, exp, jkt, claims }
 }
 
 export interface JwtVerifierOptions {

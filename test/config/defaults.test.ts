@@ -8,6 +8,7 @@ const DEFAULT_IDENTITY_HEADERS = {
   clientId: 'X-Auth-Client-Id',
   scope: 'X-Auth-Scope',
   issuer: 'X-Auth-Issuer',
+  claims: {},
 }
 
 t.test('every default is applied', async (t) => {
@@ -173,21 +174,30 @@ t.test('defaults that follow other settings', async (t) => {
 listen: 127.0.0.1:7000
 gateway:
   realm: corp
-  identity_headers: { subject: X-User }
+  identity_headers: { subject: X-User, claims: { email: X-Email } }
 authorization_server: {}
 routes:
   - name: a
     match: { path: /a }
     upstream: http://127.0.0.1:3000
     identity_headers: { scope: X-Scopes }
+  - name: b
+    match: { path: /b }
+    upstream: http://127.0.0.1:3000
+    identity_headers: { claims: { groups: X-Groups } }
 `
   const { config, problems } = inspect(yaml)
   t.same(problems, [])
   t.equal(config?.publicUrl, 'http://localhost:7000', 'public_url follows the listen port')
   t.equal(config?.routes[0]?.audience, 'http://localhost:7000', 'audience defaults to public_url')
   t.equal(config?.routes[0]?.realm, 'corp', 'realm defaults to gateway.realm')
-  t.same(config?.gateway.identityHeaders, { ...DEFAULT_IDENTITY_HEADERS, subject: 'X-User' })
-  t.same(config?.routes[0]?.identityHeaders, { ...DEFAULT_IDENTITY_HEADERS, subject: 'X-User', scope: 'X-Scopes' }, 'a route overrides single headers')
+  t.same(config?.gateway.identityHeaders, { ...DEFAULT_IDENTITY_HEADERS, subject: 'X-User', claims: { email: 'X-Email' } })
+  t.same(
+    config?.routes[0]?.identityHeaders,
+    { ...DEFAULT_IDENTITY_HEADERS, subject: 'X-User', scope: 'X-Scopes', claims: { email: 'X-Email' } },
+    'a route overrides single headers and inherits the claim headers',
+  )
+  t.same(config?.routes[1]?.identityHeaders.claims, { groups: 'X-Groups' }, "a route's own claims replace the gateway's (whose headers are still stripped)")
 })
 
 t.test('admin_listen: null and false turn the admin listener off', async (t) => {
@@ -272,7 +282,7 @@ t.test('the full fixture sets every key', async (t) => {
       introspectionCacheTtlSec: 30,
       introspectionNegativeTtlSec: 1,
       revocationResyncSec: 10,
-      identityHeaders: { subject: 'X-User', clientId: 'X-Client', scope: 'X-Scopes', issuer: 'X-Iss' },
+      identityHeaders: { subject: 'X-User', clientId: 'X-Client', scope: 'X-Scopes', issuer: 'X-Iss', claims: { email: 'X-Email' } },
       trustedProxies: ['10.0.0.0/8', '::1', '192.168.1.10'],
     },
   })
@@ -280,7 +290,7 @@ t.test('the full fixture sets every key', async (t) => {
   t.same(as?.keys[0], { file: `${files}/signing.jwk` })
   t.match(as?.keys[1], { jwk: { kty: 'EC', kid: 'old' } })
   t.match(as, {
-    accessToken: { format: 'opaque', ttlSec: 3600, claims: [] },
+    accessToken: { format: 'opaque', ttlSec: 3600, claims: ['email', 'groups'] },
     refreshToken: { ttlSec: 14 * 86400 },
     idToken: { ttlSec: 1800 },
     codeTtlSec: 120,
@@ -376,7 +386,7 @@ t.test('the full fixture sets every key', async (t) => {
     passPreflight: true,
     preserveHost: true,
     forwardAuthorization: true,
-    identityHeaders: { subject: 'X-Orders-User', clientId: 'X-Client', scope: 'X-Scopes', issuer: 'X-Iss' },
+    identityHeaders: { subject: 'X-Orders-User', clientId: 'X-Client', scope: 'X-Scopes', issuer: 'X-Iss', claims: { email: 'X-Email' } },
     timeouts: { connectMs: 2000, headersMs: 10_000, idleMs: 120_000 },
     maxBodyBytes: 512 * 1024,
     upstreamCaFile: `${files}/ca.pem`,

@@ -350,6 +350,20 @@ routes:
   t.match(warnings.find((w) => w.path === 'routes[1]'), { line: 5, col: 25 }, 'at the match of the later route')
 })
 
+t.test('identity_headers.claims rules', async (t) => {
+  const { problems } = inspect(`
+routes:
+  - name: r
+    match: { path: /r }
+    upstream: http://127.0.0.1:3000
+    identity_headers: { claims: { email: X-Id-Email, mail: x-id-email, groups: "bad header", who: X-Auth-Subject, n: 3 } }
+`)
+  t.match(at(problems, 'routes[0].identity_headers.claims.mail'), [{ message: /duplicate identity header `x-id-email`/ }])
+  t.match(at(problems, 'routes[0].identity_headers.claims.groups'), [{ message: '`bad header` is not a valid header name' }])
+  t.match(at(problems, 'routes[0].identity_headers.claims.who'), [{ message: /duplicate identity header `x-auth-subject`/ }], 'a claim header cannot take the subject header')
+  t.match(at(problems, 'routes[0].identity_headers.claims.n'), [{ message: /expected a string/ }])
+})
+
 t.test('gateway rules', async (t) => {
   const { problems } = inspect(`
 gateway:

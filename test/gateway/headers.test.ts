@@ -136,7 +136,7 @@ t.test('forwardedElement quotes what RFC 7239 requires', async (t) => {
 
 t.test('RequestHeaderPolicy: path-override and client-IP headers, Max-Forwards', async (t) => {
   const policy = new RequestHeaderPolicy({
-    identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer' },
+    identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer', claims: {} },
     alsoStrip: [],
     forwardAuthorization: false,
     preserveHost: false,

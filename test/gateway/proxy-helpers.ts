@@ -24,6 +24,7 @@ export const IDENTITY_HEADERS = {
   clientId: 'X-Auth-Client-Id',
   scope: 'X-Auth-Scope',
   issuer: 'X-Auth-Issuer',
+  claims: {},
 }
 
 export function routeConfig(overrides: Partial<RouteConfig> & { upstream: string }): RouteConfig {
@@ -80,6 +81,7 @@ export const alice: TokenIdentity = {
   grantId: null,
   exp: 2_000_000_000,
   jkt: null,
+  claims: { sub: 'alice', email: 'alice@example.com' },
 }
 
 export interface Listening {

@@ -96,7 +96,7 @@ t.test('a route with its own identity header names also strips the gateway defau
   const up = await headerUpstream()
   const route = routeConfig({
     upstream: up.url,
-    identityHeaders: { subject: 'X-User', clientId: 'X-Client', scope: 'X-Scopes', issuer: 'X-Iss' },
+    identityHeaders: { subject: 'X-User', clientId: 'X-Client', scope: 'X-Scopes', issuer: 'X-Iss', claims: {} },
   })
   const gw = await startProxy([route])
   t.teardown(async () => {
@@ -165,4 +165,59 @@ t.test('a trusted proxy chain is kept and extended', async (t) => {
     )
   }
   await up.close()
+})
+
+t.test('identity_headers.claims: the token claim goes upstream; client copies never do', async (t) => {
+  const up = await headerUpstream()
+  const claims = { email: 'X-Auth-Email', groups: 'X-Auth-Groups', level: 'X-Auth-Level', profile: 'X-Auth-Profile', bad: 'X-Auth-Bad', empty: 'X-Auth-Empty' }
+  const withClaims = routeConfig({ upstream: up.url, identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer', claims } })
+  const identity = (c: Record<string, unknown>): typeof alice => ({ ...alice, claims: c })
+  let next = identity({})
+  const gw = await startProxy([withClaims], gatewayConfig(), () => ({ identity: next }))
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+  })
+  const sent = async (c: Record<string, unknown>, lines: string[] = []): Promise<string[]> => {
+    next = identity(c)
+    up.seen.length = 0
+    await rawRequest(gw.port, ['GET / HTTP/1.1', 'Host: h', ...lines])
+    return up.seen[0]?.raw ?? []
+  }
+
+  let raw = await sent({ email: 'alice@example.com', groups: ['admins', 'ops'], level: 3, profile: { team: 'x' } })
+  t.same(valuesOf(raw, 'x-auth-email'), ['alice@example.com'])
+  t.same(valuesOf(raw, 'x-auth-groups'), ['admins, ops'], 'a list is joined with ", "')
+  t.same(valuesOf(raw, 'x-auth-level'), ['3'], 'a number as text')
+  t.same(valuesOf(raw, 'x-auth-profile'), [], 'an object is not sent')
+
+  raw = await sent({}, ['X-Auth-Email: mallory@evil.example', 'x-auth-groups: admins', 'X_Auth_Email: mallory2'])
+  t.same(valuesOf(raw, 'x-auth-email'), [], "the token has no email: the client's copy is stripped, not passed on")
+  t.same(valuesOf(raw, 'x-auth-groups'), [])
+  t.same(valuesOf(raw, 'x_auth_email'), [], 'the underscore spelling too')
+
+  raw = await sent({ email: 'alice@example.com' }, ['X-Auth-Email: mallory@evil.example'])
+  t.same(valuesOf(raw, 'x-auth-email'), ['alice@example.com'], "only the token's value, once")
+
+  raw = await sent({ bad: 'a\r\nX-Injected: 1', email: 'caf\u00e9@example.com', groups: ['ok', 'no\nway'], empty: '' })
+  t.same(valuesOf(raw, 'x-auth-bad'), [], 'CR LF in a claim: no header at all')
+  t.same(valuesOf(raw, 'x-injected'), [], 'and no header line added')
+  t.same(valuesOf(raw, 'x-auth-email'), [], 'a value outside printable ASCII is not sent')
+  t.same(valuesOf(raw, 'x-auth-groups'), [], 'a list with one bad item is not sent at all')
+  t.same(valuesOf(raw, 'x-auth-empty'), [], 'an empty value is not sent')
+  t.same(valuesOf(raw, 'x-auth-subject'), ['alice'], 'the other identity headers are untouched')
+})
+
+t.test('a route without claim headers strips the gateway-wide claim headers', async (t) => {
+  const up = await headerUpstream()
+  const gw = await startProxy(
+    [routeConfig({ upstream: up.url })],
+    gatewayConfig({ identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer', claims: { email: 'X-Auth-Email' } } }),
+  )
+  t.teardown(async () => {
+    await gw.close()
+    await up.close()
+  })
+  await rawRequest(gw.port, ['GET / HTTP/1.1', 'Host: h', 'X-Auth-Email: mallory@evil.example'])
+  t.same(valuesOf(up.seen[0]?.raw ?? [], 'x-auth-email'), [])
 })

@@ -127,7 +127,7 @@ export const USERS: readonly UserConfig[] = [
 ]
 
 function route(name: string, audience: string): RouteConfig {
-  const identityHeaders = { subject: 'x-auth-subject', clientId: 'x-auth-client-id', scope: 'x-auth-scope', issuer: 'x-auth-issuer' }
+  const identityHeaders = { subject: 'x-auth-subject', clientId: 'x-auth-client-id', scope: 'x-auth-scope', issuer: 'x-auth-issuer', claims: {} }
   return {
     name,
     match: { path: `/${name}`, host: null, methods: null, caseInsensitive: false },
@@ -239,7 +239,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
       introspectionCacheTtlSec: 60,
       introspectionNegativeTtlSec: 5,
       revocationResyncSec: 30,
-      identityHeaders: { subject: 'x-auth-subject', clientId: 'x-auth-client-id', scope: 'x-auth-scope', issuer: 'x-auth-issuer' },
+      identityHeaders: { subject: 'x-auth-subject', clientId: 'x-auth-client-id', scope: 'x-auth-scope', issuer: 'x-auth-issuer', claims: {} },
       // Client addresses come from X-Forwarded-For when a test sets it (see the client-auth throttle tests).
       trustedProxies: ['127.0.0.1'],
     },

@@ -21,6 +21,7 @@ export const DEFAULT_IDENTITY_HEADERS: IdentityHeaders = {
   clientId: 'X-Auth-Client-Id',
   scope: 'X-Auth-Scope',
   issuer: 'X-Auth-Issuer',
+  claims: {},
 }
 
 /** RFC 8725 / SPEC: tens of seconds at most; minutes would defeat revocation. */
@@ -53,12 +54,23 @@ export function readIdentityHeaders(r: Reader, node: Node | undefined, path: str
     clientId: m.opt('client_id', header, fallback.clientId),
     scope: m.opt('scope', header, fallback.scope),
     issuer: m.opt('issuer', header, fallback.issuer),
+    claims: fallback.claims,
   }
   const names = new UniqueSet(r, 'identity header')
-  const keyOf: Record<keyof IdentityHeaders, string> = { subject: 'subject', clientId: 'client_id', scope: 'scope', issuer: 'issuer' }
-  for (const [field, name] of Object.entries(headers) as Array<[keyof IdentityHeaders, string]>) {
+  const keyOf: Record<Exclude<keyof IdentityHeaders, 'claims'>, string> = { subject: 'subject', clientId: 'client_id', scope: 'scope', issuer: 'issuer' }
+  for (const field of ['subject', 'clientId', 'scope', 'issuer'] as const) {
     const key = keyOf[field]
-    names.add(name.toLowerCase(), m.get(key) ?? m.node, m.pathOf(key))
+    names.add(headers[field].toLowerCase(), m.get(key) ?? m.node, m.pathOf(key))
+  }
+  const claimsNode = m.get('claims')
+  if (claimsNode !== undefined) {
+    const claims: Record<string, string> = {}
+    for (const e of r.entries(claimsNode, m.pathOf('claims')) ?? []) {
+      const name = header(e.value, e.path)
+      if (name === undefined) continue
+      if (names.add(name.toLowerCase(), e.value, e.path)) claims[e.key] = name
+    }
+    headers.claims = claims
   }
   return headers
 }

@@ -67,7 +67,7 @@ export interface RoutePlans {
  */
 export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfig, trusted: TrustedProxies): RoutePlans {
   const defaults = gateway.identityHeaders
-  const alsoStrip = [defaults.subject, defaults.clientId, defaults.scope, defaults.issuer]
+  const alsoStrip = [defaults.subject, defaults.clientId, defaults.scope, defaults.issuer, ...Object.values(defaults.claims)]
   const pools = new Map<string, Pool>()
   const sockets = new Map<string, WebSocketUpstream>()
   const byRoute = new Map<RouteConfig, RoutePlan>()

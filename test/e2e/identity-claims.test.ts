@@ -1,0 +1,80 @@
+/**
+ * A person's claims from sign-in to the upstream, through `bin/bearward`:
+ * `authorization_server.access_token.claims` puts alice's email and groups
+ * into her access token (a JWT, or an opaque token's record), and
+ * `gateway.identity_headers.claims` hands them to the upstream as
+ * X-Auth-Email and X-Auth-Groups; a client's own copies never get through,
+ * and a service's token (no person) sends none.
+ */
+import t from 'tap'
+import { createHash, randomBytes } from 'node:crypto'
+import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
+import { startBinOrCleanUp, tempConfig, type RunningBin } from '../helpers/bin.js'
+import { Browser, authorizeAsPerson } from '../helpers/browser.js'
+import { freePort } from '../helpers/http.js'
+import { basic, form, serviceToken } from '../helpers/store-pair.js'
+import { startUpstream } from '../helpers/upstream.js'
+
+t.setTimeout(120_000)
+
+async function aliceToken(bin: RunningBin): Promise<string> {
+  const verifier = randomBytes(32).toString('base64url')
+  const url = `${bin.url}/authorize?${new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: 'http://127.0.0.1:5555/callback',
+    scope: 'openid email orders:read',
+    state: 's',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  })}`
+  const cb = await authorizeAsPerson(new Browser(), url, { username: 'alice', password: DEMO_PASSWORD })
+  const res = await form(
+    `${bin.url}/token`,
+    { grant_type: 'authorization_code', code: cb.searchParams.get('code') ?? '', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: verifier },
+    basic('web', DEMO_SECRET),
+  )
+  if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
+  return ((await res.json()) as { access_token: string }).access_token
+}
+
+for (const format of ['jwt', 'opaque'] as const) {
+  t.test(`${format} access tokens: the claims reach the upstream as headers`, async (t) => {
+    const up = await startUpstream('orders')
+    const port = await freePort()
+    const yaml = (await asConfigYaml({ port, upstream: up.url, format, extra: 'gateway:\n  identity_headers:\n    claims: { email: X-Auth-Email, groups: X-Auth-Groups }\n' }))
+      .replace(`access_token: { format: ${format}, ttl: 10m }`, `access_token: { format: ${format}, ttl: 10m, claims: [email, groups] }`)
+      .replace('email_verified: true }', 'email_verified: true, groups: [admins, ops] }')
+    const cfg = await tempConfig(yaml)
+    const bin = await startBinOrCleanUp(cfg.file, async () => {
+      await up.close()
+      await cfg.cleanup()
+    })
+    t.teardown(async () => {
+      await bin.stop()
+      await up.close()
+      await cfg.cleanup()
+    })
+
+    const token = await aliceToken(bin)
+    t.equal(token.split('.').length, format === 'jwt' ? 3 : 1, `a ${format} token`)
+    const call = (tok: string, extra: Record<string, string> = {}): Promise<Response> =>
+      fetch(`${bin.url}/orders/1`, { headers: { authorization: `Bearer ${tok}`, ...extra }, signal: AbortSignal.timeout(10_000) })
+
+    let res = await call(token, { 'x-auth-email': 'mallory@evil.example', 'x-auth-groups': 'root' })
+    t.equal(res.status, 200)
+    let seen = up.seen.at(-1)?.headers
+    t.equal(seen?.['x-auth-email'], 'alice@example.com', "the token's email, not the client's")
+    t.equal(seen?.['x-auth-groups'], 'admins, ops')
+    t.equal(seen?.['x-auth-subject'], 'alice')
+
+    const before = up.seen.length
+    res = await call(await serviceToken(bin), { 'x-auth-email': 'mallory@evil.example' })
+    t.equal(res.status, 200)
+    t.equal(up.seen.length, before + 1)
+    seen = up.seen.at(-1)?.headers
+    t.equal(seen?.['x-auth-email'], undefined, "a service's token has no email, and the client's copy is stripped")
+    t.equal(seen?.['x-auth-groups'], undefined)
+    t.equal(seen?.['x-auth-subject'], 'service')
+  })
+}
