@@ -26,6 +26,7 @@ import { Browser, type HtmlForm, parseForms } from '../helpers/browser.js'
 import { CLIENT_SECRET, WEB_CALLBACK, authParams, countCodes, frontYaml, pkce } from '../helpers/as-front.js'
 import { freePort } from '../helpers/http.js'
 import { serveFace } from '../helpers/serve.js'
+import { type SignInEnding, type SignInOptions, upstreamSignIn } from '../helpers/upstream-sign-in.js'
 import { OP_CLIENT_SECRET, startRogueOp, startTestOp } from '../helpers/upstream-op.js'
 
 const CLIENT_ORIGIN = new URL(WEB_CALLBACK).origin
@@ -106,48 +107,18 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
   })
   const codes = countCodes(store)
 
-  type Ending = { kind: 'client'; url: URL } | { kind: 'page'; status: number; html: string; url: string; headers: Headers }
+  type Ending = SignInEnding
 
   /**
    * A person at /authorize: press "Continue with <provider>", sign in at the
    * provider as `login` (its dev pages), allow there, allow at bearward.
    * Ends at the client's redirect URI or on the first page it cannot act on.
    */
-  async function signIn(browser: Browser, provider: string, login: string, o: { tamper?: (url: URL) => void; scope?: string } = {}): Promise<Ending> {
+  async function signIn(browser: Browser, provider: string, login: string, o: SignInOptions & { scope?: string } = {}): Promise<Ending> {
     const { challenge, verifier } = pkce()
     const start = `${served.url}/authorize?${new URLSearchParams(authParams({ scope: o.scope ?? 'openid profile email orders:read', code_challenge: challenge })).toString()}`
     lastVerifier = verifier
-    let res = await browser.get(start)
-    let at = start
-    let clicked = false
-    for (let step = 0; step < 25; step++) {
-      if (res.status >= 300 && res.status < 400) {
-        const next = new URL(res.headers.get('location') ?? '', at)
-        if (next.origin === CLIENT_ORIGIN) return { kind: 'client', url: next }
-        if (o.tamper && next.pathname.startsWith('/login/upstream/')) o.tamper(next)
-        at = next.toString()
-        res = await browser.get(at)
-        continue
-      }
-      const html = await res.text()
-      if (res.status !== 200) return { kind: 'page', status: res.status, html, url: at, headers: res.headers }
-      const forms = parseForms(html, at)
-      const opLogin = forms.find((f) => 'login' in f.fields)
-      const opConsent = forms.find((f) => f.fields.prompt === 'consent')
-      const ourConsent = forms.find((f) => f.buttons.some((b) => b.name === 'decision'))
-      const button = forms.find((f) => f.fields.provider === provider)
-      let form: HtmlForm
-      let extra: Record<string, string> = {}
-      if (opLogin) [form, extra] = [opLogin, { login, password: 'any password' }]
-      else if (opConsent) form = opConsent
-      else if (ourConsent) [form, extra] = [ourConsent, { decision: 'allow' }]
-      else if (button && !clicked) [form, clicked] = [button, true]
-      else return { kind: 'page', status: res.status, html, url: at, headers: res.headers }
-      browser.origin = new URL(at).origin
-      res = await browser.submit(form, extra)
-      at = form.action
-    }
-    throw new Error('sign-in did not finish in 25 steps')
+    return await upstreamSignIn(browser, start, CLIENT_ORIGIN, provider, login, o.tamper ? { tamper: o.tamper } : {})
   }
   let lastVerifier = ''
 
