@@ -1,8 +1,10 @@
 import t from 'tap'
 import type { Page } from 'playwright-core'
+import type { Test } from 'tap'
 import { launchChromium, openPage, type PageChecker } from '../helpers/chromium.js'
 import { authorizeRequest, exchangeCode, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
-import { OP_CLIENT_SECRET, openTestOp } from '../helpers/upstream-op.js'
+import { OP_CLIENT_SECRET, openTestOp, startRogueOp } from '../helpers/upstream-op.js'
+import { freePort } from '../helpers/http.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(240_000)
@@ -36,6 +38,9 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
   t.teardown(() => browser.close())
   const op = await openTestOp()
   t.teardown(op.stop)
+  const rogue = await startRogueOp()
+  t.teardown(rogue.stop)
+  const downIssuer = `http://127.0.0.1:${await freePort()}`
   let issuer = ''
   const as = await startBrowserAs((yaml) => {
     issuer = /^public_url: (\S+)$/m.exec(yaml)?.[1] ?? ''
@@ -48,12 +53,23 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
       client_id: bearward
       client_secret: "${OP_CLIENT_SECRET}"
       allowed: { email_domains: [example.com] }
+    - id: rogue
+      name: Rogue SSO
+      issuer: ${rogue.issuer}
+      client_id: bearward
+      client_secret: rogue-secret
+    - id: down
+      name: Down SSO
+      issuer: ${downIssuer}
+      client_id: bearward
+      client_secret: down-secret
   users:\n`,
     )
   })
   t.teardown(() => as.close())
   op.serve([`${issuer}/login/upstream/corp/callback`])
 
+  const firstSub = new Map<string, string>()
   for (const [viewport, login] of [
     ['phone', 'pat'],
     ['desktop', 'quinn'],
@@ -85,8 +101,53 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
       const claims = JSON.parse(Buffer.from(String(tokens.id_token).split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>
       t.equal(claims.sub, `corp:${login}`)
       t.equal(claims.email, `${login}@example.com`)
+      firstSub.set(login, String(claims.sub))
     })
   }
+
+  await t.test('desktop: the same person signs in again (a new browser) and gets the same sub', async (t) => {
+    const { context, page, checker } = await openPage(browser, 'desktop')
+    t.teardown(() => context.close())
+    const request = authorizeRequest(as, 'openid email')
+    await page.goto(request.url)
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Continue with Corp SSO' }).click())
+    await signInAtProvider(page, checker, op.issuer, as.issuer, 'pat')
+    // Consent to a subset of what pat allowed before is remembered: straight back to the client.
+    await page.waitForURL((u) => u.origin + u.pathname === as.callback)
+    const back = new URL(page.url())
+    const res = await exchangeCode(as, back.searchParams.get('code') ?? '', request.verifier)
+    const tokens = (await res.json()) as Record<string, unknown>
+    const claims = JSON.parse(Buffer.from(String(tokens.id_token).split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>
+    t.equal(claims.sub, firstSub.get('pat'), 'the same sub as at the first sign-in')
+  })
+
+  /** The page a failed sign-in ends on: ours, with no session and no code for the client. */
+  const failedAt = async (t: Test, page: Page, title: string): Promise<void> => {
+    t.equal(await heading(page), title)
+    t.equal(new URL(page.url()).origin, new URL(as.issuer).origin, 'on our page, not at the client')
+    t.equal((await page.context().cookies()).filter((c) => c.name === 'bw_session').length, 0, 'no session')
+  }
+
+  for (const mode of ['wrong-nonce', 'wrong-iss', 'wrong-aud'] as const) {
+    await t.test(`desktop: a rogue provider's id_token with the ${mode.slice(6)} wrong ends on a page, nothing issued`, async (t) => {
+      const { context, page } = await openPage(browser, 'desktop')
+      t.teardown(() => context.close())
+      rogue.mode = mode
+      await page.goto(authorizeRequest(as, 'openid').url)
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Continue with Rogue SSO' }).click())
+      await page.waitForURL((u) => u.pathname === '/login/upstream/rogue/callback')
+      await failedAt(t, page, 'This sign-in could not be verified')
+    })
+  }
+
+  await t.test('desktop: a provider that is down ends on a page, nothing issued', async (t) => {
+    const { context, page, checker } = await openPage(browser, 'desktop')
+    t.teardown(() => context.close())
+    await page.goto(authorizeRequest(as, 'openid').url)
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Continue with Down SSO' }).click())
+    await failedAt(t, page, 'Down SSO is not available')
+    await checker.check(t, 'upstream-provider-down')
+  })
 
   for (const viewport of ['phone', 'desktop'] as const) {
     await t.test(`${viewport}: a person outside allowed sees why, and the client gets access_denied`, async (t) => {
