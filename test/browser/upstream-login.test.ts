@@ -128,6 +128,40 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
     t.equal((await page.context().cookies()).filter((c) => c.name === 'bw_session').length, 0, 'no session')
   }
 
+  await t.test('desktop: a tampered state ends on a page, nothing issued', async (t) => {
+    const { context, page, checker } = await openPage(browser, 'desktop')
+    t.teardown(() => context.close())
+    // Playwright routes only the first request of a redirect chain, and the provider reaches
+    // our callback by redirects after its consent form: route that form's POST, follow the
+    // provider's redirects with the context's own cookies, and send the browser to the
+    // callback with its state altered.
+    await page.route(
+      (u) => u.origin === op.issuer && /^\/interaction\/[^/]+$/.test(u.pathname),
+      async (route) => {
+        const request = route.request()
+        if (request.method() !== 'POST' || !(request.postData() ?? '').includes('prompt=consent')) return route.continue()
+        let res = await route.fetch({ maxRedirects: 0 })
+        for (let i = 0; i < 5; i++) {
+          const location = res.headers().location
+          if (location === undefined) break
+          const next = new URL(location, op.issuer)
+          if (next.pathname === '/login/upstream/corp/callback') {
+            next.searchParams.set('state', `${next.searchParams.get('state') ?? ''}x`)
+            return route.fulfill({ status: 303, headers: { location: next.href } })
+          }
+          res = await context.request.get(next.href, { maxRedirects: 0 })
+        }
+        return route.fulfill({ response: res })
+      },
+    )
+    await page.goto(authorizeRequest(as, 'openid').url)
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Continue with Corp SSO' }).click())
+    await signInAtProvider(page, checker, op.issuer, as.issuer, 'pat')
+    await page.waitForURL((u) => u.pathname === '/login/upstream/corp/callback')
+    await failedAt(t, page, 'This sign-in cannot be completed')
+    await checker.check(t, 'upstream-state-tampered')
+  })
+
   for (const mode of ['wrong-nonce', 'wrong-iss', 'wrong-aud'] as const) {
     await t.test(`desktop: a rogue provider's id_token with the ${mode.slice(6)} wrong ends on a page, nothing issued`, async (t) => {
       const { context, page } = await openPage(browser, 'desktop')
