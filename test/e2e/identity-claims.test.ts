@@ -7,36 +7,13 @@
  * and a service's token (no person) sends none.
  */
 import t from 'tap'
-import { createHash, randomBytes } from 'node:crypto'
-import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
-import { startBinOrCleanUp, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { Browser, authorizeAsPerson } from '../helpers/browser.js'
+import { asConfigYaml } from '../helpers/as-config.js'
+import { startBinOrCleanUp, tempConfig } from '../helpers/bin.js'
 import { freePort } from '../helpers/http.js'
-import { basic, form, serviceToken } from '../helpers/store-pair.js'
+import { aliceTokens, serviceToken } from '../helpers/store-pair.js'
 import { startUpstream } from '../helpers/upstream.js'
 
 t.setTimeout(120_000)
-
-async function aliceToken(bin: RunningBin): Promise<string> {
-  const verifier = randomBytes(32).toString('base64url')
-  const url = `${bin.url}/authorize?${new URLSearchParams({
-    response_type: 'code',
-    client_id: 'web',
-    redirect_uri: 'http://127.0.0.1:5555/callback',
-    scope: 'openid email orders:read',
-    state: 's',
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-  })}`
-  const cb = await authorizeAsPerson(new Browser(), url, { username: 'alice', password: DEMO_PASSWORD })
-  const res = await form(
-    `${bin.url}/token`,
-    { grant_type: 'authorization_code', code: cb.searchParams.get('code') ?? '', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: verifier },
-    basic('web', DEMO_SECRET),
-  )
-  if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
-  return ((await res.json()) as { access_token: string }).access_token
-}
 
 for (const format of ['jwt', 'opaque'] as const) {
   t.test(`${format} access tokens: the claims reach the upstream as headers`, async (t) => {
@@ -56,7 +33,7 @@ for (const format of ['jwt', 'opaque'] as const) {
       await cfg.cleanup()
     })
 
-    const token = await aliceToken(bin)
+    const token = (await aliceTokens(bin, 'openid email orders:read')).access_token
     t.equal(token.split('.').length, format === 'jwt' ? 3 : 1, `a ${format} token`)
     const call = (tok: string, extra: Record<string, string> = {}): Promise<Response> =>
       fetch(`${bin.url}/orders/1`, { headers: { authorization: `Bearer ${tok}`, ...extra }, signal: AbortSignal.timeout(10_000) })

@@ -8,14 +8,12 @@
  * printed as comments (and quoted in docs/redis-topologies.md).
  */
 import t from 'tap'
-import { createHash, randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
-import { DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
+import { DEMO_SECRET } from '../helpers/as-config.js'
 import type { RunningBin } from '../helpers/bin.js'
-import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import { eventually } from '../helpers/http.js'
 import { startRedisCluster } from '../helpers/redis-cluster.js'
-import { basic, callOrders, form, jwtClaims, serviceToken, startStorePair } from '../helpers/store-pair.js'
+import { aliceTokens, basic, callOrders, form, jwtClaims, serviceToken, startStorePair } from '../helpers/store-pair.js'
 import { startUpstream } from '../helpers/upstream.js'
 
 t.setTimeout(240_000)
@@ -47,24 +45,8 @@ async function storedRevocation(jti: string): Promise<string | null> {
 
 /** A refresh family of alice at `web` (code + PKCE), through A. */
 async function family(): Promise<{ access: string; refresh: string; grantId: string }> {
-  const verifier = randomBytes(32).toString('base64url')
-  const url = `${a.url}/authorize?${new URLSearchParams({
-    response_type: 'code',
-    client_id: 'web',
-    redirect_uri: 'http://127.0.0.1:5555/callback',
-    scope: 'orders:read',
-    state: 's',
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-  })}`
-  const cb = await authorizeAsPerson(new Browser(), url, { username: 'alice', password: DEMO_PASSWORD })
-  const res = await form(
-    `${a.url}/token`,
-    { grant_type: 'authorization_code', code: cb.searchParams.get('code') ?? '', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: verifier },
-    basic('web', DEMO_SECRET),
-  )
-  const body = (await res.json()) as { access_token: string; refresh_token: string }
-  return { access: body.access_token, refresh: body.refresh_token, grantId: jwtClaims(body.access_token).grant_id ?? '' }
+  const body = await aliceTokens(a, 'orders:read')
+  return { access: body.access_token, refresh: body.refresh_token ?? '', grantId: jwtClaims(body.access_token).grant_id ?? '' }
 }
 
 t.test('a token revoked through A is refused by B within 1 s (cluster-wide PUBLISH)', async (t) => {

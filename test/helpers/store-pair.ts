@@ -5,11 +5,13 @@
  * `public_url` of both (the issuer every token names). Plus the few calls the
  * multi-instance tests make: a service token, a revocation, a gateway call.
  */
+import { createHash, randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
-import { asConfigYaml, DEMO_SECRET } from './as-config.js'
+import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
+import { Browser, authorizeAsPerson } from './browser.js'
 import { freePort } from './http.js'
 
 export interface StorePair {
@@ -87,3 +89,31 @@ export const callOrders = (bin: RunningBin, token: string): Promise<Response> =>
 /** The claims of a JWT's payload, unchecked (the test reads what it was given). */
 export const jwtClaims = (jwt: string): { jti: string; grant_id?: string } =>
   JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti: string; grant_id?: string }
+
+/** The config's `web` client's redirect URI (as-config.ts). */
+const WEB_CALLBACK = 'http://127.0.0.1:5555/callback'
+
+/**
+ * alice signs in at `bin` (login and consent pages over HTTP) for the `web`
+ * client with PKCE, and the client redeems the code: the token response.
+ */
+export async function aliceTokens(bin: RunningBin, scope: string): Promise<{ access_token: string; refresh_token?: string; id_token?: string }> {
+  const verifier = randomBytes(32).toString('base64url')
+  const url = `${bin.url}/authorize?${new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: WEB_CALLBACK,
+    scope,
+    state: 's',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  })}`
+  const cb = await authorizeAsPerson(new Browser(), url, { username: 'alice', password: DEMO_PASSWORD })
+  const res = await form(
+    `${bin.url}/token`,
+    { grant_type: 'authorization_code', code: cb.searchParams.get('code') ?? '', redirect_uri: WEB_CALLBACK, code_verifier: verifier },
+    basic('web', DEMO_SECRET),
+  )
+  if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
+  return (await res.json()) as { access_token: string; refresh_token?: string; id_token?: string }
+}
