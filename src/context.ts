@@ -4,6 +4,7 @@ import type { Clock } from './clock.js'
 import type { Config } from './config/types.js'
 import type { KeySet } from './keys/keyset.js'
 import type { TrustedProxies } from './http/trusted-proxies.js'
+import type { JwtIssuer } from './tokens/verify-jwt.js'
 import type { Logger } from './log.js'
 import type { Metrics } from './metrics.js'
 import type { RevocationList } from './store/revocation-list.js'
@@ -100,4 +101,10 @@ export interface FaceDeps extends Shared {
    * server for the address its throttles key on.
    */
   readonly trustedProxies: TrustedProxies
+  /**
+   * The authorization server as a JWT issuer (its URL, keys and claim rule;
+   * src/tokens/own-access-token.ts), built once per Runtime so both faces
+   * verify its access tokens alike; null when it is not configured.
+   */
+  readonly ownIssuer: JwtIssuer | null
 }

@@ -1,6 +1,6 @@
-import { TrustedProxies } from './http/trusted-proxies.js'
 import type { Config } from './config/types.js'
-import type { Face, FaceDeps, GatewayFace, Shared } from './context.js'
+import type { Face, GatewayFace, Shared } from './context.js'
+import { buildFaceDeps } from './face-deps.js'
 import { loadKeySet, generatePrivateJwk, signingKeyFromJwk, type KeySet, type SigningKey } from './keys/keyset.js'
 import { buildAsContext } from './as/build.js'
 import { createAuthorizationServer } from './as/server.js'
@@ -80,7 +80,7 @@ export class Runtime {
           `no RS256 key: ID tokens are signed with ${keys.idToken.alg}, but OpenID Connect clients that do not read discovery expect RS256; add one with \`bearward keys generate --alg RS256\``,
         )
       }
-      const deps: FaceDeps = { ...shared, config, keys, trustedProxies: new TrustedProxies(config.gateway.trustedProxies) }
+      const deps = buildFaceDeps(shared, config, keys)
       as = asConfig && keys ? createAuthorizationServer(buildAsContext({ ...deps, as: asConfig, keys })) : null
       const gateway = createGateway(deps, { jwks })
       return new Runtime(config, keys, as, gateway, jwks)

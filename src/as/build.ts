@@ -7,6 +7,7 @@ import type { FaceDeps } from '../context.js'
 import { SecretVerifier } from '../crypto/secret.js'
 import { DpopVerifier } from '../dpop/verify-proof.js'
 import type { KeySet } from '../keys/keyset.js'
+import { JwtVerifier } from '../tokens/verify-jwt.js'
 import { ClientDirectory } from './client-directory.js'
 import type { AsContext } from './context.js'
 import { ClientAddress } from '../http/trusted-proxies.js'
@@ -19,7 +20,9 @@ import { UpstreamProviders } from './upstream/providers.js'
  * issuer, which is the default audience.
  */
 export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig; keys: KeySet }): AsContext {
-  const { config } = deps
+  const { config, ownIssuer } = deps
+  // buildFaceDeps makes it whenever there are keys; an AS without it would verify its tokens some other way.
+  if (ownIssuer === null) throw new Error('buildAsContext: FaceDeps has keys but no ownIssuer (build them with buildFaceDeps)')
   const resources = new Set<string>([config.publicUrl, ...config.routes.flatMap((r) => r.audiences)])
   const clients = new Map(deps.as.clients.map((c) => [c.clientId, c]))
   const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)
@@ -35,6 +38,8 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     trustedProxies: deps.trustedProxies,
     as: deps.as,
     keys: deps.keys,
+    ownIssuer,
+    jwtVerifier: new JwtVerifier({ clock: deps.clock, clockSkewSec: config.gateway.clockSkewSec }),
     issuer: config.publicUrl,
     clients,
     findClient: (clientId) => directory.find(clientId),

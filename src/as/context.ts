@@ -6,6 +6,7 @@ import type { SecretVerifier } from '../crypto/secret.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
 import type { ClientAddress } from '../http/trusted-proxies.js'
 import type { KeySet } from '../keys/keyset.js'
+import type { JwtIssuer, JwtVerifier } from '../tokens/verify-jwt.js'
 import type { UpstreamProviders } from './upstream/providers.js'
 
 /**
@@ -15,6 +16,10 @@ import type { UpstreamProviders } from './upstream/providers.js'
 export interface AsContext extends FaceDeps {
   readonly as: AuthorizationServerConfig
   readonly keys: KeySet
+  /** This server as a JWT issuer: the gateway's `self` issuer, the same object (src/tokens/own-access-token.ts). */
+  readonly ownIssuer: JwtIssuer
+  /** Verifies our JWT access tokens with `ownIssuer`, as the gateway does. */
+  readonly jwtVerifier: JwtVerifier
   /** The issuer identifier: exactly `public_url` (RFC 8414 2, RFC 9207). */
   readonly issuer: string
   /** The configured clients only; look clients up with `findClient`. */

@@ -1,16 +1,15 @@
 /**
  * Recognising access tokens this authorization server issued, for /userinfo,
- * /revoke and /introspect. A JWT is verified with our own keys only (alg
- * fixed per key, never taken from the token; typ at+jwt; iss; exp with the
- * configured skew); an opaque token is looked up by its hash.
+ * /revoke and /introspect. A JWT is verified exactly as the gateway verifies
+ * it for a `self` route (src/tokens/verify-jwt.ts with the one own-issuer
+ * object of this Runtime); an opaque token is looked up by its hash.
  */
-import { errors as joseErrors, jwtVerify, type JWTHeaderParameters, type JWTPayload } from 'jose'
-import type { KeyObject } from 'node:crypto'
+import type { JWTPayload } from 'jose'
 import { epochSeconds } from '../clock.js'
-import { confirmationJkt } from '../dpop/thumbprint.js'
 import { hashToken } from '../store/hash.js'
 import type { OpaqueTokenRecord } from '../store/types.js'
 import { looksLikeJwt } from '../tokens/jwt-shape.js'
+import { readOwnAccessTokenClaims } from '../tokens/own-access-token.js'
 import type { AsContext } from './context.js'
 
 /** The claims of one of our access tokens, whatever its format: an opaque record's fields, plus what only a JWT carries. */
@@ -28,59 +27,34 @@ export interface VerifyOptions {
 /** Longest token value worth looking at; ours are far shorter. */
 const MAX_TOKEN_LENGTH = 8192
 
-function stringClaim(payload: JWTPayload, name: string): string | null {
-  const v = payload[name]
-  return typeof v === 'string' && v !== '' ? v : null
-}
-
-function numberClaim(payload: JWTPayload, name: string): number | null {
-  const v = payload[name]
-  return typeof v === 'number' && Number.isFinite(v) ? v : null
-}
-
+/**
+ * A JWT through the gateway's verifier and the same `self` issuer (keys,
+ * algorithms, typ at+jwt, iss, exp/nbf with the configured skew, header
+ * rules, our claim set), for any of our audiences.
+ */
 async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken | null> {
-  const keyFor = (header: JWTHeaderParameters): KeyObject => {
-    const key = header.kid === undefined ? undefined : as.keys.find(header.kid)
-    if (key === undefined || key.alg !== header.alg) throw new joseErrors.JWKSNoMatchingKey()
-    return key.publicKey
-  }
   let payload: JWTPayload
   try {
-    ;({ payload } = await jwtVerify(token, keyFor, {
-      issuer: as.issuer,
-      typ: 'at+jwt',
-      algorithms: as.keys.algorithms(),
-      currentDate: new Date(as.clock.now()),
-      clockTolerance: as.config.gateway.clockSkewSec,
-      requiredClaims: ['iss', 'sub', 'exp', 'iat', 'jti', 'aud'],
-    }))
+    ;({ claims: payload } = await as.jwtVerifier.verify(token, as.ownIssuer, null))
   } catch {
     return null
   }
-  const sub = stringClaim(payload, 'sub')
-  const jti = stringClaim(payload, 'jti')
-  const clientId = stringClaim(payload, 'client_id')
-  const scope = payload.scope
-  const exp = numberClaim(payload, 'exp')
-  const iat = numberClaim(payload, 'iat')
-  if (sub === null || jti === null || clientId === null || typeof scope !== 'string' || exp === null || iat === null) return null
-  const aud = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? [])
-  const jkt = confirmationJkt(payload.cnf)
-  if (jkt === false) return null
+  const c = readOwnAccessTokenClaims(payload)
+  if (c === null) return null
   return {
     format: 'jwt',
     iss: as.issuer,
-    sub,
-    aud,
-    clientId,
-    scope,
-    jti,
-    iat,
-    exp,
-    nbf: numberClaim(payload, 'nbf'),
-    grantId: stringClaim(payload, 'grant_id'),
-    authTime: numberClaim(payload, 'auth_time'),
-    ...(jkt === null ? {} : { jkt }),
+    sub: c.sub,
+    aud: [...c.aud],
+    clientId: c.clientId,
+    scope: c.scope,
+    jti: c.jti,
+    iat: c.iat,
+    exp: c.exp,
+    nbf: c.nbf,
+    grantId: c.grantId,
+    authTime: c.authTime,
+    ...(c.jkt === null ? {} : { jkt: c.jkt }),
     ...personClaims(as, payload),
   }
 }

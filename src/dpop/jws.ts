@@ -13,7 +13,7 @@
  * `crit`, and a signature of the exact length the algorithm produces.
  */
 import { constants, createPublicKey, verify, type KeyObject } from 'node:crypto'
-import { algFitsKey } from '../gateway/verify-jwt.js'
+import { algFitsKey } from '../tokens/verify-jwt.js'
 import { jwkThumbprint } from './thumbprint.js'
 
 /** Every algorithm a proof may be signed with (asymmetric only: never `none`, never HS*). */

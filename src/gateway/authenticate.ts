@@ -13,7 +13,6 @@ import type { Clock } from '../clock.js'
 import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/types.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
 import { AccessTokenRevoked, InvalidDpopProof, InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
-import type { KeySet } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
 import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
@@ -24,7 +23,8 @@ import type { JwksSource } from './jwks-client.js'
 import { ScopeRule } from './scope.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
-import { invalidToken, JwtVerifier, StaticKeys, unverifiedIssuer, type JwtIssuer, type VerifiedJwt } from './verify-jwt.js'
+import { identityFromClaims } from './identity.js'
+import { invalidToken, JwtVerifier, unverifiedIssuer, type JwtIssuer } from '../tokens/verify-jwt.js'
 
 /** An issuer a route may trust: how its JWTs are verified and its opaque tokens checked. */
 export interface TrustedIssuer {
@@ -56,8 +56,8 @@ export interface RevocationView {
 
 export interface IssuerSources {
   config: Config
-  /** The built-in authorization server's keys, or null when it is not configured. */
-  keys: KeySet | null
+  /** The built-in authorization server as a JWT issuer (FaceDeps.ownIssuer), or null when it is not configured. */
+  own: JwtIssuer | null
   store: Store
   jwks: JwksSource
 }
@@ -70,8 +70,13 @@ function hasIntrospection(issuer: IssuerConfig): issuer is IssuerConfig & { intr
   return issuer.introspection !== null
 }
 
-function jwtIssuer(id: string, issuer: string, algorithms: readonly string[], keys: JwtIssuer['keys']): JwtIssuer {
-  return { id, issuer, algorithms: new Set(algorithms), algorithmList: Object.freeze([...algorithms]), keys }
+/**
+ * An `issuers[]` entry as a JWT issuer. Only `exp` is required of tokens we
+ * did not issue (providers differ in what they write); the types of the
+ * claims the gateway reads are checked when it reads them (identityFromClaims).
+ */
+function remoteJwtIssuer(id: string, issuer: string, algorithms: readonly string[], keys: JwtIssuer['keys']): JwtIssuer {
+  return { id, issuer, algorithms: new Set(algorithms), algorithmList: Object.freeze([...algorithms]), keys, requiredClaims: ['exp'], claimsWellFormed: () => true }
 }
 
 /**
@@ -81,13 +86,12 @@ function jwtIssuer(id: string, issuer: string, algorithms: readonly string[], ke
  * registry, introspection client per Runtime).
  */
 export function buildTrustedIssuers(sources: IssuerSources): Map<string, TrustedIssuer> {
-  const { config, keys } = sources
+  const { config, own } = sources
   const issuers = new Map<string, TrustedIssuer>()
-  if (keys !== null) {
-    const verificationKeys = keys.all.map((k) => ({ kid: k.kid, key: k.publicKey, alg: k.alg }))
+  if (own !== null) {
     issuers.set('self', {
       id: 'self',
-      jwt: jwtIssuer('self', config.publicUrl, keys.algorithms(), new StaticKeys(verificationKeys)),
+      jwt: own,
       opaque: new StoreIntrospector(sources.store, config.publicUrl, {
         maxEntries: config.gateway.tokenCacheMaxEntries,
         ttlSec: config.gateway.introspectionCacheTtlSec,
@@ -99,7 +103,7 @@ export function buildTrustedIssuers(sources: IssuerSources): Map<string, Trusted
     if (!used.has(issuer.id)) continue
     issuers.set(issuer.id, {
       id: issuer.id,
-      jwt: hasJwks(issuer) ? jwtIssuer(issuer.id, issuer.issuer, issuer.algorithms, sources.jwks.client(issuer)) : null,
+      jwt: hasJwks(issuer) ? remoteJwtIssuer(issuer.id, issuer.issuer, issuer.algorithms, sources.jwks.client(issuer)) : null,
       opaque: hasIntrospection(issuer) ? new RemoteIntrospector(issuer, { gateway: config.gateway }) : null,
     })
   }
@@ -141,6 +145,12 @@ export interface DpopPresentation {
   readonly proof: string | null
   /** `htu`: public_url's origin and the path the client used, no query. */
   readonly url: string
+}
+
+/** A verified JWT as the gateway keeps it: who it speaks for, and its nbf (epoch seconds) when it has one. */
+interface VerifiedJwt {
+  readonly identity: TokenIdentity
+  readonly nbf: number | null
 }
 
 /** A verified JWT and the cache scope it was verified under. */
@@ -327,7 +337,10 @@ export class Authenticator {
 
   async #verify(token: string, tokenHash: string, issuer: JwtIssuer, policy: RoutePolicy, cacheKey: string, now: number): Promise<VerifiedJwt> {
     try {
-      const verified = await this.#jwt.verify(token, issuer, policy.route.audiences)
+      const { claims, exp, nbf } = await this.#jwt.verify(token, issuer, policy.route.audiences)
+      const identity = identityFromClaims(issuer.id, issuer.issuer, claims, exp)
+      if (identity === undefined) throw invalidToken('claim of the wrong type')
+      const verified: VerifiedJwt = { identity, nbf }
       const entries = withScope(this.#verified.get(tokenHash, now), policy.cacheScope, verified)
       this.#verified.set(tokenHash, entries, verified.identity.exp * 1000, now)
       this.#recent.set(token, entries, verified.identity.exp * 1000, now)

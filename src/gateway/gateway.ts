@@ -159,7 +159,7 @@ class Gateway implements GatewayFace {
     const { config } = deps
     this.#deps = deps
     this.#failures = { face: 'gateway', metrics: deps.metrics, rootLog: deps.log, quiet: true }
-    const issuers = buildTrustedIssuers({ config, keys: deps.keys, store: deps.store, jwks: shared.jwks })
+    const issuers = buildTrustedIssuers({ config, own: deps.ownIssuer, store: deps.store, jwks: shared.jwks })
     try {
       this.#metadata = new ProtectedResources(config)
       const plans = config.routes.map((route): RoutePlan => {

@@ -16,7 +16,7 @@ import type { OpaqueTokenRecord, Store } from '../store/types.js'
 import { hashToken } from '../store/hash.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
-import { identityFromClaims } from './verify-jwt.js'
+import { identityFromClaims } from './identity.js'
 
 /** An introspection response larger than this is not one. */
 const MAX_RESPONSE_BYTES = 64 * 1024

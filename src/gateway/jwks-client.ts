@@ -27,7 +27,7 @@ import type { IssuerConfig } from '../config/types.js'
 import { TemporarilyUnavailable } from '../errors.js'
 import { publicMembers } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
-import { indexByKid, pickKey, type KeyLookup, type VerificationKey } from './verify-jwt.js'
+import { indexByKid, pickKey, type KeyLookup, type VerificationKey } from '../tokens/verify-jwt.js'
 
 /** A JWK Set larger than this is not a key set we want to parse. */
 const MAX_JWKS_BYTES = 512 * 1024

@@ -15,7 +15,7 @@ import { ManualClock } from '../../src/clock.js'
 import { parseConfig } from '../../src/config/load.js'
 import type { Face } from '../../src/context.js'
 import { generatePrivateJwk, loadKeySet, signingKeyFromJwk } from '../../src/keys/keyset.js'
-import { TrustedProxies } from '../../src/http/trusted-proxies.js'
+import { buildFaceDeps } from '../../src/face-deps.js'
 import { createLogger } from '../../src/log.js'
 import { Metrics } from '../../src/metrics.js'
 import { MemoryStore } from '../../src/store/memory.js'
@@ -98,7 +98,7 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
   const store = new MemoryStore(clock, { sweepIntervalMs: 0 })
   const keys = await loadKeySet(asConfig.keys, async () => signingKeyFromJwk(await generatePrivateJwk('ES256')))
   const revocations = new RevocationList(store, clock, log, 3600)
-  const as: AsContext = buildAsContext({ clock, log, store, revocations, metrics: new Metrics(), config, keys, as: asConfig, trustedProxies: new TrustedProxies(config.gateway.trustedProxies) })
+  const as: AsContext = buildAsContext({ ...buildFaceDeps({ clock, log, store, revocations, metrics: new Metrics() }, config, keys), as: asConfig, keys })
   face = createAuthorizationServer(as)
   t.teardown(async () => {
     await face?.close()

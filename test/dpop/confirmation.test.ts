@@ -6,7 +6,7 @@
  */
 import t from 'tap'
 import { confirmationJkt } from '../../src/dpop/thumbprint.js'
-import { identityFromClaims } from '../../src/gateway/verify-jwt.js'
+import { identityFromClaims } from '../../src/gateway/identity.js'
 
 const JKT = '0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I'
 const base = { sub: 'alice', client_id: 'app', scope: 'orders:read', jti: 'j1' }

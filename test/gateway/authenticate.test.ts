@@ -10,7 +10,7 @@ import { parseConfig } from '../../src/config/load.js'
 import type { RouteConfig } from '../../src/config/types.js'
 import { OAuthError } from '../../src/errors.js'
 import { Authenticator, buildPolicy, type TrustedIssuer } from '../../src/gateway/authenticate.js'
-import { StaticKeys, type KeyLookup, type VerificationKey } from '../../src/gateway/verify-jwt.js'
+import { StaticKeys, type KeyLookup, type VerificationKey } from '../../src/tokens/verify-jwt.js'
 import { createLogger } from '../../src/log.js'
 import { mint, newKey, PUBLIC_URL } from './fixture.js'
 
@@ -52,7 +52,7 @@ function setup(): { auth: Authenticator; keys: CountingKeys; policyA: ReturnType
   const keys = new CountingKeys()
   const self: TrustedIssuer = {
     id: 'self',
-    jwt: { id: 'self', issuer: PUBLIC_URL, algorithms: new Set(['ES256']), algorithmList: ['ES256'], keys },
+    jwt: { id: 'self', issuer: PUBLIC_URL, algorithms: new Set(['ES256']), algorithmList: ['ES256'], keys, requiredClaims: ['exp'], claimsWellFormed: () => true },
     opaque: null,
   }
   const issuers = new Map([['self', self]])

@@ -4,7 +4,7 @@
  * real RevocationList, a ManualClock and a captured log. Requests go out over
  * node:http with the path written verbatim (fetch would normalize it first).
  */
-import { TrustedProxies } from '../../src/http/trusted-proxies.js'
+import { buildFaceDeps } from '../../src/face-deps.js'
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { randomUUID } from 'node:crypto'
@@ -186,7 +186,7 @@ ${o.routes(upstream.url)}
   await revocations.start()
   const metrics = new Metrics()
   const keySet = keys === null ? null : new KeySet(keys, false)
-  const deps: FaceDeps = { clock, log, store, revocations, metrics, config, keys: keySet, trustedProxies: new TrustedProxies(config.gateway.trustedProxies) }
+  const deps: FaceDeps = buildFaceDeps({ clock, log, store, revocations, metrics }, config, keySet)
   const jwks = o.jwks ?? new JwksRegistry(clock, log)
   const gateway = createGateway(deps, { jwks })
   const { url, server } = await serve(gateway, log, o.insecureHTTPParser ?? false)

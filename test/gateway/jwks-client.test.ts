@@ -9,7 +9,7 @@ import t from 'tap'
 import { createHmac, randomUUID } from 'node:crypto'
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { exportSPKI } from 'jose'
+import { exportSPKI, SignJWT } from 'jose'
 import { ManualClock } from '../../src/clock.js'
 import { freshnessSec, JwksRegistry, parseJwks } from '../../src/gateway/jwks-client.js'
 import { createLogger } from '../../src/log.js'
@@ -97,6 +97,12 @@ function corpRoutes(up: string): string {
     upstream: ${up}
     audience: ${AUDIENCE}
     issuers: [corp]
+  - name: corp-read
+    match: { path: /corp-read }
+    upstream: ${up}
+    audience: ${AUDIENCE}
+    issuers: [corp]
+    scopes: { GET: [orders:read] }
   - name: both
     match: { path: /both }
     upstream: ${up}
@@ -148,6 +154,18 @@ t.test('remote JWKS', async (t) => {
     const input = `${b64({ alg: 'HS256', kid: k1.kid, typ: 'at+jwt' })}.${b64({ iss: ISSUER, aud: AUDIENCE, exp: now + 600 })}`
     const token = `${input}.${createHmac('sha256', await exportSPKI(k1.publicKey)).update(input).digest('base64url')}`
     t.equal((await gw.get('/corp', token)).status, 401)
+  })
+
+  t.test("another issuer's tokens need only exp among the claims; scopes may come as an scp array", async (t) => {
+    const bare = await corpToken(k1, { scope: undefined, claims: { scope: undefined, client_id: undefined, jti: undefined, sub: undefined, scp: ['orders:read'] } })
+    const payload = JSON.parse(Buffer.from(bare.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>
+    t.same(Object.keys(payload).sort(), ['aud', 'exp', 'iat', 'iss', 'scp'], 'the token has no sub, jti, client_id or scope')
+    t.equal((await gw.get('/corp-read', bare)).status, 200, 'scp grants orders:read')
+    const narrow = await corpToken(k1, { scope: undefined, claims: { scope: undefined, scp: ['profile'] } })
+    t.equal((await gw.get('/corp-read', narrow)).status, 403, 'an scp without orders:read is insufficient_scope')
+    const now = Math.floor(gw.clock.now() / 1000)
+    const noExp = await new SignJWT({ scp: ['orders:read'] }).setProtectedHeader({ alg: 'ES256', kid: k1.kid, typ: 'at+jwt' }).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt(now).sign(k1.privateKey)
+    t.equal((await gw.get('/corp-read', noExp)).status, 401, 'exp is required of every issuer')
   })
 
   t.test('a route trusting two issuers picks the keys by iss, and only those', async (t) => {

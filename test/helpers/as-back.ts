@@ -5,7 +5,7 @@
  * are created the way the front channel creates them (store.putCode,
  * store.decideDevice), so these tests do not depend on the HTML pages.
  */
-import { TrustedProxies } from '../../src/http/trusted-proxies.js'
+import { buildFaceDeps } from '../../src/face-deps.js'
 import { DEFAULT_DPOP } from '../../src/config/sections/dpop.js'
 import { createHash, randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
@@ -275,7 +275,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
     identityProviders: [],
   } satisfies Config['authorizationServer']
   const fullConfig: Config = { ...config, authorizationServer: asConfig }
-  const as = buildAsContext({ clock, log, store, revocations, metrics, config: fullConfig, keys, as: asConfig, trustedProxies: new TrustedProxies(fullConfig.gateway.trustedProxies) })
+  const as = buildAsContext({ ...buildFaceDeps({ clock, log, store, revocations, metrics }, fullConfig, keys), as: asConfig, keys })
   face = createAuthorizationServer(as)
   return {
     url: publicUrl,

@@ -4,7 +4,7 @@
  * ManualClock, an ephemeral ES256 key, a silent logger, fresh Metrics and a
  * RevocationList. For tests of any AS endpoint.
  */
-import { TrustedProxies } from '../../src/http/trusted-proxies.js'
+import { buildFaceDeps } from '../../src/face-deps.js'
 import { buildAsContext as buildFromDeps } from '../../src/as/build.js'
 import type { AsContext } from '../../src/as/context.js'
 import type { ManualClock } from '../../src/clock.js'
@@ -36,7 +36,7 @@ export async function buildAsContext(yaml: string, clock: ManualClock, env: Reco
   const log = createLogger('silent')
   const keys = await loadKeySet(asConfig.keys, async () => signingKeyFromJwk(await generatePrivateJwk('ES256')))
   const revocations = new RevocationList(store, clock, log, 3600)
-  const as = buildFromDeps({ clock, log, store, revocations, metrics: new Metrics(), config, keys, as: asConfig, trustedProxies: new TrustedProxies(config.gateway.trustedProxies) })
+  const as = buildFromDeps({ ...buildFaceDeps({ clock, log, store, revocations, metrics: new Metrics() }, config, keys), as: asConfig, keys })
   return {
     as,
     store,

@@ -1,6 +1,9 @@
 /**
- * JWT access-token validation at the resource server, in SPEC.md's order
- * (Authentication 5; RFC 8725 3, RFC 9068 4):
+ * JWT access-token validation, in SPEC.md's order (Authentication 5;
+ * RFC 8725 3, RFC 9068 4). Both faces use it: the gateway for every issuer a
+ * route trusts, the authorization server (/userinfo, /introspect, /revoke)
+ * for its own tokens, with the same issuer object and so the same claim rule
+ * (src/tokens/own-access-token.ts).
  *
  * 1. three segments, else 400 invalid_request (checked by the caller);
  * 2. `alg` in the issuer's allow-list, fixed by config and never `none` or
@@ -10,8 +13,10 @@
  *    refused); an unknown `crit` is refused;
  * 4. the signature (jose `jwtVerify` with a KeyObject);
  * 5. `iss` equals the issuer exactly; 6. `aud` contains the route audience;
- * 7. `exp` (required) and `nbf` with the configured skew; `typ` is `at+jwt`
- *    (so an ID token is not an access token).
+ * 7. `exp` and `nbf` with the configured skew; `typ` is `at+jwt` (so an
+ *    ID token is not an access token); the issuer's required claims present
+ *    and of the right type (`exp` for any issuer; the whole RFC 9068 2.2 set
+ *    for our own tokens).
  *
  * The protected header is decoded before the signature check only to pick
  * the algorithm and key; no claim is trusted before the signature holds.
@@ -21,10 +26,7 @@
 import type { KeyObject } from 'node:crypto'
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import type { Clock } from '../clock.js'
-import { confirmationJkt } from '../dpop/thumbprint.js'
 import { AccessTokenExpired, InvalidToken } from '../errors.js'
-import type { TokenIdentity } from './types.js'
-import { grantedScopes } from './scope.js'
 
 /** Fixed, safe descriptions (RFC 6750 3.1: never the token, never internal detail). */
 export const TOKEN_INVALID = 'The access token is invalid'
@@ -62,6 +64,10 @@ export interface JwtIssuer {
   readonly algorithms: ReadonlySet<string>
   readonly algorithmList: readonly string[]
   readonly keys: KeyLookup
+  /** Claims a token must carry (jose refuses it before anything reads them). */
+  readonly requiredClaims: readonly string[]
+  /** Whether the verified claims have the types this issuer's tokens must have. */
+  readonly claimsWellFormed: (claims: Readonly<Record<string, unknown>>) => boolean
 }
 
 const NIST_CURVE: Readonly<Record<string, string>> = { ES256: 'prime256v1', ES384: 'secp384r1', ES512: 'secp521r1' }
@@ -127,30 +133,11 @@ export function unverifiedIssuer(token: string): string | undefined {
 
 /** A token that passed every check up to (not including) revocation and scope. */
 export interface VerifiedJwt {
-  readonly identity: TokenIdentity
+  readonly claims: JWTPayload
+  /** Epoch seconds (always present: required of every issuer). */
+  readonly exp: number
   /** Epoch seconds, or null when the token has no `nbf`. */
   readonly nbf: number | null
-}
-
-function optionalString(claims: JWTPayload, name: string): string | null | false {
-  const value = claims[name]
-  if (value === undefined) return null
-  return typeof value === 'string' ? value : false
-}
-
-/**
- * What a verified token says about who it speaks for. A claim of the wrong
- * type makes the token invalid rather than being guessed at.
- */
-export function identityFromClaims(issuerId: string, issuer: string, claims: Readonly<Record<string, unknown>>, exp: number): TokenIdentity | undefined {
-  const sub = optionalString(claims, 'sub')
-  const clientId = optionalString(claims, 'client_id')
-  const jti = optionalString(claims, 'jti')
-  const grantId = optionalString(claims, 'grant_id')
-  const scopes = grantedScopes(claims)
-  const jkt = confirmationJkt(claims.cnf)
-  if (sub === false || clientId === false || jti === false || grantId === false || scopes === null || jkt === false) return undefined
-  return { issuerId, issuer, sub, clientId, scopes, jti, grantId, exp, jkt, claims }
 }
 
 export interface JwtVerifierOptions {
@@ -171,10 +158,11 @@ export class JwtVerifier {
 
   /**
    * Verify `token` (already known to have three segments) as an access token
-   * of `issuer` for one of `audiences`. Throws InvalidToken (401), or
-   * TemporarilyUnavailable (503) when the issuer's keys cannot be loaded.
+   * of `issuer` for one of `audiences` (null: any; the authorization server
+   * answers for all of its own). Throws InvalidToken (401), AccessTokenExpired,
+   * or TemporarilyUnavailable (503) when the issuer's keys cannot be loaded.
    */
-  async verify(token: string, issuer: JwtIssuer, audiences: readonly string[]): Promise<VerifiedJwt> {
+  async verify(token: string, issuer: JwtIssuer, audiences: readonly string[] | null): Promise<VerifiedJwt> {
     const header = decodeSegment(token.slice(0, token.indexOf('.')))
     if (header === undefined) throw invalidToken('protected header is not a JSON object')
     const alg = header.alg
@@ -192,11 +180,11 @@ export class JwtVerifier {
       const result = await jwtVerify(token, key.key, {
         algorithms: issuer.algorithmList as string[],
         issuer: issuer.issuer,
-        audience: [...audiences],
+        ...(audiences === null ? {} : { audience: [...audiences] }),
         clockTolerance: this.#skew,
         typ: 'at+jwt',
         crit: {},
-        requiredClaims: ['exp'],
+        requiredClaims: issuer.requiredClaims as string[],
         currentDate: new Date(this.#clock.now()),
       })
       claims = result.payload
@@ -206,10 +194,10 @@ export class JwtVerifier {
       const claim = err instanceof joseErrors.JWTClaimValidationFailed ? ` (${err.claim})` : ''
       throw invalidToken(`${code}${claim}`)
     }
-    const exp = claims.exp as number
-    const identity = identityFromClaims(issuer.id, issuer.issuer, claims, exp)
-    if (identity === undefined) throw invalidToken('claim of the wrong type')
-    return { identity, nbf: typeof claims.nbf === 'number' ? claims.nbf : null }
+    // jose checked exp's type when present; every issuer requires it.
+    if (typeof claims.exp !== 'number') throw invalidToken('no exp')
+    if (!issuer.claimsWellFormed(claims)) throw invalidToken('claim of the wrong type')
+    return { claims, exp: claims.exp, nbf: typeof claims.nbf === 'number' ? claims.nbf : null }
   }
 }
 

@@ -1,0 +1,20 @@
+/**
+ * What both faces of one Runtime are built from: the process-wide parts, the
+ * config, the keys, and what is derived from them once for both faces (the
+ * trusted-proxy matcher, the authorization server as a JWT issuer).
+ */
+import type { Config } from './config/types.js'
+import type { FaceDeps, Shared } from './context.js'
+import { TrustedProxies } from './http/trusted-proxies.js'
+import type { KeySet } from './keys/keyset.js'
+import { ownAccessTokenIssuer } from './tokens/own-access-token.js'
+
+export function buildFaceDeps(shared: Shared, config: Config, keys: KeySet | null): FaceDeps {
+  return {
+    ...shared,
+    config,
+    keys,
+    trustedProxies: new TrustedProxies(config.gateway.trustedProxies),
+    ownIssuer: keys === null ? null : ownAccessTokenIssuer(config.publicUrl, keys),
+  }
+}
