@@ -86,10 +86,12 @@ t.test('redis down: calls fail fast, the store recovers by itself after a restar
 
   await store.ping()
   const seen: RevocationEntry[] = []
-  t.teardown(await store.subscribeRevocations((e) => seen.push(e)))
+  const feed: boolean[] = []
+  t.teardown(await store.subscribeRevocations((e) => seen.push(e), (up) => feed.push(up)))
 
   await redis.kill()
   for (const [label, call] of Object.entries(everyKindOfCall(store, clock))) await failsFast(t, label, call)
+  t.ok(await eventually(() => feed.at(-1) === false, 5000), 'the feed reports its loss (the revocation list stops trusting it)')
 
   // Keep calling through several reconnect attempts: every call still fails fast.
   const until = Date.now() + 1500
@@ -107,7 +109,11 @@ t.test('redis down: calls fail fast, the store recovers by itself after a restar
   await store.putCode(code.hash, codeRecord(clock), 60)
   t.equal((await store.takeCode(code.hash)).status, 'taken', 'transitions work again')
 
-  // The subscriber connection resubscribed on its own.
+  // The subscriber connection resubscribes on its own and says so: a message
+  // published before that is not delivered, which is why the revocation
+  // list resyncs when it hears the feed is up again.
+  t.ok(await eventually(() => feed.at(-1) === true, 10_000), 'the feed reports it is up again')
+  t.same(feed, [true, false, true], 'up at subscribe, one loss, one recovery')
   const entry: RevocationEntry = { kind: 'jti', id: 'after-restart', exp: nowSec(clock) + 60 }
   t.ok(await pollUntil(() => store.addRevocation(entry), 5000))
   t.ok(await eventually(() => seen.some((e) => e.id === 'after-restart'), 5000), 'pub/sub delivers after the restart')
