@@ -2,14 +2,12 @@ import { parseArgs } from 'node:util'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { dirname, join, resolve } from 'node:path'
-import { App } from './app.js'
+import type { App } from './app.js'
 import cluster from 'node:cluster'
 import { checkConfig, loadConfigSnapshot } from './config/load.js'
 import { ConfigError, formatProblem } from './errors.js'
 import { generateClientSecret, hashSecret } from './crypto/secret.js'
 import { generatePrivateJwk, SUPPORTED_ALGS, type SigningAlg } from './keys/keyset.js'
-import { runPrimary } from './workers/run.js'
-import { runWorker } from './workers/worker.js'
 
 const DEFAULT_CONFIG = 'config/gateway.yaml'
 
@@ -97,8 +95,14 @@ async function cmdStart(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } })
   if (values.help) return print(HELP.start)
   const file = configPath(values.config)
+  // The server's modules load only here: the other commands (--version, hash-secret, keygen,
+  // check-config) answer without paying for them (~0.5 s of module loading per start).
   // `workers` > 1: this process is the primary, or one of the workers it forked (docs/many-instances.md).
-  if (cluster.isWorker) return runWorker(file)
+  if (cluster.isWorker) {
+    const { runWorker } = await import('./workers/worker.js')
+    return runWorker(file)
+  }
+  const [{ App }, { runPrimary }] = await Promise.all([import('./app.js'), import('./workers/run.js')])
   const reducerWarning = (log: App['log']): void => {
     if (!memoryReducerOff(process.execArgv)) {
       log.warn(

@@ -7,41 +7,44 @@ import { memoryReducerOff } from '../../src/cli.js'
 import { parseSecretHash, SecretVerifier } from '../../src/crypto/secret.js'
 
 t.test('--version and --help', async (t) => {
-  const v = await runCli(['--version'])
+  // Independent commands run side by side: each is a process start, the bulk of this file's time.
+  const helps = [[], ['--help'], ['start', '--help'], ['check-config', '--help'], ['hash-secret', '--help'], ['keys', '--help']]
+  const [v, bad, ...answers] = await Promise.all([runCli(['--version']), runCli(['frobnicate']), ...helps.map(async (cmd) => ({ cmd, r: await runCli(cmd) }))])
   t.equal(v.code, 0)
   t.match(v.stdout, /^\d+\.\d+\.\d+\n$/)
-  for (const cmd of [[], ['--help'], ['start', '--help'], ['check-config', '--help'], ['hash-secret', '--help'], ['keys', '--help']]) {
-    const r = await runCli(cmd)
+  for (const { cmd, r } of answers) {
     t.equal(r.code, 0, `bearward ${cmd.join(' ')}`)
     t.match(r.stdout, /Usage: bearward/)
   }
-  const bad = await runCli(['frobnicate'])
   t.equal(bad.code, 1)
   t.match(bad.stderr, /unknown command frobnicate/)
 })
 
 t.test('hash-secret prints a verifiable hash alone on its last line', async (t) => {
-  const r = await runCli(['hash-secret'], 's3cret-value\n')
+  const [r, g, empty] = await Promise.all([runCli(['hash-secret'], 's3cret-value\n'), runCli(['hash-secret', '--generate']), runCli(['hash-secret'], '')])
   t.equal(r.code, 0)
   const last = r.stdout.trimEnd().split('\n').at(-1) ?? ''
   t.ok(parseSecretHash(last), 'the last line is a hash in our format')
   t.equal(await new SecretVerifier().verify('s3cret-value', last), true, 'the trailing newline is not part of the secret')
   t.equal(await new SecretVerifier().verify('s3cret-value\n', last), false)
 
-  const g = await runCli(['hash-secret', '--generate'])
   t.equal(g.code, 0)
   const secret = /client_secret: (\S+)/.exec(g.stdout)?.[1] ?? ''
   t.equal(secret.length, 43, 'a 256-bit secret, base64url')
   const hash = g.stdout.trimEnd().split('\n').at(-1) ?? ''
   t.equal(await new SecretVerifier().verify(secret, hash), true)
 
-  const empty = await runCli(['hash-secret'], '')
   t.equal(empty.code, 1)
 })
 
 t.test('keys generate prints a private JWK with kid, alg and use', async (t) => {
-  for (const alg of ['ES256', 'RS256', 'PS256', 'EdDSA']) {
-    const r = await runCli(['keys', 'generate', '--alg', alg, '--kid', `k-${alg}`])
+  const algs = ['ES256', 'RS256', 'PS256', 'EdDSA']
+  const [dflt, bad, ...generated] = await Promise.all([
+    runCli(['keys', 'generate']),
+    runCli(['keys', 'generate', '--alg', 'HS256']),
+    ...algs.map(async (alg) => ({ alg, r: await runCli(['keys', 'generate', '--alg', alg, '--kid', `k-${alg}`]) })),
+  ])
+  for (const { alg, r } of generated) {
     t.equal(r.code, 0, alg)
     const jwk = JSON.parse(r.stdout) as Record<string, string>
     t.equal(jwk.alg, alg)
@@ -49,16 +52,18 @@ t.test('keys generate prints a private JWK with kid, alg and use', async (t) => 
     t.equal(jwk.use, 'sig')
     t.type(jwk.d, 'string', 'private member present')
   }
-  const dflt = await runCli(['keys', 'generate'])
   t.equal((JSON.parse(dflt.stdout) as { alg: string }).alg, 'RS256', 'RS256 by default: what OpenID Connect clients expect')
-  const bad = await runCli(['keys', 'generate', '--alg', 'HS256'])
   t.equal(bad.code, 1)
   t.match(bad.stderr, /--alg must be one of/)
 })
 
 t.test('check-config: ok for a good file; positioned errors and exit 1 for a broken one', async (t) => {
-  const good = await tempConfig('listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nroutes:\n  - name: docs\n    match: { path: /docs }\n    upstream: http://127.0.0.1:3001\n    public: true\n')
-  const bad = await tempConfig('listen: 127.0.0.1:0\nlistn: 1\nroutes:\n  - name: docs\n    match: { path: /docs }\n    upstream: not a url\n    public: true\n')
+  const good = await tempConfig(
+    'listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nroutes:\n  - name: docs\n    match: { path: /docs }\n    upstream: http://127.0.0.1:3001\n    public: true\n',
+  )
+  const bad = await tempConfig(
+    'listen: 127.0.0.1:0\nlistn: 1\nroutes:\n  - name: docs\n    match: { path: /docs }\n    upstream: not a url\n    public: true\n',
+  )
   t.teardown(async () => {
     await good.cleanup()
     await bad.cleanup()
@@ -90,7 +95,7 @@ t.test('start exits non-zero with a clear message when the port is taken', async
   t.match(r.stderr, /already in use/)
 })
 
-t.test('the launchers turn off V8\'s memory reducer; a bypassed launcher is warned about', async (t) => {
+t.test("the launchers turn off V8's memory reducer; a bypassed launcher is warned about", async (t) => {
   const cfg = await tempConfig('listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nroutes: []\n')
   t.teardown(cfg.cleanup)
   const warned = (lines: string[]): boolean => lines.some((l) => l.includes('started without --no-memory-reducer'))
@@ -107,7 +112,11 @@ t.test('the launchers turn off V8\'s memory reducer; a bypassed launcher is warn
 
   const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: Record<string, string> }
   t.match(pkg.scripts.start, /^node --no-memory-reducer --max-semi-space-size=8 bin\/bearward start/, 'npm start passes it')
-  t.match(await readFile('Dockerfile', 'utf8'), /ENTRYPOINT \["node", "--no-memory-reducer", "--max-semi-space-size=8", "bin\/bearward"\]/, 'the image passes it')
+  t.match(
+    await readFile('Dockerfile', 'utf8'),
+    /ENTRYPOINT \["node", "--no-memory-reducer", "--max-semi-space-size=8", "bin\/bearward"\]/,
+    'the image passes it',
+  )
 })
 
 t.test('memoryReducerOff reads the flag as V8 does: the last one wins, _ and - alike', async (t) => {
