@@ -3,6 +3,7 @@ import type { Face, GatewayFace, Shared } from './context.js'
 import { buildFaceDeps } from './face-deps.js'
 import { loadKeySet, generatePrivateJwk, signingKeyFromJwk, type KeySet, type SigningKey } from './keys/keyset.js'
 import { buildAsContext } from './as/build.js'
+import type { AsContext } from './as/context.js'
 import { createAuthorizationServer } from './as/server.js'
 import { createGateway } from './gateway/gateway.js'
 import { JwksRegistry, type JwksStage } from './gateway/jwks-client.js'
@@ -22,7 +23,7 @@ export class ProcessState {
    * default a new one; worker processes get their primary's, so all of
    * them sign with one key (src/workers/).
    */
-  constructor(shared: Shared, ephemeralSource: () => Promise<JWK> = () => generatePrivateJwk('RS256')) {
+  constructor(shared: Pick<Shared, 'clock' | 'log'>, ephemeralSource: () => Promise<JWK> = () => generatePrivateJwk('RS256')) {
     this.jwks = new JwksRegistry(shared.clock, shared.log)
     this.#ephemeralSource = ephemeralSource
   }
@@ -55,14 +56,17 @@ export class Runtime {
   readonly config: Config
   readonly keys: KeySet | null
   readonly as: Face | null
+  /** What the authorization server face was built from (null without one): its clients, keys and settings as served. */
+  readonly asContext: AsContext | null
   readonly gateway: GatewayFace
   readonly #jwks: JwksStage
   #inflight = 0
   #drained: (() => void) | null = null
 
-  private constructor(config: Config, keys: KeySet | null, as: Face | null, gateway: GatewayFace, jwks: JwksStage) {
+  private constructor(config: Config, keys: KeySet | null, asContext: AsContext | null, as: Face | null, gateway: GatewayFace, jwks: JwksStage) {
     this.config = config
     this.keys = keys
+    this.asContext = asContext
     this.as = as
     this.gateway = gateway
     this.#jwks = jwks
@@ -81,9 +85,10 @@ export class Runtime {
         )
       }
       const deps = buildFaceDeps(shared, config, keys)
-      as = asConfig && keys ? createAuthorizationServer(buildAsContext({ ...deps, as: asConfig, keys })) : null
+      const asContext = asConfig && keys ? buildAsContext({ ...deps, as: asConfig, keys }) : null
+      as = asContext ? createAuthorizationServer(asContext) : null
       const gateway = createGateway(deps, { jwks })
-      return new Runtime(config, keys, as, gateway, jwks)
+      return new Runtime(config, keys, asContext, as, gateway, jwks)
     } catch (err) {
       jwks.abort()
       await as?.close().catch(() => undefined)

@@ -1,12 +1,5 @@
 import t from 'tap'
-import { createAuthorizationServer } from '../../src/as/server.js'
-import type { AsContext } from '../../src/as/context.js'
-import { ManualClock } from '../../src/clock.js'
-import type { Face } from '../../src/context.js'
-import { createLogger } from '../../src/log.js'
-import { buildAsContext } from '../helpers/as.js'
-import { ALICE_PASSWORD, Browser, authParams, authorizeAs, formWith, frontYaml, pkce } from '../helpers/as-front.js'
-import { serveFace } from '../helpers/serve.js'
+import { ALICE_PASSWORD, Browser, authParams, authorizeAs, formWith, pkce, startFront } from '../helpers/as-front.js'
 
 /**
  * The front channel mounted in the real AS router (src/as/server.ts), with
@@ -15,23 +8,9 @@ import { serveFace } from '../helpers/serve.js'
  * device decision are what the back channel expects.
  */
 
-const clock = new ManualClock()
-let as: AsContext | null = null
-let face: Face | null = null
-const served = await serveFace(
-  {
-    handle: (req, res, ctx) => (face as Face).handle(req, res, ctx),
-    close: async () => undefined,
-  },
-  createLogger('silent'),
-)
-const built = await buildAsContext(await frontYaml(), clock, { PUBLIC_URL: served.url })
-as = built.as
-face = createAuthorizationServer(as)
-t.teardown(async () => {
-  await served.close()
-  await built.close()
-})
+const served = await startFront()
+const _clock = served.clock
+t.teardown(() => served.close())
 
 async function form(path: string, fields: Record<string, string>): Promise<{ status: number; json: Record<string, unknown> }> {
   const res = await fetch(`${served.url}${path}`, {
@@ -78,7 +57,11 @@ t.test('a device approved on the page gets tokens', async (t) => {
   const confirm = await browser.get(confirmUrl)
   const done = await browser.submit(formWith(await confirm.text(), confirmUrl, 'decision'), { decision: 'allow' })
   t.match(await done.text(), /Device connected/)
-  const tokens = await form('/token', { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: String(start.json.device_code), client_id: 'tv' })
+  const tokens = await form('/token', {
+    grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+    device_code: String(start.json.device_code),
+    client_id: 'tv',
+  })
   t.equal(tokens.status, 200, JSON.stringify(tokens.json))
   t.type(tokens.json.access_token, 'string')
 })

@@ -118,7 +118,7 @@ t.test('client authentication at /token', async (t) => {
 })
 
 t.test('client authentication failures from one address, whatever the client ids, are limited per address', async (t) => {
-  const h = await startAs({ rateLimit: { clientAuthAddressMaxFailures: 6 } })
+  const h = await startAs({ rateLimit: { client_auth_address_max_failures: 6 } })
   t.teardown(() => h.close())
   const ip = { 'x-forwarded-for': '198.51.100.9' }
   const cc = { grant_type: 'client_credentials' }

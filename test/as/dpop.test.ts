@@ -15,14 +15,19 @@ import { hashToken } from '../../src/store/hash.js'
 import { postForm, reply } from '../helpers/http.js'
 
 function proofFor(h: Harness, key: ProofKeyPair, o: { path?: string; htm?: string; accessToken?: string; nonce?: string; jti?: string } = {}): string {
-  return makeProof(key, { htm: o.htm ?? 'POST', htu: `${h.issuer}${o.path ?? '/token'}`, nowMs: h.clock.now(), accessToken: o.accessToken, nonce: o.nonce, jti: o.jti })
+  return makeProof(key, {
+    htm: o.htm ?? 'POST',
+    htu: `${h.issuer}${o.path ?? '/token'}`,
+    nowMs: h.clock.now(),
+    accessToken: o.accessToken,
+    nonce: o.nonce,
+    jti: o.jti,
+  })
 }
 
 t.test('DPoP at the token endpoint', async (t) => {
   const h = await startAs({
-    moreClients: [
-      { clientId: 'bound', type: 'public', redirectUris: ['https://bound.example.com/cb'], grantTypes: ['authorization_code', 'refresh_token', DEVICE_GRANT], scopes: ['openid', 'orders:read'], dpopBoundAccessTokens: true },
-    ],
+    clientsExtra: `    - { client_id: bound, type: public, redirect_uris: [https://bound.example.com/cb], grant_types: [authorization_code, refresh_token, "${DEVICE_GRANT}"], scopes: [openid, orders:read], dpop_bound_access_tokens: true }`,
   })
   t.teardown(() => h.close())
   const key = proofKeyPair('ES256')
@@ -69,7 +74,7 @@ t.test('DPoP at the token endpoint', async (t) => {
     t.same(decodeJwt(String(ok.json?.access_token)).cnf, { jkt: key.jkt })
   })
 
-  t.test('a confidential client\'s refresh token is not bound: another key may refresh (RFC 9449 5)', async (t) => {
+  t.test("a confidential client's refresh token is not bound: another key may refresh (RFC 9449 5)", async (t) => {
     const m = await mintCode(h, { clientId: 'web', scope: 'openid orders:read' })
     const r = await token(h, 'web', codeParams(m), { dpop: proofFor(h, key) })
     t.equal(r.json?.token_type, 'DPoP')
@@ -154,7 +159,7 @@ t.test('DPoP at the token endpoint', async (t) => {
 })
 
 t.test('server nonces at the token endpoint (RFC 9449 8)', async (t) => {
-  const h = await startAs({ dpop: { nonce: { secret: 'n'.repeat(32), ttlSec: 300 } } })
+  const h = await startAs({ dpop: `{ nonce: { secret: ${'n'.repeat(32)}, ttl: 300s } }` })
   t.teardown(() => h.close())
   const key = proofKeyPair()
   const first = await token(h, 'service', { grant_type: 'client_credentials' }, { dpop: proofFor(h, key) })
@@ -188,7 +193,10 @@ t.test('UserInfo with a DPoP-bound token (RFC 9449 7)', async (t) => {
   t.match(noProof.headers.get('www-authenticate'), /^DPoP realm="bearward", error="invalid_dpop_proof"/)
   const wrongAth = await userinfo({ authorization: `DPoP ${at}`, dpop: proofFor(h, key, { path: '/userinfo', htm: 'GET', accessToken: 'x.y.z' }) })
   t.equal(wrongAth.status, 401)
-  t.match(wrongAth.headers.get('www-authenticate'), /^DPoP realm="bearward", error="invalid_dpop_proof", error_description="[^"]+", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"$/)
+  t.match(
+    wrongAth.headers.get('www-authenticate'),
+    /^DPoP realm="bearward", error="invalid_dpop_proof", error_description="[^"]+", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"$/,
+  )
   const otherKey = await userinfo({ authorization: `DPoP ${at}`, dpop: proofFor(h, proofKeyPair(), { path: '/userinfo', htm: 'GET', accessToken: at }) })
   t.equal(otherKey.json?.error, 'invalid_dpop_proof', 'a key other than cnf.jkt')
 

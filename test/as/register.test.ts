@@ -6,13 +6,15 @@
  * through the one client lookup.
  */
 import t from 'tap'
-import type { RegistrationConfig } from '../../src/config/types.js'
 import { hashToken } from '../../src/store/hash.js'
 import { codeParams, mintCode, send, startAs, type Harness, type Reply } from '../helpers/as-back.js'
 import { authorizeUrl, authParams, loggedIn, frontYaml, parseForms, startFront, pkce as frontPkce } from '../helpers/as-front.js'
 import { postForm, reply } from '../helpers/http.js'
 
-const REG: RegistrationConfig = { initialAccessToken: null, scopes: ['orders:read', 'orders:write'], clientTtlSec: 3600, perAddress: 1000, windowSec: 3600 }
+/** The `registration` section under authorization_server, with what a test changes. */
+function registration(extra = '', rateLimit = 'per_address: 1000, window: 1h'): string {
+  return `  registration: { enabled: true, scopes: [orders:read, orders:write], client_ttl: 1h, rate_limit: { ${rateLimit} }${extra} }`
+}
 
 const PUBLIC_CLIENT = {
   client_name: 'Desk Tool',
@@ -24,7 +26,11 @@ const PUBLIC_CLIENT = {
 }
 
 function register(h: Harness, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  return send(`${h.url}/register`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+  return send(`${h.url}/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
 }
 
 t.test('registration is off by default: no endpoint, no metadata entry', async (t) => {
@@ -36,7 +42,7 @@ t.test('registration is off by default: no endpoint, no metadata entry', async (
 })
 
 t.test('dynamic registration', async (t) => {
-  const h = await startAs({ registration: REG })
+  const h = await startAs({ asExtra: registration() })
   t.teardown(() => h.close())
 
   t.test('the metadata names the endpoint', async (t) => {
@@ -69,7 +75,12 @@ t.test('dynamic registration', async (t) => {
     t.notMatch(JSON.stringify(stored), String(body.registration_access_token), 'the token itself is not stored')
 
     // The one client lookup: /token finds it (a code issued to it redeems).
-    const m = await mintCode(h, { clientId: id, redirectUri: PUBLIC_CLIENT.redirect_uris[0], effectiveRedirectUri: PUBLIC_CLIENT.redirect_uris[0], scope: 'orders:read' })
+    const m = await mintCode(h, {
+      clientId: id,
+      redirectUri: PUBLIC_CLIENT.redirect_uris[0],
+      effectiveRedirectUri: PUBLIC_CLIENT.redirect_uris[0],
+      scope: 'orders:read',
+    })
     const tok = await reply(postForm(`${h.url}/token`, { ...codeParams(m), client_id: id }))
     t.equal(tok.status, 200, tok.text)
     t.type(tok.json?.refresh_token, 'string')
@@ -86,7 +97,12 @@ t.test('dynamic registration', async (t) => {
     const stored = await h.store.getClient(id)
     t.match(stored?.secretHash, /^scrypt\$/)
     t.notMatch(JSON.stringify(stored), secret)
-    const m = await mintCode(h, { clientId: id, redirectUri: 'https://tool.example.com/cb', effectiveRedirectUri: 'https://tool.example.com/cb', scope: 'orders:read' })
+    const m = await mintCode(h, {
+      clientId: id,
+      redirectUri: 'https://tool.example.com/cb',
+      effectiveRedirectUri: 'https://tool.example.com/cb',
+      scope: 'orders:read',
+    })
     const basicAuth = (s: string): string => `Basic ${Buffer.from(`${id}:${s}`).toString('base64')}`
     t.equal((await reply(postForm(`${h.url}/token`, codeParams(m), { authorization: basicAuth('wrong') }))).status, 401, 'a wrong secret is invalid_client')
     const ok = await reply(postForm(`${h.url}/token`, codeParams(m), { authorization: basicAuth(secret) }))
@@ -95,7 +111,13 @@ t.test('dynamic registration', async (t) => {
   })
 
   t.test('redirect URIs: https, loopback http on any port, private-use schemes; nothing else', async (t) => {
-    const accepted = ['https://a.example.com/cb', 'http://127.0.0.1:1/cb', 'http://[::1]:65000/cb', 'http://localhost:8080/cb', 'com.example.app:/oauth2redirect']
+    const accepted = [
+      'https://a.example.com/cb',
+      'http://127.0.0.1:1/cb',
+      'http://[::1]:65000/cb',
+      'http://localhost:8080/cb',
+      'com.example.app:/oauth2redirect',
+    ]
     for (const uri of accepted) {
       const res = await register(h, { ...PUBLIC_CLIENT, redirect_uris: [uri] })
       t.equal(res.status, 201, uri)
@@ -135,7 +157,11 @@ t.test('dynamic registration', async (t) => {
       t.equal(res.status, 400, what)
       t.equal(res.json?.error, 'invalid_client_metadata', what)
     }
-    const wrongType = await send(`${h.url}/register`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'redirect_uris=x' })
+    const wrongType = await send(`${h.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'redirect_uris=x',
+    })
     t.equal(wrongType.json?.error, 'invalid_request')
   })
 
@@ -171,7 +197,12 @@ t.test('dynamic registration', async (t) => {
     const used = String((await register(h, PUBLIC_CLIENT)).json?.client_id)
     const unused = String((await register(h, PUBLIC_CLIENT)).json?.client_id)
     h.clock.advance(3000_000)
-    const m = await mintCode(h, { clientId: used, redirectUri: PUBLIC_CLIENT.redirect_uris[0], effectiveRedirectUri: PUBLIC_CLIENT.redirect_uris[0], scope: 'orders:read' })
+    const m = await mintCode(h, {
+      clientId: used,
+      redirectUri: PUBLIC_CLIENT.redirect_uris[0],
+      effectiveRedirectUri: PUBLIC_CLIENT.redirect_uris[0],
+      scope: 'orders:read',
+    })
     t.equal((await reply(postForm(`${h.url}/token`, { ...codeParams(m), client_id: used }))).status, 200, 'used at 50 minutes')
     h.clock.advance(1000_000)
     t.equal(await h.store.getClient(unused), null, 'unused for more than client_ttl: forgotten')
@@ -180,7 +211,7 @@ t.test('dynamic registration', async (t) => {
 })
 
 t.test('an initial access token closes registration to strangers', async (t) => {
-  const h = await startAs({ registration: { ...REG, initialAccessToken: 'reg-token-0123456789abcdef' } })
+  const h = await startAs({ asExtra: registration(', initial_access_token: reg-token-0123456789abcdef') })
   t.teardown(() => h.close())
   for (const [what, auth] of [
     ['none', undefined],
@@ -195,7 +226,7 @@ t.test('an initial access token closes registration to strangers', async (t) => 
 })
 
 t.test('each address may register only so many clients per window', async (t) => {
-  const h = await startAs({ registration: { ...REG, perAddress: 3, windowSec: 600 } })
+  const h = await startAs({ asExtra: registration('', 'per_address: 3, window: 10m') })
   t.teardown(() => h.close())
   const statuses: number[] = []
   const ids: string[] = []
@@ -219,7 +250,13 @@ t.test('consent: always shown for a registered client, saying it registered itse
     clientId: 'dyn-1',
     secretHash: null,
     registrationTokenHash: hashToken('x'),
-    metadata: { client_name: 'Helpful Tool', redirect_uris: ['https://tool.example.net/cb'], token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'] },
+    metadata: {
+      client_name: 'Helpful Tool',
+      redirect_uris: ['https://tool.example.net/cb'],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+    },
     issuedAt: now,
     expiresAt: now + 3600,
   })
@@ -232,7 +269,11 @@ t.test('consent: always shown for a registered client, saying it registered itse
     const page = await browser.get(url())
     t.equal(page.status, 200, round)
     const html = await page.text()
-    t.match(html, /Helpful Tool registered itself with this server; nobody here has checked who runs it\. If you allow, you will be sent to <code>tool\.example\.net<\/code>\./, round)
+    t.match(
+      html,
+      /Helpful Tool registered itself with this server; nobody here has checked who runs it\. If you allow, you will be sent to <code>tool\.example\.net<\/code>\./,
+      round,
+    )
     const form = parseForms(html, page.url).find((f) => f.buttons.some((b) => b.value === 'allow'))
     if (form === undefined) throw new Error('no consent form')
     const answer = await browser.submit(form, { decision: 'allow' })
@@ -244,7 +285,7 @@ t.test('consent: always shown for a registered client, saying it registered itse
 })
 
 t.test('a registered client is named by the end-session endpoint like a configured one (RP-Initiated Logout)', async (t) => {
-  const h = await startAs({ registration: REG })
+  const h = await startAs({ asExtra: registration() })
   t.teardown(() => h.close())
   const bye = 'http://127.0.0.1:33418/bye'
   const reg = await register(h, { ...PUBLIC_CLIENT, post_logout_redirect_uris: [bye] })

@@ -6,14 +6,13 @@
  */
 import t from 'tap'
 import { jwtVerify, createLocalJWKSet } from 'jose'
-import { ManualClock } from '../../src/clock.js'
 import { checkResource } from '../../src/as/resource.js'
 import { OAuthError } from '../../src/errors.js'
-import { buildAsContext } from '../helpers/as.js'
+import { serveRuntime } from '../helpers/serve-runtime.js'
 import { API_AUDIENCE, basic, codeParams, mintCode, send, startAs, token } from '../helpers/as-back.js'
 
 t.test('the resources a server issues for include each route resource identifier', async (t) => {
-  const built = await buildAsContext(
+  const built = await serveRuntime(
     `
 public_url: https://as.example.com
 authorization_server: { clients: [] }
@@ -31,7 +30,6 @@ routes:
     upstream: http://127.0.0.1:3000
     protected_resource: false
 `,
-    new ManualClock(),
   )
   t.teardown(() => built.close())
   t.same([...built.as.resources].sort(), ['https://api.example.com', 'https://api.example.com/v1', 'https://as.example.com', 'https://as.example.com/mcp'])
@@ -71,6 +69,10 @@ t.test('/token: resource may repeat on the wire, and is then refused as invalid_
 
 /** POST /token as client `web` with a form that may repeat parameters. */
 async function tokenRaw(h: Awaited<ReturnType<typeof startAs>>, form: URLSearchParams): Promise<{ status: number; json: unknown }> {
-  const r = await send(`${h.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('web') }, body: form.toString() })
+  const r = await send(`${h.url}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('web') },
+    body: form.toString(),
+  })
   return { status: r.status, json: r.json }
 }

@@ -7,58 +7,21 @@
  * behind.
  */
 import t from 'tap'
-import { Writable } from 'node:stream'
-import { buildAsContext } from '../../src/as/build.js'
-import type { AsContext } from '../../src/as/context.js'
-import { createAuthorizationServer } from '../../src/as/server.js'
 import { ManualClock } from '../../src/clock.js'
-import { parseConfig } from '../../src/config/load.js'
-import type { Face } from '../../src/context.js'
-import { generatePrivateJwk, loadKeySet, signingKeyFromJwk } from '../../src/keys/keyset.js'
-import { buildFaceDeps } from '../../src/face-deps.js'
-import { createLogger } from '../../src/log.js'
-import { Metrics } from '../../src/metrics.js'
 import { MemoryStore } from '../../src/store/memory.js'
-import { RevocationList } from '../../src/store/revocation-list.js'
 import { randomToken } from '../../src/tokens/random.js'
 import { decodeJwt } from 'jose'
-import { Browser, type HtmlForm, parseForms } from '../helpers/browser.js'
+import { Browser, parseForms } from '../helpers/browser.js'
 import { CLIENT_SECRET, WEB_CALLBACK, authParams, countCodes, frontYaml, pkce } from '../helpers/as-front.js'
 import { freePort } from '../helpers/http.js'
-import { serveFace } from '../helpers/serve.js'
+import { serveRuntime } from '../helpers/serve-runtime.js'
 import { type SignInEnding, type SignInOptions, upstreamSignIn } from '../helpers/upstream-sign-in.js'
-import { OP_CLIENT_SECRET, startRogueOp, startTestOp } from '../helpers/upstream-op.js'
+import { OP_CLIENT_SECRET, startRogueOp, startTestOp, type TestOp } from '../helpers/upstream-op.js'
 
 const CLIENT_ORIGIN = new URL(WEB_CALLBACK).origin
 
-t.test('identity providers: sign in upstream, come back, consent, tokens', async (t) => {
-  const logLines: string[] = []
-  const log = createLogger(
-    'info',
-    new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logLines.push(chunk.toString('utf8'))
-        done()
-      },
-    }),
-  )
-  let face: Face | null = null
-  const served = await serveFace(
-    {
-      handle: async (req, res, ctx) => (face === null ? false : await face.handle(req, res, ctx)),
-      close: async () => undefined,
-    },
-    createLogger('silent'),
-  )
-  t.teardown(served.close)
-  const op = await startTestOp([`${served.url}/login/upstream/corp/callback`, `${served.url}/login/upstream/groups/callback`])
-  t.teardown(op.stop)
-  const rogue = await startRogueOp()
-  t.teardown(rogue.stop)
-  const downIssuer = `http://127.0.0.1:${await freePort()}`
-
-  const yaml = await frontYaml({
-    asExtra: `  access_token: { claims: [email] }
+/** The identity providers under test: a real one twice (with `allowed` by domain, by group), a rogue one, one that is down. */
+const PROVIDERS = `  access_token: { claims: [email] }
   identity_providers:
     - id: corp
       name: Corp SSO
@@ -83,28 +46,35 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
       name: Down SSO
       issuer: \${DOWN_ISSUER}
       client_id: bearward
-`,
-  })
-  const clock = new ManualClock(Date.now())
-  const config = parseConfig(yaml, '<test>', {
-    PUBLIC_URL: served.url,
-    OP_ISSUER: op.issuer,
-    OP_SECRET: OP_CLIENT_SECRET,
-    ROGUE_ISSUER: rogue.issuer,
-    DOWN_ISSUER: downIssuer,
-  })
-  const asConfig = config.authorizationServer
-  if (asConfig === null) throw new Error('no authorization_server')
-  const store = new MemoryStore(clock, { sweepIntervalMs: 0 })
-  const keys = await loadKeySet(asConfig.keys, async () => signingKeyFromJwk(await generatePrivateJwk('ES256')))
-  const revocations = new RevocationList(store, clock, log, 3600)
-  const as: AsContext = buildAsContext({ ...buildFaceDeps({ clock, log, store, revocations, metrics: new Metrics() }, config, keys), as: asConfig, keys })
-  face = createAuthorizationServer(as)
-  t.teardown(async () => {
-    await face?.close()
-    await revocations.stop()
-    await store.close()
-  })
+`
+
+t.test('identity providers: sign in upstream, come back, consent, tokens', async (t) => {
+  const rogue = await startRogueOp()
+  t.teardown(rogue.stop)
+  const downIssuer = `http://127.0.0.1:${await freePort()}`
+  // The provider registers our callback URL before our config can name it: the config is read once the address is known.
+  const env: Record<string, string> = { OP_SECRET: OP_CLIENT_SECRET, ROGUE_ISSUER: rogue.issuer, DOWN_ISSUER: downIssuer }
+  const made: { op?: TestOp; store?: MemoryStore } = {}
+  const served = await serveRuntime(
+    async (url) => {
+      made.op = await startTestOp([`${url}/login/upstream/corp/callback`, `${url}/login/upstream/groups/callback`])
+      env.OP_ISSUER = made.op.issuer
+      return frontYaml({ asExtra: PROVIDERS })
+    },
+    {
+      clock: new ManualClock(Date.now()),
+      env,
+      store: (clock) => {
+        made.store = new MemoryStore(clock, { sweepIntervalMs: 0 })
+        return made.store
+      },
+    },
+  )
+  const { op, store } = made
+  if (op === undefined || store === undefined) throw new Error('the provider or the store was not made')
+  t.teardown(op.stop)
+  t.teardown(served.close)
+  const logLines = (): string[] => served.logs.map((l) => JSON.stringify(l))
   const codes = countCodes(store)
 
   type Ending = SignInEnding
@@ -271,12 +241,10 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
     t.match(end.html, 'Down SSO is not available')
     t.equal(codes.count, before)
     t.notOk(sessionCookieOf(browser))
-    const report = logLines
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .find((l) => l.event === 'identity_provider_discovery_failed' && l.provider === 'down')
+    const report = served.logs.find((l) => l.event === 'identity_provider_discovery_failed' && l.provider === 'down')
     t.equal(report?.position, 'authorization_server.identity_providers[3]')
     t.notOk(
-      logLines.some((l) => l.includes(OP_CLIENT_SECRET)),
+      logLines().some((l) => l.includes(OP_CLIENT_SECRET)),
       'no client secret in the log',
     )
   })

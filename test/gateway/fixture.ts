@@ -1,29 +1,23 @@
 /**
  * A real gateway for tests: the config parsed from YAML as users write it,
- * the real UpstreamProxy, a real upstream on port 0, the memory store, the
- * real RevocationList, a ManualClock and a captured log. Requests go out over
- * node:http with the path written verbatim (fetch would normalize it first).
+ * served through the App's dispatcher (test/helpers/serve-runtime.ts), a
+ * real upstream on port 0, the memory store, the real RevocationList, a
+ * ManualClock and a captured log. Requests go out over node:http with the
+ * path written verbatim (fetch would normalize it first).
  */
-import { buildFaceDeps } from '../../src/face-deps.js'
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http'
-import { connect, type AddressInfo } from 'node:net'
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { connect } from 'node:net'
 import { randomUUID } from 'node:crypto'
 import { SignJWT, type JWTPayload } from 'jose'
 import { ManualClock } from '../../src/clock.js'
-import { parseConfig } from '../../src/config/load.js'
 import type { Config } from '../../src/config/types.js'
-import type { FaceDeps, GatewayFace, RequestContext } from '../../src/context.js'
-import { NotFound, OAuthError, ServerError } from '../../src/errors.js'
-import { createGateway } from '../../src/gateway/gateway.js'
-import { JwksRegistry } from '../../src/gateway/jwks-client.js'
-import { sendError } from '../../src/http/reply.js'
-import { assertTargetAgreesWithHost } from '../../src/http/request-checks.js'
-import { splitTarget } from '../../src/gateway/normalize.js'
-import { generatePrivateJwk, KeySet, signingKeyFromJwk, type SigningAlg, type SigningKey } from '../../src/keys/keyset.js'
-import { createLogger } from '../../src/log.js'
-import { Metrics } from '../../src/metrics.js'
+import type { GatewayFace } from '../../src/context.js'
+import { generatePrivateJwk, signingKeyFromJwk, type SigningAlg, type SigningKey } from '../../src/keys/keyset.js'
+import type { Metrics } from '../../src/metrics.js'
+import type { ProcessState } from '../../src/runtime.js'
+import type { RevocationList } from '../../src/store/revocation-list.js'
+import { serveRuntime } from '../helpers/serve-runtime.js'
 import { MemoryStore } from '../../src/store/memory.js'
-import { RevocationList } from '../../src/store/revocation-list.js'
 import { startUpstream, type SeenRequest } from '../helpers/upstream.js'
 
 export const PUBLIC_URL = 'http://gw.test'
@@ -111,10 +105,11 @@ export interface HarnessOptions {
   routes: (upstream: string) => string
   /** Extra top-level YAML (issuers:, gateway:). */
   extra?: string
-  /** Keys of the built-in issuer; default one ES256 key. null: no authorization server. */
+  /** Keys of the built-in issuer (written inline into the config, the first signs); default one ES256 key. null: no authorization server. */
   keys?: SigningKey[] | null
   clock?: ManualClock
-  jwks?: JwksRegistry
+  /** Process state owned by the test, shared by gateways built one after another (the remote JWKS caches a reload keeps). */
+  state?: ProcessState
   /** Serve with Node's lenient parser (lets smuggling-shaped requests through to the gateway). */
   insecureHTTPParser?: boolean
 }
@@ -129,8 +124,8 @@ export interface Harness {
   gateway: GatewayFace
   key: SigningKey
   upstream: { url: string; seen: SeenRequest[] }
-  /** Everything the gateway logged, one JSON line each. */
-  logs: string[]
+  /** Everything the server logged, one JSON line each. */
+  readonly logs: string[]
   send(target: string, options?: SendOptions): Promise<Reply>
   /** GET with `Authorization: Bearer <token>`. */
   get(target: string, token: string, headers?: Record<string, string>): Promise<Reply>
@@ -138,82 +133,65 @@ export interface Harness {
   close(): Promise<void>
 }
 
-/** Serve a gateway the way src/app.ts dispatches to it (404 when not handled, upgrades included). */
-async function serve(gateway: GatewayFace, log: ReturnType<typeof createLogger>, insecureHTTPParser: boolean): Promise<{ url: string; server: Server }> {
-  const context = (raw: string): RequestContext => {
-    const target = splitTarget(raw)
-    return { id: randomUUID(), log, rawPath: target.rawPath, rawQuery: target.rawQuery, targetHost: target.host, routeLabel: 'unmatched', closeListener: null }
-  }
-  const server = createServer({ insecureHTTPParser }, (req, res) => {
-    const ctx = context(req.url ?? '/')
-    res.on('close', () => ctx.closeListener?.onResponseClose())
-    try {
-      assertTargetAgreesWithHost(req, ctx.targetHost)
-      if (!gateway.handle(req, res, ctx)) sendError(res, new NotFound())
-    } catch (err) {
-      sendError(res, err instanceof OAuthError ? err : new ServerError())
-    }
-  })
-  server.on('upgrade', (req, socket, head: Buffer) => {
-    gateway
-      .handleUpgrade(req, socket, head, context(req.url ?? '/'))
-      .then((handled) => {
-        if (!handled) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
-      })
-      .catch(() => socket.destroy())
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server }
+/** A signing key as the config's inline `jwk:` (its private members, kid, alg). */
+function inlineKey(key: SigningKey): string {
+  return JSON.stringify({ ...key.privateKey.export({ format: 'jwk' }), kid: key.kid, alg: key.alg })
 }
 
+/**
+ * The gateway (and, unless `keys: null`, the authorization server beside it)
+ * from YAML, served through the App's dispatcher (test/helpers/serve-runtime.ts)
+ * in front of a recording upstream.
+ */
 export async function startGateway(o: HarnessOptions): Promise<Harness> {
-  const clock = o.clock ?? new ManualClock(Date.UTC(2026, 0, 1))
   const upstream = await startUpstream('up')
   const keys = o.keys === undefined ? [await newKey('ES256', 'self-1')] : o.keys
   const yaml = `
 listen: 127.0.0.1:0
 public_url: ${PUBLIC_URL}
-${keys === null ? '' : 'authorization_server:\n  clients: []\n'}
+log: { level: debug }
+${keys === null ? '' : `authorization_server:\n  clients: []\n  keys:\n${keys.map((k) => `    - jwk: ${inlineKey(k)}\n`).join('')}`}
 ${o.extra ?? ''}
 routes:
 ${o.routes(upstream.url)}
 `
-  const config = parseConfig(yaml, '<inline>', {})
-  const logs: string[] = []
-  const log = createLogger('debug', { write: (line: string) => void logs.push(line) })
-  const store = new MemoryStore(clock, { sweepIntervalMs: 0 })
-  const revocations = new RevocationList(store, clock, log, 3600)
-  await revocations.start()
-  const metrics = new Metrics()
-  const keySet = keys === null ? null : new KeySet(keys, false)
-  const deps: FaceDeps = buildFaceDeps({ clock, log, store, revocations, metrics }, config, keySet)
-  const jwks = o.jwks ?? new JwksRegistry(clock, log)
-  const gateway = createGateway(deps, { jwks })
-  const { url, server } = await serve(gateway, log, o.insecureHTTPParser ?? false)
+  let memory: MemoryStore | null = null
+  const served = await serveRuntime(yaml, {
+    clock: o.clock ?? new ManualClock(Date.UTC(2026, 0, 1)),
+    store: (clock) => {
+      memory = new MemoryStore(clock, { sweepIntervalMs: 0 })
+      return memory
+    },
+    state: o.state,
+    logLevel: 'debug',
+    insecureHTTPParser: o.insecureHTTPParser ?? false,
+  }).catch(async (err: unknown) => {
+    await upstream.close()
+    throw err
+  })
+  const store: MemoryStore | null = memory
+  if (store === null) throw new Error('the store was not made')
+  const { url, clock } = served
   const key = keys?.[0] ?? (await newKey())
-  const harness: Harness = {
+  return {
     url,
-    config,
+    config: served.config,
     clock,
     store,
-    revocations,
-    metrics,
-    gateway,
+    revocations: served.revocations,
+    metrics: served.metrics,
+    gateway: served.runtime.gateway,
     key,
     upstream,
-    logs,
+    get logs(): string[] {
+      return served.logs.map((line) => JSON.stringify(line))
+    },
     send: (target, options) => send(url, target, options),
     get: (target, token, headers = {}) => send(url, target, { headers: { authorization: `Bearer ${token}`, ...headers } }),
     mint: (m = {}) => mint(clock, { key, ...m }),
     close: async () => {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-      await gateway.close()
-      if (o.jwks === undefined) await jwks.close()
-      await revocations.stop()
-      await store.close()
+      await served.close()
       await upstream.close()
     },
   }
-  return harness
 }

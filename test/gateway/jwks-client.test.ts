@@ -11,7 +11,8 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportSPKI, SignJWT } from 'jose'
 import { ManualClock } from '../../src/clock.js'
-import { freshnessSec, JwksRegistry, parseJwks } from '../../src/gateway/jwks-client.js'
+import { freshnessSec, parseJwks } from '../../src/gateway/jwks-client.js'
+import { ProcessState } from '../../src/runtime.js'
 import { createLogger } from '../../src/log.js'
 import type { SigningKey } from '../../src/keys/keyset.js'
 import { mint, newKey, startGateway, type Harness, type MintOptions } from './fixture.js'
@@ -117,8 +118,7 @@ t.test('remote JWKS', async (t) => {
   t.teardown(() => jwks.close())
   const gw: Harness = await startGateway({ routes: corpRoutes, extra: corpConfig(jwks.url) })
   t.teardown(() => gw.close())
-  const corpToken = (key: SigningKey, extra: Partial<MintOptions> = {}): Promise<string> =>
-    mint(gw.clock, { key, iss: ISSUER, aud: AUDIENCE, ...extra })
+  const corpToken = (key: SigningKey, extra: Partial<MintOptions> = {}): Promise<string> => mint(gw.clock, { key, iss: ISSUER, aud: AUDIENCE, ...extra })
 
   await until(() => loads(gw.logs) === 1, 'the first fetch at start')
 
@@ -152,19 +152,29 @@ t.test('remote JWKS', async (t) => {
     const now = Math.floor(gw.clock.now() / 1000)
     const b64 = (v: object): string => Buffer.from(JSON.stringify(v)).toString('base64url')
     const input = `${b64({ alg: 'HS256', kid: k1.kid, typ: 'at+jwt' })}.${b64({ iss: ISSUER, aud: AUDIENCE, exp: now + 600 })}`
-    const token = `${input}.${createHmac('sha256', await exportSPKI(k1.publicKey)).update(input).digest('base64url')}`
+    const token = `${input}.${createHmac('sha256', await exportSPKI(k1.publicKey))
+      .update(input)
+      .digest('base64url')}`
     t.equal((await gw.get('/corp', token)).status, 401)
   })
 
   t.test("another issuer's tokens need only exp among the claims; scopes may come as an scp array", async (t) => {
-    const bare = await corpToken(k1, { scope: undefined, claims: { scope: undefined, client_id: undefined, jti: undefined, sub: undefined, scp: ['orders:read'] } })
+    const bare = await corpToken(k1, {
+      scope: undefined,
+      claims: { scope: undefined, client_id: undefined, jti: undefined, sub: undefined, scp: ['orders:read'] },
+    })
     const payload = JSON.parse(Buffer.from(bare.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>
     t.same(Object.keys(payload).sort(), ['aud', 'exp', 'iat', 'iss', 'scp'], 'the token has no sub, jti, client_id or scope')
     t.equal((await gw.get('/corp-read', bare)).status, 200, 'scp grants orders:read')
     const narrow = await corpToken(k1, { scope: undefined, claims: { scope: undefined, scp: ['profile'] } })
     t.equal((await gw.get('/corp-read', narrow)).status, 403, 'an scp without orders:read is insufficient_scope')
     const now = Math.floor(gw.clock.now() / 1000)
-    const noExp = await new SignJWT({ scp: ['orders:read'] }).setProtectedHeader({ alg: 'ES256', kid: k1.kid, typ: 'at+jwt' }).setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt(now).sign(k1.privateKey)
+    const noExp = await new SignJWT({ scp: ['orders:read'] })
+      .setProtectedHeader({ alg: 'ES256', kid: k1.kid, typ: 'at+jwt' })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setIssuedAt(now)
+      .sign(k1.privateKey)
     t.equal((await gw.get('/corp-read', noExp)).status, 401, 'exp is required of every issuer')
   })
 
@@ -267,13 +277,14 @@ t.test('the registry keeps JWKS caches across reloads', async (t) => {
   const jwks = await startJwks([k1])
   t.teardown(() => jwks.close())
   const logs: string[] = []
-  const registry = new JwksRegistry(clock, createLogger('debug', { write: (line: string) => void logs.push(line) }))
-  t.teardown(() => registry.close())
-  const first = await startGateway({ routes: corpRoutes, extra: corpConfig(jwks.url), clock, jwks: registry })
+  // What outlives a reload: the process state and its JWKS registry (src/runtime.ts), held here as the App holds it.
+  const state = new ProcessState({ clock, log: createLogger('debug', { write: (line: string) => void logs.push(line) }) })
+  t.teardown(() => state.close())
+  const first = await startGateway({ routes: corpRoutes, extra: corpConfig(jwks.url), clock, state })
   await until(() => loads(logs) === 1, 'the first fetch')
-  await first.close()
-  const second = await startGateway({ routes: corpRoutes, extra: corpConfig(jwks.url), clock, jwks: registry })
+  const second = await startGateway({ routes: corpRoutes, extra: corpConfig(jwks.url), clock, state })
   t.teardown(() => second.close())
+  await first.close()
   t.equal((await second.get('/corp', await mint(clock, { key: k1, iss: ISSUER, aud: AUDIENCE }))).status, 200)
   t.equal(jwks.fetches, 1, 'the reloaded gateway reused the keys')
 })

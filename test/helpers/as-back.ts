@@ -1,30 +1,23 @@
 /**
- * A running authorization server for back-channel tests: real HTTP on port 0,
- * the embedded store (or a real Redis), a ManualClock, real keys, and a set
- * of clients covering every registration variant. Codes and device approvals
- * are created the way the front channel creates them (store.putCode,
- * store.decideDevice), so these tests do not depend on the HTML pages.
+ * A running authorization server for back-channel tests: the standard config
+ * (backYaml) parsed by the real loader and served through the App's
+ * dispatcher (test/helpers/serve-runtime.ts), the embedded store (or a real
+ * Redis), a ManualClock, real keys, and a set of clients covering every
+ * registration variant. Codes and device approvals are created the way the
+ * front channel creates them (store.putCode, store.decideDevice), so these
+ * tests do not depend on the HTML pages.
  */
-import { buildFaceDeps } from '../../src/face-deps.js'
-import { DEFAULT_DPOP } from '../../src/config/sections/dpop.js'
 import { createHash, randomBytes } from 'node:crypto'
-import { Writable } from 'node:stream'
-import { ManualClock, epochSeconds } from '../../src/clock.js'
-import type { AuthorizationServerConfig, ClientConfig, Config, DpopConfig, RegistrationConfig, RouteConfig, UserConfig } from '../../src/config/types.js'
-import { DEFAULT_CLIENT_TIMEOUTS } from '../../src/config/validate.js'
+import { type ManualClock, epochSeconds } from '../../src/clock.js'
 import { hashSecret } from '../../src/crypto/secret.js'
-import { buildAsContext } from '../../src/as/build.js'
 import type { AsContext } from '../../src/as/context.js'
-import { createAuthorizationServer } from '../../src/as/server.js'
-import { KeySet, generatePrivateJwk, signingKeyFromJwk, type SigningAlg } from '../../src/keys/keyset.js'
-import { createLogger } from '../../src/log.js'
-import { Metrics } from '../../src/metrics.js'
+import { generatePrivateJwk, type SigningAlg } from '../../src/keys/keyset.js'
+import type { Metrics } from '../../src/metrics.js'
 import { hashToken } from '../../src/store/hash.js'
-import { MemoryStore } from '../../src/store/memory.js'
-import { RevocationList } from '../../src/store/revocation-list.js'
+import type { RevocationList } from '../../src/store/revocation-list.js'
 import type { CodeRecord, Store } from '../../src/store/types.js'
 import { postForm, reply, type Reply } from './http.js'
-import { serveFace } from './serve.js'
+import { serveRuntime } from './serve-runtime.js'
 
 export type { Reply } from './http.js'
 
@@ -45,120 +38,34 @@ export const SECRETS: Readonly<Record<string, string>> = {
   looker: 'looker-secret-0123456789abcdefghijklmnopqr',
 }
 
-function client(c: Partial<ClientConfig> & Pick<ClientConfig, 'clientId' | 'type'>): ClientConfig {
-  const confidential = c.type === 'confidential'
-  return {
-    name: c.clientId,
-    metadata: { logoUri: null, policyUri: null, tosUri: null, postLogoutRedirectUris: [] },
-    secretHash: null,
-    tokenEndpointAuthMethod: confidential ? 'client_secret_basic' : 'none',
-    redirectUris: [],
-    grantTypes: ['authorization_code', 'refresh_token'],
-    scopes: [],
-    allowedOrigins: [],
-    introspect: false,
-    requirePkce: true,
-    allowPlainPkce: false,
-    skipConsent: false,
-    rotateRefreshTokens: true,
-    dpopBoundAccessTokens: false,
-    ...c,
-  }
-}
-
-/** Secret hashes are scrypt: compute them once per test process. */
+/** Secret hashes are scrypt: compute them once per test process (and the users' one password hash). */
 let hashed: Promise<Record<string, string>> | null = null
 function secretHashes(): Promise<Record<string, string>> {
   hashed ??= (async () => {
     const out: Record<string, string> = {}
     for (const [id, secret] of Object.entries(SECRETS)) out[id] = await hashSecret(secret)
+    out.password = await hashSecret(USER_PASSWORD)
     return out
   })()
   return hashed
 }
 
-async function clients(): Promise<ClientConfig[]> {
-  const h = await secretHashes()
-  const userScopes = ['openid', 'profile', 'email', 'orders:read', 'orders:write']
-  return [
-    client({ clientId: 'web', type: 'confidential', secretHash: h.web ?? null, redirectUris: [WEB_REDIRECT], scopes: userScopes, allowedOrigins: [WEB_ORIGIN] }),
-    client({ clientId: 'other', type: 'confidential', secretHash: h.other ?? null, redirectUris: ['https://other.example.com/cb'], scopes: userScopes }),
-    client({
-      clientId: 'spa',
-      type: 'public',
-      redirectUris: ['https://spa.example.com/cb'],
-      grantTypes: ['authorization_code', 'refresh_token', DEVICE_GRANT],
-      scopes: ['openid', 'profile', 'orders:read'],
-      allowedOrigins: [SPA_ORIGIN],
-    }),
-    client({ clientId: 'tv', type: 'public', grantTypes: [DEVICE_GRANT], scopes: ['orders:read'] }),
-    client({ clientId: 'service', type: 'confidential', secretHash: h.service ?? null, grantTypes: ['client_credentials'], scopes: ['orders:read', 'orders:write'] }),
-    client({
-      clientId: 'poster',
-      type: 'confidential',
-      secretHash: h.poster ?? null,
-      tokenEndpointAuthMethod: 'client_secret_post',
-      grantTypes: ['client_credentials'],
-      scopes: ['orders:read'],
-    }),
-    client({
-      clientId: 'legacy',
-      type: 'confidential',
-      secretHash: h.legacy ?? null,
-      redirectUris: ['https://legacy.example.com/cb'],
-      scopes: ['openid', 'orders:read'],
-      requirePkce: false,
-      allowPlainPkce: true,
-      rotateRefreshTokens: false,
-    }),
-    client({ clientId: 'looker', type: 'confidential', secretHash: h.looker ?? null, grantTypes: ['client_credentials'], scopes: ['orders:read'], introspect: true }),
-    client({ clientId: 'nosy-public', type: 'public', grantTypes: ['authorization_code'], scopes: ['orders:read'], introspect: true }),
-  ]
-}
+/** The users' password (the back channel never asks for it; the config must still hold a hash). */
+export const USER_PASSWORD = 'back-channel-user-password-0123'
 
-export const USERS: readonly UserConfig[] = [
+/** The users of the standard config, as the token endpoint releases their claims. */
+const USERS = [
   {
     username: 'alice',
-    passwordHash: 'unused',
     sub: 'alice',
     claims: { name: 'Alice Example', given_name: 'Alice', email: 'alice@example.com', email_verified: true, phone_number: '+1 555 0100' },
   },
-  { username: 'bob', passwordHash: 'unused', sub: 'user-0002', claims: { name: 'Bob', email: 'bob@example.com', groups: ['admins', 'ops'] } },
-]
-
-function route(name: string, audience: string): RouteConfig {
-  const identityHeaders = { subject: 'x-auth-subject', clientId: 'x-auth-client-id', scope: 'x-auth-scope', issuer: 'x-auth-issuer', claims: {} }
-  return {
-    name,
-    match: { path: `/${name}`, host: null, methods: null, caseInsensitive: false },
-    upstream: 'http://127.0.0.1:9',
-    audience,
-    audiences: [audience],
-    protectedResource: null,
-    mcp: null,
-    token: 'any',
-    issuers: ['self'],
-    scopes: {},
-    public: false,
-    stripPrefix: false,
-    tokenInBody: false,
-    tokenInQuery: false,
-    passPreflight: false,
-    preserveHost: false,
-    forwardAuthorization: false,
-    identityHeaders,
-    timeouts: { connectMs: 1000, headersMs: 1000, idleMs: 1000 },
-    maxBodyBytes: 1024,
-    upstreamCaFile: null,
-    storeUnavailable: 'closed',
-    realm: 'bearward',
-    dpop: 'allowed',
-    allowTrace: false,
-  }
-}
+  { username: 'bob', sub: 'user-0002', claims: { name: 'Bob', email: 'bob@example.com', groups: ['admins', 'ops'] } },
+] as const
 
 export interface HarnessOptions {
   format?: 'jwt' | 'opaque'
+  /** The signing key's algorithm (the config lists no key: the server's ephemeral one). */
   alg?: SigningAlg
   /** Use this store instead of a fresh MemoryStore (e.g. a RedisStore); the harness closes it. */
   store?: (clock: ManualClock) => Store
@@ -166,16 +73,94 @@ export interface HarnessOptions {
   clock?: ManualClock
   /** A path for public_url (`/auth` → issuer `http://127.0.0.1:port/auth`). */
   basePath?: string
-  /** Replaces some of the `rate_limit` settings. */
-  rateLimit?: Partial<AuthorizationServerConfig['rateLimit']>
-  /** The `dpop` section (default: DEFAULT_DPOP). */
-  dpop?: Partial<DpopConfig>
-  /** Clients besides the standard set (confidential ones have no secret). */
-  moreClients?: Array<Partial<ClientConfig> & Pick<ClientConfig, 'clientId' | 'type'>>
-  /** RFC 7591 dynamic registration settings (default: off). */
-  registration?: RegistrationConfig
+  /** `rate_limit` settings replacing the defaults below, as YAML values by key (`{ client_auth_address_max_failures: 6 }`). */
+  rateLimit?: Record<string, string | number>
+  /** YAML: the `dpop` section's mapping (`{ nonce: { secret: ..., ttl: 5m } }`). */
+  dpop?: string
+  /** YAML: more `clients` entries, each starting with `    - client_id:`. */
+  clientsExtra?: string
+  /** YAML: more keys under authorization_server (e.g. `  registration: { enabled: true }`). */
+  asExtra?: string
   /** `access_token.claims` (default none). */
   accessTokenClaims?: string[]
+}
+
+const RATE_LIMIT_DEFAULTS: Readonly<Record<string, string | number>> = {
+  login_max_failures: 5,
+  login_address_max_failures: 20,
+  login_delay_max: '60s',
+  known_browser_ttl: '90d',
+  client_auth_max_failures: 5,
+  client_auth_address_max_failures: 50,
+  window: '300s',
+}
+
+/**
+ * The standard back-channel config: a client for each registration variant,
+ * two users, the `orders` route (audience: this server) and `api` (another
+ * audience), 127.0.0.1 trusted as a proxy so a test can set X-Forwarded-For.
+ */
+export async function backYaml(o: HarnessOptions = {}): Promise<string> {
+  const h = await secretHashes()
+  const rateLimit = Object.entries({ ...RATE_LIMIT_DEFAULTS, ...o.rateLimit })
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ')
+  const userScopes = '[openid, profile, email, orders:read, orders:write]'
+  return `
+public_url: \${PUBLIC_URL}
+log: { level: info }
+gateway:
+  # Client addresses come from X-Forwarded-For when a test sets it (see the client-auth throttle tests).
+  trusted_proxies: [127.0.0.1]
+${o.dpop === undefined ? '' : `dpop: ${o.dpop}`}
+authorization_server:
+  access_token: { format: ${o.format ?? 'jwt'}, ttl: 600s, claims: [${(o.accessTokenClaims ?? []).join(', ')}] }
+  refresh_token: { ttl: 30d }
+  id_token: { ttl: 1h }
+  code_ttl: 60s
+  session: { ttl: 8h }
+  consent: { remember: true, ttl: 30d }
+  device: { ttl: 600s, interval: 5s }
+  rate_limit: { ${rateLimit} }
+  scopes:
+    "orders:read": Read your orders
+    "orders:write": Change your orders
+${o.asExtra ?? ''}
+  clients:
+    - { client_id: web, type: confidential, secret_hash: "${h.web}", redirect_uris: [${WEB_REDIRECT}], grant_types: [authorization_code, refresh_token], scopes: ${userScopes}, allowed_origins: [${WEB_ORIGIN}] }
+    - { client_id: other, type: confidential, secret_hash: "${h.other}", redirect_uris: [https://other.example.com/cb], grant_types: [authorization_code, refresh_token], scopes: ${userScopes} }
+    - client_id: spa
+      type: public
+      redirect_uris: [https://spa.example.com/cb]
+      grant_types: [authorization_code, refresh_token, "${DEVICE_GRANT}"]
+      scopes: [openid, profile, orders:read]
+      allowed_origins: [${SPA_ORIGIN}]
+    - { client_id: tv, type: public, grant_types: ["${DEVICE_GRANT}"], scopes: [orders:read] }
+    - { client_id: service, type: confidential, secret_hash: "${h.service}", grant_types: [client_credentials], scopes: [orders:read, orders:write] }
+    - client_id: poster
+      type: confidential
+      secret_hash: "${h.poster}"
+      token_endpoint_auth_method: client_secret_post
+      grant_types: [client_credentials]
+      scopes: [orders:read]
+    - client_id: legacy
+      type: confidential
+      secret_hash: "${h.legacy}"
+      redirect_uris: [https://legacy.example.com/cb]
+      grant_types: [authorization_code, refresh_token]
+      scopes: [openid, orders:read]
+      require_pkce: false
+      allow_plain_pkce: true
+      rotate_refresh_tokens: false
+    - { client_id: looker, type: confidential, secret_hash: "${h.looker}", grant_types: [client_credentials], scopes: [orders:read], introspect: true }
+    - { client_id: nosy-public, type: public, redirect_uris: ["https://x.example.com/cb"], grant_types: [authorization_code], scopes: [orders:read], introspect: true }
+${o.clientsExtra ?? ''}
+  users:
+${USERS.map((u) => `    - { username: ${u.username}, sub: ${u.sub}, password_hash: "${h.password}", claims: ${JSON.stringify(u.claims)} }`).join('\n')}
+routes:
+  - { name: orders, match: { path: /orders }, upstream: "http://127.0.0.1:9", audience: "\${PUBLIC_URL}", token: any }
+  - { name: api, match: { path: /api }, upstream: "http://127.0.0.1:9", audience: ${API_AUDIENCE}, token: any }
+`
 }
 
 export interface Harness {
@@ -192,105 +177,24 @@ export interface Harness {
   close(): Promise<void>
 }
 
-/** Start the authorization server. public_url is the real served address so issuer checks are exact. */
+/** Start the authorization server (test/helpers/serve-runtime.ts). public_url is the real served address so issuer checks are exact. */
 export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
-  const clock = o.clock ?? new ManualClock()
-  const store = o.store ? o.store(clock) : new MemoryStore(clock, { sweepIntervalMs: 0 })
-  const logs: Record<string, unknown>[] = []
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>)
-      done()
-    },
+  const served = await serveRuntime(await backYaml(o), {
+    clock: o.clock,
+    store: o.store,
+    basePath: o.basePath,
+    signingKey: () => generatePrivateJwk(o.alg ?? 'ES256'),
   })
-  const log = createLogger('info', sink as unknown as Parameters<typeof createLogger>[1])
-  const metrics = new Metrics()
-  const revocations = new RevocationList(store, clock, log, 3600)
-  await revocations.start()
-  const keys = new KeySet([await signingKeyFromJwk(await generatePrivateJwk(o.alg ?? 'ES256'))], false)
-
-  // The server must know its own address before it is built (issuer = public_url); bind via a proxy face.
-  let face: Awaited<ReturnType<typeof createAuthorizationServer>> | null = null
-  const served = await serveFace(
-    {
-      handle: (req, res, ctx) => (face as NonNullable<typeof face>).handle(req, res, ctx),
-      close: async () => undefined,
-    },
-    log,
-  )
-  const publicUrl = served.url + (o.basePath ?? '')
-  const config: Config = {
-    file: '<test>',
-    listen: { host: '127.0.0.1', port: 0 },
-    adminListen: null,
-    publicUrl,
-    tls: null,
-    store: { kind: 'memory' },
-    log: { level: 'info' },
-    trustIncomingRequestId: false,
-    shutdownTimeoutMs: 1000,
-    clientTimeouts: { ...DEFAULT_CLIENT_TIMEOUTS },
-    authorizationServer: null,
-    issuers: [],
-    gateway: {
-      realm: 'bearward',
-      clockSkewSec: 30,
-      tokenCacheMaxEntries: 100,
-      introspectionCacheTtlSec: 60,
-      introspectionNegativeTtlSec: 5,
-      revocationResyncSec: 30,
-      identityHeaders: { subject: 'x-auth-subject', clientId: 'x-auth-client-id', scope: 'x-auth-scope', issuer: 'x-auth-issuer', claims: {} },
-      // Client addresses come from X-Forwarded-For when a test sets it (see the client-auth throttle tests).
-      trustedProxies: ['127.0.0.1'],
-    },
-    routes: [route('orders', publicUrl), route('api', API_AUDIENCE)],
-    dpop: { ...DEFAULT_DPOP, ...o.dpop },
-    workers: 1,
-  }
-  const asConfig = {
-    keys: [],
-    accessToken: { format: o.format ?? 'jwt', ttlSec: 600, claims: o.accessTokenClaims ?? [] },
-    refreshToken: { ttlSec: 30 * 86400 },
-    idToken: { ttlSec: 3600 },
-    codeTtlSec: 60,
-    scopes: { 'orders:read': 'Read your orders', 'orders:write': 'Change your orders' },
-    clients: [...(await clients()), ...(o.moreClients ?? []).map(client)],
-    users: [...USERS],
-    session: { ttlSec: 8 * 3600 },
-    consent: { remember: true, ttlSec: 30 * 86400 },
-    rateLimit: {
-      loginMaxFailures: 5,
-      loginAddressMaxFailures: 20,
-      loginDelayMaxSec: 60,
-      knownBrowserTtlSec: 90 * 86400,
-      clientAuthMaxFailures: 5,
-      clientAuthAddressMaxFailures: 50,
-      windowSec: 300,
-      ...o.rateLimit,
-    },
-    device: { ttlSec: 600, intervalSec: 5 },
-    registration: o.registration ?? null,
-    clientIdMetadataDocuments: null,
-    localLogin: true,
-    identityProviders: [],
-  } satisfies Config['authorizationServer']
-  const fullConfig: Config = { ...config, authorizationServer: asConfig }
-  const as = buildAsContext({ ...buildFaceDeps({ clock, log, store, revocations, metrics }, fullConfig, keys), as: asConfig, keys })
-  face = createAuthorizationServer(as)
   return {
-    url: publicUrl,
-    issuer: publicUrl,
-    as,
-    clock,
-    store,
-    revocations,
-    metrics,
-    logs,
-    async close() {
-      await served.close()
-      await revocations.stop()
-      await store.close()
-    },
+    url: served.publicUrl,
+    issuer: served.publicUrl,
+    as: served.as,
+    clock: served.clock,
+    store: served.store,
+    revocations: served.revocations,
+    metrics: served.metrics,
+    logs: served.logs,
+    close: () => served.close(),
   }
 }
 
@@ -369,9 +273,11 @@ export async function tokensFor(h: Harness, over: Partial<CodeRecord> = {}): Pro
 
 /** Introspect as `looker` (a confidential client allowed to introspect). */
 export async function introspect(h: Harness, tokenValue: string, hint?: string): Promise<Record<string, unknown>> {
-  const r = await reply(postForm(`${h.url}/introspect`, hint ? { token: tokenValue, token_type_hint: hint } : { token: tokenValue }, {
-    authorization: basic('looker'),
-  }))
+  const r = await reply(
+    postForm(`${h.url}/introspect`, hint ? { token: tokenValue, token_type_hint: hint } : { token: tokenValue }, {
+      authorization: basic('looker'),
+    }),
+  )
   if (r.status !== 200 || r.json === null) throw new Error(`introspection failed: ${r.status} ${r.text}`)
   return r.json
 }

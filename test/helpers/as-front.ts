@@ -1,21 +1,18 @@
 /**
- * A running front channel (the pages and redirects of src/as/interaction) for
- * tests: real HTTP on port 0, dispatching by exact path to
- * `frontChannelRoutes` the way the AS router does, a config written in YAML
- * (public_url is the served address unless told otherwise), the embedded
- * store on a ManualClock.
+ * The authorization server for tests of the front channel (the pages and
+ * redirects of src/as/interaction): the config below parsed by the real
+ * loader and served through the App's dispatcher (test/helpers/serve-runtime.ts),
+ * public_url the served address unless told otherwise, the embedded store on
+ * a ManualClock. Requests go through an HTTP client with a cookie jar
+ * (test/helpers/browser.ts); test/browser/ drives the same pages in Chromium.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import type { AsContext } from '../../src/as/context.js'
-import { frontChannelRoutes } from '../../src/as/interaction/routes.js'
-import { ManualClock } from '../../src/clock.js'
-import type { Face } from '../../src/context.js'
+import type { ManualClock } from '../../src/clock.js'
 import { hashSecret } from '../../src/crypto/secret.js'
-import { createLogger } from '../../src/log.js'
-import type { MemoryStore } from '../../src/store/memory.js'
-import { buildAsContext } from './as.js'
+import { MemoryStore } from '../../src/store/memory.js'
 import { Browser, parseForms, type HtmlForm } from './browser.js'
-import { serveFace } from './serve.js'
+import { serveRuntime } from './serve-runtime.js'
 
 export const ALICE_PASSWORD = 'alice: correct horse battery staple'
 export const BOB_PASSWORD = 'bob-password-0123456789'
@@ -146,34 +143,28 @@ export interface Front {
   close(): Promise<void>
 }
 
-/** Serve the front channel. `publicUrl` overrides public_url (e.g. an https one, to see Secure cookies). */
+/**
+ * Serve the authorization server with the front-channel config (test/helpers/serve-runtime.ts).
+ * `publicUrl` overrides public_url (e.g. an https one, to see Secure cookies).
+ */
 export async function startFront(yaml?: string, o: { publicUrl?: string; clock?: ManualClock } = {}): Promise<Front> {
-  const clock = o.clock ?? new ManualClock()
-  const text = yaml ?? (await frontYaml())
-  let as: AsContext | null = null
-  const face: Face = {
-    async handle(req, res, ctx) {
-      const handler = frontChannelRoutes.get(ctx.rawPath)
-      if (handler === undefined || as === null) return false
-      await handler(req, res, ctx, as)
-      return true
+  let memory: MemoryStore | null = null
+  const served = await serveRuntime(yaml ?? (await frontYaml()), {
+    clock: o.clock,
+    store: (clock) => {
+      memory = new MemoryStore(clock, { sweepIntervalMs: 0 })
+      return memory
     },
-    close: async () => undefined,
-  }
-  const served = await serveFace(face, createLogger('silent'))
-  const issuer = o.publicUrl ?? served.url
-  const built = await buildAsContext(text, clock, { PUBLIC_URL: issuer })
-  as = built.as
+    env: o.publicUrl === undefined ? {} : { PUBLIC_URL: o.publicUrl },
+  })
+  if (memory === null) throw new Error('the store was not made')
   return {
     url: served.url,
-    issuer,
-    as: built.as,
-    store: built.store,
-    clock,
-    async close() {
-      await served.close()
-      await built.close()
-    },
+    issuer: served.publicUrl,
+    as: served.as,
+    store: memory,
+    clock: served.clock,
+    close: () => served.close(),
   }
 }
 
@@ -266,11 +257,7 @@ export function countCodes(store: MemoryStore): { readonly count: number } {
  * Go through /authorize as a person: log in when the login page shows, press
  * `decision` when the consent page shows. Returns the redirect to the client.
  */
-export async function authorizeAs(
-  browser: Browser,
-  url: string,
-  o: { username?: string; password?: string; decision?: 'allow' | 'deny' } = {},
-): Promise<URL> {
+export async function authorizeAs(browser: Browser, url: string, o: { username?: string; password?: string; decision?: 'allow' | 'deny' } = {}): Promise<URL> {
   let res = await browser.get(url)
   let at = url
   for (let step = 0; step < 5; step++) {

@@ -1,0 +1,160 @@
+/**
+ * The server as bin/bearward runs it, minus the process around it: the config
+ * parsed from YAML by the real loader, a Runtime built by Runtime.build as the
+ * App builds it, and the App's own RequestDispatcher (src/server/dispatch.ts)
+ * answering requests and upgrades on a real HTTP server on 127.0.0.1, port 0.
+ * The test owns the parts a running binary hides: a ManualClock, the store,
+ * the metrics, the revocation list and every log line.
+ *
+ * What the App adds besides (TLS, the admin port, reload, signals, workers) is
+ * tested through bin/bearward (test/helpers/bin.ts).
+ *
+ * The one harness behind the authorization-server helpers (as-back.ts for the
+ * back channel, as-front.ts for the pages) and the gateway fixture
+ * (test/gateway/fixture.ts).
+ */
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { JWK } from 'jose'
+import type { AsContext } from '../../src/as/context.js'
+import { ManualClock } from '../../src/clock.js'
+import { parseConfig } from '../../src/config/load.js'
+import type { Config } from '../../src/config/types.js'
+import type { Shared } from '../../src/context.js'
+import { generatePrivateJwk } from '../../src/keys/keyset.js'
+import { createAccessLogger, createLogger } from '../../src/log.js'
+import { Metrics } from '../../src/metrics.js'
+import { ProcessState, Runtime } from '../../src/runtime.js'
+import { RequestDispatcher } from '../../src/server/dispatch.js'
+import { MemoryStore } from '../../src/store/memory.js'
+import { RevocationList } from '../../src/store/revocation-list.js'
+import type { Store } from '../../src/store/types.js'
+
+export interface ServeOptions {
+  /** ManualClock at 2026-01-01 by default; Redis tests pass one that follows real time. */
+  clock?: ManualClock
+  /** The store (default: the embedded MemoryStore on the clock, without its sweep timer); closed by `close`. */
+  store?: (clock: ManualClock) => Store
+  /**
+   * Values for `${VAR}` in the YAML. `PUBLIC_URL` is the served address
+   * (plus `basePath`) unless given here, so `public_url: ${PUBLIC_URL}`
+   * makes the issuer exactly the URL the tests reach.
+   */
+  env?: Record<string, string>
+  /** Appended to the served address for `${PUBLIC_URL}` (`/auth` → `http://127.0.0.1:port/auth`). */
+  basePath?: string
+  /** The signing key when the config lists none (the App's ephemeral key); default a new ES256 key. */
+  signingKey?: () => Promise<JWK>
+  /** Another server's process state, so both share remote JWKS caches as a reloaded Runtime does. */
+  state?: ProcessState
+  /** Log level (default info); every line is kept in `logs`. */
+  logLevel?: string
+  /** Serve with Node's lenient parser (lets smuggling-shaped requests through to the dispatcher). */
+  insecureHTTPParser?: boolean
+}
+
+export interface ServedRuntime {
+  /** Where the server listens: `http://127.0.0.1:<port>`. */
+  url: string
+  /** `${PUBLIC_URL}` as the YAML saw it. */
+  publicUrl: string
+  config: Config
+  runtime: Runtime
+  /** The authorization server's context (throws when the config has no authorization_server). */
+  readonly as: AsContext
+  shared: Shared
+  state: ProcessState
+  clock: ManualClock
+  store: Store
+  metrics: Metrics
+  revocations: RevocationList
+  server: Server
+  /** Every log line written, as parsed JSON, in order. */
+  logs: Record<string, unknown>[]
+  close(): Promise<void>
+}
+
+/**
+ * Parse `yaml` with the real loader, build its Runtime and serve it through
+ * the App's dispatcher. `yaml` may be a function of the served address, for a
+ * test that must set something up with it first (a provider that needs our
+ * callback URL).
+ */
+export async function serveRuntime(yaml: string | ((url: string) => Promise<string>), o: ServeOptions = {}): Promise<ServedRuntime> {
+  const clock = o.clock ?? new ManualClock()
+  const store = o.store ? o.store(clock) : new MemoryStore(clock, { sweepIntervalMs: 0 })
+  const logs: Record<string, unknown>[] = []
+  const log = createLogger(o.logLevel ?? 'info', {
+    write(chunk: string) {
+      for (const line of chunk.split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>)
+    },
+  })
+  const metrics = new Metrics()
+  const signingKey = o.signingKey ?? (() => generatePrivateJwk('ES256'))
+
+  // The issuer is the served address, so the server listens before its Runtime exists; nothing
+  // reaches the dispatcher until the Runtime is built (the test has no URL before this returns).
+  let runtime: Runtime | null = null
+  let dispatcher: RequestDispatcher | null = null
+  const server = createServer({ insecureHTTPParser: o.insecureHTTPParser ?? false }, (req, res) => {
+    if (runtime === null || dispatcher === null) return void res.destroy()
+    dispatcher.onRequest(req, res, runtime)
+  })
+  server.on('upgrade', (req, socket, head: Buffer) => {
+    if (runtime === null || dispatcher === null) return void socket.destroy()
+    dispatcher.onUpgrade(req, socket, head, runtime)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const publicUrl = o.env?.PUBLIC_URL ?? url + (o.basePath ?? '')
+
+  const closeServer = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections()
+      server.close(() => resolve())
+    })
+  let revocations: RevocationList | null = null
+  try {
+    const text = typeof yaml === 'string' ? yaml : await yaml(url)
+    const config = parseConfig(text, '<test>', { ...o.env, PUBLIC_URL: publicUrl })
+    revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec)
+    await revocations.start()
+    const shared: Shared = { clock, log, store, revocations, metrics }
+    const state = o.state ?? new ProcessState(shared, signingKey)
+    const built = await Runtime.build(config, shared, state)
+    built.commit()
+    runtime = built
+    dispatcher = new RequestDispatcher(shared, createAccessLogger(log))
+    const liveRevocations = revocations
+    return {
+      url,
+      publicUrl,
+      config,
+      runtime: built,
+      get as(): AsContext {
+        if (built.asContext === null) throw new Error('the test config has no authorization_server section')
+        return built.asContext
+      },
+      shared,
+      state,
+      clock,
+      store,
+      metrics,
+      revocations: liveRevocations,
+      server,
+      logs,
+      async close() {
+        await closeServer()
+        await built.close()
+        if (o.state === undefined) await state.close()
+        await liveRevocations.stop()
+        await store.close()
+      },
+    }
+  } catch (err) {
+    await closeServer()
+    await revocations?.stop()
+    await store.close()
+    throw err
+  }
+}
