@@ -9,7 +9,10 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, window: { type: 'string', multiple: true, default: [] }, callers: { type: 'string' } } })
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: 'string', default: '25' }, window: { type: 'string', multiple: true, default: [] }, callers: { type: 'string' } },
+})
 if (positionals.length !== 1) {
   process.stderr.write('usage: node bench/profile.mjs FILE.cpuprofile [--top N]\n')
   process.exit(2)
@@ -74,8 +77,14 @@ if (totalUs === 0) {
   process.stderr.write(`no samples${windows.length ? ' in the given windows' : ''}\n`)
   process.exit(1)
 }
-process.stdout.write(`profile ${positionals[0]}${windows.length ? ` (${windows.length} window(s))` : ''}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (percentages are of busy time)\n\nself time by area\n`)
-const busy = (entries) => [...entries].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)
+process.stdout.write(
+  `profile ${positionals[0]}${windows.length ? ` (${windows.length} window(s))` : ''}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (percentages are of busy time)\n\nself time by area\n`,
+)
+const busy = (entries) =>
+  [...entries]
+    .filter(([k]) => !k.startsWith('(idle)'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
 for (const [k, us] of busy(areas)) process.stdout.write(`${pct(us)} ${ms(us)}  ${k}\n`)
 process.stdout.write(`\nself time by function (top ${top})\n`)
 for (const [k, us] of busy(fns)) process.stdout.write(`${pct(us)} ${ms(us)}  ${k}\n`)

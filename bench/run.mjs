@@ -43,7 +43,13 @@ const { values, positionals } = parseArgs({
   },
 })
 if (values.help) {
-  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 8).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + `\nscenarios: ${SCENARIOS.join(', ')}\n`)
+  process.stdout.write(
+    readFileSync(fileURLToPath(import.meta.url), 'utf8')
+      .split('\n')
+      .slice(1, 8)
+      .map((l) => l.replace(/^\/\/ ?/, ''))
+      .join('\n') + `\nscenarios: ${SCENARIOS.join(', ')}\n`,
+  )
   process.exit(0)
 }
 const unknown = positionals.filter((p) => !SCENARIOS.includes(p))
@@ -80,7 +86,9 @@ function aggregate(results) {
 }
 
 const ctx = new BenchContext(opts)
-log(`bench: ${selected.join(', ')}; ${opts.connections} connections, warm-up ${opts.warmupSec}s, ${opts.durationSec}s x ${opts.rounds} rounds; work dir ${ctx.workDir}`)
+log(
+  `bench: ${selected.join(', ')}; ${opts.connections} connections, warm-up ${opts.warmupSec}s, ${opts.durationSec}s x ${opts.rounds} rounds; work dir ${ctx.workDir}`,
+)
 
 const rows = []
 const details = {}
@@ -120,8 +128,12 @@ for (const name of selected) {
       for (const target of order) {
         const r = await target.measure(round)
         results[target.id].push(r)
-        const lat = (r.latency ? ` p50 ${r.latency.p50?.toFixed(2)} ms p99 ${r.latency.p99?.toFixed(2)} ms` : '') + (r.serverCpuUsPerReq != null ? `, server CPU ${r.serverCpuUsPerReq.toFixed(0)} µs/req` : '')
-        log(`[${name}] round ${round + 1}/${rounds} ${target.label}: ${Math.round(r.rps)} req/s${lat}${r.problems?.length ? ` PROBLEMS: ${r.problems.join('; ')}` : ''} ${r.foreignCpu != null ? ` (other work: ${(100 * r.foreignCpu).toFixed(0)}% CPU)` : ''}`)
+        const lat =
+          (r.latency ? ` p50 ${r.latency.p50?.toFixed(2)} ms p99 ${r.latency.p99?.toFixed(2)} ms` : '') +
+          (r.serverCpuUsPerReq != null ? `, server CPU ${r.serverCpuUsPerReq.toFixed(0)} µs/req` : '')
+        log(
+          `[${name}] round ${round + 1}/${rounds} ${target.label}: ${Math.round(r.rps)} req/s${lat}${r.problems?.length ? ` PROBLEMS: ${r.problems.join('; ')}` : ''} ${r.foreignCpu != null ? ` (other work: ${(100 * r.foreignCpu).toFixed(0)}% CPU)` : ''}`,
+        )
       }
     }
     const agg = Object.fromEntries(Object.entries(results).map(([id, rs]) => [id, aggregate(rs)]))
@@ -134,7 +146,15 @@ for (const name of selected) {
     }
     const scenarioRows = plan.evaluate(agg).map((row) => ({ scenario: scenario.title, ...row }))
     rows.push(...scenarioRows)
-    details[name] = { title: scenario.title, target: scenario.target, seconds: (Date.now() - started) / 1000, rows: scenarioRows, targets: agg, extra: plan.extra ?? null, ...(opts.cpuProf ? { profiles } : {}) }
+    details[name] = {
+      title: scenario.title,
+      target: scenario.target,
+      seconds: (Date.now() - started) / 1000,
+      rows: scenarioRows,
+      targets: agg,
+      extra: plan.extra ?? null,
+      ...(opts.cpuProf ? { profiles } : {}),
+    }
   } catch (err) {
     log(`[${name}] FAILED: ${err.stack ?? err}`)
     rows.push({ scenario: scenario.title, subject: '—', target: scenario.target, note: `FAILED: ${String(err.message ?? err).split('\n')[0]}` })
@@ -148,7 +168,9 @@ await ctx.close()
 
 const table = formatTable(rows)
 process.stdout.write(`\n${table}\n`)
-const foreign = Object.values(details).flatMap((d) => Object.values(d.targets ?? {}).flatMap((t) => t.rounds.map((r) => r.foreignCpu))).filter((v) => v != null)
+const foreign = Object.values(details)
+  .flatMap((d) => Object.values(d.targets ?? {}).flatMap((t) => t.rounds.map((r) => r.foreignCpu)))
+  .filter((v) => v != null)
 if (foreign.length > 0) {
   const worst = Math.max(...foreign)
   process.stdout.write(

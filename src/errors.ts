@@ -244,7 +244,12 @@ export class InvalidDpopProof extends OAuthError {
   /** `algs`: the accepted proof algorithms, space separated, for the challenge. */
   constructor(description = 'The DPoP proof is invalid', o: Opts & { resource?: boolean; algs?: string } = {}) {
     const { resource, algs, ...rest } = o
-    super(resource === true ? 401 : 400, 'invalid_dpop_proof', description, resource === true ? { ...rest, challenge: 'DPoP', challengeParams: algsParam(algs) } : rest)
+    super(
+      resource === true ? 401 : 400,
+      'invalid_dpop_proof',
+      description,
+      resource === true ? { ...rest, challenge: 'DPoP', challengeParams: algsParam(algs) } : rest,
+    )
   }
 }
 

@@ -108,9 +108,11 @@ const MAX_STATUS = 999
 /** The metrics bearward exposes on admin_listen /metrics. */
 export class Metrics {
   readonly requests = new Counter('bearward_requests_total', 'Requests by route and outcome')
-  readonly requestDuration = new Histogram('bearward_request_duration_seconds', 'Request latency by route and outcome', [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-  ])
+  readonly requestDuration = new Histogram(
+    'bearward_request_duration_seconds',
+    'Request latency by route and outcome',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  )
   readonly tokensIssued = new Counter('bearward_tokens_issued_total', 'Access tokens issued by grant type')
   readonly reloads = new Counter('bearward_config_reloads_total', 'Config reloads by result')
   readonly storeErrors = new Counter('bearward_store_errors_total', 'Store operations that failed')

@@ -30,7 +30,13 @@ interface Expected {
 
 const E = errors
 const CASES: Record<string, Expected> = {
-  InvalidRequest: { make: () => new E.InvalidRequest(), code: 'ERR_INVALID_REQUEST', status: 400, error: 'invalid_request', description: 'The request is missing a parameter or is malformed' },
+  InvalidRequest: {
+    make: () => new E.InvalidRequest(),
+    code: 'ERR_INVALID_REQUEST',
+    status: 400,
+    error: 'invalid_request',
+    description: 'The request is missing a parameter or is malformed',
+  },
   InvalidClient: {
     make: () => new E.InvalidClient(),
     code: 'ERR_INVALID_CLIENT',
@@ -39,20 +45,98 @@ const CASES: Record<string, Expected> = {
     description: 'Client authentication failed',
     wwwAuthenticate: 'Basic realm="bearward"',
   },
-  InvalidGrant: { make: () => new E.InvalidGrant(), code: 'ERR_INVALID_GRANT', status: 400, error: 'invalid_grant', description: 'The provided grant is invalid, expired, revoked, or was issued to another client' },
-  UnauthorizedClient: { make: () => new E.UnauthorizedClient(), code: 'ERR_UNAUTHORIZED_CLIENT', status: 400, error: 'unauthorized_client', description: 'The client is not allowed to use this grant type' },
-  UnsupportedGrantType: { make: () => new E.UnsupportedGrantType(), code: 'ERR_UNSUPPORTED_GRANT_TYPE', status: 400, error: 'unsupported_grant_type', description: 'The grant type is not supported' },
-  UnsupportedResponseType: { make: () => new E.UnsupportedResponseType(), code: 'ERR_UNSUPPORTED_RESPONSE_TYPE', status: 400, error: 'unsupported_response_type', description: 'Only response_type=code is supported' },
-  InvalidScope: { make: () => new E.InvalidScope(), code: 'ERR_INVALID_SCOPE', status: 400, error: 'invalid_scope', description: 'The requested scope is invalid, unknown, or exceeds what was granted' },
-  InvalidTarget: { make: () => new E.InvalidTarget(), code: 'ERR_INVALID_TARGET', status: 400, error: 'invalid_target', description: 'The requested resource is not known to this server' },
-  InvalidRedirectUri: { make: () => new E.InvalidRedirectUri(), code: 'ERR_INVALID_REDIRECT_URI', status: 400, error: 'invalid_redirect_uri', description: 'A redirect URI is not acceptable' },
-  InvalidClientMetadata: { make: () => new E.InvalidClientMetadata(), code: 'ERR_INVALID_CLIENT_METADATA', status: 400, error: 'invalid_client_metadata', description: 'The client metadata is not acceptable' },
-  AccessDenied: { make: () => new E.AccessDenied(), code: 'ERR_ACCESS_DENIED', status: 400, error: 'access_denied', description: 'The resource owner denied the request' },
+  InvalidGrant: {
+    make: () => new E.InvalidGrant(),
+    code: 'ERR_INVALID_GRANT',
+    status: 400,
+    error: 'invalid_grant',
+    description: 'The provided grant is invalid, expired, revoked, or was issued to another client',
+  },
+  UnauthorizedClient: {
+    make: () => new E.UnauthorizedClient(),
+    code: 'ERR_UNAUTHORIZED_CLIENT',
+    status: 400,
+    error: 'unauthorized_client',
+    description: 'The client is not allowed to use this grant type',
+  },
+  UnsupportedGrantType: {
+    make: () => new E.UnsupportedGrantType(),
+    code: 'ERR_UNSUPPORTED_GRANT_TYPE',
+    status: 400,
+    error: 'unsupported_grant_type',
+    description: 'The grant type is not supported',
+  },
+  UnsupportedResponseType: {
+    make: () => new E.UnsupportedResponseType(),
+    code: 'ERR_UNSUPPORTED_RESPONSE_TYPE',
+    status: 400,
+    error: 'unsupported_response_type',
+    description: 'Only response_type=code is supported',
+  },
+  InvalidScope: {
+    make: () => new E.InvalidScope(),
+    code: 'ERR_INVALID_SCOPE',
+    status: 400,
+    error: 'invalid_scope',
+    description: 'The requested scope is invalid, unknown, or exceeds what was granted',
+  },
+  InvalidTarget: {
+    make: () => new E.InvalidTarget(),
+    code: 'ERR_INVALID_TARGET',
+    status: 400,
+    error: 'invalid_target',
+    description: 'The requested resource is not known to this server',
+  },
+  InvalidRedirectUri: {
+    make: () => new E.InvalidRedirectUri(),
+    code: 'ERR_INVALID_REDIRECT_URI',
+    status: 400,
+    error: 'invalid_redirect_uri',
+    description: 'A redirect URI is not acceptable',
+  },
+  InvalidClientMetadata: {
+    make: () => new E.InvalidClientMetadata(),
+    code: 'ERR_INVALID_CLIENT_METADATA',
+    status: 400,
+    error: 'invalid_client_metadata',
+    description: 'The client metadata is not acceptable',
+  },
+  AccessDenied: {
+    make: () => new E.AccessDenied(),
+    code: 'ERR_ACCESS_DENIED',
+    status: 400,
+    error: 'access_denied',
+    description: 'The resource owner denied the request',
+  },
   LoginRequired: { make: () => new E.LoginRequired(), code: 'ERR_LOGIN_REQUIRED', status: 400, error: 'login_required', description: 'The user must log in' },
-  ConsentRequired: { make: () => new E.ConsentRequired(), code: 'ERR_CONSENT_REQUIRED', status: 400, error: 'consent_required', description: 'The user must give consent' },
-  AuthorizationPending: { make: () => new E.AuthorizationPending(), code: 'ERR_AUTHORIZATION_PENDING', status: 400, error: 'authorization_pending', description: 'The user has not yet completed authorization' },
-  SlowDown: { make: () => new E.SlowDown(), code: 'ERR_SLOW_DOWN', status: 400, error: 'slow_down', description: 'Polling too fast; increase the interval by 5 seconds' },
-  ExpiredToken: { make: () => new E.ExpiredToken(), code: 'ERR_EXPIRED_TOKEN', status: 400, error: 'expired_token', description: 'The device code has expired' },
+  ConsentRequired: {
+    make: () => new E.ConsentRequired(),
+    code: 'ERR_CONSENT_REQUIRED',
+    status: 400,
+    error: 'consent_required',
+    description: 'The user must give consent',
+  },
+  AuthorizationPending: {
+    make: () => new E.AuthorizationPending(),
+    code: 'ERR_AUTHORIZATION_PENDING',
+    status: 400,
+    error: 'authorization_pending',
+    description: 'The user has not yet completed authorization',
+  },
+  SlowDown: {
+    make: () => new E.SlowDown(),
+    code: 'ERR_SLOW_DOWN',
+    status: 400,
+    error: 'slow_down',
+    description: 'Polling too fast; increase the interval by 5 seconds',
+  },
+  ExpiredToken: {
+    make: () => new E.ExpiredToken(),
+    code: 'ERR_EXPIRED_TOKEN',
+    status: 400,
+    error: 'expired_token',
+    description: 'The device code has expired',
+  },
   InvalidToken: {
     make: () => new E.InvalidToken(),
     code: 'ERR_INVALID_TOKEN',
@@ -83,7 +167,8 @@ const CASES: Record<string, Expected> = {
     status: 403,
     error: 'insufficient_scope',
     description: 'The access token does not grant the scope this request needs',
-    wwwAuthenticate: 'Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="orders:write orders:read"',
+    wwwAuthenticate:
+      'Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="orders:write orders:read"',
   },
   MissingToken: {
     make: () => new E.MissingToken(),
@@ -108,9 +193,27 @@ const CASES: Record<string, Expected> = {
     description: 'The DPoP proof must carry the nonce the server provides in DPoP-Nonce',
     headers: { 'dpop-nonce': 'n-1' },
   },
-  RequestNotSupported: { make: () => new E.RequestNotSupported(), code: 'ERR_REQUEST_NOT_SUPPORTED', status: 400, error: 'request_not_supported', description: 'Request objects are not supported' },
-  RequestUriNotSupported: { make: () => new E.RequestUriNotSupported(), code: 'ERR_REQUEST_URI_NOT_SUPPORTED', status: 400, error: 'request_uri_not_supported', description: 'request_uri is not supported' },
-  Forbidden: { make: () => new E.Forbidden(), code: 'ERR_FORBIDDEN', status: 403, error: 'forbidden', description: 'The form was not sent from this site, or it has expired' },
+  RequestNotSupported: {
+    make: () => new E.RequestNotSupported(),
+    code: 'ERR_REQUEST_NOT_SUPPORTED',
+    status: 400,
+    error: 'request_not_supported',
+    description: 'Request objects are not supported',
+  },
+  RequestUriNotSupported: {
+    make: () => new E.RequestUriNotSupported(),
+    code: 'ERR_REQUEST_URI_NOT_SUPPORTED',
+    status: 400,
+    error: 'request_uri_not_supported',
+    description: 'request_uri is not supported',
+  },
+  Forbidden: {
+    make: () => new E.Forbidden(),
+    code: 'ERR_FORBIDDEN',
+    status: 403,
+    error: 'forbidden',
+    description: 'The form was not sent from this site, or it has expired',
+  },
   NotFound: { make: () => new E.NotFound(), code: 'ERR_NOT_FOUND', status: 404, error: 'not_found', description: 'Not found' },
   MethodNotAllowed: {
     make: () => new E.MethodNotAllowed(['GET', 'HEAD']),
@@ -120,9 +223,29 @@ const CASES: Record<string, Expected> = {
     description: 'Method not allowed',
     headers: { allow: 'GET, HEAD' },
   },
-  PayloadTooLarge: { make: () => new E.PayloadTooLarge(), code: 'ERR_PAYLOAD_TOO_LARGE', status: 413, error: 'payload_too_large', description: 'Request body too large' },
-  RequestTimeout: { make: () => new E.RequestTimeout(), code: 'ERR_REQUEST_TIMEOUT', status: 408, error: 'request_timeout', description: 'The request was not received in time', headers: { connection: 'close' } },
-  UriTooLong: { make: () => new E.UriTooLong(), code: 'ERR_URI_TOO_LONG', status: 414, error: 'uri_too_long', description: 'The request target is too long', headers: { connection: 'close' } },
+  PayloadTooLarge: {
+    make: () => new E.PayloadTooLarge(),
+    code: 'ERR_PAYLOAD_TOO_LARGE',
+    status: 413,
+    error: 'payload_too_large',
+    description: 'Request body too large',
+  },
+  RequestTimeout: {
+    make: () => new E.RequestTimeout(),
+    code: 'ERR_REQUEST_TIMEOUT',
+    status: 408,
+    error: 'request_timeout',
+    description: 'The request was not received in time',
+    headers: { connection: 'close' },
+  },
+  UriTooLong: {
+    make: () => new E.UriTooLong(),
+    code: 'ERR_URI_TOO_LONG',
+    status: 414,
+    error: 'uri_too_long',
+    description: 'The request target is too long',
+    headers: { connection: 'close' },
+  },
   RequestHeaderFieldsTooLarge: {
     make: () => new E.RequestHeaderFieldsTooLarge(),
     code: 'ERR_REQUEST_HEADER_FIELDS_TOO_LARGE',
@@ -155,9 +278,21 @@ const CASES: Record<string, Expected> = {
     headers: { 'retry-after': '1' },
   },
   ServerError: { make: () => new E.ServerError(), code: 'ERR_SERVER_ERROR', status: 500, error: 'server_error', description: 'Internal error' },
-  TemporarilyUnavailable: { make: () => new E.TemporarilyUnavailable(), code: 'ERR_TEMPORARILY_UNAVAILABLE', status: 503, error: 'temporarily_unavailable', description: 'The service is temporarily unavailable' },
+  TemporarilyUnavailable: {
+    make: () => new E.TemporarilyUnavailable(),
+    code: 'ERR_TEMPORARILY_UNAVAILABLE',
+    status: 503,
+    error: 'temporarily_unavailable',
+    description: 'The service is temporarily unavailable',
+  },
   BadGateway: { make: () => new E.BadGateway(), code: 'ERR_BAD_GATEWAY', status: 502, error: 'bad_gateway', description: 'The upstream could not be reached' },
-  GatewayTimeout: { make: () => new E.GatewayTimeout(), code: 'ERR_GATEWAY_TIMEOUT', status: 504, error: 'gateway_timeout', description: 'The upstream did not answer in time' },
+  GatewayTimeout: {
+    make: () => new E.GatewayTimeout(),
+    code: 'ERR_GATEWAY_TIMEOUT',
+    status: 504,
+    error: 'gateway_timeout',
+    description: 'The upstream did not answer in time',
+  },
 }
 
 /** Every exported OAuthError subclass, found by walking the module (not by a list that could go stale). */
@@ -244,7 +379,10 @@ t.test('anything else thrown: a store outage is 503, a bug is 500 without detail
   t.equal(store.status, 503)
   t.same(await store.json(), { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable' })
   t.equal(report.metrics.storeErrors.get({ face: 'as' }), 1, 'a store outage is counted, with its face')
-  t.match(lines.find((l) => l.msg === 'store unavailable'), { level: 40, err: 'redis: connection refused' })
+  t.match(
+    lines.find((l) => l.msg === 'store unavailable'),
+    { level: 40, err: 'redis: connection refused' },
+  )
   for (const path of ['/bug', '/string', '/undefined', '/errno']) {
     const r = await fetch(`${base}${path}`)
     t.equal(r.status, 500, `${path}: 500`)
@@ -292,7 +430,10 @@ t.test('on a raw connection (refused upgrade, unparsable request) the answer is 
   const lines = head.split('\r\n')
   t.equal(lines[0], 'HTTP/1.1 403 Forbidden')
   const headers = new Map(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 2)]))
-  t.equal(headers.get('www-authenticate'), 'Bearer realm="chat", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="chat"')
+  t.equal(
+    headers.get('www-authenticate'),
+    'Bearer realm="chat", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="chat"',
+  )
   t.equal(headers.get('connection'), 'close')
   t.equal(headers.get('x-request-id'), 'req-1')
   t.equal(headers.get('cache-control'), 'no-store')

@@ -29,7 +29,12 @@ function importsOf(fileName: string, text: string): string[] {
   const visit = (node: ts.Node): void => {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) {
       found.push(node.moduleSpecifier.text)
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] !== undefined && ts.isStringLiteral(node.arguments[0])) {
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] !== undefined &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
       found.push(node.arguments[0].text)
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
       found.push(node.argument.literal.text)
@@ -68,11 +73,33 @@ function findCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
 }
 
 t.test('the cycle finder finds a cycle, and none where there is none', async (t) => {
-  t.same(findCycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), [['a', 'b', 'c', 'a']])
-  t.same(findCycles(new Map([['a', ['b', 'c']], ['b', ['c']], ['c', []]])), [], 'a diamond is not a cycle')
+  t.same(
+    findCycles(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', ['a']],
+      ]),
+    ),
+    [['a', 'b', 'c', 'a']],
+  )
+  t.same(
+    findCycles(
+      new Map([
+        ['a', ['b', 'c']],
+        ['b', ['c']],
+        ['c', []],
+      ]),
+    ),
+    [],
+    'a diamond is not a cycle',
+  )
   t.same(findCycles(new Map([['a', ['a']]])), [['a', 'a']], 'a module importing itself')
   t.same(
-    importsOf('x.ts', "import a from './a.js'\nimport type { B } from '../b.js'\nexport * from './c.js'\nconst d = await import('./d.js')\ntype E = import('./e.js').E\nimport fs from 'node:fs'\n// import z from './z.js'\n"),
+    importsOf(
+      'x.ts',
+      "import a from './a.js'\nimport type { B } from '../b.js'\nexport * from './c.js'\nconst d = await import('./d.js')\ntype E = import('./e.js').E\nimport fs from 'node:fs'\n// import z from './z.js'\n",
+    ),
     ['./a.js', '../b.js', './c.js', './d.js', './e.js'],
     'every kind of relative import, never a comment or a package',
   )

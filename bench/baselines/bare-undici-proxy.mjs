@@ -12,7 +12,18 @@ const upstream = new URL(process.argv[2])
 const pool = new Pool(upstream.origin, { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 })
 
 // RFC 9110 7.6.1 hop-by-hop fields, plus host (undici sets the upstream's).
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'host'])
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'host',
+])
 
 function endToEnd(headers) {
   const out = {}

@@ -22,11 +22,7 @@ app.get('/.well-known/jwks.json', (_req, res) => res.json(jwks))
 
 const server = app.listen(0, '127.0.0.1', () => {
   const url = `http://127.0.0.1:${server.address().port}`
-  app.use(
-    prefix,
-    auth({ issuer, audience, jwksUri: `${url}/.well-known/jwks.json`, tokenSigningAlg: 'ES256', strict: true }),
-    requiredScopes(scope),
-  )
+  app.use(prefix, auth({ issuer, audience, jwksUri: `${url}/.well-known/jwks.json`, tokenSigningAlg: 'ES256', strict: true }), requiredScopes(scope))
   app.use(createProxyMiddleware({ target: upstream, pathFilter: prefix, agent: new Agent({ keepAlive: true, maxSockets: 128 }) }))
   process.stdout.write(JSON.stringify({ msg: 'ready', url }) + '\n')
 })

@@ -32,7 +32,8 @@ function rawFor(ms) {
   while (performance.now() < end) {
     const t = tokens[n % tokens.length]
     const dot = t.lastIndexOf('.')
-    if (!verify('sha256', Buffer.from(t.slice(0, dot)), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(t.slice(dot + 1), 'base64url'))) throw new Error('bad signature')
+    if (!verify('sha256', Buffer.from(t.slice(0, dot)), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(t.slice(dot + 1), 'base64url')))
+      throw new Error('bad signature')
     n++
   }
   return n
@@ -47,5 +48,9 @@ t0 = performance.now()
 const rawCount = rawFor(Math.min(durationMs, 2000))
 const rawSec = (performance.now() - t0) / 1000
 process.stdout.write(
-  JSON.stringify({ tokens: tokens.length, jose: { count: joseCount, rps: joseCount / joseSec, usPerVerify: (joseSec * 1e6) / joseCount }, raw: { count: rawCount, rps: rawCount / rawSec, usPerVerify: (rawSec * 1e6) / rawCount } }) + '\n',
+  JSON.stringify({
+    tokens: tokens.length,
+    jose: { count: joseCount, rps: joseCount / joseSec, usPerVerify: (joseSec * 1e6) / joseCount },
+    raw: { count: rawCount, rps: rawCount / rawSec, usPerVerify: (rawSec * 1e6) / rawCount },
+  }) + '\n',
 )

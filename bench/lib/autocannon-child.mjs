@@ -95,7 +95,15 @@ class Samples {
     const at = (p) => (s.length === 0 ? null : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))])
     let sum = 0
     for (const v of s) sum += v
-    return { count: s.length, mean: s.length ? sum / s.length : null, p50: at(50), p90: at(90), p99: at(99), p999: at(99.9), max: s.length ? s[s.length - 1] : null }
+    return {
+      count: s.length,
+      mean: s.length ? sum / s.length : null,
+      p50: at(50),
+      p90: at(90),
+      p99: at(99),
+      p999: at(99.9),
+      max: s.length ? s[s.length - 1] : null,
+    }
   }
 }
 

@@ -16,7 +16,9 @@ export function bearwardUnavailable() {
     execFileSync(process.execPath, [BIN, '--version'], { stdio: 'pipe', timeout: 10_000 })
     return null
   } catch (err) {
-    const lines = String(err.stderr ?? err.message).trim().split('\n')
+    const lines = String(err.stderr ?? err.message)
+      .trim()
+      .split('\n')
     const why = lines.find((l) => /Error|error:/.test(l)) ?? lines[0]
     return `\`bearward --version\` failed: ${why.trim()}`
   }

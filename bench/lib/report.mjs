@@ -1,6 +1,7 @@
 // The results table (Markdown, so it can go into the README as printed).
 
-const num = (v, digits = 0) => (v == null || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }))
+const num = (v, digits = 0) =>
+  v == null || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
 function metCell(row) {
   if (row.note) return row.note

@@ -16,7 +16,20 @@ export function row(agg, { subject, target = '', ratio = '', checks = null, extr
     met = failed.length === 0 && problems.length === 0
   }
   const noisy = agg?.foreignCpuMax > 0.05 ? agg.foreignCpuMax : null
-  return { subject, target, rps: agg?.rps ?? null, p50: agg?.p50 ?? null, p99: agg?.p99 ?? null, cpuUsPerReq: agg?.cpuUsPerReq ?? null, ratio, met, failed, problems, noisy, ...(extra ? { extra } : {}) }
+  return {
+    subject,
+    target,
+    rps: agg?.rps ?? null,
+    p50: agg?.p50 ?? null,
+    p99: agg?.p99 ?? null,
+    cpuUsPerReq: agg?.cpuUsPerReq ?? null,
+    ratio,
+    met,
+    failed,
+    problems,
+    noisy,
+    ...(extra ? { extra } : {}),
+  }
 }
 
 export { pairedP99Added, pairedRatio }

@@ -32,7 +32,17 @@ export function mintJwts({ privateJwk, issuer, audience, scope, clientId = 'benc
   const prefix = randomBytes(6).toString('base64url')
   const out = new Array(count)
   for (let i = 0; i < count; i++) {
-    const payload = b64({ ...extra(i), iss: issuer, sub: `${subPrefix}${i}`, aud: audience, exp: iat + ttlSec, iat, jti: `${prefix}-${i}`, client_id: clientId, scope })
+    const payload = b64({
+      ...extra(i),
+      iss: issuer,
+      sub: `${subPrefix}${i}`,
+      aud: audience,
+      exp: iat + ttlSec,
+      iat,
+      jti: `${prefix}-${i}`,
+      client_id: clientId,
+      scope,
+    })
     const input = `${header}.${payload}`
     const sig = sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')
     out[i] = `${input}.${sig}`

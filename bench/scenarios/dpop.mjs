@@ -25,7 +25,9 @@ const PROOFS_PER_SEC = 12_000
 const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url')
 
 function thumbprint(jwk) {
-  return createHash('sha256').update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y })).digest('base64url')
+  return createHash('sha256')
+    .update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }))
+    .digest('base64url')
 }
 
 /** `count` lines `<token> <proof>`, round-robin over the clients, every proof fresh. */
@@ -57,7 +59,14 @@ export default {
       const pub = pair.publicKey.export({ format: 'jwk' })
       return { privateKey: pair.privateKey, jkt: thumbprint(pub), header: b64({ typ: 'dpop+jwt', alg: 'ES256', jwk: pub }) }
     })
-    const bound = mintJwts({ privateJwk: jwk, issuer: publicUrl, audience: publicUrl, scope: SCOPE, count: CLIENTS, extra: (i) => ({ cnf: { jkt: keys[i].jkt } }) })
+    const bound = mintJwts({
+      privateJwk: jwk,
+      issuer: publicUrl,
+      audience: publicUrl,
+      scope: SCOPE,
+      count: CLIENTS,
+      extra: (i) => ({ cnf: { jkt: keys[i].jkt } }),
+    })
     const bearer = mintJwts({ privateJwk: jwk, issuer: publicUrl, audience: publicUrl, scope: SCOPE, count: CLIENTS })
     await checkWithJose(bound[0], jwk, publicUrl, publicUrl)
     const clients = keys.map((k, i) => ({ ...k, token: bound[i], ath: createHash('sha256').update(bound[i]).digest('base64url') }))
@@ -75,7 +84,11 @@ export default {
         url: bw.url + PATH,
         server: bw,
         // Signed just before this measurement, so every proof is within the iat window.
-        rotate: (round) => ({ file: writeLines(ctx.file(`dpop-${round}.proofs`), proofLines(clients, htu, Math.ceil(PROOFS_PER_SEC * seconds))), as: 'dpop', once: true }),
+        rotate: (round) => ({
+          file: writeLines(ctx.file(`dpop-${round}.proofs`), proofLines(clients, htu, Math.ceil(PROOFS_PER_SEC * seconds))),
+          as: 'dpop',
+          once: true,
+        }),
       }),
     ]
     return {
@@ -85,7 +98,12 @@ export default {
         const ratio = pairedRatio(a.dpop, a.bearer, 'bearer JWT route')
         return [
           row(a.bearer, { subject: 'bearward, bearer JWT route (baseline)' }),
-          row(a.dpop, { subject: 'bearward, DPoP route (ES256 proof per request)', target: TARGET, ratio: ratio.text, checks: [{ ok: ratio.value >= 0.6, what: '≥ 0.6 × bearer' }] }),
+          row(a.dpop, {
+            subject: 'bearward, DPoP route (ES256 proof per request)',
+            target: TARGET,
+            ratio: ratio.text,
+            checks: [{ ok: ratio.value >= 0.6, what: '≥ 0.6 × bearer' }],
+          }),
         ]
       },
     }

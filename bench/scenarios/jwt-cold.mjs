@@ -3,7 +3,6 @@
 // req/s and its ratio to a jose.jwtVerify loop in one process (the most one
 // core can verify with the same library and options, with no HTTP at all).
 import { execFile } from 'node:child_process'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { bearwardUnavailable, reserveAddress, startBearward } from '../lib/bearward.mjs'
@@ -41,7 +40,15 @@ export default {
       label: 'jose.jwtVerify loop (1 process)',
       async measure() {
         const before = cpuSnapshot()
-        const { stdout } = await promisify(execFile)(process.execPath, [LOOP, loopFile, pubFile, publicUrl, publicUrl, String(opts.durationSec), String(Math.max(0.5, opts.warmupSec))])
+        const { stdout } = await promisify(execFile)(process.execPath, [
+          LOOP,
+          loopFile,
+          pubFile,
+          publicUrl,
+          publicUrl,
+          String(opts.durationSec),
+          String(Math.max(0.5, opts.warmupSec)),
+        ])
         const r = JSON.parse(stdout.trim())
         lastLoopRate = r.jose.rps
         return { rps: r.jose.rps, latency: null, problems: [], jose: r.jose, raw: r.raw, foreignCpu: foreignShare(before, cpuSnapshot()) }
@@ -59,7 +66,17 @@ export default {
         async measure(round) {
           const count = Math.ceil(Math.max(2000, 2 * lastLoopRate) * (opts.warmupSec + opts.durationSec) * 1.3)
           const file = mintJwtsToFile(ctx.file(`jwt-cold.round${round}.tokens`), { ...claims, count })
-          return runLoad({ url: bw.url + PATH, connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec, serverPids: [bw.pid], rotate: { file, as: 'bearer', once: true } }, ctx.workDir)
+          return runLoad(
+            {
+              url: bw.url + PATH,
+              connections: opts.connections,
+              warmupSec: opts.warmupSec,
+              durationSec: opts.durationSec,
+              serverPids: [bw.pid],
+              rotate: { file, as: 'bearer', once: true },
+            },
+            ctx.workDir,
+          )
         },
       })
     }
@@ -69,7 +86,10 @@ export default {
         const raw = a.jose.rounds.map((r) => r.raw.rps)
         const rawRps = raw.reduce((x, y) => x + y, 0) / raw.length
         const rows = [
-          row(a.jose, { subject: 'jose.jwtVerify loop, 1 process (baseline)', ratio: `node:crypto verify alone: ${Math.round(rawRps).toLocaleString('en-US')}/s` }),
+          row(a.jose, {
+            subject: 'jose.jwtVerify loop, 1 process (baseline)',
+            ratio: `node:crypto verify alone: ${Math.round(rawRps).toLocaleString('en-US')}/s`,
+          }),
         ]
         if (!a.bearward) return [...rows, notRun('bearward', TARGET, unavailable)]
         rows.push(row(a.bearward, { subject: 'bearward', target: TARGET, ratio: pairedRatio(a.bearward, a.jose, 'jose loop').text }))

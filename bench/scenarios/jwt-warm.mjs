@@ -61,7 +61,14 @@ export default {
     else {
       const pem = ctx.file('jwt-warm.pub.pem')
       writeFileSync(pem, createPublicKey({ key: publicJwk(jwk), format: 'jwk' }).export({ type: 'spki', format: 'pem' }))
-      haproxy = await startHaproxyJwt(ctx, { path: haproxyBin.path, upstreamUrl: up.url, publicKeyPem: pem, issuer: publicUrl, audience: publicUrl, scope: SCOPE })
+      haproxy = await startHaproxyJwt(ctx, {
+        path: haproxyBin.path,
+        upstreamUrl: up.url,
+        publicKeyPem: pem,
+        issuer: publicUrl,
+        audience: publicUrl,
+        scope: SCOPE,
+      })
       const mint = (claims) => mintJwts({ privateJwk: jwk, issuer: publicUrl, audience: publicUrl, scope: SCOPE, count: 1, ...claims })[0]
       await checkRefusals(haproxy.url + PATH, tokens[0], [
         { what: 'no token', token: null, status: 401 },
@@ -97,7 +104,9 @@ export default {
         const w2 = await reserveAddress()
         const w2Config = { ...(await gatewayConfig({ publicUrl, keyFile, routes, store: redis.url })), workers: 2 }
         const w2Bw = ctx.track(await startBearward(ctx, { name: 'bearward-jwt-workers2', port: w2.port, config: w2Config }))
-        targets.push(ctx.loadTarget({ id: 'workers2', label: 'bearward JWT route, workers: 2', url: w2Bw.url + PATH, server: w2Bw, withChildren: true, rotate }))
+        targets.push(
+          ctx.loadTarget({ id: 'workers2', label: 'bearward JWT route, workers: 2', url: w2Bw.url + PATH, server: w2Bw, withChildren: true, rotate }),
+        )
       } else log(`bearward workers: 2 not run: ${noWorkers}`)
       // A second instance at log level info, on its own port (the token's aud/iss stay the first one's public_url).
       const info = await reserveAddress()
@@ -107,12 +116,20 @@ export default {
     return {
       targets,
       evaluate(a) {
-        const rows = [row(a.bare, { subject: 'bare undici proxy (baseline)' }), row(a.express, { subject: 'express + express-oauth2-jwt-bearer + hpm (peer)', ratio: pairedRatio(a.express, a.bare, 'bare').text })]
+        const rows = [
+          row(a.bare, { subject: 'bare undici proxy (baseline)' }),
+          row(a.express, { subject: 'express + express-oauth2-jwt-bearer + hpm (peer)', ratio: pairedRatio(a.express, a.bare, 'bare').text }),
+        ]
         rows.push(
           a.haproxy
-            ? row(a.haproxy, { subject: 'HAProxy 1 thread, jwt_verify ES256 + iss, aud, exp, scope (peer)', ratio: pairedRatio(a.haproxy, a.bare, 'bare').text })
+            ? row(a.haproxy, {
+                subject: 'HAProxy 1 thread, jwt_verify ES256 + iss, aud, exp, scope (peer)',
+                ratio: pairedRatio(a.haproxy, a.bare, 'bare').text,
+              })
             : notRun('HAProxy jwt_verify (peer)', '', haproxyBin.skip),
-          a.nginx ? row(a.nginx, { subject: 'nginx 1 worker, plain proxy, no check (peer)', ratio: pairedRatio(a.nginx, a.bare, 'bare').text }) : notRun('nginx proxy (peer)', '', nginxBin.skip),
+          a.nginx
+            ? row(a.nginx, { subject: 'nginx 1 worker, plain proxy, no check (peer)', ratio: pairedRatio(a.nginx, a.bare, 'bare').text })
+            : notRun('nginx proxy (peer)', '', nginxBin.skip),
         )
         if (!a.bearward) return [...rows, notRun('bearward', TARGET, unavailable)]
         const vsBare = pairedRatio(a.bearward, a.bare, 'bare')

@@ -39,7 +39,18 @@ export default {
             const startRss = bw.rss()
             const timer = setInterval(() => samples.push({ t: Date.now(), rss: bw.rss() }), 250)
             try {
-              const r = await runLoad({ url: bw.url + '/api/items', connections: ctx.opts.connections, warmupSec: 0, amount: requests, timeoutSec: 30, serverPids: [bw.pid], rotate: { file, as: 'bearer' } }, ctx.workDir)
+              const r = await runLoad(
+                {
+                  url: bw.url + '/api/items',
+                  connections: ctx.opts.connections,
+                  warmupSec: 0,
+                  amount: requests,
+                  timeoutSec: 30,
+                  serverPids: [bw.pid],
+                  rotate: { file, as: 'bearer' },
+                },
+                ctx.workDir,
+              )
               const maxRss = Math.max(startRss, ...samples.map((s) => s.rss))
               return { ...r, startRss, maxRss, endRss: bw.rss(), requests, tokens: tokenCount }
             } finally {
@@ -52,7 +63,14 @@ export default {
       evaluate(a) {
         const r = a.bearward.rounds[0]
         const text = `max RSS ${(r.maxRss / MB).toFixed(0)} MB (start ${(r.startRss / MB).toFixed(0)}, end ${(r.endRss / MB).toFixed(0)})`
-        return [row(a.bearward, { subject: `bearward, ${r.requests.toLocaleString('en-US')} req / ${r.tokens.toLocaleString('en-US')} tokens`, target: TARGET, ratio: text, checks: [{ ok: r.maxRss < LIMIT, what: TARGET }] })]
+        return [
+          row(a.bearward, {
+            subject: `bearward, ${r.requests.toLocaleString('en-US')} req / ${r.tokens.toLocaleString('en-US')} tokens`,
+            target: TARGET,
+            ratio: text,
+            checks: [{ ok: r.maxRss < LIMIT, what: TARGET }],
+          }),
+        ]
       },
     }
   },

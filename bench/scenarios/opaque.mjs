@@ -23,7 +23,15 @@ export default {
     const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
     const unavailable = bearwardUnavailable()
     if (unavailable) {
-      const targets = [ctx.loadTarget({ id: 'bare', label: 'bare undici proxy', url: bare.url + PATH, server: bare, headers: { authorization: 'Bearer not-a-real-token-but-the-same-size-000000' } })]
+      const targets = [
+        ctx.loadTarget({
+          id: 'bare',
+          label: 'bare undici proxy',
+          url: bare.url + PATH,
+          server: bare,
+          headers: { authorization: 'Bearer not-a-real-token-but-the-same-size-000000' },
+        }),
+      ]
       return { targets, evaluate: (a) => [row(a.bare, { subject: 'bare undici proxy (baseline)' }), notRun('bearward', TARGET, unavailable)] }
     }
     const redis = ctx.track(await startRedis(ctx.workDir, 'redis-opaque'))

@@ -34,7 +34,8 @@ export default {
   target: TARGET,
   async setup(ctx) {
     const unavailable = bearwardUnavailable()
-    if (unavailable) return { targets: [], evaluate: () => [notRun('bearward code exchange', TARGET, unavailable), notRun('bearward refresh rotation', TARGET, unavailable)] }
+    if (unavailable)
+      return { targets: [], evaluate: () => [notRun('bearward code exchange', TARGET, unavailable), notRun('bearward refresh rotation', TARGET, unavailable)] }
     const { opts } = ctx
     const redis = ctx.track(await startRedis(ctx.workDir, 'redis-token'))
     const { port, publicUrl } = await reserveAddress()
@@ -72,7 +73,19 @@ export default {
         const t = now()
         await store.putCode(
           hashToken(code),
-          { clientId: CLIENT, redirectUri: REDIRECT, effectiveRedirectUri: REDIRECT, codeChallenge: CHALLENGE, codeChallengeMethod: 'S256', scope: SCOPE, sub: 'bench-user', authTime: t, nonce: null, resource: null, expiresAt: t + 600 },
+          {
+            clientId: CLIENT,
+            redirectUri: REDIRECT,
+            effectiveRedirectUri: REDIRECT,
+            codeChallenge: CHALLENGE,
+            codeChallengeMethod: 'S256',
+            scope: SCOPE,
+            sub: 'bench-user',
+            authTime: t,
+            nonce: null,
+            resource: null,
+            expiresAt: t + 600,
+          },
           600,
         )
         return code
@@ -81,7 +94,17 @@ export default {
       pool(n, 256, async () => {
         const refresh = randomBytes(32).toString('base64url')
         const t = now()
-        const grant = { grantId: randomBytes(16).toString('base64url'), clientId: CLIENT, sub: 'bench-user', scope: SCOPE, authTime: t, resource: null, createdAt: t, expiresAt: t + 30 * 86400, maxAccessExp: t }
+        const grant = {
+          grantId: randomBytes(16).toString('base64url'),
+          clientId: CLIENT,
+          sub: 'bench-user',
+          scope: SCOPE,
+          authTime: t,
+          resource: null,
+          createdAt: t,
+          expiresAt: t + 30 * 86400,
+          maxAccessExp: t,
+        }
         await store.createGrant(grant, hashToken(refresh))
         return refresh
       })
@@ -109,7 +132,16 @@ export default {
           const values = await mint(count)
           const file = writeLines(ctx.file(`${id}.round${round}.values`), values)
           const r = await runLoad(
-            { url: `${bw.url}/token`, method: 'POST', headers: { authorization: auth, 'content-type': FORM }, connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec, serverPids: [bw.pid], rotate: { file, as: 'body', prefix, once: true } },
+            {
+              url: `${bw.url}/token`,
+              method: 'POST',
+              headers: { authorization: auth, 'content-type': FORM },
+              connections: opts.connections,
+              warmupSec: opts.warmupSec,
+              durationSec: opts.durationSec,
+              serverPids: [bw.pid],
+              rotate: { file, as: 'body', prefix, once: true },
+            },
             ctx.workDir,
           )
           lastRps = Math.max(lastRps, r.rps * 1.2)
@@ -118,7 +150,10 @@ export default {
       }
     }
     return {
-      targets: [singleUseTarget('code', 'bearward code exchange', mintCodes, codePrefix), singleUseTarget('refresh', 'bearward refresh rotation', mintRefresh, refreshPrefix)],
+      targets: [
+        singleUseTarget('code', 'bearward code exchange', mintCodes, codePrefix),
+        singleUseTarget('refresh', 'bearward refresh rotation', mintRefresh, refreshPrefix),
+      ],
       teardown: () => store.close(),
       evaluate: (a) => [
         row(a.code, { subject: 'bearward authorization_code exchange (PKCE)', target: TARGET }),

@@ -108,12 +108,7 @@ function presented(req: IncomingMessage, form: FormParams): Presented {
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-2.3
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-3.2.1
  */
-export async function authenticateClient(
-  req: IncomingMessage,
-  form: FormParams,
-  as: AsContext,
-  options: ClientAuthOptions = {},
-): Promise<AuthenticatedClient> {
+export async function authenticateClient(req: IncomingMessage, form: FormParams, as: AsContext, options: ClientAuthOptions = {}): Promise<AuthenticatedClient> {
   const p = presented(req, form)
   const client = await as.findClient(p.clientId)
 

@@ -24,7 +24,13 @@ export class ClientDirectory {
   readonly #clock: Clock
   readonly #documents: MetadataDocuments | null
 
-  constructor(configured: ReadonlyMap<string, ClientConfig>, as: AuthorizationServerConfig, store: Store, clock: Clock, documents: MetadataDocuments | null = null) {
+  constructor(
+    configured: ReadonlyMap<string, ClientConfig>,
+    as: AuthorizationServerConfig,
+    store: Store,
+    clock: Clock,
+    documents: MetadataDocuments | null = null,
+  ) {
     this.#configured = configured
     this.#as = as
     this.#store = store

@@ -41,10 +41,13 @@ export function redirectUriProblem(uri: string): string | undefined {
   if (uri.includes('#')) return 'a redirect URI must not contain a fragment'
   if (url.username !== '' || url.password !== '') return 'a redirect URI must not contain credentials'
   if (url.protocol === 'https:') return url.hostname === '' ? 'a redirect URI needs a host' : undefined
-  if (url.protocol === 'http:') return LOOPBACK_HOSTS.has(url.hostname) ? undefined : 'http redirect URIs are only accepted on a loopback host (127.0.0.1, [::1], localhost); use https'
+  if (url.protocol === 'http:')
+    return LOOPBACK_HOSTS.has(url.hostname) ? undefined : 'http redirect URIs are only accepted on a loopback host (127.0.0.1, [::1], localhost); use https'
   if (SCRIPT_SCHEMES.has(url.protocol)) return `\`${url.protocol}\` cannot be a redirect URI`
   // RFC 8252 7.1: a private-use scheme is a reversed domain name the app controls.
-  return url.protocol.slice(0, -1).includes('.') ? undefined : 'a private-use redirect scheme must be a reversed domain name, e.g. `com.example.app:/callback` (RFC 8252 7.1)'
+  return url.protocol.slice(0, -1).includes('.')
+    ? undefined
+    : 'a private-use redirect scheme must be a reversed domain name, e.g. `com.example.app:/callback` (RFC 8252 7.1)'
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -54,7 +57,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function text(input: Record<string, unknown>, name: string): string | undefined {
   const value = input[name]
   if (value === undefined || value === null) return undefined
-  if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_TEXT) throw new InvalidClientMetadata(`${name} must be a non-empty string of at most ${MAX_TEXT} characters`)
+  if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_TEXT)
+    throw new InvalidClientMetadata(`${name} must be a non-empty string of at most ${MAX_TEXT} characters`)
   if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidClientMetadata(`${name} must not contain control characters`)
   return value
 }

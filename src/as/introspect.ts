@@ -96,9 +96,7 @@ export const handleIntrospect: AsHandler = async (req, res, _ctx, as) => {
   const token = form.get('token')
   if (token === undefined) throw new InvalidRequest('Parameter token is required')
   const lookups =
-    form.get('token_type_hint') === 'refresh_token'
-      ? [introspectRefreshToken, introspectAccessToken]
-      : [introspectAccessToken, introspectRefreshToken]
+    form.get('token_type_hint') === 'refresh_token' ? [introspectRefreshToken, introspectAccessToken] : [introspectAccessToken, introspectRefreshToken]
   let answer: IntrospectionResponse = INACTIVE
   for (const lookup of lookups) {
     const found = await lookup(as, token)

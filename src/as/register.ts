@@ -94,12 +94,7 @@ async function register(req: IncomingMessage, res: ServerResponse, as: AsContext
   }
   await as.store.putClient(record)
   const answer = clientInformation(as, record)
-  sendJson(
-    res,
-    201,
-    { ...answer, ...(secret !== null ? { client_secret: secret } : {}), registration_access_token: registrationToken },
-    NO_STORE,
-  )
+  sendJson(res, 201, { ...answer, ...(secret !== null ? { client_secret: secret } : {}), registration_access_token: registrationToken }, NO_STORE)
 }
 
 /**
@@ -113,7 +108,9 @@ async function authorizedRecord(req: IncomingMessage, as: AsContext, clientId: s
   if (clientId === null) throw new InvalidRequest('The request names no client_id')
   const record = await as.store.getClient(clientId)
   if (record === null || !safeEqual(hashToken(presented), record.registrationTokenHash)) {
-    throw new InvalidToken('The registration access token is invalid', { cause: record === null ? 'unknown registered client' : 'wrong registration access token' })
+    throw new InvalidToken('The registration access token is invalid', {
+      cause: record === null ? 'unknown registered client' : 'wrong registration access token',
+    })
   }
   return record
 }

@@ -51,10 +51,7 @@ export const handleRevoke: AsHandler = async (req, res, _ctx, as) => {
   const token = form.get('token')
   if (token === undefined) throw new InvalidRequest('Parameter token is required')
   // The hint only orders the search (RFC 7009 2.1); an unknown hint searches every type.
-  const lookups =
-    form.get('token_type_hint') === 'refresh_token'
-      ? [revokeRefreshToken, revokeAccessToken]
-      : [revokeAccessToken, revokeRefreshToken]
+  const lookups = form.get('token_type_hint') === 'refresh_token' ? [revokeRefreshToken, revokeAccessToken] : [revokeAccessToken, revokeRefreshToken]
   for (const lookup of lookups) if (await lookup(as, token, client)) break
   res.statusCode = 200
   for (const [name, value] of Object.entries(NO_STORE)) res.setHeader(name, value)

@@ -47,11 +47,7 @@ export function hasScope(scope: string, name: string): boolean {
  * minus `excluded` (RFC 6749 3.3 lets the server apply a documented default).
  * Anything beyond the registration is `invalid_scope`.
  */
-export function requestedClientScope(
-  value: string | undefined,
-  client: ClientConfig,
-  excluded: readonly string[] = [],
-): string[] {
+export function requestedClientScope(value: string | undefined, client: ClientConfig, excluded: readonly string[] = []): string[] {
   const requested = parseScope(value)
   if (requested.length === 0) return client.scopes.filter((s) => !excluded.includes(s))
   if (requested.some((s) => excluded.includes(s))) {

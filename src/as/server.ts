@@ -69,15 +69,11 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
   return routes
 }
 
-
 /**
  * The authorization server face for one Runtime.
  * @param frontChannel the front-channel pages (default: `interaction/routes.ts`); paths relative to the issuer.
  */
-export function createAuthorizationServer(
-  as: AsContext,
-  frontChannel: ReadonlyMap<string, AsHandler> = frontChannelRoutes,
-): Face {
+export function createAuthorizationServer(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler> = frontChannelRoutes): Face {
   const routes = routeTable(as, frontChannel)
   const cors = new CorsPolicy(as.clients.values())
 

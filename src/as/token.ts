@@ -49,7 +49,8 @@ export const handleToken: AsHandler = async (req, res, ctx, as) => {
   if (!client.grantTypes.includes(grantType as GrantType)) throw new UnauthorizedClient()
   let dpop: { jkt: string } | null = null
   if (proof !== null) dpop = await as.dpop.token.verify(proof, { method: 'POST', url: `${as.issuer}/token` })
-  else if (client.dpopBoundAccessTokens) throw new InvalidDpopProof('This client must send a DPoP proof', { cause: 'dpop_bound_access_tokens client without a proof' })
+  else if (client.dpopBoundAccessTokens)
+    throw new InvalidDpopProof('This client must send a DPoP proof', { cause: 'dpop_bound_access_tokens client without a proof' })
   const body = await grant.handle({ form, client, as, req: ctx, dpop })
   // RFC 9449 8.2: a fresh nonce with every answer keeps the client current.
   const nonce = as.dpop.token.nonce()

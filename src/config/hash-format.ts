@@ -9,7 +9,7 @@ const B64URL = /^[A-Za-z0-9_-]+$/
 
 /** A reason the value is not a usable hash, or undefined when it is. */
 export function checkSecretHashShape(value: string): string | undefined {
-  const hint = 'expected the output of `printf \'%s\' SECRET | bearward hash-secret` (`scrypt$16384$8$1$<salt>$<hash>`)'
+  const hint = "expected the output of `printf '%s' SECRET | bearward hash-secret` (`scrypt$16384$8$1$<salt>$<hash>`)"
   const parts = value.split('$')
   if (parts.length !== 6 || parts[0] !== 'scrypt') return `not a secret hash; ${hint}`
   const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string]

@@ -6,7 +6,10 @@
 
 /** The normalized form of a path prefix (best effort), for suggestions. */
 export function normalizePathPrefix(path: string): string {
-  let p = path.replace(/%2[fF]/g, '/').replace(/%2[eE]/g, '.').replace(/\\/g, '/')
+  let p = path
+    .replace(/%2[fF]/g, '/')
+    .replace(/%2[eE]/g, '.')
+    .replace(/\\/g, '/')
   const out: string[] = []
   for (const segment of p.split('/')) {
     if (segment === '' || segment === '.') continue

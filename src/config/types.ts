@@ -47,11 +47,7 @@ export interface LogConfig {
 
 export type ClientType = 'confidential' | 'public'
 export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
-export type GrantType =
-  | 'authorization_code'
-  | 'refresh_token'
-  | 'client_credentials'
-  | 'urn:ietf:params:oauth:grant-type:device_code'
+export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'urn:ietf:params:oauth:grant-type:device_code'
 
 /** RFC 7591 2 client metadata that pages render; OIDC RP-Initiated Logout 1.0 3.1. */
 export interface ClientMetadata {

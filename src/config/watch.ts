@@ -54,7 +54,9 @@ export class ConfigWatcher {
 
   async #digest(): Promise<string | null> {
     try {
-      return createHash('sha256').update(await readFile(this.#file)).digest('hex')
+      return createHash('sha256')
+        .update(await readFile(this.#file))
+        .digest('hex')
     } catch {
       // Mid-rename the file may be missing for a moment; the next event retries.
       return null

@@ -22,7 +22,7 @@ import type { DpopConfig } from '../config/types.js'
 import { InvalidDpopProof, UseDpopNonce } from '../errors.js'
 import type { Store } from '../store/types.js'
 import { htuMatches } from './htu.js'
-import { ProofKeyCache, ProofRejected, verifyProofJws } from './jws.js'
+import { ProofKeyCache, ProofRejected, type SignedProof, verifyProofJws } from './jws.js'
 import { DpopNonces } from './nonce.js'
 import { firstUse, MAX_JTI_LENGTH } from './replay.js'
 import { accessTokenHash } from './thumbprint.js'
@@ -113,7 +113,7 @@ export class DpopVerifier {
    */
   check(proof: string, expect: ProofExpectations): { jkt: string; jti: string; ttlSec: number } {
     if (proof.length > MAX_PROOF_LENGTH) throw this.#refuse('The DPoP proof is too large', 'proof too large')
-    let signed
+    let signed: SignedProof
     try {
       signed = verifyProofJws(proof, this.#allowed, this.#keys)
     } catch (err) {
@@ -139,7 +139,11 @@ export class DpopVerifier {
       throw this.#refuse('The DPoP proof is signed by a key the token is not bound to', 'jkt mismatch')
     }
     if (this.#nonces !== null && !this.#nonces.accepts(claims.nonce)) {
-      throw new UseDpopNonce(this.#nonces.current(), { resource: this.#resource, algs: this.#algs, cause: claims.nonce === undefined ? 'nonce missing' : 'nonce stale or unknown' })
+      throw new UseDpopNonce(this.#nonces.current(), {
+        resource: this.#resource,
+        algs: this.#algs,
+        cause: claims.nonce === undefined ? 'nonce missing' : 'nonce stale or unknown',
+      })
     }
     // Remembered until the proof would be too old anyway (plus a second for rounding).
     return { jkt: key.jkt, jti, ttlSec: Math.ceil(iat + this.#config.iatWindowSec - nowSec) + 1 }

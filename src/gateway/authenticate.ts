@@ -12,7 +12,7 @@
 import type { Clock } from '../clock.js'
 import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/types.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
-import { AccessTokenRevoked, InvalidDpopProof, InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
+import { AccessTokenRevoked, InvalidDpopProof, InvalidRequest, InvalidToken, type OAuthError, TemporarilyUnavailable } from '../errors.js'
 import type { Logger } from '../log.js'
 import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
@@ -76,7 +76,15 @@ function hasIntrospection(issuer: IssuerConfig): issuer is IssuerConfig & { intr
  * claims the gateway reads are checked when it reads them (identityFromClaims).
  */
 function remoteJwtIssuer(id: string, issuer: string, algorithms: readonly string[], keys: JwtIssuer['keys']): JwtIssuer {
-  return { id, issuer, algorithms: new Set(algorithms), algorithmList: Object.freeze([...algorithms]), keys, requiredClaims: ['exp'], claimsWellFormed: () => true }
+  return {
+    id,
+    issuer,
+    algorithms: new Set(algorithms),
+    algorithmList: Object.freeze([...algorithms]),
+    keys,
+    requiredClaims: ['exp'],
+    claimsWellFormed: () => true,
+  }
 }
 
 /**
@@ -119,7 +127,10 @@ export function buildPolicy(route: RouteConfig, issuers: ReadonlyMap<string, Tru
   })
   const jwtIssuers = route.token === 'introspect' ? [] : trusted.flatMap((i) => (i.jwt === null ? [] : [i.jwt]))
   // The built-in issuer first: a store lookup sends the token nowhere.
-  const opaque = route.token === 'jwt' ? [] : trusted.flatMap((i) => (i.opaque === null ? [] : [i.opaque])).sort((a, b) => Number(b.issuerId === 'self') - Number(a.issuerId === 'self'))
+  const opaque =
+    route.token === 'jwt'
+      ? []
+      : trusted.flatMap((i) => (i.opaque === null ? [] : [i.opaque])).sort((a, b) => Number(b.issuerId === 'self') - Number(a.issuerId === 'self'))
   return {
     route,
     jwtIssuers,
@@ -227,7 +238,13 @@ export class Authenticator {
    *   token not in the recent-token cache. A token found there is the exact
    *   string that passed the check when it was verified.
    */
-  authenticate(token: string, policy: RoutePolicy, method: string, grammarChecked = false, dpop: DpopPresentation | null = null): TokenIdentity | Promise<TokenIdentity> {
+  authenticate(
+    token: string,
+    policy: RoutePolicy,
+    method: string,
+    grammarChecked = false,
+    dpop: DpopPresentation | null = null,
+  ): TokenIdentity | Promise<TokenIdentity> {
     const now = this.#clock.now()
     const identity = this.#identify(token, policy, now, grammarChecked)
     if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now, token, dpop))
@@ -239,7 +256,14 @@ export class Authenticator {
    * rule, on every request, cache hit or not: a cached validation says the
    * token is good, never that this request's proof is.
    */
-  #authorize(identity: TokenIdentity, policy: RoutePolicy, method: string, now: number, token: string, dpop: DpopPresentation | null): TokenIdentity | Promise<TokenIdentity> {
+  #authorize(
+    identity: TokenIdentity,
+    policy: RoutePolicy,
+    method: string,
+    now: number,
+    token: string,
+    dpop: DpopPresentation | null,
+  ): TokenIdentity | Promise<TokenIdentity> {
     this.#current(identity, policy, now)
     // A bearer request with an unbound token (the common case) pays one comparison.
     if (dpop === null && identity.jkt === null) return this.#scoped(identity, policy, method)
@@ -253,7 +277,8 @@ export class Authenticator {
    * the key of `cnf.jkt` for this method, URI and token.
    */
   #bound(identity: TokenIdentity, method: string, token: string, dpop: DpopPresentation | null): Promise<void> {
-    if (dpop === null) return Promise.reject(new InvalidToken('A DPoP-bound access token must be sent with the DPoP scheme', { cause: 'bound token sent as Bearer' }))
+    if (dpop === null)
+      return Promise.reject(new InvalidToken('A DPoP-bound access token must be sent with the DPoP scheme', { cause: 'bound token sent as Bearer' }))
     if (identity.jkt === null) return Promise.reject(new InvalidToken('The access token is not DPoP-bound', { cause: 'DPoP scheme with an unbound token' }))
     if (dpop.proof === null) return Promise.reject(new InvalidDpopProof('A DPoP proof is required', { resource: true, cause: 'no DPoP header' }))
     if (this.#dpop === undefined) return Promise.reject(new InvalidToken('DPoP is not accepted here', { cause: 'no DPoP verifier' }))

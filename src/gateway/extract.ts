@@ -110,7 +110,7 @@ export async function readBodyToken(req: IncomingMessage, limit: number): Promis
 export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): ExtractedToken | Promise<ExtractedToken> {
   const header = tokenFromHeader(req)
   let token = header === null ? null : header.token
-  const dpop = header !== null && header.dpop
+  const dpop = header?.dpop === true
   // A header token's grammar is the Authenticator's to check; a query token's was checked here.
   let grammarChecked = false
   let ways = token === null ? 0 : 1
@@ -135,7 +135,15 @@ export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery:
   return found(token, ways, query, null, grammarChecked, dpop)
 }
 
-async function withBodyToken(req: IncomingMessage, route: RouteConfig, token: string | null, ways: number, query: string, grammarChecked: boolean, dpop: boolean): Promise<ExtractedToken> {
+async function withBodyToken(
+  req: IncomingMessage,
+  route: RouteConfig,
+  token: string | null,
+  ways: number,
+  query: string,
+  grammarChecked: boolean,
+  dpop: boolean,
+): Promise<ExtractedToken> {
   const fromBody = await readBodyToken(req, route.maxBodyBytes)
   if (fromBody.token !== null) return found(fromBody.token, ways + 1, query, fromBody.body, true, false)
   return found(token, ways, query, fromBody.body, grammarChecked, dpop)

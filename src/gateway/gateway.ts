@@ -253,7 +253,15 @@ class Gateway implements GatewayFace {
   }
 
   /** Find the token, then judge it. */
-  #extract(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, allowBody: boolean, mcp: McpJudgement | null): Decision | Promise<Decision> {
+  #extract(
+    req: IncomingMessage,
+    ctx: RequestContext,
+    plan: RoutePlan,
+    policy: RoutePolicy,
+    path: string,
+    allowBody: boolean,
+    mcp: McpJudgement | null,
+  ): Decision | Promise<Decision> {
     try {
       const extracted = extractToken(req, plan.route, ctx.rawQuery, allowBody)
       if (extracted instanceof Promise) {
@@ -269,7 +277,15 @@ class Gateway implements GatewayFace {
   }
 
   /** Authenticate and authorize the extracted token; what to forward, or the refusal. */
-  #judge(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, extracted: ExtractedToken, mcp: McpJudgement | null): Decision | Promise<Decision> {
+  #judge(
+    req: IncomingMessage,
+    ctx: RequestContext,
+    plan: RoutePlan,
+    policy: RoutePolicy,
+    path: string,
+    extracted: ExtractedToken,
+    mcp: McpJudgement | null,
+  ): Decision | Promise<Decision> {
     const presented = extracted.dpop
     try {
       let dpop: DpopPresentation | null = null
@@ -301,7 +317,15 @@ class Gateway implements GatewayFace {
   }
 
   /** A valid token: counted, and what to forward; or, on an MCP route, the 403 of a tool it may not call. */
-  #admit(ctx: RequestContext, plan: RoutePlan, path: string, extracted: ExtractedToken, identity: TokenIdentity, method: string | undefined, mcp: McpJudgement | null): Decision {
+  #admit(
+    ctx: RequestContext,
+    plan: RoutePlan,
+    path: string,
+    extracted: ExtractedToken,
+    identity: TokenIdentity,
+    method: string | undefined,
+    mcp: McpJudgement | null,
+  ): Decision {
     const required = mcp?.requirement ?? null
     if (required !== null) {
       const refusal = checkRequirement(required, identity.scopes)

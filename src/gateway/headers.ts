@@ -262,7 +262,7 @@ export class RequestHeaderPolicy {
       if (rule === undefined) {
         // Any other X-Forwarded-* (Port, Prefix, Server...) is as spoofable as For.
         if (key.startsWith('x-forwarded-') && !trusted) continue
-        if (named !== null && named.has(key)) continue
+        if (named?.has(key)) continue
         out.push(name, value)
         continue
       }

@@ -11,7 +11,7 @@
  */
 import { Pool } from 'undici'
 import type { GatewayConfig, IssuerConfig, RemoteIntrospectionConfig } from '../config/types.js'
-import { AccessTokenExpired, InvalidToken, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { AccessTokenExpired, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import type { OpaqueTokenRecord, Store } from '../store/types.js'
 import { hashToken } from '../store/hash.js'
 import { TokenCache } from './token-cache.js'
@@ -99,7 +99,7 @@ export class StoreIntrospector implements OpaqueValidator {
   }
 
   async #lookup(token: string, audiences: readonly string[], nowMs: number): Promise<TokenIdentity | null> {
-    let stored
+    let stored: OpaqueTokenRecord | null
     try {
       stored = await this.#store.getOpaqueToken(hashToken(token))
     } catch (err) {

@@ -118,9 +118,12 @@ export class McpRule {
     const jsonRpc = json && messages.length > 0 && messages.every((m) => m !== null)
     if (headerMethod !== undefined || headerName !== undefined) {
       const one = jsonRpc && !batch ? messages[0] : null
-      if (one === null || one === undefined) throw new InvalidRequest('Mcp-Method and Mcp-Name describe a single JSON-RPC request', { cause: 'mcp headers without one message' })
-      if (headerMethod !== undefined && headerMethod !== one.method) throw new InvalidRequest('The Mcp-Method header does not match the request body', { cause: 'mcp-method mismatch' })
-      if (headerName !== undefined && headerName !== one.name) throw new InvalidRequest('The Mcp-Name header does not match the request body', { cause: 'mcp-name mismatch' })
+      if (one === null || one === undefined)
+        throw new InvalidRequest('Mcp-Method and Mcp-Name describe a single JSON-RPC request', { cause: 'mcp headers without one message' })
+      if (headerMethod !== undefined && headerMethod !== one.method)
+        throw new InvalidRequest('The Mcp-Method header does not match the request body', { cause: 'mcp-method mismatch' })
+      if (headerName !== undefined && headerName !== one.name)
+        throw new InvalidRequest('The Mcp-Name header does not match the request body', { cause: 'mcp-name mismatch' })
     }
     if (!jsonRpc) return { body, requirement: null }
     return { body, requirement: this.#requirementOf(messages as Message[]) }

@@ -59,9 +59,7 @@ function hexValue(c: number): number {
 
 /** RFC 3986 2.3 unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~" */
 function isUnreserved(c: number): boolean {
-  return (
-    (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === DOT || c === 0x5f || c === 0x7e
-  )
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === DOT || c === 0x5f || c === 0x7e
 }
 
 /** Decode unreserved escapes, upper-case the others, refuse what must never pass. */

@@ -133,7 +133,13 @@ export class ProtectedResources {
     if (doc === undefined) return false
     const method = req.method ?? 'GET'
     if (method === 'OPTIONS') {
-      res.writeHead(204, { ...HEADERS, 'access-control-allow-methods': 'GET, HEAD, OPTIONS', 'access-control-allow-headers': '*', 'access-control-max-age': '600', 'content-length': '0' })
+      res.writeHead(204, {
+        ...HEADERS,
+        'access-control-allow-methods': 'GET, HEAD, OPTIONS',
+        'access-control-allow-headers': '*',
+        'access-control-max-age': '600',
+        'content-length': '0',
+      })
       res.end()
       return true
     }

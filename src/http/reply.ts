@@ -1,6 +1,6 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { OAuthError } from '../errors.js'
+import type { OAuthError } from '../errors.js'
 
 /**
  * The one place where a failure becomes an HTTP answer: status, JSON body,
@@ -16,12 +16,7 @@ export const NO_STORE: Readonly<Record<string, string>> = Object.freeze({
   pragma: 'no-cache',
 })
 
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Readonly<Record<string, string>> = {},
-): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
   const payload = JSON.stringify(body)
   res.statusCode = status
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)

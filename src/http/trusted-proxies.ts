@@ -201,10 +201,10 @@ export class TrustedProxies {
       if (words === null) return false
       for (const { net, mask } of this.#v6) {
         if (
-          ((words[0] & mask[0]) >>> 0) === net[0] &&
-          ((words[1] & mask[1]) >>> 0) === net[1] &&
-          ((words[2] & mask[2]) >>> 0) === net[2] &&
-          ((words[3] & mask[3]) >>> 0) === net[3]
+          (words[0] & mask[0]) >>> 0 === net[0] &&
+          (words[1] & mask[1]) >>> 0 === net[1] &&
+          (words[2] & mask[2]) >>> 0 === net[2] &&
+          (words[3] & mask[3]) >>> 0 === net[3]
         ) {
           return true
         }
@@ -215,7 +215,7 @@ export class TrustedProxies {
     const value = parseIPv4(addr)
     if (value === null) return false
     for (const { net, mask } of this.#v4) {
-      if (((value & mask) >>> 0) === net) return true
+      if ((value & mask) >>> 0 === net) return true
     }
     return false
   }

@@ -140,10 +140,23 @@ export class MemoryStore implements Store {
   /** Entries held in all tables, expired ones included until swept (for tests and metrics). */
   get size(): number {
     return (
-      this.#codes.size + this.#families.size + this.#refreshIndex.size + this.#revoked.jti.size +
-      this.#revoked.grant.size + this.#opaque.size + this.#devices.size + this.#userCodes.size +
-      this.#sessions.size + this.#consents.size + this.#hits.size + this.#used.size +
-      this.#knownBrowsers.size + this.#allowances.size + this.#clients.size + this.#upstreamLogins.size + this.#upstreamPeople.size
+      this.#codes.size +
+      this.#families.size +
+      this.#refreshIndex.size +
+      this.#revoked.jti.size +
+      this.#revoked.grant.size +
+      this.#opaque.size +
+      this.#devices.size +
+      this.#userCodes.size +
+      this.#sessions.size +
+      this.#consents.size +
+      this.#hits.size +
+      this.#used.size +
+      this.#knownBrowsers.size +
+      this.#allowances.size +
+      this.#clients.size +
+      this.#upstreamLogins.size +
+      this.#upstreamPeople.size
     )
   }
 
@@ -397,14 +410,11 @@ export class MemoryStore implements Store {
     return deviceHash !== null && record ? { deviceHash, record: copy(record) } : null
   }
 
-  async decideDevice(
-    userCode: string,
-    decision: { approved: true; sub: string; authTime: number } | { approved: false },
-  ): Promise<boolean> {
+  async decideDevice(userCode: string, decision: { approved: true; sub: string; authTime: number } | { approved: false }): Promise<boolean> {
     this.#open()
     const deviceHash = this.#live(this.#userCodes, userCode)
     const r = deviceHash === null ? null : this.#liveDevice(deviceHash)
-    if (!r || r.status !== 'pending') return false
+    if (r?.status !== 'pending') return false
     if (decision.approved) {
       r.status = 'approved'
       r.sub = decision.sub

@@ -43,19 +43,24 @@ end
 `
 
 /** KEYS[1] = key; ARGV[1] = ttl ms; ARGV[2..] = field, value pairs. Replaces the hash. */
-export const PUT_HASH = script('putHash', `
+export const PUT_HASH = script(
+  'putHash',
+  `
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
-`)
+`,
+)
 
 /**
  * Authorization code Issued → Used (RFC 6749 4.1.2: single use).
  * KEYS[1] = code hash key {r, st, gid, exp, dl}; ARGV[1] = now ms.
  * Returns {'missing'} | {'used', record, grantId or ''} | {'taken', record}.
  */
-export const TAKE_CODE = script('takeCode', `
+export const TAKE_CODE = script(
+  'takeCode',
+  `
 local h = redis.call('HMGET', KEYS[1], 'r', 'st', 'gid', 'exp', 'dl')
 if not h[1] then return {'missing'} end
 local now = tonumber(ARGV[1])
@@ -64,28 +69,35 @@ if h[2] == 'u' then return {'used', h[1], h[3] or ''} end
 if now >= tonumber(h[4]) * 1000 then return {'missing'} end
 redis.call('HSET', KEYS[1], 'st', 'u')
 return {'taken', h[1]}
-`)
+`,
+)
 
 /** KEYS[1] = code key; ARGV[1] = grant id. Only a Used code gets linked. */
-export const LINK_CODE_GRANT = script('linkCodeGrant', `
+export const LINK_CODE_GRANT = script(
+  'linkCodeGrant',
+  `
 if redis.call('HGET', KEYS[1], 'st') == 'u' then
   redis.call('HSET', KEYS[1], 'gid', ARGV[1])
   return 1
 end
 return 0
-`)
+`,
+)
 
 /**
  * KEYS[1] = grant key {g, exp, max, cur, rev, t:<hash>...}; ARGV[1] = exp (s), ARGV[2] = now ms.
  * Raises maxAccessExp of a live, unrevoked family.
  */
-export const NOTE_ACCESS_EXP = script('noteAccessExp', `
+export const NOTE_ACCESS_EXP = script(
+  'noteAccessExp',
+  `
 local h = redis.call('HMGET', KEYS[1], 'exp', 'max', 'rev')
 if not h[1] or h[3] then return 0 end
 if tonumber(ARGV[2]) >= tonumber(h[1]) * 1000 then return 0 end
 if tonumber(ARGV[1]) > tonumber(h[2]) then redis.call('HSET', KEYS[1], 'max', ARGV[1]) end
 return 1
-`)
+`,
+)
 
 /**
  * Refresh rotation with reuse detection (RFC 9700 4.14.2).
@@ -97,7 +109,10 @@ return 1
  * 'rotated' | 'reused' | 'missing'. On reuse the family becomes a tombstone (field rev =
  * revoked-until), which keeps recognising its tokens as reused but serves nothing.
  */
-export const ROTATE_REFRESH = script('rotateRefresh', ADD_REVOCATION_FN + `
+export const ROTATE_REFRESH = script(
+  'rotateRefresh',
+  ADD_REVOCATION_FN +
+    `
 local now = tonumber(ARGV[4])
 local now_sec = math.floor(now / 1000)
 local h = redis.call('HMGET', KEYS[1], 'g', 'exp', 'max', 'cur', 'rev', 't:' .. ARGV[1])
@@ -115,7 +130,8 @@ local until_sec = math.max(tonumber(h[3]), now_sec)
 redis.call('HSET', KEYS[1], 'rev', until_sec)
 add_revocation(KEYS[2], 'grant', ARGV[5], until_sec, now_sec, ARGV[6], true)
 return {'reused', h[1], h[2], h[3], tostring(until_sec)}
-`)
+`,
+)
 
 /**
  * Revoke a grant: tombstone the family (if live) and add the grant id to the
@@ -123,7 +139,10 @@ return {'reused', h[1], h[2], h[3], tostring(until_sec)}
  * KEYS[1] = grant key; KEYS[2] = revoked-grants set (single node only).
  * ARGV: 1 grant id, 2 until (s), 3 now ms, 4 channel. Returns the until used.
  */
-export const REVOKE_GRANT = script('revokeGrant', ADD_REVOCATION_FN + `
+export const REVOKE_GRANT = script(
+  'revokeGrant',
+  ADD_REVOCATION_FN +
+    `
 local now = tonumber(ARGV[3])
 local now_sec = math.floor(now / 1000)
 local until_sec = tonumber(ARGV[2])
@@ -135,47 +154,60 @@ if h[1] and now < tonumber(h[1]) * 1000 then
 end
 add_revocation(KEYS[2], 'grant', ARGV[1], until_sec, now_sec, ARGV[4], true)
 return tostring(until_sec)
-`)
+`,
+)
 
 /**
  * KEYS[1] = revocation sorted set of the entry's kind; ARGV: 1 kind, 2 id, 3 exp (s), 4 now ms,
  * 5 channel, 6 '1' to publish. Returns the stored exp.
  */
-export const ADD_REVOCATION = script('addRevocation', ADD_REVOCATION_FN + `
+export const ADD_REVOCATION = script(
+  'addRevocation',
+  ADD_REVOCATION_FN +
+    `
 local now_sec = math.floor(tonumber(ARGV[4]) / 1000)
 add_revocation(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), now_sec, ARGV[5], ARGV[6] == '1')
 return 1
-`)
+`,
+)
 
 /**
  * KEYS[1] = opaque token key {r, exp}; ARGV[1] = now ms. Deletes it; 1 when it was live.
  */
-export const DELETE_OPAQUE = script('deleteOpaque', `
+export const DELETE_OPAQUE = script(
+  'deleteOpaque',
+  `
 local exp = redis.call('HGET', KEYS[1], 'exp')
 if not exp then return 0 end
 redis.call('DEL', KEYS[1])
 if tonumber(ARGV[1]) >= tonumber(exp) * 1000 then return 0 end
 return 1
-`)
+`,
+)
 
 /**
  * Claim a user code for a device code (RFC 8628 6.1: user codes must be unique while live).
  * KEYS[1] = user-code key {d, e}; ARGV: 1 device hash, 2 expires ms, 3 now ms, 4 ttl ms.
  */
-export const CLAIM_USER_CODE = script('claimUserCode', `
+export const CLAIM_USER_CODE = script(
+  'claimUserCode',
+  `
 local e = redis.call('HGET', KEYS[1], 'e')
 if e and tonumber(e) > tonumber(ARGV[3]) then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'd', ARGV[1], 'e', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
-`)
+`,
+)
 
 /**
  * pending → approved | denied (RFC 8628 3.3), only while pending and unexpired.
  * KEYS[1] = device key; ARGV: 1 '1' approve / '0' deny, 2 sub, 3 authTime, 4 now ms.
  */
-export const DECIDE_DEVICE = script('decideDevice', `
+export const DECIDE_DEVICE = script(
+  'decideDevice',
+  `
 local h = redis.call('HMGET', KEYS[1], 'status', 'expiresAt')
 if h[1] ~= 'pending' then return 0 end
 if tonumber(ARGV[4]) >= tonumber(h[2]) * 1000 then return 0 end
@@ -185,7 +217,8 @@ else
   redis.call('HSET', KEYS[1], 'status', 'denied')
 end
 return 1
-`)
+`,
+)
 
 /**
  * Device token poll (RFC 8628 3.4, 3.5). KEYS[1] = device key; ARGV: 1 poll time ms
@@ -193,7 +226,9 @@ return 1
  * Polled sooner than intervalSec after lastPollMs → slow_down and interval += 5;
  * approved → consumed (exactly once). Returns {status, HGETALL...} or {'missing'}.
  */
-export const POLL_DEVICE = script('pollDevice', `
+export const POLL_DEVICE = script(
+  'pollDevice',
+  `
 local h = redis.call('HMGET', KEYS[1], 'status', 'expiresAt', 'intervalSec', 'lastPollMs')
 if not h[1] or h[1] == 'consumed' then return {'missing'} end
 local now = tonumber(ARGV[1])
@@ -209,7 +244,8 @@ else
   if status == 'approved' then redis.call('HSET', KEYS[1], 'status', 'consumed') end
 end
 return {status, redis.call('HGETALL', KEYS[1])}
-`)
+`,
+)
 
 /**
  * Fixed-window counter. KEYS[1] = counter {c, r}; ARGV: 1 now ms, 2 window s.
@@ -218,7 +254,9 @@ return {status, redis.call('HGETALL', KEYS[1])}
  * by Redis's own expiry, so the key is kept a minute past r: instances whose
  * clocks differ a little (or a test's clock) still agree on the count.
  */
-export const HIT = script('hit', `
+export const HIT = script(
+  'hit',
+  `
 local now = tonumber(ARGV[1])
 local win = tonumber(ARGV[2]) * 1000
 local r = redis.call('HGET', KEYS[1], 'r')
@@ -228,21 +266,25 @@ if not r or now >= tonumber(r) then
   return 1
 end
 return redis.call('HINCRBY', KEYS[1], 'c', 1)
-`)
+`,
+)
 
 /**
  * Set-if-absent judged by the caller's clock (a single-use value such as a
  * DPoP proof's jti). KEYS[1] = key {string: used-until ms}; ARGV[1] = now ms;
  * ARGV[2] = ttl ms. Returns 1 when recorded now, 0 when still in use.
  */
-export const USE_ONCE = script('useOnce', `
+export const USE_ONCE = script(
+  'useOnce',
+  `
 local now = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local used_until = redis.call('GET', KEYS[1])
 if used_until and now < tonumber(used_until) then return 0 end
 redis.call('SET', KEYS[1], now + ttl, 'PX', math.max(1, ttl))
 return 1
-`)
+`,
+)
 
 /**
  * Note an allowance (the account page). KEYS[1] = `apps:{sub}` hash (client id → JSON
@@ -250,7 +292,9 @@ return 1
  * until s). Both carry the sub's hash tag. ARGV: 1 client id, 2 scopes JSON array, 3 at (s),
  * 4 grant id or '', 5 until (s), 6 now ms. Scopes are merged, `at` and the lifetimes only raised.
  */
-export const NOTE_ALLOWANCE = script('noteAllowance', `
+export const NOTE_ALLOWANCE = script(
+  'noteAllowance',
+  `
 local now = tonumber(ARGV[6])
 local until_ms = tonumber(ARGV[5]) * 1000
 local scopes = {}
@@ -279,19 +323,23 @@ if ARGV[4] ~= '' then
   if gttl < until_ms - now then redis.call('PEXPIRE', KEYS[2], math.max(1, until_ms - now)) end
 end
 return 1
-`)
+`,
+)
 
 /**
  * Withdraw an allowance. KEYS[1] = `apps:{sub}`, KEYS[2] = `ugrants:{sub}:client`, KEYS[3] =
  * `consent:{sub}:client` (one hash tag). ARGV: 1 client id, 2 now ms. Deletes all three in one
  * step and returns the grant ids still live (until > now), for the caller to revoke.
  */
-export const WITHDRAW_ALLOWANCE = script('withdrawAllowance', `
+export const WITHDRAW_ALLOWANCE = script(
+  'withdrawAllowance',
+  `
 local gids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. math.floor(tonumber(ARGV[2]) / 1000), '+inf')
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HDEL', KEYS[1], ARGV[1])
 return gids
-`)
+`,
+)
 
 /**
  * A registered client was used: move its expiry later, never earlier, and
@@ -300,7 +348,9 @@ return gids
  * ARGV[2] = ttl ms; ARGV[3] = now ms (a client past its expiry stays forgotten).
  * Returns 1 when moved, 0 otherwise.
  */
-export const TOUCH_CLIENT = script('touchClient', `
+export const TOUCH_CLIENT = script(
+  'touchClient',
+  `
 local e = redis.call('HGET', KEYS[1], 'e')
 if not e then return 0 end
 if tonumber(ARGV[3]) >= tonumber(e) then return 0 end
@@ -308,10 +358,24 @@ if tonumber(ARGV[1]) <= tonumber(e) then return 0 end
 redis.call('HSET', KEYS[1], 'e', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
-`)
+`,
+)
 
 export const ALL_SCRIPTS: readonly LuaScript[] = [
-  PUT_HASH, TAKE_CODE, LINK_CODE_GRANT, NOTE_ACCESS_EXP, ROTATE_REFRESH, REVOKE_GRANT,
-  ADD_REVOCATION, DELETE_OPAQUE, CLAIM_USER_CODE, DECIDE_DEVICE, POLL_DEVICE, HIT,
-  NOTE_ALLOWANCE, WITHDRAW_ALLOWANCE, USE_ONCE, TOUCH_CLIENT,
+  PUT_HASH,
+  TAKE_CODE,
+  LINK_CODE_GRANT,
+  NOTE_ACCESS_EXP,
+  ROTATE_REFRESH,
+  REVOKE_GRANT,
+  ADD_REVOCATION,
+  DELETE_OPAQUE,
+  CLAIM_USER_CODE,
+  DECIDE_DEVICE,
+  POLL_DEVICE,
+  HIT,
+  NOTE_ALLOWANCE,
+  WITHDRAW_ALLOWANCE,
+  USE_ONCE,
+  TOUCH_CLIENT,
 ]

@@ -637,7 +637,11 @@ export class RedisStore implements Store {
   }
 
   /** The family's fields, judged against the clock; null when gone, expired or revoked. */
-  async #readFamily(c: Client, grantId: string, tokenHash: string | null): Promise<{ grant: GrantRecord; current: string | null; issuedAt: number | null } | null> {
+  async #readFamily(
+    c: Client,
+    grantId: string,
+    tokenHash: string | null,
+  ): Promise<{ grant: GrantRecord; current: string | null; issuedAt: number | null } | null> {
     const [g, exp, max, cur, rev, t] = await c.hmget(this.#key('grant', grantId), 'g', 'exp', 'max', 'cur', 'rev', `t:${tokenHash ?? ''}`)
     if (!g || !exp || !max || rev) return null
     if (this.#clock.now() >= Number(exp) * 1000) return null
@@ -661,9 +665,7 @@ export class RedisStore implements Store {
         await c.set(this.#key('rt', newHash), grantId, 'PX', this.#ttlMs(newExpiresAt * 1000))
       }
       const reply = list(
-        await this.#eval(c, ROTATE_REFRESH, this.#revokeKeys(grantId), [
-          oldHash, newHash ?? '', newExpiresAt, this.#clock.now(), grantId, this.#channel,
-        ]),
+        await this.#eval(c, ROTATE_REFRESH, this.#revokeKeys(grantId), [oldHash, newHash ?? '', newExpiresAt, this.#clock.now(), grantId, this.#channel]),
       )
       const status = str(reply[0])
       if (status !== 'rotated' && newHash !== null) {
@@ -753,7 +755,7 @@ export class RedisStore implements Store {
   /** Both connections answer and the channel is subscribed on the current subscriber connection. */
   #feedUp(): boolean {
     const sub = this.#sub
-    return !this.#closed && this.#main.up && sub !== null && sub.up && this.#subscribedGeneration === sub.generation
+    return !this.#closed && this.#main.up && sub?.up === true && this.#subscribedGeneration === sub.generation
   }
 
   /** A connection changed state: tell the feed listeners when the feed's state changed. */
@@ -856,9 +858,7 @@ export class RedisStore implements Store {
   // -- opaque access tokens --------------------------------------------------
 
   async putOpaqueToken(tokenHash: string, record: OpaqueTokenRecord): Promise<void> {
-    await this.#do((c) =>
-      this.#putHash(c, this.#key('at', tokenHash), this.#ttlMs(record.exp * 1000), { r: JSON.stringify(record), exp: record.exp }),
-    )
+    await this.#do((c) => this.#putHash(c, this.#key('at', tokenHash), this.#ttlMs(record.exp * 1000), { r: JSON.stringify(record), exp: record.exp }))
   }
 
   async getOpaqueToken(tokenHash: string): Promise<OpaqueTokenRecord | null> {
@@ -912,10 +912,7 @@ export class RedisStore implements Store {
     })
   }
 
-  async decideDevice(
-    userCode: string,
-    decision: { approved: true; sub: string; authTime: number } | { approved: false },
-  ): Promise<boolean> {
+  async decideDevice(userCode: string, decision: { approved: true; sub: string; authTime: number } | { approved: false }): Promise<boolean> {
     return this.#do(async (c) => {
       const deviceHash = await this.#deviceHashOf(c, userCode)
       if (deviceHash === null) return false
@@ -992,9 +989,12 @@ export class RedisStore implements Store {
 
   async noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<void> {
     await this.#do((c) =>
-      this.#eval(c, NOTE_ALLOWANCE, [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId)], [
-        clientId, JSON.stringify(note.scopes), note.at, note.grantId ?? '', note.until, this.#clock.now(),
-      ]),
+      this.#eval(
+        c,
+        NOTE_ALLOWANCE,
+        [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId)],
+        [clientId, JSON.stringify(note.scopes), note.at, note.grantId ?? '', note.until, this.#clock.now()],
+      ),
     )
   }
 

@@ -150,10 +150,7 @@ export class RevocationList {
    */
   isRevoked(jti: string | null | undefined, grantId: string | null | undefined): boolean {
     const nowSec = Math.floor(this.#clock.now() / 1000)
-    return (
-      (jti != null && this.#live(this.#entries.jti, jti, nowSec)) ||
-      (grantId != null && this.#live(this.#entries.grant, grantId, nowSec))
-    )
+    return (jti != null && this.#live(this.#entries.jti, jti, nowSec)) || (grantId != null && this.#live(this.#entries.grant, grantId, nowSec))
   }
 
   #live(map: Map<string, number>, id: string, nowSec: number): boolean {
@@ -205,10 +202,13 @@ export class RevocationList {
   /** While unhealthy, try again soon (the periodic timer may be far away). */
   #retryLater(): void {
     if (this.#stopped || this.#retryTimer !== null) return
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = null
-      if (!this.#healthy) void this.resync()
-    }, Math.min(RETRY_MS, this.#resyncMs))
+    this.#retryTimer = setTimeout(
+      () => {
+        this.#retryTimer = null
+        if (!this.#healthy) void this.resync()
+      },
+      Math.min(RETRY_MS, this.#resyncMs),
+    )
     this.#retryTimer.unref()
   }
 

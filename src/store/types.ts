@@ -149,10 +149,7 @@ export interface SessionRecord {
 }
 
 /** What a sign-in at an upstream identity provider resumes once the person is back. */
-export type UpstreamContinuation =
-  | { kind: 'authorize'; request: string }
-  | { kind: 'device'; userCode: string }
-  | { kind: 'account' }
+export type UpstreamContinuation = { kind: 'authorize'; request: string } | { kind: 'device'; userCode: string } | { kind: 'account' }
 
 /**
  * A sign-in sent to an upstream identity provider and not yet back, under

@@ -96,7 +96,12 @@ export function keyAccepts(key: VerificationKey, alg: string): boolean {
  * Pick a key from a list: by kid when the token names one, else the only
  * key that accepts the algorithm (an ambiguous choice is refused).
  */
-export function pickKey(keys: readonly VerificationKey[], byKid: ReadonlyMap<string, readonly VerificationKey[]>, kid: string | undefined, alg: string): VerificationKey | undefined {
+export function pickKey(
+  keys: readonly VerificationKey[],
+  byKid: ReadonlyMap<string, readonly VerificationKey[]>,
+  kid: string | undefined,
+  alg: string,
+): VerificationKey | undefined {
   if (kid !== undefined) return byKid.get(kid)?.find((k) => keyAccepts(k, alg))
   let found: VerificationKey | undefined
   for (const k of keys) {

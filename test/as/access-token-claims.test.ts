@@ -109,7 +109,11 @@ t.test('by default no claim is added', async (t) => {
 t.test('config: a registered claim name is refused with its position', async (t) => {
   for (const name of ['sub', 'iss', 'client_id', 'scope', 'cnf', 'exp', 'jti']) {
     const yaml = (await frontYaml({ asExtra: `  access_token: { claims: [email, ${name}] }\n` })).replace('${PUBLIC_URL}', 'http://127.0.0.1:8080')
-    t.throws(() => parseConfig(yaml, '<test>', {}), { message: new RegExp(`authorization_server\\.access_token\\.claims\\[1\\].*\`${name}\` is a claim bearward sets itself`, 's') }, name)
+    t.throws(
+      () => parseConfig(yaml, '<test>', {}),
+      { message: new RegExp(`authorization_server\\.access_token\\.claims\\[1\\].*\`${name}\` is a claim bearward sets itself`, 's') },
+      name,
+    )
   }
   const ok = (await frontYaml({ asExtra: '  access_token: { claims: [email, groups] }\n' })).replace('${PUBLIC_URL}', 'http://127.0.0.1:8080')
   t.same(parseConfig(ok, '<test>', {}).authorizationServer?.accessToken.claims, ['email', 'groups'])

@@ -105,7 +105,10 @@ t.test('the applications a person allowed: name, logo, scopes in plain words, wh
   const { b } = await signInAtAccount(f)
   f.clock.set(Date.UTC(2026, 10, 23, 12, 0, 0))
   await allowWeb(f, b)
-  await authorizeAs(b, authorizeUrl(f, authParams({ client_id: 'branded', redirect_uri: 'https://branded.example.com/cb', scope: 'orders:read', nonce: undefined })))
+  await authorizeAs(
+    b,
+    authorizeUrl(f, authParams({ client_id: 'branded', redirect_uri: 'https://branded.example.com/cb', scope: 'orders:read', nonce: undefined })),
+  )
   const res = await get(`${f.url}/account`, cookieOf(b))
   t.equal(res.status, 200)
   t.match(res.text, /<h3>Example Web App<\/h3>/)
@@ -145,7 +148,11 @@ t.test('withdrawing: consent forgotten, refresh token dead, access token revoked
   t.equal(await f.store.findRefresh(hashToken(alice.refresh)), null, 'the refresh family is dead')
   t.ok(f.as.revocations.isRevoked(null, alice.grantId), 'the grant is on the revocation list')
   t.equal(await verifyOwnAccessToken(f.as, alice.access), null, 'its access token is refused')
-  t.same((await f.store.listRevocations()).filter((e) => e.id === alice.grantId).map((e) => e.kind), ['grant'], 'in the shared list too')
+  t.same(
+    (await f.store.listRevocations()).filter((e) => e.id === alice.grantId).map((e) => e.kind),
+    ['grant'],
+    'in the shared list too',
+  )
 
   t.ok(await verifyOwnAccessToken(f.as, bob.access), "bob's access to the same client is untouched")
   t.ok(await f.store.findRefresh(hashToken(bob.refresh)))

@@ -11,7 +11,15 @@ t.test('matchRedirectUri: exact string match (RFC 9700 4.1.3)', async (t) => {
   t.equal(matchRedirectUri(one, undefined, false), 'https://app.example.com/cb', 'omitted with exactly one registered')
   t.equal(matchRedirectUri([...one, 'https://app.example.com/cb2'], undefined, false), null, 'omitted with two registered')
   t.equal(matchRedirectUri([], undefined, false), null)
-  for (const bad of ['https://app.example.com/cb/', 'https://app.example.com/cb?', 'https://app.example.com/cb#', 'https://app.example.com:443/cb', 'https://APP.example.com/cb', 'https://app.example.com/c', ' https://app.example.com/cb']) {
+  for (const bad of [
+    'https://app.example.com/cb/',
+    'https://app.example.com/cb?',
+    'https://app.example.com/cb#',
+    'https://app.example.com:443/cb',
+    'https://APP.example.com/cb',
+    'https://app.example.com/c',
+    ' https://app.example.com/cb',
+  ]) {
     t.equal(matchRedirectUri(one, bad, false), null, bad)
   }
 })
@@ -22,7 +30,16 @@ t.test('matchRedirectUri: loopback port exception (RFC 8252 7.3)', async (t) => 
   t.equal(matchRedirectUri(registered, 'http://127.0.0.1:65535/cb', true), 'http://127.0.0.1:65535/cb')
   t.equal(matchRedirectUri(registered, 'http://[::1]:9/cb?x=1', true), 'http://[::1]:9/cb?x=1')
   t.equal(matchRedirectUri(registered, 'http://[::1]/cb?x=1', true), 'http://[::1]/cb?x=1')
-  for (const bad of ['http://[::1]:9/cb', 'http://127.0.0.1:65536/cb', 'http://127.0.0.1:/cb', 'http://127.0.0.1:123456/cb', 'http://127.0.0.1.evil.example/cb', 'http://127.0.0.1:80@evil.example/cb', 'http://localhost:49152/cb', 'http://[::1]:9/cb?x=2']) {
+  for (const bad of [
+    'http://[::1]:9/cb',
+    'http://127.0.0.1:65536/cb',
+    'http://127.0.0.1:/cb',
+    'http://127.0.0.1:123456/cb',
+    'http://127.0.0.1.evil.example/cb',
+    'http://127.0.0.1:80@evil.example/cb',
+    'http://localhost:49152/cb',
+    'http://[::1]:9/cb?x=2',
+  ]) {
     t.equal(matchRedirectUri(registered, bad, true), null, bad)
   }
   t.equal(matchRedirectUri(['http://localhost:8080/cb'], 'http://localhost:9090/cb', true), null, 'localhost is not exempt')

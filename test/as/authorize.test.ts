@@ -92,9 +92,7 @@ t.test('redirect_uri must match a registered one exactly; mismatches show a page
 t.test('client_id problems show a page and never redirect', async (t) => {
   await t.test('unknown client', (t) => refusedWithPage(t, authParams({ client_id: 'nobody' }), /not registered with this server/))
   await t.test('missing client_id', (t) => refusedWithPage(t, authParams({ client_id: undefined }), /no client_id/))
-  await t.test('repeated client_id', (t) =>
-    refusedWithPage(t, [...Object.entries(authParams()), ['client_id', 'web']], /client_id is repeated/),
-  )
+  await t.test('repeated client_id', (t) => refusedWithPage(t, [...Object.entries(authParams()), ['client_id', 'web']], /client_id is repeated/))
   await t.test('repeated redirect_uri', (t) =>
     refusedWithPage(t, [...Object.entries(authParams()), ['redirect_uri', WEB_CALLBACK]], /redirect_uri is repeated/),
   )
@@ -265,7 +263,11 @@ t.test('PKCE (RFC 7636, RFC 9700 2.1.1)', async (t) => {
     const legacy = (over: Record<string, string | undefined>): Record<string, string> =>
       authParams({ client_id: 'legacy', redirect_uri: 'https://legacy.example.com/cb', scope: 'orders:read', prompt: 'none', ...over })
     const verifier = pkce().verifier
-    for (const over of [{ code_challenge: verifier, code_challenge_method: 'plain' }, { code_challenge: verifier, code_challenge_method: undefined }, { code_challenge: undefined, code_challenge_method: undefined }]) {
+    for (const over of [
+      { code_challenge: verifier, code_challenge_method: 'plain' },
+      { code_challenge: verifier, code_challenge_method: undefined },
+      { code_challenge: undefined, code_challenge_method: undefined },
+    ]) {
       const res = await get(authorizeUrl(front, legacy(over)), cookie())
       // Accepted: the next step is consent (prompt=none turns it into consent_required).
       t.equal(new URL(res.headers.get('location') ?? '').searchParams.get('error'), 'consent_required')

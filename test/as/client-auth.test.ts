@@ -39,7 +39,13 @@ t.test('client authentication at /token', async (t) => {
   })
 
   t.test('malformed Basic credentials and other schemes are invalid_client', async (t) => {
-    for (const authorization of ['Basic', 'Basic !!!', `Basic ${Buffer.from('no-colon').toString('base64')}`, 'Bearer abc', `Basic ${Buffer.from(':x').toString('base64')}`]) {
+    for (const authorization of [
+      'Basic',
+      'Basic !!!',
+      `Basic ${Buffer.from('no-colon').toString('base64')}`,
+      'Bearer abc',
+      `Basic ${Buffer.from(':x').toString('base64')}`,
+    ]) {
       const r = await reply(postForm(tokenUrl, cc, { authorization }))
       t.equal(r.status, 401, authorization)
       t.equal(r.json?.error, 'invalid_client')
@@ -88,7 +94,7 @@ t.test('client authentication at /token', async (t) => {
     t.equal(viaBasic.status, 401)
   })
 
-  t.test("failures are limited per (client, address): the guessing address gets 429 with Retry-After, even with the right secret", async (t) => {
+  t.test('failures are limited per (client, address): the guessing address gets 429 with Retry-After, even with the right secret', async (t) => {
     const max = h.as.as.rateLimit.clientAuthMaxFailures
     const attacker = { 'x-forwarded-for': '198.51.100.7' }
     for (let i = 0; i < max; i++) {
@@ -129,7 +135,11 @@ t.test('client authentication failures from one address, whatever the client ids
   const locked = await reply(postForm(`${h.url}/token`, cc, { authorization: basic('looker'), ...ip }))
   t.equal(locked.status, 429, 'a real client behind that address is refused for the window')
   t.equal(locked.headers.get('retry-after'), '300')
-  t.equal((await reply(postForm(`${h.url}/token`, cc, { authorization: basic('looker'), 'x-forwarded-for': '198.51.100.10' }))).status, 200, 'other addresses are not')
+  t.equal(
+    (await reply(postForm(`${h.url}/token`, cc, { authorization: basic('looker'), 'x-forwarded-for': '198.51.100.10' }))).status,
+    200,
+    'other addresses are not',
+  )
 
   // Every endpoint that authenticates clients shares the counters and the rule.
   const endpoints: Array<[string, Record<string, string>]> = [

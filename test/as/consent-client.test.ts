@@ -45,14 +45,26 @@ const cookie = [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
 t.test('an https logo, policy and terms: shown, and the CSP allows exactly that logo origin', async (t) => {
   const res = await get(authorizeUrl(front, authParams({ client_id: 'branded', redirect_uri: 'https://branded.example.com/cb' })), cookie)
   t.equal(res.status, 200)
-  t.match(res.text, /<div class="client-head"><img class="client-logo" src="https:\/\/cdn\.example\.com\/orders\/logo\.png\?v=2" alt="" width="48" height="48" referrerpolicy="no-referrer"><span class="client">Orders Web<\/span><\/div>/)
+  t.match(
+    res.text,
+    /<div class="client-head"><img class="client-logo" src="https:\/\/cdn\.example\.com\/orders\/logo\.png\?v=2" alt="" width="48" height="48" referrerpolicy="no-referrer"><span class="client">Orders Web<\/span><\/div>/,
+  )
   t.match(res.text, /Allow Orders Web to access your account\?/)
-  t.match(res.text, /Read Orders Web’s <a href="https:\/\/branded\.example\.com\/privacy" target="_blank" rel="noopener noreferrer">privacy policy<\/a> and <a href="https:\/\/branded\.example\.com\/terms" target="_blank" rel="noopener noreferrer">terms of service<\/a>\./)
-  t.equal(res.headers.get('content-security-policy'), "default-src 'none'; style-src 'self'; img-src 'self' data: https://cdn.example.com; frame-ancestors 'none'; base-uri 'none'")
+  t.match(
+    res.text,
+    /Read Orders Web’s <a href="https:\/\/branded\.example\.com\/privacy" target="_blank" rel="noopener noreferrer">privacy policy<\/a> and <a href="https:\/\/branded\.example\.com\/terms" target="_blank" rel="noopener noreferrer">terms of service<\/a>\./,
+  )
+  t.equal(
+    res.headers.get('content-security-policy'),
+    "default-src 'none'; style-src 'self'; img-src 'self' data: https://cdn.example.com; frame-ancestors 'none'; base-uri 'none'",
+  )
 })
 
 t.test('an inline logo: shown, and the CSP stays as strict as ever (data: only)', async (t) => {
-  const res = await get(authorizeUrl(front, authParams({ client_id: 'inline', redirect_uri: 'https://inline.example.com/cb', scope: 'orders:read', nonce: undefined })), cookie)
+  const res = await get(
+    authorizeUrl(front, authParams({ client_id: 'inline', redirect_uri: 'https://inline.example.com/cb', scope: 'orders:read', nonce: undefined })),
+    cookie,
+  )
   t.equal(res.status, 200)
   t.match(res.text, `src="data:image/png;base64,${PNG}"`)
   t.match(res.text, /Read Inline Logo App’s <a [^>]*>terms of service<\/a>\./)
@@ -86,5 +98,8 @@ t.test('the device approval page names the client with its logo', async (t) => {
   t.equal(res.status, 200)
   t.match(res.text, /<img class="client-logo" src="https:\/\/img\.example\.net\/tv\.webp"/)
   t.match(res.text, /<span class="client">Branded TV<\/span> is asking for access/)
-  t.equal(res.headers.get('content-security-policy'), "default-src 'none'; style-src 'self'; img-src 'self' data: https://img.example.net; frame-ancestors 'none'; base-uri 'none'")
+  t.equal(
+    res.headers.get('content-security-policy'),
+    "default-src 'none'; style-src 'self'; img-src 'self' data: https://img.example.net; frame-ancestors 'none'; base-uri 'none'",
+  )
 })

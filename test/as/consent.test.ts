@@ -142,7 +142,10 @@ t.test('consent.remember: false asks every time', async (t) => {
 
 t.test('a skip_consent client never shows the page', async (t) => {
   const b = await signedIn()
-  const res = await get(authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'openid orders:read' })), cookieOf(b))
+  const res = await get(
+    authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'openid orders:read' })),
+    cookieOf(b),
+  )
   t.equal(res.status, 302)
   t.type(new URL(res.headers.get('location') ?? '').searchParams.get('code'), 'string')
 })
@@ -157,7 +160,11 @@ t.test('POST /consent refusals: 403 for CSRF and Origin, nothing stored', async 
     ['a wrong token', { ...allow, csrf: 'B'.repeat(43) }, { cookie: session, origin: front.issuer }],
     ['a foreign Origin', allow, { cookie: session, origin: 'https://evil.example' }],
     ['no session', allow, { origin: front.issuer }],
-    ['another session’s token', { ...allow, csrf: (await front.store.getSession(hashToken((await signedIn()).cookies.get('bw_session') ?? '')))?.csrf ?? '' }, { cookie: session, origin: front.issuer }],
+    [
+      'another session’s token',
+      { ...allow, csrf: (await front.store.getSession(hashToken((await signedIn()).cookies.get('bw_session') ?? '')))?.csrf ?? '' },
+      { cookie: session, origin: front.issuer },
+    ],
   ]
   for (const [name, fields, headers] of cases) {
     await t.test(name, async (t) => {

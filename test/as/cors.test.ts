@@ -44,7 +44,9 @@ t.test('CORS at the client endpoints', async (t) => {
     t.equal(err.headers.get('access-control-allow-origin'), SPA_ORIGIN)
     t.match(err.headers.get('access-control-expose-headers'), /WWW-Authenticate/)
 
-    const evil = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('service'), origin: 'https://evil.example.com' }))
+    const evil = await reply(
+      postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('service'), origin: 'https://evil.example.com' }),
+    )
     t.equal(evil.status, 200, 'the request is served; the browser withholds it')
     t.equal(evil.headers.get('access-control-allow-origin'), null)
     t.equal(evil.headers.get('vary'), 'Origin')

@@ -37,7 +37,7 @@ t.test('POST /device_authorization', async (t) => {
     t.ok(seen.size > 10, 'codes are spread over the alphabet')
   })
 
-  t.test('no scope: the client\'s registered scopes', async (t) => {
+  t.test("no scope: the client's registered scopes", async (t) => {
     const r = await reply(postForm(url, { client_id: 'spa' }))
     const stored = await h.store.getDeviceByUserCode(String(r.json?.user_code).replace('-', ''))
     t.equal(stored?.record.scope, 'openid profile orders:read')

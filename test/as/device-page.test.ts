@@ -2,7 +2,19 @@ import t from 'tap'
 import { epochSeconds } from '../../src/clock.js'
 import { hashToken } from '../../src/store/hash.js'
 import type { DeviceRecord } from '../../src/store/types.js'
-import { ALICE_PASSWORD, Browser, authParams, authorizeAs, authorizeUrl, formWith, frontYaml, get, setCookies, startFront, type Front } from '../helpers/as-front.js'
+import {
+  ALICE_PASSWORD,
+  Browser,
+  authParams,
+  authorizeAs,
+  authorizeUrl,
+  formWith,
+  frontYaml,
+  get,
+  setCookies,
+  startFront,
+  type Front,
+} from '../helpers/as-front.js'
 import { postForm, reply } from '../helpers/http.js'
 
 /**
@@ -72,7 +84,14 @@ t.test('the entry page', async (t) => {
 
 t.test('code entry is forgiving: case, dash and spaces do not matter', async (t) => {
   const code = await pendingDevice()
-  const variants = [pretty(code), code, code.toLowerCase(), pretty(code).toLowerCase(), ` ${code.slice(0, 2)} ${code.slice(2, 6)}  ${code.slice(6)} `, `${code.slice(0, 4)}--${code.slice(4)}`]
+  const variants = [
+    pretty(code),
+    code,
+    code.toLowerCase(),
+    pretty(code).toLowerCase(),
+    ` ${code.slice(0, 2)} ${code.slice(2, 6)}  ${code.slice(6)} `,
+    `${code.slice(0, 4)}--${code.slice(4)}`,
+  ]
   for (const typed of variants) {
     const res = await typeCode(typed)
     t.equal(res.status, 303, JSON.stringify(typed))
@@ -101,7 +120,10 @@ t.test('approve: the store records approved with the user', async (t) => {
   t.match(html, /Living Room TV/)
   t.match(html, /Read your orders/)
   const form = formWith(html, url, 'decision')
-  t.same(form.buttons.map((x) => x.value), ['allow', 'deny'])
+  t.same(
+    form.buttons.map((x) => x.value),
+    ['allow', 'deny'],
+  )
   t.equal((await front.store.getDeviceByUserCode(code))?.record.status, 'pending', 'nothing decided by viewing')
   const res = await b.submit(form, { decision: 'allow' })
   t.equal(res.status, 200)

@@ -3,17 +3,7 @@ import { createHash } from 'node:crypto'
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import { hashToken } from '../../src/store/hash.js'
 import { grantIdForCode } from '../../src/as/grant-id.js'
-import {
-  API_AUDIENCE,
-  codeParams,
-  introspect,
-  mintCode,
-  send,
-  settle,
-  startAs,
-  token,
-  type Harness,
-} from '../helpers/as-back.js'
+import { API_AUDIENCE, codeParams, introspect, mintCode, send, settle, startAs, token, type Harness } from '../helpers/as-back.js'
 
 const INVALID_GRANT = {
   error: 'invalid_grant',
@@ -153,7 +143,7 @@ t.test('authorization_code grant', async (t) => {
     }
   })
 
-  t.test('a code used twice: the second fails and the first exchange\'s tokens are revoked', async (t) => {
+  t.test("a code used twice: the second fails and the first exchange's tokens are revoked", async (t) => {
     const m = await mintCode(h)
     const first = await token(h, 'web', codeParams(m))
     t.equal(first.status, 200)
@@ -169,7 +159,10 @@ t.test('authorization_code grant', async (t) => {
 
     const claims = JSON.parse(Buffer.from(at.split('.')[1] ?? '', 'base64url').toString()) as { grant_id: string; jti: string }
     t.ok(h.revocations.isRevoked(null, claims.grant_id), 'the revocation list has the grant')
-    t.ok((await h.store.listRevocations()).some((e) => e.kind === 'grant' && e.id === claims.grant_id), 'the store lists it')
+    t.ok(
+      (await h.store.listRevocations()).some((e) => e.kind === 'grant' && e.id === claims.grant_id),
+      'the store lists it',
+    )
     t.same(await introspect(h, at), { active: false })
     t.same(await introspect(h, rt), { active: false })
     const refresh = await token(h, 'web', { grant_type: 'refresh_token', refresh_token: rt })
@@ -291,7 +284,7 @@ t.test('authorization_code grant', async (t) => {
     t.equal(ok.length, 1)
     t.ok(replies.filter((r) => r.status !== 200).every((r) => r.status === 400 && r.json?.error === 'invalid_grant'))
     await settle()
-    t.same(await introspect(h, String(ok[0]?.json?.access_token)), { active: false }, 'the replays revoked the winner\'s tokens')
+    t.same(await introspect(h, String(ok[0]?.json?.access_token)), { active: false }, "the replays revoked the winner's tokens")
   })
 
   t.test('resource narrows aud; unknown resource is invalid_target and leaves the code usable', async (t) => {

@@ -25,7 +25,7 @@ t.test('client_credentials grant', async (t) => {
     t.equal(h.metrics.tokensIssued.get({ grant: 'client_credentials' }), 1)
   })
 
-  t.test('no scope: the client\'s registered scopes', async (t) => {
+  t.test("no scope: the client's registered scopes", async (t) => {
     const r = await token(h, 'service', { grant_type: 'client_credentials' })
     t.equal(r.json?.scope, 'orders:read orders:write')
   })
@@ -61,7 +61,9 @@ t.test('client_credentials grant', async (t) => {
   })
 
   t.test('client_secret_post client', async (t) => {
-    const r = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials', client_id: 'poster', client_secret: 'poster-secret-0123456789abcdefghijklmnopqr' }))
+    const r = await reply(
+      postForm(`${h.url}/token`, { grant_type: 'client_credentials', client_id: 'poster', client_secret: 'poster-secret-0123456789abcdefghijklmnopqr' }),
+    )
     t.equal(r.status, 200)
     const viaBasic = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials' }, { authorization: basic('poster') }))
     t.equal(viaBasic.status, 200, 'Basic works for every confidential client')

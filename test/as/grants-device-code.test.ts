@@ -74,7 +74,7 @@ t.test('device_code grant', async (t) => {
     t.same(r.json, { error: 'expired_token', error_description: 'The device code has expired' })
   })
 
-  t.test('another client\'s device code is invalid_grant and changes nothing', async (t) => {
+  t.test("another client's device code is invalid_grant and changes nothing", async (t) => {
     const { deviceCode, userCode } = await authorizeDevice(h, 'tv')
     await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: 1 })
     const before = (await h.store.getDeviceByUserCode(userCode))?.record

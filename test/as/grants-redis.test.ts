@@ -52,7 +52,7 @@ t.test('grants on Redis', async (t) => {
     t.equal(await h.store.findRefresh(hashToken(rt2)), null)
   })
 
-  t.test('device approval is consumed once; another client\'s poll changes nothing', async (t) => {
+  t.test("device approval is consumed once; another client's poll changes nothing", async (t) => {
     const auth = await reply(postForm(`${h.url}/device_authorization`, { client_id: 'tv' }))
     const deviceCode = String(auth.json?.device_code)
     const userCode = String(auth.json?.user_code).replace('-', '')

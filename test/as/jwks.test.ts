@@ -31,6 +31,9 @@ t.test('every configured key is published, private parts stripped even if a JWK 
   // A key whose publicJwk was (wrongly) built from the private JWK.
   const leaky = { ...b, publicJwk: { ...bJwk } }
   const doc = jwksDocument({ keys: new KeySet([a, leaky], false) } as Parameters<typeof jwksDocument>[0])
-  t.same(doc.keys.map((k) => k.kid), ['a', 'b'])
+  t.same(
+    doc.keys.map((k) => k.kid),
+    ['a', 'b'],
+  )
   for (const k of doc.keys) for (const m of PRIVATE_MEMBERS) t.notOk(m in k, `${String(k.kid)}: ${m}`)
 })

@@ -97,12 +97,7 @@ t.test('a wrong password and an unknown user get the same answer, and no session
 })
 
 /** A throttled answer: 429, a Retry-After of `retryAfter` seconds, a page saying how long to wait, no session. */
-function assertThrottled(
-  t: Test,
-  res: { status: number; headers: Headers; text: string },
-  o: { retryAfter: number; text: RegExp },
-  label: string,
-): void {
+function assertThrottled(t: Test, res: { status: number; headers: Headers; text: string }, o: { retryAfter: number; text: RegExp }, label: string): void {
   t.equal(res.status, 429, `${label}: 429`)
   t.equal(res.headers.get('retry-after'), String(o.retryAfter), `${label}: Retry-After ${o.retryAfter}`)
   t.match(res.text, o.text, `${label}: the page says why and how long`)
@@ -268,11 +263,13 @@ t.test('CSRF and Origin: refused with 403 and nothing changes', async (t) => {
     [
       'Sec-Fetch-Site: cross-site without Origin',
       () =>
-        reply(postForm(
-          page.form.action,
-          { ...page.form.fields, username: 'alice', password: ALICE_PASSWORD },
-          { cookie: page.cookie, 'x-forwarded-for': ip, 'sec-fetch-site': 'cross-site' },
-        )),
+        reply(
+          postForm(
+            page.form.action,
+            { ...page.form.fields, username: 'alice', password: ALICE_PASSWORD },
+            { cookie: page.cookie, 'x-forwarded-for': ip, 'sec-fetch-site': 'cross-site' },
+          ),
+        ),
     ],
   ]
   for (const [name, send] of cases) {
@@ -379,12 +376,20 @@ t.test('the pending request is validated again at login', async (t) => {
   t.equal(res.status, 400, 'a tampered redirect_uri is an error page')
   t.equal(res.headers.get('location'), null)
   t.equal(setCookies(res.headers).has('bw_session'), false, 'no session either')
-  const missing = await reply(postForm(page.form.action, { csrf: page.form.fields.csrf ?? '', username: 'alice', password: ALICE_PASSWORD }, { cookie: page.cookie, origin: front.issuer }))
+  const missing = await reply(
+    postForm(
+      page.form.action,
+      { csrf: page.form.fields.csrf ?? '', username: 'alice', password: ALICE_PASSWORD },
+      { cookie: page.cookie, origin: front.issuer },
+    ),
+  )
   t.equal(missing.status, 400)
-  const repeated = await reply(postForm(page.form.action, [...Object.entries(page.form.fields), ['username', 'alice'], ['username', 'bob'], ['password', 'x']], {
-    cookie: page.cookie,
-    origin: front.issuer,
-  }))
+  const repeated = await reply(
+    postForm(page.form.action, [...Object.entries(page.form.fields), ['username', 'alice'], ['username', 'bob'], ['password', 'x']], {
+      cookie: page.cookie,
+      origin: front.issuer,
+    }),
+  )
   t.equal(repeated.status, 400)
   t.match(repeated.text, /username is repeated/)
 })

@@ -84,7 +84,13 @@ t.test('a valid id_token_hint of the signed-in person signs out at once and retu
 
 t.test('POST with the same parameters works too; a registered query is kept', async (t) => {
   const b = await signedIn()
-  const res = await reply(postForm(`${front.url}/logout`, { id_token_hint: await idToken('alice'), post_logout_redirect_uri: RP_BYE_QUERY, state: 's2' }, { cookie: cookieOf(b), origin: 'https://rp.example.com' }))
+  const res = await reply(
+    postForm(
+      `${front.url}/logout`,
+      { id_token_hint: await idToken('alice'), post_logout_redirect_uri: RP_BYE_QUERY, state: 's2' },
+      { cookie: cookieOf(b), origin: 'https://rp.example.com' },
+    ),
+  )
   t.equal(res.status, 303)
   t.equal(res.headers.get('location'), `${RP_BYE_QUERY}&state=s2`)
   t.equal(await sessionOf(b), null)
@@ -206,7 +212,15 @@ t.test('client_id must match the id_token_hint; hints that are not our ID tokens
   const foreignKey = await signingKeyFromJwk(await generatePrivateJwk('ES256', front.as.keys.signing.kid))
   const now = Math.floor(front.clock.now() / 1000)
   const claims = { iss: front.issuer, sub: 'alice', aud: 'rp', iat: now, exp: now + 600 }
-  const access = await issueAccessToken(front.as, { grant: 'authorization_code', sub: 'alice', clientId: 'rp', scope: 'openid', grantId: null, authTime: null, audience: front.issuer })
+  const access = await issueAccessToken(front.as, {
+    grant: 'authorization_code',
+    sub: 'alice',
+    clientId: 'rp',
+    scope: 'openid',
+    grantId: null,
+    authTime: null,
+    audience: front.issuer,
+  })
   const hints: Array<[string, string]> = [
     ['signed by another key with our kid', await signJwt(foreignKey, 'JWT', claims)],
     ['another issuer', await signJwt(front.as.keys.idToken, 'JWT', { ...claims, iss: 'https://other.example' })],
@@ -219,7 +233,18 @@ t.test('client_id must match the id_token_hint; hints that are not our ID tokens
   for (const [label, hint] of hints) {
     await assertErrorPage(t, await get(logoutUrl({ id_token_hint: hint }), cookieOf(b)), /not an ID token issued by this server/, label)
   }
-  await assertErrorPage(t, await get(logoutUrl([['state', 'a'], ['state', 'b']]), cookieOf(b)), /state is repeated/, 'repeated state')
+  await assertErrorPage(
+    t,
+    await get(
+      logoutUrl([
+        ['state', 'a'],
+        ['state', 'b'],
+      ]),
+      cookieOf(b),
+    ),
+    /state is repeated/,
+    'repeated state',
+  )
   t.ok(await sessionOf(b), 'still signed in')
 
   const ignored = await get(logoutUrl({ id_token_hint: await idToken('alice'), logout_hint: 'alice', ui_locales: 'fr' }), cookieOf(b))

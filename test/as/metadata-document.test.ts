@@ -20,7 +20,9 @@ import { selfSignedCert } from '../helpers/tls.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse, base: string) => void
 
-async function startDocServer(dir: string): Promise<{ base: string; port: number; hits: string[]; handle: (h: Handler) => void; ca: string; close(): Promise<void> }> {
+async function startDocServer(
+  dir: string,
+): Promise<{ base: string; port: number; hits: string[]; handle: (h: Handler) => void; ca: string; close(): Promise<void> }> {
   const cert = selfSignedCert(dir, 'docs')
   const hits: string[] = []
   let handler: Handler = (_req, res) => res.end('{}')
@@ -49,11 +51,32 @@ async function startDocServer(dir: string): Promise<{ base: string; port: number
 }
 
 function doc(url: string, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({ client_id: url, client_name: 'Doc Client', redirect_uris: ['http://127.0.0.1:7777/cb'], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none', ...extra })
+  return JSON.stringify({
+    client_id: url,
+    client_name: 'Doc Client',
+    redirect_uris: ['http://127.0.0.1:7777/cb'],
+    grant_types: ['authorization_code'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'none',
+    ...extra,
+  })
 }
 
 t.test('address and URL rules', async (t) => {
-  for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1']) {
+  for (const a of [
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    'fe80::1',
+    'fd00::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+  ]) {
     t.equal(isNonPublicAddress(a), true, a)
   }
   for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700::1111']) t.equal(isNonPublicAddress(a), false, a)
@@ -73,7 +96,11 @@ t.test('metadata documents', async (t) => {
   })
   const clock = new ManualClock()
   const make = (over: { allowHosts?: string[]; caFile?: string | null; timeoutMs?: number } = {}): MetadataDocuments => {
-    const docs = new MetadataDocuments({ allowHosts: over.allowHosts ?? ['localhost'], caFile: over.caFile === undefined ? srv.ca : over.caFile, scopes: ['mcp:tools'] }, clock, { timeoutMs: over.timeoutMs ?? 5000 })
+    const docs = new MetadataDocuments(
+      { allowHosts: over.allowHosts ?? ['localhost'], caFile: over.caFile === undefined ? srv.ca : over.caFile, scopes: ['mcp:tools'] },
+      clock,
+      { timeoutMs: over.timeoutMs ?? 5000 },
+    )
     t.teardown(() => docs.close())
     return docs
   }
@@ -86,7 +113,16 @@ t.test('metadata documents', async (t) => {
       res.end(doc(url, { scope: 'mcp:tools' }))
     })
     const client = await docs.find(url)
-    t.match(client, { clientId: url, name: 'Doc Client', type: 'public', tokenEndpointAuthMethod: 'none', redirectUris: ['http://127.0.0.1:7777/cb'], scopes: ['mcp:tools'], requirePkce: true, selfRegistered: 'metadata_document' })
+    t.match(client, {
+      clientId: url,
+      name: 'Doc Client',
+      type: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: ['http://127.0.0.1:7777/cb'],
+      scopes: ['mcp:tools'],
+      requirePkce: true,
+      selfRegistered: 'metadata_document',
+    })
   })
 
   t.test('HTTP caching: max-age is honoured; no-store is not cached', async (t) => {
@@ -121,10 +157,13 @@ t.test('metadata documents', async (t) => {
     srv.handle((req, res, base) => {
       const url = `${base}${req.url ?? ''}`
       const body =
-        req.url === '/bad-redirect.json' ? doc(url, { redirect_uris: ['http://evil.example.com/cb'] })
-        : req.url === '/secret.json' ? doc(url, { token_endpoint_auth_method: 'client_secret_basic' })
-        : req.url === '/scope.json' ? doc(url, { scope: 'admin' })
-        : (cases.find(([p]) => p === req.url)?.[1] ?? '{}')
+        req.url === '/bad-redirect.json'
+          ? doc(url, { redirect_uris: ['http://evil.example.com/cb'] })
+          : req.url === '/secret.json'
+            ? doc(url, { token_endpoint_auth_method: 'client_secret_basic' })
+            : req.url === '/scope.json'
+              ? doc(url, { scope: 'admin' })
+              : (cases.find(([p]) => p === req.url)?.[1] ?? '{}')
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end(body)
     })
@@ -155,7 +194,7 @@ t.test('metadata documents', async (t) => {
     target.on('request', (req: IncomingMessage) => targetHits.push(req.url ?? ''))
     await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve))
     t.teardown(() => new Promise<void>((resolve) => target.close(() => resolve())))
-    srv.handle((req, res) => {
+    srv.handle((_req, res) => {
       res.writeHead(302, { location: `http://127.0.0.1:${(target.address() as AddressInfo).port}/internal` })
       res.end()
     })

@@ -38,11 +38,14 @@ for (const format of ['jwt', 'opaque'] as const) {
       if (format === 'opaque') t.equal(await h.store.getOpaqueToken(hashToken(at)), null, 'the opaque token is deleted')
       else {
         const jti = String(decodeJwt(at).jti)
-        t.ok((await h.store.listRevocations()).some((e) => e.kind === 'jti' && e.id === jti), 'its jti is listed')
+        t.ok(
+          (await h.store.listRevocations()).some((e) => e.kind === 'jti' && e.id === jti),
+          'its jti is listed',
+        )
       }
     })
 
-    t.test('another client\'s token: 200, and it stays valid', async (t) => {
+    t.test("another client's token: 200, and it stays valid", async (t) => {
       const body = await tokensFor(h)
       for (const [value, hint] of [
         [String(body.access_token), 'access_token'],

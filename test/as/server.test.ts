@@ -87,10 +87,32 @@ t.test('each endpoint sets its route label', async (t) => {
       }),
   )
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  for (const path of ['/token', '/revoke', '/introspect', '/userinfo', '/device_authorization', '/jwks.json', '/.well-known/openid-configuration', '/.well-known/oauth-authorization-server', '/authorize', '/elsewhere']) {
+  for (const path of [
+    '/token',
+    '/revoke',
+    '/introspect',
+    '/userinfo',
+    '/device_authorization',
+    '/jwks.json',
+    '/.well-known/openid-configuration',
+    '/.well-known/oauth-authorization-server',
+    '/authorize',
+    '/elsewhere',
+  ]) {
     await send(`${base}${path}`, { redirect: 'manual' })
   }
-  t.same(labels, ['as:token', 'as:revoke', 'as:introspect', 'as:userinfo', 'as:device_authorization', 'as:jwks', 'as:metadata', 'as:metadata', 'as:authorize', 'not handled'])
+  t.same(labels, [
+    'as:token',
+    'as:revoke',
+    'as:introspect',
+    'as:userinfo',
+    'as:device_authorization',
+    'as:jwks',
+    'as:metadata',
+    'as:metadata',
+    'as:authorize',
+    'not handled',
+  ])
 })
 
 t.test('refusals are logged at info with their cause', async (t) => {

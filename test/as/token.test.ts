@@ -55,7 +55,13 @@ t.test('POST /token request handling', async (t) => {
     const params = Object.entries(codeParams(m))
     for (const name of ['grant_type', 'code', 'code_verifier', 'redirect_uri', 'client_id']) {
       // client_id is not in a confidential client's body yet: send it twice.
-      const extra: [string, string][] = name === 'client_id' ? [['client_id', 'web'], ['client_id', 'web']] : [[name, codeParams(m)[name] ?? '']]
+      const extra: [string, string][] =
+        name === 'client_id'
+          ? [
+              ['client_id', 'web'],
+              ['client_id', 'web'],
+            ]
+          : [[name, codeParams(m)[name] ?? '']]
       const r = await reply(postForm(tokenUrl, [...params, ...extra], { authorization: basic('web') }))
       t.equal(r.status, 400, name)
       t.same(r.json, { error: 'invalid_request', error_description: `Parameter ${name} is repeated` })
@@ -66,7 +72,17 @@ t.test('POST /token request handling', async (t) => {
   t.test('unknown parameters are ignored (RFC 6749 3.2)', async (t) => {
     const r = await token(h, 'service', { grant_type: 'client_credentials', foo: 'bar' })
     t.equal(r.status, 200)
-    const repeatedUnknown = await reply(postForm(tokenUrl, [['grant_type', 'client_credentials'], ['foo', '1'], ['foo', '2']], { authorization: basic('service') }))
+    const repeatedUnknown = await reply(
+      postForm(
+        tokenUrl,
+        [
+          ['grant_type', 'client_credentials'],
+          ['foo', '1'],
+          ['foo', '2'],
+        ],
+        { authorization: basic('service') },
+      ),
+    )
     t.equal(repeatedUnknown.status, 200)
   })
 

@@ -36,7 +36,9 @@ t.test('/userinfo', async (t) => {
     const r = await reply(postForm(`${h.url}/userinfo`, { access_token: String(body.access_token) }))
     t.equal(r.status, 200)
     t.equal(r.json?.sub, 'alice')
-    const both = await reply(postForm(`${h.url}/userinfo`, { access_token: String(body.access_token) }, { authorization: `Bearer ${String(body.access_token)}` }))
+    const both = await reply(
+      postForm(`${h.url}/userinfo`, { access_token: String(body.access_token) }, { authorization: `Bearer ${String(body.access_token)}` }),
+    )
     t.equal(both.status, 400)
     t.equal(both.json?.error, 'invalid_request')
     t.match(both.headers.get('www-authenticate'), /^Bearer realm="bearward", error="invalid_request"/)
@@ -75,9 +77,7 @@ t.test('/userinfo', async (t) => {
 
     // Signed by a key we do not publish, with our kid.
     const stranger = await signingKeyFromJwk(await generatePrivateJwk('ES256'))
-    const forged = await new SignJWT(decodeJwt(at))
-      .setProtectedHeader({ alg: 'ES256', kid: h.as.keys.signing.kid, typ: 'at+jwt' })
-      .sign(stranger.privateKey)
+    const forged = await new SignJWT(decodeJwt(at)).setProtectedHeader({ alg: 'ES256', kid: h.as.keys.signing.kid, typ: 'at+jwt' }).sign(stranger.privateKey)
     await expect(forged, 'foreign key')
     const otherIss = await new SignJWT({ ...decodeJwt(at), iss: 'https://evil.example.com' })
       .setProtectedHeader({ alg: 'ES256', kid: h.as.keys.signing.kid, typ: 'at+jwt' })

@@ -51,14 +51,26 @@ t.test('the account page in Chromium', async (t) => {
       await submitAndWait(page, () => page.getByRole('button', { name: 'Allow' }).click())
       const code = new URL(page.url()).searchParams.get('code') ?? ''
       const tokens = (await (await exchangeCode(as, code, request.verifier)).json()) as { access_token: string; refresh_token: string }
-      const useToken = async (): Promise<number> => (await fetch(`${as.issuer}/orders/1`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status
+      const useToken = async (): Promise<number> =>
+        (await fetch(`${as.issuer}/orders/1`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status
       t.equal(await useToken(), 200, 'the gateway serves the access token')
 
       await page.goto(`${as.issuer}/account`)
-      t.equal(await page.getByRole('heading', { level: 3 }).allTextContents().then((h) => h.join('|')), 'Example Web App', 'the application is listed')
+      t.equal(
+        await page
+          .getByRole('heading', { level: 3 })
+          .allTextContents()
+          .then((h) => h.join('|')),
+        'Example Web App',
+        'the application is listed',
+      )
       await t.resolves(page.getByText('Read your orders').waitFor({ timeout: 1000 }), 'with its scopes in plain words')
       t.match(await page.locator('time').textContent(), /^\d{1,2} [A-Z][a-z]+ \d{4}$/, 'and when it was allowed')
-      t.equal(await page.locator('img.client-logo').evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth), 48, 'its logo loaded')
+      t.equal(
+        await page.locator('img.client-logo').evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth),
+        48,
+        'its logo loaded',
+      )
       // The date changes from run to run; the screenshot shows a fixed one.
       const shownDate = (await page.locator('time').textContent()) ?? ''
       await checker.check(t, 'account', { replace: { ...stablePort, [shownDate]: '23 November 2026' } })
@@ -69,10 +81,14 @@ t.test('the account page in Chromium', async (t) => {
       await page.getByRole('button', { name: 'Withdraw access for Example Web App' }).click()
       const withdrawnAt = await answered
       let refusedAt = 0
-      const refused = await eventually(async () => {
-        if ((await useToken()) === 401) refusedAt = performance.now()
-        return refusedAt > 0
-      }, 1000, 5)
+      const refused = await eventually(
+        async () => {
+          if ((await useToken()) === 401) refusedAt = performance.now()
+          return refusedAt > 0
+        },
+        1000,
+        5,
+      )
       const ms = refusedAt - withdrawnAt
       t.ok(refused && ms < 1000, `the gateway refuses the access token within a second of the withdrawal: ${ms.toFixed(1)} ms`)
       t.comment(`click -> withdrawal answered: ${(withdrawnAt - clicked).toFixed(1)} ms; -> gateway refusal: ${ms.toFixed(1)} ms`)

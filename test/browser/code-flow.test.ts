@@ -44,49 +44,52 @@ t.test('the authorization code flow in Chromium', async (t) => {
   for (const viewport of VIEWPORT_NAMES) {
     const person = PERSON[viewport]
 
-    await t.test(`${viewport}: allow lands at the client with code, state and iss; the code gives tokens; the remembered consent skips the page next time`, async (t) => {
-      const { context, page, checker } = await openPage(browser, viewport)
-      t.teardown(() => context.close())
-      const request = authorizeRequest(as)
-      await page.goto(request.url)
-      t.equal(await heading(page), 'Sign in')
-      await t.resolves(page.getByText('to continue to Example Web App').waitFor({ timeout: 1000 }), 'the login page names the application')
-      await checker.check(t, 'login')
+    await t.test(
+      `${viewport}: allow lands at the client with code, state and iss; the code gives tokens; the remembered consent skips the page next time`,
+      async (t) => {
+        const { context, page, checker } = await openPage(browser, viewport)
+        t.teardown(() => context.close())
+        const request = authorizeRequest(as)
+        await page.goto(request.url)
+        t.equal(await heading(page), 'Sign in')
+        await t.resolves(page.getByText('to continue to Example Web App').waitFor({ timeout: 1000 }), 'the login page names the application')
+        await checker.check(t, 'login')
 
-      await signIn(page, { username: person.allow, password: DEMO_PASSWORD })
-      t.equal(await heading(page), 'Allow Example Web App to access your account?')
-      t.equal(await page.getByRole('listitem').count(), 3, 'one line per requested scope')
-      await checker.check(t, 'consent', { replace: stablePort })
+        await signIn(page, { username: person.allow, password: DEMO_PASSWORD })
+        t.equal(await heading(page), 'Allow Example Web App to access your account?')
+        t.equal(await page.getByRole('listitem').count(), 3, 'one line per requested scope')
+        await checker.check(t, 'consent', { replace: stablePort })
 
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Allow' }).click())
-      const back = backAtClient(t, as, page)
-      t.equal(back.searchParams.get('state'), request.state, 'state')
-      t.equal(back.searchParams.get('iss'), as.issuer, 'iss (RFC 9207)')
-      const code = back.searchParams.get('code')
-      t.match(code, /^[A-Za-z0-9_-]{20,}$/, 'a code')
+        await submitAndWait(page, () => page.getByRole('button', { name: 'Allow' }).click())
+        const back = backAtClient(t, as, page)
+        t.equal(back.searchParams.get('state'), request.state, 'state')
+        t.equal(back.searchParams.get('iss'), as.issuer, 'iss (RFC 9207)')
+        const code = back.searchParams.get('code')
+        t.match(code, /^[A-Za-z0-9_-]{20,}$/, 'a code')
 
-      const res = await exchangeCode(as, code ?? '', request.verifier)
-      t.equal(res.status, 200, 'the client exchanges the code')
-      t.equal(res.headers.get('cache-control'), 'no-store')
-      const tokens = (await res.json()) as Record<string, unknown>
-      t.match(tokens, { token_type: 'Bearer', access_token: String, refresh_token: String, id_token: String, expires_in: Number })
-      t.same(String(tokens.scope).split(' ').sort(), ['openid', 'orders:read', 'profile'], 'the scopes allowed')
-      const claims = JSON.parse(Buffer.from(String(tokens.id_token).split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>
-      t.equal(claims.sub, person.allow, 'the id_token names who signed in')
+        const res = await exchangeCode(as, code ?? '', request.verifier)
+        t.equal(res.status, 200, 'the client exchanges the code')
+        t.equal(res.headers.get('cache-control'), 'no-store')
+        const tokens = (await res.json()) as Record<string, unknown>
+        t.match(tokens, { token_type: 'Bearer', access_token: String, refresh_token: String, id_token: String, expires_in: Number })
+        t.same(String(tokens.scope).split(' ').sort(), ['openid', 'orders:read', 'profile'], 'the scopes allowed')
+        const claims = JSON.parse(Buffer.from(String(tokens.id_token).split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>
+        t.equal(claims.sub, person.allow, 'the id_token names who signed in')
 
-      // Same browser, same person, same scopes: no login (the session) and
-      // no consent page (remembered); straight back to the client.
-      const pagesShown: string[] = []
-      page.on('response', (r) => {
-        if (r.request().isNavigationRequest() && r.status() === 200 && r.url().startsWith(as.issuer)) pagesShown.push(r.url())
-      })
-      const again = authorizeRequest(as)
-      await page.goto(again.url)
-      const second = backAtClient(t, as, page)
-      t.same(pagesShown, [], 'no page of ours was shown')
-      t.equal(second.searchParams.get('state'), again.state)
-      t.ok(second.searchParams.get('code'), 'a new code')
-    })
+        // Same browser, same person, same scopes: no login (the session) and
+        // no consent page (remembered); straight back to the client.
+        const pagesShown: string[] = []
+        page.on('response', (r) => {
+          if (r.request().isNavigationRequest() && r.status() === 200 && r.url().startsWith(as.issuer)) pagesShown.push(r.url())
+        })
+        const again = authorizeRequest(as)
+        await page.goto(again.url)
+        const second = backAtClient(t, as, page)
+        t.same(pagesShown, [], 'no page of ours was shown')
+        t.equal(second.searchParams.get('state'), again.state)
+        t.ok(second.searchParams.get('code'), 'a new code')
+      },
+    )
 
     await t.test(`${viewport}: deny lands at the client with error=access_denied`, async (t) => {
       const { context, page, checker } = await openPage(browser, viewport)

@@ -1,7 +1,8 @@
 import t from 'tap'
 import type { Page } from 'playwright-core'
 import { launchChromium, openPage, VIEWPORT_NAMES } from '../helpers/chromium.js'
-import { pollUntilDecided, startBrowserAs, startDevice } from '../helpers/browser-as.js'
+import { startBrowserAs } from '../helpers/browser-as.js'
+import { pollUntilDecided, startDevice } from '../helpers/device-client.js'
 
 /**
  * An expired device code (RFC 8628 3.5 expired_token) in Chromium, at both
@@ -25,8 +26,8 @@ t.test('an expired device code gets a clear message in Chromium', async (t) => {
   t.teardown(() => as.close())
   // Both codes expire while the client polls (the binary has no clock to move:
   // the expiry is awaited through the protocol, not with a fixed sleep).
-  const starts = await Promise.all(VIEWPORT_NAMES.map(() => startDevice(as)))
-  const answers = await Promise.all(starts.map((s) => pollUntilDecided(as, s)))
+  const starts = await Promise.all(VIEWPORT_NAMES.map(() => startDevice(as.issuer)))
+  const answers = await Promise.all(starts.map((s) => pollUntilDecided(as.issuer, s)))
   for (const answer of answers) {
     t.equal(answer.status, 400)
     t.equal(answer.body.error, 'expired_token', 'the client is told the code expired')

@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchChromium, openPage, VIEWPORT_NAMES, type PageChecker, type ViewportName } from '../helpers/chromium.js'
-import { pollUntilDecided, signIn, startBrowserAs, startDevice, submitAndWait, type DeviceStart } from '../helpers/browser-as.js'
+import { signIn, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
+import { pollUntilDecided, startDevice, type DeviceStart } from '../helpers/device-client.js'
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite:
@@ -55,8 +56,8 @@ t.test('the device flow in Chromium', async (t) => {
     await t.test(`${viewport}: verification_uri_complete, sign in, allow: tokens; the used code is refused`, async (t) => {
       const { context, page, checker } = await openPage(browser, viewport)
       t.teardown(() => context.close())
-      const start = await startDevice(as)
-      const polled = pollUntilDecided(as, start)
+      const start = await startDevice(as.issuer)
+      const polled = pollUntilDecided(as.issuer, start)
       await page.goto(start.verification_uri_complete)
       t.equal(await heading(page), 'Sign in', 'first the login page')
       t.match(await page.locator('.lead').textContent(), start.user_code, 'it names the code being connected')
@@ -75,8 +76,8 @@ t.test('the device flow in Chromium', async (t) => {
     await t.test(`${viewport}: verification_uri, the code typed in lower case with and without the dash`, async (t) => {
       const { context, page, checker } = await openPage(browser, viewport)
       t.teardown(() => context.close())
-      const withDash = await startDevice(as)
-      const polledWithDash = pollUntilDecided(as, withDash)
+      const withDash = await startDevice(as.issuer)
+      const polledWithDash = pollUntilDecided(as.issuer, withDash)
       await page.goto(withDash.verification_uri)
       t.equal(await heading(page), 'Connect a device')
       await checker.check(t, 'device-entry')
@@ -87,8 +88,8 @@ t.test('the device flow in Chromium', async (t) => {
       t.equal(await heading(page), 'Device connected')
       assertTokens(t, await polledWithDash)
 
-      const noDash = await startDevice(as)
-      const polledNoDash = pollUntilDecided(as, noDash)
+      const noDash = await startDevice(as.issuer)
+      const polledNoDash = pollUntilDecided(as.issuer, noDash)
       await page.goto(noDash.verification_uri)
       await typeCode(page, noDash.user_code.replace('-', '').toLowerCase())
       await decide(t, page, checker, noDash, 'Allow')
@@ -99,8 +100,8 @@ t.test('the device flow in Chromium', async (t) => {
     await t.test(`${viewport}: deny; an unknown code gets a clear message`, async (t) => {
       const { context, page, checker } = await openPage(browser, viewport)
       t.teardown(() => context.close())
-      const start = await startDevice(as)
-      const polled = pollUntilDecided(as, start)
+      const start = await startDevice(as.issuer)
+      const polled = pollUntilDecided(as.issuer, start)
       await page.goto(start.verification_uri_complete)
       await signIn(page, { username: PERSON[viewport], password: DEMO_PASSWORD })
       await decide(t, page, checker, start, 'Deny')

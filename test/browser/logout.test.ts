@@ -52,7 +52,11 @@ t.test('consent, switching person, and signing out in Chromium', async (t) => {
       t.equal(await heading(page), 'Allow Example Web App to access your account?')
       const logo = page.locator('img.client-logo')
       t.equal(await logo.getAttribute('src'), logoDataUrl(), 'the logo is shown')
-      t.equal(await logo.evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth), 48, 'and it loaded, under the page CSP')
+      t.equal(
+        await logo.evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth),
+        48,
+        'and it loaded, under the page CSP',
+      )
       t.equal(await page.getByRole('link', { name: 'privacy policy' }).getAttribute('href'), 'https://app.example.com/privacy')
       t.equal(await page.getByRole('link', { name: 'terms of service' }).getAttribute('href'), 'https://app.example.com/terms')
       await t.resolves(page.getByText(`Signed in as ${person.consent}.`).waitFor({ timeout: 1000 }), 'who is signed in')
@@ -134,4 +138,3 @@ t.test('consent, switching person, and signing out in Chromium', async (t) => {
     })
   }
 })
-

@@ -24,7 +24,9 @@ const PAGES: Record<string, { status?: number; headers?: Record<string, string>;
 }
 
 t.test('findChromium says how to install a browser when $CHROMIUM names nothing', async (t) => {
-  t.throws(() => findChromium({ CHROMIUM: '/nonexistent/chromium', PATH: '' }), { message: /CHROMIUM=\/nonexistent\/chromium does not exist.*apt-get install -y chromium/ })
+  t.throws(() => findChromium({ CHROMIUM: '/nonexistent/chromium', PATH: '' }), {
+    message: /CHROMIUM=\/nonexistent\/chromium does not exist.*apt-get install -y chromium/,
+  })
   t.match(INSTALL_HINT, /CHROMIUM=\/path/)
 })
 

@@ -42,7 +42,12 @@ post_logout_redirect_uris: [https://app.example.com/bye, com.example.app:/bye, h
 })
 
 t.test('an inline logo of each raster type is accepted', async (t) => {
-  for (const [type, data] of [['png', PNG], ['gif', GIF], ['jpeg', JPEG], ['webp', WEBP]] as const) {
+  for (const [type, data] of [
+    ['png', PNG],
+    ['gif', GIF],
+    ['jpeg', JPEG],
+    ['webp', WEBP],
+  ] as const) {
     const { config, problems } = inspect(client(`logo_uri: "data:image/${type};base64,${data}"`))
     t.same(problems, [], `${type}: ${describe(problems)}`)
     t.equal(config?.authorizationServer?.clients[0]?.metadata.logoUri, `data:image/${type};base64,${data}`)
@@ -59,7 +64,10 @@ t.test('a logo that could run script, or is not an image, is refused at load', a
     ['logo_uri: "data:text/html;base64,PHNjcmlwdD4="', /must be `data:image\/png;base64/],
     [`logo_uri: "data:image/png,${PNG}"`, /must be `data:image\/png;base64/],
     [`logo_uri: "data:image/png;base64,${GIF}"`, 'the data is not a png image'],
-    [`logo_uri: "data:image/png;base64,${Buffer.concat([Buffer.from(PNG, 'base64'), Buffer.alloc(MAX_DATA_LOGO_BYTES)]).toString('base64')}"`, /at most 32 KiB/],
+    [
+      `logo_uri: "data:image/png;base64,${Buffer.concat([Buffer.from(PNG, 'base64'), Buffer.alloc(MAX_DATA_LOGO_BYTES)]).toString('base64')}"`,
+      /at most 32 KiB/,
+    ],
     ['logo_uri: "https://user:pw@cdn.example.com/logo.png"', /credentials/],
     ['logo_uri: "https://cdn.example.com/logo.png#x"', /fragment/],
   ]

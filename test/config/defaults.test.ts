@@ -244,7 +244,16 @@ t.test('store forms', async (t) => {
     sentinelName: 'orders',
     replicaWait: { replicas: 1, timeoutMs: 500 },
   })
-  t.same(inspect('store: { url: "redis://r:6379", replica_wait: { replicas: 2, timeout: 250ms } }\n').config?.store, { kind: 'redis', url: 'redis://r:6379', cluster: [], keyPrefix: 'bw:', commandTimeoutMs: 1000, sentinels: [], sentinelName: 'mymaster', replicaWait: { replicas: 2, timeoutMs: 250 } })
+  t.same(inspect('store: { url: "redis://r:6379", replica_wait: { replicas: 2, timeout: 250ms } }\n').config?.store, {
+    kind: 'redis',
+    url: 'redis://r:6379',
+    cluster: [],
+    keyPrefix: 'bw:',
+    commandTimeoutMs: 1000,
+    sentinels: [],
+    sentinelName: 'mymaster',
+    replicaWait: { replicas: 2, timeoutMs: 250 },
+  })
 })
 
 t.test('a pure gateway has no implicit issuers', async (t) => {
@@ -270,7 +279,13 @@ t.test('the full fixture sets every key', async (t) => {
     adminListen: { host: '127.0.0.1', port: 0 },
     publicUrl: 'https://auth.example.com',
     tls: { certFile: `${files}/cert.pem`, keyFile: `${files}/key.pem` },
-    store: { kind: 'redis', url: 'rediss://:pw@redis.internal:6380/2', cluster: ['redis-1.internal:6379', 'redis-2.internal:6379'], keyPrefix: 'bearward:', commandTimeoutMs: 250 },
+    store: {
+      kind: 'redis',
+      url: 'rediss://:pw@redis.internal:6380/2',
+      cluster: ['redis-1.internal:6379', 'redis-2.internal:6379'],
+      keyPrefix: 'bearward:',
+      commandTimeoutMs: 250,
+    },
     log: { level: 'debug' },
     trustIncomingRequestId: true,
     shutdownTimeoutMs: 30_000,
@@ -311,30 +326,34 @@ t.test('the full fixture sets every key', async (t) => {
     clientIdMetadataDocuments: { allowHosts: ['clients.internal'], caFile: `${files}/ca.pem`, scopes: ['orders:read'] },
     localLogin: true,
   })
-  t.same(as?.identityProviders, [
-    {
-      id: 'corp',
-      name: 'Corp SSO',
-      issuer: 'https://sso.example.com',
-      clientId: 'bearward',
-      clientSecret: 'from-env',
-      scopes: ['openid', 'profile', 'email', 'groups'],
-      allowed: { emailDomains: ['example.com'], claim: { name: 'groups', values: ['staff', 'admins'] } },
-      claims: { name: 'name', email: 'email', groups: 'groups' },
-      position: 'authorization_server.identity_providers[0]',
-    },
-    {
-      id: 'dev',
-      name: 'Local dev provider',
-      issuer: 'http://127.0.0.1:4444/oidc',
-      clientId: 'bearward-dev',
-      clientSecret: null,
-      scopes: ['openid', 'profile', 'email'],
-      allowed: null,
-      claims: { name: 'name', preferred_username: 'preferred_username', email: 'email', email_verified: 'email_verified' },
-      position: 'authorization_server.identity_providers[1]',
-    },
-  ], 'identity providers with their defaults')
+  t.same(
+    as?.identityProviders,
+    [
+      {
+        id: 'corp',
+        name: 'Corp SSO',
+        issuer: 'https://sso.example.com',
+        clientId: 'bearward',
+        clientSecret: 'from-env',
+        scopes: ['openid', 'profile', 'email', 'groups'],
+        allowed: { emailDomains: ['example.com'], claim: { name: 'groups', values: ['staff', 'admins'] } },
+        claims: { name: 'name', email: 'email', groups: 'groups' },
+        position: 'authorization_server.identity_providers[0]',
+      },
+      {
+        id: 'dev',
+        name: 'Local dev provider',
+        issuer: 'http://127.0.0.1:4444/oidc',
+        clientId: 'bearward-dev',
+        clientSecret: null,
+        scopes: ['openid', 'profile', 'email'],
+        allowed: null,
+        claims: { name: 'name', preferred_username: 'preferred_username', email: 'email', email_verified: 'email_verified' },
+        position: 'authorization_server.identity_providers[1]',
+      },
+    ],
+    'identity providers with their defaults',
+  )
   t.same(as?.clients[0], {
     clientId: 'web',
     name: 'Web shop',
@@ -359,7 +378,12 @@ t.test('the full fixture sets every key', async (t) => {
     dpopBoundAccessTokens: true,
   })
   t.same(as?.clients[1]?.grantTypes, ['urn:ietf:params:oauth:grant-type:device_code'])
-  t.same(as?.users[0], { username: 'alice', passwordHash: 'scrypt$16384$8$1$BBBBBBBBBBBBBBBBBBBBBB$BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB', sub: '248289761001', claims: { name: 'Alice', email: 'alice@example.com', groups: ['admins'] } })
+  t.same(as?.users[0], {
+    username: 'alice',
+    passwordHash: 'scrypt$16384$8$1$BBBBBBBBBBBBBBBBBBBBBB$BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB',
+    sub: '248289761001',
+    claims: { name: 'Alice', email: 'alice@example.com', groups: ['admins'] },
+  })
   t.same(config?.issuers[0], {
     id: 'corp',
     issuer: 'https://idp.example.com',
@@ -396,7 +420,14 @@ t.test('the full fixture sets every key', async (t) => {
     dpop: 'allowed',
   })
   t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })
-  t.match(config?.routes[1], { name: 'root', match: { path: '/' }, public: true, issuers: ['self'], protectedResource: null, audiences: ['https://auth.example.com'] })
+  t.match(config?.routes[1], {
+    name: 'root',
+    match: { path: '/' },
+    public: true,
+    issuers: ['self'],
+    protectedResource: null,
+    audiences: ['https://auth.example.com'],
+  })
   t.match(config?.routes[2], {
     name: 'mcp',
     audience: 'https://auth.example.com',

@@ -102,7 +102,11 @@ routes:
   t.match(at(problems, 'authorization_server.access_token.ttl'), [{ message: 'must be at least 1s, got `0s`' }])
   t.match(at(problems, 'authorization_server.device.interval'), [{ message: /must be shorter than the device code ttl/ }])
   t.match(at(problems, 'gateway.clock_skew'), [{ message: 'must be at most 1m, got `61s`' }])
-  t.match(at(problems, 'authorization_server.rate_limit.login_delay_max'), [{ message: 'must be at most 1h, got `2h`' }], 'a wait longer than an hour is a lockout')
+  t.match(
+    at(problems, 'authorization_server.rate_limit.login_delay_max'),
+    [{ message: 'must be at most 1h, got `2h`' }],
+    'a wait longer than an hour is a lockout',
+  )
   t.match(at(problems, 'authorization_server.rate_limit.known_browser_ttl'), [{ message: 'must be at least 1s, got `0s`' }])
   t.match(at(problems, 'authorization_server.rate_limit.login_address_max_failures'), [{ message: /at least 1/ }])
   t.match(at(problems, 'authorization_server.rate_limit.client_auth_address_max_failures'), [{ message: /at least 1/ }])

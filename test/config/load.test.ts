@@ -182,7 +182,10 @@ t.test('the example config loads, with the documented warnings', async (t) => {
   t.match(warnings[0]?.message, /ephemeral key/)
   t.match(warnings[1]?.message, /DEMO secret `demo-secret`/)
   t.match(warnings[3]?.message, /DEMO password `demo-password`/)
-  t.ok(warnings.every((w) => w.file === EXAMPLE && w.line > 1), warnings.map(formatProblem).join('\n'))
+  t.ok(
+    warnings.every((w) => w.file === EXAMPLE && w.line > 1),
+    warnings.map(formatProblem).join('\n'),
+  )
 })
 
 t.test('the example demo hashes are real scrypt hashes of the documented demo secrets', async (t) => {

@@ -97,10 +97,14 @@ ${extra}
     perAddress: 30,
     windowSec: 3600,
   })
-  const env = inspect(base('  registration: { enabled: true, initial_access_token: "${REG}", scopes: ["mcp:tools"] }'), { REG: 'a-long-enough-registration-token' })
+  const env = inspect(base('  registration: { enabled: true, initial_access_token: "${REG}", scopes: ["mcp:tools"] }'), {
+    REG: 'a-long-enough-registration-token',
+  })
   t.equal(env.config?.authorizationServer?.registration?.initialAccessToken, 'a-long-enough-registration-token')
   t.same(env.config?.authorizationServer?.registration?.scopes, ['mcp:tools'])
-  const bad = inspect(base('  registration: { enabled: yes, initial_access_token: short, scopes: ["mcp:tool"], client_ttl: 10s, rate_limit: { per_address: 0 }, extra: 1 }'))
+  const bad = inspect(
+    base('  registration: { enabled: yes, initial_access_token: short, scopes: ["mcp:tool"], client_ttl: 10s, rate_limit: { per_address: 0 }, extra: 1 }'),
+  )
   t.match(at(bad.problems, 'authorization_server.registration.enabled'), [{ message: /expected `true` or `false`/ }])
   t.match(at(bad.problems, 'authorization_server.registration.initial_access_token'), [{ message: /at least 16 characters/ }])
   t.match(at(bad.problems, 'authorization_server.registration.scopes[0]'), [{ message: /unknown scope `mcp:tool`/ }])
@@ -118,7 +122,11 @@ ${extra}
   t.equal(inspect(base('')).config?.authorizationServer?.clientIdMetadataDocuments, null)
   const on = inspect(base('  client_id_metadata_documents: { enabled: true, allow_hosts: [Clients.Internal, "[::1]"] }'))
   t.same(on.problems, [], describe(on.problems))
-  t.same(on.config?.authorizationServer?.clientIdMetadataDocuments, { allowHosts: ['clients.internal', '[::1]'], caFile: null, scopes: ['openid', 'profile', 'email', 'offline_access', 'mcp:tools'] })
+  t.same(on.config?.authorizationServer?.clientIdMetadataDocuments, {
+    allowHosts: ['clients.internal', '[::1]'],
+    caFile: null,
+    scopes: ['openid', 'profile', 'email', 'offline_access', 'mcp:tools'],
+  })
   const bad = inspect(base('  client_id_metadata_documents: { enabled: true, allow_hosts: ["https://x.example.com"], ca_file: missing.pem, scopes: [nope] }'))
   t.match(at(bad.problems, 'authorization_server.client_id_metadata_documents.allow_hosts[0]'), [{ message: /not a host name/ }])
   t.match(at(bad.problems, 'authorization_server.client_id_metadata_documents.ca_file'), [{ message: /file not found/ }])

@@ -122,8 +122,13 @@ t.test('the reader takes the keys of every mapping of the schema, and its enums,
   const keysOf = (node: Schema | undefined): string[] => Object.keys((node?.properties as Schema | undefined) ?? {})
   t.same(CLIENT_KEYS, keysOf(defs.client))
   t.same(TOP_LEVEL_KEYS, keysOf(schema))
-  const grants = ((defs.client?.properties as Record<string, Schema>).grant_types?.items as Schema).enum as string[]
-  t.same([...GRANT_TYPES], grants.filter((g) => g !== 'device_code'), 'grant types (the schema also lists the `device_code` shorthand)')
+  const clientProperties = (defs.client?.properties ?? {}) as Record<string, Schema>
+  const grants = ((clientProperties.grant_types?.items ?? {}) as Schema).enum as string[]
+  t.same(
+    [...GRANT_TYPES],
+    grants.filter((g) => g !== 'device_code'),
+    'grant types (the schema also lists the `device_code` shorthand)',
+  )
 })
 
 t.test('an enum value the code does not handle, or a pointer to nothing, stops the process at load', async (t) => {

@@ -32,7 +32,9 @@ authorization_server:
 
 t.test('enum values get a did-you-mean too', async (t) => {
   const { problems } = inspect('log: { level: warning }\n')
-  t.match(at(problems, 'log.level'), [{ message: '`warning` is not a log level: expected one of `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`; did you mean `warn`?' }])
+  t.match(at(problems, 'log.level'), [
+    { message: '`warning` is not a log level: expected one of `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`; did you mean `warn`?' },
+  ])
 })
 
 t.test('type errors name what was expected and what was found', async (t) => {
@@ -175,19 +177,43 @@ t.test('client rules', async (t) => {
     ['type: public\nsecret_hash: "' + HASH + '"\nredirect_uris: [http://127.0.0.1/cb]', 'secret_hash', /a public client has no secret/],
     ['type: confidential\nredirect_uris: [https://a/cb]', 'secret_hash', /needs `secret_hash`.*bearward hash-secret/],
     ['type: confidential\nsecret_hash: plain\nredirect_uris: [https://a/cb]', 'secret_hash', /not a secret hash.*bearward hash-secret/],
-    ['type: confidential\nsecret_hash: "scrypt$16384$8$1$short$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"\nredirect_uris: [https://a/cb]', 'secret_hash', /the salt must be base64url/],
-    ['type: public\ntoken_endpoint_auth_method: client_secret_basic\nredirect_uris: [http://127.0.0.1/cb]', 'token_endpoint_auth_method', /public clients use `none`/],
-    ['type: confidential\nsecret_hash: "' + HASH + '"\ntoken_endpoint_auth_method: none\nredirect_uris: [https://a/cb]', 'token_endpoint_auth_method', /authenticates with its secret/],
+    [
+      'type: confidential\nsecret_hash: "scrypt$16384$8$1$short$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"\nredirect_uris: [https://a/cb]',
+      'secret_hash',
+      /the salt must be base64url/,
+    ],
+    [
+      'type: public\ntoken_endpoint_auth_method: client_secret_basic\nredirect_uris: [http://127.0.0.1/cb]',
+      'token_endpoint_auth_method',
+      /public clients use `none`/,
+    ],
+    [
+      'type: confidential\nsecret_hash: "' + HASH + '"\ntoken_endpoint_auth_method: none\nredirect_uris: [https://a/cb]',
+      'token_endpoint_auth_method',
+      /authenticates with its secret/,
+    ],
     ['type: public\ngrant_types: [client_credentials]', 'grant_types', /cannot use `client_credentials`/],
     ['type: public\ngrant_types: [implicit]', 'grant_types[0]', /`implicit` grant is not supported/],
-    ['type: public\ngrant_types: [authorization_code, jwt-bearer]\nredirect_uris: [http://127.0.0.1/cb]', 'grant_types[1]', /`jwt-bearer` is not a supported grant type/],
+    [
+      'type: public\ngrant_types: [authorization_code, jwt-bearer]\nredirect_uris: [http://127.0.0.1/cb]',
+      'grant_types[1]',
+      /`jwt-bearer` is not a supported grant type/,
+    ],
     ['type: public\ngrant_types: []', 'grant_types', 'must list at least one value'],
     ['type: public', 'redirect_uris', /`authorization_code` grant needs at least one redirect URI/],
     ['type: public\nredirect_uris: []', 'redirect_uris', /`authorization_code` grant needs at least one redirect URI/],
     ['type: public\nredirect_uris: ["https://a/cb#x"]', 'redirect_uris[0]', /must not contain a fragment/],
     ['type: public\nredirect_uris: [cb]', 'redirect_uris[0]', /not an absolute URI/],
-    ['type: public\nredirect_uris: [http://127.0.0.1/cb]\nscopes: [opnid]', 'scopes[0]', 'unknown scope `opnid`; did you mean `openid`? declare it under `authorization_server.scopes`'],
-    ['type: public\nredirect_uris: [http://127.0.0.1/cb]\nallowed_origins: [https://a.example.com/]', 'allowed_origins[0]', 'an origin has no path, query or trailing slash; write `https://a.example.com`'],
+    [
+      'type: public\nredirect_uris: [http://127.0.0.1/cb]\nscopes: [opnid]',
+      'scopes[0]',
+      'unknown scope `opnid`; did you mean `openid`? declare it under `authorization_server.scopes`',
+    ],
+    [
+      'type: public\nredirect_uris: [http://127.0.0.1/cb]\nallowed_origins: [https://a.example.com/]',
+      'allowed_origins[0]',
+      'an origin has no path, query or trailing slash; write `https://a.example.com`',
+    ],
     ['type: public\nredirect_uris: [http://127.0.0.1/cb]\nrequire_pkce: false', 'require_pkce', /must use PKCE/],
     ['type: public\nredirect_uris: [http://127.0.0.1/cb]\nrotate_refresh_tokens: false', 'rotate_refresh_tokens', /must rotate/],
     ['type: robot\nredirect_uris: [http://127.0.0.1/cb]', 'type', /`robot` is not a client type/],
@@ -347,7 +373,11 @@ routes:
       ['routes[3]', 'route `put` matches the same requests as route `post` (routes[2]) for PUT /orders; only one of them can serve them'],
     ],
   )
-  t.match(warnings.find((w) => w.path === 'routes[1]'), { line: 5, col: 25 }, 'at the match of the later route')
+  t.match(
+    warnings.find((w) => w.path === 'routes[1]'),
+    { line: 5, col: 25 },
+    'at the match of the later route',
+  )
 })
 
 t.test('identity_headers.claims rules', async (t) => {
@@ -360,7 +390,11 @@ routes:
 `)
   t.match(at(problems, 'routes[0].identity_headers.claims.mail'), [{ message: /duplicate identity header `x-id-email`/ }])
   t.match(at(problems, 'routes[0].identity_headers.claims.groups'), [{ message: '`bad header` is not a valid header name' }])
-  t.match(at(problems, 'routes[0].identity_headers.claims.who'), [{ message: /duplicate identity header `x-auth-subject`/ }], 'a claim header cannot take the subject header')
+  t.match(
+    at(problems, 'routes[0].identity_headers.claims.who'),
+    [{ message: /duplicate identity header `x-auth-subject`/ }],
+    'a claim header cannot take the subject header',
+  )
   t.match(at(problems, 'routes[0].identity_headers.claims.n'), [{ message: /expected a string/ }])
 })
 
@@ -437,7 +471,9 @@ t.test('store rules never echo the URL (it may hold a password)', async (t) => {
   t.match(at(sentinel, 'store.replica_wait.replicas'), [{}])
   t.match(at(sentinel, 'store.replica_wait.timeout'), [{ message: /shorter than store.command_timeout \(1000 ms\)/ }])
   t.match(at(inspect('store: { url: "redis://r", name: x }\n').problems, 'store.name'), [{ message: /needs `sentinels`/ }])
-  t.match(at(inspect('store: { url: "redis://r", sentinels: [a:1], cluster: [b:2] }\n').problems, 'store.sentinels'), [{ message: /either `sentinels` or `cluster`/ }])
+  t.match(at(inspect('store: { url: "redis://r", sentinels: [a:1], cluster: [b:2] }\n').problems, 'store.sentinels'), [
+    { message: /either `sentinels` or `cluster`/ },
+  ])
 })
 
 t.test('tls files are resolved against the config file and must exist', async (t) => {

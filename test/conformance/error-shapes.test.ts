@@ -25,13 +25,24 @@ t.test('the strict WWW-Authenticate parser itself', async (t) => {
   t.same(parseChallenges('Bearer realm="bearward", error="invalid_token", error_description="The access token is invalid"'), [
     { scheme: 'Bearer', params: { realm: 'bearward', error: 'invalid_token', error_description: 'The access token is invalid' } },
   ])
-  t.same(parseChallenges('Basic realm="a",Bearer realm="b" , scope="x y"'), [
-    { scheme: 'Basic', params: { realm: 'a' } },
-    { scheme: 'Bearer', params: { realm: 'b', scope: 'x y' } },
-  ], 'two challenges, OWS around commas')
+  t.same(
+    parseChallenges('Basic realm="a",Bearer realm="b" , scope="x y"'),
+    [
+      { scheme: 'Basic', params: { realm: 'a' } },
+      { scheme: 'Bearer', params: { realm: 'b', scope: 'x y' } },
+    ],
+    'two challenges, OWS around commas',
+  )
   t.same(parseChallenges('Bearer realm="a \\"q\\""'), [{ scheme: 'Bearer', params: { realm: 'a "q"' } }], 'quoted-pair')
   t.same(parseChallenges('Bearer realm="a",  '), [{ scheme: 'Bearer', params: { realm: 'a' } }], 'an empty list element is ignored (RFC 9110 5.6.1.2)')
-  t.same(parseChallenges('Negotiate, Bearer realm="x"'), [{ scheme: 'Negotiate', params: {} }, { scheme: 'Bearer', params: { realm: 'x' } }], 'a scheme without params')
+  t.same(
+    parseChallenges('Negotiate, Bearer realm="x"'),
+    [
+      { scheme: 'Negotiate', params: {} },
+      { scheme: 'Bearer', params: { realm: 'x' } },
+    ],
+    'a scheme without params',
+  )
   for (const bad of [
     '',
     'Bearer realm=bearward',
@@ -68,7 +79,8 @@ t.test('error responses of the authorization server and the gateway', async (t) 
 
   const start = await postForm(at('/device_authorization'), { client_id: 'cli', scope: 'orders:read' })
   const { device_code: deviceCode } = (await start.json()) as { device_code: string }
-  const poll = (): Promise<Response> => postForm(token, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: 'cli' })
+  const poll = (): Promise<Response> =>
+    postForm(token, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: 'cli' })
 
   interface Case {
     name: string
@@ -79,11 +91,41 @@ t.test('error responses of the authorization server and the gateway', async (t) 
   }
   const cases: Case[] = [
     // /token (RFC 6749 5.2)
-    { name: 'token: no client authentication', send: () => postForm(token, { grant_type: 'client_credentials' }), status: 401, error: 'invalid_client', scheme: 'Basic' },
-    { name: 'token: wrong Basic secret', send: () => postForm(token, { grant_type: 'client_credentials' }, basicAuth('service', 'wrong-secret')), status: 401, error: 'invalid_client', scheme: 'Basic' },
-    { name: 'token: unknown client', send: () => postForm(token, { grant_type: 'client_credentials' }, basicAuth('nobody', 'x')), status: 401, error: 'invalid_client', scheme: 'Basic' },
-    { name: 'token: Basic credentials not base64', send: () => postForm(token, { grant_type: 'client_credentials' }, { authorization: 'Basic !!!' }), status: 401, error: 'invalid_client', scheme: 'Basic' },
-    { name: 'token: a Bearer header instead of client credentials', send: () => postForm(token, { grant_type: 'client_credentials' }, bearer(serviceToken)), status: 401, error: 'invalid_client', scheme: 'Basic' },
+    {
+      name: 'token: no client authentication',
+      send: () => postForm(token, { grant_type: 'client_credentials' }),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
+    {
+      name: 'token: wrong Basic secret',
+      send: () => postForm(token, { grant_type: 'client_credentials' }, basicAuth('service', 'wrong-secret')),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
+    {
+      name: 'token: unknown client',
+      send: () => postForm(token, { grant_type: 'client_credentials' }, basicAuth('nobody', 'x')),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
+    {
+      name: 'token: Basic credentials not base64',
+      send: () => postForm(token, { grant_type: 'client_credentials' }, { authorization: 'Basic !!!' }),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
+    {
+      name: 'token: a Bearer header instead of client credentials',
+      send: () => postForm(token, { grant_type: 'client_credentials' }, bearer(serviceToken)),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
     {
       name: 'token: client_secret_post by a client registered for basic',
       send: () => postForm(token, { grant_type: 'client_credentials', client_id: 'service', client_secret: DEMO_SECRET }),
@@ -91,47 +133,116 @@ t.test('error responses of the authorization server and the gateway', async (t) 
       error: 'invalid_client',
       scheme: 'Basic',
     },
-    { name: 'token: a public client sends a secret', send: () => postForm(token, { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'cli', client_secret: 'x' }), status: 401, error: 'invalid_client', scheme: 'Basic' },
+    {
+      name: 'token: a public client sends a secret',
+      send: () => postForm(token, { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'cli', client_secret: 'x' }),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
     { name: 'token: no grant_type', send: () => postForm(token, {}, basicAuth('service', DEMO_SECRET)), status: 400, error: 'invalid_request' },
     {
       name: 'token: grant_type repeated',
-      send: () => fetch(token, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...basicAuth('service', DEMO_SECRET) }, body: 'grant_type=client_credentials&grant_type=client_credentials' }),
+      send: () =>
+        fetch(token, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...basicAuth('service', DEMO_SECRET) },
+          body: 'grant_type=client_credentials&grant_type=client_credentials',
+        }),
       status: 400,
       error: 'invalid_request',
     },
     {
       name: 'token: JSON body instead of a form',
-      send: () => fetch(token, { method: 'POST', headers: { 'content-type': 'application/json', ...basicAuth('service', DEMO_SECRET) }, body: '{"grant_type":"client_credentials"}' }),
+      send: () =>
+        fetch(token, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...basicAuth('service', DEMO_SECRET) },
+          body: '{"grant_type":"client_credentials"}',
+        }),
       status: 400,
       error: 'invalid_request',
     },
-    { name: 'token: unknown grant_type', send: () => postForm(token, { grant_type: 'urn:example:nope' }, basicAuth('service', DEMO_SECRET)), status: 400, error: 'unsupported_grant_type' },
-    { name: 'token: password grant', send: () => postForm(token, { grant_type: 'password', username: 'alice', password: 'x' }, basicAuth('web', DEMO_SECRET)), status: 400, error: 'unsupported_grant_type' },
+    {
+      name: 'token: unknown grant_type',
+      send: () => postForm(token, { grant_type: 'urn:example:nope' }, basicAuth('service', DEMO_SECRET)),
+      status: 400,
+      error: 'unsupported_grant_type',
+    },
+    {
+      name: 'token: password grant',
+      send: () => postForm(token, { grant_type: 'password', username: 'alice', password: 'x' }, basicAuth('web', DEMO_SECRET)),
+      status: 400,
+      error: 'unsupported_grant_type',
+    },
     {
       name: 'token: a code that does not exist',
-      send: () => postForm(token, { grant_type: 'authorization_code', code: 'nope', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: 'a'.repeat(43) }, basicAuth('web', DEMO_SECRET)),
+      send: () =>
+        postForm(
+          token,
+          { grant_type: 'authorization_code', code: 'nope', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: 'a'.repeat(43) },
+          basicAuth('web', DEMO_SECRET),
+        ),
       status: 400,
       error: 'invalid_grant',
     },
-    { name: 'token: an unknown refresh token', send: () => postForm(token, { grant_type: 'refresh_token', refresh_token: 'nope' }, basicAuth('web', DEMO_SECRET)), status: 400, error: 'invalid_grant' },
+    {
+      name: 'token: an unknown refresh token',
+      send: () => postForm(token, { grant_type: 'refresh_token', refresh_token: 'nope' }, basicAuth('web', DEMO_SECRET)),
+      status: 400,
+      error: 'invalid_grant',
+    },
     {
       name: 'token: a grant the client is not registered for',
-      send: () => postForm(token, { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: 'a'.repeat(43) }, basicAuth('service', DEMO_SECRET)),
+      send: () =>
+        postForm(
+          token,
+          { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: 'a'.repeat(43) },
+          basicAuth('service', DEMO_SECRET),
+        ),
       status: 400,
       error: 'unauthorized_client',
     },
-    { name: 'token: a scope the client may not have', send: () => postForm(token, { grant_type: 'client_credentials', scope: 'orders:write' }, basicAuth('service', DEMO_SECRET)), status: 400, error: 'invalid_scope' },
+    {
+      name: 'token: a scope the client may not have',
+      send: () => postForm(token, { grant_type: 'client_credentials', scope: 'orders:write' }, basicAuth('service', DEMO_SECRET)),
+      status: 400,
+      error: 'invalid_scope',
+    },
     { name: 'token: device code not yet approved', send: poll, status: 400, error: 'authorization_pending' },
     { name: 'token: device polled faster than the interval', send: poll, status: 400, error: 'slow_down' },
     { name: 'token: GET', send: () => fetch(token), status: 405, error: 'method_not_allowed' },
     // /revoke (RFC 7009 2.2.1) and /introspect (RFC 7662 2.3)
-    { name: 'revoke: wrong secret', send: () => postForm(at('/revoke'), { token: 'x' }, basicAuth('web', 'wrong-secret')), status: 401, error: 'invalid_client', scheme: 'Basic' },
+    {
+      name: 'revoke: wrong secret',
+      send: () => postForm(at('/revoke'), { token: 'x' }, basicAuth('web', 'wrong-secret')),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
     { name: 'revoke: no token parameter', send: () => postForm(at('/revoke'), {}, basicAuth('web', DEMO_SECRET)), status: 400, error: 'invalid_request' },
-    { name: 'introspect: no client authentication', send: () => postForm(at('/introspect'), { token: 'x' }), status: 401, error: 'invalid_client', scheme: 'Basic' },
-    { name: 'introspect: a public client', send: () => postForm(at('/introspect'), { token: 'x', client_id: 'cli' }), status: 401, error: 'invalid_client', scheme: 'Basic' },
+    {
+      name: 'introspect: no client authentication',
+      send: () => postForm(at('/introspect'), { token: 'x' }),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
+    {
+      name: 'introspect: a public client',
+      send: () => postForm(at('/introspect'), { token: 'x', client_id: 'cli' }),
+      status: 401,
+      error: 'invalid_client',
+      scheme: 'Basic',
+    },
     // /userinfo (OIDC Core 5.3.3, RFC 6750 3.1)
     { name: 'userinfo: no token', send: () => fetch(at('/userinfo')), status: 401, error: null },
-    { name: 'userinfo: Basic credentials are not a bearer token', send: () => fetch(at('/userinfo'), { headers: basicAuth('web', DEMO_SECRET) }), status: 401, error: null },
+    {
+      name: 'userinfo: Basic credentials are not a bearer token',
+      send: () => fetch(at('/userinfo'), { headers: basicAuth('web', DEMO_SECRET) }),
+      status: 401,
+      error: null,
+    },
     { name: 'userinfo: unknown token', send: () => fetch(at('/userinfo'), { headers: bearer('abc') }), status: 401, error: 'invalid_token' },
     { name: 'userinfo: bad signature', send: () => fetch(at('/userinfo'), { headers: bearer(badSignature) }), status: 401, error: 'invalid_token' },
     { name: 'userinfo: alg none', send: () => fetch(at('/userinfo'), { headers: bearer(algNone) }), status: 401, error: 'invalid_token' },
@@ -150,9 +261,26 @@ t.test('error responses of the authorization server and the gateway', async (t) 
     { name: 'gateway: bad signature', send: () => fetch(orders, { headers: bearer(badSignature) }), status: 401, error: 'invalid_token' },
     { name: 'gateway: alg none', send: () => fetch(orders, { headers: bearer(algNone) }), status: 401, error: 'invalid_token' },
     { name: 'gateway: revoked token', send: () => fetch(orders, { headers: bearer(revoked.accessToken) }), status: 401, error: 'invalid_token' },
-    { name: 'gateway: scope too narrow', send: () => fetch(orders, { method: 'POST', headers: bearer(user.accessToken) }), status: 403, error: 'insufficient_scope' },
-    { name: 'gateway: token in the query string', send: () => fetch(`${orders}?access_token=${user.accessToken}`), status: 400, error: 'invalid_request', scheme: 'Bearer' },
-    { name: 'gateway: Bearer credentials outside the b64token grammar', send: () => fetch(orders, { headers: { authorization: 'Bearer a b' } }), status: 400, error: 'invalid_request', scheme: 'Bearer' },
+    {
+      name: 'gateway: scope too narrow',
+      send: () => fetch(orders, { method: 'POST', headers: bearer(user.accessToken) }),
+      status: 403,
+      error: 'insufficient_scope',
+    },
+    {
+      name: 'gateway: token in the query string',
+      send: () => fetch(`${orders}?access_token=${user.accessToken}`),
+      status: 400,
+      error: 'invalid_request',
+      scheme: 'Bearer',
+    },
+    {
+      name: 'gateway: Bearer credentials outside the b64token grammar',
+      send: () => fetch(orders, { headers: { authorization: 'Bearer a b' } }),
+      status: 400,
+      error: 'invalid_request',
+      scheme: 'Bearer',
+    },
     {
       name: 'gateway: Authorization header repeated',
       send: () => rawRequest(orders, 'GET', { authorization: [`Bearer ${user.accessToken}`, `Bearer ${serviceToken}`] }),
@@ -179,7 +307,15 @@ t.test('error responses of the authorization server and the gateway', async (t) 
 
 t.test('authorization endpoint errors go back to the client in the RFC 6749 4.1.2.1 shape', async (t) => {
   const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'
-  const base = { response_type: 'code', client_id: 'web', redirect_uri: WEB_REDIRECT_URI, scope: 'openid', state: 'st-1', code_challenge: challenge, code_challenge_method: 'S256' }
+  const base = {
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: WEB_REDIRECT_URI,
+    scope: 'openid',
+    state: 'st-1',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  }
   const { code_challenge: _c, code_challenge_method: _m, ...withoutPkce } = base
   const cases: Array<{ name: string; query: string; error: string }> = [
     { name: 'unsupported response type', query: new URLSearchParams({ ...base, response_type: 'token' }).toString(), error: 'unsupported_response_type' },

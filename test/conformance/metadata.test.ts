@@ -79,9 +79,18 @@ function wellKnownUrls(issuer: string): { rfc8414: string; oidc: string } {
  */
 function metadataProblems(m: Metadata): string[] {
   const problems: string[] = []
-  const required = ['issuer', 'authorization_endpoint', 'token_endpoint', 'jwks_uri', 'response_types_supported', 'subject_types_supported', 'id_token_signing_alg_values_supported']
+  const required = [
+    'issuer',
+    'authorization_endpoint',
+    'token_endpoint',
+    'jwks_uri',
+    'response_types_supported',
+    'subject_types_supported',
+    'id_token_signing_alg_values_supported',
+  ]
   for (const k of required) if (m[k] === undefined) problems.push(`REQUIRED member ${k} is missing`)
-  for (const k of ['userinfo_endpoint', 'scopes_supported', 'claims_supported']) if (m[k] === undefined) problems.push(`RECOMMENDED member ${k} is missing (OIDC Discovery 3)`)
+  for (const k of ['userinfo_endpoint', 'scopes_supported', 'claims_supported'])
+    if (m[k] === undefined) problems.push(`RECOMMENDED member ${k} is missing (OIDC Discovery 3)`)
   const issuer = typeof m.issuer === 'string' ? m.issuer : ''
   if (!URL.canParse(issuer)) problems.push(`issuer ${JSON.stringify(m.issuer)} is not a URL`)
   else {
@@ -109,19 +118,28 @@ function metadataProblems(m: Metadata): string[] {
     if (u.hash !== '') problems.push(`${k} has a fragment (RFC 6749 3.1)`)
     if (!v.startsWith(`${issuer}/`)) problems.push(`${k} ${v} is not under the issuer ${issuer}`)
   }
-  for (const k of ['authorization_response_iss_parameter_supported', 'claims_parameter_supported', 'request_parameter_supported', 'request_uri_parameter_supported']) {
+  for (const k of [
+    'authorization_response_iss_parameter_supported',
+    'claims_parameter_supported',
+    'request_parameter_supported',
+    'request_uri_parameter_supported',
+  ]) {
     if (m[k] !== undefined && typeof m[k] !== 'boolean') problems.push(`${k} is not a boolean`)
   }
   const responseTypes = (m.response_types_supported as string[] | undefined) ?? []
-  if (responseTypes.some((r) => r.split(' ').includes('token'))) problems.push('a response type returns an access token from the authorization endpoint (RFC 9700 2.1.2)')
+  if (responseTypes.some((r) => r.split(' ').includes('token')))
+    problems.push('a response type returns an access token from the authorization endpoint (RFC 9700 2.1.2)')
   const grants = (m.grant_types_supported as string[] | undefined) ?? []
   for (const g of ['password', 'implicit']) if (grants.includes(g)) problems.push(`grant type ${g} is advertised (RFC 9700 2.4 / 2.1.2)`)
-  if (((m.token_endpoint_auth_signing_alg_values_supported as string[] | undefined) ?? []).includes('none')) problems.push('token_endpoint_auth_signing_alg_values_supported lists none')
-  if (((m.id_token_signing_alg_values_supported as string[] | undefined) ?? []).includes('none')) problems.push('id_token_signing_alg_values_supported lists none, though every flow here returns the ID token from the token endpoint only')
+  if (((m.token_endpoint_auth_signing_alg_values_supported as string[] | undefined) ?? []).includes('none'))
+    problems.push('token_endpoint_auth_signing_alg_values_supported lists none')
+  if (((m.id_token_signing_alg_values_supported as string[] | undefined) ?? []).includes('none'))
+    problems.push('id_token_signing_alg_values_supported lists none, though every flow here returns the ID token from the token endpoint only')
   const subjects = (m.subject_types_supported as string[] | undefined) ?? []
   if (!subjects.every((s) => s === 'public' || s === 'pairwise')) problems.push('subject_types_supported has a value other than public / pairwise')
   const scopes = (m.scopes_supported as string[] | undefined) ?? []
-  if (m.scopes_supported !== undefined && !scopes.includes('openid')) problems.push('scopes_supported lacks openid (OIDC Discovery 3: the server MUST support it)')
+  if (m.scopes_supported !== undefined && !scopes.includes('openid'))
+    problems.push('scopes_supported lacks openid (OIDC Discovery 3: the server MUST support it)')
   return problems
 }
 
@@ -129,7 +147,10 @@ function metadataProblems(m: Metadata): string[] {
 async function fetchPublicJson(t: Test, url: string): Promise<Metadata> {
   const res = await fetch(url, { headers: { origin: FOREIGN_ORIGIN } })
   t.equal(res.status, 200, `${url} answers 200 (RFC 8414 3.2)`)
-  t.ok(isJsonMediaType(res.headers.get('content-type')) || /^application\/jwk-set\+json/.test(res.headers.get('content-type') ?? ''), `${url} is JSON (${String(res.headers.get('content-type'))})`)
+  t.ok(
+    isJsonMediaType(res.headers.get('content-type')) || /^application\/jwk-set\+json/.test(res.headers.get('content-type') ?? ''),
+    `${url} is JSON (${String(res.headers.get('content-type'))})`,
+  )
   const acao = res.headers.get('access-control-allow-origin')
   t.ok(acao === '*' || acao === FOREIGN_ORIGIN, `${url} may be read cross-origin (Access-Control-Allow-Origin: ${String(acao)})`)
   const pre = await fetch(url, { method: 'OPTIONS', headers: { origin: FOREIGN_ORIGIN, 'access-control-request-method': 'GET' } })
@@ -142,7 +163,10 @@ async function fetchPublicJson(t: Test, url: string): Promise<Metadata> {
 }
 
 /** Where /authorize sent a browser for one request: accepted (login page, or a code) or refused with an error. */
-async function authorizeOutcome(authorizationEndpoint: string, params: Record<string, string>): Promise<{ accepted: boolean; error: string | null; status: number }> {
+async function authorizeOutcome(
+  authorizationEndpoint: string,
+  params: Record<string, string>,
+): Promise<{ accepted: boolean; error: string | null; status: number }> {
   const url = `${authorizationEndpoint}?${new URLSearchParams(params)}`
   const res = await fetch(url, { redirect: 'manual' })
   await res.arrayBuffer()
@@ -239,7 +263,11 @@ t.test('metadata conformance (RFC 8414, OIDC Discovery 1.0)', async (t) => {
           break
         }
         case 'refresh_token': {
-          const r = await postForm(tokenEndpoint, { grant_type: 'refresh_token', refresh_token: (await webLogin(endpoints, 'openid orders:read')).refreshToken }, basicAuth('web', DEMO_SECRET))
+          const r = await postForm(
+            tokenEndpoint,
+            { grant_type: 'refresh_token', refresh_token: (await webLogin(endpoints, 'openid orders:read')).refreshToken },
+            basicAuth('web', DEMO_SECRET),
+          )
           t.equal(r.status, 200, grant)
           t.match(await r.json(), { access_token: String, refresh_token: String })
           break
@@ -263,7 +291,11 @@ t.test('metadata conformance (RFC 8414, OIDC Discovery 1.0)', async (t) => {
           t.fail(`advertised grant type ${grant} has no known way to be tried`)
       }
     }
-    const password = await postForm(tokenEndpoint, { grant_type: 'password', username: ALICE.username, password: ALICE.password }, basicAuth('web', DEMO_SECRET))
+    const password = await postForm(
+      tokenEndpoint,
+      { grant_type: 'password', username: ALICE.username, password: ALICE.password },
+      basicAuth('web', DEMO_SECRET),
+    )
     t.equal(password.status, 400, 'the password grant is refused (RFC 9700 2.4)')
     t.match(await password.json(), { error: /^(unsupported_grant_type|unauthorized_client)$/ })
   })
@@ -273,7 +305,8 @@ t.test('metadata conformance (RFC 8414, OIDC Discovery 1.0)', async (t) => {
     const tryAt: Record<string, Record<string, () => Promise<Response>>> = {
       token_endpoint_auth_methods_supported: {
         client_secret_basic: () => postForm(tokenEndpoint, { grant_type: 'client_credentials', scope: 'orders:read' }, basicAuth('service', DEMO_SECRET)),
-        client_secret_post: () => postForm(tokenEndpoint, { grant_type: 'client_credentials', scope: 'orders:read', client_id: POST_CLIENT_ID, client_secret: DEMO_SECRET }),
+        client_secret_post: () =>
+          postForm(tokenEndpoint, { grant_type: 'client_credentials', scope: 'orders:read', client_id: POST_CLIENT_ID, client_secret: DEMO_SECRET }),
         // A public client authenticates by naming itself; a fresh device code then is "pending", not invalid_client.
         none: async () => {
           const start = await postForm(String(m.device_authorization_endpoint), { client_id: 'cli', scope: 'orders:read' })
@@ -330,12 +363,20 @@ t.test('metadata conformance (RFC 8414, OIDC Discovery 1.0)', async (t) => {
       t.type(key.alg, 'string', 'alg present')
       t.equal(key.use, 'sig', 'use is sig')
       t.type(key.kty, 'string')
-      t.same(PRIVATE_JWK_MEMBERS.filter((p) => p in key), [], `key ${String(key.kid)} has no private members`)
+      t.same(
+        PRIVATE_JWK_MEMBERS.filter((p) => p in key),
+        [],
+        `key ${String(key.kid)} has no private members`,
+      )
       t.notOk(kids.has(String(key.kid)), 'kid unique')
       kids.add(String(key.kid))
     }
     const algs = m.id_token_signing_alg_values_supported as string[]
-    for (const alg of algs) t.ok(jwks.keys.some((k) => k.alg === alg), `a published key has advertised alg ${alg}`)
+    for (const alg of algs)
+      t.ok(
+        jwks.keys.some((k) => k.alg === alg),
+        `a published key has advertised alg ${alg}`,
+      )
     const header = jwsHeader(flow.idToken)
     t.ok(algs.includes(String(header.alg)), `the id_token is signed with an advertised alg (${String(header.alg)})`)
     t.equal(jwks.keys.find((k) => k.kid === header.kid)?.alg, header.alg, 'the id_token kid names a published key of that alg')
@@ -353,10 +394,18 @@ t.test('metadata conformance (RFC 8414, OIDC Discovery 1.0)', async (t) => {
     t.ok(isJsonMediaType(res.headers.get('content-type')), 'userinfo is JSON')
     const userinfo = (await res.json()) as Record<string, unknown>
     t.equal(userinfo.sub, 'alice')
-    t.same(Object.keys(userinfo).filter((c) => !supported.has(c)), [], 'every userinfo claim is in claims_supported')
+    t.same(
+      Object.keys(userinfo).filter((c) => !supported.has(c)),
+      [],
+      'every userinfo claim is in claims_supported',
+    )
     const { payload } = await jwtVerify(flow.idToken, createLocalJWKSet((await (await fetch(String(m.jwks_uri))).json()) as JSONWebKeySet))
     // JWT bookkeeping claims (RFC 7519 4.1) are not user claims; OIDC lists only what it defines.
-    t.same(Object.keys(payload).filter((c) => !supported.has(c) && c !== 'jti' && c !== 'nbf'), [], 'every id_token claim is in claims_supported')
+    t.same(
+      Object.keys(payload).filter((c) => !supported.has(c) && c !== 'jti' && c !== 'nbf'),
+      [],
+      'every id_token claim is in claims_supported',
+    )
     const scopes = m.scopes_supported as string[]
     for (const s of (flow.tokens.scope as string).split(' ')) t.ok(scopes.includes(s), `granted scope ${s} is in scopes_supported`)
   })
@@ -386,12 +435,26 @@ t.test('an issuer with a path and configured keys (RFC 8414 3.1 path insertion)'
   t.same(oidc.id_token_signing_alg_values_supported, ['RS256'], 'the first key signs')
 
   const jwks = (await fetchPublicJson(t, String(oidc.jwks_uri))) as unknown as JSONWebKeySet
-  t.same(jwks.keys.map((k) => [k.kid, k.alg, k.use]).sort(), [['ec-previous', 'ES256', 'sig'], ['rsa-current', 'RS256', 'sig']], 'both keys are published')
-  t.same(jwks.keys.flatMap((k) => PRIVATE_JWK_MEMBERS.filter((p) => p in k)), [], 'no private members')
+  t.same(
+    jwks.keys.map((k) => [k.kid, k.alg, k.use]).sort(),
+    [
+      ['ec-previous', 'ES256', 'sig'],
+      ['rsa-current', 'RS256', 'sig'],
+    ],
+    'both keys are published',
+  )
+  t.same(
+    jwks.keys.flatMap((k) => PRIVATE_JWK_MEMBERS.filter((p) => p in k)),
+    [],
+    'no private members',
+  )
 
   // A library finds the server from the issuer alone, either way, and completes a login under the path.
   const insecure: client.DiscoveryRequestOptions = { execute: [client.allowInsecureRequests] }
-  const viaOauth2 = await client.discovery(new URL(server.issuer), 'web', DEMO_SECRET, client.ClientSecretBasic(DEMO_SECRET), { ...insecure, algorithm: 'oauth2' })
+  const viaOauth2 = await client.discovery(new URL(server.issuer), 'web', DEMO_SECRET, client.ClientSecretBasic(DEMO_SECRET), {
+    ...insecure,
+    algorithm: 'oauth2',
+  })
   t.equal(viaOauth2.serverMetadata().issuer, server.issuer)
   const web = await client.discovery(new URL(server.issuer), 'web', DEMO_SECRET, client.ClientSecretBasic(DEMO_SECRET), insecure)
   const verifier = client.randomPKCECodeVerifier()

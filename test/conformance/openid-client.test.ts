@@ -34,10 +34,20 @@ t.test('openid-client v6', async (t) => {
 
   await t.test('discovery at /.well-known/openid-configuration and RFC 8414 /.well-known/oauth-authorization-server', async (t) => {
     const oidc = web.serverMetadata()
-    const oauth2 = (await client.discovery(issuer, 'web', DEMO_SECRET, client.ClientSecretBasic(DEMO_SECRET), { ...insecure, algorithm: 'oauth2' })).serverMetadata()
+    const oauth2 = (
+      await client.discovery(issuer, 'web', DEMO_SECRET, client.ClientSecretBasic(DEMO_SECRET), { ...insecure, algorithm: 'oauth2' })
+    ).serverMetadata()
     t.equal(oidc.issuer, server.issuer, 'the library accepted the issuer of the OIDC document')
     t.equal(oauth2.issuer, server.issuer, 'the library accepted the issuer of the RFC 8414 document')
-    for (const key of ['authorization_endpoint', 'token_endpoint', 'jwks_uri', 'userinfo_endpoint', 'revocation_endpoint', 'introspection_endpoint', 'device_authorization_endpoint'] as const) {
+    for (const key of [
+      'authorization_endpoint',
+      'token_endpoint',
+      'jwks_uri',
+      'userinfo_endpoint',
+      'revocation_endpoint',
+      'introspection_endpoint',
+      'device_authorization_endpoint',
+    ] as const) {
       t.type(oidc[key], 'string', `${key} advertised`)
       t.equal(oauth2[key], oidc[key], `${key} is the same in both documents`)
     }
@@ -79,7 +89,11 @@ t.test('openid-client v6', async (t) => {
     t.equal(claims.nonce, nonce)
     const idHeader = jwsHeader(tokens.id_token!)
     t.ok(web.serverMetadata().id_token_signing_alg_values_supported?.includes(String(idHeader.alg)), 'id_token alg is advertised')
-    t.equal(claims.at_hash, expectedAtHash(tokens.access_token, String(idHeader.alg)), 'at_hash is the left half of the hash of the access token (OIDC Core 3.1.3.6)')
+    t.equal(
+      claims.at_hash,
+      expectedAtHash(tokens.access_token, String(idHeader.alg)),
+      'at_hash is the left half of the hash of the access token (OIDC Core 3.1.3.6)',
+    )
 
     const userinfo = await client.fetchUserInfo(web, tokens.access_token, claims.sub)
     t.match(userinfo, { sub: 'alice', name: 'Alice Example', email: 'alice@example.com', email_verified: true })
@@ -213,10 +227,12 @@ t.test('openid-client v6', async (t) => {
       code_challenge_method: 'S256',
     })
     const callback2 = await authorizeAsPerson(browser, again.href, ALICE)
-    const wrongVerifier = await client.authorizationCodeGrant(cli, callback2, { pkceCodeVerifier: client.randomPKCECodeVerifier(), expectedState: state2 }).then(
-      () => null,
-      (e: unknown) => e,
-    )
+    const wrongVerifier = await client
+      .authorizationCodeGrant(cli, callback2, { pkceCodeVerifier: client.randomPKCECodeVerifier(), expectedState: state2 })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      )
     t.match(wrongVerifier, { status: 400, error: 'invalid_grant' }, 'PKCE: a different verifier is invalid_grant')
     const good = await client.authorizationCodeGrant(cli, callback2, { pkceCodeVerifier: verifier2, expectedState: state2 })
     t.type(good.refresh_token, 'string', 'a failed check leaves the code usable (SPEC: Issued, unchanged)')

@@ -11,7 +11,7 @@ import { identityFromClaims } from '../../src/gateway/identity.js'
 const JKT = '0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I'
 const base = { sub: 'alice', client_id: 'app', scope: 'orders:read', jti: 'j1' }
 
-t.test('a remote issuer\'s claims with cnf.jkt give a bound identity; without cnf, a bearer one', async (t) => {
+t.test("a remote issuer's claims with cnf.jkt give a bound identity; without cnf, a bearer one", async (t) => {
   t.equal(identityFromClaims('corp', 'https://idp.example.com', { ...base, cnf: { jkt: JKT } }, 2_000_000_000)?.jkt, JKT)
   t.equal(identityFromClaims('corp', 'https://idp.example.com', base, 2_000_000_000)?.jkt, null)
 })

@@ -12,7 +12,7 @@ import type { DpopConfig } from '../../src/config/types.js'
 import { proofHeader, DpopVerifier } from '../../src/dpop/verify-proof.js'
 import { jwkThumbprint } from '../../src/dpop/thumbprint.js'
 import { htuMatches, normalizeHtu } from '../../src/dpop/htu.js'
-import { InvalidDpopProof, OAuthError, StoreUnavailableError, UseDpopNonce } from '../../src/errors.js'
+import { InvalidDpopProof, type OAuthError, StoreUnavailableError, UseDpopNonce } from '../../src/errors.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { makeProof, proofKeyPair, type ProofKeyPair } from '../helpers/dpop.js'
 import type { IncomingMessage } from 'node:http'
@@ -80,7 +80,8 @@ t.test('every refusal of RFC 9449 4.3', async (t) => {
   const key = proofKeyPair('ES256')
   const other = proofKeyPair('ES256')
   const expect = { method: 'GET', url: URL_, accessToken: TOKEN, jkt: key.jkt }
-  const proof = (o: Partial<Parameters<typeof makeProof>[1]> = {}, k: ProofKeyPair = key): string => makeProof(k, { htu: URL_, accessToken: TOKEN, nowMs, ...o })
+  const proof = (o: Partial<Parameters<typeof makeProof>[1]> = {}, k: ProofKeyPair = key): string =>
+    makeProof(k, { htu: URL_, accessToken: TOKEN, nowMs, ...o })
   const nowSec = Math.floor(nowMs / 1000)
 
   await refusal(t, verifier.verify(proof({ htm: 'POST' }), expect), /another HTTP method/, 'wrong htm')
@@ -93,7 +94,14 @@ t.test('every refusal of RFC 9449 4.3', async (t) => {
   await refusal(t, verifier.verify(proof({}, other), expect), /not bound/, 'a key other than cnf.jkt')
   const priv = key.privateKey.export({ format: 'jwk' })
   await refusal(t, verifier.verify(proof({ header: { jwk: priv } }), expect), /malformed or its signature/, 'a private key in jwk', 401, 'ERR_DPOP_JWK_PRIVATE')
-  await refusal(t, verifier.verify(proof({ header: { jwk: { ...key.publicJwk, k: 'AAAA' } } }), expect), /malformed/, 'a symmetric member in jwk', 401, 'ERR_DPOP_JWK_PRIVATE')
+  await refusal(
+    t,
+    verifier.verify(proof({ header: { jwk: { ...key.publicJwk, k: 'AAAA' } } }), expect),
+    /malformed/,
+    'a symmetric member in jwk',
+    401,
+    'ERR_DPOP_JWK_PRIVATE',
+  )
   await refusal(t, verifier.verify(proof({ forge: { alg: 'none' } }), expect), /malformed/, 'alg none (empty signature)', 401, 'ERR_DPOP_MALFORMED')
   await refusal(t, verifier.verify(proof({ header: { alg: 'none' } }), expect), /malformed/, 'alg none with a signature', 401, 'ERR_DPOP_ALG')
   await refusal(t, verifier.verify(proof({ forge: { alg: 'HS256', secret: 'secret' } }), expect), /malformed/, 'alg HS256', 401, 'ERR_DPOP_ALG')

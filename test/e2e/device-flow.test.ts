@@ -1,44 +1,10 @@
 import t from 'tap'
-import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
+import { startBin, tempConfig } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { Browser, parseForms } from '../helpers/browser.js'
 import { asConfigYaml, DEMO_PASSWORD } from '../helpers/as-config.js'
-import { freePort, postForm } from '../helpers/http.js'
-
-interface DeviceStart {
-  device_code: string
-  user_code: string
-  verification_uri: string
-  verification_uri_complete: string
-  expires_in: number
-  interval: number
-}
-
-async function startDevice(bin: RunningBin): Promise<DeviceStart> {
-  const res = await postForm(`${bin.url}/device_authorization`, { client_id: 'cli', scope: 'orders:read' })
-  if (res.status !== 200) throw new Error(`device_authorization: ${res.status} ${await res.text()}`)
-  return (await res.json()) as DeviceStart
-}
-
-const poll = (bin: RunningBin, deviceCode: string): Promise<Response> =>
-  postForm(`${bin.url}/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: 'cli' })
-
-/**
- * Poll as RFC 8628 3.5 tells a device to: wait `interval` seconds between
- * requests, 5 more after each slow_down, until the answer is no longer
- * authorization_pending.
- */
-async function pollUntilDecided(bin: RunningBin, start: DeviceStart): Promise<Response> {
-  let interval = start.interval
-  for (;;) {
-    await new Promise((r) => setTimeout(r, interval * 1000))
-    const res = await poll(bin, start.device_code)
-    if (res.status === 200) return res
-    const body = (await res.clone().json()) as { error?: string }
-    if (body.error === 'slow_down') interval += 5
-    else if (body.error !== 'authorization_pending') return res
-  }
-}
+import { freePort } from '../helpers/http.js'
+import { pollOnce, pollUntilDecided, startDevice, type DeviceStart } from '../helpers/device-client.js'
 
 /** The demo config with a device code lifetime and a 1 s polling interval. */
 const deviceYaml = async (port: number, upstream: string, ttl: string): Promise<string> =>
@@ -63,7 +29,10 @@ async function personApproves(start: DeviceStart, decision: 'allow' | 'deny', ty
     else if (code) {
       const button = code.buttons[0]
       // Typed the way people type: lower case, no dash.
-      sent = await browser.submit(code, { user_code: typeCode ? start.user_code.replace('-', '').toLowerCase() : code.fields.user_code ?? '', ...(button ? { [button.name]: button.value } : {}) })
+      sent = await browser.submit(code, {
+        user_code: typeCode ? start.user_code.replace('-', '').toLowerCase() : (code.fields.user_code ?? ''),
+        ...(button ? { [button.name]: button.value } : {}),
+      })
     } else return html
     ;({ res, url: at } = await browser.follow(sent, at, origin))
     url = at
@@ -85,43 +54,43 @@ t.test('device authorization grant as a command-line tool and a person would', a
   })
 
   await t.test('start, poll (pending), approve through the page, poll (tokens), call the route', async (t) => {
-    const start = await startDevice(bin)
+    const start = await startDevice(bin.url, 'orders:read')
     t.match(start.user_code, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/)
     t.equal(start.verification_uri, `${bin.url}/device`)
     t.equal(start.verification_uri_complete, `${bin.url}/device?user_code=${start.user_code}`)
     t.equal(start.interval, 1)
-    const pending = await poll(bin, start.device_code)
+    const pending = await pollOnce(bin.url, start)
     t.equal(pending.status, 400)
-    t.match(await pending.json(), { error: 'authorization_pending' })
+    t.match(pending.body, { error: 'authorization_pending' })
     const page = await personApproves(start, 'allow', true)
     t.match(page, /approved|connected|done|success/i, 'the person is told it worked')
-    const done = await pollUntilDecided(bin, start)
+    const done = await pollUntilDecided(bin.url, start)
     t.equal(done.status, 200)
     t.equal(done.headers.get('cache-control'), 'no-store')
-    const tokens = (await done.json()) as { access_token: string; token_type: string; refresh_token?: string }
+    const tokens = done.body as { access_token: string; token_type: string; refresh_token?: string }
     t.equal(tokens.token_type, 'Bearer')
     const route = await fetch(`${bin.url}/orders/7`, { headers: { authorization: `Bearer ${tokens.access_token}` } })
     t.equal(route.status, 200, 'the device token opens the protected route')
-    const again = await pollUntilDecided(bin, start)
+    const again = await pollUntilDecided(bin.url, start)
     t.equal(again.status, 400, 'tokens are handed out once')
-    t.match(await again.json(), { error: 'invalid_grant' })
+    t.match(again.body, { error: 'invalid_grant' })
   })
 
   await t.test('deny', async (t) => {
-    const start = await startDevice(bin)
+    const start = await startDevice(bin.url, 'orders:read')
     await personApproves(start, 'deny')
-    const res = await poll(bin, start.device_code)
+    const res = await pollOnce(bin.url, start)
     t.equal(res.status, 400)
-    t.match(await res.json(), { error: 'access_denied' })
+    t.match(res.body, { error: 'access_denied' })
   })
 
   await t.test('polling faster than the interval gets slow_down', async (t) => {
-    const start = await startDevice(bin)
-    const first = await poll(bin, start.device_code)
-    t.match(await first.json(), { error: 'authorization_pending' })
-    const second = await poll(bin, start.device_code)
+    const start = await startDevice(bin.url, 'orders:read')
+    const first = await pollOnce(bin.url, start)
+    t.match(first.body, { error: 'authorization_pending' })
+    const second = await pollOnce(bin.url, start)
     t.equal(second.status, 400)
-    t.match(await second.json(), { error: 'slow_down' })
+    t.match(second.body, { error: 'slow_down' })
   })
 
   await t.test('expiry: a device that keeps polling is told expired_token once the lifetime has passed', async (t) => {
@@ -131,12 +100,12 @@ t.test('device authorization grant as a command-line tool and a person would', a
       await shortBin.stop()
       await short.cleanup()
     })
-    const start = await startDevice(shortBin)
+    const start = await startDevice(shortBin.url, 'orders:read')
     t.equal(start.expires_in, 2)
     const began = Date.now()
-    const res = await pollUntilDecided(shortBin, start)
+    const res = await pollUntilDecided(shortBin.url, start)
     t.equal(res.status, 400)
-    t.match(await res.json(), { error: 'expired_token' })
+    t.match(res.body, { error: 'expired_token' })
     t.ok(Date.now() - began >= 1000, 'not before the lifetime has (nearly) passed')
   })
 })

@@ -152,7 +152,11 @@ t.test('DPoP with oauth4webapi through bin/bearward', async (t) => {
     t.equal(stolen.status, 400, 'a refresh of the bound token with another key is refused')
     t.match(await stolen.json(), { error: 'invalid_grant' })
 
-    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token ?? '', { DPoP, ...insecure }))
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token ?? '', { DPoP, ...insecure }),
+    )
     t.equal(refreshed.token_type, 'dpop', 'the rightful key refreshes (the refused try did not burn the token)')
     t.equal((await oauth.protectedResourceRequest(refreshed.access_token, 'GET', secure, undefined, undefined, { DPoP, ...insecure })).status, 200)
   })
@@ -160,9 +164,17 @@ t.test('DPoP with oauth4webapi through bin/bearward', async (t) => {
   await t.test('device grant: the polling proof binds the token', async (t) => {
     const client: oauth.Client = { client_id: 'cli', token_endpoint_auth_method: 'none' }
     const DPoP = oauth.DPoP(client, await oauth.generateKeyPair('EdDSA'))
-    const start = await oauth.processDeviceAuthorizationResponse(as, client, await oauth.deviceAuthorizationRequest(as, client, oauth.None(), { scope: 'orders:read' }, insecure))
+    const start = await oauth.processDeviceAuthorizationResponse(
+      as,
+      client,
+      await oauth.deviceAuthorizationRequest(as, client, oauth.None(), { scope: 'orders:read' }, insecure),
+    )
     await approveDevice(start.verification_uri_complete ?? '')
-    const tokens = await oauth.processDeviceCodeResponse(as, client, await oauth.deviceCodeGrantRequest(as, client, oauth.None(), start.device_code, { DPoP, ...insecure }))
+    const tokens = await oauth.processDeviceCodeResponse(
+      as,
+      client,
+      await oauth.deviceCodeGrantRequest(as, client, oauth.None(), start.device_code, { DPoP, ...insecure }),
+    )
     t.equal(tokens.token_type, 'dpop')
     t.equal((await oauth.protectedResourceRequest(tokens.access_token, 'GET', secure, undefined, undefined, { DPoP, ...insecure })).status, 200)
   })
@@ -210,24 +222,60 @@ t.test('DPoP with oauth4webapi through bin/bearward', async (t) => {
     await refused('iat five minutes ahead', [auth, ['dpop', proof({ iat: now + 300 })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('wrong ath', [auth, ['dpop', proof({ accessToken: plain })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('a key other than cnf.jkt', [auth, ['dpop', proof({}, proofKeyPair('ES256'))]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
-    await refused('a private key in jwk', [auth, ['dpop', proof({ header: { jwk: key.privateKey.export({ format: 'jwk' }) } })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
+    await refused(
+      'a private key in jwk',
+      [auth, ['dpop', proof({ header: { jwk: key.privateKey.export({ format: 'jwk' }) } })]],
+      'invalid_dpop_proof',
+      dpopError('invalid_dpop_proof'),
+    )
     await refused('alg none', [auth, ['dpop', proof({ forge: { alg: 'none' } })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('alg HS256', [auth, ['dpop', proof({ forge: { alg: 'HS256', secret: 'guess' } })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('wrong typ', [auth, ['dpop', proof({ header: { typ: 'JWT' } })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('two DPoP headers', [auth, ['dpop', proof()], ['dpop', proof()]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('no proof on a required route', [auth], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('a bearer token on a required route', [['authorization', `Bearer ${plain}`]], 'invalid_token', dpopError('invalid_token'))
-    await refused('a bound token as Bearer (route takes both)', [['authorization', `Bearer ${bound}`]], 'invalid_token',
-      new RegExp(`^Bearer realm="bearward", error="invalid_token", error_description="[^"]+"(, [a-z_]+="[^"]*")*, DPoP ${ALGS}$`), `${bin.url}/orders/1`)
-    await refused('an unbound token with the DPoP scheme', [['authorization', `DPoP ${plain}`], ['dpop', proof({ accessToken: plain })]], 'invalid_token', dpopError('invalid_token'))
-    await refused('a proof for the token endpoint replayed at the route', [auth, ['dpop', makeProof(key, { htm: 'POST', htu: `${bin.url}/token` })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
+    await refused(
+      'a bound token as Bearer (route takes both)',
+      [['authorization', `Bearer ${bound}`]],
+      'invalid_token',
+      new RegExp(`^Bearer realm="bearward", error="invalid_token", error_description="[^"]+"(, [a-z_]+="[^"]*")*, DPoP ${ALGS}$`),
+      `${bin.url}/orders/1`,
+    )
+    await refused(
+      'an unbound token with the DPoP scheme',
+      [
+        ['authorization', `DPoP ${plain}`],
+        ['dpop', proof({ accessToken: plain })],
+      ],
+      'invalid_token',
+      dpopError('invalid_token'),
+    )
+    await refused(
+      'a proof for the token endpoint replayed at the route',
+      [auth, ['dpop', makeProof(key, { htm: 'POST', htu: `${bin.url}/token` })]],
+      'invalid_dpop_proof',
+      dpopError('invalid_dpop_proof'),
+    )
 
     const bare = await rawGet(url, [])
     t.equal(bare.status, 401)
-    t.match(String(bare.headers['www-authenticate']), new RegExp(`^DPoP realm="bearward", (scope="orders:read", )?${ALGS}`), 'no credentials on a required route: a DPoP challenge only')
+    t.match(
+      String(bare.headers['www-authenticate']),
+      new RegExp(`^DPoP realm="bearward", (scope="orders:read", )?${ALGS}`),
+      'no credentials on a required route: a DPoP challenge only',
+    )
     const both = await rawGet(`${bin.url}/orders/1`, [])
     t.match(String(both.headers['www-authenticate']), new RegExp(`^Bearer realm="bearward".*, DPoP ${ALGS}$`), 'where both are accepted, both challenges')
-    t.equal((await rawGet(`${bin.url}/orders/1`, [['authorization', `DPoP ${bound}`], ['dpop', makeProof(key, { htu: `${bin.url}/orders/1`, accessToken: bound })]])).status, 200, 'a route that takes both takes DPoP too')
+    t.equal(
+      (
+        await rawGet(`${bin.url}/orders/1`, [
+          ['authorization', `DPoP ${bound}`],
+          ['dpop', makeProof(key, { htu: `${bin.url}/orders/1`, accessToken: bound })],
+        ])
+      ).status,
+      200,
+      'a route that takes both takes DPoP too',
+    )
     t.equal((await rawGet(`${bin.url}/orders/1`, [['authorization', `Bearer ${plain}`]])).status, 200, '... and bearer tokens')
   })
 })
@@ -262,7 +310,10 @@ t.test('the replay cache is shared by two instances on one redis-server', async 
   const key = proofKeyPair()
   const bound = await tokenFor(a, key)
   const proof = makeProof(key, { htu: `http://127.0.0.1:${portA}/secure/1`, accessToken: bound })
-  const headers: Array<[string, string]> = [['authorization', `DPoP ${bound}`], ['dpop', proof]]
+  const headers: Array<[string, string]> = [
+    ['authorization', `DPoP ${bound}`],
+    ['dpop', proof],
+  ]
   t.equal((await rawGet(`${a.url}/secure/1`, headers)).status, 200, 'A accepts the proof')
   const before = up.seen.length
   const atB = await rawGet(`${b.url}/secure/1`, headers)
@@ -285,4 +336,3 @@ async function tokenFor(bin: RunningBin, key: ProofKeyPair): Promise<string> {
   if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
   return ((await res.json()) as { access_token: string }).access_token
 }
-

@@ -19,7 +19,14 @@ for (const format of ['jwt', 'opaque'] as const) {
   t.test(`${format} access tokens: the claims reach the upstream as headers`, async (t) => {
     const up = await startUpstream('orders')
     const port = await freePort()
-    const yaml = (await asConfigYaml({ port, upstream: up.url, format, extra: 'gateway:\n  identity_headers:\n    claims: { email: X-Auth-Email, groups: X-Auth-Groups }\n' }))
+    const yaml = (
+      await asConfigYaml({
+        port,
+        upstream: up.url,
+        format,
+        extra: 'gateway:\n  identity_headers:\n    claims: { email: X-Auth-Email, groups: X-Auth-Groups }\n',
+      })
+    )
       .replace(`access_token: { format: ${format}, ttl: 10m }`, `access_token: { format: ${format}, ttl: 10m, claims: [email, groups] }`)
       .replace('email_verified: true }', 'email_verified: true, groups: [admins, ops] }')
     const cfg = await tempConfig(yaml)

@@ -70,14 +70,20 @@ async function signInThrough(providerId: string, login: string): Promise<{ sub?:
   })}`
   const end = await upstreamSignIn(new Browser(), start, new URL(CALLBACK).origin, providerId, login)
   if (end.kind === 'page') return { page: { status: end.status, html: end.html } }
-  const res = await form(`${base}/token`, { grant_type: 'authorization_code', code: end.url.searchParams.get('code') ?? '', redirect_uri: CALLBACK, code_verifier: verifier }, basic('web', DEMO_SECRET))
+  const res = await form(
+    `${base}/token`,
+    { grant_type: 'authorization_code', code: end.url.searchParams.get('code') ?? '', redirect_uri: CALLBACK, code_verifier: verifier },
+    basic('web', DEMO_SECRET),
+  )
   const body = (await res.json()) as { access_token?: string }
   const claims = JSON.parse(Buffer.from((body.access_token ?? '').split('.')[1] ?? '', 'base64url').toString('utf8')) as { sub?: string }
   return claims.sub === undefined ? {} : { sub: claims.sub }
 }
 
 const loginPage = async (): Promise<string> => {
-  const res = await fetch(`${base}/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: CALLBACK, scope: 'openid', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWZi3k8n-zfaE', code_challenge_method: 'S256' })}`)
+  const res = await fetch(
+    `${base}/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: CALLBACK, scope: 'openid', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWZi3k8n-zfaE', code_challenge_method: 'S256' })}`,
+  )
   return await res.text()
 }
 
@@ -95,7 +101,10 @@ const reloaded = async (yaml: string): Promise<void> => {
 t.test('at start: the provider that cannot be discovered is reported with its position; the other signs people in', async (t) => {
   const report = await bin.waitForLog((e) => e.event === 'identity_provider_discovery_failed' && e.provider === 'lab', 15_000)
   t.equal(report.position, 'authorization_server.identity_providers[1]')
-  t.notOk(bin.lines.some((l) => l.includes(OP_CLIENT_SECRET)), 'no client secret in the log')
+  t.notOk(
+    bin.lines.some((l) => l.includes(OP_CLIENT_SECRET)),
+    'no client secret in the log',
+  )
   t.same(await signInThrough('corp', 'ann'), { sub: 'corp:ann' }, 'sign-in through Corp SSO gives the client a token for corp:ann')
   const lab = await signInThrough('lab', 'ann')
   t.equal(lab.page?.status, 503, 'Lab SSO: a page, not a redirect loop')
@@ -120,7 +129,10 @@ t.test('a provider that fails on reload is reported with its position; the other
   await reloaded(await configWith(provider('corp', 'Corp SSO', opA.issuer), provider('partner', 'Partner SSO', await dead())))
   t.ok(await eventually(() => failures('partner').length > before, 15_000), 'the failed discovery is logged')
   t.equal(failures('partner').at(-1)?.position, 'authorization_server.identity_providers[1]')
-  t.notOk(bin.lines.some((l) => l.includes(OP_CLIENT_SECRET)), 'no client secret in the log')
+  t.notOk(
+    bin.lines.some((l) => l.includes(OP_CLIENT_SECRET)),
+    'no client secret in the log',
+  )
   t.same(await signInThrough('corp', 'cy'), { sub: 'corp:cy' }, 'Corp SSO still signs people in')
   const partner = await signInThrough('partner', 'bea')
   t.equal(partner.page?.status, 503)

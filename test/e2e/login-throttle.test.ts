@@ -77,7 +77,10 @@ async function scenarios(t: Test, clock: ManualClock, attackBase: string, ownerB
 
     const owner = await signIn(ownerBase, 'alice', DEMO_PASSWORD, '198.51.100.50', ownBrowser)
     t.equal(owner.status, 303, 'the owner, from the browser she used before, signs in during the attack')
-    t.ok(owner.cookies.some((c) => c.startsWith('bw_session=')), 'with a session')
+    t.ok(
+      owner.cookies.some((c) => c.startsWith('bw_session=')),
+      'with a session',
+    )
 
     const fresh = await signIn(ownerBase, 'alice', DEMO_PASSWORD, '198.51.100.51')
     t.equal(fresh.status, 429, 'a new browser with the right password is told to wait')

@@ -42,8 +42,12 @@ async function startMcpServer(): Promise<{ url: string; seen: Array<{ method: st
       const body = Buffer.concat(chunks).toString('utf8')
       seen.push({ method: req.method ?? '', body })
       const mcp = new McpServer({ name: 'orders', version: '1.0.0' })
-      mcp.registerTool('get_order', { description: 'Read an order', inputSchema: { id: z.string() } }, async ({ id }) => ({ content: [{ type: 'text', text: `order ${id} for ${String(req.headers['x-auth-subject'])}` }] }))
-      mcp.registerTool('delete_order', { description: 'Delete an order', inputSchema: { id: z.string() } }, async ({ id }) => ({ content: [{ type: 'text', text: `deleted ${id}` }] }))
+      mcp.registerTool('get_order', { description: 'Read an order', inputSchema: { id: z.string() } }, async ({ id }) => ({
+        content: [{ type: 'text', text: `order ${id} for ${String(req.headers['x-auth-subject'])}` }],
+      }))
+      mcp.registerTool('delete_order', { description: 'Delete an order', inputSchema: { id: z.string() } }, async ({ id }) => ({
+        content: [{ type: 'text', text: `deleted ${id}` }],
+      }))
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
       res.on('close', () => {
         void transport.close()
@@ -236,7 +240,11 @@ routes:
   // 4. A token for another resource is refused, both ways.
   const mcpToken = provider.tokens()?.access_token ?? ''
   const otherBefore = other.seen.length
-  const atOther = await fetch(`${base}/other`, { method: 'POST', headers: { authorization: `Bearer ${mcpToken}`, 'content-type': 'application/json' }, body: '{}' })
+  const atOther = await fetch(`${base}/other`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${mcpToken}`, 'content-type': 'application/json' },
+    body: '{}',
+  })
   t.equal(atOther.status, 401, 'the MCP route token is refused at a route with another resource')
   t.match(atOther.headers.get('www-authenticate'), /error="invalid_token"/)
   t.equal(other.seen.length, otherBefore, 'nothing reached that upstream')
@@ -264,7 +272,16 @@ t.test('the SDK client identifies itself with a Client ID Metadata Document inst
   const docs = createHttpsServer({ cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) }, (req, res) => {
     docHits.push(req.url ?? '')
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=300' })
-    res.end(JSON.stringify({ client_id: docUrl, client_name: 'SDK document client', redirect_uris: [REDIRECT], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none' }))
+    res.end(
+      JSON.stringify({
+        client_id: docUrl,
+        client_name: 'SDK document client',
+        redirect_uris: [REDIRECT],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      }),
+    )
   })
   await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve))
   docUrl = `https://localhost:${(docs.address() as AddressInfo).port}/clients/sdk.json`

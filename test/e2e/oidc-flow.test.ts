@@ -81,11 +81,7 @@ t.test('authorization code + PKCE + OIDC with oauth4webapi', async (t) => {
   t.equal(ui.email, 'alice@example.com')
   t.equal(ui.name, 'Alice Example')
 
-  const refreshed = await oauth.processRefreshTokenResponse(
-    as,
-    client,
-    await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure),
-  )
+  const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure))
   t.not(refreshed.refresh_token, tokens.refresh_token, 'the refresh token rotated')
   t.equal((await fetch(`${bin.url}/orders/1`, { headers: { authorization: `Bearer ${refreshed.access_token}` } })).status, 200)
 

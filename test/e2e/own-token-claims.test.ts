@@ -59,7 +59,8 @@ t.test('our own access tokens: one claim rule for the gateway, /userinfo and /in
     return new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'own-1', typ: 'at+jwt', ...header }).sign(key)
   }
 
-  const userinfo = (token: string): Promise<Response> => fetch(`${bin.url}/userinfo`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) })
+  const userinfo = (token: string): Promise<Response> =>
+    fetch(`${bin.url}/userinfo`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) })
   const introspect = async (token: string): Promise<Record<string, unknown>> => {
     const res = await form(`${bin.url}/introspect`, { token }, basic('service', DEMO_SECRET))
     if (res.status !== 200) throw new Error(`introspect: ${res.status}`)
@@ -112,10 +113,13 @@ t.test('our own access tokens: one claim rule for the gateway, /userinfo and /in
       ['grant_id a number', (c) => (c.grant_id = 1)],
       ['auth_time a string', (c) => (c.auth_time = 'yesterday')],
       ['cnf without jkt', (c) => (c.cnf = {})],
-      ['scp instead of scope', (c) => {
-        delete c.scope
-        c.scp = ['openid', 'orders:read']
-      }],
+      [
+        'scp instead of scope',
+        (c) => {
+          delete c.scope
+          c.scp = ['openid', 'orders:read']
+        },
+      ],
     ]
     for (const [what, alter] of cases) await refusedEverywhere(t, await sign(alter), what)
   })

@@ -82,7 +82,10 @@ t.test('no replica confirms in time: 503, yet the revocation is in force; sent a
   t.match(await res.json(), { error: 'temporarily_unavailable' })
   t.ok(waited >= 450, `it waited for the replica (${waited.toFixed(0)} ms)`)
   t.comment(`revoke with the replica frozen answered 503 after ${waited.toFixed(0)} ms`)
-  t.ok(await eventually(async () => (await callOrders(b, token)).status === 401, 1000, 5), 'yet B refuses the token: the write is on the master and was published')
+  t.ok(
+    await eventually(async () => (await callOrders(b, token)).status === 401, 1000, 5),
+    'yet B refuses the token: the write is on the master and was published',
+  )
   t.ok(await storedRevocation(jwtClaims(token).jti), 'and it is on the master')
   t.ok(await cluster.healthy(), 'the cluster is ok again')
   t.ok(
@@ -183,7 +186,10 @@ t.test('SIGKILL of the master holding a family and the revocation list, while re
   for (const token of revokedOk) if ((await storedRevocation(jwtClaims(token).jti)) === null) lost++
   t.equal(lost, 0, `revocations lost: 0 of ${revokedOk.length}`)
   const refusedByB = await Promise.all(revokedOk.map(async (tok) => (await callOrders(b, tok)).status))
-  t.ok(refusedByB.every((s) => s === 401), 'B refuses every revoked token')
+  t.ok(
+    refusedByB.every((s) => s === 401),
+    'B refuses every revoked token',
+  )
   // The family is still one family: its latest refresh token rotates (async replication may lose the
   // very last rotation answered before the kill: then the family is refused as a whole, never forked).
   if (!rotationLost) {
@@ -193,5 +199,7 @@ t.test('SIGKILL of the master holding a family and the revocation list, while re
 
   t.comment(`failover figures: traffic before the kill: ${before.revoked} revocations, ${before.rotations} rotations`)
   t.comment(`service back after the kill (ms): ${JSON.stringify(Object.fromEntries(Object.entries(backAt).map(([k, v]) => [k, Math.round(v)])))}`)
-  t.comment(`errors seen: ${JSON.stringify(errors)}; revocations answered 200: ${revokedOk.length}, lost: ${lost}; rotations: ${rotations}, last one lost to async replication: ${rotationLost}`)
+  t.comment(
+    `errors seen: ${JSON.stringify(errors)}; revocations answered 200: ${revokedOk.length}, lost: ${lost}; rotations: ${rotations}, last one lost to async replication: ${rotationLost}`,
+  )
 })

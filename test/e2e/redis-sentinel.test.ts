@@ -8,7 +8,6 @@
  */
 import t from 'tap'
 import { Redis } from 'ioredis'
-import type { RunningBin } from '../helpers/bin.js'
 import { eventually } from '../helpers/http.js'
 import { MASTER_NAME, startRedisSentinel } from '../helpers/redis-sentinel.js'
 import { callOrders, jwtClaims, revoke, serviceToken, startStorePair } from '../helpers/store-pair.js'
@@ -82,32 +81,55 @@ t.test('SIGKILL of the master: the sentinels promote the replica, service return
   let errors = 0
   // Normally about 2-3 s. A sentinel whose timer was held up for over 2 s (a loaded machine) enters
   // TILT mode and takes no action for 30 s; the deadline allows for that rather than fail on it.
-  const back = await eventually(async () => {
-    const res = await callOrders(b, live)
-    if (res.status !== 200) errors++
-    await res.arrayBuffer()
-    return res.status === 200
-  }, 60_000, 50)
+  const back = await eventually(
+    async () => {
+      const res = await callOrders(b, live)
+      if (res.status !== 200) errors++
+      await res.arrayBuffer()
+      return res.status === 200
+    },
+    60_000,
+    50,
+  )
   const gatewayBackMs = performance.now() - killedAt
   t.ok(back, 'the gateway on B serves again by itself')
   t.equal(await redis.currentMaster(), redis.replicaPort, 'the sentinels promoted the replica')
 
   let issued: string | null = null
-  const asBack = await eventually(async () => {
-    issued = await serviceToken(a).catch(() => null)
-    if (issued === null) errors++
-    return issued !== null
-  }, 30_000, 50)
+  const asBack = await eventually(
+    async () => {
+      issued = await serviceToken(a).catch(() => null)
+      if (issued === null) errors++
+      return issued !== null
+    },
+    30_000,
+    50,
+  )
   const asBackMs = performance.now() - killedAt
   t.ok(asBack, 'the authorization server on A issues tokens again')
-  if (!back || !asBack) t.comment(`store log lines of B:\n${b.lines.filter((l) => /"msg":"(store (connected|unreachable)|revocation list)/.test(l)).slice(-8).join('\n')}`)
-  if (!back || !asBack) t.comment(`store log lines of A:\n${a.lines.filter((l) => /"msg":"(store (connected|unreachable)|revocation list)/.test(l)).slice(-12).join('\n')}`)
+  if (!back || !asBack)
+    t.comment(
+      `store log lines of B:\n${b.lines
+        .filter((l) => /"msg":"(store (connected|unreachable)|revocation list)/.test(l))
+        .slice(-8)
+        .join('\n')}`,
+    )
+  if (!back || !asBack)
+    t.comment(
+      `store log lines of A:\n${a.lines
+        .filter((l) => /"msg":"(store (connected|unreachable)|revocation list)/.test(l))
+        .slice(-12)
+        .join('\n')}`,
+    )
 
   let lost = 0
   for (const token of revoked) if ((await stored(redis.replicaPort, jwtClaims(token).jti)) === null) lost++
   t.equal(lost, 0, `revocations lost: 0 of ${revoked.length}`)
   const statuses = await Promise.all(revoked.map(async (tok) => (await callOrders(b, tok)).status))
-  t.ok(statuses.every((s) => s === 401), 'B still refuses every token revoked before the kill')
+  t.ok(
+    statuses.every((s) => s === 401),
+    'B still refuses every token revoked before the kill',
+  )
 
   // The feed works through the new master: a new revocation reaches B within a second.
   const fresh = issued ?? (await serviceToken(a))
@@ -115,5 +137,7 @@ t.test('SIGKILL of the master: the sentinels promote the replica, service return
   const started = performance.now()
   t.equal((await revoke(a, fresh)).status, 200, 'revocation answered 200 (no replica left to wait for)')
   t.ok(await eventually(async () => (await callOrders(b, fresh)).status === 401, 1000, 5), 'a revocation after the failover reaches B within 1 s')
-  t.comment(`Sentinel failover: gateway back after ${gatewayBackMs.toFixed(0)} ms, token endpoint after ${asBackMs.toFixed(0)} ms; errors seen: ${errors}; revocations lost: ${lost} of ${revoked.length}; A -> B after the failover: ${(performance.now() - started).toFixed(1)} ms`)
+  t.comment(
+    `Sentinel failover: gateway back after ${gatewayBackMs.toFixed(0)} ms, token endpoint after ${asBackMs.toFixed(0)} ms; errors seen: ${errors}; revocations lost: ${lost} of ${revoked.length}; A -> B after the failover: ${(performance.now() - started).toFixed(1)} ms`,
+  )
 })

@@ -24,8 +24,7 @@ async function serviceToken(bin: RunningBin): Promise<string> {
   return ((await res.json()) as { access_token: string }).access_token
 }
 
-const call = (bin: RunningBin, path: string, token: string): Promise<Response> =>
-  fetch(`${bin.url}${path}`, { headers: { authorization: `Bearer ${token}` } })
+const call = (bin: RunningBin, path: string, token: string): Promise<Response> => fetch(`${bin.url}${path}`, { headers: { authorization: `Bearer ${token}` } })
 
 /**
  * Two bearward processes on one Redis behave as one service: a revocation at

@@ -62,7 +62,11 @@ t.test('withdrawing an application: its tokens are refused by every instance wit
     code_challenge_method: 'S256',
   })}`
   const callback = await authorizeAsPerson(person, authorize, { username: 'alice', password: DEMO_PASSWORD })
-  const exchanged = await form(`${a.url}/token`, { grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: CALLBACK, code_verifier: verifier }, basic('web', DEMO_SECRET))
+  const exchanged = await form(
+    `${a.url}/token`,
+    { grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: CALLBACK, code_verifier: verifier },
+    basic('web', DEMO_SECRET),
+  )
   t.equal(exchanged.status, 200)
   const tokens = (await exchanged.json()) as { access_token: string; refresh_token: string }
   // A refresh at B: the family now has a second access token, issued by the other instance.
@@ -84,11 +88,15 @@ t.test('withdrawing an application: its tokens are refused by every instance wit
   t.equal(res.status, 303)
 
   let refusedAt = 0
-  const refused = await eventually(async () => {
-    const statuses = await Promise.all([tokens.access_token, second.access_token].map(async (tok) => (await call(b.url, tok)).status))
-    if (statuses.every((s) => s === 401)) refusedAt = performance.now()
-    return refusedAt > 0
-  }, 1000, 5)
+  const refused = await eventually(
+    async () => {
+      const statuses = await Promise.all([tokens.access_token, second.access_token].map(async (tok) => (await call(b.url, tok)).status))
+      if (statuses.every((s) => s === 401)) refusedAt = performance.now()
+      return refusedAt > 0
+    },
+    1000,
+    5,
+  )
   const ms = refusedAt - started
   t.ok(refused, 'both access tokens of the grant are refused by B within 1 s')
   t.ok(ms > 0 && ms < 1000, `withdrawal to refusal at the other instance: ${ms.toFixed(1)} ms (limit 1000 ms)`)

@@ -283,7 +283,11 @@ ${more}`
     t.ok(await eventually(() => exits().length >= 2, 120_000, 100), 'two exits in a row')
     const [killed, second] = exits()
     t.match(killed, { signal: 'SIGKILL', restart_in_ms: 250, exits_in_a_row: 1 })
-    t.match(second, { code: 1, restart_in_ms: 500, exits_in_a_row: 2 }, 'the failed start is logged with its exit code; the wait doubles (backoff.test.ts: up to 30 s)')
+    t.match(
+      second,
+      { code: 1, restart_in_ms: 500, exits_in_a_row: 2 },
+      'the failed start is logged with its exit code; the wait doubles (backoff.test.ts: up to 30 s)',
+    )
     t.ok(
       entries(bin).some((e) => fromPrimary(e) && e.msg === 'worker could not start' && /signing\.jwk/.test(String(e.reason))),
       'with the reason',

@@ -59,7 +59,11 @@ t.test('cut link (connections reset): G1 fails closed at once, forwards no revok
   const forwarded = [...forwardedSeqs(rig.upstream.seen, '/orders/cut', 'revoked')].filter((n) => sentAfterRevoke.has(n))
   t.equal(sentAfterRevoke.size > 30, true, `G1 was driven with the revoked token during the partition (${sentAfterRevoke.size} requests)`)
   t.equal(forwarded.length, 0, 'requests forwarded by G1 with the token revoked during the partition: 0')
-  t.same(shots.filter((s) => s.name === 'revoked' && s.sentAt >= revokedAt && s.status === 200), [], 'none of them was answered 200')
+  t.same(
+    shots.filter((s) => s.name === 'revoked' && s.sentAt >= revokedAt && s.status === 200),
+    [],
+    'none of them was answered 200',
+  )
   const partitionStatuses = new Set(shots.filter((s) => s.sentAt > firstClosed.doneAt && s.doneAt < restoredAt).map((s) => s.status))
   t.same([...partitionStatuses], [503], 'while cut off, every request got 503: the policy holds for the whole partition')
 
@@ -83,34 +87,39 @@ t.test('cut link, new connections black-holed: recovery does not wait for a hung
   t.ok(backAt - restoredAt < RECOVER_MS, `serves again ${(backAt - restoredAt).toFixed(0)} ms after the link heals`)
 })
 
-t.test('silent partition (TCP black hole, no RST): the heartbeat finds it, nothing is forwarded once found, the missed revocation holds after healing', async (t) => {
-  const revoked = await rig.token(g2)
-  const live = await rig.token(g2)
-  t.equal(await rig.status(g1, '/orders/warm', revoked), 200)
-  const load = drive(g1, { revoked, live }, { prefix: '/orders/silent', workers: 4, maxMs: 20_000 })
-  t.teardown(() => load.stop())
-  await load.more(50, 15_000)
+t.test(
+  'silent partition (TCP black hole, no RST): the heartbeat finds it, nothing is forwarded once found, the missed revocation holds after healing',
+  async (t) => {
+    const revoked = await rig.token(g2)
+    const live = await rig.token(g2)
+    t.equal(await rig.status(g1, '/orders/warm', revoked), 200)
+    const load = drive(g1, { revoked, live }, { prefix: '/orders/silent', workers: 4, maxMs: 20_000 })
+    t.teardown(() => load.stop())
+    await load.more(50, 15_000)
 
-  const silencedAt = performance.now()
-  relay.silence()
-  await rig.revoke(g2, revoked)
-  const firstClosed = await load.first((s) => s.sentAt >= silencedAt && s.status === 503, 5000)
-  const detectMs = firstClosed.doneAt - silencedAt
-  t.ok(detectMs < SILENT_DETECT_MS, `G1 finds the silent partition and fails closed after ${detectMs.toFixed(0)} ms (bound ${SILENT_DETECT_MS} ms)`)
-  await load.more(100, 15_000)
+    const silencedAt = performance.now()
+    relay.silence()
+    await rig.revoke(g2, revoked)
+    const firstClosed = await load.first((s) => s.sentAt >= silencedAt && s.status === 503, 5000)
+    const detectMs = firstClosed.doneAt - silencedAt
+    t.ok(detectMs < SILENT_DETECT_MS, `G1 finds the silent partition and fails closed after ${detectMs.toFixed(0)} ms (bound ${SILENT_DETECT_MS} ms)`)
+    await load.more(100, 15_000)
 
-  const restoredAt = performance.now()
-  relay.restore()
-  const back = await load.first((s) => s.sentAt >= restoredAt && s.name === 'live' && s.status === 200, 10_000)
-  const recoverMs = back.doneAt - restoredAt
-  t.ok(recoverMs < RECOVER_MS + 1000, `serves again ${recoverMs.toFixed(0)} ms after the link heals`)
-  const shots = await load.stop()
+    const restoredAt = performance.now()
+    relay.restore()
+    const back = await load.first((s) => s.sentAt >= restoredAt && s.name === 'live' && s.status === 200, 10_000)
+    const recoverMs = back.doneAt - restoredAt
+    t.ok(recoverMs < RECOVER_MS + 1000, `serves again ${recoverMs.toFixed(0)} ms after the link heals`)
+    const shots = await load.stop()
 
-  // Before the heartbeat found the silence, G1 could not know of the revocation: that window is the documented figure.
-  const forwardedSeq = forwardedSeqs(rig.upstream.seen, '/orders/silent', 'revoked')
-  const afterDetection = shots.filter((s) => s.name === 'revoked' && s.sentAt >= firstClosed.doneAt && forwardedSeq.has(s.seq))
-  t.equal(afterDetection.length, 0, 'revoked-token requests forwarded after G1 found the partition: 0')
-  const inWindow = shots.filter((s) => s.name === 'revoked' && s.sentAt >= silencedAt && s.sentAt < firstClosed.doneAt && forwardedSeq.has(s.seq))
-  t.equal(await rig.status(g1, '/orders/after', revoked), 401, 'after healing, the revocation missed during the partition holds')
-  t.comment(`partition (silent): detected ${detectMs.toFixed(0)} ms, recovered ${recoverMs.toFixed(0)} ms, forwarded in the detection window ${inWindow.length}`)
-})
+    // Before the heartbeat found the silence, G1 could not know of the revocation: that window is the documented figure.
+    const forwardedSeq = forwardedSeqs(rig.upstream.seen, '/orders/silent', 'revoked')
+    const afterDetection = shots.filter((s) => s.name === 'revoked' && s.sentAt >= firstClosed.doneAt && forwardedSeq.has(s.seq))
+    t.equal(afterDetection.length, 0, 'revoked-token requests forwarded after G1 found the partition: 0')
+    const inWindow = shots.filter((s) => s.name === 'revoked' && s.sentAt >= silencedAt && s.sentAt < firstClosed.doneAt && forwardedSeq.has(s.seq))
+    t.equal(await rig.status(g1, '/orders/after', revoked), 401, 'after healing, the revocation missed during the partition holds')
+    t.comment(
+      `partition (silent): detected ${detectMs.toFixed(0)} ms, recovered ${recoverMs.toFixed(0)} ms, forwarded in the detection window ${inWindow.length}`,
+    )
+  },
+)

@@ -59,11 +59,14 @@ t.test('SIGKILL of Redis under load, then a restart on the same port', async (t)
   const answeringAt = performance.now()
   const back = await load.first((s) => s.sentAt >= answeringAt && s.name === 'live' && s.status === 200, 10_000)
   const recoverMs = back.doneAt - answeringAt
-  t.ok(recoverMs < RECOVER_MS, `service back ${recoverMs.toFixed(0)} ms after Redis answers again (bound ${RECOVER_MS} ms; restart took ${(answeringAt - restartedAt).toFixed(0)} ms)`)
+  t.ok(
+    recoverMs < RECOVER_MS,
+    `service back ${recoverMs.toFixed(0)} ms after Redis answers again (bound ${RECOVER_MS} ms; restart took ${(answeringAt - restartedAt).toFixed(0)} ms)`,
+  )
   t.equal(await rig.ready(g1), 200, '/readyz is ready again')
   const shots = await load.stop()
 
-  const revokedShots = shots.filter((s) => (s.name === 'revokedEarlier' || (s.name === 'revokedAtKill' && s.sentAt >= revokedAt)))
+  const revokedShots = shots.filter((s) => s.name === 'revokedEarlier' || (s.name === 'revokedAtKill' && s.sentAt >= revokedAt))
   const forwarded = [
     ...[...forwardedSeqs(rig.upstream.seen, '/orders/kill', 'revokedEarlier')],
     ...[...forwardedSeqs(rig.upstream.seen, '/orders/kill', 'revokedAtKill')].filter((n) => shots.some((s) => s.seq === n && s.sentAt >= revokedAt)),

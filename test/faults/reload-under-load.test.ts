@@ -146,14 +146,21 @@ ${corpRoute}`,
   // The refused build had a JWKS client for corp: before the fix it fetched at once.
   const probe = await fetch(`${jwksUrl}/probe`)
   await probe.text()
-  t.same(jwksHits.filter((u) => u !== '/probe'), [], "the refused build fetched nothing from the new issuer's JWKS URI")
+  t.same(
+    jwksHits.filter((u) => u !== '/probe'),
+    [],
+    "the refused build fetched nothing from the new issuer's JWKS URI",
+  )
 
   mark = bin.lines.length
   const nextAdmin = await freePort()
   await write({ certFile: cert.certFile, corp: true, resync: '2s', adminPort: nextAdmin })
   await logAfter(bin, mark, (e) => e.msg === 'config reloaded')
   const applied = logsSince(bin, mark)
-  t.ok(applied.some((e) => e.msg === 'config: revocation list settings applied' && e.revocation_resync_sec === 2), 'revocation_resync is applied, and logged')
+  t.ok(
+    applied.some((e) => e.msg === 'config: revocation list settings applied' && e.revocation_resync_sec === 2),
+    'revocation_resync is applied, and logged',
+  )
   t.ok(
     applied.some((e) => e.level === 40 && e.key === 'admin_listen' && String(e.msg).includes('next restart')),
     'a key that needs a restart is named in a warning',
@@ -270,7 +277,11 @@ t.test('adding a signing key and reloading rotates without failing tokens signed
   await writeFile(cfg.file, withKeys([newKey, oldKey]))
   t.ok(await eventually(async () => kid(await issue()) === 'new'), 'the new first key signs after reload')
   const jwks = (await (await fetch(`${bin.url}/jwks.json`)).json()) as { keys: Array<{ kid: string }> }
-  t.same(jwks.keys.map((k) => k.kid), ['new', 'old'], 'both keys are published')
+  t.same(
+    jwks.keys.map((k) => k.kid),
+    ['new', 'old'],
+    'both keys are published',
+  )
   t.equal((await call(before)).status, 200, 'a token signed by the old key still works')
   t.equal((await call(await issue())).status, 200, 'a token signed by the new key works')
 

@@ -52,7 +52,15 @@ function setup(): { auth: Authenticator; keys: CountingKeys; policyA: ReturnType
   const keys = new CountingKeys()
   const self: TrustedIssuer = {
     id: 'self',
-    jwt: { id: 'self', issuer: PUBLIC_URL, algorithms: new Set(['ES256']), algorithmList: ['ES256'], keys, requiredClaims: ['exp'], claimsWellFormed: () => true },
+    jwt: {
+      id: 'self',
+      issuer: PUBLIC_URL,
+      algorithms: new Set(['ES256']),
+      algorithmList: ['ES256'],
+      keys,
+      requiredClaims: ['exp'],
+      claimsWellFormed: () => true,
+    },
     opaque: null,
   }
   const issuers = new Map([['self', self]])
@@ -82,7 +90,10 @@ t.test('concurrent first uses of one token share one signature check', async (t)
   const token = await mint(clock, { key })
   const results = await Promise.all(Array.from({ length: 20 }, () => auth.authenticate(token, policyA, 'GET')))
   t.equal(keys.lookups, 1, 'one verification for 20 concurrent requests')
-  t.ok(results.every((r) => r.sub === 'alice'), 'every request got the identity')
+  t.ok(
+    results.every((r) => r.sub === 'alice'),
+    'every request got the identity',
+  )
   const again = auth.authenticate(token, policyA, 'GET')
   t.notOk(again instanceof Promise, 'a cached token is answered without a promise')
   t.equal(keys.lookups, 1, 'and without another verification')
@@ -117,7 +128,7 @@ t.test('a validation holds only for the scope (audience, issuers) it was made un
   t.equal(keys.lookups, before, 'a token valid on both routes stays cached for both')
 })
 
-t.test('a cached token\'s signature on another payload is checked, and refused', async (t) => {
+t.test("a cached token's signature on another payload is checked, and refused", async (t) => {
   const { auth, keys, policyA } = setup()
   const token = await mint(clock, { key, claims: { sub: 'alice' } })
   t.equal((await auth.authenticate(token, policyA, 'GET')).sub, 'alice')

@@ -250,7 +250,8 @@ t.test('gateway', async (t) => {
     t.equal(res.status, 401)
     t.equal(
       res.headers['www-authenticate'],
-      'Bearer realm="bearward", error="invalid_token", error_description="The access token is invalid", scope="admin", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/admin"' + ACCEPTS_DPOP,
+      'Bearer realm="bearward", error="invalid_token", error_description="The access token is invalid", scope="admin", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/admin"' +
+        ACCEPTS_DPOP,
     )
   })
 
@@ -267,7 +268,11 @@ t.test('gateway', async (t) => {
     const token = await gw.mint({ scope: 'orders:read' })
     const admin = await gw.get('/admin', token)
     t.equal(admin.status, 403)
-    t.equal(admin.headers['www-authenticate'], 'Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="admin", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/admin"' + ACCEPTS_DPOP)
+    t.equal(
+      admin.headers['www-authenticate'],
+      'Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="admin", resource_metadata="http://gw.test/.well-known/oauth-protected-resource/admin"' +
+        ACCEPTS_DPOP,
+    )
     const post = await gw.send('/orders', { method: 'POST', headers: { authorization: `Bearer ${token}` } })
     t.equal(post.status, 403)
     t.match(post.headers['www-authenticate'], /scope="orders:write"/)
@@ -275,7 +280,11 @@ t.test('gateway', async (t) => {
     const head = await gw.send('/orders', { method: 'HEAD', headers: { authorization: `Bearer ${await gw.mint({ scope: 'profile' })}` } })
     t.equal(head.status, 403, "HEAD without a rule of its own needs GET's scopes")
     // Our own tokens always carry `scope` (src/tokens/own-access-token.ts); `scp` is read for other issuers (jwks-client.test.ts).
-    t.equal((await gw.get('/orders', await gw.mint({ scope: undefined, claims: { scope: undefined, scp: ['orders:read'] } }))).status, 401, 'our issuer without scope: refused')
+    t.equal(
+      (await gw.get('/orders', await gw.mint({ scope: undefined, claims: { scope: undefined, scp: ['orders:read'] } }))).status,
+      401,
+      'our issuer without scope: refused',
+    )
   })
 
   t.test('a route method list: other methods get 405 with Allow', async (t) => {
@@ -313,7 +322,11 @@ t.test('gateway', async (t) => {
     t.match(refused.headers['www-authenticate'], /error="invalid_request"/)
     const headerAndQuery = await gw.send(`/orders?access_token=${token}`, { headers: { authorization: `Bearer ${token}` } })
     t.equal(headerAndQuery.status, 400, 'header and query at once: invalid_request even where the query is not enabled')
-    t.equal((await gw.send(`/orders?xaccess_tokens=1`, { headers: { authorization: `Bearer ${token}` } })).status, 200, 'a parameter merely containing the name is fine')
+    t.equal(
+      (await gw.send(`/orders?xaccess_tokens=1`, { headers: { authorization: `Bearer ${token}` } })).status,
+      200,
+      'a parameter merely containing the name is fine',
+    )
     const both = await gw.send(`/q?access_token=${token}`, { headers: { authorization: `Bearer ${token}` } })
     t.equal(both.status, 400, 'header and query')
     t.equal(both.json().error, 'invalid_request')
@@ -383,11 +396,17 @@ t.test('gateway', async (t) => {
     const token = await gw.mint({ expIn: -600 })
     const before = gw.logs.length
     t.equal((await gw.get('/orders', token)).status, 401)
-    const line = gw.logs.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request refused')
+    const line = gw.logs
+      .slice(before)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'request refused')
     t.match(line, { level: 20, status: 401, error: 'invalid_token' }, 'logged at debug')
     t.type(line?.cause, 'string', 'with the reason')
     t.equal(line?.code, 'ERR_ACCESS_TOKEN_EXPIRED', 'and the class code')
-    t.notOk(gw.logs.slice(before).some((l) => l.includes(token)), 'the token itself is not logged')
+    t.notOk(
+      gw.logs.slice(before).some((l) => l.includes(token)),
+      'the token itself is not logged',
+    )
   })
 
   t.test('a cached token still expires', async (t) => {
@@ -401,7 +420,7 @@ t.test('gateway', async (t) => {
     t.equal(res.headers['www-authenticate'], EXPIRED)
   })
 
-  t.test('Content-Length with Transfer-Encoding is refused (by Node\'s parser first)', async (t) => {
+  t.test("Content-Length with Transfer-Encoding is refused (by Node's parser first)", async (t) => {
     const before = reached()
     const answer = await sendRaw(gw.url, smuggle(await gw.mint()))
     t.match(answer, /^HTTP\/1\.1 400 /)
@@ -438,7 +457,6 @@ t.test('gateway', async (t) => {
       t.equal(m.get({ result }) - before, 1, `${result}: counted once`)
     }
   })
-
 
   t.test('store unreachable: closed routes answer 503, open routes allow and warn once', async (t) => {
     const token = await gw.mint({ scope: 'orders:read' })
@@ -494,7 +512,10 @@ t.test('WebSocket upgrades get the same checks', async (t) => {
 
   const missing = await sendRaw(gw.url, upgrade('/chat/room'))
   t.match(missing, /^HTTP\/1\.1 401 /)
-  t.match(missing, /www-authenticate: Bearer realm="bearward", scope="chat", resource_metadata="http:\/\/gw.test\/.well-known\/oauth-protected-resource\/chat", DPoP algs="[^"]+"\r\n/i)
+  t.match(
+    missing,
+    /www-authenticate: Bearer realm="bearward", scope="chat", resource_metadata="http:\/\/gw.test\/.well-known\/oauth-protected-resource\/chat", DPoP algs="[^"]+"\r\n/i,
+  )
 
   const narrow = await sendRaw(gw.url, upgrade('/chat/room', `Authorization: Bearer ${await gw.mint({ scope: 'other' })}\r\n`))
   t.match(narrow, /^HTTP\/1\.1 403 /)

@@ -84,8 +84,10 @@ gateway:
   })
   t.teardown(() => gw.close())
   const now = (): number => Math.floor(gw.clock.now() / 1000)
-  const active = (extra: Record<string, unknown> = {}) => (res: ServerResponse) =>
-    json(res, { active: true, scope: 'read', sub: 'bob', client_id: 'svc', aud: AUDIENCE, iss: ISSUER, exp: now() + 3600, ...extra })
+  const active =
+    (extra: Record<string, unknown> = {}) =>
+    (res: ServerResponse) =>
+      json(res, { active: true, scope: 'read', sub: 'bob', client_id: 'svc', aud: AUDIENCE, iss: ISSUER, exp: now() + 3600, ...extra })
   const calls = (): number => idp.seen.length
 
   t.test('active true: allowed, with the identity; the call is authenticated and well-formed', async (t) => {

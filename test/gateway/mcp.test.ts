@@ -48,7 +48,8 @@ t.test('MCP per-tool scopes', async (t) => {
     t.equal(refused.status, 403)
     t.equal(
       refused.headers['www-authenticate'],
-      `Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="mcp:tools orders:write", ${META}` + ACCEPTS_DPOP,
+      `Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="mcp:tools orders:write", ${META}` +
+        ACCEPTS_DPOP,
     )
     t.equal((await post(t, call('delete_order'), { token: wide, reaches: true })).status, 200)
   })
@@ -86,7 +87,11 @@ t.test('MCP per-tool scopes', async (t) => {
     t.match(res.headers['www-authenticate'], / scope="mcp:tools orders:write payments", /)
     const all = await gw.mint({ scope: 'mcp:tools orders:write payments' })
     t.equal((await post(t, both, { token: all, reaches: true })).status, 200)
-    t.equal((await post(t, [call('delete_order', 1), call('get_order', 2)], { token: narrow, reaches: false })).status, 403, 'one listed call in a batch is enough to need its scopes')
+    t.equal(
+      (await post(t, [call('delete_order', 1), call('get_order', 2)], { token: narrow, reaches: false })).status,
+      403,
+      'one listed call in a batch is enough to need its scopes',
+    )
   })
 
   t.test('Mcp-Method and Mcp-Name must agree with the body', async (t) => {
@@ -104,7 +109,11 @@ t.test('MCP per-tool scopes', async (t) => {
       t.equal(res.status, 400, what)
       t.equal(res.json().error, 'invalid_request', what)
     }
-    const uri = await post(t, { jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'orders://1' } }, { token: narrow, headers: { 'mcp-method': 'resources/read', 'mcp-name': 'orders://1' }, reaches: true })
+    const uri = await post(
+      t,
+      { jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'orders://1' } },
+      { token: narrow, headers: { 'mcp-method': 'resources/read', 'mcp-name': 'orders://1' }, reaches: true },
+    )
     t.equal(uri.status, 200, 'Mcp-Name carries params.uri when there is no name')
   })
 

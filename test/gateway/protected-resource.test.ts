@@ -74,7 +74,10 @@ t.test('protected resource metadata (RFC 9728)', async (t) => {
     const head = await gw.send('/.well-known/oauth-protected-resource/mcp', { method: 'HEAD' })
     t.equal(head.status, 200)
     t.equal(head.body, '')
-    const pre = await gw.send('/.well-known/oauth-protected-resource/mcp', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' } })
+    const pre = await gw.send('/.well-known/oauth-protected-resource/mcp', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' },
+    })
     t.equal(pre.status, 204)
     const post = await gw.send('/.well-known/oauth-protected-resource/mcp', { method: 'POST' })
     t.equal(post.status, 405)
@@ -116,7 +119,8 @@ t.test('protected resource metadata (RFC 9728)', async (t) => {
     t.equal(forbidden.status, 403)
     t.equal(
       forbidden.headers['www-authenticate'],
-      `Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="orders:read", resource_metadata="${META}/orders"` + ACCEPTS_DPOP,
+      `Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="orders:read", resource_metadata="${META}/orders"` +
+        ACCEPTS_DPOP,
     )
     const hidden = await gw.send('/hidden')
     t.equal(hidden.headers['www-authenticate'], 'Bearer realm="bearward"' + ACCEPTS_DPOP, 'a route without metadata names none')
@@ -166,10 +170,6 @@ t.test('audience binding (RFC 8707): a token for a route resource is for that ro
   t.equal((await gw.get('/pinned', await gw.mint({ aud: 'https://pinned.example.com' }))).status, 200)
   t.same(
     gw.config.routes.map((r) => r.audiences),
-    [
-      [PUBLIC_URL, `${PUBLIC_URL}/a`],
-      [PUBLIC_URL, `${PUBLIC_URL}/b`],
-      ['https://pinned.example.com'],
-    ],
+    [[PUBLIC_URL, `${PUBLIC_URL}/a`], [PUBLIC_URL, `${PUBLIC_URL}/b`], ['https://pinned.example.com']],
   )
 })

@@ -233,9 +233,23 @@ export async function selfSignedCert(): Promise<{ dir: string; certFile: string;
   const certFile = join(dir, 'cert.pem')
   const keyFile = join(dir, 'key.pem')
   await execFileAsync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    keyFile,
+    '-out',
+    certFile,
+    '-days',
+    '1',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost',
   ])
   return { dir, certFile, keyFile, cert: await readFile(certFile, 'utf8'), key: await readFile(keyFile, 'utf8') }
 }

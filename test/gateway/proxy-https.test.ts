@@ -36,7 +36,12 @@ t.test('https upstreams are verified against upstream_ca', async (t) => {
 
 t.test('an unreadable upstream_ca fails construction, naming the route', async (t) => {
   t.throws(
-    () => new UpstreamProxy([routeConfig({ name: 'orders', upstream: 'https://127.0.0.1:1', upstreamCaFile: join('/nonexistent', 'ca.pem') })], gatewayConfig(), silentLog),
+    () =>
+      new UpstreamProxy(
+        [routeConfig({ name: 'orders', upstream: 'https://127.0.0.1:1', upstreamCaFile: join('/nonexistent', 'ca.pem') })],
+        gatewayConfig(),
+        silentLog,
+      ),
     { message: /route orders: cannot read upstream_ca \/nonexistent\/ca\.pem: ENOENT/ },
   )
   t.throws(() => new UpstreamProxy([routeConfig({ upstream: 'ftp://example.com' })], gatewayConfig(), silentLog), {
@@ -81,5 +86,9 @@ t.test('preserve_host to an https upstream checks the upstream name (or address)
   }
   t.same([...(sni.get('named') ?? [])], ['localhost'], 'SNI is the upstream name on every request')
   t.same([...(sni.get('address') ?? [])], [false], 'no SNI for an address: RFC 6066 names hosts only')
-  t.same(warnings.filter((m) => /ServerName/i.test(m)), [], 'no TLS ServerName warning')
+  t.same(
+    warnings.filter((m) => /ServerName/i.test(m)),
+    [],
+    'no TLS ServerName warning',
+  )
 })

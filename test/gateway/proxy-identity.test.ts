@@ -55,7 +55,10 @@ t.test('identity headers are set from the token, and every client-sent variant i
   t.match(reply, /^HTTP\/1\.1 200/)
   const raw = up.seen[0]?.raw ?? []
   const names = rawNames(raw)
-  t.notOk(names.some((n) => n.includes('_')), 'no underscore variant reaches the upstream')
+  t.notOk(
+    names.some((n) => n.includes('_')),
+    'no underscore variant reaches the upstream',
+  )
   t.same(valuesOf(raw, 'x-auth-subject'), ['alice'])
   t.same(valuesOf(raw, 'x-auth-client-id'), ['web'])
   t.same(valuesOf(raw, 'x-auth-scope'), ['orders:read orders:write'], 'scope is space-separated')
@@ -170,7 +173,10 @@ t.test('a trusted proxy chain is kept and extended', async (t) => {
 t.test('identity_headers.claims: the token claim goes upstream; client copies never do', async (t) => {
   const up = await headerUpstream()
   const claims = { email: 'X-Auth-Email', groups: 'X-Auth-Groups', level: 'X-Auth-Level', profile: 'X-Auth-Profile', bad: 'X-Auth-Bad', empty: 'X-Auth-Empty' }
-  const withClaims = routeConfig({ upstream: up.url, identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer', claims } })
+  const withClaims = routeConfig({
+    upstream: up.url,
+    identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer', claims },
+  })
   const identity = (c: Record<string, unknown>): typeof alice => ({ ...alice, claims: c })
   let next = identity({})
   const gw = await startProxy([withClaims], gatewayConfig(), () => ({ identity: next }))
@@ -212,7 +218,15 @@ t.test('a route without claim headers strips the gateway-wide claim headers', as
   const up = await headerUpstream()
   const gw = await startProxy(
     [routeConfig({ upstream: up.url })],
-    gatewayConfig({ identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer', claims: { email: 'X-Auth-Email' } } }),
+    gatewayConfig({
+      identityHeaders: {
+        subject: 'X-Auth-Subject',
+        clientId: 'X-Auth-Client-Id',
+        scope: 'X-Auth-Scope',
+        issuer: 'X-Auth-Issuer',
+        claims: { email: 'X-Auth-Email' },
+      },
+    }),
   )
   t.teardown(async () => {
     await gw.close()

@@ -124,14 +124,22 @@ t.test('hop-by-hop headers are removed in both directions, with those Connection
     req.resume()
     req.on('end', () => {
       res.writeHead(200, [
-        'Connection', 'keep-alive, X-Up-Hop',
-        'Keep-Alive', 'timeout=99, max=7',
-        'X-Up-Hop', 'drop me',
-        'Proxy-Authenticate', 'Basic realm="up"',
-        'Upgrade', 'h2c',
-        'X-Up-Keep', 'keep me',
-        'Trailer', 'x-checksum',
-        'X-Seen', JSON.stringify(req.rawHeaders),
+        'Connection',
+        'keep-alive, X-Up-Hop',
+        'Keep-Alive',
+        'timeout=99, max=7',
+        'X-Up-Hop',
+        'drop me',
+        'Proxy-Authenticate',
+        'Basic realm="up"',
+        'Upgrade',
+        'h2c',
+        'X-Up-Keep',
+        'keep me',
+        'Trailer',
+        'x-checksum',
+        'X-Seen',
+        JSON.stringify(req.rawHeaders),
       ])
       res.end('body')
     })
@@ -160,7 +168,10 @@ t.test('hop-by-hop headers are removed in both directions, with those Connection
   const seenRaw = JSON.parse(reply.headers['x-seen'] as string) as string[]
   const seen = rawNames(seenRaw)
   // undici announces its own keep-alive; the client's Connection list is not passed on.
-  t.same(seenRaw.filter((_, i) => i > 0 && seenRaw[i - 1]?.toLowerCase() === 'connection'), ['keep-alive'])
+  t.same(
+    seenRaw.filter((_, i) => i > 0 && seenRaw[i - 1]?.toLowerCase() === 'connection'),
+    ['keep-alive'],
+  )
   for (const name of ['keep-alive', 'x-client-hop', 'x-other-hop', 'proxy-authorization', 'proxy-connection', 'trailer', 'upgrade']) {
     t.notOk(seen.includes(name), `request: ${name} removed`)
   }

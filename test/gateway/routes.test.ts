@@ -11,7 +11,10 @@ interface R {
   match: RouteConfig['match']
 }
 
-const r = (name: string, path: string, host: string | null = null, methods: string[] | null = null): R => ({ name, match: { path, host, methods, caseInsensitive: false } })
+const r = (name: string, path: string, host: string | null = null, methods: string[] | null = null): R => ({
+  name,
+  match: { path, host, methods, caseInsensitive: false },
+})
 
 function table(routes: R[]): (path: string, host?: string | null, method?: string) => string | undefined {
   const tbl = new RouteTable(routes, (x) => x.match)

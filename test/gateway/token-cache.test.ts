@@ -33,7 +33,10 @@ t.test('second chance: every entry read is passed over once, then the oldest unr
   cache.set('d', 4, 10_000, 1)
   t.equal(cache.size, 3, 'still bounded when every entry was read')
   t.equal(cache.get('a', 2), undefined, 'after one pass the oldest goes')
-  t.same(['b', 'c', 'd'].map((k) => cache.get(k, 2)), [2, 3, 4])
+  t.same(
+    ['b', 'c', 'd'].map((k) => cache.get(k, 2)),
+    [2, 3, 4],
+  )
   // Those reads marked b, c and d again: inserting e passes over all three and drops b, the oldest.
   cache.set('e', 5, 10_000, 3)
   t.equal(cache.get('b', 4), undefined)
@@ -42,7 +45,11 @@ t.test('second chance: every entry read is passed over once, then the oldest unr
   cache.set('f', 6, 10_000, 5)
   t.equal(cache.size, 3)
   t.equal(cache.get('c', 6), undefined, 'c, not read since it was passed over, went first')
-  t.same(['d', 'e', 'f'].map((k) => cache.get(k, 6)), [4, 5, 6], 'd, read since, stayed')
+  t.same(
+    ['d', 'e', 'f'].map((k) => cache.get(k, 6)),
+    [4, 5, 6],
+    'd, read since, stayed',
+  )
 })
 
 t.test('an expired entry is evicted before a live unread one', async (t) => {

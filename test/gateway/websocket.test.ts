@@ -14,7 +14,9 @@ import { alice, gatewayConfig, listen, rawNames, routeConfig, selfSignedCert, si
 
 /** RFC 6455 1.3: the value a server proves it understood the handshake with. */
 function acceptKey(key: string): string {
-  return createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64')
+  return createHash('sha1')
+    .update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11')
+    .digest('base64')
 }
 
 /** One RFC 6455 5.2 frame; client frames must be masked. */
@@ -183,7 +185,10 @@ t.test('client-sent identity headers and Authorization follow the same rules on 
   const [stripped, passed] = up.seen
   for (const seen of [stripped, passed]) {
     const raw = seen?.rawHeaders ?? []
-    t.notOk(rawNames(raw).some((n) => n.includes('_')), 'no underscore variant')
+    t.notOk(
+      rawNames(raw).some((n) => n.includes('_')),
+      'no underscore variant',
+    )
     t.same(valuesOf(raw, 'x-auth-subject'), ['alice'])
     t.same(valuesOf(raw, 'x-auth-scope'), ['orders:read orders:write'])
     t.same(valuesOf(raw, 'x-forwarded-for'), ['127.0.0.1'])
@@ -240,7 +245,12 @@ t.test('closing either side of a tunnel closes the other', async (t) => {
   })
   const { socket, head } = await rawUpgrade(gw.port, '/chat')
   t.match(head, /^HTTP\/1\.1 101 /)
-  const echoed = new Promise<string>((resolve) => socket.on('data', frameReader((_op, payload) => resolve(payload.toString('utf8')))))
+  const echoed = new Promise<string>((resolve) =>
+    socket.on(
+      'data',
+      frameReader((_op, payload) => resolve(payload.toString('utf8'))),
+    ),
+  )
   socket.write(frame(1, Buffer.from('ping'), true))
   t.equal(await echoed, 'echo: ping')
   const upstreamSocket = up.sockets[0] as Duplex
@@ -372,15 +382,14 @@ t.test('an upgrade whose client left while it was judged is not forwarded', asyn
   })
   const gone = connect(gw.port, '127.0.0.1')
   await once(gone, 'connect')
-  gone.write('GET /gone HTTP/1.1\r\nHost: chat.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n')
+  gone.write(
+    'GET /gone HTTP/1.1\r\nHost: chat.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+  )
   await once(server, 'upgrade')
   gone.destroy()
   await goneJudged
   // A forwarded handshake reaches the local upstream within milliseconds.
-  const arrived = await Promise.race([
-    once(up.server, 'upgrade').then(() => true),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 500)),
-  ])
+  const arrived = await Promise.race([once(up.server, 'upgrade').then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 500))])
   t.equal(arrived, false, 'no handshake reached the upstream for the departed client')
   // A later upgrade through the same proxy does arrive: the upstream is reachable.
   const { socket, head } = await rawUpgrade(gw.port, '/chat')
@@ -404,7 +413,10 @@ t.test('a half-close passes through the tunnel: the client FIN reaches the upstr
   t.match(head, /^HTTP\/1\.1 101 /)
   t.equal(rest.length, 0)
   const frames: string[] = []
-  socket.on('data', frameReader((_op, payload) => frames.push(payload.toString('utf8'))))
+  socket.on(
+    'data',
+    frameReader((_op, payload) => frames.push(payload.toString('utf8'))),
+  )
   const ended = once(socket, 'end')
   // The frame and the FIN leave together: the upstream must still echo the frame.
   socket.end(frame(1, Buffer.from('last words'), true))

@@ -97,10 +97,7 @@ export interface SentResponse {
  * source address: on Linux all of 127.0.0.0/8 is local, so 127.0.0.2 is a
  * second peer for tests of per-address rules and trusted proxies.
  */
-export function send(
-  url: string,
-  o: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string } = {},
-): Promise<SentResponse> {
+export function send(url: string, o: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string } = {}): Promise<SentResponse> {
   const u = new URL(url)
   return new Promise((resolve, reject) => {
     const req = httpRequest(

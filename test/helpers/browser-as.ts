@@ -46,9 +46,7 @@ export async function startBrowserAs(edit: (yaml: string) => string = (y) => y):
   const { passwordHash } = await demoHashes()
   const people = PEOPLE.map((p) => `    - username: ${p}\n      password_hash: "${passwordHash}"\n`).join('')
   const yaml = edit(
-    (await asConfigYaml({ port, upstream: client.url }))
-      .replace('http://127.0.0.1:5555/callback', callback)
-      .replace('  users:\n', `  users:\n${people}`),
+    (await asConfigYaml({ port, upstream: client.url })).replace('http://127.0.0.1:5555/callback', callback).replace('  users:\n', `  users:\n${people}`),
   )
   const cfg = await tempConfig(yaml)
   const cleanup = async (): Promise<void> => {
@@ -138,41 +136,3 @@ export async function submitAndWait(page: Page, act: () => Promise<void>): Promi
 }
 
 /** The device authorization response (RFC 8628 3.2). */
-export interface DeviceStart {
-  device_code: string
-  user_code: string
-  verification_uri: string
-  verification_uri_complete: string
-  expires_in: number
-  interval: number
-}
-
-const form = (body: Record<string, string>): RequestInit => ({
-  method: 'POST',
-  headers: { 'content-type': 'application/x-www-form-urlencoded' },
-  body: new URLSearchParams(body),
-})
-
-/** The client starts: POST /device_authorization (RFC 8628 3.1). */
-export async function startDevice(as: BrowserAs): Promise<DeviceStart> {
-  const res = await fetch(`${as.issuer}/device_authorization`, form({ client_id: 'cli', scope: 'openid orders:read' }))
-  if (res.status !== 200) throw new Error(`device_authorization answered ${res.status}: ${await res.text()}`)
-  return (await res.json()) as DeviceStart
-}
-
-/**
- * The client polls /token as RFC 8628 3.5 says, waiting `interval` seconds
- * between requests (5 more after slow_down), until the answer is not
- * authorization_pending. Returns the status and body of that answer.
- */
-export async function pollUntilDecided(as: BrowserAs, start: DeviceStart): Promise<{ status: number; body: Record<string, unknown> }> {
-  let interval = start.interval
-  for (;;) {
-    await new Promise((r) => setTimeout(r, interval * 1000))
-    const res = await fetch(`${as.issuer}/token`, form({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: start.device_code, client_id: 'cli' }))
-    const body = (await res.json()) as Record<string, unknown>
-    if (body.error === 'slow_down') interval += 5
-    else if (body.error !== 'authorization_pending') return { status: res.status, body }
-  }
-}
-

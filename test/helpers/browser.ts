@@ -1,4 +1,3 @@
-
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'", apos: "'" }
 
 function unescapeHtml(s: string): string {

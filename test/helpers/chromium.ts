@@ -36,8 +36,9 @@ import type { Test } from 'tap'
  *
  * test/helpers/browser-as.ts has the authorization-server side: startBrowserAs
  * (bin/bearward plus a real client redirect_uri), authorizeRequest,
- * exchangeCode, signIn, submitAndWait, startDevice, pollUntilDecided, and
- * PEOPLE (users with the demo password, some free for new tests).
+ * exchangeCode, signIn, submitAndWait, and
+ * PEOPLE (users with the demo password, some free for new tests);
+ * test/helpers/device-client.ts the device's side of RFC 8628.
  */
 
 /** The two widths every page is checked at: a phone and a laptop. */

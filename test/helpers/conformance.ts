@@ -324,7 +324,8 @@ export async function readErrorResponse(res: Response, expect: { status: number;
     if (c === undefined) problems.push(`no ${wanted} challenge in ${JSON.stringify(header)}`)
     else if (wanted === 'Bearer') {
       problems.push(...bearerChallengeProblems(c))
-      if (expect.error === null && c.params.error !== undefined) problems.push(`a request without credentials got error="${c.params.error}" (RFC 6750 3.1 SHOULD NOT)`)
+      if (expect.error === null && c.params.error !== undefined)
+        problems.push(`a request without credentials got error="${c.params.error}" (RFC 6750 3.1 SHOULD NOT)`)
       if (expect.error !== null && c.params.error !== expect.error) problems.push(`challenge error is ${String(c.params.error)}, expected ${expect.error}`)
       if (body !== null && expect.error !== null && body.error !== c.params.error) problems.push('the challenge and the body name different errors')
     }

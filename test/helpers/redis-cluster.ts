@@ -12,7 +12,6 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
 import { eventually, freePort } from './http.js'
 import { askRedis } from './redis.js'
 
@@ -68,14 +67,28 @@ function requireBinaries(): void {
 
 function launch(port: number, busPort: number, dir: string, nodeTimeoutMs: number): ChildProcess {
   const args = [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
     // The bus port is chosen, not port + 10000: above 55535 that is past 65535 and redis-server exits.
-    '--cluster-port', String(busPort),
-    '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`),
-    '--cluster-node-timeout', String(nodeTimeoutMs),
+    '--cluster-port',
+    String(busPort),
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, `nodes-${port}.conf`),
+    '--cluster-node-timeout',
+    String(nodeTimeoutMs),
     // Tests kill masters: a replica must take over however long it was cut off.
-    '--cluster-replica-validity-factor', '0',
-    '--cluster-announce-ip', '127.0.0.1',
+    '--cluster-replica-validity-factor',
+    '0',
+    '--cluster-announce-ip',
+    '127.0.0.1',
   ]
   return spawn('redis-server', args, { stdio: 'ignore', cwd: dir })
 }
@@ -138,16 +151,24 @@ export async function startRedisCluster(options: StartClusterOptions = {}): Prom
     for (let i = 0; i < 6; i++) nodes.push(await launchNode(dir, nodeTimeoutMs, alive))
     const created = await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'])
     if (created.code !== 0) throw new Error(`redis-cli --cluster create failed:\n${created.out}`)
-    const ok = await eventually(async () => {
-      const infos = await Promise.all(nodes.map((n) => askRedis(n.port, (c) => c.call('CLUSTER', 'INFO')).catch(() => '')))
-      return infos.every((i) => String(i).includes('cluster_state:ok'))
-    }, 15000, 50)
+    const ok = await eventually(
+      async () => {
+        const infos = await Promise.all(nodes.map((n) => askRedis(n.port, (c) => c.call('CLUSTER', 'INFO')).catch(() => '')))
+        return infos.every((i) => String(i).includes('cluster_state:ok'))
+      },
+      15000,
+      50,
+    )
     if (!ok) throw new Error('the redis cluster did not reach cluster_state:ok on every node within 15 s')
     // Every replica must be attached (link up), or a failover test could find no one to promote.
-    const synced = await eventually(async () => {
-      const roles = await Promise.all(nodes.map((n) => askRedis(n.port, (c) => c.info('replication')).catch(() => '')))
-      return roles.filter((r) => r.includes('role:slave') && r.includes('master_link_status:up')).length === 3
-    }, 15000, 50)
+    const synced = await eventually(
+      async () => {
+        const roles = await Promise.all(nodes.map((n) => askRedis(n.port, (c) => c.info('replication')).catch(() => '')))
+        return roles.filter((r) => r.includes('role:slave') && r.includes('master_link_status:up')).length === 3
+      },
+      15000,
+      50,
+    )
     if (!synced) throw new Error('the cluster replicas did not finish their first sync within 15 s')
   } catch (err) {
     await stop()
@@ -189,7 +210,9 @@ export async function startRedisCluster(options: StartClusterOptions = {}): Prom
     prefix: `bwtest:${randomBytes(6).toString('hex')}:`,
     async masterOf(key) {
       const slot = Number(await askRedis(liveNode().port, (c) => c.call('CLUSTER', 'KEYSLOT', key)))
-      const slots = (await askRedis(liveNode().port, (c) => c.call('CLUSTER', 'SLOTS'))) as Array<[number, number, [string, number, ...unknown[]], ...unknown[]]>
+      const slots = (await askRedis(liveNode().port, (c) => c.call('CLUSTER', 'SLOTS'))) as Array<
+        [number, number, [string, number, ...unknown[]], ...unknown[]]
+      >
       const range = slots.find(([from, to]) => slot >= from && slot <= to)
       if (!range) throw new Error(`slot ${slot} has no master`)
       return Number(range[2][1])
@@ -214,11 +237,15 @@ export async function startRedisCluster(options: StartClusterOptions = {}): Prom
       byPort(port).child.kill('SIGCONT')
     },
     async healthy(ms = 10000) {
-      return eventually(async () => {
-        const live = nodes.filter(alive)
-        const infos = await Promise.all(live.map((n) => askRedis(n.port, (c) => c.call('CLUSTER', 'INFO')).catch(() => '')))
-        return infos.every((i) => String(i).includes('cluster_state:ok'))
-      }, ms, 50)
+      return eventually(
+        async () => {
+          const live = nodes.filter(alive)
+          const infos = await Promise.all(live.map((n) => askRedis(n.port, (c) => c.call('CLUSTER', 'INFO')).catch(() => '')))
+          return infos.every((i) => String(i).includes('cluster_state:ok'))
+        },
+        ms,
+        50,
+      )
     },
     stop,
   }

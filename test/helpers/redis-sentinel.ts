@@ -9,11 +9,11 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
 import { eventually, freePort } from './http.js'
 import { askRedis } from './redis.js'
 
-const NOT_FOUND = 'redis-server (with its --sentinel mode) is needed for the Sentinel tests: apt-get install -y redis-server redis-sentinel (Debian/Ubuntu) or brew install redis'
+const NOT_FOUND =
+  'redis-server (with its --sentinel mode) is needed for the Sentinel tests: apt-get install -y redis-server redis-sentinel (Debian/Ubuntu) or brew install redis'
 
 export const MASTER_NAME = 'mymaster'
 
@@ -103,19 +103,25 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
       sentinelPorts.push(port)
     }
     for (const p of sentinelPorts) await pong(p)
-    const synced = await eventually(async () => (await askRedis(replicaPort, (c) => c.info('replication')).catch(() => '')).includes('master_link_status:up'), 10_000, 50)
+    const synced = await eventually(
+      async () => (await askRedis(replicaPort, (c) => c.info('replication')).catch(() => '')).includes('master_link_status:up'),
+      10_000,
+      50,
+    )
     if (!synced) throw new Error('the replica did not sync with the master within 10 s')
     // A failover needs a quorum of sentinels that know each other and the replica (hello messages every 2 s).
-    const ready = await eventually(async () => {
-      const views = await Promise.all(
-        sentinelPorts.map((p) => askRedis(p, (c) => c.call('SENTINEL', 'MASTER', MASTER_NAME)).catch(() => [] as unknown[])),
-      )
-      return views.every((v) => {
-        const flat = (v as unknown[]).map(String)
-        const field = (name: string): string => flat[flat.indexOf(name) + 1] ?? ''
-        return field('num-other-sentinels') === '2' && field('num-slaves') === '1'
-      })
-    }, 20_000, 100)
+    const ready = await eventually(
+      async () => {
+        const views = await Promise.all(sentinelPorts.map((p) => askRedis(p, (c) => c.call('SENTINEL', 'MASTER', MASTER_NAME)).catch(() => [] as unknown[])))
+        return views.every((v) => {
+          const flat = (v as unknown[]).map(String)
+          const field = (name: string): string => flat[flat.indexOf(name) + 1] ?? ''
+          return field('num-other-sentinels') === '2' && field('num-slaves') === '1'
+        })
+      },
+      20_000,
+      100,
+    )
     if (!ready) throw new Error('the three sentinels did not discover each other and the replica within 20 s')
     return {
       sentinels: sentinelPorts.map((p) => `127.0.0.1:${p}`),

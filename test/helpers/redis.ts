@@ -76,7 +76,15 @@ function useExternal(url: string, prefix: string): TestRedis {
  * fails fast instead of hanging the test).
  */
 export async function askRedis<T>(port: number, fn: (c: Redis) => Promise<T>): Promise<T> {
-  const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 1000 })
+  const c = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+    commandTimeout: 1000,
+  })
   c.on('error', () => undefined)
   try {
     await c.connect()
@@ -164,7 +172,7 @@ async function spawnOwn(prefix: string): Promise<TestRedis> {
     async stop() {
       await killChild()
       process.off('exit', killOnExit)
-      },
+    },
     kill: killChild,
     async restart() {
       await killChild()

@@ -5,7 +5,7 @@
  * dev pages (upstream-op.ts), consent there and here, until the client's
  * redirect or a page that is none of those.
  */
-import { Browser, type HtmlForm, parseForms } from './browser.js'
+import { type Browser, type HtmlForm, parseForms } from './browser.js'
 
 export type SignInEnding = { kind: 'client'; url: URL } | { kind: 'page'; status: number; html: string; url: string; headers: Headers }
 
@@ -18,7 +18,14 @@ export interface SignInOptions {
  * @param start the authorization request URL at bearward
  * @param clientOrigin where the client's redirect URI lives: reaching it ends the walk
  */
-export async function upstreamSignIn(browser: Browser, start: string, clientOrigin: string, provider: string, login: string, o: SignInOptions = {}): Promise<SignInEnding> {
+export async function upstreamSignIn(
+  browser: Browser,
+  start: string,
+  clientOrigin: string,
+  provider: string,
+  login: string,
+  o: SignInOptions = {},
+): Promise<SignInEnding> {
   let res = await browser.get(start)
   let at = start
   let clicked = false

@@ -17,12 +17,18 @@ t.test('the first key signs access tokens; ID tokens use the first RS256 key; al
   const es = await generatePrivateJwk('ES256', 'es')
   const rs = await generatePrivateJwk('RS256', 'rs')
   const ed = await generatePrivateJwk('EdDSA', 'ed')
-  const set = await loadKeySet([{ jwk: es as Record<string, unknown> }, { jwk: rs as Record<string, unknown> }, { jwk: ed as Record<string, unknown> }], ephemeral)
+  const set = await loadKeySet(
+    [{ jwk: es as Record<string, unknown> }, { jwk: rs as Record<string, unknown> }, { jwk: ed as Record<string, unknown> }],
+    ephemeral,
+  )
   t.equal(set.ephemeral, false)
   t.equal(set.signing.kid, 'es')
   t.equal(set.idToken.kid, 'rs')
   t.same(set.algorithms().sort(), ['ES256', 'EdDSA', 'RS256'])
-  t.same(set.jwks.keys.map((k) => k.kid), ['es', 'rs', 'ed'])
+  t.same(
+    set.jwks.keys.map((k) => k.kid),
+    ['es', 'rs', 'ed'],
+  )
   for (const k of set.jwks.keys) {
     for (const m of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k']) t.notOk(m in k, `${k.kid} has no ${m}`)
     t.equal(k.use, 'sig')

@@ -176,7 +176,10 @@ t.test('client_id problems are an error page, never a redirect (no open redirect
     ['empty client_id', `${target.url}/authorize?response_type=code&client_id=&redirect_uri=${encodeURIComponent('https://evil.example/cb')}`],
     ['repeated client_id', `${authorizeUrl('web')}&client_id=spa`],
     ['repeated redirect_uri', `${authorizeUrl('web')}&redirect_uri=${encodeURIComponent('https://evil.example/cb')}`],
-    ['unknown client, bad response_type', `${target.url}/authorize?response_type=token&client_id=nobody&redirect_uri=${encodeURIComponent('https://evil.example/cb')}`],
+    [
+      'unknown client, bad response_type',
+      `${target.url}/authorize?response_type=token&client_id=nobody&redirect_uri=${encodeURIComponent('https://evil.example/cb')}`,
+    ],
     ['bad redirect and bad response_type', authorizeUrl('web', { redirect_uri: 'https://evil.example/cb', response_type: 'token' })],
     ['bad redirect and prompt=none', authorizeUrl('web', { redirect_uri: 'https://evil.example/cb', prompt: 'none' })],
     ['bad redirect_uri and bad scope', authorizeUrl('spa', { redirect_uri: 'https://evil.example/cb', scope: 'nope' })],
@@ -192,13 +195,7 @@ t.test('client_id problems are an error page, never a redirect (no open redirect
 })
 
 t.test('state comes back exactly as sent, URL-encoded in Location; absent state stays absent', async (t) => {
-  const states = [
-    '"><script>alert(1)</script>',
-    "a b&c=d#e+f%20g'",
-    'ünïcödé-✓',
-    '\r\nSet-Cookie: x=1',
-    'x'.repeat(2000),
-  ]
+  const states = ['"><script>alert(1)</script>', "a b&c=d#e+f%20g'", 'ünïcödé-✓', '\r\nSet-Cookie: x=1', 'x'.repeat(2000)]
   for (const state of states) {
     const res = await get(authorizeUrl('web', { response_type: 'token', state }))
     const url = assertErrorRedirect(t, res, WEB_REDIRECT, 'unsupported_response_type', `state ${JSON.stringify(state.slice(0, 20))}`)
@@ -212,8 +209,27 @@ t.test('state comes back exactly as sent, URL-encoded in Location; absent state 
 })
 
 t.test('response_type other than code is refused at the redirect URI (RFC 9700 2.1.2: no implicit)', async (t) => {
-  for (const rt of ['token', 'id_token', 'code token', 'code id_token', 'id_token token', 'code id_token token', 'CODE', 'Code', 'code ', ' code', 'code,token', 'none']) {
-    assertErrorRedirect(t, await get(authorizeUrl('web', { response_type: rt })), WEB_REDIRECT, 'unsupported_response_type', `response_type ${JSON.stringify(rt)}`)
+  for (const rt of [
+    'token',
+    'id_token',
+    'code token',
+    'code id_token',
+    'id_token token',
+    'code id_token token',
+    'CODE',
+    'Code',
+    'code ',
+    ' code',
+    'code,token',
+    'none',
+  ]) {
+    assertErrorRedirect(
+      t,
+      await get(authorizeUrl('web', { response_type: rt })),
+      WEB_REDIRECT,
+      'unsupported_response_type',
+      `response_type ${JSON.stringify(rt)}`,
+    )
   }
   const encoded = await get(authorizeUrl('web', { response_type: null }) + '&response_type=code%20id_token')
   assertErrorRedirect(t, encoded, WEB_REDIRECT, 'unsupported_response_type', 'response_type=code%20id_token')
@@ -240,7 +256,13 @@ t.test('PKCE is required, S256 only, and well-formed (RFC 7636 4.2, RFC 9700 2.1
     ['128 characters', { code_challenge: 'a'.repeat(128) }],
   ]
   for (const [label, o] of cases) assertErrorRedirect(t, await get(authorizeUrl('web', o)), WEB_REDIRECT, 'invalid_request', `PKCE ${label}`)
-  assertErrorRedirect(t, await get(authorizeUrl('cli', { code_challenge: null, code_challenge_method: null })), 'http://127.0.0.1:49152/callback', 'invalid_request', 'public client without PKCE')
+  assertErrorRedirect(
+    t,
+    await get(authorizeUrl('cli', { code_challenge: null, code_challenge_method: null })),
+    'http://127.0.0.1:49152/callback',
+    'invalid_request',
+    'public client without PKCE',
+  )
 })
 
 t.test('repeated parameters are invalid_request (RFC 6749 3.1)', async (t) => {
@@ -258,7 +280,10 @@ t.test('scope: unknown, not allowed for the client, or absurd is invalid_scope',
 
 t.test('huge parameters get a clean 4xx and the server keeps serving', async (t) => {
   const big = 'orders:read '.repeat(9000) // ~100 KB
-  const viaGet = await rawHttp(target.url, `GET /authorize?response_type=code&client_id=web&scope=${encodeURIComponent(big)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)
+  const viaGet = await rawHttp(
+    target.url,
+    `GET /authorize?response_type=code&client_id=web&scope=${encodeURIComponent(big)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+  )
   // 414; 431 only when the request line reaches the parser split across TCP reads (http/client-error.ts).
   t.ok([414, 431].includes(viaGet.status), `GET with a 100 KB query: 414 (or 431), got ${viaGet.status}`)
   t.notOk(viaGet.headers.has('location'), 'no redirect')
@@ -266,7 +291,14 @@ t.test('huge parameters get a clean 4xx and the server keeps serving', async (t)
     method: 'POST',
     redirect: 'manual',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: WEB_REDIRECT, scope: big, code_challenge: challenge, code_challenge_method: 'S256' }),
+    body: new URLSearchParams({
+      response_type: 'code',
+      client_id: 'web',
+      redirect_uri: WEB_REDIRECT,
+      scope: big,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    }),
   })
   t.equal(viaPost.status, 413, 'POST /authorize with a 100 KB body: 413')
   t.equal(viaPost.headers.get('location'), null)
@@ -346,10 +378,22 @@ t.test('every HTML page forbids framing (CSP frame-ancestors and X-Frame-Options
     ['login GET (405)', () => get(`${target.url}/login`)],
     ['consent GET (405)', () => get(`${target.url}/consent`)],
     ['logout GET (signed-out page)', () => get(`${target.url}/logout`)],
-    ['logout GET with a bad post_logout_redirect_uri (400)', () => get(`${target.url}/logout?client_id=web&post_logout_redirect_uri=https%3A%2F%2Fevil.example%2F`)],
-    ['login POST without CSRF (403)', () => fetch(`${target.url}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=a&password=b' })],
-    ['consent POST without session (403)', () => fetch(`${target.url}/consent`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=allow' })],
-    ['device POST without CSRF (403)', () => fetch(`${target.url}/device`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'user_code=BCDF-GHJK' })],
+    [
+      'logout GET with a bad post_logout_redirect_uri (400)',
+      () => get(`${target.url}/logout?client_id=web&post_logout_redirect_uri=https%3A%2F%2Fevil.example%2F`),
+    ],
+    [
+      'login POST without CSRF (403)',
+      () => fetch(`${target.url}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=a&password=b' }),
+    ],
+    [
+      'consent POST without session (403)',
+      () => fetch(`${target.url}/consent`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=allow' }),
+    ],
+    [
+      'device POST without CSRF (403)',
+      () => fetch(`${target.url}/device`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'user_code=BCDF-GHJK' }),
+    ],
   ]
   for (const [label, load] of pages) {
     const res = await load()
@@ -364,13 +408,22 @@ t.test('every HTML page forbids framing (CSP frame-ancestors and X-Frame-Options
 
 t.test('a hostile Host header does not change the issuer or any advertised URL', async (t) => {
   const headers = { host: 'evil.example', 'x-forwarded-host': 'evil2.example', 'x-forwarded-proto': 'https' }
-  const metadata = await rawHttp(target.url, `GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: ${headers.host}\r\nX-Forwarded-Host: ${headers['x-forwarded-host']}\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n`)
+  const metadata = await rawHttp(
+    target.url,
+    `GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: ${headers.host}\r\nX-Forwarded-Host: ${headers['x-forwarded-host']}\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n`,
+  )
   t.equal(metadata.status, 200)
   t.notMatch(metadata.body, /evil/, 'metadata names only public_url')
   t.match(metadata.body, new RegExp(`"issuer":"${target.url}"`))
-  const device = await rawHttp(target.url, `POST /device_authorization HTTP/1.1\r\nHost: ${headers.host}\r\nX-Forwarded-Host: ${headers['x-forwarded-host']}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 31\r\nConnection: close\r\n\r\nclient_id=cli&scope=orders:read`)
+  const device = await rawHttp(
+    target.url,
+    `POST /device_authorization HTTP/1.1\r\nHost: ${headers.host}\r\nX-Forwarded-Host: ${headers['x-forwarded-host']}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 31\r\nConnection: close\r\n\r\nclient_id=cli&scope=orders:read`,
+  )
   t.equal(device.status, 200)
   t.notMatch(device.body, /evil/, 'verification_uri is built from public_url')
-  const redirect = await rawHttp(target.url, `GET ${new URL(authorizeUrl('web', { response_type: 'token' })).pathname}${new URL(authorizeUrl('web', { response_type: 'token' })).search} HTTP/1.1\r\nHost: ${headers.host}\r\nConnection: close\r\n\r\n`)
+  const redirect = await rawHttp(
+    target.url,
+    `GET ${new URL(authorizeUrl('web', { response_type: 'token' })).pathname}${new URL(authorizeUrl('web', { response_type: 'token' })).search} HTTP/1.1\r\nHost: ${headers.host}\r\nConnection: close\r\n\r\n`,
+  )
   t.match(redirect.headers.get('location'), new RegExp(`iss=${encodeURIComponent(target.url).replace(/[.]/g, '\\.')}`), 'iss is public_url')
 })

@@ -39,7 +39,11 @@ async function startDevice(clientId = 'cli'): Promise<DeviceStart> {
 }
 
 const poll = (deviceCode: string, clientId = 'cli', auth?: string): Promise<Response> =>
-  postForm(`${target.url}/token`, { grant_type: DEVICE_GRANT, device_code: deviceCode, ...(auth ? {} : { client_id: clientId }) }, auth ? { authorization: auth } : {})
+  postForm(
+    `${target.url}/token`,
+    { grant_type: DEVICE_GRANT, device_code: deviceCode, ...(auth ? {} : { client_id: clientId }) },
+    auth ? { authorization: auth } : {},
+  )
 
 async function assertPollError(t: Test, res: Response, error: string, label: string, status = 400): Promise<void> {
   const body = (await res.json()) as Record<string, unknown>
@@ -70,7 +74,7 @@ async function approve(start: DeviceStart): Promise<void> {
 
 t.test("polling with another client's device_code is invalid_grant and does not disturb the owner", async (t) => {
   const start = await startDevice('cli')
-  await assertPollError(t, await poll(start.device_code, 'tv'), 'invalid_grant', 'tv polls cli\'s device code')
+  await assertPollError(t, await poll(start.device_code, 'tv'), 'invalid_grant', "tv polls cli's device code")
   await assertPollError(t, await poll(start.device_code, 'web', basic('web', target.secret)), 'unauthorized_client', 'web (no device grant) polls it')
   await assertPollError(t, await poll(start.device_code, 'nosuch'), 'invalid_client', 'an unknown client polls it', 401)
   await assertPollError(t, await poll(start.device_code, 'cli'), 'authorization_pending', 'the owner is still pending, not slowed down')
@@ -115,7 +119,12 @@ t.test('forged and malformed device codes', async (t) => {
   await assertPollError(t, await poll('x'.repeat(5000)), 'invalid_grant', 'very long')
   const missing = await postForm(`${target.url}/token`, { grant_type: DEVICE_GRANT, client_id: 'cli' })
   await assertPollError(t, missing, 'invalid_request', 'no device_code')
-  const repeated = await postForm(`${target.url}/token`, [['grant_type', DEVICE_GRANT], ['client_id', 'cli'], ['device_code', start.device_code], ['device_code', start.device_code]])
+  const repeated = await postForm(`${target.url}/token`, [
+    ['grant_type', DEVICE_GRANT],
+    ['client_id', 'cli'],
+    ['device_code', start.device_code],
+    ['device_code', start.device_code],
+  ])
   await assertPollError(t, repeated, 'invalid_request', 'repeated device_code')
   const svc = await postForm(`${target.url}/device_authorization`, { scope: 'orders:read' }, { authorization: basic('service', target.secret) })
   t.equal(svc.status, 400, 'a client without the device grant cannot start one')

@@ -147,7 +147,14 @@ t.test("';' path parameters: the upstream must not receive a path that servlet c
   // both as the public route and forwards them unchanged: with such an
   // upstream that is an unauthenticated request to a protected path. Segment
   // parameters must be refused, or stripped before matching.
-  for (const path of ['/public/..;/admin', '/public/..;x=1/admin', '/public/%2e%2e;/admin', '/public/.;/../admin', '/public/secret;jsessionid=x', '/public/secret;/x']) {
+  for (const path of [
+    '/public/..;/admin',
+    '/public/..;x=1/admin',
+    '/public/%2e%2e;/admin',
+    '/public/.;/../admin',
+    '/public/secret;jsessionid=x',
+    '/public/secret;/x',
+  ]) {
     const { answer, seen } = await observe(() => raw(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1`))
     // What a servlet container makes of the forwarded path: `;params` removed from every segment.
     const servletView = (url: string): string => (url.split('?')[0] ?? '').replace(/;[^/]*/g, '')
@@ -179,7 +186,11 @@ t.test('absolute-form targets and Host tricks on host-specific routes', async (t
   // X-Forwarded-Host from an untrusted client does not pick the route, nor reach the upstream.
   const xfh = await observe(() => raw('GET /tenant/x HTTP/1.1\r\nHost: www.example.com\r\nX-Forwarded-Host: admin.example.com'))
   t.equal(xfh.answer.status, 200, 'X-Forwarded-Host does not select the admin route: the public one answers')
-  t.same(headerValues(xfh.seen[0] as SeenRequest, 'x-forwarded-host'), ['www.example.com'], 'the upstream sees the real Host, not the client-sent X-Forwarded-Host')
+  t.same(
+    headerValues(xfh.seen[0] as SeenRequest, 'x-forwarded-host'),
+    ['www.example.com'],
+    'the upstream sees the real Host, not the client-sent X-Forwarded-Host',
+  )
 })
 
 t.test('two Host headers are a 400 (RFC 9112 3.2: "MUST respond with a 400")', async (t) => {
@@ -228,7 +239,11 @@ t.test('request smuggling: conflicting framing is refused and nothing is forward
   const smuggled = 'GET /admin/secret HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'
   const cases: Array<[string, string, string]> = [
     ['CL + TE', `POST /public/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked`, `0\r\n\r\n${smuggled}`],
-    ['TE + CL, protected', `POST /orders/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nTransfer-Encoding: chunked\r\nContent-Length: 4`, `0\r\n\r\n${smuggled}`],
+    [
+      'TE + CL, protected',
+      `POST /orders/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nTransfer-Encoding: chunked\r\nContent-Length: 4`,
+      `0\r\n\r\n${smuggled}`,
+    ],
     ['two different Content-Length', 'POST /public/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\nContent-Length: 40', `abcd${smuggled}`],
     ['Content-Length list', 'POST /public/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4, 40', `abcd${smuggled}`],
     ['TE xchunked', 'POST /public/x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: xchunked', `0\r\n\r\n${smuggled}`],
@@ -257,7 +272,11 @@ t.test('pipelined requests on one connection are each judged on their own', asyn
   )
   const statuses = [...answer.raw.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))
   t.same(statuses, [200, 401, 403], 'the authorized first request does not authorize the next ones')
-  t.same(seen.map((s) => s.url), ['/orders/1'], 'only the first reached the upstream')
+  t.same(
+    seen.map((s) => s.url),
+    ['/orders/1'],
+    'only the first reached the upstream',
+  )
 })
 
 t.test('client-sent identity headers never reach the upstream, whatever their spelling', async (t) => {
@@ -292,7 +311,9 @@ t.test('client-sent identity headers never reach the upstream, whatever their sp
   t.equal(spaced.seen.length, 0)
 
   // Hop-by-hop trick: naming the identity headers in Connection must not remove the gateway's own.
-  const hop = await observe(() => raw(`GET /orders/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nConnection: close, X-Auth-Subject, X-Auth-Scope, X-Forwarded-For`))
+  const hop = await observe(() =>
+    raw(`GET /orders/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nConnection: close, X-Auth-Subject, X-Auth-Scope, X-Forwarded-For`),
+  )
   t.equal(hop.answer.status, 200)
   t.same(headerValues(hop.seen[0] as SeenRequest, 'x-auth-subject'), ['alice'], 'Connection: X-Auth-Subject does not strip the real identity')
   t.same(headerValues(hop.seen[0] as SeenRequest, 'x-auth-scope'), ['orders:read'])
@@ -327,7 +348,9 @@ t.test('CORS preflight: no token needed only where pass_preflight is set, and on
   const notPreflight = await observe(() => raw('OPTIONS /cors/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example'))
   t.equal(notPreflight.answer.status, 401, 'OPTIONS without Access-Control-Request-Method still needs a token')
   t.equal(notPreflight.seen.length, 0)
-  const getWithOrigin = await observe(() => raw('GET /cors/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\nAccess-Control-Request-Method: GET'))
+  const getWithOrigin = await observe(() =>
+    raw('GET /cors/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\nAccess-Control-Request-Method: GET'),
+  )
   t.equal(getWithOrigin.answer.status, 401, 'a GET dressed as a preflight still needs a token')
   t.equal(getWithOrigin.seen.length, 0)
 })
@@ -347,7 +370,9 @@ t.test('HTTP/1.0, HTTP/0.9-style and very long requests', async (t) => {
   // request line split across TCP reads leaves it only the header-size refusal (431).
   t.ok([414, 431].includes(long.answer.status), `100 KB URL: 414 (or 431), got ${long.answer.status}`)
   t.equal(long.seen.length, 0)
-  const manyHeaders = await observe(() => raw(`GET /public/x HTTP/1.1\r\nHost: 127.0.0.1\r\n${Array.from({ length: 3000 }, (_, i) => `X-H${i}: v`).join('\r\n')}`))
+  const manyHeaders = await observe(() =>
+    raw(`GET /public/x HTTP/1.1\r\nHost: 127.0.0.1\r\n${Array.from({ length: 3000 }, (_, i) => `X-H${i}: v`).join('\r\n')}`),
+  )
   t.equal(manyHeaders.answer.status, 431, '3000 headers: 431 Request Header Fields Too Large')
   t.equal(manyHeaders.seen.length, 0)
   t.ok(await healthy(target), 'healthz afterwards')

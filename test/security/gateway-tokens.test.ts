@@ -155,7 +155,20 @@ t.test('algorithm confusion: the public key as an HMAC secret, other key types, 
 })
 
 t.test('kid is looked up among trusted keys only; injection attempts are just unknown kids', async (t) => {
-  for (const kid of ['../../etc/passwd', '/dev/null', 'file:///etc/passwd', 'http://127.0.0.1:1/jwks.json', "k1' OR '1'='1", 'k1; DROP TABLE keys', 'k1\u0000', 'K1', ' k1', 'x'.repeat(5000), '__proto__', 'constructor']) {
+  for (const kid of [
+    '../../etc/passwd',
+    '/dev/null',
+    'file:///etc/passwd',
+    'http://127.0.0.1:1/jwks.json',
+    "k1' OR '1'='1",
+    'k1; DROP TABLE keys',
+    'k1\u0000',
+    'K1',
+    ' k1',
+    'x'.repeat(5000),
+    '__proto__',
+    'constructor',
+  ]) {
     await invalid(t, forge({}, { kid }), `kid ${JSON.stringify(kid.slice(0, 40))}`)
   }
   await invalid(t, forge({}, { kid: 1 }), 'kid as a number')
@@ -217,13 +230,33 @@ t.test('right key, wrong claims: iss, aud, exp, nbf, typ (SPEC 5.5 to 5.7, RFC 9
 
 t.test('a real ID token is not an access token, and tokens are not spliced', async (t) => {
   const { verifier, challenge } = pkce()
-  const q = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'http://127.0.0.1:5555/callback', scope: 'openid orders:read', state: 's', nonce: 'n', code_challenge: challenge, code_challenge_method: 'S256' })
+  const q = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: 'http://127.0.0.1:5555/callback',
+    scope: 'openid orders:read',
+    state: 's',
+    nonce: 'n',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  })
   const cb = await authorizeAsPerson(new Browser(), `${target.url}/authorize?${q}`, { username: 'alice', password: DEMO_PASSWORD })
-  const res = await postForm(`${target.url}/token`, { grant_type: 'authorization_code', code: cb.searchParams.get('code') ?? '', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: verifier }, { authorization: basic('web', target.secret) })
+  const res = await postForm(
+    `${target.url}/token`,
+    { grant_type: 'authorization_code', code: cb.searchParams.get('code') ?? '', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: verifier },
+    { authorization: basic('web', target.secret) },
+  )
   const tokens = (await res.json()) as { access_token: string; id_token: string; refresh_token: string }
   t.ok(tokens.id_token, 'an ID token was issued')
   await invalid(t, tokens.id_token, 'the ID token as a bearer token')
-  await assertRefused(t, () => call(`Bearer ${tokens.refresh_token}`), 400, 'invalid_request', 'the refresh token as a bearer token (not three segments)', tokens.refresh_token)
+  await assertRefused(
+    t,
+    () => call(`Bearer ${tokens.refresh_token}`),
+    400,
+    'invalid_request',
+    'the refresh token as a bearer token (not three segments)',
+    tokens.refresh_token,
+  )
 
   const [h, p, s] = tokens.access_token.split('.') as [string, string, string]
   const widened = { ...(JSON.parse(Buffer.from(p, 'base64url').toString()) as Record<string, unknown>), scope: 'orders:read orders:write', sub: 'admin' }
@@ -292,7 +325,12 @@ t.test('one token, one method: header + query or body is 400; query only where t
   await assertRefused(t, () => call(null, `/flexible/1?access_token=${token}&access_token=${token}`), 400, 'invalid_request', 'query twice', token)
   await assertRefused(
     t,
-    () => call(`Bearer ${token}`, '/flexible/1', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `access_token=${token}` }),
+    () =>
+      call(`Bearer ${token}`, '/flexible/1', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `access_token=${token}`,
+      }),
     400,
     'invalid_request',
     'header + form body',
@@ -300,14 +338,26 @@ t.test('one token, one method: header + query or body is 400; query only where t
   )
   await assertRefused(
     t,
-    () => call(null, `/flexible/1?access_token=${token}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `access_token=${token}` }),
+    () =>
+      call(null, `/flexible/1?access_token=${token}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `access_token=${token}`,
+      }),
     400,
     'invalid_request',
     'query + form body',
     token,
   )
   await assertRefused(t, () => call(null, `/orders/1?access_token=${token}`), 400, 'invalid_request', 'query token where the route does not take one', token)
-  await assertRefused(t, () => call(`Bearer ${token}`, `/orders/1?access_token=${token}`), 400, 'invalid_request', 'header + query where the route takes no query token', token)
+  await assertRefused(
+    t,
+    () => call(`Bearer ${token}`, `/orders/1?access_token=${token}`),
+    400,
+    'invalid_request',
+    'header + query where the route takes no query token',
+    token,
+  )
 })
 
 t.test('a percent-encoded access_token name is still an access_token parameter (no second token smuggled upstream)', async (t) => {
@@ -321,7 +371,11 @@ t.test('a percent-encoded access_token name is still an access_token parameter (
     const before = target.upstream.seen.length
     const { res } = await call(`Bearer ${token}`, `/orders/1?${name}=${other}`)
     t.equal(res.status, 400, `header + ?${name}=<token>: 400 invalid_request (token sent two ways)`)
-    t.equal(target.upstream.seen.at(-1)?.url.includes(other) && target.upstream.seen.length > before, false, `header + ?${name}=: the second token does not reach the upstream`)
+    t.equal(
+      target.upstream.seen.at(-1)?.url.includes(other) && target.upstream.seen.length > before,
+      false,
+      `header + ?${name}=: the second token does not reach the upstream`,
+    )
   }
   const before = target.upstream.seen.length
   const { res } = await call(null, `/orders/1?%61ccess_token=${other}`)
@@ -330,13 +384,23 @@ t.test('a percent-encoded access_token name is still an access_token parameter (
 })
 
 t.test('a token for one audience is refused at a route for another (RFC 8707, SPEC 5.6)', async (t) => {
-  const billing = await postForm(`${target.url}/token`, { grant_type: 'client_credentials', scope: 'orders:read', resource: 'https://billing.example' }, { authorization: basic('service', target.secret) })
+  const billing = await postForm(
+    `${target.url}/token`,
+    { grant_type: 'client_credentials', scope: 'orders:read', resource: 'https://billing.example' },
+    { authorization: basic('service', target.secret) },
+  )
   const billingToken = ((await billing.json()) as { access_token: string }).access_token
   t.equal((await call(`Bearer ${billingToken}`, '/billing/1')).res.status, 200, 'the billing token works at /billing')
   await invalid(t, billingToken, 'the billing token at /orders')
   const ordersToken = await serviceToken(target)
   await assertRefused(t, () => call(`Bearer ${ordersToken}`, '/billing/1'), 401, 'invalid_token', 'the default-audience token at /billing', ordersToken)
-  await assertRefused(t, () => call(`Bearer ${forge({ aud: ['https://billing.example', 'https://other.example'] })}`), 401, 'invalid_token', 'a forged multi-audience token without ours')
+  await assertRefused(
+    t,
+    () => call(`Bearer ${forge({ aud: ['https://billing.example', 'https://other.example'] })}`),
+    401,
+    'invalid_token',
+    'a forged multi-audience token without ours',
+  )
 })
 
 t.test('the published JWKS holds public keys only', async (t) => {
@@ -348,7 +412,10 @@ t.test('the published JWKS holds public keys only', async (t) => {
 })
 
 t.test('oversized and revoked tokens', async (t) => {
-  const huge = await rawHttp(target.url, `GET /orders/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${'a'.repeat(100 * 1024)}\r\nConnection: close\r\n\r\n`)
+  const huge = await rawHttp(
+    target.url,
+    `GET /orders/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${'a'.repeat(100 * 1024)}\r\nConnection: close\r\n\r\n`,
+  )
   t.equal(huge.status, 431, '100 KB token: 431 Request Header Fields Too Large')
   const big = 'A'.repeat(5000)
   await assertRefused(t, () => call(`Bearer ${big}.${big}.${big}`), 401, 'invalid_token', '15 KB three-segment junk')

@@ -60,7 +60,10 @@ async function assertRefused(t: Test, res: Response, label: string): Promise<voi
   await res.arrayBuffer()
   t.equal(res.status, 403, `${label}: 403`)
   t.equal(res.headers.get('location'), null, `${label}: no redirect`)
-  t.notOk(res.headers.getSetCookie().some((c) => /^(__Host-)?bw_session=[^;]/.test(c)), `${label}: no session cookie`)
+  t.notOk(
+    res.headers.getSetCookie().some((c) => /^(__Host-)?bw_session=[^;]/.test(c)),
+    `${label}: no session cookie`,
+  )
 }
 
 async function loginForm(browser: Browser, url: string): Promise<HtmlForm> {
@@ -95,7 +98,14 @@ t.test('POST /login: forged submissions are 403 and log nobody in', async (t) =>
   await assertRefused(t, await forge(form, { fields: { ...creds, csrf: 'A'.repeat(43) }, cookie }), 'made-up csrf')
   await assertRefused(t, await forge(form, { fields: { ...creds, csrf: otherForm.fields.csrf ?? '' }, cookie }), "another browser's csrf")
   await assertRefused(t, await forge(form, { fields: creds }), 'valid-looking csrf but no cookie')
-  await assertRefused(t, await forge(form, { fields: { ...creds, csrf: otherForm.fields.csrf ?? '' }, cookie: cookieHeader(other).replace(/bw_csrf=[^;]*/, `bw_csrf=${form.fields.csrf}`) }), 'cookie and field swapped between browsers')
+  await assertRefused(
+    t,
+    await forge(form, {
+      fields: { ...creds, csrf: otherForm.fields.csrf ?? '' },
+      cookie: cookieHeader(other).replace(/bw_csrf=[^;]*/, `bw_csrf=${form.fields.csrf}`),
+    }),
+    'cookie and field swapped between browsers',
+  )
   await assertRefused(t, await forge(form, { fields: creds, cookie, origin: 'https://evil.example' }), 'foreign Origin')
   await assertRefused(t, await forge(form, { fields: creds, cookie, origin: 'null' }), 'Origin: null')
   await assertRefused(t, await forge(form, { fields: creds, cookie, origin: `${target.url}.evil.example` }), 'Origin with our origin as a prefix')
@@ -201,7 +211,11 @@ t.test('POST /logout with a forged token is 403 and the session survives', async
   await assertRefused(t, await forge(logoutForm, { fields: { csrf: 'A'.repeat(43) }, cookie }), 'made-up csrf')
   await assertRefused(t, await forge(logoutForm, { fields: { csrf: '' }, cookie }), 'empty csrf')
   await assertRefused(t, await forge(logoutForm, { fields: { csrf: consent.fields.csrf ?? '' }, cookie, origin: 'https://evil.example' }), 'foreign Origin')
-  await assertRefused(t, await forge(logoutForm, { fields: { csrf: consent.fields.csrf ?? '' }, cookie, origin: null, headers: { 'sec-fetch-site': 'cross-site' } }), 'Sec-Fetch-Site: cross-site')
+  await assertRefused(
+    t,
+    await forge(logoutForm, { fields: { csrf: consent.fields.csrf ?? '' }, cookie, origin: null, headers: { 'sec-fetch-site': 'cross-site' } }),
+    'Sec-Fetch-Site: cross-site',
+  )
   // Without a csrf field it is a client's logout request: it asks the person, it signs nobody out.
   const asked = await forge(logoutForm, { fields: {}, cookie, origin: 'https://evil.example' })
   t.equal(asked.status, 200, 'a cross-site POST without a token gets the confirmation page')

@@ -78,7 +78,10 @@ function withoutEcho(body: string, username: string): string {
 
 function assertLoggedIn(t: Test, res: SentResponse, label: string): void {
   t.equal(res.status, 303, `${label}: 303 onwards`)
-  t.ok(res.cookies.some((c) => c.startsWith('bw_session=')), `${label}: session cookie set`)
+  t.ok(
+    res.cookies.some((c) => c.startsWith('bw_session=')),
+    `${label}: session cookie set`,
+  )
 }
 
 /** The known-browser cookie (`bw_known=...`) a successful sign-in set. */
@@ -97,7 +100,10 @@ function assertLocked(t: Test, res: SentResponse, label: string): void {
   const retryAfter = Number(res.headers['retry-after'])
   t.ok(retryAfter > 800 && retryAfter <= 900, `${label}: Retry-After is the rest of the 15 minute window (${retryAfter})`)
   t.match(res.body, LOCKED, `${label}: the page says why and for how long`)
-  t.notOk(res.cookies.some((c) => c.startsWith('bw_session=')), `${label}: no session`)
+  t.notOk(
+    res.cookies.some((c) => c.startsWith('bw_session=')),
+    `${label}: no session`,
+  )
   t.equal(res.headers.location, undefined, `${label}: no redirect`)
 }
 
@@ -107,7 +113,10 @@ function assertSlowed(t: Test, res: SentResponse, label: string): void {
   const retryAfter = Number(res.headers['retry-after'])
   t.ok(retryAfter >= 1 && retryAfter <= 60, `${label}: Retry-After between 1 and 60 s (${retryAfter})`)
   t.match(res.body, SLOWED, `${label}: the page says why, how long, and that a known browser is not affected`)
-  t.notOk(res.cookies.some((c) => c.startsWith('bw_session=')), `${label}: no session`)
+  t.notOk(
+    res.cookies.some((c) => c.startsWith('bw_session=')),
+    `${label}: no session`,
+  )
 }
 
 t.test('no username enumeration: an unknown user and a wrong password get the same answer', async (t) => {
@@ -121,49 +130,55 @@ t.test('no username enumeration: an unknown user and a wrong password get the sa
   t.equal(emptyUser.status, 400, 'an empty username is a plain 400 page')
 })
 
-t.test('regression: five wrong passwords from anywhere locked the account; now an attack from many addresses is slowed and the owner still signs in', async (t) => {
-  // bob signed in from his own browser before the attack.
-  const bobsBrowser = knownCookie(await attempt('bob', DEMO_PASSWORD, { xff: '10.1.9.1' }))
-  // The first wait starts after the fifth failure: timing from before it bounds the turns safely.
-  const started = Date.now()
-  for (let i = 1; i <= 5; i++) {
-    const res = await attempt('bob', `guess-${i}`, { xff: `10.1.0.${i}` })
-    t.equal(res.status, 400, `guess ${i} from 10.1.0.${i}: wrong password`)
-  }
-  assertSlowed(t, await attempt('bob', DEMO_PASSWORD, { xff: '10.1.0.99' }), 'bob, right password, new browser, fresh address')
-  assertSlowed(t, await attempt('BOB', DEMO_PASSWORD, { xff: '10.1.0.98' }), 'BOB (case variant), fresh address')
+t.test(
+  'regression: five wrong passwords from anywhere locked the account; now an attack from many addresses is slowed and the owner still signs in',
+  async (t) => {
+    // bob signed in from his own browser before the attack.
+    const bobsBrowser = knownCookie(await attempt('bob', DEMO_PASSWORD, { xff: '10.1.9.1' }))
+    // The first wait starts after the fifth failure: timing from before it bounds the turns safely.
+    const started = Date.now()
+    for (let i = 1; i <= 5; i++) {
+      const res = await attempt('bob', `guess-${i}`, { xff: `10.1.0.${i}` })
+      t.equal(res.status, 400, `guess ${i} from 10.1.0.${i}: wrong password`)
+    }
+    assertSlowed(t, await attempt('bob', DEMO_PASSWORD, { xff: '10.1.0.99' }), 'bob, right password, new browser, fresh address')
+    assertSlowed(t, await attempt('BOB', DEMO_PASSWORD, { xff: '10.1.0.98' }), 'BOB (case variant), fresh address')
 
-  // The attack goes on from 40 more addresses; in the middle of it bob signs in.
-  let checked = 0
-  let slowed = 0
-  let owner: SentResponse | null = null
-  for (let i = 1; i <= 40; i++) {
-    const res = await attempt('bob', `guess-more-${i}`, { xff: `10.1.1.${i}` })
-    if (res.status === 400) checked++
-    else if (res.status === 429 && SLOWED.test(res.body)) slowed++
-    if (i === 20) owner = await attempt('bob', DEMO_PASSWORD, { xff: '10.1.9.2', known: bobsBrowser })
-  }
-  const elapsedSec = (Date.now() - started) / 1000
-  // Waits of 1, 2, 4 ... s: in E seconds at most log2(E + 1) turns come round.
-  const bound = Math.floor(Math.log2(elapsedSec + 1))
-  t.ok(checked <= bound, `${checked} of 40 guesses were checked in ${elapsedSec.toFixed(1)} s (at most ${bound} allowed)`)
-  t.equal(checked + slowed, 40, 'every other guess was told to wait')
-  t.equal(owner?.status, 303, 'bob, from the browser he used before, signed in during the attack')
-  t.ok(owner?.cookies.some((c) => c.startsWith('bw_session=')), 'with a session')
+    // The attack goes on from 40 more addresses; in the middle of it bob signs in.
+    let checked = 0
+    let slowed = 0
+    let owner: SentResponse | null = null
+    for (let i = 1; i <= 40; i++) {
+      const res = await attempt('bob', `guess-more-${i}`, { xff: `10.1.1.${i}` })
+      if (res.status === 400) checked++
+      else if (res.status === 429 && SLOWED.test(res.body)) slowed++
+      if (i === 20) owner = await attempt('bob', DEMO_PASSWORD, { xff: '10.1.9.2', known: bobsBrowser })
+    }
+    const elapsedSec = (Date.now() - started) / 1000
+    // Waits of 1, 2, 4 ... s: in E seconds at most log2(E + 1) turns come round.
+    const bound = Math.floor(Math.log2(elapsedSec + 1))
+    t.ok(checked <= bound, `${checked} of 40 guesses were checked in ${elapsedSec.toFixed(1)} s (at most ${bound} allowed)`)
+    t.equal(checked + slowed, 40, 'every other guess was told to wait')
+    t.equal(owner?.status, 303, 'bob, from the browser he used before, signed in during the attack')
+    t.ok(
+      owner?.cookies.some((c) => c.startsWith('bw_session=')),
+      'with a session',
+    )
 
-  // A waiting unknown user looks exactly like a waiting real one (each asked
-  // right after its fifth failure, well within the first 1 s wait).
-  for (let i = 1; i <= 5; i++) await attempt('nosuchuser', `guess-${i}`, { xff: `10.1.2.${i}` })
-  const slowedUnknown = await attempt('nosuchuser', 'x', { xff: '10.1.2.99' })
-  for (let i = 1; i <= 5; i++) await attempt('heidi', `guess-${i}`, { xff: `10.1.3.${i}` })
-  const slowedKnown = await attempt('heidi', 'x', { xff: '10.1.3.99' })
-  assertSlowed(t, slowedUnknown, 'unknown user')
-  assertSlowed(t, slowedKnown, 'real user')
-  t.equal(withoutEcho(slowedUnknown.body, 'nosuchuser'), withoutEcho(slowedKnown.body, 'heidi'), 'waiting unknown and real users look the same')
+    // A waiting unknown user looks exactly like a waiting real one (each asked
+    // right after its fifth failure, well within the first 1 s wait).
+    for (let i = 1; i <= 5; i++) await attempt('nosuchuser', `guess-${i}`, { xff: `10.1.2.${i}` })
+    const slowedUnknown = await attempt('nosuchuser', 'x', { xff: '10.1.2.99' })
+    for (let i = 1; i <= 5; i++) await attempt('heidi', `guess-${i}`, { xff: `10.1.3.${i}` })
+    const slowedKnown = await attempt('heidi', 'x', { xff: '10.1.3.99' })
+    assertSlowed(t, slowedUnknown, 'unknown user')
+    assertSlowed(t, slowedKnown, 'real user')
+    t.equal(withoutEcho(slowedUnknown.body, 'nosuchuser'), withoutEcho(slowedKnown.body, 'heidi'), 'waiting unknown and real users look the same')
 
-  const carol = await attempt('carol', DEMO_PASSWORD, { xff: '10.1.0.96' })
-  assertLoggedIn(t, carol, 'another user is not affected')
-})
+    const carol = await attempt('carol', DEMO_PASSWORD, { xff: '10.1.0.96' })
+    assertLoggedIn(t, carol, 'another user is not affected')
+  },
+)
 
 t.test('one address guessing one username is locked out for the window; the owner in a known browser there is not', async (t) => {
   const davesBrowser = knownCookie(await attempt('dave', DEMO_PASSWORD, { xff: '10.2.1.1' }))

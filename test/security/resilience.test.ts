@@ -75,7 +75,9 @@ t.test('500 concurrent requests with no or malformed credentials', async (t) => 
 t.test('500 concurrent path traversal attempts', async (t) => {
   const before = target.upstream.seen.length
   const paths = ['/orders/%2e%2e/%2e%2e/etc/passwd', '/orders/..%2f..%2fadmin', '/%2e%2e/orders', '/orders/%00', '/orders\\..\\x']
-  const counts = await flood(FLOOD, (i) => rawHttp(target.url, `GET ${paths[i % paths.length]} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`).then((r) => r.status))
+  const counts = await flood(FLOOD, (i) =>
+    rawHttp(target.url, `GET ${paths[i % paths.length]} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`).then((r) => r.status),
+  )
   assertAll(t, counts, [400, 401], FLOOD, 'traversal')
   t.equal(target.upstream.seen.length, before, 'nothing reached the upstream')
   await assertServing(t, 'traversal')
@@ -85,8 +87,18 @@ t.test('500 concurrent bad token requests, and 100 with unknown clients (each co
   const cheap = await flood(FLOOD, (i) => {
     const variants: Array<() => Promise<Response>> = [
       () => fetch(`${target.url}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"grant_type":"client_credentials"}' }),
-      () => fetch(`${target.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Basic !!' }, body: 'grant_type=client_credentials' }),
-      () => fetch(`${target.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=password&username=alice&password=x' }),
+      () =>
+        fetch(`${target.url}/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Basic !!' },
+          body: 'grant_type=client_credentials',
+        }),
+      () =>
+        fetch(`${target.url}/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: 'grant_type=password&username=alice&password=x',
+        }),
       () => fetch(`${target.url}/token`, { method: 'GET' }),
     ]
     return status((variants[i % variants.length] as () => Promise<Response>)())
@@ -117,8 +129,15 @@ t.test('500 concurrent bad token requests, and 100 with unknown clients (each co
 
 t.test('500 concurrent bad authorization requests and forged form posts', async (t) => {
   const counts = await flood(FLOOD, (i) => {
-    if (i % 2 === 0) return status(fetch(`${target.url}/authorize?response_type=code&client_id=web&redirect_uri=https%3A%2F%2Fevil.example%2F${i}`, { redirect: 'manual' }))
-    return status(fetch(`${target.url}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' }, body: 'username=alice&password=x' }))
+    if (i % 2 === 0)
+      return status(fetch(`${target.url}/authorize?response_type=code&client_id=web&redirect_uri=https%3A%2F%2Fevil.example%2F${i}`, { redirect: 'manual' }))
+    return status(
+      fetch(`${target.url}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
+        body: 'username=alice&password=x',
+      }),
+    )
   })
   assertAll(t, counts, [400, 403], FLOOD, 'authorize and login')
   await assertServing(t, 'interaction floods')

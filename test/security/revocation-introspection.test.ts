@@ -10,7 +10,19 @@ import t, { type Test } from 'tap'
 import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
 import { generateKeyPairSync, sign as cryptoSign } from 'node:crypto'
-import { AT_HEADER, accessClaims, b64url, basic, eventuallyStatus, pkce, postForm, serviceToken, signEs256, startTarget, type Target } from '../helpers/attack.js'
+import {
+  AT_HEADER,
+  accessClaims,
+  b64url,
+  basic,
+  eventuallyStatus,
+  pkce,
+  postForm,
+  serviceToken,
+  signEs256,
+  startTarget,
+  type Target,
+} from '../helpers/attack.js'
 
 let target: Target
 /** One logged-in browser for the file (consent is remembered after the first allow). */
@@ -23,7 +35,8 @@ t.teardown(() => target.close())
 
 const svc = (): Record<string, string> => ({ authorization: basic('service', target.secret) })
 const web = (): Record<string, string> => ({ authorization: basic('web', target.secret) })
-const revoke = (body: Record<string, string> | Array<[string, string]>, headers: Record<string, string> = {}): Promise<Response> => postForm(`${target.url}/revoke`, body, headers)
+const revoke = (body: Record<string, string> | Array<[string, string]>, headers: Record<string, string> = {}): Promise<Response> =>
+  postForm(`${target.url}/revoke`, body, headers)
 const introspect = (body: Record<string, string> | Array<[string, string]>, headers: Record<string, string> = {}): Promise<Response> =>
   postForm(`${target.url}/introspect`, body, headers)
 const gateway = async (token: string): Promise<number> => (await fetch(`${target.url}/orders/1`, { headers: { authorization: `Bearer ${token}` } })).status
@@ -44,9 +57,21 @@ async function assertInactive(t: Test, res: Response, label: string): Promise<vo
 /** Tokens for alice through the web client (with a refresh token). */
 async function userTokens(): Promise<{ access_token: string; refresh_token: string; id_token?: string }> {
   const { verifier, challenge } = pkce()
-  const q = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'http://127.0.0.1:5555/callback', scope: 'openid orders:read', state: 's', code_challenge: challenge, code_challenge_method: 'S256' })
+  const q = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: 'http://127.0.0.1:5555/callback',
+    scope: 'openid orders:read',
+    state: 's',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  })
   const cb = await authorizeAsPerson(browser, `${target.url}/authorize?${q}`, { username: 'alice', password: DEMO_PASSWORD })
-  const res = await postForm(`${target.url}/token`, { grant_type: 'authorization_code', code: cb.searchParams.get('code') ?? '', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: verifier }, web())
+  const res = await postForm(
+    `${target.url}/token`,
+    { grant_type: 'authorization_code', code: cb.searchParams.get('code') ?? '', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: verifier },
+    web(),
+  )
   if (res.status !== 200) throw new Error(`token: ${res.status}`)
   return (await res.json()) as { access_token: string; refresh_token: string; id_token?: string }
 }
@@ -62,7 +87,7 @@ t.test('/revoke requires client authentication and changes nothing without it', 
 t.test("revoking another client's token answers 200 and revokes nothing", async (t) => {
   const token = await serviceToken(target)
   const res = await revoke({ token }, web())
-  t.equal(res.status, 200, 'web revokes service\'s token: 200 (no oracle)')
+  t.equal(res.status, 200, "web revokes service's token: 200 (no oracle)")
   const user = await userTokens()
   t.equal((await revoke({ token: user.refresh_token, token_type_hint: 'refresh_token' }, svc())).status, 200, "service revokes web's refresh token: 200")
   t.equal((await revoke({ token: user.access_token }, svc())).status, 200, "service revokes web's access token: 200")
@@ -86,7 +111,13 @@ t.test('/revoke of unknown or malformed tokens answers 200; a missing token is i
   const missing = await revoke({ token_type_hint: 'access_token' }, svc())
   t.equal(missing.status, 400)
   t.match(await missing.json(), { error: 'invalid_request' })
-  const repeated = await revoke([['token', 'a'], ['token', 'b']], svc())
+  const repeated = await revoke(
+    [
+      ['token', 'a'],
+      ['token', 'b'],
+    ],
+    svc(),
+  )
   t.equal(repeated.status, 400, 'repeated token parameter: 400')
   t.match(await repeated.json(), { error: 'invalid_request' })
 })
@@ -138,7 +169,9 @@ t.test('refresh token introspection after rotation: the replaced one is inactive
   const user = await userTokens()
   const before = (await (await introspect({ token: user.refresh_token, token_type_hint: 'refresh_token' }, svc())).json()) as { active: boolean }
   t.equal(before.active, true, 'the refresh token is active before rotation')
-  const rotated = (await (await postForm(`${target.url}/token`, { grant_type: 'refresh_token', refresh_token: user.refresh_token }, web())).json()) as { refresh_token: string }
+  const rotated = (await (await postForm(`${target.url}/token`, { grant_type: 'refresh_token', refresh_token: user.refresh_token }, web())).json()) as {
+    refresh_token: string
+  }
   t.ok(rotated.refresh_token, 'rotated')
   await assertInactive(t, await introspect({ token: user.refresh_token, token_type_hint: 'refresh_token' }, svc()), 'the replaced refresh token')
   await assertInactive(t, await introspect({ token: user.refresh_token }, svc()), 'the replaced refresh token, no hint')

@@ -51,7 +51,15 @@ const webAuth = (): string => basic('web', target.secret)
 async function getCode(client = 'web', scope = 'orders:read', sendRedirect = true): Promise<{ code: string; verifier: string; redirect: string }> {
   const { verifier, challenge } = pkce()
   const redirect = client === 'cli' ? 'http://127.0.0.1:49152/callback' : REDIRECT
-  const q = new URLSearchParams({ response_type: 'code', client_id: client, redirect_uri: redirect, scope, state: 's', code_challenge: challenge, code_challenge_method: 'S256' })
+  const q = new URLSearchParams({
+    response_type: 'code',
+    client_id: client,
+    redirect_uri: redirect,
+    scope,
+    state: 's',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  })
   if (!sendRedirect) q.delete('redirect_uri')
   const cb = await authorizeAsPerson(browser, `${target.url}/authorize?${q}`, { username: 'alice', password: DEMO_PASSWORD })
   const code = cb.searchParams.get('code')
@@ -84,7 +92,11 @@ async function assertError(t: Test, res: Response, status: number, error: string
   if (status === 401) t.match(res.headers.get('www-authenticate'), /^Basic realm="[^"]*"/, `${label}: Basic challenge`)
 }
 
-async function exchange(code: string, verifier: string | undefined, o: { auth?: string; redirect?: string; extra?: Record<string, string> } = {}): Promise<Response> {
+async function exchange(
+  code: string,
+  verifier: string | undefined,
+  o: { auth?: string; redirect?: string; extra?: Record<string, string> } = {},
+): Promise<Response> {
   const body: Record<string, string> = { grant_type: 'authorization_code', code, redirect_uri: o.redirect ?? REDIRECT, ...o.extra }
   if (verifier !== undefined) body.code_verifier = verifier
   return postForm(tokenUrl(), body, o.auth === '' ? {} : { authorization: o.auth ?? webAuth() })
@@ -105,7 +117,7 @@ t.test('PKCE: no downgrade to plain, malformed verifiers refused, and failures l
   const wrong: Array<[string, string | undefined]> = [
     ['verifier missing', undefined],
     ['the challenge sent as a plain verifier', challenge],
-    ["another valid verifier", pkce().verifier],
+    ['another valid verifier', pkce().verifier],
     ['42 characters', verifier.slice(0, 42)],
     ['129 characters', verifier + 'a'.repeat(86)],
     ['with a trailing newline', `${verifier}\n`],
@@ -115,7 +127,17 @@ t.test('PKCE: no downgrade to plain, malformed verifiers refused, and failures l
     ['upper-cased', verifier.toUpperCase() === verifier ? `${verifier}A` : verifier.toUpperCase()],
   ]
   for (const [label, v] of wrong) await assertError(t, await exchange(code, v), 400, 'invalid_grant', label)
-  const repeated = await postForm(tokenUrl(), [['grant_type', 'authorization_code'], ['code', code], ['redirect_uri', REDIRECT], ['code_verifier', 'x'.repeat(43)], ['code_verifier', verifier]], { authorization: webAuth() })
+  const repeated = await postForm(
+    tokenUrl(),
+    [
+      ['grant_type', 'authorization_code'],
+      ['code', code],
+      ['redirect_uri', REDIRECT],
+      ['code_verifier', 'x'.repeat(43)],
+      ['code_verifier', verifier],
+    ],
+    { authorization: webAuth() },
+  )
   await assertError(t, repeated, 400, 'invalid_request', 'repeated code_verifier')
   await tokensOf(t, await exchange(code, verifier), 'the rightful exchange after all the failures')
 })
@@ -131,14 +153,20 @@ t.test('redirect_uri at the token endpoint must be identical to the authorizatio
 
   // redirect_uri omitted at /authorize (one registered URI): the token request may omit it or name that one, nothing else.
   const implicit = await getCode('web', 'orders:read', false)
-  await assertError(t, await exchange(implicit.code, implicit.verifier, { redirect: 'http://127.0.0.1:5556/callback' }), 400, 'invalid_grant', 'another redirect_uri when none was sent at /authorize')
+  await assertError(
+    t,
+    await exchange(implicit.code, implicit.verifier, { redirect: 'http://127.0.0.1:5556/callback' }),
+    400,
+    'invalid_grant',
+    'another redirect_uri when none was sent at /authorize',
+  )
   await tokensOf(t, await exchange(implicit.code, implicit.verifier), 'the registered one')
 })
 
-t.test("a code issued to one client is refused to another, and stays redeemable by its owner", async (t) => {
+t.test('a code issued to one client is refused to another, and stays redeemable by its owner', async (t) => {
   const { code, verifier } = await getCode('web')
-  await assertError(t, await exchange(code, verifier, { auth: basic('web2', target.secret) }), 400, 'invalid_grant', 'web2 (confidential) redeems web\'s code')
-  await assertError(t, await exchange(code, verifier, { auth: '', extra: { client_id: 'cli' } }), 400, 'invalid_grant', 'cli (public) redeems web\'s code')
+  await assertError(t, await exchange(code, verifier, { auth: basic('web2', target.secret) }), 400, 'invalid_grant', "web2 (confidential) redeems web's code")
+  await assertError(t, await exchange(code, verifier, { auth: '', extra: { client_id: 'cli' } }), 400, 'invalid_grant', "cli (public) redeems web's code")
   await tokensOf(t, await exchange(code, verifier), 'web redeems its own code')
 })
 
@@ -164,23 +192,74 @@ t.test('two concurrent exchanges of one code: exactly one wins', async (t) => {
 t.test('client authentication confusion is refused (RFC 6749 2.3, 5.2)', async (t) => {
   const cc = { grant_type: 'client_credentials', scope: 'orders:read' }
   const s = target.secret
-  await assertError(t, await postForm(tokenUrl(), { ...cc, client_id: 'service', client_secret: s }, { authorization: basic('service', s) }), 400, 'invalid_request', 'Basic and client_secret_post together')
-  await assertError(t, await postForm(tokenUrl(), { ...cc, client_id: 'web' }, { authorization: basic('service', s) }), 400, 'invalid_request', 'Basic for service, body client_id=web')
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { ...cc, client_id: 'service', client_secret: s }, { authorization: basic('service', s) }),
+    400,
+    'invalid_request',
+    'Basic and client_secret_post together',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { ...cc, client_id: 'web' }, { authorization: basic('service', s) }),
+    400,
+    'invalid_request',
+    'Basic for service, body client_id=web',
+  )
   await assertError(t, await postForm(tokenUrl(), cc, { authorization: basic('service', 'wrong-secret') }), 401, 'invalid_client', 'wrong secret')
   await assertError(t, await postForm(tokenUrl(), cc, { authorization: basic('service', '') }), 401, 'invalid_client', 'empty secret')
   await assertError(t, await postForm(tokenUrl(), cc, { authorization: basic('nosuch', s) }), 401, 'invalid_client', 'unknown client')
   await assertError(t, await postForm(tokenUrl(), cc, { authorization: 'Basic !!!not-base64!!!' }), 401, 'invalid_client', 'malformed base64')
-  await assertError(t, await postForm(tokenUrl(), cc, { authorization: `Basic ${Buffer.from('service').toString('base64')}` }), 401, 'invalid_client', 'Basic without a colon')
+  await assertError(
+    t,
+    await postForm(tokenUrl(), cc, { authorization: `Basic ${Buffer.from('service').toString('base64')}` }),
+    401,
+    'invalid_client',
+    'Basic without a colon',
+  )
   await assertError(t, await postForm(tokenUrl(), cc, { authorization: 'Basic' }), 401, 'invalid_client', 'Basic with no credentials')
-  await assertError(t, await postForm(tokenUrl(), cc, { authorization: `Basic ${Buffer.from(`:${s}`).toString('base64')}` }), 401, 'invalid_client', 'empty client id')
-  await assertError(t, await postForm(tokenUrl(), cc, { authorization: `Basic ${Buffer.from(`service:${s}%ZZ`).toString('base64')}` }), 401, 'invalid_client', 'bad percent-encoding')
+  await assertError(
+    t,
+    await postForm(tokenUrl(), cc, { authorization: `Basic ${Buffer.from(`:${s}`).toString('base64')}` }),
+    401,
+    'invalid_client',
+    'empty client id',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), cc, { authorization: `Basic ${Buffer.from(`service:${s}%ZZ`).toString('base64')}` }),
+    401,
+    'invalid_client',
+    'bad percent-encoding',
+  )
   await assertError(t, await postForm(tokenUrl(), cc, { authorization: `Bearer ${s}` }), 401, 'invalid_client', 'Bearer scheme at /token')
   await assertError(t, await postForm(tokenUrl(), cc), 401, 'invalid_client', 'no authentication at all')
   await assertError(t, await postForm(tokenUrl(), { ...cc, client_id: 'service' }), 401, 'invalid_client', 'confidential client naming itself without a secret')
-  await assertError(t, await postForm(tokenUrl(), { ...cc, client_id: 'service', client_secret: s }), 401, 'invalid_client', 'client_secret_post for a client registered for Basic')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'authorization_code', code: 'x', client_id: 'cli', client_secret: 'anything' }), 401, 'invalid_client', 'public client sending a secret')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'authorization_code', code: 'x' }, { authorization: basic('cli', '') }), 401, 'invalid_client', 'public client with Basic and an empty secret')
-  const twoAuth = await rawHttp(target.url, `POST /token HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic('service', 'wrong')}\r\nAuthorization: ${basic('service', s)}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 29\r\nConnection: close\r\n\r\ngrant_type=client_credentials`)
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { ...cc, client_id: 'service', client_secret: s }),
+    401,
+    'invalid_client',
+    'client_secret_post for a client registered for Basic',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'authorization_code', code: 'x', client_id: 'cli', client_secret: 'anything' }),
+    401,
+    'invalid_client',
+    'public client sending a secret',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'authorization_code', code: 'x' }, { authorization: basic('cli', '') }),
+    401,
+    'invalid_client',
+    'public client with Basic and an empty secret',
+  )
+  const twoAuth = await rawHttp(
+    target.url,
+    `POST /token HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic('service', 'wrong')}\r\nAuthorization: ${basic('service', s)}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 29\r\nConnection: close\r\n\r\ngrant_type=client_credentials`,
+  )
   t.not(twoAuth.status, 200, `two Authorization headers are not a way in (${twoAuth.status})`)
 })
 
@@ -194,37 +273,155 @@ t.test('RFC 6749 2.3.1: id and secret are form-urlencoded inside Basic', async (
 
 t.test('grant types: password and unknown grants are refused; a client only uses its own grants', async (t) => {
   const auth = { authorization: basic('service', target.secret) }
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'password', username: 'alice', password: DEMO_PASSWORD, scope: 'orders:read' }, auth), 400, 'unsupported_grant_type', 'password grant (RFC 9700 2.4)')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'password', username: 'alice', password: DEMO_PASSWORD }, { authorization: webAuth() }), 400, 'unsupported_grant_type', 'password grant for web')
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'password', username: 'alice', password: DEMO_PASSWORD, scope: 'orders:read' }, auth),
+    400,
+    'unsupported_grant_type',
+    'password grant (RFC 9700 2.4)',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'password', username: 'alice', password: DEMO_PASSWORD }, { authorization: webAuth() }),
+    400,
+    'unsupported_grant_type',
+    'password grant for web',
+  )
   await assertError(t, await postForm(tokenUrl(), { grant_type: 'implicit' }, auth), 400, 'unsupported_grant_type', 'implicit')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: 'x.y.z' }, auth), 400, 'unsupported_grant_type', 'jwt-bearer')
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: 'x.y.z' }, auth),
+    400,
+    'unsupported_grant_type',
+    'jwt-bearer',
+  )
   await assertError(t, await postForm(tokenUrl(), { grant_type: '__proto__' }, auth), 400, 'unsupported_grant_type', '__proto__')
   await assertError(t, await postForm(tokenUrl(), { grant_type: 'CLIENT_CREDENTIALS' }, auth), 400, 'unsupported_grant_type', 'upper-cased grant type')
   await assertError(t, await postForm(tokenUrl(), { scope: 'orders:read' }, auth), 400, 'invalid_request', 'no grant_type')
-  await assertError(t, await postForm(tokenUrl(), [['grant_type', 'client_credentials'], ['grant_type', 'client_credentials']], auth), 400, 'invalid_request', 'repeated grant_type')
-  await assertError(t, await postForm(tokenUrl(), [['grant_type', 'client_credentials'], ['scope', 'orders:read'], ['scope', 'orders:read']], auth), 400, 'invalid_request', 'repeated scope')
-  await assertError(t, await postForm(tokenUrl(), [['grant_type', 'authorization_code'], ['code', 'a'], ['code', 'b']], { authorization: webAuth() }), 400, 'invalid_request', 'repeated code')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'client_credentials', client_id: 'cli' }), 400, 'unauthorized_client', 'client_credentials for a public client')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'client_credentials' }, { authorization: webAuth() }), 400, 'unauthorized_client', 'client_credentials for web (not registered for it)')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'refresh_token', refresh_token: 'x' }, auth), 400, 'unauthorized_client', 'refresh_token for service')
+  await assertError(
+    t,
+    await postForm(
+      tokenUrl(),
+      [
+        ['grant_type', 'client_credentials'],
+        ['grant_type', 'client_credentials'],
+      ],
+      auth,
+    ),
+    400,
+    'invalid_request',
+    'repeated grant_type',
+  )
+  await assertError(
+    t,
+    await postForm(
+      tokenUrl(),
+      [
+        ['grant_type', 'client_credentials'],
+        ['scope', 'orders:read'],
+        ['scope', 'orders:read'],
+      ],
+      auth,
+    ),
+    400,
+    'invalid_request',
+    'repeated scope',
+  )
+  await assertError(
+    t,
+    await postForm(
+      tokenUrl(),
+      [
+        ['grant_type', 'authorization_code'],
+        ['code', 'a'],
+        ['code', 'b'],
+      ],
+      { authorization: webAuth() },
+    ),
+    400,
+    'invalid_request',
+    'repeated code',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'client_credentials', client_id: 'cli' }),
+    400,
+    'unauthorized_client',
+    'client_credentials for a public client',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'client_credentials' }, { authorization: webAuth() }),
+    400,
+    'unauthorized_client',
+    'client_credentials for web (not registered for it)',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'refresh_token', refresh_token: 'x' }, auth),
+    400,
+    'unauthorized_client',
+    'refresh_token for service',
+  )
 })
 
 t.test('scope and audience cannot be widened', async (t) => {
   const auth = { authorization: basic('service', target.secret) }
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'orders:write' }, auth), 400, 'invalid_scope', 'a scope the client may not have')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'orders:read admin' }, auth), 400, 'invalid_scope', 'an unknown scope beside a good one')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'openid' }, auth), 400, 'invalid_scope', 'openid for a machine client')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'orders:read', resource: 'https://evil.example/api' }, auth), 400, 'invalid_target', 'resource naming an unknown audience')
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'orders:read', resource: `${target.url}#frag` }, auth), 400, 'invalid_target', 'resource with a fragment')
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'orders:write' }, auth),
+    400,
+    'invalid_scope',
+    'a scope the client may not have',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'orders:read admin' }, auth),
+    400,
+    'invalid_scope',
+    'an unknown scope beside a good one',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'openid' }, auth),
+    400,
+    'invalid_scope',
+    'openid for a machine client',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'orders:read', resource: 'https://evil.example/api' }, auth),
+    400,
+    'invalid_target',
+    'resource naming an unknown audience',
+  )
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'client_credentials', scope: 'orders:read', resource: `${target.url}#frag` }, auth),
+    400,
+    'invalid_target',
+    'resource with a fragment',
+  )
 })
 
 t.test('request formats: only a form POST is a token request', async (t) => {
   const auth = basic('service', target.secret)
-  const json = await fetch(tokenUrl(), { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials' }) })
+  const json = await fetch(tokenUrl(), {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'client_credentials' }),
+  })
   await assertError(t, json, 400, 'invalid_request', 'JSON body')
-  const plain = await fetch(tokenUrl(), { method: 'POST', headers: { authorization: auth, 'content-type': 'text/plain' }, body: 'grant_type=client_credentials' })
+  const plain = await fetch(tokenUrl(), {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'text/plain' },
+    body: 'grant_type=client_credentials',
+  })
   await assertError(t, plain, 400, 'invalid_request', 'text/plain body')
-  const noType = await rawHttp(target.url, `POST /token HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\nContent-Length: 29\r\nConnection: close\r\n\r\ngrant_type=client_credentials`)
+  const noType = await rawHttp(
+    target.url,
+    `POST /token HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\nContent-Length: 29\r\nConnection: close\r\n\r\ngrant_type=client_credentials`,
+  )
   t.equal(noType.status, 400, 'no Content-Type: 400')
   t.match(noType.body, /"error":"invalid_request"/)
   t.equal(noType.headers.get('cache-control'), 'no-store')
@@ -246,7 +443,13 @@ t.test('refresh tokens: bound to their client, never widened, rotated with reuse
     postForm(tokenUrl(), { grant_type: 'refresh_token', refresh_token: token, ...extra }, auth)
 
   await assertError(t, await refresh(rt, { authorization: basic('web2', target.secret) }), 400, 'invalid_grant', "web2 presents web's refresh token")
-  await assertError(t, await postForm(tokenUrl(), { grant_type: 'refresh_token', refresh_token: rt, client_id: 'cli' }), 400, 'invalid_grant', "cli presents web's refresh token")
+  await assertError(
+    t,
+    await postForm(tokenUrl(), { grant_type: 'refresh_token', refresh_token: rt, client_id: 'cli' }),
+    400,
+    'invalid_grant',
+    "cli presents web's refresh token",
+  )
   await assertError(t, await refresh(rt, { authorization: webAuth() }, { scope: 'orders:read orders:write' }), 400, 'invalid_scope', 'wider scope')
   await assertError(t, await refresh(rt, { authorization: webAuth() }, { scope: 'openid' }), 400, 'invalid_scope', 'a scope not in the grant')
   await assertError(t, await refresh(rt, { authorization: webAuth() }, { resource: 'https://evil.example/' }), 400, 'invalid_target', 'another audience')

@@ -22,7 +22,6 @@ import type {
   UpstreamPersonRecord,
 } from '../../src/store/types.js'
 
-
 export interface StoreHarness {
   store: Store
   /**
@@ -518,7 +517,11 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
           { clientId: 'other', scopes: ['openid'], allowedAt: now, grantIds: ['g3'] },
         ],
       )
-      t2.same((await store.listAllowances('bob')).map((a) => a.grantIds), [['g4']], 'per person')
+      t2.same(
+        (await store.listAllowances('bob')).map((a) => a.grantIds),
+        [['g4']],
+        'per person',
+      )
       await store.noteAllowance('a:b', 'c', { scopes: ['x'], at: now, grantId: 'gx', until: now + 10 })
       t2.same(await store.listAllowances('a'), [], 'sub and client id cannot be confused')
     })
@@ -530,7 +533,11 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       await store.noteAllowance('alice', 'app', { scopes: [], at: now, grantId: 'g2', until: now + 20 })
       await store.noteAllowance('alice', 'app', { scopes: [], at: 0, grantId: 'g1', until: now + 30 }) // a refresh extends g1
       clock.advance(20_000)
-      t2.same((await store.listAllowances('alice')).map((a) => a.grantIds), [['g1']], 'g2 ended, g1 was extended')
+      t2.same(
+        (await store.listAllowances('alice')).map((a) => a.grantIds),
+        [['g1']],
+        'g2 ended, g1 was extended',
+      )
       clock.advance(10_000)
       t2.same(await store.listAllowances('alice'), [], 'everything ended')
     })
@@ -546,13 +553,24 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       clock.advance(1_000)
       t2.same(await store.withdrawAllowance('alice', 'app'), ['g1'], 'the live grant, not the ended one')
       t2.equal(await store.getConsent('alice', 'app'), null, 'remembered consent gone')
-      t2.same((await store.listAllowances('alice')).map((a) => a.clientId), ['other'], 'the other client stays')
+      t2.same(
+        (await store.listAllowances('alice')).map((a) => a.clientId),
+        ['other'],
+        'the other client stays',
+      )
       t2.same(await store.getConsent('alice', 'other'), ['openid'])
       t2.same(await store.withdrawAllowance('alice', 'app'), [], 'idempotent')
       await store.noteAllowance('alice', 'app', { scopes: ['orders:read'], at: now + 2, grantId: 'g3', until: now + 100 })
-      t2.same(await store.listAllowances('alice').then((l) => l.find((a) => a.clientId === 'app')), {
-        clientId: 'app', scopes: ['orders:read'], allowedAt: now + 2, grantIds: ['g3'],
-      }, 'allowing again starts afresh')
+      t2.same(
+        await store.listAllowances('alice').then((l) => l.find((a) => a.clientId === 'app')),
+        {
+          clientId: 'app',
+          scopes: ['orders:read'],
+          allowedAt: now + 2,
+          grantIds: ['g3'],
+        },
+        'allowing again starts afresh',
+      )
     })
 
     tt.test('an allowance seen through another instance', async (t2) => {
@@ -560,7 +578,10 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       const now = nowSec(clock)
       await store.noteAllowance('alice', 'app', { scopes: ['openid'], at: now, grantId: 'g1', until: now + 100 })
       const other = await h.peer()
-      t2.same((await other.listAllowances('alice')).map((a) => a.grantIds), [['g1']])
+      t2.same(
+        (await other.listAllowances('alice')).map((a) => a.grantIds),
+        [['g1']],
+      )
       t2.same(await other.withdrawAllowance('alice', 'app'), ['g1'])
       t2.same(await store.listAllowances('alice'), [])
     })
@@ -581,7 +602,11 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await store.clearHits('ip:1')
     tt.equal(await store.hits('ip:1'), 0)
     const burst = await Promise.all(Array.from({ length: 30 }, () => store.hit('ip:3', 60)))
-    tt.same([...burst].sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => i + 1), 'concurrent hits count each once')
+    tt.same(
+      [...burst].sort((a, b) => a - b),
+      Array.from({ length: 30 }, (_, i) => i + 1),
+      'concurrent hits count each once',
+    )
   })
 
   t.test(`${name}: upstream sign-ins and people`, async (tt) => {
@@ -684,7 +709,14 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       clientId: id,
       secretHash: null,
       registrationTokenHash: token().hash,
-      metadata: { redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'], client_name: 'Tool {x}', contacts: [] },
+      metadata: {
+        redirect_uris: ['http://127.0.0.1/cb'],
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        client_name: 'Tool {x}',
+        contacts: [],
+      },
       issuedAt: nowSec(clock),
       expiresAt: nowSec(clock) + ttlSec,
     })
@@ -732,7 +764,10 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await h.store.close()
     await tt.rejects(h.store.ping(), StoreUnavailableError)
     await tt.rejects(h.store.takeCode(token().hash), StoreUnavailableError)
-    await tt.rejects(h.store.subscribeRevocations(() => undefined), StoreUnavailableError)
+    await tt.rejects(
+      h.store.subscribeRevocations(() => undefined),
+      StoreUnavailableError,
+    )
     await tt.rejects(h.store.useOnce('k', 1), StoreUnavailableError)
     await tt.rejects(h.store.getClient('c'), StoreUnavailableError)
     await tt.rejects(h.store.noteAllowance('alice', 'app', { scopes: [], at: 0, grantId: 'g', until: 1 }), StoreUnavailableError)

@@ -24,7 +24,15 @@ t.test('memory: the sweep drops expired entries without reads', async (t) => {
   await store.useOnce('jkt:jti', 60)
   await store.putDevice(token().hash, deviceRecord(clock, userCode(), 60))
   await store.putOpaqueToken(token().hash, {
-    iss: 'i', sub: 'a', aud: ['x'], clientId: 'app', scope: 's', jti: 'j', iat: 0, exp: nowSec(clock) + 60, grantId: null,
+    iss: 'i',
+    sub: 'a',
+    aud: ['x'],
+    clientId: 'app',
+    scope: 's',
+    jti: 'j',
+    iat: 0,
+    exp: nowSec(clock) + 60,
+    grantId: null,
   })
   t.equal(store.size, 11, 'code, family, refresh index, session, counter, revocation, consent, device, user code, token, used jti')
   clock.advance(101_000)

@@ -83,14 +83,18 @@ t.test('the feed reports the loss of its node, moves to a live node, and deliver
   t.ok(await eventually(() => feed.at(-1) === true, 15_000, 20), 'the feed is back, on another node')
   const backMs = performance.now() - started
   t.ok(await cluster.healthy(15_000), 'the cluster is ok again')
-  await eventually(async () => {
-    try {
-      await publisher.addRevocation({ kind: 'jti', id: 'after', exp })
-      return true
-    } catch {
-      return false
-    }
-  }, 15_000, 50)
+  await eventually(
+    async () => {
+      try {
+        await publisher.addRevocation({ kind: 'jti', id: 'after', exp })
+        return true
+      } catch {
+        return false
+      }
+    },
+    15_000,
+    50,
+  )
   t.ok(await eventually(() => got.includes('after')), 'a message published after the move arrives')
   t.comment(`feed: loss reported after ${lossMs.toFixed(0)} ms, back after ${backMs.toFixed(0)} ms`)
 })

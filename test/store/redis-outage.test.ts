@@ -87,7 +87,12 @@ t.test('redis down: calls fail fast, the store recovers by itself after a restar
   await store.ping()
   const seen: RevocationEntry[] = []
   const feed: boolean[] = []
-  t.teardown(await store.subscribeRevocations((e) => seen.push(e), (up) => feed.push(up)))
+  t.teardown(
+    await store.subscribeRevocations(
+      (e) => seen.push(e),
+      (up) => feed.push(up),
+    ),
+  )
 
   await redis.kill()
   for (const [label, call] of Object.entries(everyKindOfCall(store, clock))) await failsFast(t, label, call)
@@ -176,8 +181,17 @@ t.test('revocation feed: a cut link is reported at once, a silent one by the hea
   t.teardown(() => Promise.all([store.close(), publisher.close()]))
   const reports: Array<{ up: boolean; at: number }> = []
   const seen: string[] = []
-  t.teardown(await store.subscribeRevocations((e) => seen.push(e.id), (up) => reports.push({ up, at: performance.now() })))
-  t.same(reports.filter((r) => !r.up), [], 'subscribed with both connections up: no loss reported')
+  t.teardown(
+    await store.subscribeRevocations(
+      (e) => seen.push(e.id),
+      (up) => reports.push({ up, at: performance.now() }),
+    ),
+  )
+  t.same(
+    reports.filter((r) => !r.up),
+    [],
+    'subscribed with both connections up: no loss reported',
+  )
 
   const cutAt = performance.now()
   relay.cut()
@@ -195,7 +209,10 @@ t.test('revocation feed: a cut link is reported at once, a silent one by the hea
   const silencedAt = performance.now()
   relay.silence()
   const silentAt = await feedReport(reports, false, silencedAt, 3000)
-  t.ok(silentAt - silencedAt < HEARTBEAT_INTERVAL_MS + HEARTBEAT_DEADLINE_MS + 300, `silent partition found by the heartbeat after ${(silentAt - silencedAt).toFixed(0)} ms`)
+  t.ok(
+    silentAt - silencedAt < HEARTBEAT_INTERVAL_MS + HEARTBEAT_DEADLINE_MS + 300,
+    `silent partition found by the heartbeat after ${(silentAt - silencedAt).toFixed(0)} ms`,
+  )
   await failsFast(t, 'a command while the link is known dead', () => store.ping())
   const healedAt = performance.now()
   relay.restore()

@@ -65,7 +65,16 @@ async function dump(keyPrefix: string): Promise<Map<string, string>> {
 
 t.test('redis: createStore builds a RedisStore from the config', async (t) => {
   const store = createStore(
-    { kind: 'redis', url: redis.url, cluster: [], keyPrefix: prefix(), commandTimeoutMs: 1000, sentinels: [], sentinelName: 'mymaster', replicaWait: { replicas: 0, timeoutMs: 500 } },
+    {
+      kind: 'redis',
+      url: redis.url,
+      cluster: [],
+      keyPrefix: prefix(),
+      commandTimeoutMs: 1000,
+      sentinels: [],
+      sentinelName: 'mymaster',
+      replicaWait: { replicas: 0, timeoutMs: 500 },
+    },
     { clock: new ManualClock() },
   )
   t.teardown(() => store.close())
@@ -93,7 +102,15 @@ t.test('redis: tokens reach Redis only hashed', async (t) => {
   await store.createGrant(g, rt1.hash)
   await store.rotateRefresh(rt1.hash, rt2.hash, g.expiresAt)
   await store.putOpaqueToken(at.hash, {
-    iss: 'https://as.example', sub: 'alice', aud: ['x'], clientId: 'app', scope: 's', jti: 'j', iat: nowSec(clock), exp: nowSec(clock) + 60, grantId: g.grantId,
+    iss: 'https://as.example',
+    sub: 'alice',
+    aud: ['x'],
+    clientId: 'app',
+    scope: 's',
+    jti: 'j',
+    iat: nowSec(clock),
+    exp: nowSec(clock) + 60,
+    grantId: g.grantId,
   })
   await store.putDevice(dc.hash, deviceRecord(clock, userCode()))
   // The session id is the cookie value; the store hashes it itself.
@@ -150,7 +167,10 @@ t.test('redis: keys carry one hash tag each; a family lives in one key', async (
   await store.createGrant(g, rt.hash)
   await store.rotateRefresh(rt.hash, token().hash, g.expiresAt)
   const keys = [...(await dump(keyPrefix)).keys()].sort()
-  t.same(keys.filter((k) => k.includes(':grant:')), [`${keyPrefix}grant:{${g.grantId}}`])
+  t.same(
+    keys.filter((k) => k.includes(':grant:')),
+    [`${keyPrefix}grant:{${g.grantId}}`],
+  )
   for (const k of keys) t.match(k, /^[^{}]*\{[^{}]+\}[^{}]*$/, `${k} has exactly one hash tag`)
 })
 
@@ -186,9 +206,11 @@ t.test('redis: a throwing revocation subscriber is logged, others still receive'
   const store = new RedisStore({ url: redis.url, keyPrefix: prefix(), clock, log })
   t.teardown(() => store.close())
   const seen: string[] = []
-  t.teardown(await store.subscribeRevocations(() => {
-    throw new Error('boom')
-  }))
+  t.teardown(
+    await store.subscribeRevocations(() => {
+      throw new Error('boom')
+    }),
+  )
   t.teardown(await store.subscribeRevocations((e) => seen.push(e.id)))
   await store.addRevocation({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 })
   t.ok(await eventually(() => seen.length === 1))

@@ -59,7 +59,12 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
       const scopes = [...new Set([...before, ...request.scopes])]
       await as.store.putConsent(signedIn.user.sub, request.client.clientId, scopes, as.as.consent.ttlSec)
       const now = epochSeconds(as.clock)
-      await as.store.noteAllowance(signedIn.user.sub, request.client.clientId, { scopes: request.scopes, at: now, grantId: null, until: now + as.as.consent.ttlSec })
+      await as.store.noteAllowance(signedIn.user.sub, request.client.clientId, {
+        scopes: request.scopes,
+        at: now,
+        grantId: null,
+        until: now + as.as.consent.ttlSec,
+      })
     }
     const code = await issueCode(as, request, signedIn)
     redirect(res, request.target.success(code), 302)

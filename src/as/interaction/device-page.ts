@@ -75,13 +75,7 @@ function showEntry(
 }
 
 /** Answer a failed lookup; true when it did. */
-function showLookupFailure(
-  req: IncomingMessage,
-  res: ServerResponse,
-  as: AsContext,
-  lookup: Lookup,
-  typed: string,
-): lookup is Exclude<Lookup, { kind: 'ok' }> {
+function showLookupFailure(req: IncomingMessage, res: ServerResponse, as: AsContext, lookup: Lookup, typed: string): lookup is Exclude<Lookup, { kind: 'ok' }> {
   if (lookup.kind === 'limited') {
     const error = `Too many attempts. Try again in ${waitInWords(lookup.retryAfterSec)}.`
     showEntry(req, res, as, 429, { userCode: typed, error, headers: { 'retry-after': String(lookup.retryAfterSec) } })
@@ -135,7 +129,10 @@ async function showDevice(req: IncomingMessage, res: ServerResponse, ctx: Reques
     if (session === null) return showDeviceLogin(req, res, as, lookup.userCode, { status: 200 })
     const page = consentPage({
       client: lookup.client,
-      scopes: describeScopes(as, lookup.record.scope.split(' ').filter((s) => s !== '')),
+      scopes: describeScopes(
+        as,
+        lookup.record.scope.split(' ').filter((s) => s !== ''),
+      ),
       signedInAs: displayName(session.user),
       csrf: session.record.csrf,
       action: 'device',

@@ -35,7 +35,6 @@ export function throttledMessage(verdict: Exclude<LoginVerdict, { kind: 'go' }>)
   )
 }
 
-
 interface LoginForm {
   csrf: string | undefined
   username: string
@@ -86,14 +85,7 @@ export const login: AsHandler = async (req, res, ctx, as) => {
   else await guardPage(as, ctx, res, attempt)
 }
 
-async function signIn(
-  req: IncomingMessage,
-  res: ServerResponse,
-  ctx: RequestContext,
-  as: AsContext,
-  form: LoginForm,
-  next: Continuation,
-): Promise<void> {
+async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext, form: LoginForm, next: Continuation): Promise<void> {
   const again = (status: number, error: string, headers?: Record<string, string>): void => {
     const o = { status, error, username: form.username, ...(headers ? { headers } : {}) }
     if (next.kind === 'authorize') showAuthorizationLogin(req, res, as, next.request, o)

@@ -84,10 +84,7 @@ function showConfirmation(res: ServerResponse, request: LogoutRequest, session: 
 }
 
 /** Where a confirmed sign-out continues: checked again, as the browser carried it. */
-type Next =
-  | { kind: 'authorize'; query: string }
-  | { kind: 'device'; userCode: string }
-  | { kind: 'client'; location: string | null }
+type Next = { kind: 'authorize'; query: string } | { kind: 'device'; userCode: string } | { kind: 'client'; location: string | null }
 
 async function nextStep(as: AsContext, form: FormParams): Promise<Next> {
   const raw = form.get('request')

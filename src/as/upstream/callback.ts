@@ -12,7 +12,15 @@ import { guardPage } from '../interaction/failures.js'
 import { redirect, showError } from '../interaction/respond.js'
 import { sessionIdOf, startSession } from '../interaction/session.js'
 import { classifyProviderError } from './errors.js'
-import { CALLBACK_ASSET_PREFIX, showNotAllowed, showProviderAnswerRejected, showProviderRefused, showProviderUnavailable, showSignInExpired, type FailureLink } from './pages.js'
+import {
+  CALLBACK_ASSET_PREFIX,
+  showNotAllowed,
+  showProviderAnswerRejected,
+  showProviderRefused,
+  showProviderUnavailable,
+  showSignInExpired,
+  type FailureLink,
+} from './pages.js'
 import { checkAllowed, mapClaims, neededUpstreamClaims, upstreamSubject } from './person.js'
 import { ProviderUnavailableError, type UpstreamProvider } from './providers.js'
 import { clearStateCookie, stateOfCookie } from './state-cookie.js'

@@ -69,8 +69,12 @@ ${
 <span class="user-code" aria-label="Device code">${o.userCode}</span>`
     : ''
 }
-${o.selfRegistered ? html`<p class="alert" role="note">${name} registered itself with this server; nobody here has checked who runs it. If you allow, you will be sent to <code>${o.selfRegistered.redirectHost}</code>.</p>
-` : ''}${scopeList(name, o.scopes)}
+${
+  o.selfRegistered
+    ? html`<p class="alert" role="note">${name} registered itself with this server; nobody here has checked who runs it. If you allow, you will be sent to <code>${o.selfRegistered.redirectHost}</code>.</p>
+`
+    : ''
+}${scopeList(name, o.scopes)}
 ${clientLinks(o.client)}
 <form method="post" action="${o.action}">
 ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="actions">
@@ -79,8 +83,12 @@ ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="actions">
 </div>
 </form>
 ${whoIsSignedIn(o)}
-${o.returnTo || device ? html`<p class="fine">${o.returnTo ? html`After you choose, you will go back to <code>${o.returnTo}</code>.` : ''}${
-    device ? 'If you did not start this on a device of your own, choose Deny.' : ''
-  }</p>` : ''}`
+${
+  o.returnTo || device
+    ? html`<p class="fine">${o.returnTo ? html`After you choose, you will go back to <code>${o.returnTo}</code>.` : ''}${
+        device ? 'If you did not start this on a device of your own, choose Deny.' : ''
+      }</p>`
+    : ''
+}`
   return renderPage(device ? 'Connect a device' : 'Allow access', body)
 }

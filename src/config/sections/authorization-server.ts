@@ -19,8 +19,30 @@ import { enumAt, keysAt } from '../contract.js'
  * an access token: a person's claim of that name would forge or blur them.
  */
 const RESERVED_ACCESS_TOKEN_CLAIMS: ReadonlySet<string> = new Set([
-  'iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'client_id', 'scope', 'cnf', 'grant_id', 'auth_time',
-  'acr', 'amr', 'act', 'may_act', 'azp', 'nonce', 'at_hash', 'c_hash', 'typ', 'active', 'token_type', 'username',
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'nbf',
+  'iat',
+  'jti',
+  'client_id',
+  'scope',
+  'cnf',
+  'grant_id',
+  'auth_time',
+  'acr',
+  'amr',
+  'act',
+  'may_act',
+  'azp',
+  'nonce',
+  'at_hash',
+  'c_hash',
+  'typ',
+  'active',
+  'token_type',
+  'username',
 ])
 
 export const AUTHORIZATION_SERVER_KEYS = keysAt('#/$defs/authorizationServer')
@@ -90,7 +112,11 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
   const deviceTtlSec = device?.opt('ttl', r.seconds({ min: 1 }), 600) ?? 600
   const intervalSec = device?.opt('interval', r.seconds({ min: 1 }), 5) ?? 5
   if (device !== undefined && intervalSec >= deviceTtlSec) {
-    r.problem(device.get('interval') ?? device.node, device.pathOf('interval'), `the polling interval (${intervalSec}s) must be shorter than the device code ttl (${deviceTtlSec}s)`)
+    r.problem(
+      device.get('interval') ?? device.node,
+      device.pathOf('interval'),
+      `the polling interval (${intervalSec}s) must be shorter than the device code ttl (${deviceTtlSec}s)`,
+    )
   }
 
   const users = as.opt('users', (n, p) => readUsers(r, n, p), [])
@@ -98,7 +124,11 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
   const localLogin = as.opt('local_login', r.bool(), true)
   checkLocalUsersAgainstProviders(r, users, identityProviders, as.get('users'), as.pathOf('users'))
   if (!localLogin && identityProviders.length === 0) {
-    r.problem(as.get('local_login'), as.pathOf('local_login'), 'with `local_login: false` people can only sign in through `identity_providers`, and none is configured')
+    r.problem(
+      as.get('local_login'),
+      as.pathOf('local_login'),
+      'with `local_login: false` people can only sign in through `identity_providers`, and none is configured',
+    )
   }
 
   return {
@@ -109,7 +139,14 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
       claims:
         at?.opt(
           'claims',
-          r.list(r.str({ check: (v) => (RESERVED_ACCESS_TOKEN_CLAIMS.has(v) ? `\`${v}\` is a claim bearward sets itself in every access token; it cannot come from the person` : undefined) })),
+          r.list(
+            r.str({
+              check: (v) =>
+                RESERVED_ACCESS_TOKEN_CLAIMS.has(v)
+                  ? `\`${v}\` is a claim bearward sets itself in every access token; it cannot come from the person`
+                  : undefined,
+            }),
+          ),
           [],
         ) ?? [],
     },

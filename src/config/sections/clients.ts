@@ -74,7 +74,11 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
   if (secretHash !== undefined) {
     const demo = demoSecretOf(secretHash)
     if (demo !== undefined) {
-      r.warn(c.get('secret_hash'), c.pathOf('secret_hash'), `this is the public DEMO secret \`${demo}\` from the example config; replace it: printf '%s' NEW_SECRET | bearward hash-secret`)
+      r.warn(
+        c.get('secret_hash'),
+        c.pathOf('secret_hash'),
+        `this is the public DEMO secret \`${demo}\` from the example config; replace it: printf '%s' NEW_SECRET | bearward hash-secret`,
+      )
     }
   }
 
@@ -85,7 +89,11 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     if (type === 'public' && method !== 'none') {
       r.problem(c.get('token_endpoint_auth_method'), methodPath, `a public client cannot authenticate with \`${method}\`; public clients use \`none\``)
     } else if (type === 'confidential' && method === 'none') {
-      r.problem(c.get('token_endpoint_auth_method'), methodPath, 'a confidential client authenticates with its secret: use `client_secret_basic` or `client_secret_post`')
+      r.problem(
+        c.get('token_endpoint_auth_method'),
+        methodPath,
+        'a confidential client authenticates with its secret: use `client_secret_basic` or `client_secret_post`',
+      )
     } else {
       tokenEndpointAuthMethod = method
     }
@@ -98,14 +106,16 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
   // A refused list counts as empty here, so it draws no follow-on problems (missing redirect URIs, ...).
   const grantTypes = dedupe(grantTypesRead ?? (c.has('grant_types') ? [] : (['authorization_code', 'refresh_token'] as GrantType[])))
   if (type === 'public' && grantTypes.includes('client_credentials')) {
-    r.problem(c.get('grant_types') ?? c.node, c.pathOf('grant_types'), 'a public client cannot use `client_credentials`: that grant needs client authentication (RFC 6749 4.4)')
+    r.problem(
+      c.get('grant_types') ?? c.node,
+      c.pathOf('grant_types'),
+      'a public client cannot use `client_credentials`: that grant needs client authentication (RFC 6749 4.4)',
+    )
   }
 
   const needsRedirect = grantTypes.includes('authorization_code')
   const redirectNeeded = 'a client with the `authorization_code` grant needs at least one redirect URI'
-  const redirectUris = dedupe(
-    c.opt('redirect_uris', r.list(r.str({ check: checkRedirectUri }), { nonEmpty: needsRedirect, emptyMessage: redirectNeeded }), []),
-  )
+  const redirectUris = dedupe(c.opt('redirect_uris', r.list(r.str({ check: checkRedirectUri }), { nonEmpty: needsRedirect, emptyMessage: redirectNeeded }), []))
   if (needsRedirect && !c.has('redirect_uris')) r.problem(c.node, c.pathOf('redirect_uris'), redirectNeeded)
 
   const scopes = c.opt('scopes', r.located(r.str()), [])

@@ -38,13 +38,25 @@ export function readDpop(r: Reader, node: Node | undefined, path: string): DpopC
   if (node === undefined) return DEFAULT_DPOP
   const m = r.map(node, path, DPOP_KEYS)
   if (m === undefined) return DEFAULT_DPOP
-  const algs = [...new Set(m.opt('algs', r.list(r.oneOf(DPOP_ALGS, { refused: REFUSED_ALGS, what: 'a DPoP proof algorithm' }), { nonEmpty: true }), [...DEFAULT_DPOP_ALGS]))]
+  const algs = [
+    ...new Set(
+      m.opt('algs', r.list(r.oneOf(DPOP_ALGS, { refused: REFUSED_ALGS, what: 'a DPoP proof algorithm' }), { nonEmpty: true }), [...DEFAULT_DPOP_ALGS]),
+    ),
+  ]
   const iatWindowSec = m.opt('iat_window', r.seconds({ min: 1, max: 600 }), DEFAULT_DPOP.iatWindowSec)
   const iatLeewaySec = m.opt('iat_leeway', r.seconds({ min: 0, max: 60 }), DEFAULT_DPOP.iatLeewaySec)
   let nonce: DpopConfig['nonce'] = null
   if (m.has('nonce') && !m.isNull('nonce')) {
     const n = r.map(m.get('nonce'), m.pathOf('nonce'), DPOP_NONCE_KEYS)
-    const secret = n?.req('secret', r.str({ check: (v) => (v.length >= MIN_SECRET_LENGTH ? undefined : `the nonce secret needs at least ${MIN_SECRET_LENGTH} characters; create one with \`openssl rand -base64 32\``) }))
+    const secret = n?.req(
+      'secret',
+      r.str({
+        check: (v) =>
+          v.length >= MIN_SECRET_LENGTH
+            ? undefined
+            : `the nonce secret needs at least ${MIN_SECRET_LENGTH} characters; create one with \`openssl rand -base64 32\``,
+      }),
+    )
     const ttlSec = n?.opt('ttl', r.seconds({ min: 10, max: 3600 }), 300) ?? 300
     if (secret !== undefined) nonce = { secret, ttlSec }
   }

@@ -86,7 +86,8 @@ export function readGateway(r: Reader, node: Node | undefined, path: string): Ga
     introspectionCacheTtlSec: introspectionCache?.opt('ttl', r.seconds(), 60) ?? 60,
     introspectionNegativeTtlSec: introspectionCache?.opt('negative_ttl', r.seconds(), 5) ?? 5,
     revocationResyncSec: g?.opt('revocation_resync', r.seconds({ min: 1 }), 30) ?? 30,
-    identityHeaders: g === undefined ? DEFAULT_IDENTITY_HEADERS : readIdentityHeaders(r, g.get('identity_headers'), g.pathOf('identity_headers'), DEFAULT_IDENTITY_HEADERS),
+    identityHeaders:
+      g === undefined ? DEFAULT_IDENTITY_HEADERS : readIdentityHeaders(r, g.get('identity_headers'), g.pathOf('identity_headers'), DEFAULT_IDENTITY_HEADERS),
     trustedProxies: g?.opt('trusted_proxies', r.list(r.str({ check: checkIpRange })), []) ?? [],
   }
 }

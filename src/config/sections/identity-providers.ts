@@ -41,7 +41,8 @@ export function checkProviderIssuer(value: string): string | undefined {
   } catch {
     return 'expected an issuer URL such as https://sso.example.com'
   }
-  if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) return 'an issuer has no query or fragment (OpenID Connect Discovery 3)'
+  if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#'))
+    return 'an issuer has no query or fragment (OpenID Connect Discovery 3)'
   if (url.protocol === 'https:') return undefined
   if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return undefined
   if (url.protocol === 'http:') return 'use https (http is accepted only for a provider on localhost, 127.0.0.1 or [::1])'
@@ -54,12 +55,22 @@ export function readIdentityProviders(r: Reader, node: Node, path: string): Iden
   for (const item of r.items(node, path) ?? []) {
     const p = r.map(item.node, item.path, IDENTITY_PROVIDER_KEYS)
     if (p === undefined) continue
-    const id = p.req('id', r.str({ check: (v) => (PROVIDER_ID.test(v) ? undefined : 'use letters, digits, `_` and `-` (at most 63), starting with a letter or digit: it is part of a URL path and of people\'s `sub`') }))
+    const id = p.req(
+      'id',
+      r.str({
+        check: (v) =>
+          PROVIDER_ID.test(v)
+            ? undefined
+            : "use letters, digits, `_` and `-` (at most 63), starting with a letter or digit: it is part of a URL path and of people's `sub`",
+      }),
+    )
     const name = p.req('name', r.str(), ' (shown on the button: "Continue with <name>")')
     const issuer = p.req('issuer', r.str({ check: checkProviderIssuer }))
     const clientId = p.req('client_id', r.str(), ' (the client id bearward has at this provider)')
     const clientSecret = p.opt<string | null>('client_secret', r.str(), null)
-    const scopes = p.opt('scopes', r.list(r.str({ check: (v) => (SCOPE_TOKEN.test(v) ? undefined : `\`${v}\` is not a valid scope name (RFC 6749 3.3)`) })), [...DEFAULT_PROVIDER_SCOPES])
+    const scopes = p.opt('scopes', r.list(r.str({ check: (v) => (SCOPE_TOKEN.test(v) ? undefined : `\`${v}\` is not a valid scope name (RFC 6749 3.3)`) })), [
+      ...DEFAULT_PROVIDER_SCOPES,
+    ])
     if (p.has('scopes') && !scopes.includes('openid')) {
       r.problem(p.get('scopes'), p.pathOf('scopes'), 'must include `openid`: bearward signs people in with OpenID Connect')
     }
@@ -137,7 +148,11 @@ export function checkLocalUsersAgainstProviders(
     for (const p of providers) {
       const prefix = `${p.id}:`
       if (user.sub.startsWith(prefix) || user.username.startsWith(prefix)) {
-        r.problem(usersNode, `${usersPath}[${index}]`, `a local user's username or sub may not start with \`${prefix}\`: that is the form of people who sign in with identity provider \`${p.id}\``)
+        r.problem(
+          usersNode,
+          `${usersPath}[${index}]`,
+          `a local user's username or sub may not start with \`${prefix}\`: that is the form of people who sign in with identity provider \`${p.id}\``,
+        )
       }
     }
   }

@@ -18,7 +18,8 @@ export const JWKS_KEYS = keysAt('#/$defs/issuer/properties/jwks')
 /** Asymmetric JWS algorithms (RFC 7518 3.1, RFC 8037). */
 export const ALGORITHMS = enumAt<string>('#/$defs/issuer/properties/algorithms')
 
-const SYMMETRIC = 'symmetric algorithms are refused: a shared secret would let every resource server mint tokens; use an asymmetric algorithm such as RS256 or ES256'
+const SYMMETRIC =
+  'symmetric algorithms are refused: a shared secret would let every resource server mint tokens; use an asymmetric algorithm such as RS256 or ES256'
 const REFUSED_ALGORITHMS: Readonly<Record<string, string>> = {
   HS256: SYMMETRIC,
   HS384: SYMMETRIC,
@@ -85,7 +86,11 @@ export function readIssuers(r: Reader, node: Node, path: string, selfIssuer: str
     if (issuer !== undefined) {
       issuerUrls.add(issuer, m.get('issuer'), m.pathOf('issuer'))
       if (issuer === selfIssuer) {
-        r.problem(m.get('issuer'), m.pathOf('issuer'), `\`${issuer}\` is the built-in authorization server's issuer (public_url); refer to it as \`self\` in routes instead`)
+        r.problem(
+          m.get('issuer'),
+          m.pathOf('issuer'),
+          `\`${issuer}\` is the built-in authorization server's issuer (public_url); refer to it as \`self\` in routes instead`,
+        )
       }
     }
     // `introspection` undefined here means present but refused (problem recorded).

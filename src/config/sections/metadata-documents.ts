@@ -12,14 +12,23 @@ import { keysAt } from '../contract.js'
 
 export const METADATA_DOCUMENT_KEYS = keysAt('#/$defs/authorizationServer/properties/client_id_metadata_documents')
 
-export function readMetadataDocuments(r: Reader, node: Node | undefined, path: string, knownScopes: ReadonlySet<string>): ClientIdMetadataDocumentsConfig | null {
+export function readMetadataDocuments(
+  r: Reader,
+  node: Node | undefined,
+  path: string,
+  knownScopes: ReadonlySet<string>,
+): ClientIdMetadataDocumentsConfig | null {
   if (node === undefined) return null
   const m = r.map(node, path, METADATA_DOCUMENT_KEYS)
   if (m === undefined) return null
   const enabled = m.opt('enabled', r.bool(), false)
   const allowHosts = m.opt(
     'allow_hosts',
-    r.list(r.str({ check: (v) => (isHostname(v.replace(/^\[(.*)\]$/, '$1')) ? undefined : `\`${v}\` is not a host name (write the host alone, without scheme or port)`) })),
+    r.list(
+      r.str({
+        check: (v) => (isHostname(v.replace(/^\[(.*)\]$/, '$1')) ? undefined : `\`${v}\` is not a host name (write the host alone, without scheme or port)`),
+      }),
+    ),
     [],
   )
   const caFile = m.isNull('ca_file') ? null : (m.maybe('ca_file', r.filePath()) ?? null)

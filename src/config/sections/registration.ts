@@ -28,7 +28,10 @@ export function readRegistration(r: Reader, node: Node | undefined, path: string
     ? null
     : (m.maybe(
         'initial_access_token',
-        r.str({ check: (v) => (v.length >= MIN_INITIAL_TOKEN ? undefined : `an initial access token must be at least ${MIN_INITIAL_TOKEN} characters (it is a bearer secret)`) }),
+        r.str({
+          check: (v) =>
+            v.length >= MIN_INITIAL_TOKEN ? undefined : `an initial access token must be at least ${MIN_INITIAL_TOKEN} characters (it is a bearer secret)`,
+        }),
       ) ?? null)
   const listed = m.maybe('scopes', r.located(r.str()))
   for (const s of listed ?? []) {

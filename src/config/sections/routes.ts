@@ -116,7 +116,11 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   }
   if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')
   if (route.dpop === 'required' && (route.tokenInBody || route.tokenInQuery)) {
-    r.problem(m.get('dpop'), m.pathOf('dpop'), 'a DPoP-bound token travels in the Authorization header only (RFC 9449 7.1): remove `token_in_body` / `token_in_query`, or `dpop: required`')
+    r.problem(
+      m.get('dpop'),
+      m.pathOf('dpop'),
+      'a DPoP-bound token travels in the Authorization header only (RFC 9449 7.1): remove `token_in_body` / `token_in_query`, or `dpop: required`',
+    )
   }
   if (name === undefined || match === undefined || upstream === undefined) return { name, route: undefined }
   return { name, route: { name, match, upstream: stripTrailingSlash(upstream), ...route } }
@@ -147,10 +151,10 @@ function readMatch(r: Reader, m: MapView): RouteConfig['match'] | undefined {
   const methods = match.has('methods')
     ? match.maybe(
         'methods',
-        r.list(
-          r.str({ check: (v) => (HTTP_TOKEN.test(v) ? undefined : `\`${v}\` is not an HTTP method`) }),
-          { nonEmpty: true, emptyMessage: 'list at least one method, or remove `methods` to match every method' },
-        ),
+        r.list(r.str({ check: (v) => (HTTP_TOKEN.test(v) ? undefined : `\`${v}\` is not an HTTP method`) }), {
+          nonEmpty: true,
+          emptyMessage: 'list at least one method, or remove `methods` to match every method',
+        }),
       )
     : null
   const caseInsensitive = match.opt('case_insensitive', r.bool(), false)
@@ -236,7 +240,11 @@ function readRouteIssuers(r: Reader, m: MapView, ctx: RouteContext, isPublic: bo
   if (!m.has('issuers')) {
     if (hasSelf) return [SELF]
     if (!isPublic) {
-      r.problem(m.node, m.pathOf('issuers'), 'missing required key `issuers`: there is no `authorization_server`, so name the ids of `issuers[]` this route trusts')
+      r.problem(
+        m.node,
+        m.pathOf('issuers'),
+        'missing required key `issuers`: there is no `authorization_server`, so name the ids of `issuers[]` this route trusts',
+      )
     }
     return []
   }
@@ -250,7 +258,11 @@ function readRouteIssuers(r: Reader, m: MapView, ctx: RouteContext, isPublic: bo
         continue
       }
       if (!isPublic && token === 'jwt' && ctx.selfTokenFormat === 'opaque') {
-        r.problem(node, path, '`self` issues opaque access tokens (`authorization_server.access_token.format: opaque`); use `token: introspect` or `token: any` on this route')
+        r.problem(
+          node,
+          path,
+          '`self` issues opaque access tokens (`authorization_server.access_token.format: opaque`); use `token: introspect` or `token: any` on this route',
+        )
         continue
       }
       out.push(id)
@@ -261,7 +273,12 @@ function readRouteIssuers(r: Reader, m: MapView, ctx: RouteContext, isPublic: bo
     if (issuer === undefined) {
       const known = [...(hasSelf ? [SELF] : []), ...ctx.issuerIds]
       const guess = suggest(id, known)
-      const help = guess !== undefined ? `did you mean \`${guess}\`?` : known.length > 0 ? `known issuers: ${known.map((k) => `\`${k}\``).join(', ')}` : 'define it under `issuers`'
+      const help =
+        guess !== undefined
+          ? `did you mean \`${guess}\`?`
+          : known.length > 0
+            ? `known issuers: ${known.map((k) => `\`${k}\``).join(', ')}`
+            : 'define it under `issuers`'
       r.problem(node, path, `unknown issuer \`${id}\`; ${help}`)
       continue
     }
@@ -310,13 +327,7 @@ function readScopeRules(r: Reader, m: MapView, isPublic: boolean, methods: strin
  * only the first can ever serve those requests. Prefixes that shadow one
  * another are normal (longest prefix wins) and not reported.
  */
-function warnOverlap(
-  r: Reader,
-  earlier: ReadonlyArray<{ route: RouteConfig; path: string }>,
-  route: RouteConfig,
-  node: Node | undefined,
-  path: string,
-): void {
+function warnOverlap(r: Reader, earlier: ReadonlyArray<{ route: RouteConfig; path: string }>, route: RouteConfig, node: Node | undefined, path: string): void {
   for (const other of earlier) {
     if (other.route.match.path !== route.match.path || other.route.match.host !== route.match.host) continue
     const a = other.route.match.methods

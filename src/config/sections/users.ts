@@ -21,7 +21,11 @@ export function readUsers(r: Reader, node: Node, path: string): UserConfig[] {
     if (passwordHash !== undefined) {
       const demo = demoSecretOf(passwordHash)
       if (demo !== undefined) {
-        r.warn(u.get('password_hash'), u.pathOf('password_hash'), `this is the public DEMO password \`${demo}\` from the example config; replace it or remove the user`)
+        r.warn(
+          u.get('password_hash'),
+          u.pathOf('password_hash'),
+          `this is the public DEMO password \`${demo}\` from the example config; replace it or remove the user`,
+        )
       }
     }
     const sub = u.opt('sub', r.str(), username ?? '')
@@ -31,7 +35,7 @@ export function readUsers(r: Reader, node: Node, path: string): UserConfig[] {
     if (readClaims !== undefined) {
       claims = readClaims
       if ('sub' in claims) {
-        r.problem(claimsNode, `${u.pathOf('claims')}.sub`, 'set the subject with the user\'s `sub` key, not in `claims`')
+        r.problem(claimsNode, `${u.pathOf('claims')}.sub`, "set the subject with the user's `sub` key, not in `claims`")
       }
     }
     if (username === undefined) continue
