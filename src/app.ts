@@ -153,7 +153,7 @@ export class App {
     this.#server.on('clientError', (err: ParserError, socket: Duplex) => answerClientError(err, socket, this.log))
     await listenOn(this.#server, config.listen)
     if (config.adminListen && this.#serveAdmin) {
-      this.#admin = createAdminServer({ readiness: () => this.readiness(), metrics: this.shared.metrics })
+      this.#admin = createAdminServer({ readiness: () => this.readiness(), metrics: () => this.shared.metrics.render() }, this.shared.log)
       await listenOn(this.#admin, config.adminListen)
     }
     const where = this.addresses()

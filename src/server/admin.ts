@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Shared } from '../context.js'
 import { sendJson } from '../http/reply.js'
-import type { Metrics } from '../metrics.js'
+import type { Logger } from '../log.js'
 
 /** The admin server on `admin_listen`: /healthz, /readyz and /metrics, GET and HEAD only. */
 
@@ -11,13 +11,26 @@ export interface Readiness {
   body: Record<string, unknown>
 }
 
+/** Where the admin server's answers come from: one process's own state, or the primary asking its workers. */
 export interface AdminSources {
   readiness(): Promise<Readiness>
-  readonly metrics: Metrics
+  /** The Prometheus text of /metrics. */
+  metrics(): string | Promise<string>
 }
 
-export function createAdminServer(sources: AdminSources): Server {
-  return createServer((req, res) => void answerAdmin(req, res, sources))
+/**
+ * The admin server, for a single process (src/app.ts) and for the primary of
+ * worker processes (src/workers/admin.ts) alike. A source that throws is a
+ * logged 500, never an unhandled rejection.
+ */
+export function createAdminServer(sources: AdminSources, log: Logger): Server {
+  return createServer((req, res) => {
+    answerAdmin(req, res, sources).catch((err: unknown) => {
+      log.error({ err }, 'admin request failed')
+      if (!res.headersSent) sendJson(res, 500, { error: 'server_error' })
+      else res.destroy()
+    })
+  })
 }
 
 async function answerAdmin(req: IncomingMessage, res: ServerResponse, sources: AdminSources): Promise<void> {
@@ -32,7 +45,7 @@ async function answerAdmin(req: IncomingMessage, res: ServerResponse, sources: A
     const { ready, body } = await sources.readiness()
     sendJson(res, ready ? 200 : 503, body, { 'cache-control': 'no-store' })
   } else if (path === '/metrics') {
-    const text = sources.metrics.render()
+    const text = await sources.metrics()
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text) })
     res.end(text)
   } else {

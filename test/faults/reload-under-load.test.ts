@@ -139,7 +139,7 @@ ${corpRoute}`,
   const ready = (await (await fetch(`${bin.admin}/readyz`)).json()) as { last_reload_error?: string }
   t.ok(ready.last_reload_error, '/readyz shows the refused reload')
   const sentAtRefusal = sent
-  await eventually(async () => sent >= sentAtRefusal + 20, 15_000, 10)
+  t.ok(await eventually(async () => sent >= sentAtRefusal + 20, 15_000, 10), 'requests keep being answered after the refused reload')
   const missing = await request(`${bin.url}/corp-orders/1`, { dispatcher: agent })
   await missing.body.dump()
   t.equal(missing.statusCode, 404, 'the refused config serves nothing: its route does not exist')
@@ -156,6 +156,8 @@ ${corpRoute}`,
   const nextAdmin = await freePort()
   await write({ certFile: cert.certFile, corp: true, resync: '2s', adminPort: nextAdmin })
   await logAfter(bin, mark, (e) => e.msg === 'config reloaded')
+  const sentAtApply = sent
+  t.ok(await eventually(async () => sent >= sentAtApply + 20, 15_000, 10), 'requests keep being answered after the applied reload')
   const applied = logsSince(bin, mark)
   t.ok(
     applied.some((e) => e.msg === 'config: revocation list settings applied' && e.revocation_resync_sec === 2),
@@ -174,8 +176,8 @@ ${corpRoute}`,
 
   stop = true
   await Promise.all(workers)
-  t.ok(sent > 40, `requests were in flight during the reloads (${sent})`)
-  t.same(failures, [], 'zero failed requests through the refused and the applied reload')
+  // What matters is that none failed, not how many the machine managed (the load is paced above by events, not a rate).
+  t.same(failures, [], `zero failed requests through the refused and the applied reload (${sent} sent)`)
   const metrics = await (await fetch(`${bin.admin}/metrics`)).text()
   t.match(metrics, /bearward_config_reloads_total\{result="error"\} 1/)
   t.match(metrics, /bearward_config_reloads_total\{result="ok"\} 1/)
@@ -230,12 +232,11 @@ t.test('routes added and removed by hot reload under continuous load, zero faile
     await write(publicRoute('steady', '/steady', up.url) + publicRoute(`r${i}`, `/r${i}`, up.url))
     // Paced by the load, not a clock: the next write comes after a few more requests.
     const before = sent
-    await eventually(async () => sent >= before + 5, 15_000, 5)
+    t.ok(await eventually(async () => sent >= before + 5, 15_000, 5), `requests keep being answered after write ${i + 1} of 5`)
   }
   stop = true
   await Promise.all(workers)
-  t.ok(sent > 50, `requests were in flight during the reloads (${sent})`)
-  t.same(failures, [], 'no request on the steady route failed')
+  t.same(failures, [], `no request on the steady route failed (${sent} sent)`)
   t.ok(await eventually(async () => (await fetch(`${bin.url}/r4/1`)).status === 200), 'the last of the quick successive writes is what serves')
   t.equal((await fetch(`${bin.url}/r0/1`)).status, 404)
   const metrics = await (await fetch(`${bin.admin}/metrics`)).text()

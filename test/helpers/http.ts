@@ -1,25 +1,47 @@
 /**
  * The small network helpers every kind of test needs, once: a free port for
- * a process that cannot bind port 0 itself, and a bounded poll for effects
+ * a process that must know its port before it starts, and a bounded poll for effects
  * that happen in another process or after a message crosses a connection.
  */
-import { createServer, type AddressInfo } from 'node:net'
+import { createServer } from 'node:net'
 
 /**
- * A TCP port on 127.0.0.1 that was free a moment ago. Only for programs that
- * cannot be told to bind port 0 and report it (redis-server); anything of
- * ours listens on port 0 instead, since another process may take the port
- * between this call and the bind.
+ * Ports this helper hands out: below Linux's ephemeral range (32768–60999 by
+ * default), where the kernel picks the source port of every outgoing
+ * connection and the port of every bind to port 0. A port taken from that
+ * range by binding port 0 and closing could be reused by any of the
+ * suite's thousands of connections, or by another test process, before the
+ * program meant to bind it did (the race issue #17 names); up here only
+ * another caller of this helper competes, and it checks the port is free.
+ */
+const FREE_PORT_RANGE = { first: 12000, last: 32000 }
+const handedOut = new Set<number>()
+
+function canBind(port: number): Promise<boolean> {
+  const s = createServer()
+  return new Promise((resolve) => {
+    s.once('error', () => resolve(false))
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)))
+  })
+}
+
+/**
+ * A TCP port on 127.0.0.1 that is free now, for a program that must know its
+ * port before it starts: redis-server, or bin/bearward when its config names
+ * its own address (public_url, redirect URIs). Anything else listens on port 0
+ * and reports what it bound (startBin reads bearward's `listen` line).
  */
 export async function freePort(): Promise<number> {
-  const s = createServer()
-  await new Promise<void>((resolve, reject) => {
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', resolve)
-  })
-  const { port } = s.address() as AddressInfo
-  await new Promise<void>((resolve) => s.close(() => resolve()))
-  return port
+  const span = FREE_PORT_RANGE.last - FREE_PORT_RANGE.first
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = FREE_PORT_RANGE.first + Math.floor(Math.random() * span)
+    if (handedOut.has(port)) continue
+    if (await canBind(port)) {
+      handedOut.add(port)
+      return port
+    }
+  }
+  throw new Error(`no free port found in ${FREE_PORT_RANGE.first}-${FREE_PORT_RANGE.last} on 127.0.0.1 after 200 tries`)
 }
 
 /**
