@@ -9,20 +9,7 @@ import { startRedis } from '../helpers/redis.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { createHash, randomBytes } from 'node:crypto'
 import { eventually, freePort } from '../helpers/http.js'
-
-const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`
-
-async function form(url: string, body: Record<string, string>, auth?: string): Promise<Response> {
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
-  if (auth) headers.authorization = auth
-  return fetch(url, { method: 'POST', headers, body: new URLSearchParams(body) })
-}
-
-async function serviceToken(bin: RunningBin): Promise<string> {
-  const res = await form(`${bin.url}/token`, { grant_type: 'client_credentials', scope: 'orders:read' }, basic('service', DEMO_SECRET))
-  if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
-  return ((await res.json()) as { access_token: string }).access_token
-}
+import { basic, form, serviceToken } from '../helpers/store-pair.js'
 
 const call = (bin: RunningBin, path: string, token: string): Promise<Response> => fetch(`${bin.url}${path}`, { headers: { authorization: `Bearer ${token}` } })
 

@@ -9,6 +9,7 @@ import { Browser, authorizeAsPerson, parseForms } from '../helpers/browser.js'
 import { startRedis } from '../helpers/redis.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { eventually, freePort } from '../helpers/http.js'
+import { basic, form } from '../helpers/store-pair.js'
 
 /**
  * A person withdraws an application on the account page of one bearward
@@ -16,14 +17,7 @@ import { eventually, freePort } from '../helpers/http.js'
  * access tokens of that grant within a second, and the refresh token is dead.
  */
 
-const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`
 const CALLBACK = 'http://127.0.0.1:5555/callback'
-
-async function form(url: string, body: Record<string, string>, auth?: string): Promise<Response> {
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
-  if (auth) headers.authorization = auth
-  return fetch(url, { method: 'POST', headers, body: new URLSearchParams(body) })
-}
 
 t.test('withdrawing an application: its tokens are refused by every instance within a second', async (t) => {
   const redis = await startRedis()

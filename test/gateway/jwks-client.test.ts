@@ -15,6 +15,7 @@ import { freshnessSec, parseJwks } from '../../src/gateway/jwks-client.js'
 import { ProcessState } from '../../src/runtime.js'
 import { createLogger } from '../../src/log.js'
 import type { SigningKey } from '../../src/keys/keyset.js'
+import { eventually } from '../helpers/http.js'
 import { mint, newKey, startGateway, type Harness, type MintOptions } from './fixture.js'
 
 const ISSUER = 'https://idp.example'
@@ -68,13 +69,9 @@ async function startJwks(keys: SigningKey[]): Promise<JwksServer> {
   return state
 }
 
-/** Wait for I/O the test started (a background fetch), polling briefly. */
+/** Wait for I/O the test started (a background fetch); fails the test with `what` when it does not happen within 2 s. */
 async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (check()) return
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  throw new Error(`timed out waiting for ${what}`)
+  if (!(await eventually(check, 2000, 10))) throw new Error(`timed out waiting for ${what}`)
 }
 
 /** Fetches that finished loading keys (the server counting a request is not enough: the client may still be reading it). */

@@ -63,7 +63,9 @@ export async function startStorePair(o: StorePairOptions): Promise<StorePair> {
   }
 }
 
-export const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`
+/** RFC 6749 2.3.1: client id and secret form-urlencoded, then Basic. */
+export const basic = (id: string, secret: string): string =>
+  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`
 
 /** POST a form with an optional Authorization header, bounded at 10 s (a stuck instance fails the test, not the run). */
 export function form(url: string, body: Record<string, string>, auth?: string): Promise<Response> {
