@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { Duplex } from 'node:stream'
 import { pino } from 'pino'
+import { parseConfig } from '../../src/config/load.js'
 import type { GatewayConfig, RouteConfig } from '../../src/config/types.js'
 import type { RequestContext } from '../../src/context.js'
 import type { Logger } from '../../src/log.js'
@@ -27,48 +28,40 @@ export const IDENTITY_HEADERS = {
   claims: {},
 }
 
+/**
+ * The route and gateway settings the proxy tests start from: what the real
+ * loader makes of a minimal file (so the defaults are the reader's, not a
+ * copy of them), with the identity headers above.
+ */
+const LOADED = parseConfig(
+  `public_url: http://gateway.test
+authorization_server: { clients: [] }
+gateway:
+  identity_headers: { subject: ${IDENTITY_HEADERS.subject}, client_id: ${IDENTITY_HEADERS.clientId}, scope: ${IDENTITY_HEADERS.scope}, issuer: ${IDENTITY_HEADERS.issuer} }
+routes:
+  - { name: test, match: { path: / }, upstream: "http://127.0.0.1:9", token: jwt, timeouts: { connect: 2s, headers: 5s, idle: 5s } }
+`,
+  '<proxy-helpers>',
+  {},
+)
+const BASE_ROUTE = LOADED.routes[0] as RouteConfig
+
+/**
+ * A route as the loader makes it, with `overrides` on top: the proxy's own
+ * unit tests also set what the loader would refuse (an ftp upstream, a CA
+ * file that does not exist) to see the proxy's defence in depth.
+ */
 export function routeConfig(overrides: Partial<RouteConfig> & { upstream: string }): RouteConfig {
   return {
-    name: 'test',
-    match: { path: '/', host: null, methods: null, caseInsensitive: false },
-    audience: 'http://gateway.test',
-    token: 'jwt',
-    issuers: ['self'],
-    scopes: {},
-    public: false,
-    stripPrefix: false,
-    tokenInBody: false,
-    tokenInQuery: false,
-    passPreflight: false,
-    preserveHost: false,
-    forwardAuthorization: false,
-    identityHeaders: IDENTITY_HEADERS,
-    timeouts: { connectMs: 2000, headersMs: 5000, idleMs: 5000 },
-    maxBodyBytes: 10 * 1024 * 1024,
-    upstreamCaFile: null,
-    storeUnavailable: 'closed',
-    realm: 'bearward',
-    dpop: 'allowed',
-    protectedResource: null,
-    mcp: null,
-    allowTrace: false,
+    ...BASE_ROUTE,
     ...overrides,
-    audiences: overrides.audiences ?? [overrides.audience ?? 'http://gateway.test'],
+    audiences: overrides.audiences ?? (overrides.audience === undefined ? BASE_ROUTE.audiences : [overrides.audience]),
   }
 }
 
+/** The gateway settings as the loader makes them, with `overrides` on top. */
 export function gatewayConfig(overrides: Partial<GatewayConfig> = {}): GatewayConfig {
-  return {
-    realm: 'bearward',
-    clockSkewSec: 30,
-    tokenCacheMaxEntries: 100,
-    introspectionCacheTtlSec: 60,
-    introspectionNegativeTtlSec: 10,
-    revocationResyncSec: 30,
-    identityHeaders: IDENTITY_HEADERS,
-    trustedProxies: [],
-    ...overrides,
-  }
+  return { ...LOADED.gateway, ...overrides }
 }
 
 export const alice: TokenIdentity = {
