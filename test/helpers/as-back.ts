@@ -10,14 +10,11 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { type ManualClock, epochSeconds } from '../../src/clock.js'
 import { hashSecret } from '../../src/crypto/secret.js'
-import type { AsContext } from '../../src/as/context.js'
 import { generatePrivateJwk, type SigningAlg } from '../../src/keys/keyset.js'
-import type { Metrics } from '../../src/metrics.js'
 import { hashToken } from '../../src/store/hash.js'
-import type { RevocationList } from '../../src/store/revocation-list.js'
 import type { CodeRecord, Store } from '../../src/store/types.js'
 import { postForm, reply, type Reply } from './http.js'
-import { serveRuntime } from './serve-runtime.js'
+import { serveRuntime, type ServedRuntime } from './serve-runtime.js'
 
 export type { Reply } from './http.js'
 
@@ -163,18 +160,12 @@ routes:
 `
 }
 
-export interface Harness {
+/** The served server's parts a back-channel test reads (test/helpers/serve-runtime.ts), addressed by its issuer. */
+export interface Harness extends Pick<ServedRuntime, 'as' | 'clock' | 'store' | 'revocations' | 'metrics' | 'logs' | 'close'> {
+  /** Where the endpoints are: public_url, the served address plus any base path. */
   url: string
-  /** The issuer: the served address (public_url). */
+  /** The issuer: public_url. */
   issuer: string
-  as: AsContext
-  clock: ManualClock
-  store: Store
-  revocations: RevocationList
-  metrics: Metrics
-  /** Every log line written, as parsed JSON. */
-  logs: Record<string, unknown>[]
-  close(): Promise<void>
 }
 
 /** Start the authorization server (test/helpers/serve-runtime.ts). public_url is the real served address so issuer checks are exact. */
