@@ -60,14 +60,15 @@ issuers:
   const token = await mint(gw.clock, { key, iss: ISSUER, aud: AUDIENCE })
 
   // The request waits on the held key fetch; the client gives up meanwhile.
+  const serverSawClose = new Promise<void>((resolve) => gw.server.once('connection', (socket) => socket.once('close', () => setImmediate(resolve))))
   const req = httpRequest(`${gw.url}/corp/orders`, { headers: { authorization: `Bearer ${token}` }, agent: false })
   req.on('error', () => {})
   req.end()
   for (let i = 0; i < 200 && fetches === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
   t.ok(fetches > 0, 'the gateway is fetching the issuer keys')
   req.destroy()
-  // Loopback: the gateway sees the close within milliseconds.
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  // The keys arrive only once the gateway's side of the connection has closed.
+  await serverSawClose
   release()
 
   // The same token from a client that stays is answered, and is the only request the upstream sees.

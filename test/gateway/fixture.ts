@@ -5,7 +5,7 @@
  * ManualClock and a captured log. Requests go out over node:http with the
  * path written verbatim (fetch would normalize it first).
  */
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http'
 import { connect } from 'node:net'
 import { randomUUID } from 'node:crypto'
 import { SignJWT, type JWTPayload } from 'jose'
@@ -122,6 +122,8 @@ export interface Harness {
   revocations: RevocationList
   metrics: Metrics
   gateway: GatewayFace
+  /** The HTTP server the gateway answers on (to watch its connections). */
+  server: Server
   key: SigningKey
   upstream: { url: string; seen: SeenRequest[] }
   /** Everything the server logged, one JSON line each. */
@@ -181,6 +183,7 @@ ${o.routes(upstream.url)}
     revocations: served.revocations,
     metrics: served.metrics,
     gateway: served.runtime.gateway,
+    server: served.server,
     key,
     upstream,
     get logs(): string[] {
