@@ -15,6 +15,8 @@ interface Faults {
   down: boolean
   /** subscribeRevocations succeeds but no message is ever delivered (a lost pub/sub). */
   deaf: boolean
+  /** Ids of the messages that arrived while deaf and were dropped. */
+  dropped: string[]
   /** When set, listRevocations waits for this before answering. */
   gate: Promise<void> | null
   /** The list's feed callback, to report a lost or restored connection as the Redis store does. */
@@ -23,7 +25,7 @@ interface Faults {
 
 /** The same store, with faults switched on and off by the test. */
 function faulty(store: Store): { store: Store; faults: Faults } {
-  const faults: Faults = { down: false, deaf: false, gate: null, feed: null }
+  const faults: Faults = { down: false, deaf: false, dropped: [], gate: null, feed: null }
   const wrapped = new Proxy(store, {
     get(target, prop, receiver) {
       if (prop === 'listRevocations') {
@@ -39,7 +41,8 @@ function faulty(store: Store): { store: Store; faults: Faults } {
           if (faults.down) throw new StoreUnavailableError()
           faults.feed = onFeed ?? null
           return target.subscribeRevocations((e) => {
-            if (!faults.deaf) fn(e)
+            if (faults.deaf) faults.dropped.push(e.id)
+            else fn(e)
           })
         }
       }
@@ -110,7 +113,7 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     await list.start()
     faults.deaf = true
     await store.addRevocation({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
-    await new Promise((r) => setTimeout(r, 50)) // give a (lost) message time to arrive
+    tt.ok(await eventually(() => faults.dropped.includes('missed')), 'the message reached the subscription and was dropped')
     tt.equal(list.isRevoked('missed', null), false, 'the message was lost')
     tt.equal(await list.resync(), true)
     tt.equal(list.isRevoked('missed', null), true, 'healed by the resync')
@@ -251,9 +254,15 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     const { clock, store, list } = await setup(tt)
     await list.start()
     await list.stop()
+    // A subscriber that stays is the witness: once it has the message, the list would have had it too.
+    let witnessed = false
+    const unsubscribe = await store.subscribeRevocations((e) => {
+      if (e.id === 'after-stop') witnessed = true
+    })
+    tt.teardown(unsubscribe)
     await store.addRevocation({ kind: 'jti', id: 'after-stop', exp: nowSec(clock) + 60 })
-    await new Promise((r) => setTimeout(r, 50))
-    tt.equal(list.isRevoked('after-stop', null), false)
+    tt.ok(await eventually(() => witnessed), 'the revocation was published')
+    tt.equal(list.isRevoked('after-stop', null), false, 'the stopped list did not receive it')
   })
 }
 
