@@ -204,6 +204,8 @@ class Link {
   #generation = 0
   /** performance.now() when the unanswered PING was sent, or null. */
   #pingSentAt: number | null = null
+  /** Fires when the PING in flight reaches its deadline unanswered. */
+  #pingDeadline: NodeJS.Timeout | null = null
   readonly #heartbeat: NodeJS.Timeout
   readonly #deadlineMs: number
 
@@ -219,6 +221,7 @@ class Link {
       this.#dead = false
       this.#generation++
       this.#pingSentAt = null
+      this.#clearPingDeadline()
       if (this.#logged !== 'up') this.#log?.info({ connection: this.#name }, 'store connected')
       this.#logged = 'up'
       this.#onChange()
@@ -244,6 +247,7 @@ class Link {
     if (this.client.status === 'ready' || this.#closing) return
     this.#down = true
     this.#pingSentAt = null
+    this.#clearPingDeadline()
     this.#report(err)
     this.#onChange()
   }
@@ -255,36 +259,49 @@ class Link {
     this.#logged = 'down'
   }
 
-  /** One heartbeat tick: judge the PING in flight, or send one. */
+  /**
+   * One heartbeat tick: send a PING unless one is in flight. Each PING has
+   * its own deadline timer, so a silent link is found the deadline after the
+   * first unanswered PING (at most interval + deadline after the silence
+   * began), not at the first tick after it, which could be a whole interval later.
+   */
   #beat(): void {
-    if (this.#closing || this.#dead || this.client.status !== 'ready') return
-    const sentAt = this.#pingSentAt
-    if (sentAt === null) {
-      const generation = this.#generation
-      const started = performance.now()
-      this.#pingSentAt = started
-      this.client.ping().then(
-        () => {
-          if (this.#generation === generation && this.#pingSentAt === started) this.#pingSentAt = null
-        },
-        () => undefined, // a failed PING is judged by the deadline, or by the close that caused it
-      )
-      return
-    }
-    if (performance.now() - sentAt < this.#deadlineMs) return
-    // Past the deadline. Let pending socket reads run first (setImmediate comes
-    // after the poll phase): a reply that was only held up by a busy event loop
-    // must not count as a dead link.
+    if (this.#closing || this.#dead || this.client.status !== 'ready' || this.#pingSentAt !== null) return
+    const generation = this.#generation
+    const sentAt = performance.now()
+    this.#pingSentAt = sentAt
+    this.#pingDeadline = setTimeout(() => this.#pastDeadline(sentAt), this.#deadlineMs)
+    this.#pingDeadline.unref()
+    this.client.ping().then(
+      () => {
+        if (this.#generation !== generation || this.#pingSentAt !== sentAt) return
+        this.#pingSentAt = null
+        this.#clearPingDeadline()
+      },
+      () => undefined, // a failed PING is judged by the deadline, or by the close that caused it
+    )
+  }
+
+  #pastDeadline(sentAt: number): void {
+    // Let pending socket reads run first (setImmediate comes after the poll
+    // phase): a reply that was only held up by a busy event loop must not
+    // count as a dead link.
     setImmediate(() => {
       if (this.#pingSentAt !== sentAt || this.#closing || this.client.status !== 'ready') return
       this.#dead = true
       this.#down = true
       this.#pingSentAt = null
+      this.#pingDeadline = null
       this.#report(new Error(`no reply to PING within ${this.#deadlineMs} ms`))
       this.#onChange()
       // Drop the silent connection; ioredis reconnects with its backoff.
       this.client.disconnect(true)
     })
+  }
+
+  #clearPingDeadline(): void {
+    if (this.#pingDeadline !== null) clearTimeout(this.#pingDeadline)
+    this.#pingDeadline = null
   }
 
   /** Resolves when commands may be written; rejects with StoreUnavailableError otherwise. */
@@ -316,6 +333,7 @@ class Link {
   async close(): Promise<void> {
     this.#closing = true
     clearInterval(this.#heartbeat)
+    this.#clearPingDeadline()
     const c = this.client
     if (c.status === 'ready') {
       try {
