@@ -206,6 +206,13 @@ class Link {
   #pingSentAt: number | null = null
   /** Fires when the PING in flight reaches its deadline unanswered. */
   #pingDeadline: NodeJS.Timeout | null = null
+  /**
+   * Commands waiting for the connection, each settled by the next ready,
+   * error or end. One set of client listeners serves them all (a listener per
+   * waiter would pass Node's 10-listener warning when many requests arrive
+   * before the first connection).
+   */
+  readonly #waiters = new Set<(err: StoreUnavailableError | null) => void>()
   readonly #heartbeat: NodeJS.Timeout
   readonly #deadlineMs: number
 
@@ -225,10 +232,15 @@ class Link {
       if (this.#logged !== 'up') this.#log?.info({ connection: this.#name }, 'store connected')
       this.#logged = 'up'
       this.#onChange()
+      this.#settleWaiters(null)
     })
     // Without an 'error' listener ioredis would report every failed reconnect itself.
-    client.on('error', (err: unknown) => this.#fail(err))
+    client.on('error', (err: unknown) => {
+      this.#fail(err)
+      this.#settleWaiters(new StoreUnavailableError())
+    })
     client.on('close', () => this.#fail(null))
+    client.on('end', () => this.#settleWaiters(new StoreUnavailableError()))
     this.#heartbeat = setInterval(() => this.#beat(), HEARTBEAT_INTERVAL_MS)
     this.#heartbeat.unref()
   }
@@ -310,24 +322,22 @@ class Link {
     if (this.up) return
     if (this.#down || this.#dead || c.status === 'end' || c.status === 'close') throw new StoreUnavailableError()
     await new Promise<void>((resolve, reject) => {
-      const done = (err: StoreUnavailableError | null): void => {
+      const settle = (err: StoreUnavailableError | null): void => {
         clearTimeout(timer)
-        c.off('ready', onReady)
-        c.off('error', onFail)
-        c.off('end', onFail)
+        this.#waiters.delete(settle)
         if (err) reject(err)
         else resolve()
       }
-      const onReady = (): void => done(null)
-      const onFail = (): void => done(new StoreUnavailableError())
       const timer = setTimeout(() => {
         this.#down = true
-        done(new StoreUnavailableError('store did not answer in time'))
+        settle(new StoreUnavailableError('store did not answer in time'))
       }, this.#timeoutMs)
-      c.once('ready', onReady)
-      c.once('error', onFail)
-      c.once('end', onFail)
+      this.#waiters.add(settle)
     })
+  }
+
+  #settleWaiters(err: StoreUnavailableError | null): void {
+    for (const settle of [...this.#waiters]) settle(err)
   }
 
   async close(): Promise<void> {

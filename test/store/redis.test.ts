@@ -85,6 +85,26 @@ t.test('redis: createStore builds a RedisStore from the config', async (t) => {
   t.equal(mem.kind, 'memory')
 })
 
+t.test('redis: many commands sent before the first connection all wait for it, without a listener warning', async (t) => {
+  const warnings: string[] = []
+  const onWarning = (w: Error): void => {
+    warnings.push(`${w.name}: ${w.message}`)
+  }
+  process.on('warning', onWarning)
+  t.teardown(() => {
+    process.off('warning', onWarning)
+  })
+  const store = makeRedisStore(new ManualClock(), prefix())
+  t.teardown(() => store.close())
+  const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => store.hit(`early-${i}`, 60)))
+  t.same(answers, Array(50).fill(1), 'each of the 50 commands was answered once connected')
+  t.same(
+    warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')),
+    [],
+    'no MaxListenersExceededWarning (one set of listeners serves every waiting command)',
+  )
+})
+
 t.test('redis: tokens reach Redis only hashed', async (t) => {
   const clock = new ManualClock()
   const keyPrefix = prefix()
