@@ -88,7 +88,7 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
     const { challenge, verifier } = pkce()
     const start = `${served.url}/authorize?${new URLSearchParams(authParams({ scope: o.scope ?? 'openid profile email orders:read', code_challenge: challenge })).toString()}`
     lastVerifier = verifier
-    return await upstreamSignIn(browser, start, CLIENT_ORIGIN, provider, login, o.tamper ? { tamper: o.tamper } : {})
+    return await upstreamSignIn(browser, start, CLIENT_ORIGIN, provider, login, o)
   }
   let lastVerifier = ''
 
@@ -196,6 +196,25 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
     t.equal(groups.kind === 'page' && groups.status, 403, 'a claim rule (groups: admins) refuses a staff member')
     const admin = await signIn(new Browser(), 'groups', 'admin-zoe')
     t.equal(admin.kind, 'client', 'and lets an admin in')
+  })
+
+  await t.test('the person cancels at the provider (it says access_denied): a page that says so, nothing issued', async (t) => {
+    const before = codes.count
+    const browser = new Browser()
+    const end = await signIn(browser, 'corp', 'ann', { cancelAtProvider: true })
+    if (end.kind !== 'page') throw new Error('a cancelled sign-in went through')
+    t.match(end.url, '/login/upstream/corp/callback?error=access_denied', 'the provider sent the person back with its error')
+    t.equal(end.status, 400)
+    t.match(end.html, 'Corp SSO did not sign you in: the sign-in was cancelled or refused there.')
+    t.match(end.html, 'access_denied', 'the error code is shown')
+    t.match(end.html, /<a [^>]*href="[^"]*authorize\?[^"]*"/, 'with a link to try again')
+    t.equal(codes.count, before, 'no code')
+    t.notOk(sessionCookieOf(browser), 'no session')
+    t.notOk(browser.cookies.has('bw_upstream'), 'the state cookie is cleared')
+    t.ok(
+      logLines().some((l) => l.includes('"upstream_login_failed"') && l.includes('authorization response error access_denied')),
+      'logged as the provider refusing',
+    )
   })
 
   await t.test('a tampered state ends on a page; nothing issued', async (t) => {

@@ -25,8 +25,14 @@ async function signInAtProvider(page: Page, checker: PageChecker, opIssuer: stri
   await page.locator('input[name="password"]').fill('any password')
   await submitAndWait(page, () => page.getByRole('button', { name: 'Sign-in' }).click())
   await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
-  // What the provider's own pages logged (its web fonts, unreachable here) is not about our pages;
-  // anything logged at our origin is kept for the next check.
+  forgetProviderNoise(checker, opIssuer, ours)
+}
+
+/**
+ * What the provider's own pages logged (its web fonts, unreachable here) is
+ * not about our pages; anything logged at our origin is kept for the next check.
+ */
+function forgetProviderNoise(checker: PageChecker, opIssuer: string, ours: string): void {
   const kept = checker.consoleErrors.filter((e) => e.includes(`(at ${ours}/`))
   checker.consoleErrors.splice(0, checker.consoleErrors.length, ...kept)
   const ourCsp = checker.cspViolations.filter((v) => !v.page.startsWith(`${opIssuer}/`))
@@ -127,6 +133,22 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
     t.equal(new URL(page.url()).origin, new URL(as.issuer).origin, 'on our page, not at the client')
     t.equal((await page.context().cookies()).filter((c) => c.name === 'bw_session').length, 0, 'no session')
   }
+
+  await t.test('desktop: the person cancels at the provider: a page that says so, and Back to sign-in starts over', async (t) => {
+    const { context, page, checker } = await openPage(browser, 'desktop')
+    t.teardown(() => context.close())
+    await page.goto(authorizeRequest(as, 'openid').url)
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Continue with Corp SSO' }).click())
+    await submitAndWait(page, () => page.getByRole('link', { name: '[ Cancel ]' }).click())
+    await page.waitForURL((u) => u.pathname === '/login/upstream/corp/callback')
+    t.equal(new URL(page.url()).searchParams.get('error'), 'access_denied', 'the provider sent the person back with access_denied')
+    await failedAt(t, page, 'Corp SSO did not sign you in')
+    t.match(await page.locator('main').innerText(), 'the sign-in was cancelled or refused there')
+    forgetProviderNoise(checker, op.issuer, as.issuer)
+    await checker.check(t, 'upstream-cancelled')
+    await submitAndWait(page, () => page.getByRole('link', { name: 'Back to sign-in' }).click())
+    t.equal(await page.getByRole('button', { name: 'Continue with Corp SSO' }).count(), 1, 'back on the sign-in page with the provider button')
+  })
 
   await t.test('desktop: a tampered state ends on a page, nothing issued', async (t) => {
     const { context, page, checker } = await openPage(browser, 'desktop')

@@ -12,6 +12,8 @@ export type SignInEnding = { kind: 'client'; url: URL } | { kind: 'page'; status
 export interface SignInOptions {
   /** Called with each redirect into our callback (to tamper with `state`, say, or stop the provider). */
   tamper?: (url: URL) => void
+  /** At the provider's login page, press its "[ Cancel ]" link instead of signing in (the provider then says access_denied). */
+  cancelAtProvider?: boolean
 }
 
 /**
@@ -47,6 +49,13 @@ export async function upstreamSignIn(
     const button = forms.find((f) => f.fields.provider === provider)
     let form: HtmlForm
     let extra: Record<string, string> = {}
+    if (opLogin && o.cancelAtProvider) {
+      const cancel = /<a href="([^"]*\/abort)"/.exec(html)?.[1]
+      if (cancel === undefined) throw new Error("the provider's login page has no Cancel link")
+      at = new URL(cancel.replaceAll('&amp;', '&'), at).toString()
+      res = await browser.get(at)
+      continue
+    }
     if (opLogin) [form, extra] = [opLogin, { login, password: 'any password' }]
     else if (opConsent) form = opConsent
     else if (ourConsent) [form, extra] = [ourConsent, { decision: 'allow' }]
