@@ -79,6 +79,8 @@ t.test('SIGKILL of Redis under load, then a restart on the same port', async (t)
   // The restarted Redis is empty (no persistence): the instance still knows both revocations.
   t.equal(await rig.status(g1, '/orders/after', revokedEarlier), 401)
   t.equal(await rig.status(g1, '/orders/after', revokedAtKill), 401)
+  // G2 reconnects on its own backoff: it takes tokens and revocations again once it says it is ready.
+  await until(async () => (await rig.ready(g2)) === 200, 10_000, 'G2 is ready again')
   const revokedLater = await rig.token(g2)
   await rig.revoke(g2, revokedLater)
   await until(async () => (await rig.status(g1, '/orders/after', revokedLater)) === 401, 1000, 'a revocation after the restart reaches G1 by pub/sub')
