@@ -8,7 +8,9 @@
  * reload every `resyncSec`. A resync only adds: a revocation is never
  * withdrawn, so an entry leaves the list only when its token has expired
  * (plus grace). That way a Redis that restarts empty (no persistence) cannot
- * bring a revoked token back to life in a running instance.
+ * bring a revoked token back to life in a running instance; and what the
+ * store lost, the resync writes back (which publishes it), so an instance
+ * that missed a message when Redis died learns it from one that had it.
  *
  * `healthy` says whether the copy can be trusted, so callers can apply their
  * store-unavailable policy. It follows the connection, not the timer: the
@@ -41,6 +43,10 @@ export interface RevocationListOptions {
 
 /** While unhealthy, a resync is retried this often (a reconnect also triggers one at once). */
 export const RETRY_MS = 500
+/** Entries this close to their exp are not written back to a store that lost them. */
+const RESEED_MARGIN_SEC = 5
+/** Writes in flight at once when writing back lost entries. */
+const RESEED_BATCH = 100
 
 type Entries = { jti: Map<string, number>; grant: Map<string, number> }
 
@@ -227,8 +233,9 @@ export class RevocationList {
         else this.#unsubscribe = unsubscribe
       }
       const loaded = await this.#store.listRevocations()
-      const next = emptyEntries()
       const nowSec = Math.floor(this.#clock.now() / 1000)
+      await this.#reseed(loaded, nowSec)
+      const next = emptyEntries()
       // Keep every entry we hold until its exp plus grace (the store forgets at exp).
       for (const kind of ['jti', 'grant'] as const) {
         for (const [id, exp] of this.#entries[kind]) {
@@ -250,6 +257,32 @@ export class RevocationList {
     }
     if (!this.#healthy) this.#retryLater()
     return this.#healthy
+  }
+
+  /**
+   * Write back what this instance holds and the store lost: a Redis that
+   * restarted empty (no persistence) or failed over to a replica that had not
+   * received the write. The write publishes too, so an instance that missed
+   * the original message (Redis died with it in flight) learns it from any
+   * instance that had it. Entries within RESEED_MARGIN_SEC of their exp are
+   * left out: the store may already have expired them by its own clock.
+   */
+  async #reseed(loaded: readonly RevocationEntry[], nowSec: number): Promise<void> {
+    const stored = { jti: new Set<string>(), grant: new Set<string>() }
+    for (const e of loaded) stored[e.kind].add(e.id)
+    const lost: RevocationEntry[] = []
+    for (const kind of ['jti', 'grant'] as const) {
+      for (const [id, exp] of this.#entries[kind]) if (exp > nowSec + RESEED_MARGIN_SEC && !stored[kind].has(id)) lost.push({ kind, id, exp })
+    }
+    if (lost.length === 0) return
+    try {
+      for (let i = 0; i < lost.length; i += RESEED_BATCH) await Promise.all(lost.slice(i, i + RESEED_BATCH).map((e) => this.#store.addRevocation(e)))
+      this.#log?.warn({ entries: lost.length }, 'revocations the store had lost were written back')
+    } catch (err) {
+      // This instance still holds them; the next resync tries again. A failed write-back
+      // (a replica that does not confirm, say) must not keep the list unhealthy.
+      this.#log?.warn({ entries: lost.length, err: err instanceof Error ? err.message : String(err) }, 'writing back revocations the store had lost failed')
+    }
   }
 
   #setHealthy(healthy: boolean, err: unknown): void {

@@ -15,9 +15,23 @@ import Provider from 'oidc-provider'
 export const OP_CLIENT_ID = 'bearward'
 export const OP_CLIENT_SECRET = 'upstream-client-secret-0123456789abcdef'
 
-/** A server on 127.0.0.1:0 whose request handler is set later (the issuer needs the port first). */
-async function listen(): Promise<{ server: Server; origin: string; sockets: Set<Socket>; stop(): Promise<void> }> {
+type Handler = (req: IncomingMessage, res: ServerResponse) => void
+
+/**
+ * A server on 127.0.0.1:0 whose request handler is set later (the issuer
+ * needs the port first). Requests that arrive before `handle` wait for it, as
+ * a provider that is slow to start would make them: bearward starts its
+ * discovery at once, and without a listener Node would leave that request
+ * unanswered until bearward's 10 s timeout.
+ */
+async function listen(): Promise<{ server: Server; origin: string; sockets: Set<Socket>; handle(h: Handler): void; stop(): Promise<void> }> {
   const server = createServer()
+  let handler: Handler | null = null
+  const waiting: [IncomingMessage, ServerResponse][] = []
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (handler === null) waiting.push([req, res])
+    else handler(req, res)
+  })
   const sockets = new Set<Socket>()
   server.on('connection', (s) => {
     sockets.add(s)
@@ -30,6 +44,10 @@ async function listen(): Promise<{ server: Server; origin: string; sockets: Set<
     server,
     origin: `http://127.0.0.1:${port}`,
     sockets,
+    handle(h) {
+      handler = h
+      for (const [req, res] of waiting.splice(0)) h(req, res)
+    },
     async stop() {
       if (!server.listening) return
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
@@ -80,7 +98,7 @@ export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris
         },
         cookies: { keys: ['upstream-op-cookie-key-0123456789'] },
       })
-      l.server.on('request', provider.callback())
+      l.handle(provider.callback())
     },
     stop: l.stop,
   }
@@ -126,7 +144,7 @@ export async function startRogueOp(): Promise<RogueOp> {
   const jwk = { ...(await exportJWK(publicKey)), kid: 'rogue-1', alg: 'ES256', use: 'sig' }
   const nonces = new Map<string, string>()
   const op: RogueOp = { issuer: l.origin, mode: 'good', tokenRequests: 0, stop: l.stop }
-  l.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  l.handle((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', l.origin)
     if (url.pathname === '/.well-known/openid-configuration') {
       return json(res, 200, {

@@ -313,6 +313,15 @@ t.test('redis: healthy flips with a real outage and back', async (t) => {
   while (!(await list.resync()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
   t.equal(list.healthy, true, 'healthy again after the restart')
   t.equal(list.isRevoked('before', null), true, 'a Redis restarted empty (no persistence) does not un-revoke a token')
+  t.same(
+    (await store.listRevocations()).map((e) => e.id),
+    ['before'],
+    'and the list wrote it back to the restarted Redis, for the instances that never had it',
+  )
+  const late = new RevocationList(store, clock, undefined, 3600)
+  t.teardown(() => late.stop())
+  await late.start()
+  t.equal(late.isRevoked('before', null), true, 'an instance loading now finds it')
   await store.addRevocation({ kind: 'jti', id: 'after', exp: nowSec(clock) + 600 })
   t.ok(await eventually(() => list.isRevoked('after', null), 5000), 'pub/sub works again')
 })
