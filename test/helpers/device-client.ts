@@ -3,19 +3,13 @@
  * server's issuer URL: start, poll once, and poll until decided at the
  * interval the server asks for. Shared by the e2e and browser device tests.
  */
+import type { DeviceAuthorizationResponse } from '../../src/as/device-authorization.js'
 import { postForm } from './http.js'
 
 export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 
-/** The device authorization response (RFC 8628 3.2). */
-export interface DeviceStart {
-  device_code: string
-  user_code: string
-  verification_uri: string
-  verification_uri_complete: string
-  expires_in: number
-  interval: number
-}
+/** The device authorization response (RFC 8628 3.2), as the server declares it. */
+export type DeviceStart = DeviceAuthorizationResponse
 
 /** An answer of the token endpoint, read to the end. */
 export interface PollAnswer {
