@@ -146,6 +146,25 @@ t.test('DPoP at the token endpoint', async (t) => {
     t.equal((await token(h, 'spa', codeParams(m), { dpop: proofFor(h, key) })).status, 200, 'the code survived the refused proof')
   })
 
+  t.test(
+    'htu with userinfo (or another URI the comparison cannot vouch for): 400 invalid_dpop_proof, no token, the code survives (RFC 9449 4.3)',
+    async (t) => {
+      const m = await mintCode(h, { clientId: 'spa', scope: 'orders:read' })
+      const u = new URL(h.issuer)
+      for (const htu of [
+        `${u.protocol}//x@${u.host}${u.pathname.replace(/\/$/, '')}/token`,
+        `${u.protocol}//${u.host}:@${u.host}${u.pathname.replace(/\/$/, '')}/token`,
+        `${h.issuer}/to\tken`,
+      ]) {
+        const r = await token(h, 'spa', codeParams(m), { dpop: makeProof(key, { htm: 'POST', htu, nowMs: h.clock.now() }) })
+        t.equal(r.status, 400, `${JSON.stringify(htu)}: 400`)
+        t.same(r.json, { error: 'invalid_dpop_proof', error_description: 'The DPoP proof was made for another URI' }, `${JSON.stringify(htu)}: refused`)
+      }
+      const ok = await token(h, 'spa', codeParams(m), { dpop: proofFor(h, key) })
+      t.equal(ok.status, 200, 'the code was not consumed by the refusals')
+    },
+  )
+
   t.test('an opaque DPoP-bound token keeps its thumbprint for introspection', async (t) => {
     const o = await startAs({ format: 'opaque' })
     t.teardown(() => o.close())

@@ -73,6 +73,32 @@ t.test('htu: compared without query and fragment, after normalisation', async (t
   t.notOk(htuMatches('http://api.example/orders/1', URL_), 'another scheme')
   t.notOk(htuMatches('not a url', URL_))
   t.equal(normalizeHtu('ftp://x/y'), undefined)
+  t.ok(htuMatches('https://api.example/orders/%31', URL_), 'a percent-encoded unreserved character')
+  t.ok(htuMatches('https://api.example/orders/x/../1', URL_), 'a dot segment')
+  t.equal(normalizeHtu('https://api.example'), 'https://api.example/', 'an empty path is /')
+  t.equal(normalizeHtu('https://API.example:8443/a/%7e/%2f'), 'https://api.example:8443/a/~/%2F')
+})
+
+t.test('htu: a URI the comparison of scheme, host, port and path cannot vouch for is refused (RFC 9449 4.3)', async (t) => {
+  const refused: Array<[string, string]> = [
+    ['https://x@api.example/orders/1', 'userinfo'],
+    ['https://x:y@api.example/orders/1', 'userinfo with a password'],
+    ['https://@api.example/orders/1', 'an empty userinfo'],
+    ['https://api.example@api.example/orders/1', 'userinfo that looks like the host'],
+    ['https://api.example\\@evil.example/orders/1', 'a backslash'],
+    ['https://api.exa\tmple/orders/1', 'a tab (WHATWG parsing strips it)'],
+    ['https://api.example/orders/1 ', 'a trailing space'],
+    ['https://api.example/orders/\u00e9', 'non-ASCII'],
+    ['https://api.example/orders/%zz', 'a broken percent-encoding'],
+    ['https://api.example:99999/orders/1', 'a port out of range'],
+    ['https:///orders/1', 'no host'],
+    ['https:api.example/orders/1', 'no authority'],
+  ]
+  for (const [htu, label] of refused) {
+    t.equal(normalizeHtu(htu), undefined, `${label}: not normalised`)
+    t.notOk(htuMatches(htu, URL_), `${label}: refused`)
+  }
+  t.notOk(htuMatches('http://2130706433/x', 'http://127.0.0.1/x'), 'a numeric host is not read as an IPv4 address (RFC 3986 has no such rule)')
 })
 
 t.test('every refusal of RFC 9449 4.3', async (t) => {

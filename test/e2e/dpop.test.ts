@@ -218,6 +218,18 @@ t.test('DPoP with oauth4webapi through bin/bearward', async (t) => {
     await refused('replayed proof', [auth, ['dpop', once]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('wrong htm', [auth, ['dpop', proof({ htm: 'POST' })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('wrong htu', [auth, ['dpop', proof({ htu: `${bin.url}/secure/2` })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
+    await refused(
+      'htu with userinfo (RFC 9449 4.3)',
+      [auth, ['dpop', proof({ htu: url.replace('://', '://x@') })]],
+      'invalid_dpop_proof',
+      dpopError('invalid_dpop_proof'),
+    )
+    await refused(
+      'htu with an empty userinfo',
+      [auth, ['dpop', proof({ htu: url.replace('://', '://@') })]],
+      'invalid_dpop_proof',
+      dpopError('invalid_dpop_proof'),
+    )
     await refused('iat five minutes old', [auth, ['dpop', proof({ iat: now - 300 })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('iat five minutes ahead', [auth, ['dpop', proof({ iat: now + 300 })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
     await refused('wrong ath', [auth, ['dpop', proof({ accessToken: plain })]], 'invalid_dpop_proof', dpopError('invalid_dpop_proof'))
