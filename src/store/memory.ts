@@ -25,6 +25,9 @@ import type {
   SessionRecord,
   UpstreamLoginRecord,
   UpstreamPersonRecord,
+  PasskeyChallengeRecord,
+  PasskeyRecord,
+  PasskeyUseResult,
   Store,
   TakeCodeResult,
 } from './types.js'
@@ -110,6 +113,9 @@ export class MemoryStore implements Store {
   readonly #knownBrowsers = new Map<string, Expiring<string>>()
   readonly #upstreamLogins = new Map<string, Expiring<UpstreamLoginRecord>>()
   readonly #upstreamPeople = new Map<string, Expiring<UpstreamPersonRecord>>()
+  readonly #passkeyChallenges = new Map<string, Expiring<PasskeyChallengeRecord>>()
+  /** Passkeys by credential id (ids are unique across people). */
+  readonly #passkeys = new Map<string, PasskeyRecord>()
   readonly #log: MemoryStoreOptions['log']
   #sweep: NodeJS.Timeout | null = null
   #closed = false
@@ -156,7 +162,9 @@ export class MemoryStore implements Store {
       this.#allowances.size +
       this.#clients.size +
       this.#upstreamLogins.size +
-      this.#upstreamPeople.size
+      this.#upstreamPeople.size +
+      this.#passkeyChallenges.size +
+      this.#passkeys.size
     )
   }
 
@@ -173,7 +181,15 @@ export class MemoryStore implements Store {
     }
     for (const [k, r] of this.#opaque) if (now >= r.exp * 1000) this.#opaque.delete(k)
     for (const [k, r] of this.#devices) if (now >= r.expiresAt * 1000) this.#devices.delete(k)
-    for (const map of [this.#userCodes, this.#sessions, this.#consents, this.#knownBrowsers, this.#upstreamLogins, this.#upstreamPeople]) {
+    for (const map of [
+      this.#userCodes,
+      this.#sessions,
+      this.#consents,
+      this.#knownBrowsers,
+      this.#upstreamLogins,
+      this.#upstreamPeople,
+      this.#passkeyChallenges,
+    ]) {
       for (const [k, e] of map) if (now >= e.expMs) map.delete(k)
     }
     for (const [k, w] of this.#hits) if (now >= w.resetMs) this.#hits.delete(k)
@@ -657,6 +673,58 @@ export class MemoryStore implements Store {
     this.#open()
     const r = this.#live(this.#upstreamPeople, sub)
     return r ? copy(r) : null
+  }
+
+  // -- passkeys (WebAuthn) -------------------------------------------------------
+
+  async putPasskeyChallenge(challengeHash: string, record: PasskeyChallengeRecord, ttlSec: number): Promise<void> {
+    this.#open()
+    this.#passkeyChallenges.set(challengeHash, { value: copy(record), expMs: this.#nowMs() + ttlSec * 1000 })
+  }
+
+  async takePasskeyChallenge(challengeHash: string): Promise<PasskeyChallengeRecord | null> {
+    this.#open()
+    const r = this.#live(this.#passkeyChallenges, challengeHash)
+    this.#passkeyChallenges.delete(challengeHash)
+    return r ? copy(r) : null
+  }
+
+  async addPasskey(record: PasskeyRecord): Promise<boolean> {
+    this.#open()
+    if (this.#passkeys.has(record.credentialId)) return false
+    this.#passkeys.set(record.credentialId, copy(record))
+    return true
+  }
+
+  async getPasskey(credentialId: string): Promise<PasskeyRecord | null> {
+    this.#open()
+    const r = this.#passkeys.get(credentialId)
+    return r ? copy(r) : null
+  }
+
+  async listPasskeys(sub: string): Promise<PasskeyRecord[]> {
+    this.#open()
+    return [...this.#passkeys.values()]
+      .filter((r) => r.sub === sub)
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map(copy)
+  }
+
+  async removePasskey(sub: string, credentialId: string): Promise<boolean> {
+    this.#open()
+    if (this.#passkeys.get(credentialId)?.sub !== sub) return false
+    return this.#passkeys.delete(credentialId)
+  }
+
+  async usePasskey(sub: string, credentialId: string, use: { counter: number; backedUp: boolean; at: number }): Promise<PasskeyUseResult> {
+    this.#open()
+    const r = this.#passkeys.get(credentialId)
+    if (r === undefined || r.sub !== sub) return 'missing'
+    if ((use.counter > 0 || r.counter > 0) && use.counter <= r.counter) return 'regressed'
+    r.counter = use.counter
+    r.backedUp = use.backedUp
+    r.lastUsedAt = use.at
+    return 'used'
   }
 }
 

@@ -361,6 +361,24 @@ return 1
 `,
 )
 
+/**
+ * Record a passkey sign-in. KEYS[1] = `pk:{sub}` hash (fields `r:<id>` record JSON, `c:<id>` counter,
+ * `b:<id>` backed up 1|0, `u:<id>` last used s). ARGV: 1 credential id, 2 counter, 3 backed up, 4 at (s).
+ * Returns 'missing', 'regressed' (the counter did not move forward while either is non-zero) or 'used'.
+ */
+export const USE_PASSKEY = script(
+  'usePasskey',
+  `
+local id = ARGV[1]
+if redis.call('HEXISTS', KEYS[1], 'r:' .. id) == 0 then return 'missing' end
+local stored = tonumber(redis.call('HGET', KEYS[1], 'c:' .. id) or '0') or 0
+local counter = tonumber(ARGV[2])
+if (counter > 0 or stored > 0) and counter <= stored then return 'regressed' end
+redis.call('HSET', KEYS[1], 'c:' .. id, ARGV[2], 'b:' .. id, ARGV[3], 'u:' .. id, ARGV[4])
+return 'used'
+`,
+)
+
 export const ALL_SCRIPTS: readonly LuaScript[] = [
   PUT_HASH,
   TAKE_CODE,
@@ -378,4 +396,5 @@ export const ALL_SCRIPTS: readonly LuaScript[] = [
   WITHDRAW_ALLOWANCE,
   USE_ONCE,
   TOUCH_CLIENT,
+  USE_PASSKEY,
 ]

@@ -29,6 +29,10 @@
  *   p client:{id}     hash {r: RegisteredClientRecord JSON, e: expires ms}
  *   p upl:{stateHash} string {v: UpstreamLoginRecord, e: expires ms} (taken with GETDEL)
  *   p person:{sub}    string {v: UpstreamPersonRecord, e: expires ms}
+ *   p pkc:{hash}      string {v: PasskeyChallengeRecord, e: expires ms} (taken with GETDEL)
+ *   p pk:{sub}        hash r:<credential id> PasskeyRecord JSON, c:<id> counter, b:<id> backed up 1|0,
+ *                     u:<id> last used (s) (the counter script touches this key alone)
+ *   p pkid:{id}       string sub: which person a credential id belongs to (SET NX: ids are unique)
  *   channel p revocations: RevocationEntry JSON
  *
  * Refresh families: the caller gives only a token hash, so `rt:{hash}` maps it
@@ -77,6 +81,7 @@ import {
   TAKE_CODE,
   TOUCH_CLIENT,
   USE_ONCE,
+  USE_PASSKEY,
   WITHDRAW_ALLOWANCE,
   type LuaScript,
 } from './redis-scripts.js'
@@ -98,6 +103,9 @@ import type {
   SessionRecord,
   UpstreamLoginRecord,
   UpstreamPersonRecord,
+  PasskeyChallengeRecord,
+  PasskeyRecord,
+  PasskeyUseResult,
   Store,
   TakeCodeResult,
 } from './types.js'
@@ -1130,5 +1138,75 @@ export class RedisStore implements Store {
 
   async getUpstreamPerson(sub: string): Promise<UpstreamPersonRecord | null> {
     return this.#getExpiring<UpstreamPersonRecord>(this.#key('person', sub))
+  }
+
+  // -- passkeys (WebAuthn) -------------------------------------------------------
+
+  async putPasskeyChallenge(challengeHash: string, record: PasskeyChallengeRecord, ttlSec: number): Promise<void> {
+    await this.#putExpiring(this.#key('pkc', challengeHash), record, ttlSec)
+  }
+
+  async takePasskeyChallenge(challengeHash: string): Promise<PasskeyChallengeRecord | null> {
+    const raw = await this.#do((c) => c.getdel(this.#key('pkc', challengeHash)))
+    if (raw === null) return null
+    const { v, e } = JSON.parse(raw) as { v: PasskeyChallengeRecord; e: number }
+    return this.#clock.now() < e ? v : null
+  }
+
+  async addPasskey(record: PasskeyRecord): Promise<boolean> {
+    const id = record.credentialId
+    // The id's owner first, set only if absent: of two people registering one id, one wins.
+    const claimed = await this.#do((c) => c.set(this.#key('pkid', id), record.sub, 'NX'))
+    if (claimed === null) return false
+    const { counter, backedUp, lastUsedAt, ...rest } = record
+    await this.#do((c) =>
+      c.hset(this.#key('pk', record.sub), `r:${id}`, JSON.stringify(rest), `c:${id}`, counter, `b:${id}`, backedUp ? 1 : 0, `u:${id}`, lastUsedAt ?? ''),
+    )
+    return true
+  }
+
+  /** A passkey from its fields in `pk:{sub}`, or null when the record field is absent. */
+  #passkeyFrom(fields: ReadonlyArray<string | null>): PasskeyRecord | null {
+    const [r, c, b, u] = fields
+    if (!r) return null
+    const rest = JSON.parse(r) as Omit<PasskeyRecord, 'counter' | 'backedUp' | 'lastUsedAt'>
+    return { ...rest, counter: Number(c ?? 0), backedUp: b === '1', lastUsedAt: u ? Number(u) : null }
+  }
+
+  async getPasskey(credentialId: string): Promise<PasskeyRecord | null> {
+    const sub = await this.#do((c) => c.get(this.#key('pkid', credentialId)))
+    if (sub === null) return null
+    const id = credentialId
+    return this.#passkeyFrom(await this.#do((c) => c.hmget(this.#key('pk', sub), `r:${id}`, `c:${id}`, `b:${id}`, `u:${id}`)))
+  }
+
+  async listPasskeys(sub: string): Promise<PasskeyRecord[]> {
+    const all = await this.#do((c) => c.hgetall(this.#key('pk', sub)))
+    const out: PasskeyRecord[] = []
+    for (const field of Object.keys(all)) {
+      if (!field.startsWith('r:')) continue
+      const id = field.slice(2)
+      const p = this.#passkeyFrom([all[field] ?? null, all[`c:${id}`] ?? null, all[`b:${id}`] ?? null, all[`u:${id}`] ?? null])
+      if (p !== null) out.push(p)
+    }
+    return out.sort((a, b) => a.createdAt - b.createdAt)
+  }
+
+  async removePasskey(sub: string, credentialId: string): Promise<boolean> {
+    const id = credentialId
+    const key = this.#key('pk', sub)
+    // The record field goes first and alone: of concurrent removals exactly one sees it go.
+    const removed = await this.#do((c) => c.hdel(key, `r:${id}`))
+    if (removed === 0) return false
+    await this.#do((c) => c.hdel(key, `c:${id}`, `b:${id}`, `u:${id}`))
+    await this.#do((c) => c.del(this.#key('pkid', id)))
+    return true
+  }
+
+  async usePasskey(sub: string, credentialId: string, use: { counter: number; backedUp: boolean; at: number }): Promise<PasskeyUseResult> {
+    const reply = await this.#do((c) => this.#eval(c, USE_PASSKEY, [this.#key('pk', sub)], [credentialId, use.counter, use.backedUp ? 1 : 0, use.at]))
+    const status = str(reply)
+    if (status === 'used' || status === 'regressed' || status === 'missing') return status
+    throw new StoreUnavailableError(`usePasskey: unexpected reply ${status}`)
   }
 }

@@ -357,7 +357,65 @@ export interface Store {
   /** Remember an upstream person's claims under their bearward `sub`; replaces the earlier record. */
   putUpstreamPerson(sub: string, record: UpstreamPersonRecord, ttlSec: number): Promise<void>
   getUpstreamPerson(sub: string): Promise<UpstreamPersonRecord | null>
+
+  // -- passkeys (WebAuthn) -------------------------------------------------------
+  /** Keep a challenge under its hash for `ttlSec`. */
+  putPasskeyChallenge(challengeHash: string, record: PasskeyChallengeRecord, ttlSec: number): Promise<void>
+  /** Atomic get-and-delete: a challenge is answered once; null when unknown, used or expired. */
+  takePasskeyChallenge(challengeHash: string): Promise<PasskeyChallengeRecord | null>
+  /** Add a passkey; false (nothing stored) when its credential id is already registered, to anyone. */
+  addPasskey(record: PasskeyRecord): Promise<boolean>
+  /** The passkey with this credential id, or null. */
+  getPasskey(credentialId: string): Promise<PasskeyRecord | null>
+  /** Every passkey of `sub`, oldest first. */
+  listPasskeys(sub: string): Promise<PasskeyRecord[]>
+  /** Remove `sub`'s passkey; false when `sub` has none with this id (someone else's is untouched). */
+  removePasskey(sub: string, credentialId: string): Promise<boolean>
+  /**
+   * Atomic: record a sign-in whose authenticator reported `counter`. When either the stored or the new
+   * counter is non-zero, the new one must be greater: otherwise `regressed` and nothing changes (a cloned
+   * authenticator, or a replayed assertion racing the first). `missing` when the passkey was removed.
+   */
+  usePasskey(sub: string, credentialId: string, use: { counter: number; backedUp: boolean; at: number }): Promise<PasskeyUseResult>
 }
+
+/** A person's passkey (WebAuthn public-key credential), kept until they remove it. */
+export interface PasskeyRecord {
+  /** The credential id, base64url (unique across people). */
+  credentialId: string
+  sub: string
+  /** The local username the passkey signs in (checked against the config with `sub`). */
+  username: string
+  /** What the person called it ("Work laptop"). */
+  name: string
+  /** COSE public key, base64url. */
+  publicKey: string
+  /** The authenticator's signature counter as last seen (0: the authenticator keeps none). */
+  counter: number
+  /** Transports the browser reported (`internal`, `hybrid`, `usb`, ...), passed back as hints. */
+  transports: string[]
+  /** `multiDevice`: a synced passkey; `singleDevice`: bound to one authenticator. */
+  deviceType: 'singleDevice' | 'multiDevice'
+  /** The backup state flag as last seen. */
+  backedUp: boolean
+  /** Epoch seconds it was added. */
+  createdAt: number
+  /** Epoch seconds of its latest sign-in, or null. */
+  lastUsedAt: number | null
+}
+
+/** A WebAuthn challenge handed to a page, kept under its hash until used once or expired. */
+export interface PasskeyChallengeRecord {
+  /** `register`: the account page adds a passkey for `sub`; `sign-in`: the login page. */
+  purpose: 'register' | 'sign-in'
+  /** The signed-in person a registration is for; null for a sign-in. */
+  sub: string | null
+  /** Epoch seconds. */
+  expiresAt: number
+}
+
+/** The outcome of a passkey sign-in's counter check; see Store.usePasskey. */
+export type PasskeyUseResult = 'used' | 'regressed' | 'missing'
 
 /** One fixed-window counter as it stands. */
 export interface HitWindow {
