@@ -7,11 +7,14 @@
  * Fetching a URL a stranger chose is a server-side request forgery risk, so
  * the fetch:
  * - takes https only, with no credentials or fragment in the URL;
- * - connects only to public addresses: the address checked is the one the
- *   connection uses (a custom DNS lookup filters what it resolves, so a name
- *   that answers a public address to a check and a private one to the
- *   connect gets nowhere), IP literals are checked before connecting, and
- *   hosts in `allow_hosts` are the only exception;
+ * - connects only to global unicast addresses that are not this host's own
+ *   (src/http/public-address.ts: IANA's special-purpose registries, the
+ *   IPv4 embedded in mapped, NAT64, 6to4 and Teredo forms); the address
+ *   checked is the one the connection uses (the connector's DNS lookup
+ *   resolves once and filters what it resolved, so a name that answers a
+ *   public address to a check and a private one to the connect gets
+ *   nowhere), IP literals are checked before connecting, and hosts in
+ *   `allow_hosts` are the only exception;
  * - follows no redirect, reads at most 5 KB, and gives up after 5 s;
  * - trusts the system CAs, or `ca_file` for a private CA.
  * The document must name the URL itself as its `client_id`, and its metadata
@@ -19,12 +22,11 @@
  * public (`none`): it has no secret. Documents are cached as HTTP says
  * (Cache-Control max-age, within bounds); failures briefly.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { readFileSync } from 'node:fs'
-import { BlockList, isIP, type LookupFunction } from 'node:net'
 import { Agent, request } from 'undici'
 import type { Clock } from '../clock.js'
 import type { ClientConfig, ClientIdMetadataDocumentsConfig } from '../config/types.js'
+import { PublicAddresses, type PublicAddressOptions } from '../http/public-address.js'
 import { validateClientMetadata } from './client-metadata.js'
 import { clientFromMetadata } from './self-registered.js'
 
@@ -37,42 +39,6 @@ const MAX_TTL_MS = 24 * 3600_000
 /** A failed fetch is remembered this long, so a bad client_id cannot make us fetch in a loop. */
 const FAILURE_TTL_MS = 30_000
 const MAX_ENTRIES = 1000
-
-/** Addresses a metadata document may never be fetched from (unless its host is allowed). */
-const NOT_PUBLIC = new BlockList()
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  NOT_PUBLIC.addSubnet(net, prefix, 'ipv4')
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-  ['64:ff9b::', 96],
-] as const) {
-  NOT_PUBLIC.addSubnet(net, prefix, 'ipv6')
-}
-
-/** True for loopback, private, link-local, CGNAT, multicast and reserved addresses (IPv4-mapped IPv6 included). */
-export function isNonPublicAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  const ip = mapped?.[1] ?? address
-  const family = isIP(ip)
-  if (family === 0) return true
-  return NOT_PUBLIC.check(ip, family === 6 ? 'ipv6' : 'ipv4')
-}
 
 /** Why a client_id cannot be a metadata document URL, or undefined. */
 export function documentUrlProblem(clientId: string): string | undefined {
@@ -98,11 +64,12 @@ interface Cached {
 export interface DocumentFetchOptions {
   /** Overall time limit per fetch (default 5 s; tests shorten it). */
   timeoutMs?: number
+  /** This host's interfaces, for the own-address rule (default `os.networkInterfaces`; tests pass their own). */
+  interfaces?: PublicAddressOptions['interfaces']
 }
 
 /** The documents of one Runtime: the fetcher, its connection pool and its cache. */
 export class MetadataDocuments {
-  readonly #allowHosts: ReadonlySet<string>
   readonly #scopes: readonly string[]
   readonly #clock: Clock
   readonly #agent: Agent
@@ -111,24 +78,13 @@ export class MetadataDocuments {
   readonly #pending = new Map<string, Promise<ClientConfig | null>>()
 
   constructor(config: ClientIdMetadataDocumentsConfig, clock: Clock, options: DocumentFetchOptions = {}) {
-    this.#allowHosts = new Set(config.allowHosts.map((h) => h.toLowerCase()))
     this.#scopes = config.scopes
     this.#clock = clock
     this.#timeoutMs = options.timeoutMs ?? FETCH_TIMEOUT_MS
-    const allowHosts = this.#allowHosts
-    // The address check lives in the connection's own lookup: what is checked is what is connected to.
-    const lookup: LookupFunction = (hostname, opts, callback) => {
-      dnsLookup(hostname, { ...opts, all: true }, (err, addresses: LookupAddress[]) => {
-        if (err) return callback(err, '', 0)
-        const usable = allowHosts.has(hostname.toLowerCase()) ? addresses : addresses.filter((a) => !isNonPublicAddress(a.address))
-        if (usable.length === 0) return callback(new Refused(`${hostname} resolves to no public address`), '', 0)
-        if (opts.all === true) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, usable)
-        const first = usable[0] as LookupAddress
-        callback(null, first.address, first.family)
-      })
-    }
+    // The address check lives in the connector: what is checked is what is connected to.
+    const addresses = new PublicAddresses({ allowHosts: config.allowHosts, ...(options.interfaces !== undefined ? { interfaces: options.interfaces } : {}) })
     this.#agent = new Agent({
-      connect: { lookup, ...(config.caFile !== null ? { ca: readFileSync(config.caFile, 'utf8') } : {}), timeout: this.#timeoutMs },
+      connect: addresses.connector({ ...(config.caFile !== null ? { ca: readFileSync(config.caFile, 'utf8') } : {}), timeout: this.#timeoutMs }),
       headersTimeout: this.#timeoutMs,
       bodyTimeout: this.#timeoutMs,
       connections: 8,
@@ -166,11 +122,6 @@ export class MetadataDocuments {
 
   async #fetch(clientId: string): Promise<{ document: unknown; maxAgeMs: number }> {
     const url = new URL(clientId)
-    const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
-    // net.connect skips the lookup for an IP literal: check it here.
-    if (isIP(host) !== 0 && !this.#allowHosts.has(host.toLowerCase()) && !this.#allowHosts.has(url.hostname.toLowerCase()) && isNonPublicAddress(host)) {
-      throw new Refused('non-public address')
-    }
     const res = await request(url, {
       dispatcher: this.#agent,
       method: 'GET',

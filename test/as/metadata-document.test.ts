@@ -15,7 +15,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { ManualClock } from '../../src/clock.js'
-import { documentUrlProblem, isNonPublicAddress, MetadataDocuments } from '../../src/as/metadata-document.js'
+import { networkInterfaces } from 'node:os'
+import type { Socket } from 'node:net'
+import { documentUrlProblem, MetadataDocuments } from '../../src/as/metadata-document.js'
+import { authorizeUrl, authParams, frontYaml, get, startFront } from '../helpers/as-front.js'
 import { selfSignedCert } from '../helpers/tls.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse, base: string) => void
@@ -62,24 +65,7 @@ function doc(url: string, extra: Record<string, unknown> = {}): string {
   })
 }
 
-t.test('address and URL rules', async (t) => {
-  for (const a of [
-    '127.0.0.1',
-    '10.1.2.3',
-    '172.16.0.1',
-    '192.168.1.1',
-    '169.254.169.254',
-    '100.64.0.1',
-    '0.0.0.0',
-    '::1',
-    'fe80::1',
-    'fd00::1',
-    '::ffff:127.0.0.1',
-    '::ffff:10.0.0.1',
-  ]) {
-    t.equal(isNonPublicAddress(a), true, a)
-  }
-  for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700::1111']) t.equal(isNonPublicAddress(a), false, a)
+t.test('URL rules (the address rules: test/http/public-address.test.ts)', async (t) => {
   t.equal(documentUrlProblem('http://client.example.com/c.json'), 'not https')
   t.equal(documentUrlProblem('https://client.example.com/'), 'no path')
   t.equal(documentUrlProblem('https://u:p@client.example.com/c.json'), 'credentials or fragment')
@@ -181,6 +167,10 @@ t.test('metadata documents', async (t) => {
     t.equal(await strict.find(`https://[::1]:${srv.port}/literal6.json`), undefined, 'an IPv6 loopback literal')
     t.equal(await strict.find(`${srv.base}/resolved.json`), undefined, 'a name that resolves to loopback: the resolved address is checked')
     t.equal(await strict.find(`https://169.254.169.254/latest/meta-data.json`), undefined, 'the cloud metadata address')
+    t.equal(await strict.find(`https://[::ffff:7f00:1]:${srv.port}/mapped.json`), undefined, 'IPv4-mapped loopback, in hex')
+    t.equal(await strict.find(`https://[2002:7f00:1::1]:${srv.port}/6to4.json`), undefined, '6to4 embedding loopback')
+    t.equal(await strict.find(`https://[64:ff9b::7f00:1]:${srv.port}/nat64.json`), undefined, 'NAT64 embedding loopback')
+    t.equal(await strict.find(`https://0x7f.1:${srv.port}/hex.json`), undefined, 'a hex IPv4 spelling (the URL parser reads it as 127.0.0.1)')
     t.equal(srv.hits.length, before, 'none of them reached the server')
     const plain = make()
     t.equal(await plain.find(`http://localhost:${srv.port}/plain.json`), undefined, 'http is refused even for an allowed host')
@@ -234,4 +224,38 @@ t.test('metadata documents', async (t) => {
     const noCa = make({ caFile: null })
     t.equal(await noCa.find(`${srv.base}/untrusted.json`), undefined)
   })
+})
+
+/** This host's first address that is not loopback (IPv4 first), as a URL host. */
+function ownInterfaceHost(): string | undefined {
+  const all = Object.values(networkInterfaces()).flatMap((list) => list ?? [])
+  const external = all.filter((i) => !i.internal && !(i.family === 'IPv6' && i.address.toLowerCase().startsWith('fe80')))
+  const pick = external.find((i) => i.family === 'IPv4') ?? external[0]
+  if (pick === undefined) return undefined
+  return pick.family === 'IPv6' ? `[${pick.address}]` : pick.address
+}
+
+t.test("end to end: a document URL naming this host's own interface address is refused, nothing reaches it", async (t) => {
+  const host = ownInterfaceHost()
+  t.ok(host, 'this machine has a non-loopback interface address (the test needs one)')
+  if (host === undefined) return
+  // A service on every address of this host, as the one the issue reached.
+  const sockets = new Set<Socket>()
+  const service = createHttpServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end('{}')
+  })
+  service.on('connection', (socket: Socket) => sockets.add(socket))
+  await new Promise<void>((resolve) => service.listen(0, '0.0.0.0', resolve))
+  t.teardown(() => new Promise<void>((resolve) => service.close(() => resolve())))
+  const port = (service.address() as AddressInfo).port
+
+  const front = await startFront(await frontYaml({ asExtra: '  client_id_metadata_documents: { enabled: true }' }))
+  t.teardown(() => front.close())
+  const clientId = `https://${host}:${port}/client.json`
+  const res = await get(authorizeUrl(front, authParams({ client_id: clientId, redirect_uri: 'http://127.0.0.1:7777/cb', scope: 'orders:read' })))
+  t.equal(res.status, 400, 'the client is unknown: a page, no redirect')
+  t.match(res.text, /not registered with this server/)
+  t.equal(res.headers.get('location'), null)
+  t.equal(sockets.size, 0, `the service on ${host}:${port} saw no connection`)
 })
