@@ -1,0 +1,405 @@
+/**
+ * MCP 2026-07-28 through bin/bearward with the official SDK 2.x on both ends
+ * (`@modelcontextprotocol/client` and `@modelcontextprotocol/server`,
+ * unmodified), and the SDK 1.x client (2025-11-25) beside it on the same
+ * route.
+ *
+ * The server is stateless (`createMcpHandler`: one server instance per
+ * request) with tools, resources, a resource template, a prompt whose name is
+ * not ASCII and `subscriptions/listen`. The 2.x client identifies itself with
+ * a Client ID Metadata Document, signs the person in (this test is the
+ * person), negotiates 2026-07-28 (`server/discover`) and sends the standard
+ * headers on every request: `MCP-Protocol-Version`, `Mcp-Method`, and
+ * `Mcp-Name` for tools/call, resources/read and prompts/get, base64-encoded
+ * (`=?base64?…?=`) when the name is not plain ASCII.
+ *
+ * Then the header attacks, as raw HTTP on the same route: a 2026-07-28
+ * request whose headers are missing or disagree with its body must be
+ * refused by the gateway (HTTP 400 carrying the JSON-RPC HeaderMismatch
+ * error, -32020, with the request's id) and must not reach the server.
+ *
+ * @see https://modelcontextprotocol.io/specification/2026-07-28/basic/transports
+ */
+import t, { type Test } from 'tap'
+import { createServer as createHttpsServer } from 'node:https'
+import { readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { AddressInfo } from 'node:net'
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+  type OAuthClientMetadata,
+  type OAuthClientProvider,
+  type StoredOAuthClientInformation,
+  type StoredOAuthTokens,
+} from '@modelcontextprotocol/client'
+import { createMcpHandler, McpServer, ResourceTemplate, type McpRequestContext } from '@modelcontextprotocol/server'
+import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport as StreamableHTTPClientTransport1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { z } from 'zod'
+import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
+import { Browser, authorizeAsPerson } from '../helpers/browser.js'
+import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
+import { selfSignedCert } from '../helpers/tls.js'
+import { eventually, freePort } from '../helpers/http.js'
+import { serveMcpHandler, type RunningMcpHandler } from '../helpers/mcp-sdk2.js'
+
+const REDIRECT = 'http://127.0.0.1:53683/callback'
+const MODERN = '2026-07-28'
+/** The tool whose name is not ASCII: the client sends it as `Mcp-Name: =?base64?…?=`. */
+const COUNT_TOOL = 'zähle_bestellungen'
+/** The prompt whose name is not ASCII. */
+const SUMMARY_PROMPT = 'Zusammenfassung für Müller'
+/** The `_meta` key that carries a 2026-07-28 request's protocol version. */
+const VERSION_META = 'io.modelcontextprotocol/protocolVersion'
+/** The `_meta` a 2026-07-28 request carries: the SDK server refuses a request without all three. */
+function envelope(version: string): Record<string, unknown> {
+  return {
+    [VERSION_META]: version,
+    'io.modelcontextprotocol/clientInfo': { name: 'raw-http', version: '1.0.0' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  }
+}
+/**
+ * The SDK warns on stderr about a tool name outside SEP-986's characters, once per
+ * server instance, i.e. once per request here; the name is deliberate.
+ */
+function quietly<T>(fn: () => T): T {
+  const warn = console.warn
+  console.warn = () => {}
+  try {
+    return fn()
+  } finally {
+    console.warn = warn
+  }
+}
+
+/** The orders MCP server: a fresh SDK 2.x McpServer per request, as createMcpHandler builds them. */
+function ordersServer(ctx: McpRequestContext): McpServer {
+  const who = (): string => String(ctx.requestInfo?.headers.get('x-auth-subject'))
+  const server = new McpServer(
+    { name: 'orders', version: '2.0.0' },
+    { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },
+  )
+  server.registerTool('get_order', { description: 'Read an order', inputSchema: z.object({ id: z.string() }) }, async ({ id }) => ({
+    content: [{ type: 'text', text: `order ${id} for ${who()}` }],
+  }))
+  server.registerTool('delete_order', { description: 'Delete an order', inputSchema: z.object({ id: z.string() }) }, async ({ id }) => ({
+    content: [{ type: 'text', text: `deleted ${id}` }],
+  }))
+  quietly(() =>
+    server.registerTool(COUNT_TOOL, { description: 'Count the orders', inputSchema: z.object({}) }, async () => ({
+      content: [{ type: 'text', text: `3 orders for ${who()}` }],
+    })),
+  )
+  server.registerResource('recent', 'orders://recent', { mimeType: 'text/plain' }, async (uri) => ({
+    contents: [{ uri: uri.href, text: `recent orders of ${who()}` }],
+  }))
+  server.registerResource('order', new ResourceTemplate('orders://{id}', { list: undefined }), { mimeType: 'text/plain' }, async (uri, { id }) => ({
+    contents: [{ uri: uri.href, text: `order ${String(id)}` }],
+  }))
+  server.registerPrompt(SUMMARY_PROMPT, { description: 'Summarise the orders', argsSchema: z.object({ ton: z.string() }) }, async ({ ton }) => ({
+    messages: [{ role: 'user', content: { type: 'text', text: `Fasse die Bestellungen ${ton} zusammen` } }],
+  }))
+  return server
+}
+
+/**
+ * An OAuthClientProvider (SDK 2.x) identified by a Client ID Metadata
+ * Document that keeps everything in memory and, asked to send the person to
+ * the authorization URL, is the person: it signs in and allows, and keeps the
+ * code the redirect carries. With `signIn` off it only records the URL (a
+ * person who does not sign in again).
+ */
+class DocumentClientProvider implements OAuthClientProvider {
+  readonly browser = new Browser()
+  readonly authorizationUrls: URL[] = []
+  signIn = true
+  #client: StoredOAuthClientInformation | undefined
+  #tokens: StoredOAuthTokens | undefined
+  #verifier = ''
+  #callback: URLSearchParams | null = null
+
+  constructor(readonly clientMetadataUrl: string) {}
+
+  get redirectUrl(): string {
+    return REDIRECT
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: 'SDK 2 document client',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }
+  }
+
+  clientInformation(): StoredOAuthClientInformation | undefined {
+    return this.#client
+  }
+
+  saveClientInformation(info: StoredOAuthClientInformation): void {
+    this.#client = info
+  }
+
+  tokens(): StoredOAuthTokens | undefined {
+    return this.#tokens
+  }
+
+  saveTokens(tokens: StoredOAuthTokens): void {
+    this.#tokens = tokens
+  }
+
+  async redirectToAuthorization(url: URL): Promise<void> {
+    this.authorizationUrls.push(url)
+    if (!this.signIn) return
+    const back = await authorizeAsPerson(this.browser, url.toString(), { username: 'alice', password: DEMO_PASSWORD })
+    if (back.origin + back.pathname !== REDIRECT) throw new Error(`the person was sent to ${back.toString()}`)
+    this.#callback = back.searchParams
+  }
+
+  saveCodeVerifier(verifier: string): void {
+    this.#verifier = verifier
+  }
+
+  codeVerifier(): string {
+    return this.#verifier
+  }
+
+  /** The query of the last redirect back (code, state, iss: the SDK checks iss, RFC 9207), once. */
+  takeCallback(): URLSearchParams {
+    const callback = this.#callback
+    if (callback === null) throw new Error('no authorization response')
+    this.#callback = null
+    return callback
+  }
+}
+
+/** What `p` rejects with (null when it resolves). */
+function refusal(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => null,
+    (err: unknown) => err,
+  )
+}
+
+interface Setup {
+  base: string
+  mcp: RunningMcpHandler
+  notify: () => void
+  docUrl: string
+  docHits: string[]
+  bin: RunningBin
+}
+
+async function setUp(t: Test): Promise<Setup> {
+  const dir = await mkdtemp(join(tmpdir(), 'bw-mcp2-'))
+  const cert = selfSignedCert(dir, 'client-docs')
+  const docHits: string[] = []
+  let docUrl = ''
+  const docs = createHttpsServer({ cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) }, (req, res) => {
+    docHits.push(req.url ?? '')
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=300' })
+    res.end(
+      JSON.stringify({
+        client_id: docUrl,
+        client_name: 'SDK 2 document client',
+        redirect_uris: [REDIRECT],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      }),
+    )
+  })
+  await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve))
+  docUrl = `https://localhost:${(docs.address() as AddressInfo).port}/clients/sdk2.json`
+  const handler = createMcpHandler(ordersServer)
+  const mcp = await serveMcpHandler(handler)
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const { secretHash, passwordHash } = await demoHashes()
+  const config = await tempConfig(`
+listen: 127.0.0.1:${port}
+admin_listen: 127.0.0.1:0
+public_url: ${base}
+authorization_server:
+  scopes:
+    "mcp:tools": Use the order tools
+    "orders:write": Delete your orders
+  client_id_metadata_documents: { enabled: true, allow_hosts: [localhost], ca_file: ${cert.certFile} }
+  clients:
+    - client_id: robot
+      type: confidential
+      secret_hash: "${secretHash}"
+      grant_types: [client_credentials]
+      scopes: ["mcp:tools", "orders:write"]
+  users:
+    - username: alice
+      password_hash: "${passwordHash}"
+routes:
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${mcp.url}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: { tools: { delete_order: ["orders:write"] } }
+`)
+  const cleanup = async (): Promise<void> => {
+    await mcp.close()
+    docs.closeAllConnections()
+    await new Promise<void>((resolve) => docs.close(() => resolve()))
+    await config.cleanup()
+    await rm(dir, { recursive: true, force: true })
+  }
+  let bin: RunningBin
+  try {
+    bin = await startBin(config.file, {}, 60_000)
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+  t.teardown(async () => {
+    await bin.stop()
+    await cleanup()
+  })
+  return { base, mcp, notify: () => handler.notify.toolsChanged(), docUrl, docHits, bin }
+}
+
+/** A client-credentials token for the MCP route (the raw-HTTP attacker's, and the 1.x client's). */
+async function robotToken(base: string, scope: string): Promise<string> {
+  const res = await fetch(`${base}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`robot:${DEMO_SECRET}`).toString('base64')}` },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource: `${base}/mcp` }).toString(),
+  })
+  if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
+  return String(((await res.json()) as Record<string, unknown>).access_token)
+}
+
+t.test('MCP SDK 2.x and 1.x through bearward', async (t) => {
+  const s = await setUp(t)
+  const serverUrl = new URL(`${s.base}/mcp`)
+
+  await t.test('the SDK 2.x client signs in with a metadata document and speaks 2026-07-28', async (t) => {
+    const provider = new DocumentClientProvider(s.docUrl)
+    const client = new Client({ name: 'sdk2-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } })
+    const first = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
+    t.ok((await refusal(client.connect(first))) instanceof UnauthorizedError, 'the SDK stops at the redirect, as with a real browser')
+    t.equal(s.mcp.seen.length, 0, 'nothing reached the MCP server without a token')
+    t.equal(provider.clientInformation()?.client_id, s.docUrl, 'the client_id is the document URL')
+    t.same(s.docHits, ['/clients/sdk2.json'], 'bearward fetched the document once')
+    const authUrl = provider.authorizationUrls[0]
+    t.equal(authUrl?.searchParams.get('resource'), `${s.base}/mcp`, 'the resource from the protected resource metadata')
+    t.equal(authUrl?.searchParams.get('scope'), 'mcp:tools', 'the scope from the 401 challenge')
+    const transport = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
+    await transport.finishAuth(provider.takeCallback())
+    await client.connect(transport)
+    t.teardown(() => client.close())
+    t.equal(client.getProtocolEra(), 'modern')
+    t.equal(client.getNegotiatedProtocolVersion(), MODERN)
+    const discover = s.mcp.seen.at(-1)
+    t.equal(discover?.headers['mcp-method'], 'server/discover', 'the server/discover probe reached the server')
+    t.equal(discover?.headers['x-auth-subject'], 'alice', 'with the person it was signed in as')
+
+    const got = await client.callTool({ name: 'get_order', arguments: { id: '42' } })
+    t.same(got.content, [{ type: 'text', text: 'order 42 for alice' }])
+    const call = s.mcp.seen.at(-1)
+    t.equal(call?.headers['mcp-method'], 'tools/call')
+    t.equal(call?.headers['mcp-name'], 'get_order')
+    t.equal(call?.headers['mcp-protocol-version'], MODERN)
+
+    const recent = await client.readResource({ uri: 'orders://recent' })
+    t.same(recent.contents, [{ uri: 'orders://recent', text: 'recent orders of alice' }])
+    t.equal(s.mcp.seen.at(-1)?.headers['mcp-name'], 'orders://recent', 'resources/read names its uri')
+    const seven = await client.readResource({ uri: 'orders://7' })
+    t.same(seven.contents, [{ uri: 'orders://7', text: 'order 7' }], 'a resource of the template')
+    t.same(
+      (await client.listResources()).resources.map((r) => r.uri),
+      ['orders://recent'],
+    )
+    t.same(
+      (await client.listResourceTemplates()).resourceTemplates.map((r) => r.uriTemplate),
+      ['orders://{id}'],
+    )
+    t.same(
+      (await client.listPrompts()).prompts.map((p) => p.name),
+      [SUMMARY_PROMPT],
+    )
+
+    await t.test('subscriptions/listen: the stream stays open through the gateway and delivers', async (t) => {
+      const changes: unknown[] = []
+      client.setNotificationHandler('notifications/tools/list_changed', (n) => {
+        changes.push(n)
+      })
+      const subscription = await client.listen({ toolsListChanged: true })
+      t.equal(s.mcp.open.size, 1, 'one listen stream open at the server')
+      s.notify()
+      t.ok(await eventually(() => changes.length === 1), 'the change notification arrived through bearward')
+      s.notify()
+      t.ok(await eventually(() => changes.length === 2), 'and the next one on the same stream')
+      await subscription.close()
+      t.ok(await eventually(() => s.mcp.open.size === 0), 'closing the subscription ends the stream at the server')
+    })
+
+    await t.test('a token without orders:write: delete_order is not listed, and calling it is 403', async (t) => {
+      const before = s.mcp.seen.length
+      provider.signIn = false
+      const err = await refusal(client.callTool({ name: 'delete_order', arguments: { id: '42' } }))
+      t.ok(err instanceof UnauthorizedError, 'the SDK takes the 403 for a step-up and stops at the redirect')
+      t.equal(s.mcp.seen.length, before, 'the refused call reached no MCP server')
+      const stepUp = provider.authorizationUrls.at(-1)
+      t.equal(provider.authorizationUrls.length, 2, 'the client was sent to authorize again')
+      t.equal(stepUp?.searchParams.get('scope'), 'mcp:tools orders:write', 'the 403 named every scope the call needs')
+      // The same call as raw HTTP with this token: the challenge itself.
+      const raw = await fetch(serverUrl, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${String(provider.tokens()?.access_token)}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': MODERN,
+          'mcp-method': 'tools/call',
+          'mcp-name': 'delete_order',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 9,
+          method: 'tools/call',
+          params: { name: 'delete_order', arguments: { id: '42' }, _meta: envelope(MODERN) },
+        }),
+      })
+      t.equal(raw.status, 403)
+      t.match(raw.headers.get('www-authenticate'), /error="insufficient_scope"/)
+      t.match(raw.headers.get('www-authenticate'), /scope="mcp:tools orders:write"/)
+      t.equal(s.mcp.seen.length, before, 'nothing reached the MCP server')
+    })
+  })
+
+  await t.test('the SDK 1.x client (2025-11-25) on the same route', async (t) => {
+    const token = await robotToken(s.base, 'mcp:tools')
+    const client = new Client1({ name: 'sdk1-test', version: '1.0.0' })
+    const transport = new StreamableHTTPClientTransport1(serverUrl, { requestInit: { headers: { authorization: `Bearer ${token}` } } })
+    const before = s.mcp.seen.length
+    await client.connect(transport)
+    t.teardown(() => client.close())
+    t.equal(client.getServerVersion()?.name, 'orders')
+    const init = s.mcp.seen[before]
+    t.match(init?.body, /"method":"initialize"/, 'the 2025 handshake reached the server')
+    t.equal(init?.headers['mcp-method'], undefined, 'a 2025-11-25 client sends no Mcp-Method header')
+    const got = await client.callTool({ name: 'get_order', arguments: { id: '5' } })
+    t.same(got.content, [{ type: 'text', text: 'order 5 for robot' }])
+    t.equal(s.mcp.seen.at(-1)?.headers['mcp-protocol-version'], '2025-11-25')
+    const prompt = await client.getPrompt({ name: SUMMARY_PROMPT, arguments: { ton: 'lang' } })
+    t.same(prompt.messages, [{ role: 'user', content: { type: 'text', text: 'Fasse die Bestellungen lang zusammen' } }])
+    const recent = await client.readResource({ uri: 'orders://recent' })
+    t.same(recent.contents, [{ uri: 'orders://recent', text: 'recent orders of robot' }])
+    const upTo = s.mcp.seen.length
+    const deleted = await refusal(client.callTool({ name: 'delete_order', arguments: { id: '5' } }))
+    t.ok(deleted instanceof Error, 'delete_order without orders:write is refused')
+    t.equal(s.mcp.seen.length, upTo, 'and never reached the server')
+  })
+})
