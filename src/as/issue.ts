@@ -8,6 +8,7 @@ import { randomId, randomToken } from '../tokens/random.js'
 import { labelKey } from '../metrics.js'
 import { signJwt } from '../keys/sign.js'
 import { epochSeconds } from '../clock.js'
+import { InvalidGrant } from '../errors.js'
 import type { ClientConfig } from '../config/types.js'
 import type { SigningAlg } from '../keys/keyset.js'
 import { hashToken } from '../store/hash.js'
@@ -208,6 +209,11 @@ export interface NewGrantInput {
   nonce: string | null
   /** The DPoP key thumbprint of the token request, or null. */
   jkt: string | null
+  /**
+   * Epoch ms the person gave this authorization (an authorization code's issue time): when they
+   * withdrew the client at or after it, no grant is made (invalid_grant).
+   */
+  authorizedAtMs?: number
 }
 
 /**
@@ -223,13 +229,16 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
   const refreshToken = input.client.grantTypes.includes('refresh_token') ? randomToken() : null
   const accessExp = now + as.as.accessToken.ttlSec
   const expiresAt = refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec
-  // Indexed first, so every grant that exists can be found (and withdrawn) on the person's account page.
-  await as.store.noteAllowance(input.sub, input.client.clientId, {
+  // Indexed first, so every grant that exists can be found (and withdrawn) on the person's account page;
+  // in the same atomic step the store refuses an authorization the person withdrew after giving it.
+  const noted = await as.store.noteAllowance(input.sub, input.client.clientId, {
     scopes: input.scope.split(' ').filter((s) => s !== ''),
     at: now,
     grantId: input.grantId,
     until: expiresAt,
+    ...(input.authorizedAtMs === undefined ? {} : { authorizedAtMs: input.authorizedAtMs }),
   })
+  if (!noted) throw new InvalidGrant(undefined, { cause: 'the person withdrew this client after authorizing it' })
   await as.store.createGrant(
     {
       grantId: input.grantId,

@@ -106,6 +106,8 @@ export class MemoryStore implements Store {
   /** sub → client id → allowance. */
   readonly #allowances = new Map<string, Map<string, AllowanceEntry>>()
   readonly #hits = new Map<string, Window>()
+  /** consentKey(sub, client) → when (ms) the person withdrew that client, kept for the code's lifetime. */
+  readonly #withdrawals = new Map<string, Expiring<number>>()
   readonly #clients = new Map<string, RegisteredClientRecord>()
   /** useOnce keys → epoch ms until which they count as used. */
   readonly #used = new Map<string, number>()
@@ -161,6 +163,7 @@ export class MemoryStore implements Store {
       this.#knownBrowsers.size +
       this.#allowances.size +
       this.#clients.size +
+      this.#withdrawals.size +
       this.#upstreamLogins.size +
       this.#upstreamPeople.size +
       this.#passkeyChallenges.size +
@@ -499,10 +502,12 @@ export class MemoryStore implements Store {
 
   // -- what a person allowed (the account page) -------------------------------
 
-  async noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<void> {
+  async noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<boolean> {
     this.#open()
     const now = this.#nowMs()
     let byClient = this.#allowances.get(sub)
+    const withdrawnAt = this.#live(this.#withdrawals, consentKey(sub, clientId))
+    if (note.authorizedAtMs !== undefined && withdrawnAt !== null && withdrawnAt >= note.authorizedAtMs) return false
     if (!byClient) {
       byClient = new Map()
       this.#allowances.set(sub, byClient)
@@ -516,6 +521,7 @@ export class MemoryStore implements Store {
     if (note.grantId !== null) e.grants.set(note.grantId, Math.max(e.grants.get(note.grantId) ?? 0, note.until))
     byClient.set(clientId, e)
   }
+    return true
 
   async listAllowances(sub: string): Promise<AllowanceRecord[]> {
     this.#open()
@@ -528,11 +534,14 @@ export class MemoryStore implements Store {
     return out
   }
 
-  async withdrawAllowance(sub: string, clientId: string): Promise<string[]> {
+  async withdrawAllowance(sub: string, clientId: string, rememberSec: number): Promise<string[]> {
     this.#open()
     const now = this.#nowMs()
     this.#consents.delete(consentKey(sub, clientId))
     const byClient = this.#allowances.get(sub)
+    const old = this.#withdrawals.get(consentKey(sub, clientId))
+    const keptMs = old !== undefined && now < old.expMs ? old.expMs : 0
+    this.#withdrawals.set(consentKey(sub, clientId), { value: now, expMs: Math.max(keptMs, now + rememberSec * 1000) })
     const e = byClient?.get(clientId)
     byClient?.delete(clientId)
     if (byClient?.size === 0) this.#allowances.delete(sub)
@@ -545,6 +554,7 @@ export class MemoryStore implements Store {
 
   #sweepAllowances(nowMs: number): void {
     for (const [sub, byClient] of this.#allowances) {
+    for (const [key, w] of this.#withdrawals) if (nowMs >= w.expMs) this.#withdrawals.delete(key)
       for (const [clientId, e] of byClient) if (nowMs >= e.expMs) byClient.delete(clientId)
       if (byClient.size === 0) this.#allowances.delete(sub)
     }

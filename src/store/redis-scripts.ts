@@ -289,13 +289,20 @@ return 1
 /**
  * Note an allowance (the account page). KEYS[1] = `apps:{sub}` hash (client id → JSON
  * {s: scopes, at, e: until ms}); KEYS[2] = `ugrants:{sub}:client` sorted set (grant id, score =
- * until s). Both carry the sub's hash tag. ARGV: 1 client id, 2 scopes JSON array, 3 at (s),
- * 4 grant id or '', 5 until (s), 6 now ms. Scopes are merged, `at` and the lifetimes only raised.
+ * until s); KEYS[3] = `withdrawn:{sub}:client` hash {at: ms of the latest withdrawal, e: ms it is
+ * remembered until}. All carry the sub's
+ * hash tag. ARGV: 1 client id, 2 scopes JSON array, 3 at (s), 4 grant id or '', 5 until (s), 6 now ms,
+ * 7 ms the authorization was given or ''. Scopes are merged, `at` and the lifetimes only raised.
+ * Returns 0, noting nothing, when the client was withdrawn at or after ARGV[7]; 1 otherwise.
  */
 export const NOTE_ALLOWANCE = script(
   'noteAllowance',
   `
 local now = tonumber(ARGV[6])
+if ARGV[7] ~= '' then
+  local w = redis.call('HMGET', KEYS[3], 'at', 'e')
+  if w[1] and tonumber(w[2]) > now and tonumber(w[1]) >= tonumber(ARGV[7]) then return 0 end
+end
 local until_ms = tonumber(ARGV[5]) * 1000
 local scopes = {}
 local seen = {}
@@ -328,8 +335,10 @@ return 1
 
 /**
  * Withdraw an allowance. KEYS[1] = `apps:{sub}`, KEYS[2] = `ugrants:{sub}:client`, KEYS[3] =
- * `consent:{sub}:client` (one hash tag). ARGV: 1 client id, 2 now ms. Deletes all three in one
- * step and returns the grant ids still live (until > now), for the caller to revoke.
+ * `consent:{sub}:client`, KEYS[4] = `withdrawn:{sub}:client` (one hash tag). ARGV: 1 client id,
+ * 2 now ms, 3 how long to remember the withdrawal (ms). Deletes the first three and records the
+ * time in the fourth ({at, e}, e only raised) in one step; returns the grant ids still live
+ * (until > now), for the caller to revoke.
  */
 export const WITHDRAW_ALLOWANCE = script(
   'withdrawAllowance',
@@ -337,6 +346,12 @@ export const WITHDRAW_ALLOWANCE = script(
 local gids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. math.floor(tonumber(ARGV[2]) / 1000), '+inf')
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HDEL', KEYS[1], ARGV[1])
+local now = tonumber(ARGV[2])
+local e = tonumber(redis.call('HGET', KEYS[4], 'e') or 0)
+if e <= now then e = 0 end
+e = math.max(e, now + tonumber(ARGV[3]))
+redis.call('HSET', KEYS[4], 'at', now, 'e', e)
+redis.call('PEXPIRE', KEYS[4], math.max(1, e - now))
 return gids
 `,
 )

@@ -1023,17 +1023,23 @@ export class RedisStore implements Store {
     return this.#key('ugrants', sub, `:${part(clientId)}`)
   }
 
-  async noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<void> {
-    await this.#do((c) =>
+  /** When (ms) the person last withdrew the client: same tag, so noteAllowance and withdrawal see it atomically. */
+  #withdrawnKey(sub: string, clientId: string): string {
+    return this.#key('withdrawn', sub, `:${part(clientId)}`)
+  }
+
+  async noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<boolean> {
+    const noted = await this.#do((c) =>
       this.#eval(
         c,
         NOTE_ALLOWANCE,
-        [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId)],
-        [clientId, JSON.stringify(note.scopes), note.at, note.grantId ?? '', note.until, this.#clock.now()],
+        [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId), this.#withdrawnKey(sub, clientId)],
+        [clientId, JSON.stringify(note.scopes), note.at, note.grantId ?? '', note.until, this.#clock.now(), note.authorizedAtMs ?? ''],
       ),
     )
   }
 
+    return Number(noted) === 1
   async listAllowances(sub: string): Promise<AllowanceRecord[]> {
     const now = this.#clock.now()
     return this.#do(async (c) => {
@@ -1051,9 +1057,9 @@ export class RedisStore implements Store {
     })
   }
 
-  async withdrawAllowance(sub: string, clientId: string): Promise<string[]> {
-    const keys = [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId), this.#consentKey(sub, clientId)]
-    return list(await this.#do((c) => this.#eval(c, WITHDRAW_ALLOWANCE, keys, [clientId, this.#clock.now()]))).map(str)
+  async withdrawAllowance(sub: string, clientId: string, rememberSec: number): Promise<string[]> {
+    const keys = [this.#allowancesKey(sub), this.#allowanceGrantsKey(sub, clientId), this.#consentKey(sub, clientId), this.#withdrawnKey(sub, clientId)]
+    return list(await this.#do((c) => this.#eval(c, WITHDRAW_ALLOWANCE, keys, [clientId, this.#clock.now(), Math.ceil(rememberSec * 1000)]))).map(str)
   }
 
   // -- registered clients (RFC 7591) -------------------------------------------

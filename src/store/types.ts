@@ -35,6 +35,11 @@ export interface CodeRecord {
   expiresAt: number
   /** RFC 9449 10: `dpop_jkt` of the authorization request; the token request's proof key must have it. */
   dpopJkt?: string
+  /**
+   * Epoch milliseconds the code was issued: a withdrawal of (sub, client) at or after it refuses the
+   * exchange. Absent on codes stored by an older version (their issue time is derived from expiresAt).
+   */
+  issuedAtMs?: number
 }
 
 /** Result of takeCode: atomic Issued → Used. */
@@ -198,6 +203,12 @@ export interface AllowanceNote {
   grantId: string | null
   /** Epoch seconds the note must last at least (the grant's or the consent's end). */
   until: number
+  /**
+   * Epoch milliseconds the person gave the authorization this note records (an authorization code's
+   * issue time). When (sub, client) was withdrawn at or after it, the note is refused: the withdrawal
+   * covers every authorization given before it, including a code not yet exchanged.
+   */
+  authorizedAtMs?: number
 }
 
 /** RFC 7591 2: the metadata a registered client is known by, as the server accepted it. */
@@ -304,15 +315,19 @@ export interface Store {
    * `grantId` (when given) joins its grant index, and both last until `until` at least. The AS notes a grant
    * before creating it, so no grant exists unindexed. Keys share `sub`'s hash tag with its consent.
    */
-  noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<void>
+  noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<boolean>
   /** The live allowances of `sub`, one per client. */
   listAllowances(sub: string): Promise<AllowanceRecord[]>
   /**
-   * Atomic: forget (sub, client)'s allowance, its remembered consent and its grant index. Returns the live
-   * grant ids the index held, for the caller to revoke (revokeGrant).
+   * Atomic: forget (sub, client)'s allowance, its remembered consent and its grant index, and remember
+   * the withdrawal's time for `rememberSec` (at least as long as an authorization given before it can
+   * still be turned into a grant: a code's lifetime), so noteAllowance refuses such an authorization.
+   * Returns the live grant ids the index held, for the caller to revoke (revokeGrant).
    */
-  withdrawAllowance(sub: string, clientId: string): Promise<string[]>
+  withdrawAllowance(sub: string, clientId: string, rememberSec: number): Promise<string[]>
 
+   * Atomic with withdrawAllowance: returns false, noting nothing, when (sub, client) was withdrawn at or
+   * after `note.authorizedAtMs`; true otherwise.
   // -- registered clients (RFC 7591) -------------------------------------------
   /** Store a new registration; it lives until `record.expiresAt`. */
   putClient(record: RegisteredClientRecord): Promise<void>

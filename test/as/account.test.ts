@@ -1,4 +1,5 @@
 import t from 'tap'
+import { grantIdForCode } from '../../src/as/grant-id.js'
 import { startGrant } from '../../src/as/issue.js'
 import { verifyOwnAccessToken } from '../../src/as/verify-token.js'
 import { StoreUnavailableError } from '../../src/errors.js'
@@ -7,6 +8,7 @@ import {
   ALICE_PASSWORD,
   BOB_PASSWORD,
   Browser,
+  CLIENT_SECRET,
   WEB_CALLBACK,
   authParams,
   authorizeAs,
@@ -15,6 +17,7 @@ import {
   frontYaml,
   get,
   parseForms,
+  pkce,
   startFront,
   type Front,
 } from '../helpers/as-front.js'
@@ -166,6 +169,54 @@ t.test('withdrawing: consent forgotten, refresh token dead, access token revoked
   t.match(asked.text, /Allow Example Web App to access your account\?/)
   const callback = await authorizeAs(b, authorizeUrl(f, authParams()), { decision: 'allow' })
   t.equal(callback.origin + callback.pathname, WEB_CALLBACK, 'and allowing again works')
+})
+
+t.test('a code issued before "Withdraw access" is refused at /token afterwards: invalid_grant, no tokens, no grant left', async (t) => {
+  const f = await startFront(yaml)
+  t.teardown(() => f.close())
+  const { b } = await signInAtAccount(f)
+  const exchange = (code: string, verifier: string) =>
+    reply(
+      postForm(
+        `${f.url}/token`,
+        { grant_type: 'authorization_code', code, redirect_uri: WEB_CALLBACK, code_verifier: verifier },
+        { authorization: `Basic ${Buffer.from(`web:${CLIENT_SECRET}`).toString('base64')}` },
+      ),
+    )
+  const codeFor = async (): Promise<{ code: string; verifier: string }> => {
+    const { verifier, challenge } = pkce()
+    const callback = await authorizeAs(b, authorizeUrl(f, authParams({ prompt: 'consent', code_challenge: challenge })), { decision: 'allow' })
+    const code = callback.searchParams.get('code')
+    if (code === null) throw new Error('no code')
+    return { code, verifier }
+  }
+
+  const early = await codeFor()
+  f.clock.advance(10_000) // within code_ttl (60 s)
+  const page = await get(`${f.url}/account`, cookieOf(b))
+  const form = parseForms(page.text, `${f.url}/account`).find((x) => x.fields.client_id === 'web')
+  if (form === undefined) throw new Error('no withdraw form for web')
+  t.equal((await b.submit(form)).status, 303, 'withdrawn')
+  f.clock.advance(1_000)
+
+  const refused = await exchange(early.code, early.verifier)
+  t.equal(refused.status, 400)
+  t.equal(refused.json?.error, 'invalid_grant')
+  t.notOk(refused.json !== null && 'access_token' in refused.json, 'no access token')
+  t.notOk(refused.json !== null && 'refresh_token' in refused.json, 'no refresh token')
+  t.equal(await f.store.getGrant(grantIdForCode(hashToken(early.code))), null, 'no grant was created')
+  t.same(await f.store.listAllowances('alice'), [], 'the account page lists nothing for web again')
+  t.equal((await exchange(early.code, early.verifier)).json?.error, 'invalid_grant', 'the code is spent: a second try is refused too')
+
+  const later = await codeFor()
+  const ok = await exchange(later.code, later.verifier)
+  t.equal(ok.status, 200, 'a code the person gave after withdrawing is exchanged')
+  t.type(ok.json?.access_token, 'string')
+  t.same(
+    (await f.store.listAllowances('alice')).map((a) => [a.clientId, a.grantIds]),
+    [['web', [grantIdForCode(hashToken(later.code))]]],
+    'and only its grant is listed',
+  )
 })
 
 t.test('withdraw is a POST with the session, its CSRF token and our origin; anything else changes nothing', async (t) => {

@@ -552,7 +552,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       await store.noteAllowance('alice', 'app', { scopes: [], at: now, grantId: 'g-old', until: now + 1 })
       await store.noteAllowance('alice', 'other', { scopes: ['openid'], at: now, grantId: 'g2', until: now + 100 })
       clock.advance(1_000)
-      t2.same(await store.withdrawAllowance('alice', 'app'), ['g1'], 'the live grant, not the ended one')
+      t2.same(await store.withdrawAllowance('alice', 'app', 600), ['g1'], 'the live grant, not the ended one')
       t2.equal(await store.getConsent('alice', 'app'), null, 'remembered consent gone')
       t2.same(
         (await store.listAllowances('alice')).map((a) => a.clientId),
@@ -560,7 +560,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
         'the other client stays',
       )
       t2.same(await store.getConsent('alice', 'other'), ['openid'])
-      t2.same(await store.withdrawAllowance('alice', 'app'), [], 'idempotent')
+      t2.same(await store.withdrawAllowance('alice', 'app', 600), [], 'idempotent')
       await store.noteAllowance('alice', 'app', { scopes: ['orders:read'], at: now + 2, grantId: 'g3', until: now + 100 })
       t2.same(
         await store.listAllowances('alice').then((l) => l.find((a) => a.clientId === 'app')),
@@ -574,6 +574,39 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       )
     })
 
+    tt.test('a withdrawal refuses every authorization given before it, for as long as it is remembered', async (t2) => {
+      const { clock, store, h } = await setup(t2)
+      const now = nowSec(clock)
+      const given = clock.now()
+      await store.noteAllowance('alice', 'app', { scopes: ['openid'], at: now, grantId: null, until: now + 100 })
+      clock.advance(5_000)
+      await store.withdrawAllowance('alice', 'app', 60)
+      const withdrawnAt = clock.now()
+      clock.advance(1_000)
+      const note = (gid: string, authorizedAtMs?: number) => ({
+        scopes: ['orders:read'],
+        at: nowSec(clock),
+        grantId: gid,
+        until: nowSec(clock) + 100,
+        authorizedAtMs,
+      })
+      t2.equal(await store.noteAllowance('alice', 'app', note('g-before', given)), false, 'a code issued before the withdrawal: refused')
+      t2.equal(await store.noteAllowance('alice', 'app', note('g-same', withdrawnAt)), false, 'issued in the same millisecond: refused')
+      t2.same(await store.listAllowances('alice'), [], 'the refused notes left nothing')
+      const other = await h.peer()
+      t2.equal(await other.noteAllowance('alice', 'app', note('g-peer', given)), false, 'another instance refuses it too')
+      t2.equal(await store.noteAllowance('alice', 'other', note('g-other', given)), true, 'another client is not withdrawn')
+      t2.equal(await store.noteAllowance('bob', 'app', note('g-bob', given)), true, 'another person is not withdrawn')
+      t2.equal(await store.noteAllowance('alice', 'app', note('g-after', withdrawnAt + 1)), true, 'an authorization given after the withdrawal')
+      t2.equal(await store.noteAllowance('alice', 'app', note('g-refresh')), true, 'a note with no authorization time (a refresh) is not judged')
+      t2.same((await store.listAllowances('alice')).map((a) => [a.clientId, [...a.grantIds].sort()]).sort(), [
+        ['app', ['g-after', 'g-refresh']],
+        ['other', ['g-other']],
+      ])
+      clock.advance(60_000)
+      t2.equal(await store.noteAllowance('alice', 'app', note('g-late', given)), true, 'forgotten after rememberSec (the code it guarded has expired)')
+    })
+
     tt.test('an allowance seen through another instance', async (t2) => {
       const { clock, store, h } = await setup(t2)
       const now = nowSec(clock)
@@ -583,7 +616,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
         (await other.listAllowances('alice')).map((a) => a.grantIds),
         [['g1']],
       )
-      t2.same(await other.withdrawAllowance('alice', 'app'), ['g1'])
+      t2.same(await other.withdrawAllowance('alice', 'app', 600), ['g1'])
       t2.same(await store.listAllowances('alice'), [])
     })
   })
@@ -860,6 +893,6 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.getClient('c'), StoreUnavailableError)
     await tt.rejects(h.store.noteAllowance('alice', 'app', { scopes: [], at: 0, grantId: 'g', until: 1 }), StoreUnavailableError)
     await tt.rejects(h.store.listAllowances('alice'), StoreUnavailableError)
-    await tt.rejects(h.store.withdrawAllowance('alice', 'app'), StoreUnavailableError)
+    await tt.rejects(h.store.withdrawAllowance('alice', 'app', 600), StoreUnavailableError)
   })
 }

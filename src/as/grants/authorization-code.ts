@@ -123,6 +123,8 @@ export const authorizationCodeGrant: Grant = {
       audience,
       nonce: record.nonce,
       jkt: dpop?.jkt ?? null,
+      // A code stored by an older version has no issue time: the earliest it can have been issued.
+      authorizedAtMs: record.issuedAtMs ?? (record.expiresAt - as.as.codeTtlSec) * 1000,
     })
   },
 }

@@ -27,6 +27,8 @@ export async function issueCode(as: AsContext, request: AuthorizationRequest, se
     nonce: request.nonce,
     resource: request.resource,
     expiresAt: epochSeconds(as.clock) + as.as.codeTtlSec,
+    // A withdrawal of this client at or after this moment refuses the exchange (issue.ts, startGrant).
+    issuedAtMs: as.clock.now(),
   }
   if (request.dpopJkt !== null) record.dpopJkt = request.dpopJkt
   await as.store.putCode(hashToken(code), record, as.as.codeTtlSec)
