@@ -75,7 +75,7 @@ export class InvalidRequest extends OAuthError {
 
 /** RFC 6749 5.2: client authentication failed. Always 401 with a Basic challenge. */
 export class InvalidClient extends OAuthError {
-  static override readonly code = 'ERR_INVALID_CLIENT'
+  static override readonly code: string = 'ERR_INVALID_CLIENT'
   constructor(description = 'Client authentication failed', o: Opts = {}) {
     super(401, 'invalid_client', description, { ...o, challenge: 'Basic' })
   }
@@ -88,6 +88,19 @@ export class InvalidGrant extends OAuthError {
     super(400, 'invalid_grant', description, o)
   }
 }
+/**
+ * RFC 7523 3.2: a client assertion (`private_key_jwt`, or a workload's
+ * platform token) that does not authenticate the client: bad signature,
+ * wrong iss/sub/aud, expired or too long-lived, replayed jti, unknown key.
+ * The answer is invalid_client's; the cause is only logged.
+ */
+export class InvalidClientAssertion extends InvalidClient {
+  static override readonly code = 'ERR_INVALID_CLIENT_ASSERTION'
+  constructor(o: Opts = {}) {
+    super('The client assertion is invalid', o)
+  }
+}
+
 
 export class UnauthorizedClient extends OAuthError {
   static override readonly code = 'ERR_UNAUTHORIZED_CLIENT'

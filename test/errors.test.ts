@@ -47,6 +47,14 @@ const CASES: Record<string, Expected> = {
   },
   InvalidGrant: {
     make: () => new E.InvalidGrant(),
+  InvalidClientAssertion: {
+    make: () => new E.InvalidClientAssertion({ cause: 'client assertion: jti replayed' }),
+    code: 'ERR_INVALID_CLIENT_ASSERTION',
+    status: 401,
+    error: 'invalid_client',
+    description: 'The client assertion is invalid',
+    wwwAuthenticate: 'Basic realm="bearward"',
+  },
     code: 'ERR_INVALID_GRANT',
     status: 400,
     error: 'invalid_grant',

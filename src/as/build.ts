@@ -9,6 +9,7 @@ import { DpopVerifier } from '../dpop/verify-proof.js'
 import type { KeySet } from '../keys/keyset.js'
 import { JwtVerifier } from '../tokens/verify-jwt.js'
 import { ClientDirectory } from './client-directory.js'
+import { ClientKeySets } from './client-keys.js'
 import type { AsContext } from './context.js'
 import { ClientAddress } from '../http/trusted-proxies.js'
 import { UpstreamProviders } from './upstream/providers.js'
@@ -26,6 +27,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   const resources = new Set<string>([config.publicUrl, ...config.routes.flatMap((r) => r.audiences)])
   const clients = new Map(deps.as.clients.map((c) => [c.clientId, c]))
   const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)
+  const clientKeys = new ClientKeySets(deps.clock, deps.log, deps.as.clientIdMetadataDocuments)
   const upstream = new UpstreamProviders(deps.as.identityProviders, deps.log)
   upstream.start()
   return {
@@ -46,9 +48,10 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     // Also ends the identity providers' discovery retries: both belong to this Runtime.
     closeClientLookup: async () => {
       upstream.close()
-      await directory.close()
+      await Promise.all([directory.close(), clientKeys.close()])
     },
     users: new Map(deps.as.users.map((u) => [u.username, u])),
+    clientKeys,
     upstream,
     secrets: new SecretVerifier(),
     secureCookies: config.publicUrl.startsWith('https:'),

@@ -5,22 +5,25 @@
  * - client_secret_basic (RFC 6749 2.3.1): every confidential client may use it.
  * - client_secret_post: only a client registered with that method.
  * - none: a public client names itself with `client_id` in the body.
+ * - private_key_jwt (RFC 7523 2.2): a `client_assertion` JWT signed with the
+ *   client's key (client-assertion.ts); only a client registered with it.
  * Using two methods at once is `invalid_request` (RFC 6749 2.3); every other
  * failure is 401 `invalid_client` with a Basic challenge (RFC 6749 5.2).
  */
 import type { IncomingMessage } from 'node:http'
 import type { ClientConfig } from '../config/types.js'
 import { DUMMY_HASH } from '../crypto/secret.js'
-import { ClientAuthenticationLocked, InvalidClient, InvalidRequest } from '../errors.js'
+import { ClientAuthenticationLocked, InvalidClient, InvalidClientAssertion, InvalidRequest } from '../errors.js'
 import type { FormParams } from '../http/body.js'
+import { assertionClientId, CLIENT_ASSERTION_TYPE, verifyClientAssertion } from './client-assertion.js'
 import type { AsContext } from './context.js'
 import { clientAuthLimit } from './interaction/rate-limit.js'
 
 /** Client authentication parameters every back-channel endpoint reads (and refuses repeated, RFC 6749 3.2). */
-export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_id', 'client_secret']
+export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_id', 'client_secret', 'client_assertion', 'client_assertion_type']
 
 /** How the client proved who it is. */
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt'
 
 export interface AuthenticatedClient {
   client: ClientConfig
@@ -33,11 +36,9 @@ export interface ClientAuthOptions {
 }
 
 /** Credentials found in the request, before they are checked. */
-interface Presented {
-  clientId: string
-  secret: string | null
-  method: ClientAuthMethod
-}
+type Presented =
+  | { clientId: string; secret: string | null; method: 'client_secret_basic' | 'client_secret_post' | 'none' }
+  | { clientId: string; assertion: string; method: 'private_key_jwt' }
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
 
@@ -79,6 +80,19 @@ function presented(req: IncomingMessage, form: FormParams): Presented {
   const basic = parseBasic(req.headers.authorization)
   const bodyId = form.get('client_id')
   const bodySecret = form.get('client_secret')
+  const assertionType = form.get('client_assertion_type')
+  const assertion = form.get('client_assertion')
+  if (assertionType !== undefined || assertion !== undefined) {
+    if (basic !== null || bodySecret !== undefined) throw new InvalidRequest('Use only one client authentication method')
+    if (assertionType !== CLIENT_ASSERTION_TYPE) {
+      throw new InvalidClient('Unsupported client_assertion_type', { cause: 'client_assertion_type is not jwt-bearer' })
+    }
+    if (assertion === undefined || assertion === '') throw new InvalidRequest('client_assertion is missing')
+    const clientId = assertionClientId(assertion)
+    // RFC 7523 3.1: a client_id sent beside the assertion must name the same client.
+    if (bodyId !== undefined && bodyId !== clientId) throw new InvalidClientAssertion({ cause: 'client assertion: sub differs from client_id' })
+    return { clientId, assertion, method: 'private_key_jwt' }
+  }
   if (basic !== null) {
     if (bodySecret !== undefined) throw new InvalidRequest('Use only one client authentication method')
     if (bodyId !== undefined && bodyId !== basic.clientId) {
@@ -91,6 +105,12 @@ function presented(req: IncomingMessage, form: FormParams): Presented {
   }
   if (bodySecret !== undefined) return { clientId: bodyId, secret: bodySecret, method: 'client_secret_post' }
   return { clientId: bodyId, secret: null, method: 'none' }
+}
+
+/** The URL of the endpoint called (an assertion may name it as its `aud`): the issuer's origin and the request's path. */
+function endpointUrl(as: AsContext, req: IncomingMessage): string {
+  const path = (req.url ?? '/').split('?')[0] ?? '/'
+  return `${new URL(as.issuer).origin}${path}`
 }
 
 /**
@@ -111,6 +131,15 @@ function presented(req: IncomingMessage, form: FormParams): Presented {
 export async function authenticateClient(req: IncomingMessage, form: FormParams, as: AsContext, options: ClientAuthOptions = {}): Promise<AuthenticatedClient> {
   const p = presented(req, form)
   const client = await as.findClient(p.clientId)
+
+  if (p.method === 'private_key_jwt') {
+    if (client === undefined) throw new InvalidClientAssertion({ cause: 'client assertion: unknown client' })
+    if (client.tokenEndpointAuthMethod !== 'private_key_jwt') {
+      throw new InvalidClientAssertion({ cause: 'client assertion: the client is not registered for private_key_jwt' })
+    }
+    await verifyClientAssertion(as, client, p.assertion, endpointUrl(as, req))
+    return { client, method: 'private_key_jwt' }
+  }
 
   if (p.secret === null) {
     if (client === undefined) throw new InvalidClient(undefined, { cause: 'unknown client' })

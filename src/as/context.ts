@@ -7,6 +7,7 @@ import type { DpopVerifier } from '../dpop/verify-proof.js'
 import type { ClientAddress } from '../http/trusted-proxies.js'
 import type { KeySet } from '../keys/keyset.js'
 import type { JwtIssuer, JwtVerifier } from '../tokens/verify-jwt.js'
+import type { ClientKeySets } from './client-keys.js'
 import type { UpstreamProviders } from './upstream/providers.js'
 
 /**
@@ -31,6 +32,8 @@ export interface AsContext extends FaceDeps {
   findClient(clientId: string): Promise<ClientConfig | undefined>
   /** Release what the client lookup holds (metadata document connections), at Runtime close. */
   closeClientLookup(): Promise<void>
+  /** The public keys of `private_key_jwt` clients, inline or fetched from their `jwks_uri` (client-keys.ts). */
+  readonly clientKeys: ClientKeySets
   readonly users: ReadonlyMap<string, UserConfig>
   /** Upstream OpenID Connect providers (`identity_providers`), discovered in the background. */
   readonly upstream: UpstreamProviders

@@ -5,6 +5,7 @@
  * `/.well-known/openid-configuration`. Built once per Runtime.
  */
 import { releasableClaims } from './claims.js'
+import { CLIENT_ASSERTION_ALGS } from './client-assertion.js'
 import type { AsContext } from './context.js'
 import { DEVICE_CODE_GRANT } from './grants/device-code.js'
 import { OIDC_SCOPES } from './scope.js'
@@ -38,10 +39,14 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT],
     code_challenge_methods_supported: pkceMethods,
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    // RFC 7523 2.2 / RFC 8414 2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).
+    token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    revocation_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
     // Introspection reveals token contents: only authenticated (confidential) callers.
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    introspection_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
     authorization_response_iss_parameter_supported: true,
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [as.keys.idToken.alg],

@@ -46,7 +46,13 @@ export interface LogConfig {
 }
 
 export type ClientType = 'confidential' | 'public'
-export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
+export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt'
+
+/** A JWK Set (RFC 7517 5) as written: its keys are parsed, and the unusable ones dropped, where they are used. */
+export interface JwkSetDocument {
+  keys: Array<Record<string, unknown>>
+}
+
 export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'urn:ietf:params:oauth:grant-type:device_code'
 
 /** RFC 7591 2 client metadata that pages render; OIDC RP-Initiated Logout 1.0 3.1. */
@@ -70,7 +76,7 @@ export interface ClientConfig {
   type: ClientType
   /** `bearward hash-secret` output; confidential clients only. */
   secretHash: string | null
-  /** Derived: `none` for public clients, else `client_secret_basic` unless configured `client_secret_post`. */
+  /** Derived: `none` for public clients, else `client_secret_basic` unless configured `client_secret_post` or `private_key_jwt`. */
   tokenEndpointAuthMethod: TokenEndpointAuthMethod
   redirectUris: string[]
   grantTypes: GrantType[]
@@ -84,6 +90,10 @@ export interface ClientConfig {
   requirePkce: boolean
   /** Accept code_challenge_method=plain (`allow_plain_pkce`, default false). */
   allowPlainPkce: boolean
+  /** `private_key_jwt` (RFC 7523 2.2): the client's public keys inline (`jwks`); absent otherwise. */
+  jwks?: JwkSetDocument
+  /** `private_key_jwt`: where the client publishes its public keys (`jwks_uri`); absent otherwise. */
+  jwksUri?: string
   /** Skip the consent page for this (first-party) client (`skip_consent`, default false). */
   skipConsent: boolean
   /** Rotate refresh tokens on every use (`rotate_refresh_tokens`); forced true for public clients. */

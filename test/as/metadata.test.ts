@@ -42,9 +42,14 @@ t.test('metadata documents', async (t) => {
       t.same(m.response_modes_supported, ['query'])
       t.same(m.grant_types_supported, ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'])
       t.notOk((m.grant_types_supported as string[]).includes('password'))
-      t.same(m.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'none'])
-      t.same(m.revocation_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'none'])
-      t.same(m.introspection_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post'])
+      t.same(m.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'])
+      t.same(m.revocation_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'])
+      t.same(m.introspection_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'private_key_jwt'])
+      // RFC 7523 2.2: asymmetric algorithms only; none and HMAC are never accepted for an assertion.
+      const assertionAlgs = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
+      t.same(m.token_endpoint_auth_signing_alg_values_supported, assertionAlgs)
+      t.same(m.revocation_endpoint_auth_signing_alg_values_supported, assertionAlgs)
+      t.same(m.introspection_endpoint_auth_signing_alg_values_supported, assertionAlgs)
       t.equal(m.authorization_response_iss_parameter_supported, true)
       t.same(m.subject_types_supported, ['public'])
       t.same(m.id_token_signing_alg_values_supported, ['ES256'])

@@ -4,7 +4,8 @@
  * tokens (RFC 9700 2.1.1, 4.14.2); confidential clients always have one.
  */
 import type { Node } from 'yaml'
-import type { ClientConfig, ClientType, GrantType, TokenEndpointAuthMethod } from '../types.js'
+import type { ClientConfig, ClientType, GrantType, JwkSetDocument, TokenEndpointAuthMethod } from '../types.js'
+import { jwkSetProblem } from '../../keys/jwk-set.js'
 import { checkSecretHashShape } from '../hash-format.js'
 import { demoSecretOf } from '../demo.js'
 import type { MapView, Reader } from '../reader.js'
@@ -64,12 +65,23 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
   const name = c.opt('name', r.str(), clientId ?? '')
   const metadata = readClientMetadata(r, c)
 
-  const secretHash = type === 'public' ? undefined : c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
+  // private_key_jwt (RFC 7523 2.2): the client proves itself with its key, so it has keys and no secret.
+  const method = c.maybe('token_endpoint_auth_method', r.oneOf(AUTH_METHODS))
+  const usesKeys = type === 'confidential' && method === 'private_key_jwt'
+  const keys = readClientKeys(r, c, usesKeys)
+  const secretHash = type === 'public' || usesKeys ? undefined : c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
   if (type === 'public' && c.has('secret_hash')) {
     r.problem(c.get('secret_hash'), c.pathOf('secret_hash'), 'a public client has no secret: remove `secret_hash`, or make the client `type: confidential`')
   }
-  if (type === 'confidential' && !c.has('secret_hash')) {
-    r.problem(c.node, c.pathOf('secret_hash'), `a confidential client needs \`secret_hash\`${HASH_HINT}`)
+  if (usesKeys && c.has('secret_hash')) {
+    r.problem(c.get('secret_hash'), c.pathOf('secret_hash'), 'a `private_key_jwt` client authenticates with its key, not a secret: remove `secret_hash`')
+  }
+  if (type === 'confidential' && !usesKeys && !c.has('secret_hash')) {
+    r.problem(
+      c.node,
+      c.pathOf('secret_hash'),
+      `a confidential client needs \`secret_hash\`${HASH_HINT}, or \`token_endpoint_auth_method: private_key_jwt\` with \`jwks\` or \`jwks_uri\``,
+    )
   }
   if (secretHash !== undefined) {
     const demo = demoSecretOf(secretHash)
@@ -82,7 +94,6 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     }
   }
 
-  const method = c.maybe('token_endpoint_auth_method', r.oneOf(AUTH_METHODS))
   let tokenEndpointAuthMethod: TokenEndpointAuthMethod = type === 'public' ? 'none' : 'client_secret_basic'
   if (method !== undefined) {
     const methodPath = c.pathOf('token_endpoint_auth_method')
@@ -92,7 +103,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
       r.problem(
         c.get('token_endpoint_auth_method'),
         methodPath,
-        'a confidential client authenticates with its secret: use `client_secret_basic` or `client_secret_post`',
+        'a confidential client authenticates with its secret or its key: use `client_secret_basic`, `client_secret_post` or `private_key_jwt`',
       )
     } else {
       tokenEndpointAuthMethod = method
@@ -151,6 +162,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     clientId,
     name,
     metadata,
+    ...keys,
     type,
     secretHash: type === 'confidential' ? (secretHash ?? null) : null,
     tokenEndpointAuthMethod,
@@ -165,6 +177,51 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
     dpopBoundAccessTokens,
   }
+/**
+ * `jwks` or `jwks_uri` of a `private_key_jwt` client: exactly one, and only
+ * for such a client. An inline set must hold at least one usable public
+ * signature key (a private or symmetric key there is a mistake to report,
+ * never a key to use).
+ */
+function readClientKeys(r: Reader, c: MapView, usesKeys: boolean): Pick<ClientConfig, 'jwks' | 'jwksUri'> {
+  if (!usesKeys) {
+    for (const key of ['jwks', 'jwks_uri']) {
+      if (c.has(key)) r.problem(c.get(key), c.pathOf(key), `\`${key}\` is for \`token_endpoint_auth_method: private_key_jwt\` clients`)
+    }
+    return {}
+  }
+  if (c.has('jwks') === c.has('jwks_uri')) {
+    r.problem(
+      c.node,
+      c.pathOf('jwks'),
+      'a `private_key_jwt` client needs its public keys: `jwks: { keys: [...] }` or `jwks_uri: https://...`, exactly one of the two',
+    )
+    return {}
+  }
+  if (c.has('jwks_uri')) {
+    const jwksUri = c.maybe('jwks_uri', r.str({ check: checkJwksUri }))
+    return jwksUri === undefined ? {} : { jwksUri }
+  }
+  const node = c.get('jwks')
+  const doc = node === undefined ? undefined : r.plainMap(node, c.pathOf('jwks'))
+  if (doc === undefined) return {}
+  const problem = jwkSetProblem(doc)
+  if (problem !== undefined) {
+    r.problem(node, c.pathOf('jwks'), problem)
+    return {}
+  }
+  return { jwks: doc as unknown as JwkSetDocument }
+}
+
+/** https, or http on a loopback host (a key server on the same machine); no credentials or fragment. */
+function checkJwksUri(value: string): string | undefined {
+  const url = parseAbsoluteUrl(value)
+  if (url === undefined || (url.protocol !== 'https:' && url.protocol !== 'http:')) return 'expected the https URL of a JWK Set'
+  if (url.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) return 'a jwks_uri is https (http only on a loopback host)'
+  if (url.username !== '' || url.password !== '' || value.includes('#')) return 'a jwks_uri has no credentials or fragment'
+  return undefined
+}
+
   return { clientId, client }
 }
 
