@@ -1,0 +1,134 @@
+/**
+ * Running the MCP conformance package's server scenarios
+ * (`@modelcontextprotocol/conformance`, its CLI as its users run it:
+ * `conformance server --url … -o dir`) and reading their results, and the
+ * relay that lets the CLI reach a protected route.
+ *
+ * The CLI has no option for request headers (its client is the SDK 1.x
+ * Streamable HTTP transport with no requestInit, and its raw probes use
+ * undici with fixed headers), so it cannot present a token. A relay in front
+ * of the gateway adds `Authorization: Bearer …` and changes nothing else: the
+ * request line, every other header (Host included, which the DNS-rebinding
+ * scenario forges) and both bodies pass byte for byte, streamed both ways.
+ * The direct run goes through the same relay without a token, so the only
+ * difference between the two runs is bearward.
+ */
+import { spawn } from 'node:child_process'
+import { readdir, readFile } from 'node:fs/promises'
+import { createServer, request, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join, resolve } from 'node:path'
+import { childEnv } from './bin.js'
+
+export const CONFORMANCE_CLI = resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js')
+
+/** One check of a scenario's checks.json. */
+export interface ConformanceCheck {
+  readonly id: string
+  readonly status: 'SUCCESS' | 'FAILURE' | 'WARNING' | 'INFO' | 'SKIPPED'
+  readonly errorMessage?: string
+}
+
+/**
+ * The CLI imports `globSync` from node:fs (Node 22+) for its tier-check
+ * command, which the server command never calls; on Node 20 the import alone
+ * fails. This loader gives the CLI's module an fs with a globSync that throws,
+ * and nothing else changes. Unused on Node 22 and later.
+ */
+const FS_SHIM =
+  'data:text/javascript,' +
+  encodeURIComponent(
+    'import fs from "node:fs"; export * from "node:fs"; export default fs; export function globSync() { throw new Error("fs.globSync needs Node 22") }',
+  )
+const HOOKS =
+  'data:text/javascript,' +
+  encodeURIComponent(
+    `export async function resolve(specifier, context, next) {
+      if ((specifier === 'fs' || specifier === 'node:fs') && context.parentURL && context.parentURL.includes('/@modelcontextprotocol/conformance/dist/')) return { url: ${JSON.stringify(FS_SHIM)}, shortCircuit: true }
+      return next(specifier, context)
+    }`,
+  )
+const REGISTER = `data:text/javascript,${encodeURIComponent(`import { register } from 'node:module'; register(${JSON.stringify(HOOKS)})`)}`
+
+function nodeArgs(): string[] {
+  const major = Number(process.versions.node.split('.')[0])
+  return major >= 22 ? [] : ['--import', REGISTER]
+}
+
+/** `conformance list --server`: the server scenarios this version has, with the spec versions each applies to. */
+export async function listServerScenarios(): Promise<Map<string, string[]>> {
+  const out = await runCli(['list', '--server'])
+  const found = new Map<string, string[]>()
+  for (const m of out.stdout.matchAll(/^\s*- (\S+) \[([^\]]*)\]/gm)) found.set(m[1] as string, (m[2] as string).split(','))
+  return found
+}
+
+async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [...nodeArgs(), CONFORMANCE_CLI, ...args], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString('utf8')
+  })
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString('utf8')
+  })
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, stdout, stderr }
+}
+
+/**
+ * Run the server scenarios (all of them, pending ones included, or the one named) against `url`
+ * and return each scenario's checks, read from the checks.json files the CLI
+ * writes under `outDir`.
+ */
+export async function runServerScenarios(
+  url: string,
+  outDir: string,
+  scenario?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string; results: Map<string, ConformanceCheck[]> }> {
+  const run = await runCli(['server', '--url', url, '-o', outDir, ...(scenario === undefined ? ['--suite', 'all'] : ['--scenario', scenario])])
+  const results = new Map<string, ConformanceCheck[]>()
+  for (const dir of await readdir(outDir)) {
+    // server-<scenario>-<timestamp>
+    const name = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z?$/.exec(dir)?.[1] ?? dir
+    const checks = JSON.parse(await readFile(join(outDir, dir, 'checks.json'), 'utf8')) as ConformanceCheck[]
+    results.set(name, checks)
+  }
+  return { ...run, results }
+}
+
+export interface Relay {
+  readonly url: string
+  /** Requests relayed, in order (method and path). */
+  readonly relayed: Array<{ method: string; url: string }>
+  close(): Promise<void>
+}
+
+/** A pass-through HTTP relay to `target` (base URL) that adds `Authorization: Bearer token` when a token is given. */
+export async function startRelay(target: string, token: string | null): Promise<Relay> {
+  const to = new URL(target)
+  const relayed: Array<{ method: string; url: string }> = []
+  const server: Server = createServer((req, res) => {
+    relayed.push({ method: req.method ?? '', url: req.url ?? '' })
+    const headers = { ...req.headers }
+    if (token !== null) headers.authorization = `Bearer ${token}`
+    const out = request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, up.rawHeaders)
+      res.flushHeaders()
+      up.pipe(res)
+    })
+    out.on('error', () => res.destroy())
+    res.on('close', () => out.destroy())
+    req.pipe(out)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    relayed,
+    async close() {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
