@@ -121,6 +121,10 @@ export class Metrics {
     'Revocation writes that no replica confirmed within store.replica_wait.timeout (answered 503)',
   )
   readonly tokenValidations = new Counter('bearward_token_validations_total', 'Token validations by result')
+  readonly exchangesEnded = new Counter(
+    'bearward_exchanges_ended_total',
+    'Open responses and WebSocket tunnels the gateway ended because their access token was revoked or expired, by reason',
+  )
   readonly configInfo = new Gauge('bearward_config_last_reload_timestamp_seconds', 'When the config in use was loaded')
 
   /** Per route, per outcome: the rendered label set, built once; requests reuse it. */
@@ -176,7 +180,17 @@ export class Metrics {
 
   render(): string {
     return (
-      [this.requests, this.requestDuration, this.tokensIssued, this.reloads, this.storeErrors, this.replicaWaitTimeouts, this.tokenValidations, this.configInfo]
+      [
+        this.requests,
+        this.requestDuration,
+        this.tokensIssued,
+        this.reloads,
+        this.storeErrors,
+        this.replicaWaitTimeouts,
+        this.tokenValidations,
+        this.exchangesEnded,
+        this.configInfo,
+      ]
         .map((m) => m.render())
         .join('\n') + '\n'
     )

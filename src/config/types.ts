@@ -353,6 +353,11 @@ export interface GatewayConfig {
   introspectionNegativeTtlSec: number
   /** How often the in-memory revocation list is resynced from the store (default 30s). */
   revocationResyncSec: number
+  /**
+   * How long after its token's `exp` an open response or WebSocket tunnel
+   * is ended (`stream_expiry_grace`, default 30s).
+   */
+  streamExpiryGraceSec: number
   identityHeaders: IdentityHeaders
   /** Client addresses whose X-Forwarded-* headers are trusted (`trusted_proxies`). */
   trustedProxies: string[]

@@ -35,6 +35,7 @@ import { answerAsFinalRecipient, isLastHop } from './max-forwards.js'
 import { checkRequirement, McpRule, type McpJudgement } from './mcp.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './upstream/proxy.js'
+import { OpenExchanges } from './open-exchanges.js'
 import { RouteTable, stripPrefix, type RouteMatch } from './routes.js'
 import type { ForwardRequest, TokenIdentity } from './types.js'
 
@@ -148,6 +149,8 @@ class Gateway implements GatewayFace {
   readonly #table: RouteTable<RoutePlan>
   readonly #auth: Authenticator
   readonly #proxy: UpstreamProxy
+  /** Forwarded exchanges still open, ended when their token is revoked or expires. */
+  readonly #exchanges: OpenExchanges
   readonly #issuers: ReadonlyMap<string, TrustedIssuer>
   readonly #defaultReply: ErrorReplyOptions
   readonly #metadata: ProtectedResources
@@ -172,7 +175,19 @@ class Gateway implements GatewayFace {
       const dpop = new DpopVerifier(config.dpop, deps, 'resource')
       this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway, dpop })
       this.#origin = new URL(config.publicUrl).origin
-      this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies)
+      const exchanges = new OpenExchanges({
+        clock: deps.clock,
+        revocations: deps.revocations,
+        metrics: deps.metrics,
+        graceSec: config.gateway.streamExpiryGraceSec,
+      })
+      try {
+        this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies, exchanges)
+      } catch (err) {
+        exchanges.retire()
+        throw err
+      }
+      this.#exchanges = exchanges
     } catch (err) {
       // A gateway that is never built must not leave its introspection pools open.
       for (const issuer of issuers.values()) void issuer.opaque?.close().catch(() => undefined)
@@ -411,6 +426,8 @@ class Gateway implements GatewayFace {
   }
 
   async close(): Promise<void> {
+    // Exchanges still open (WebSocket tunnels outlive a reload) stay ended by revocation and expiry until they close.
+    this.#exchanges.retire()
     this.#auth.clear()
     await Promise.all([this.#proxy.close(), ...[...this.#issuers.values()].map((i) => i.opaque?.close())])
   }

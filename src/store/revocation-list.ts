@@ -77,6 +77,8 @@ export class RevocationList {
   /** Entries that arrived while a reload was in flight (merged into its result). */
   #arrivals: RevocationEntry[] | null = null
   #resyncing: Promise<boolean> | null = null
+  /** Told of every entry this copy learns (open exchanges end on it: src/gateway/open-exchanges.ts). */
+  readonly #listeners = new Set<(entry: RevocationEntry) => void>()
 
   constructor(store: Store, clock: Clock, log: RevocationListLog | undefined, resyncSec: number, options: RevocationListOptions = {}) {
     this.#store = store
@@ -172,6 +174,30 @@ export class RevocationList {
     const map = this.#entries[entry.kind]
     map.set(entry.id, Math.max(entry.exp, map.get(entry.id) ?? entry.exp))
     this.#arrivals?.push(entry)
+    this.#tell(entry)
+  }
+
+  /**
+   * Call `listener` with every entry this copy learns from now on: added
+   * here, by message, or found by a resync (a message lost while the feed was
+   * down). An entry may be told more than once. Returns the unsubscribe.
+   */
+  onRevoked(listener: (entry: RevocationEntry) => void): () => void {
+    this.#listeners.add(listener)
+    return () => {
+      this.#listeners.delete(listener)
+    }
+  }
+
+  #tell(entry: RevocationEntry): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(entry)
+      } catch (err) {
+        // A listener's bug must not stop the list from taking the entry, nor the other listeners.
+        this.#log?.warn({ err: err instanceof Error ? err.message : String(err) }, 'revocation listener failed')
+      }
+    }
   }
 
   /**
@@ -242,11 +268,14 @@ export class RevocationList {
           if (exp + this.#graceSec >= nowSec) next[kind].set(id, exp)
         }
       }
+      // Loaded entries this copy did not hold: their messages were lost, so nobody was told yet.
+      const unheard = this.#listeners.size === 0 ? [] : loaded.filter((e) => !this.#entries[e.kind].has(e.id))
       for (const e of [...loaded, ...this.#arrivals]) {
         const map = next[e.kind]
         map.set(e.id, Math.max(e.exp, map.get(e.id) ?? e.exp))
       }
       this.#entries = next
+      for (const e of unheard) this.#tell(e)
       // Healthy only if the feed was live from before the load until now.
       if (this.#feedUp && this.#losses === losses) this.#setHealthy(true, null)
       else this.#setHealthy(false, new Error('connection to the store lost during the resync'))

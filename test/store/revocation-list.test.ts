@@ -119,6 +119,26 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     tt.equal(list.isRevoked('missed', null), true, 'healed by the resync')
   })
 
+  t.test(`${name}: onRevoked tells each entry learnt: added here, by message, or found by a resync`, async (tt) => {
+    const { clock, h, store, faults, list } = await setup(tt)
+    await store.addRevocation({ kind: 'jti', id: 'before', exp: nowSec(clock) + 60 })
+    await list.start()
+    const told: string[] = []
+    const unsubscribe = list.onRevoked((e) => told.push(`${e.kind}:${e.id}`))
+    list.add({ kind: 'grant', id: 'here', exp: nowSec(clock) + 60 })
+    const other = await h.peer()
+    await other.addRevocation({ kind: 'jti', id: 'remote', exp: nowSec(clock) + 60 })
+    tt.ok(await eventually(() => told.includes('jti:remote')), 'a message is told')
+    faults.deaf = true
+    await store.addRevocation({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
+    tt.ok(await eventually(() => faults.dropped.includes('missed')))
+    await list.resync()
+    tt.same(told, ['grant:here', 'jti:remote', 'jti:missed'], 'the lost one is told by the resync; what the list held before is not told again')
+    unsubscribe()
+    list.add({ kind: 'jti', id: 'after', exp: nowSec(clock) + 60 })
+    tt.notOk(told.includes('jti:after'), 'not after unsubscribing')
+  })
+
   t.test(`${name}: the periodic resync runs by itself`, async (tt) => {
     const { clock, store, faults, list } = await setup(tt, 0.05)
     await list.start()

@@ -32,6 +32,9 @@ const RESERVED_HEADERS = new Set(['authorization', 'host', 'cookie', 'connection
 
 export const DEFAULT_REALM = 'bearward'
 
+/** A stream outlives its token's exp by this much by default: as long as a request is accepted past exp (clock_skew's default). */
+const DEFAULT_STREAM_EXPIRY_GRACE_SEC = 30
+
 /** The realm is a quoted-string in WWW-Authenticate (RFC 9110 11.6.1). */
 export function checkRealm(value: string): string | undefined {
   return /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/.test(value) ? undefined : 'a realm is printable ASCII without `"` or `\\`'
@@ -86,6 +89,7 @@ export function readGateway(r: Reader, node: Node | undefined, path: string): Ga
     introspectionCacheTtlSec: introspectionCache?.opt('ttl', r.seconds(), 60) ?? 60,
     introspectionNegativeTtlSec: introspectionCache?.opt('negative_ttl', r.seconds(), 5) ?? 5,
     revocationResyncSec: g?.opt('revocation_resync', r.seconds({ min: 1 }), 30) ?? 30,
+    streamExpiryGraceSec: g?.opt('stream_expiry_grace', r.seconds(), DEFAULT_STREAM_EXPIRY_GRACE_SEC) ?? DEFAULT_STREAM_EXPIRY_GRACE_SEC,
     identityHeaders:
       g === undefined ? DEFAULT_IDENTITY_HEADERS : readIdentityHeaders(r, g.get('identity_headers'), g.pathOf('identity_headers'), DEFAULT_IDENTITY_HEADERS),
     trustedProxies: g?.opt('trusted_proxies', r.list(r.str({ check: checkIpRange })), []) ?? [],

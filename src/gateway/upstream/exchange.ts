@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici'
 import type { RequestContext, ResponseCloseListener } from '../../context.js'
 import { sendErrorWithId } from '../../http/reply.js'
 import { headerPairs, responseHeaderList } from '../headers.js'
+import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
 import type { RoutePlan } from './plan.js'
@@ -44,7 +45,7 @@ function rawList(raw: Dispatcher.DispatchController['rawHeaders'], parsed: Incom
  * serves it through its adapter. Backpressure is the controller's
  * pause()/resume(), the abort is controller.abort().
  */
-export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener {
+export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener, Endable {
   readonly #req: IncomingMessage
   readonly #res: ServerResponse
   readonly #plan: RoutePlan
@@ -60,6 +61,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   #settled = false
   #clientGone = false
   #paused = false
+  /** Its entry among the gateway's open exchanges (a request with a token), forgotten on close. */
+  #open: OpenExchange | null = null
 
   constructor(req: IncomingMessage, res: ServerResponse, plan: RoutePlan, ctx: RequestContext, limit: BodyLimit | null, done: () => void) {
     this.#req = req
@@ -145,8 +148,23 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     this.#controller?.abort(new ClientGone())
   }
 
+  /** Registered among the open exchanges: ended when its token is revoked or expires. */
+  track(open: OpenExchange): void {
+    this.#open = open
+  }
+
+  /**
+   * Its token was revoked or expired: the response is cut (a chunked body
+   * ends without its last chunk, so the client cannot take it for whole) and
+   * the close that follows aborts the upstream exchange.
+   */
+  endExchange(_reason: EndReason): void {
+    this.#res.destroy()
+  }
+
   /** `res` closed: finished normally, or the client went away first. */
   onResponseClose(): void {
+    this.#open?.close()
     if (this.#limit !== null) {
       this.#req.unpipe(this.#limit)
       this.#limit.destroy()

@@ -9,6 +9,7 @@ import { continueIfExpected } from '../../http/continue.js'
 import { errorOnSocket, sendErrorWithId } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
 import { headerObject, type FlatHeaders } from '../headers.js'
+import type { OpenExchanges } from '../open-exchanges.js'
 import type { ForwardRequest } from '../types.js'
 import { BodyLimit } from './body-limit.js'
 import { Drain } from './drain.js'
@@ -57,15 +58,24 @@ type UpstreamDispatch = Dispatcher.DispatchOptions & { servername?: string | und
 export class UpstreamProxy {
   readonly #plans: RoutePlans
   readonly #drain: Drain
+  /** Where exchanges made with a token are registered, to end when it is revoked or expires; null: nowhere. */
+  readonly #exchanges: OpenExchanges | null
   #closing: Promise<void> | null = null
 
   /**
    * @throws Error when a route's upstream URL is not http(s)/ws(s), its CA file
    *   cannot be read, or a `trusted_proxies` entry is not an address or range.
    */
-  constructor(routes: readonly RouteConfig[], gateway: GatewayConfig, log: Logger, trusted = new TrustedProxies(gateway.trustedProxies)) {
+  constructor(
+    routes: readonly RouteConfig[],
+    gateway: GatewayConfig,
+    log: Logger,
+    trusted = new TrustedProxies(gateway.trustedProxies),
+    exchanges: OpenExchanges | null = null,
+  ) {
     this.#plans = planRoutes(routes, gateway, trusted)
     this.#drain = new Drain(this.#plans.pools, log)
+    this.#exchanges = exchanges
   }
 
   /** By the RouteConfig object the gateway matched (the same Runtime's config), else by name. */
@@ -134,6 +144,8 @@ export class UpstreamProxy {
     // set): per-request timeout options cost undici a timer update each.
     const options: UpstreamDispatch = { path, method: req.method ?? 'GET', headers, body, servername: plan.servername }
     plan.pool.dispatch(options, exchange)
+    // After the dispatch: a token revoked meanwhile ends the exchange at once, as a client that left would.
+    if (fwd.identity !== null && this.#exchanges !== null) exchange.track(this.#exchanges.open(exchange, fwd.identity, plan.name, ctx))
   }
 
   /** Exchanges started and not yet closed (what close() waits for). */
@@ -167,7 +179,8 @@ export class UpstreamProxy {
       headers: headerObject(plan.headers.build(req, fwd.identity, null, true)),
     }
     try {
-      plan.ws.forward(upstream, socket, head, ctx.log)
+      const tunnel = plan.ws.forward(upstream, socket, head, ctx.log)
+      if (fwd.identity !== null && this.#exchanges !== null) tunnel.track(this.#exchanges.open(tunnel, fwd.identity, plan.name, ctx))
     } catch (err) {
       // node:http refuses a header value synchronously (e.g. a control
       // character in a token's sub): nothing was sent upstream.
@@ -179,7 +192,8 @@ export class UpstreamProxy {
   /**
    * Close every pool after in-flight requests finish (used when a Runtime is
    * swapped out by a reload). Open WebSocket tunnels are not cut: they hold
-   * their own connections and end when either side closes.
+   * their own connections and end when either side closes, or when their
+   * token is revoked or expires (the open-exchange registry outlives this).
    */
   close(timeoutMs = 10_000): Promise<void> {
     this.#closing ??= this.#drain.close(timeoutMs)

@@ -6,6 +6,8 @@ import { BadGateway, GatewayTimeout } from '../../errors.js'
 import { errorOnSocket } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
 import { responseHeaderList } from '../headers.js'
+import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
+import { closeFrame, FrameCutter, POLICY_VIOLATION } from './ws-frames.js'
 
 /**
  * The WebSocket path (RFC 6455 4.1) on node:http alone: an authorized upgrade
@@ -14,7 +16,22 @@ import { responseHeaderList } from '../headers.js'
  * two sockets are piped together, each direction ending the other (so a
  * half-close travels through), and either socket closing closes both. HTTP
  * requests go through undici instead (see exchange.ts).
+ *
+ * A tunnel whose token is revoked or expires is ended by the gateway
+ * (open-exchanges.ts): after the upstream's frame in flight, the client gets
+ * a Close frame with 1008 (policy violation) and a short reason, then the
+ * connection is closed; the upstream's connection is closed at once.
  */
+
+/** Time an ending tunnel waits for the upstream's frame in flight to end before cutting both connections. */
+const FRAME_END_WAIT_MS = 250
+/** Time the client has to answer our Close frame and close before its connection is destroyed. */
+const CLIENT_CLOSE_WAIT_MS = 1000
+
+const CLOSE_REASON: Readonly<Record<EndReason, string>> = {
+  revoked: 'access token revoked',
+  expired: 'access token expired',
+}
 
 export interface WebSocketUpstreamOptions {
   /** Upstream URL; only its scheme, host and port are used (the path comes with each request). */
@@ -76,9 +93,10 @@ export class WebSocketUpstream {
   /**
    * Relay one upgrade: `upstream` holds what the upstream should see. Throws
    * synchronously when node:http refuses a header value (nothing was sent);
-   * every later failure is answered on `socket`.
+   * every later failure is answered on `socket`. The tunnel it returns can
+   * be ended (its token revoked or expired).
    */
-  forward(upstream: UpgradeRequest, socket: Duplex, head: Buffer, log: Logger): void {
+  forward(upstream: UpgradeRequest, socket: Duplex, head: Buffer, log: Logger): Tunnel {
     const common = {
       host: this.#host,
       port: this.#port,
@@ -94,12 +112,20 @@ export class WebSocketUpstream {
     // Node leaves an upgraded socket without an error listener; a client reset
     // must not crash the process.
     socket.on('error', () => socket.destroy())
-    new Handshake(proxyReq, socket, head, log, this.#timeoutMs).start()
+    const handshake = new Handshake(proxyReq, socket, head, log, this.#timeoutMs)
+    handshake.start()
+    return handshake
   }
 }
 
+/** An upgrade as the gateway's open exchanges see it. */
+export interface Tunnel extends Endable {
+  /** Registered among the open exchanges; forgotten when the client's connection closes. */
+  track(open: OpenExchange): void
+}
+
 /** One upgrade in flight: from the request sent upstream to a tunnel (or an answer written to the client). */
-class Handshake {
+class Handshake implements Tunnel {
   readonly #proxyReq: ClientRequest
   readonly #socket: Duplex
   readonly #head: Buffer
@@ -107,6 +133,11 @@ class Handshake {
   readonly #timer: NodeJS.Timeout
   /** The upstream answered (101 or otherwise): a later error cannot become a 502. */
   #answered = false
+  /** Set once the two sockets are joined. */
+  #upstream: Socket | null = null
+  #frames: FrameCutter | null = null
+  /** The gateway is ending the tunnel: the upstream's close must not cut our Close frame short. */
+  #ending = false
 
   constructor(proxyReq: ClientRequest, socket: Duplex, head: Buffer, log: Logger, timeoutMs: number) {
     this.#proxyReq = proxyReq
@@ -136,9 +167,11 @@ class Handshake {
     this.#answered = true
     const socket = this.#socket
     upstream.on('error', () => upstream.destroy())
-    // Either side gone takes the other with it.
+    // Either side gone takes the other with it (unless we are ending it: then our Close frame goes first).
     socket.once('close', () => upstream.destroy())
-    upstream.once('close', () => socket.destroy())
+    upstream.once('close', () => {
+      if (!this.#ending) socket.destroy()
+    })
     if (socket.destroyed) {
       upstream.destroy()
       return
@@ -146,11 +179,59 @@ class Handshake {
     upstream.setNoDelay(true)
     upstream.setKeepAlive(true, 0)
     socket.write(responseHead(`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`, res.rawHeaders))
-    if (upstreamHead.length > 0) socket.write(upstreamHead)
+    // The upstream's frames pass through a boundary tracker, so a Close frame of ours can follow a whole frame.
+    const frames = new FrameCutter()
+    frames.on('error', () => socket.destroy())
+    this.#upstream = upstream
+    this.#frames = frames
+    if (upstreamHead.length > 0) frames.write(upstreamHead)
     if (this.#head.length > 0) upstream.write(this.#head)
     // pipe() ends the destination when its source ends: a FIN is passed on.
-    upstream.pipe(socket)
+    upstream.pipe(frames).pipe(socket)
     socket.pipe(upstream)
+  }
+
+  track(open: OpenExchange): void {
+    if (this.#socket.destroyed) open.close()
+    else this.#socket.once('close', () => open.close())
+  }
+
+  /**
+   * The token is revoked or expired. A tunnel: the client gets a Close frame
+   * (1008 and why) after the upstream's frame in flight, then its connection
+   * is closed, and the upstream's at once. Before the tunnel (the handshake
+   * in flight, or a refusal being relayed): both connections are closed.
+   */
+  endExchange(reason: EndReason): void {
+    const socket = this.#socket
+    if (socket.destroyed || this.#ending) return
+    this.#ending = true
+    const upstream = this.#upstream
+    const frames = this.#frames
+    if (upstream === null || frames === null) {
+      this.#answered = true
+      this.#proxyReq.destroy()
+      socket.destroy()
+      return
+    }
+    // What the client sends now (its own Close frame) goes nowhere.
+    socket.unpipe(upstream)
+    socket.resume()
+    socket.once('end', () => socket.destroy())
+    const frameWait = setTimeout(() => {
+      upstream.destroy()
+      socket.destroy()
+    }, FRAME_END_WAIT_MS)
+    frameWait.unref()
+    socket.once('close', () => clearTimeout(frameWait))
+    frames.cut(closeFrame(POLICY_VIOLATION, CLOSE_REASON[reason]), () => {
+      clearTimeout(frameWait)
+      upstream.unpipe(frames)
+      upstream.destroy()
+      const closeWait = setTimeout(() => socket.destroy(), CLIENT_CLOSE_WAIT_MS)
+      closeWait.unref()
+      socket.once('close', () => clearTimeout(closeWait))
+    })
   }
 
   /**

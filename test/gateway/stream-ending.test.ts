@@ -1,0 +1,217 @@
+/**
+ * Issue #30 item 6: a long response through the gateway ends when its access
+ * ends. An upstream streams server-sent events (and WebSocket frames)
+ * forever; the client's stream must end within a second of the token's
+ * revocation reaching the instance (by jti at /revoke, by grant when a
+ * replaced refresh token is presented again) and at the token's expiry plus
+ * `gateway.stream_expiry_grace`, the upstream must see its connection close,
+ * and a stream whose token is still good must go on delivering past that
+ * point. Served by the App's dispatcher (test/helpers/serve-runtime.ts).
+ */
+import t from 'tap'
+import { performance } from 'node:perf_hooks'
+import { ManualClock } from '../../src/clock.js'
+import { backYaml, basic, codeParams, mintCode, token as tokenRequest, type Harness } from '../helpers/as-back.js'
+import { eventually, postForm } from '../helpers/http.js'
+import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
+import { openSocket, openStream, startStreamingUpstream, within, type StreamingUpstream } from '../helpers/streams.js'
+
+/** The revocation, measured from the moment the request leaves, must reach the client's stream within this. */
+const LIMIT_MS = 1000
+
+/** A clock that follows real time (the expiry timer and the tokens' exp read the same one). */
+class RealClock extends ManualClock {
+  override now(): number {
+    return Date.now()
+  }
+}
+
+async function serve(up: StreamingUpstream, o: { clock?: ManualClock; ttl?: string; grace?: string } = {}): Promise<{ served: ServedRuntime; h: Harness }> {
+  let yaml = (await backYaml()).replaceAll('http://127.0.0.1:9', up.url)
+  if (o.ttl !== undefined) yaml = yaml.replace('ttl: 600s, claims', `ttl: ${o.ttl}, claims`)
+  if (o.grace !== undefined) yaml = yaml.replace('trusted_proxies: [127.0.0.1]', `trusted_proxies: [127.0.0.1]\n  stream_expiry_grace: ${o.grace}`)
+  const served = await serveRuntime(yaml, { clock: o.clock })
+  const h: Harness = {
+    url: served.publicUrl,
+    issuer: served.publicUrl,
+    as: served.as,
+    clock: served.clock,
+    store: served.store,
+    revocations: served.revocations,
+    metrics: served.metrics,
+    logs: served.logs,
+    close: () => served.close(),
+  }
+  return { served, h }
+}
+
+/** A client_credentials token of `service` (a jti, no grant). */
+async function serviceToken(h: Harness): Promise<string> {
+  const r = await tokenRequest(h, 'service', { grant_type: 'client_credentials', scope: 'orders:read' })
+  if (r.status !== 200 || r.json === null) throw new Error(`token: ${r.status} ${r.text}`)
+  return r.json.access_token as string
+}
+
+function ended(served: ServedRuntime, reason: 'revoked' | 'expired'): number {
+  return served.metrics.exchangesEnded.get({ reason })
+}
+
+t.test('a stream ends within a second of its token being revoked; another stream goes on', async (t) => {
+  const up = await startStreamingUpstream()
+  const { served, h } = await serve(up)
+  t.teardown(async () => {
+    await served.close()
+    await up.close()
+  })
+
+  await t.test('revoked by jti at /revoke', async (t) => {
+    const doomed = await serviceToken(h)
+    const kept = await serviceToken(h)
+    const a = await openStream(`${served.url}/orders/events`, doomed)
+    const b = await openStream(`${served.url}/orders/events`, kept)
+    t.equal(a.status, 200)
+    t.equal(b.status, 200)
+    await a.chunkAfter(performance.now())
+    const upstreamA = up.streams.at(-2)
+    t.ok(upstreamA?.url.endsWith('/orders/events') && upstreamA.closedAt === null, 'the upstream is streaming')
+
+    const revokedAt = performance.now()
+    const res = await postForm(`${served.url}/revoke`, { token: doomed }, { authorization: basic('service') })
+    t.equal(res.status, 200)
+    t.ok(await within(a.ended, 3 * LIMIT_MS), 'it ends')
+    const ms = (a.endedAt ?? 0) - revokedAt
+    t.ok(ms < LIMIT_MS, `revocation to the end of the stream: ${ms.toFixed(1)} ms (limit ${LIMIT_MS} ms)`)
+    t.notOk(a.complete, 'the chunked body is cut, not ended: the client cannot take it for whole')
+    t.ok(await eventually(() => upstreamA?.closedAt != null, LIMIT_MS), 'the upstream saw its connection close')
+    const after = await b.chunkAfter(a.endedAt ?? 0)
+    t.ok(after > (a.endedAt ?? 0) && b.endedAt === null, 'the stream of the unrevoked token still delivers after that point')
+    t.equal(ended(served, 'revoked'), 1, 'bearward_exchanges_ended_total{reason="revoked"} counts it')
+    const line = served.logs.find((l) => l.msg === 'open exchange ended: its access token was revoked')
+    t.match(line, { level: 30, route: 'orders', reason: 'revoked' }, 'an info line names the route and the reason')
+    t.notOk(String(JSON.stringify(line)).includes(doomed.split('.')[2] ?? doomed), 'and not the token')
+    t.equal((await openStream(`${served.url}/orders/events`, doomed)).status, 401, 'a new request with the token is refused')
+    b.close()
+    await b.ended
+  })
+
+  await t.test('revoked by grant: a replaced refresh token presented again revokes the family', async (t) => {
+    const before = ended(served, 'revoked')
+    const code = await mintCode(h, { scope: 'openid orders:read' })
+    const first = await tokenRequest(h, 'web', codeParams(code))
+    t.equal(first.status, 200)
+    const refresh1 = first.json?.refresh_token as string
+    const second = await tokenRequest(h, 'web', { grant_type: 'refresh_token', refresh_token: refresh1 })
+    t.equal(second.status, 200)
+    const kept = await serviceToken(h)
+    const streams = await Promise.all(
+      [first.json?.access_token as string, second.json?.access_token as string, kept].map((tok) => openStream(`${served.url}/orders/events`, tok)),
+    )
+    t.same(
+      streams.map((s) => s.status),
+      [200, 200, 200],
+    )
+    const [s1, s2, other] = streams as [(typeof streams)[0], (typeof streams)[0], (typeof streams)[0]]
+    const upstreams = up.streams.slice(-3)
+
+    const revokedAt = performance.now()
+    const reuse = await tokenRequest(h, 'web', { grant_type: 'refresh_token', refresh_token: refresh1 })
+    t.equal(reuse.status, 400, 'the reuse is refused')
+    t.ok(await within(Promise.all([s1.ended, s2.ended]), 3 * LIMIT_MS), 'both end')
+    for (const [i, s] of [s1, s2].entries()) {
+      const ms = (s.endedAt ?? 0) - revokedAt
+      t.ok(ms < LIMIT_MS, `family revoked to the end of stream ${i + 1}: ${ms.toFixed(1)} ms`)
+    }
+    t.ok(await eventually(() => upstreams[0]?.closedAt != null && upstreams[1]?.closedAt != null, LIMIT_MS), 'the upstream saw both close')
+    const last = Math.max(s1.endedAt ?? 0, s2.endedAt ?? 0)
+    t.ok((await other.chunkAfter(last)) > last, 'the other client’s stream still delivers')
+    t.equal(upstreams[2]?.closedAt, null)
+    t.equal(ended(served, 'revoked') - before, 2, 'both counted')
+    other.close()
+    await other.ended
+  })
+
+  await t.test('a WebSocket is closed with 1008 and a reason', async (t) => {
+    const before = ended(served, 'revoked')
+    const doomed = await serviceToken(h)
+    const kept = await serviceToken(h)
+    const ws = await openSocket(`${served.url}/orders/ws`, doomed)
+    const other = await openSocket(`${served.url}/orders/ws`, kept)
+    await ws.messageAfter(performance.now())
+    const upstream = up.streams.at(-2)
+
+    const revokedAt = performance.now()
+    const res = await postForm(`${served.url}/revoke`, { token: doomed }, { authorization: basic('service') })
+    t.equal(res.status, 200)
+    t.ok(await within(ws.closed, 3 * LIMIT_MS), 'it ends')
+    const ms = (ws.closedAt ?? 0) - revokedAt
+    t.ok(ms < LIMIT_MS, `revocation to the WebSocket's close: ${ms.toFixed(1)} ms`)
+    t.equal(ws.code, 1008, 'close code 1008 (policy violation)')
+    t.equal(ws.reason, 'access token revoked')
+    t.ok(await eventually(() => upstream?.closedAt != null, LIMIT_MS), 'the upstream saw its connection close')
+    const closedAt = ws.closedAt ?? 0
+    t.ok((await other.messageAfter(closedAt)) > closedAt, 'the other WebSocket still delivers')
+    t.equal(ended(served, 'revoked') - before, 1)
+    other.close()
+    await other.closed
+  })
+})
+
+t.test('a stream ends at its token’s exp plus stream_expiry_grace', async (t) => {
+  const up = await startStreamingUpstream()
+  const { served, h } = await serve(up, { clock: new RealClock(), ttl: '1s', grace: '1s' })
+  t.teardown(async () => {
+    await served.close()
+    await up.close()
+  })
+  const first = await serviceToken(h)
+  const exp = (JSON.parse(Buffer.from(first.split('.')[1] ?? '', 'base64url').toString()) as { exp: number }).exp
+  const a = await openStream(`${served.url}/orders/events`, first)
+  t.equal(a.status, 200)
+  const ws = await openSocket(`${served.url}/orders/ws`, first)
+  const upstreamA = up.streams.at(-2)
+  // A token issued after the first one's exp: its stream outlives the first's deadline.
+  t.ok(await eventually(() => Date.now() >= exp * 1000, 3000), 'the first token expires')
+  const second = await serviceToken(h)
+  const b = await openStream(`${served.url}/orders/events`, second)
+  t.equal(b.status, 200)
+  t.ok(await within(a.ended, 3 * LIMIT_MS), 'it ends')
+  t.ok(await within(ws.closed, 3 * LIMIT_MS), 'it ends')
+  const deadline = (exp + 1) * 1000
+  const endedAtEpoch = Date.now() - (performance.now() - (a.endedAt ?? 0))
+  t.ok(endedAtEpoch >= deadline - 50, `not before exp + grace (${(endedAtEpoch - deadline).toFixed(0)} ms from it)`)
+  t.ok(endedAtEpoch < deadline + LIMIT_MS, 'within a second of exp + grace')
+  t.notOk(a.complete, 'the body is cut')
+  t.equal(ws.code, 1008)
+  t.equal(ws.reason, 'access token expired')
+  t.ok(await eventually(() => upstreamA?.closedAt != null, LIMIT_MS), 'the upstream saw its connection close')
+  const endedAt = Math.max(a.endedAt ?? 0, ws.closedAt ?? 0)
+  t.ok((await b.chunkAfter(endedAt)) > endedAt, 'the stream of the later token still delivers past that point')
+  t.equal(ended(served, 'expired'), 2, 'bearward_exchanges_ended_total{reason="expired"} counts both')
+  t.match(
+    served.logs.find((l) => l.msg === 'open exchange ended: its access token expired'),
+    { level: 30, route: 'orders', reason: 'expired' },
+  )
+  b.close()
+  await b.ended
+})
+
+t.test('a tunnel opened before the gateway was retired (a reload) still ends when its token is revoked', async (t) => {
+  const up = await startStreamingUpstream()
+  const { served, h } = await serve(up)
+  t.teardown(async () => {
+    await served.close()
+    await up.close()
+  })
+  const doomed = await serviceToken(h)
+  const ws = await openSocket(`${served.url}/orders/ws`, doomed)
+  // What App.reload does to the Runtime it swaps out, once its HTTP requests drained.
+  await served.runtime.gateway.close()
+  await ws.messageAfter(performance.now())
+  const revokedAt = performance.now()
+  const res = await postForm(`${served.url}/revoke`, { token: doomed }, { authorization: basic('service') })
+  t.equal(res.status, 200)
+  t.ok(await within(ws.closed, 3 * LIMIT_MS), 'it ends')
+  t.ok((ws.closedAt ?? 0) - revokedAt < LIMIT_MS, 'closed within a second')
+  t.equal(ws.code, 1008)
+  t.equal(ended(served, 'revoked'), 1)
+})
