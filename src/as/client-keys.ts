@@ -24,7 +24,9 @@ import { JwksClient, parseJwks, type JwksSettings } from '../gateway/jwks-client
 import type { Logger } from '../log.js'
 import { StaticKeys, type KeyLookup } from '../tokens/verify-jwt.js'
 import { PublicAddresses } from '../http/public-address.js'
-import { FETCH_TIMEOUT_MS } from './metadata-document.js'
+
+/** A slow key server must not hold a token request longer than a metadata document fetch would (5 s). */
+const FETCH_TIMEOUT_MS = 5000
 
 /** How a client's key set is fetched and kept. */
 export const CLIENT_JWKS_SETTINGS: JwksSettings = {

@@ -18,7 +18,9 @@
  */
 import { checkLogoUri, checkPageUri, checkPostLogoutRedirectUri } from '../config/sections/client-metadata.js'
 import { InvalidClientMetadata, InvalidRedirectUri } from '../errors.js'
+import { jwkSetProblem } from '../keys/jwk-set.js'
 import type { RegisteredClientMetadata } from '../store/types.js'
+import { strangerJwksUriProblem } from './client-keys.js'
 
 /** Schemes that run code or read local data where a browser lands. */
 const SCRIPT_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:'])
@@ -26,7 +28,7 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])
 const MAX_REDIRECT_URIS = 10
 const MAX_TEXT = 200
 const MAX_URI = 2000
-const AUTH_METHODS: ReadonlySet<string> = new Set(['none', 'client_secret_basic', 'client_secret_post'])
+const AUTH_METHODS: ReadonlySet<string> = new Set(['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'])
 const GRANTS: ReadonlySet<string> = new Set(['authorization_code', 'refresh_token'])
 
 /** Why `uri` cannot be a registered redirect URI, or undefined. */
@@ -81,6 +83,31 @@ function strings(input: Record<string, unknown>, name: string, max: number): str
   return [...new Set(value)]
 }
 
+const MAX_JWKS_URI = 2000
+
+/**
+ * RFC 7591 2 `jwks` / `jwks_uri` of a private_key_jwt client: exactly one
+ * ("MUST NOT both be present"), public keys only, the URI https without
+ * credentials or fragment (it is fetched only to public addresses:
+ * client-keys.ts). Other clients' keys are not kept: nothing would use them.
+ */
+function clientKeys(input: Record<string, unknown>, method: string): Pick<RegisteredClientMetadata, 'jwks' | 'jwks_uri'> {
+  const jwks = input.jwks ?? undefined
+  const jwksUri = input.jwks_uri ?? undefined
+  if (jwks !== undefined && jwksUri !== undefined) throw new InvalidClientMetadata('jwks and jwks_uri must not both be present')
+  if (method !== 'private_key_jwt') return {}
+  if (jwksUri !== undefined) {
+    if (typeof jwksUri !== 'string' || jwksUri.length > MAX_JWKS_URI) throw new InvalidClientMetadata('jwks_uri must be a URI')
+    const problem = strangerJwksUriProblem(jwksUri)
+    if (problem !== undefined) throw new InvalidClientMetadata(`jwks_uri must be an https URL without credentials or fragment (${problem})`)
+    return { jwks_uri: jwksUri }
+  }
+  if (jwks === undefined) throw new InvalidClientMetadata('a private_key_jwt client needs jwks or jwks_uri')
+  const problem = jwkSetProblem(jwks)
+  if (problem !== undefined) throw new InvalidClientMetadata(`jwks: ${problem}`)
+  return { jwks: jwks as NonNullable<RegisteredClientMetadata['jwks']> }
+}
+
 export interface MetadataRules {
   /** The most a self-registered client may ask for (`registration.scopes`). */
   allowedScopes: readonly string[]
@@ -96,8 +123,9 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
 
   const method = input.token_endpoint_auth_method ?? 'client_secret_basic'
   if (typeof method !== 'string' || !AUTH_METHODS.has(method)) {
-    throw new InvalidClientMetadata('token_endpoint_auth_method must be none, client_secret_basic or client_secret_post')
+    throw new InvalidClientMetadata('token_endpoint_auth_method must be none, client_secret_basic, client_secret_post or private_key_jwt')
   }
+  const keys = clientKeys(input, method)
   const grants = strings(input, 'grant_types', 4) ?? ['authorization_code']
   for (const g of grants) if (!GRANTS.has(g)) throw new InvalidClientMetadata('grant_types may only hold authorization_code and refresh_token')
   if (!grants.includes('authorization_code')) throw new InvalidClientMetadata('grant_types must include authorization_code')
@@ -128,6 +156,7 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
     token_endpoint_auth_method: method as RegisteredClientMetadata['token_endpoint_auth_method'],
     grant_types: grants as RegisteredClientMetadata['grant_types'],
     response_types: ['code'],
+    ...keys,
   }
   const optional: Partial<RegisteredClientMetadata> = {
     client_name: text(input, 'client_name'),

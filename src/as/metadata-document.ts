@@ -18,9 +18,10 @@
  * - follows no redirect, reads at most 5 KB, and gives up after 5 s;
  * - trusts the system CAs, or `ca_file` for a private CA.
  * The document must name the URL itself as its `client_id`, and its metadata
- * passes the registration rules (`validateClientMetadata`); the client is
- * public (`none`): it has no secret. Documents are cached as HTTP says
- * (Cache-Control max-age, within bounds); failures briefly.
+ * passes the registration rules (`validateClientMetadata`); the client has
+ * no secret: it is public (`none`), or proves itself with its key
+ * (`private_key_jwt` with `jwks` or `jwks_uri`, RFC 7523 2.2). Documents are
+ * cached as HTTP says (Cache-Control max-age, within bounds); failures briefly.
  */
 import { readFileSync } from 'node:fs'
 import { Agent, request } from 'undici'
@@ -152,7 +153,9 @@ export class MetadataDocuments {
       throw new Refused('the document names another client_id')
     }
     const metadata = validateClientMetadata({ token_endpoint_auth_method: 'none', ...document }, { allowedScopes: this.#scopes })
-    if (metadata.token_endpoint_auth_method !== 'none') throw new Refused('a metadata document client has no secret')
+    // It can hold no secret, but it may prove itself with its key (private_key_jwt, jwks or jwks_uri in the document).
+    const method = metadata.token_endpoint_auth_method
+    if (method !== 'none' && method !== 'private_key_jwt') throw new Refused('a metadata document client has no secret')
     return clientFromMetadata(clientId, metadata, null, 'metadata_document', this.#scopes)
   }
 

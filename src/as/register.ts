@@ -81,7 +81,9 @@ async function register(req: IncomingMessage, res: ServerResponse, as: AsContext
   const metadata: RegisteredClientMetadata = validateClientMetadata(input, { allowedScopes: registration.scopes })
 
   const clientId = randomBase64url(16)
-  const secret = metadata.token_endpoint_auth_method === 'none' ? null : generateClientSecret()
+  // A public client has no secret, and a private_key_jwt client needs none: it signs with its key.
+  const method = metadata.token_endpoint_auth_method
+  const secret = method === 'none' || method === 'private_key_jwt' ? null : generateClientSecret()
   const registrationToken = randomBase64url(32)
   const now = epochSeconds(as.clock)
   const record: RegisteredClientRecord = {

@@ -26,8 +26,11 @@ export function clientFromMetadata(
       postLogoutRedirectUris: metadata.post_logout_redirect_uris ?? [],
     },
     type: method === 'none' ? 'public' : 'confidential',
-    secretHash: method === 'none' ? null : secretHash,
+    // A private_key_jwt client proves itself with its key: it has no secret.
+    secretHash: method === 'none' || method === 'private_key_jwt' ? null : secretHash,
     tokenEndpointAuthMethod: method,
+    ...(metadata.jwks !== undefined ? { jwks: metadata.jwks } : {}),
+    ...(metadata.jwks_uri !== undefined ? { jwksUri: metadata.jwks_uri } : {}),
     redirectUris: metadata.redirect_uris,
     grantTypes: metadata.grant_types,
     // The ceiling, not the registered `scope`: an MCP client registers with

@@ -214,7 +214,11 @@ export interface AllowanceNote {
 /** RFC 7591 2: the metadata a registered client is known by, as the server accepted it. */
 export interface RegisteredClientMetadata {
   redirect_uris: string[]
-  token_endpoint_auth_method: 'none' | 'client_secret_basic' | 'client_secret_post'
+  token_endpoint_auth_method: 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'
+  /** private_key_jwt (RFC 7523 2.2): the client's public keys, inline (a JWK Set) ... */
+  jwks?: { keys: Array<Record<string, unknown>> }
+  /** ... or where it publishes them (https). */
+  jwks_uri?: string
   grant_types: Array<'authorization_code' | 'refresh_token'>
   response_types: ['code']
   client_name?: string
