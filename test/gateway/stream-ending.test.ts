@@ -26,8 +26,11 @@ class RealClock extends ManualClock {
   }
 }
 
-async function serve(up: StreamingUpstream, o: { clock?: ManualClock; ttl?: string; grace?: string } = {}): Promise<{ served: ServedRuntime; h: Harness }> {
-  let yaml = (await backYaml()).replaceAll('http://127.0.0.1:9', up.url)
+async function serve(
+  up: StreamingUpstream,
+  o: { clock?: ManualClock; ttl?: string; grace?: string; format?: 'jwt' | 'opaque' } = {},
+): Promise<{ served: ServedRuntime; h: Harness }> {
+  let yaml = (await backYaml({ format: o.format })).replaceAll('http://127.0.0.1:9', up.url)
   if (o.ttl !== undefined) yaml = yaml.replace('ttl: 600s, claims', `ttl: ${o.ttl}, claims`)
   if (o.grace !== undefined) yaml = yaml.replace('trusted_proxies: [127.0.0.1]', `trusted_proxies: [127.0.0.1]\n  stream_expiry_grace: ${o.grace}`)
   const served = await serveRuntime(yaml, { clock: o.clock })
@@ -214,4 +217,29 @@ t.test('a tunnel opened before the gateway was retired (a reload) still ends whe
   t.ok((ws.closedAt ?? 0) - revokedAt < LIMIT_MS, 'closed within a second')
   t.equal(ws.code, 1008)
   t.equal(ended(served, 'revoked'), 1)
+})
+
+t.test('an opaque token: its stream ends when it is revoked (jti and exp from the store’s record)', async (t) => {
+  const up = await startStreamingUpstream()
+  const { served, h } = await serve(up, { format: 'opaque' })
+  t.teardown(async () => {
+    await served.close()
+    await up.close()
+  })
+  const doomed = await serviceToken(h)
+  const kept = await serviceToken(h)
+  t.equal(doomed.split('.').length, 1, 'an opaque token')
+  const a = await openStream(`${served.url}/orders/events`, doomed)
+  const b = await openStream(`${served.url}/orders/events`, kept)
+  t.equal(a.status, 200)
+  await a.chunkAfter(performance.now())
+  const revokedAt = performance.now()
+  t.equal((await postForm(`${served.url}/revoke`, { token: doomed }, { authorization: basic('service') })).status, 200)
+  t.ok(await within(a.ended, 3 * LIMIT_MS), 'it ends')
+  t.ok((a.endedAt ?? 0) - revokedAt < LIMIT_MS, `within a second: ${((a.endedAt ?? 0) - revokedAt).toFixed(1)} ms`)
+  const endedAt = a.endedAt ?? 0
+  t.ok((await b.chunkAfter(endedAt)) > endedAt, 'the other opaque token’s stream goes on')
+  t.equal(ended(served, 'revoked'), 1)
+  b.close()
+  await b.ended
 })
