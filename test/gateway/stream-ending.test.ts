@@ -9,6 +9,8 @@
  * point. Served by the App's dispatcher (test/helpers/serve-runtime.ts).
  */
 import t from 'tap'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { ManualClock } from '../../src/clock.js'
 import { backYaml, basic, codeParams, mintCode, token as tokenRequest, type Harness } from '../helpers/as-back.js'
@@ -242,4 +244,65 @@ t.test('an opaque token: its stream ends when it is revoked (jti and exp from th
   t.equal(ended(served, 'revoked'), 1)
   b.close()
   await b.ended
+})
+
+t.test('a token of another issuer, introspected: jti, grant and exp come from the introspection answer', async (t) => {
+  const up = await startStreamingUpstream()
+  const clock = new RealClock()
+  const nowSec = (): number => Math.floor(Date.now() / 1000)
+  // RFC 7662 answers by token: a jti, a grant id (bearward's claim) and an exp one second away for `short`.
+  const answers: Record<string, Record<string, unknown>> = {
+    'by-jti': { jti: 'remote-jti', exp: nowSec() + 3600 },
+    'by-grant': { jti: 'remote-2', grant_id: 'remote-grant', exp: nowSec() + 3600 },
+    short: { jti: 'remote-3', exp: nowSec() + 1 },
+    kept: { jti: 'remote-4', exp: nowSec() + 3600 },
+  }
+  const idp = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const token = new URLSearchParams(Buffer.concat(chunks).toString()).get('token') ?? ''
+      const answer = answers[token]
+      res.setHeader('content-type', 'application/json')
+      res.end(
+        JSON.stringify(
+          answer === undefined ? { active: false } : { active: true, iss: 'https://idp.example', aud: 'https://api.example', sub: 'bob', ...answer },
+        ),
+      )
+    })
+  })
+  await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve))
+  const served = await serveRuntime(
+    `
+public_url: \${PUBLIC_URL}
+gateway: { stream_expiry_grace: 1s }
+issuers:
+  - id: corp
+    issuer: https://idp.example
+    introspection: { endpoint: http://127.0.0.1:${(idp.address() as AddressInfo).port}/introspect, client_id: gw, client_secret: s3cret }
+routes:
+  - { name: remote, match: { path: /remote }, upstream: "${up.url}", token: introspect, issuers: [corp], audience: https://api.example }
+`,
+    { clock },
+  )
+  t.teardown(async () => {
+    await served.close()
+    await up.close()
+    idp.closeAllConnections()
+    await new Promise<void>((resolve) => idp.close(() => resolve()))
+  })
+  const [byJti, byGrant, short, kept] = await Promise.all(['by-jti', 'by-grant', 'short', 'kept'].map((tok) => openStream(`${served.url}/remote/events`, tok)))
+  if (byJti === undefined || byGrant === undefined || short === undefined || kept === undefined) throw new Error('streams')
+  t.same([byJti.status, byGrant.status, short.status, kept.status], [200, 200, 200, 200])
+  // What a revocation message from the issuer's side would bring to the list (here: added directly).
+  served.revocations.add({ kind: 'jti', id: 'remote-jti', exp: nowSec() + 3600 })
+  served.revocations.add({ kind: 'grant', id: 'remote-grant', exp: nowSec() + 3600 })
+  t.ok(await within(Promise.all([byJti.ended, byGrant.ended]), 3 * LIMIT_MS), 'the jti and the grant of the answer end their streams')
+  t.ok(await within(short.ended, 4 * LIMIT_MS), 'the exp of the answer (plus grace) ends the third')
+  const endedAt = Math.max(byJti.endedAt ?? 0, byGrant.endedAt ?? 0, short.endedAt ?? 0)
+  t.ok((await kept.chunkAfter(endedAt)) > endedAt, 'the fourth goes on')
+  t.equal(ended(served, 'revoked'), 2)
+  t.equal(ended(served, 'expired'), 1)
+  kept.close()
+  await kept.ended
 })
