@@ -384,6 +384,21 @@ export class ClientAuthenticationLocked extends OAuthError {
   }
 }
 
+/**
+ * Registration is refused because the store holds `registration.max_clients`
+ * live self-registered clients. RFC 7591 3.2.2 has no error for this; it is
+ * the server's limit, not the caller's rate, so it is 503 with the RFC 6749
+ * code for an overloaded server, `temporarily_unavailable`, and Retry-After
+ * (when the first client frees its seat), rather than 429, which would tell
+ * a client that registered nothing that it asked too often.
+ */
+export class RegistrationFull extends OAuthError {
+  static override readonly code = 'ERR_REGISTRATION_FULL'
+  constructor(retryAfterSec: number, description = 'This server holds as many registered clients as it allows; try again later') {
+    super(503, 'temporarily_unavailable', description, { headers: retryAfter(retryAfterSec) })
+  }
+}
+
 function retryAfter(seconds: number): Record<string, string> {
   return { 'retry-after': String(Math.max(1, Math.ceil(seconds))) }
 }

@@ -126,6 +126,14 @@ export class Metrics {
     'Open responses and WebSocket tunnels the gateway ended because their access token was revoked or expired, by reason',
   )
   readonly configInfo = new Gauge('bearward_config_last_reload_timestamp_seconds', 'When the config in use was loaded')
+  readonly registrationsRefused = new Counter(
+    'bearward_registrations_refused_total',
+    'Client registrations refused because registration.max_clients live registered clients exist (503)',
+  )
+  readonly registeredClients = new Gauge(
+    'bearward_registered_clients',
+    'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
+  )
 
   /** Per route, per outcome: the rendered label set, built once; requests reuse it. */
   readonly #requestKeys = new Map<string, Map<string, string>>()
@@ -190,6 +198,8 @@ export class Metrics {
         this.tokenValidations,
         this.exchangesEnded,
         this.configInfo,
+        this.registrationsRefused,
+        this.registeredClients,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

@@ -45,8 +45,6 @@ const CASES: Record<string, Expected> = {
     description: 'Client authentication failed',
     wwwAuthenticate: 'Basic realm="bearward"',
   },
-  InvalidGrant: {
-    make: () => new E.InvalidGrant(),
   InvalidClientAssertion: {
     make: () => new E.InvalidClientAssertion({ cause: 'client assertion: jti replayed' }),
     code: 'ERR_INVALID_CLIENT_ASSERTION',
@@ -55,6 +53,8 @@ const CASES: Record<string, Expected> = {
     description: 'The client assertion is invalid',
     wwwAuthenticate: 'Basic realm="bearward"',
   },
+  InvalidGrant: {
+    make: () => new E.InvalidGrant(),
     code: 'ERR_INVALID_GRANT',
     status: 400,
     error: 'invalid_grant',
@@ -286,6 +286,14 @@ const CASES: Record<string, Expected> = {
     headers: { 'retry-after': '1' },
   },
   ServerError: { make: () => new E.ServerError(), code: 'ERR_SERVER_ERROR', status: 500, error: 'server_error', description: 'Internal error' },
+  RegistrationFull: {
+    make: () => new E.RegistrationFull(3600),
+    code: 'ERR_REGISTRATION_FULL',
+    status: 503,
+    error: 'temporarily_unavailable',
+    description: 'This server holds as many registered clients as it allows; try again later',
+    headers: { 'retry-after': '3600' },
+  },
   TemporarilyUnavailable: {
     make: () => new E.TemporarilyUnavailable(),
     code: 'ERR_TEMPORARILY_UNAVAILABLE',

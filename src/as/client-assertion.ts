@@ -17,11 +17,14 @@
  * 4. `aud`: one value, the issuer, the token endpoint or the URL of the
  *    endpoint called (RFC 7523 3 point 3; several values are refused, so an
  *    assertion made for another server cannot also name this one);
- * 5. `exp` present and at most 5 minutes (plus the clock skew) ahead, `nbf`
- *    and `iat` not in the future (beyond the skew);
+ * 5. usable for at most 5 minutes (plus the clock skew): `exp` present and
+ *    not passed; with an `iat`, no more than 5 minutes after it (authlib, for
+ *    one, sets `exp` an hour ahead: its assertion is accepted, for 5 minutes);
+ *    without one, `exp` at most 5 minutes ahead. `nbf` and `iat` not in the
+ *    future;
  * 6. `jti` present, and never seen before for this client: remembered in the
- *    store until the assertion expires, so a replay is refused at every
- *    instance sharing it (RFC 7523 3 point 7).
+ *    store for as long as the assertion is usable, so a replay is refused at
+ *    every instance sharing it (RFC 7523 3 point 7).
  *
  * @see https://www.rfc-editor.org/rfc/rfc7523#section-2.2
  * @see https://www.rfc-editor.org/rfc/rfc7523#section-3
@@ -105,6 +108,24 @@ function singleAudience(aud: unknown): string | undefined {
 }
 
 /**
+ * The last second (epoch) the assertion may be used: its `exp`, and no later
+ * than {@link MAX_ASSERTION_LIFETIME_SEC} after its `iat`; without an `iat`,
+ * `exp` itself must be that close. Throws when it is stale or from the future.
+ */
+function lastUsableSecond(claims: JWTPayload, now: number, skew: number): number {
+  const exp = claims.exp as number
+  const iat = claims.iat
+  if (iat === undefined) {
+    if (exp - now > MAX_ASSERTION_LIFETIME_SEC + skew) throw refuse('exp too far ahead')
+    return exp
+  }
+  if (typeof iat !== 'number') throw refuse('iat is not a number')
+  if (iat > now + skew) throw refuse('iat in the future')
+  if (now - iat > MAX_ASSERTION_LIFETIME_SEC + skew) throw refuse('iat too old')
+  return Math.min(exp, iat + MAX_ASSERTION_LIFETIME_SEC)
+}
+
+/**
  * Verify `assertion` as `client`'s private_key_jwt sent to `endpointUrl`, and
  * record its `jti`. Throws InvalidClientAssertion; StoreUnavailableError when
  * the store cannot say whether the jti was used (the caller fails closed).
@@ -155,11 +176,9 @@ export async function verifyClientAssertion(as: AsContext, client: ClientConfig,
   const aud = singleAudience(claims.aud)
   if (aud === undefined) throw refuse('aud is not a single value')
   if (!acceptedAudiences(as, endpointUrl).has(aud)) throw refuse('aud is not this server')
-  const exp = claims.exp as number
-  if (exp - now > MAX_ASSERTION_LIFETIME_SEC + skew) throw refuse('exp too far ahead')
-  if (typeof claims.iat === 'number' && claims.iat > now + skew) throw refuse('iat in the future')
+  const usableUntil = lastUsableSecond(claims, now, skew)
   const jti = claims.jti
   if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) throw refuse('jti missing or too long')
-  const first = await as.store.useOnce(`client-assertion:${hashToken(`${client.clientId}\n${jti}`)}`, Math.max(1, exp - now + skew))
+  const first = await as.store.useOnce(`client-assertion:${hashToken(`${client.clientId}\n${jti}`)}`, Math.max(1, usableUntil - now + skew))
   if (!first) throw refuse('jti replayed')
 }

@@ -6,8 +6,11 @@
  *
  * What keeps an open registration endpoint from becoming a problem:
  * - each address may register `rate_limit.per_address` clients per window
- *   (counted before anything else, bad requests included), so nobody fills
- *   the store; an `initial_access_token` closes the door to strangers;
+ *   (counted before anything else, bad requests included; an IPv6 address
+ *   by its network, `authorization_server.rate_limit.ipv6_prefix`), and the
+ *   store holds at most `max_clients` live registered clients (503 past it,
+ *   see RegistrationFull), so nobody fills the store; an
+ *   `initial_access_token` closes the door to strangers;
  * - the metadata passes `validateClientMetadata` (redirect URIs, grants,
  *   scopes within `registration.scopes`);
  * - the client secret and the registration access token are stored only as
@@ -20,16 +23,19 @@ import { epochSeconds } from '../clock.js'
 import type { RegistrationConfig } from '../config/types.js'
 import { randomBase64url } from '../crypto/random.js'
 import { generateClientSecret, hashSecret, safeEqual } from '../crypto/secret.js'
-import { InvalidClientMetadata, InvalidRequest, InvalidToken, MethodNotAllowed, NotFound, TooManyRequests } from '../errors.js'
+import { InvalidClientMetadata, InvalidRequest, InvalidToken, MethodNotAllowed, NotFound, RegistrationFull, TooManyRequests } from '../errors.js'
 import { readBody } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
 import { hashToken } from '../store/hash.js'
 import type { RegisteredClientMetadata, RegisteredClientRecord } from '../store/types.js'
 import { validateClientMetadata } from './client-metadata.js'
 import type { AsContext, AsHandler } from './context.js'
+import { addressBucket } from './interaction/rate-limit.js'
 
 /** A registration request is a small JSON object; anything bigger is not one. */
 const MAX_BODY = 16 * 1024
+/** The longest Retry-After a full registration endpoint gives. */
+const MAX_RETRY_AFTER_SEC = 3600
 
 /** The client configuration endpoint of a client (RFC 7592 `registration_client_uri`). */
 export function registrationClientUri(as: AsContext, clientId: string): string {
@@ -60,7 +66,7 @@ function clientInformation(as: AsContext, record: RegisteredClientRecord): Recor
 
 /** RFC 7591 3: POST /register. */
 async function register(req: IncomingMessage, res: ServerResponse, as: AsContext, registration: RegistrationConfig): Promise<void> {
-  const address = as.clientAddress.of(req)
+  const address = addressBucket(as.clientAddress.of(req), as.as.rateLimit.ipv6Prefix)
   if ((await as.store.hit(`register:${hashToken(address)}`, registration.windowSec)) > registration.perAddress) {
     throw new TooManyRequests(registration.windowSec, 'Too many registrations from this address; try again later')
   }
@@ -94,9 +100,19 @@ async function register(req: IncomingMessage, res: ServerResponse, as: AsContext
     issuedAt: now,
     expiresAt: now + registration.clientTtlSec,
   }
-  await as.store.putClient(record)
+  const seat = await as.store.putClientWithin(record, registration.maxClients)
+  as.metrics.registeredClients.set(seat.live)
+  if (!seat.stored) {
+    as.metrics.registrationsRefused.inc()
+    throw new RegistrationFull(retryAfterSec(as, seat.freeAtMs))
+  }
   const answer = clientInformation(as, record)
   sendJson(res, 201, { ...answer, ...(secret !== null ? { client_secret: secret } : {}), registration_access_token: registrationToken }, NO_STORE)
+}
+
+/** Until the first live client's seat frees itself, at most an hour (a deletion frees one sooner). */
+function retryAfterSec(as: AsContext, freeAtMs: number): number {
+  return Math.min(MAX_RETRY_AFTER_SEC, Math.max(1, Math.ceil((freeAtMs - as.clock.now()) / 1000)))
 }
 
 /**
@@ -134,6 +150,7 @@ export const handleRegister: AsHandler = async (req, res, ctx, as) => {
   if (req.method === 'DELETE') {
     const record = await authorizedRecord(req, as, clientId)
     await as.store.deleteClient(record.clientId)
+    as.metrics.registeredClients.set(await as.store.countClients())
     res.statusCode = 204
     for (const [k, v] of Object.entries(NO_STORE)) res.setHeader(k, v)
     res.end()

@@ -186,6 +186,8 @@ export interface AuthorizationServerConfig {
     /** Per address, whatever the client ids (`client_auth_address_max_failures`). */
     clientAuthAddressMaxFailures: number
     windowSec: number
+    /** IPv6 addresses are counted by their network of this many bits (`ipv6_prefix`, default 64), registration included. */
+    ipv6Prefix: number
   }
   /** RFC 8628 (`device.*`). */
   device: { ttlSec: number; intervalSec: number }
@@ -216,6 +218,8 @@ export interface RegistrationConfig {
   /** Registrations per client address per window (`rate_limit.per_address`, default 30; `rate_limit.window`, default 1h). */
   perAddress: number
   windowSec: number
+  /** The most live registered clients the store holds (`max_clients`, default 10000); past it registration answers 503. */
+  maxClients: number
 }
 
 export interface RemoteIntrospectionConfig {

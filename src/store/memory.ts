@@ -18,6 +18,7 @@ import type {
   OpaqueTokenRecord,
   PollResult,
   RefreshLookup,
+  ClientSeat,
   RegisteredClientRecord,
   RevocationEntry,
   RevocationKind,
@@ -105,9 +106,9 @@ export class MemoryStore implements Store {
   readonly #consents = new Map<string, Expiring<string[]>>()
   /** sub → client id → allowance. */
   readonly #allowances = new Map<string, Map<string, AllowanceEntry>>()
-  readonly #hits = new Map<string, Window>()
   /** consentKey(sub, client) → when (ms) the person withdrew that client, kept for the code's lifetime. */
   readonly #withdrawals = new Map<string, Expiring<number>>()
+  readonly #hits = new Map<string, Window>()
   readonly #clients = new Map<string, RegisteredClientRecord>()
   /** useOnce keys → epoch ms until which they count as used. */
   readonly #used = new Map<string, number>()
@@ -162,8 +163,8 @@ export class MemoryStore implements Store {
       this.#used.size +
       this.#knownBrowsers.size +
       this.#allowances.size +
-      this.#clients.size +
       this.#withdrawals.size +
+      this.#clients.size +
       this.#upstreamLogins.size +
       this.#upstreamPeople.size +
       this.#passkeyChallenges.size +
@@ -505,9 +506,9 @@ export class MemoryStore implements Store {
   async noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<boolean> {
     this.#open()
     const now = this.#nowMs()
-    let byClient = this.#allowances.get(sub)
     const withdrawnAt = this.#live(this.#withdrawals, consentKey(sub, clientId))
     if (note.authorizedAtMs !== undefined && withdrawnAt !== null && withdrawnAt >= note.authorizedAtMs) return false
+    let byClient = this.#allowances.get(sub)
     if (!byClient) {
       byClient = new Map()
       this.#allowances.set(sub, byClient)
@@ -520,8 +521,8 @@ export class MemoryStore implements Store {
     e.expMs = Math.max(e.expMs, untilMs)
     if (note.grantId !== null) e.grants.set(note.grantId, Math.max(e.grants.get(note.grantId) ?? 0, note.until))
     byClient.set(clientId, e)
-  }
     return true
+  }
 
   async listAllowances(sub: string): Promise<AllowanceRecord[]> {
     this.#open()
@@ -538,10 +539,10 @@ export class MemoryStore implements Store {
     this.#open()
     const now = this.#nowMs()
     this.#consents.delete(consentKey(sub, clientId))
-    const byClient = this.#allowances.get(sub)
     const old = this.#withdrawals.get(consentKey(sub, clientId))
     const keptMs = old !== undefined && now < old.expMs ? old.expMs : 0
     this.#withdrawals.set(consentKey(sub, clientId), { value: now, expMs: Math.max(keptMs, now + rememberSec * 1000) })
+    const byClient = this.#allowances.get(sub)
     const e = byClient?.get(clientId)
     byClient?.delete(clientId)
     if (byClient?.size === 0) this.#allowances.delete(sub)
@@ -553,8 +554,8 @@ export class MemoryStore implements Store {
   }
 
   #sweepAllowances(nowMs: number): void {
-    for (const [sub, byClient] of this.#allowances) {
     for (const [key, w] of this.#withdrawals) if (nowMs >= w.expMs) this.#withdrawals.delete(key)
+    for (const [sub, byClient] of this.#allowances) {
       for (const [clientId, e] of byClient) if (nowMs >= e.expMs) byClient.delete(clientId)
       if (byClient.size === 0) this.#allowances.delete(sub)
     }
@@ -594,6 +595,30 @@ export class MemoryStore implements Store {
     const c = this.#liveClient(clientId)
     this.#clients.delete(clientId)
     return c !== null
+  }
+
+  async putClientWithin(record: RegisteredClientRecord, maxLive: number): Promise<ClientSeat> {
+    this.#open()
+    // One synchronous step from count to insert: nothing else runs between them.
+    const live = this.#liveClients()
+    if (live.length >= maxLive) return { stored: false, live: live.length, freeAtMs: live.reduce((m, c) => Math.min(m, c.expiresAt), Infinity) * 1000 }
+    this.#clients.set(record.clientId, copy(record))
+    return { stored: true, live: live.length + 1, freeAtMs: 0 }
+  }
+
+  async countClients(): Promise<number> {
+    this.#open()
+    return this.#liveClients().length
+  }
+
+  /** The live registrations; the expired ones are forgotten on the way. */
+  #liveClients(): RegisteredClientRecord[] {
+    const live: RegisteredClientRecord[] = []
+    for (const id of [...this.#clients.keys()]) {
+      const c = this.#liveClient(id)
+      if (c !== null) live.push(c)
+    }
+    return live
   }
 
   #liveClient(clientId: string): RegisteredClientRecord | null {

@@ -394,6 +394,28 @@ return 'used'
 `,
 )
 
+/**
+ * Take a seat among the live registered clients, if one is free.
+ * KEYS[1] = the clients index, a sorted set (client id, score = expiry ms):
+ * one key, so the count and the add are one step on every topology.
+ * ARGV: 1 now ms, 2 the most live clients, 3 client id, 4 its expiry ms.
+ * Forgets the expired entries first. Returns {1, live} when seated, or
+ * {0, live, expiry ms of the first live client} when full.
+ */
+export const SEAT_CLIENT = script(
+  'seatClient',
+  `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local live = redis.call('ZCARD', KEYS[1])
+if live >= tonumber(ARGV[2]) then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, live, tonumber(first[2] or 0)}
+end
+redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
+return {1, live + 1, 0}
+`,
+)
+
 export const ALL_SCRIPTS: readonly LuaScript[] = [
   PUT_HASH,
   TAKE_CODE,
@@ -411,5 +433,6 @@ export const ALL_SCRIPTS: readonly LuaScript[] = [
   WITHDRAW_ALLOWANCE,
   USE_ONCE,
   TOUCH_CLIENT,
+  SEAT_CLIENT,
   USE_PASSKEY,
 ]

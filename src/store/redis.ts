@@ -78,6 +78,7 @@ import {
   PUT_HASH,
   REVOKE_GRANT,
   ROTATE_REFRESH,
+  SEAT_CLIENT,
   TAKE_CODE,
   TOUCH_CLIENT,
   USE_ONCE,
@@ -96,6 +97,7 @@ import type {
   OpaqueTokenRecord,
   PollResult,
   RefreshLookup,
+  ClientSeat,
   RegisteredClientRecord,
   RevocationEntry,
   RevocationKind,
@@ -1037,9 +1039,9 @@ export class RedisStore implements Store {
         [clientId, JSON.stringify(note.scopes), note.at, note.grantId ?? '', note.until, this.#clock.now(), note.authorizedAtMs ?? ''],
       ),
     )
+    return Number(noted) === 1
   }
 
-    return Number(noted) === 1
   async listAllowances(sub: string): Promise<AllowanceRecord[]> {
     const now = this.#clock.now()
     return this.#do(async (c) => {
@@ -1064,9 +1066,43 @@ export class RedisStore implements Store {
 
   // -- registered clients (RFC 7591) -------------------------------------------
 
+  /**
+   * The live registrations are counted in one sorted set (client id, score
+   * = expiry ms), kept beside the records: a Redis key cannot be counted by
+   * pattern in one step, and the set's single key keeps the seat atomic in
+   * a cluster too.
+   */
+  #clientsIndex(): string {
+    return this.#key('clients', 'index')
+  }
+
   async putClient(record: RegisteredClientRecord): Promise<void> {
     const expMs = record.expiresAt * 1000
-    await this.#do((c) => this.#putHash(c, this.#key('client', record.clientId), this.#ttlMs(expMs), { r: JSON.stringify(record), e: expMs }))
+    await this.#do(async (c) => {
+      await this.#putHash(c, this.#key('client', record.clientId), this.#ttlMs(expMs), { r: JSON.stringify(record), e: expMs })
+      await c.zadd(this.#clientsIndex(), expMs, record.clientId)
+    })
+  }
+
+  async putClientWithin(record: RegisteredClientRecord, maxLive: number): Promise<ClientSeat> {
+    const expMs = record.expiresAt * 1000
+    return this.#do(async (c) => {
+      const reply = list(await this.#eval(c, SEAT_CLIENT, [this.#clientsIndex()], [this.#clock.now(), maxLive, record.clientId, expMs])).map(num)
+      const [seated, live = 0, freeAtMs = 0] = reply
+      if (seated !== 1) return { stored: false, live, freeAtMs }
+      try {
+        await this.#putHash(c, this.#key('client', record.clientId), this.#ttlMs(expMs), { r: JSON.stringify(record), e: expMs })
+      } catch (err) {
+        // The record was not stored: give the seat back (best effort; it frees itself at expMs anyway).
+        await c.zrem(this.#clientsIndex(), record.clientId).catch(() => undefined)
+        throw err
+      }
+      return { stored: true, live, freeAtMs: 0 }
+    })
+  }
+
+  async countClients(): Promise<number> {
+    return num(await this.#do((c) => c.zcount(this.#clientsIndex(), `(${this.#clock.now()}`, '+inf')))
   }
 
   async getClient(clientId: string): Promise<RegisteredClientRecord | null> {
@@ -1078,12 +1114,16 @@ export class RedisStore implements Store {
 
   async touchClient(clientId: string, expiresAt: number): Promise<void> {
     const expMs = expiresAt * 1000
-    await this.#do((c) => this.#eval(c, TOUCH_CLIENT, [this.#key('client', clientId)], [expMs, this.#ttlMs(expMs), this.#clock.now()]))
+    await this.#do(async (c) => {
+      const moved = await this.#eval(c, TOUCH_CLIENT, [this.#key('client', clientId)], [expMs, this.#ttlMs(expMs), this.#clock.now()])
+      // XX: a client deleted meanwhile is not counted again; GT: the expiry never moves earlier.
+      if (num(moved) === 1) await c.zadd(this.#clientsIndex(), 'XX', 'GT', expMs, clientId)
+    })
   }
 
   async deleteClient(clientId: string): Promise<boolean> {
     const live = await this.getClient(clientId)
-    const removed = await this.#do((c) => c.del(this.#key('client', clientId)))
+    const [removed] = await this.#do((c) => Promise.all([c.del(this.#key('client', clientId)), c.zrem(this.#clientsIndex(), clientId)]))
     return live !== null && removed === 1
   }
 

@@ -233,6 +233,16 @@ export interface RegisteredClientMetadata {
   post_logout_redirect_uris?: string[]
 }
 
+/** What {@link Store.putClientWithin} did. */
+export interface ClientSeat {
+  /** True when the record was stored. */
+  stored: boolean
+  /** Live registrations after the call (the new one included when stored). */
+  live: number
+  /** When refused: epoch ms at which the first live registration expires (room again, unless deleted sooner). */
+  freeAtMs: number
+}
+
 /** A client that registered itself (RFC 7591), kept until unused for `client_ttl`. */
 export interface RegisteredClientRecord {
   clientId: string
@@ -318,6 +328,8 @@ export interface Store {
    * Note that `sub` allowed `clientId`: scopes join the (sub, client) allowance, the time is kept if later,
    * `grantId` (when given) joins its grant index, and both last until `until` at least. The AS notes a grant
    * before creating it, so no grant exists unindexed. Keys share `sub`'s hash tag with its consent.
+   * Atomic with withdrawAllowance: returns false, noting nothing, when (sub, client) was withdrawn at or
+   * after `note.authorizedAtMs`; true otherwise.
    */
   noteAllowance(sub: string, clientId: string, note: AllowanceNote): Promise<boolean>
   /** The live allowances of `sub`, one per client. */
@@ -330,8 +342,6 @@ export interface Store {
    */
   withdrawAllowance(sub: string, clientId: string, rememberSec: number): Promise<string[]>
 
-   * Atomic with withdrawAllowance: returns false, noting nothing, when (sub, client) was withdrawn at or
-   * after `note.authorizedAtMs`; true otherwise.
   // -- registered clients (RFC 7591) -------------------------------------------
   /** Store a new registration; it lives until `record.expiresAt`. */
   putClient(record: RegisteredClientRecord): Promise<void>
@@ -341,6 +351,14 @@ export interface Store {
   touchClient(clientId: string, expiresAt: number): Promise<void>
   /** Forget a registration; false when there was none. */
   deleteClient(clientId: string): Promise<boolean>
+  /**
+   * Store a new registration only while fewer than `maxLive` registrations
+   * are live (unexpired, undeleted), counted over every instance; atomic, so
+   * of N concurrent calls at the cap none gets past it.
+   */
+  putClientWithin(record: RegisteredClientRecord, maxLive: number): Promise<ClientSeat>
+  /** How many registrations are live. */
+  countClients(): Promise<number>
 
   // -- rate limits -----------------------------------------------------------
   /** Count one hit in the fixed window of `windowSec` for key; returns the count so far in that window. */

@@ -7,13 +7,17 @@
  * each check, and each must be refused with 401 invalid_client, the stable
  * code ERR_INVALID_CLIENT_ASSERTION and its cause in the log.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import * as oauth from 'oauth4webapi'
-import { decodeJwt, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
+import { decodeJwt, exportJWK, exportPKCS8, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
 import { ManualClock } from '../../src/clock.js'
 import { basic, DEVICE_GRANT, send, startAs, type Harness, type Reply } from '../helpers/as-back.js'
+import { findAuthlibPython, runPython } from '../helpers/authlib.js'
 import { postForm, reply } from '../helpers/http.js'
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
@@ -65,6 +69,9 @@ t.test('private_key_jwt for configured clients', async (t) => {
   const remote1 = await keyPair('RS256', 'remote-1')
   const remote2 = await keyPair('EdDSA', 'remote-2')
   const stranger = await keyPair('ES256', 'inline-1')
+  // authlib signs with RS256 and names no kid: the client's only RS256 key is used.
+  const python = await keyPair('RS256', 'py')
+  const { kid: _kid, ...pythonJwk } = python.publicJwk
   const keys = await jwksServer()
   keys.set([remote1.publicJwk])
   t.teardown(() => keys.close())
@@ -79,6 +86,13 @@ t.test('private_key_jwt for configured clients', async (t) => {
       '      token_endpoint_auth_method: private_key_jwt',
       `      jwks: ${JSON.stringify({ keys: [inline.publicJwk] })}`,
       `      grant_types: [client_credentials, "${DEVICE_GRANT}"]`,
+      '      scopes: [orders:read]',
+      '      introspect: true',
+      '    - client_id: keyed-python',
+      '      type: confidential',
+      '      token_endpoint_auth_method: private_key_jwt',
+      `      jwks: ${JSON.stringify({ keys: [pythonJwk] })}`,
+      '      grant_types: [client_credentials]',
       '      scopes: [orders:read]',
       '      introspect: true',
       '    - client_id: keyed-remote',
@@ -181,7 +195,8 @@ t.test('private_key_jwt for configured clients', async (t) => {
     const now = Math.floor(clock.now() / 1000)
     await refused(t, await assertion({ claims: { aud: 'https://other-as.example.com' } }), 'aud is not this server')
     await refused(t, await assertion({ claims: { aud: [h.issuer, 'https://other-as.example.com'] } }), 'aud is not a single value')
-    await refused(t, await assertion({ claims: { exp: now + 3600 } }), 'exp too far ahead')
+    await refused(t, await assertion({ claims: { exp: now + 3600 }, omit: ['iat'] }), 'exp too far ahead')
+    await refused(t, await assertion({ claims: { iat: now - 400, exp: now + 3600 } }), 'iat too old')
     await refused(t, await assertion({ claims: { exp: now - 120, iat: now - 180 } }), 'expired')
     await refused(t, await assertion({ claims: { iat: now + 600 } }), 'iat in the future')
     await refused(t, await assertion({ omit: ['jti'] }), 'ERR_JWT_CLAIM_VALIDATION_FAILED (jti)')
@@ -244,6 +259,27 @@ t.test('private_key_jwt for configured clients', async (t) => {
     )
     t.equal(repeated.status, 400)
     t.equal(repeated.json?.error, 'invalid_request', 'a repeated client_assertion is refused')
+  })
+
+  t.test("Python's authlib (OAuth2Session with PrivateKeyJWT), unmodified: a token, then its revocation", async (t) => {
+    const py = findAuthlibPython()
+    const dir = await mkdtemp(join(tmpdir(), 'bw-authlib-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const keyFile = join(dir, 'client.pem')
+    await writeFile(keyFile, await exportPKCS8(python.privateKey))
+    const script = new URL('../fixtures/authlib/private_key_jwt.py', import.meta.url).pathname
+    const out = JSON.parse(await runPython(py, [script, 'keyed-python', keyFile, tokenUrl, `${h.url}/revoke`])) as {
+      token: { access_token: string; token_type: string; scope: string }
+      revocation_status: number
+    }
+    t.equal(out.token.token_type, 'Bearer')
+    t.equal(out.token.scope, 'orders:read')
+    t.equal(decodeJwt(out.token.access_token).sub, 'keyed-python')
+    t.equal(out.revocation_status, 200)
+    const client: oauth.Client = { client_id: 'keyed-python' }
+    const auth = oauth.PrivateKeyJwt({ key: python.privateKey })
+    const seen = await oauth.processIntrospectionResponse(as, client, await oauth.introspectionRequest(as, client, auth, out.token.access_token, insecure))
+    t.equal(seen.active, false, 'the revocation authlib sent took effect')
   })
 
   t.test('jwks_uri: fetched once, refetched for an unknown kid, at most once per cooldown', async (t) => {

@@ -89,7 +89,7 @@ authorization_server:
   code_ttl: 11m
   access_token: { ttl: 0s }
   device: { ttl: 10s, interval: 10s }
-  rate_limit: { login_delay_max: 2h, known_browser_ttl: 0s, login_address_max_failures: 0, client_auth_address_max_failures: 0 }
+  rate_limit: { login_delay_max: 2h, known_browser_ttl: 0s, login_address_max_failures: 0, client_auth_address_max_failures: 0, ipv6_prefix: 129 }
 gateway:
   clock_skew: 61s
 routes:
@@ -110,6 +110,7 @@ routes:
   t.match(at(problems, 'authorization_server.rate_limit.known_browser_ttl'), [{ message: 'must be at least 1s, got `0s`' }])
   t.match(at(problems, 'authorization_server.rate_limit.login_address_max_failures'), [{ message: /at least 1/ }])
   t.match(at(problems, 'authorization_server.rate_limit.client_auth_address_max_failures'), [{ message: /at least 1/ }])
+  t.match(at(problems, 'authorization_server.rate_limit.ipv6_prefix'), [{ message: /at most 128/ }], 'a prefix longer than an address')
   t.match(at(problems, 'routes[0].timeouts.connect'), [{ message: 'must be at least 1ms, got `0ms`' }])
 })
 

@@ -94,6 +94,7 @@ ${extra}
     initialAccessToken: null,
     scopes: ['openid', 'profile', 'email', 'offline_access', 'mcp:tools'],
     clientTtlSec: 30 * 86400,
+    maxClients: 10_000,
     perAddress: 30,
     windowSec: 3600,
   })
@@ -103,13 +104,16 @@ ${extra}
   t.equal(env.config?.authorizationServer?.registration?.initialAccessToken, 'a-long-enough-registration-token')
   t.same(env.config?.authorizationServer?.registration?.scopes, ['mcp:tools'])
   const bad = inspect(
-    base('  registration: { enabled: yes, initial_access_token: short, scopes: ["mcp:tool"], client_ttl: 10s, rate_limit: { per_address: 0 }, extra: 1 }'),
+    base(
+      '  registration: { enabled: yes, initial_access_token: short, scopes: ["mcp:tool"], client_ttl: 10s, max_clients: 0, rate_limit: { per_address: 0 }, extra: 1 }',
+    ),
   )
   t.match(at(bad.problems, 'authorization_server.registration.enabled'), [{ message: /expected `true` or `false`/ }])
   t.match(at(bad.problems, 'authorization_server.registration.initial_access_token'), [{ message: /at least 16 characters/ }])
   t.match(at(bad.problems, 'authorization_server.registration.scopes[0]'), [{ message: /unknown scope `mcp:tool`/ }])
   t.match(at(bad.problems, 'authorization_server.registration.client_ttl'), [{ message: /at least 1m/ }])
   t.match(at(bad.problems, 'authorization_server.registration.rate_limit.per_address'), [{ message: /at least 1/ }])
+  t.match(at(bad.problems, 'authorization_server.registration.max_clients'), [{ message: /at least 1/ }])
   t.match(at(bad.problems, 'authorization_server.registration.extra'), [{ message: /unknown key/ }])
 })
 

@@ -876,6 +876,50 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       await store.touchClient(gone.clientId, nowSec(clock) + 1000)
       t2.equal(await store.getClient(gone.clientId), null, 'a touch does not revive a deleted client')
     })
+    tt.test('the cap on live clients: atomic across instances; expiry and deletion free seats', async (t2) => {
+      const { clock, store, h } = await setup(t2)
+      const other = await h.peer()
+      t2.equal(await store.countClients(), 0)
+      // Twenty registrations at once, half through each instance, against a cap of five.
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).putClientWithin(client(clock, `cap-${i}`, 100 + i), 5)),
+      )
+      const stored = results.filter((r) => r.stored)
+      t2.equal(stored.length, 5, 'exactly five seated')
+      t2.equal(await store.countClients(), 5)
+      t2.equal(await other.countClients(), 5, 'the same count through the other instance')
+      const storedIds = results.flatMap((r, i) => (r.stored ? [`cap-${i}`] : []))
+      for (const id of storedIds) t2.not(await other.getClient(id), null, `${id} is there`)
+      const refusedIds = results.flatMap((r, i) => (r.stored ? [] : [`cap-${i}`]))
+      for (const id of refusedIds) t2.equal(await store.getClient(id), null, `${id} was not stored`)
+      const refused = results.find((r) => !r.stored)
+      // cap-i expires at now + 100 + i s: the first seat to free is the seated client with the lowest i.
+      const firstExpiry = Math.min(...storedIds.map((id) => nowSec(clock) + 100 + Number(id.slice('cap-'.length))))
+      t2.same(refused, { stored: false, live: 5, freeAtMs: firstExpiry * 1000 }, 'a refusal says when the first seat frees itself')
+
+      t2.equal(await other.deleteClient(storedIds[0] as string), true)
+      t2.equal(await store.countClients(), 4, 'a deleted client frees its seat')
+      t2.match(await store.putClientWithin(client(clock, 'after-delete', 100), 5), { stored: true, live: 5 })
+      t2.match(await other.putClientWithin(client(clock, 'still-full', 100), 5), { stored: false, live: 5 })
+
+      clock.advance(200_000)
+      t2.equal(await store.countClients(), 0, 'expired clients hold no seat')
+      t2.match(await other.putClientWithin(client(clock, 'after-expiry', 100), 1), { stored: true, live: 1 })
+      t2.match(await store.putClientWithin(client(clock, 'over-one', 100), 1), { stored: false, live: 1 })
+    })
+
+    tt.test('putClient counts too; a touched client keeps its seat past its first expiry, a deleted one is not counted again', async (t2) => {
+      const { clock, store } = await setup(t2)
+      await store.putClient(client(clock, 'plain', 100))
+      t2.equal(await store.countClients(), 1)
+      await store.touchClient('plain', nowSec(clock) + 300)
+      clock.advance(200_000)
+      t2.equal(await store.countClients(), 1, 'still live after its first expiry: the touch moved it on')
+      t2.match(await store.putClientWithin(client(clock, 'second', 100), 1), { stored: false, live: 1 })
+      await store.deleteClient('plain')
+      await store.touchClient('plain', nowSec(clock) + 300)
+      t2.equal(await store.countClients(), 0, 'a touch after deletion does not count it again')
+    })
   })
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {

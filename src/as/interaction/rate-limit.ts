@@ -1,3 +1,5 @@
+import { isIP } from 'node:net'
+import { normalizeAddress, parseIPv6 } from '../../http/trusted-proxies.js'
 import { hashToken } from '../../store/hash.js'
 import type { AsContext } from '../context.js'
 
@@ -9,12 +11,42 @@ import type { AsContext } from '../context.js'
  *
  * The rule behind the shapes below (ASVS 5.0 6.1, CWE-645): a counter that
  * anyone can fill must never refuse someone else's correct secret. So
- * lockouts are keyed by what the guesser controls — their address, or the
- * pair (name, address) — and never by a name alone. Guessing one name from
+ * lockouts are keyed by what the guesser controls — their address (an IPv6
+ * one by its network, see {@link addressBucket}), or the pair (name,
+ * address) — and never by a name alone. Guessing one name from
  * many addresses is slowed by a bounded, doubling wait instead (see
  * {@link LoginThrottle}), which a browser that signed in as that user before
  * does not share.
  */
+
+/**
+ * What a per-address counter counts: an IPv4 address as itself (an
+ * IPv4-mapped IPv6 address counts as its IPv4), an IPv6 address as its
+ * network of `ipv6Prefix` bits (`2001:db8:1:2::/64`). One IPv6 customer
+ * usually holds a whole /64 (RFC 6177), 2^64 addresses: counted one by one,
+ * a single machine could rotate through them and never reach a limit.
+ * Anything that is not an IP address is counted as written.
+ */
+export function addressBucket(address: string, ipv6Prefix: number): string {
+  const plain = normalizeAddress(address) ?? address
+  if (isIP(plain) !== 6) return plain
+  const words = parseIPv6(plain)
+  if (words === null) return plain
+  const groups: string[] = []
+  for (let i = 0; i < 8; i++) {
+    const bit = i * 16
+    const keep = Math.max(0, Math.min(16, ipv6Prefix - bit))
+    const word = words[i >> 1] ?? 0
+    const group = i % 2 === 0 ? word >>> 16 : word & 0xffff
+    groups.push((keep === 0 ? 0 : group & ((0xffff << (16 - keep)) & 0xffff)).toString(16))
+  }
+  return `${groups.join(':')}/${ipv6Prefix}`
+}
+
+/** The bucket of `address` by the configured `rate_limit.ipv6_prefix`. */
+function bucketOf(as: AsContext, address: string): string {
+  return addressBucket(address, as.as.rateLimit.ipv6Prefix)
+}
 
 /** `45 seconds`, `1 minute`, `13 minutes`: a wait as a person reads it (rounded up), for the pages that say how long. */
 export function waitInWords(seconds: number): string {
@@ -120,6 +152,7 @@ export class LoginThrottle {
    */
   constructor(as: AsContext, address: string, username: string, knownBrowserHash: string | null) {
     this.#as = as
+    const bucket = bucketOf(as, address)
     const max = as.as.rateLimit.loginMaxFailures
     if (knownBrowserHash !== null) {
       this.#own = new FailureLimit(as, [{ key: `login:browser:${knownBrowserHash}`, max }])
@@ -127,8 +160,8 @@ export class LoginThrottle {
       this.#userKey = null
     } else {
       const user = nameKey(username)
-      const pair = { key: `login:pair:${user}:${address}`, max }
-      this.#own = new FailureLimit(as, [pair, { key: `login:ip:${address}`, max: as.as.rateLimit.loginAddressMaxFailures }])
+      const pair = { key: `login:pair:${user}:${bucket}`, max }
+      this.#own = new FailureLimit(as, [pair, { key: `login:ip:${bucket}`, max: as.as.rateLimit.loginAddressMaxFailures }])
       this.#cleared = new FailureLimit(as, [pair])
       this.#userKey = `login:user:${user}`
     }
@@ -186,7 +219,7 @@ export class LoginThrottle {
 
 /** RFC 8628 5.1: wrong user codes, counted per client address, so codes cannot be guessed. */
 export function userCodeLimit(as: AsContext, address: string): FailureLimit {
-  return new FailureLimit(as, [{ key: `device:ip:${address}`, max: as.as.rateLimit.loginMaxFailures }])
+  return new FailureLimit(as, [{ key: `device:ip:${bucketOf(as, address)}`, max: as.as.rateLimit.loginMaxFailures }])
 }
 
 /**
@@ -198,8 +231,9 @@ export function userCodeLimit(as: AsContext, address: string): FailureLimit {
  */
 export function clientAuthLimit(as: AsContext, address: string, clientId: string): FailureLimit {
   const { clientAuthMaxFailures, clientAuthAddressMaxFailures } = as.as.rateLimit
+  const bucket = bucketOf(as, address)
   return new FailureLimit(as, [
-    { key: `client-auth:pair:${hashToken(clientId)}:${address}`, max: clientAuthMaxFailures },
-    { key: `client-auth:ip:${address}`, max: clientAuthAddressMaxFailures },
+    { key: `client-auth:pair:${hashToken(clientId)}:${bucket}`, max: clientAuthMaxFailures },
+    { key: `client-auth:ip:${bucket}`, max: clientAuthAddressMaxFailures },
   ])
 }

@@ -2,7 +2,8 @@
  * `authorization_server.registration`: RFC 7591 dynamic client registration
  * (off by default). A client that registers itself is limited to
  * `scopes` (default: every known scope), forgotten after `client_ttl` unused,
- * and each address may register `rate_limit.per_address` clients per window.
+ * each address may register `rate_limit.per_address` clients per window, and
+ * the store holds at most `max_clients` live ones.
  */
 import type { Node } from 'yaml'
 import type { RegistrationConfig } from '../types.js'
@@ -15,6 +16,8 @@ export const REGISTRATION_KEYS = keysAt('#/$defs/authorizationServer/properties/
 const DEFAULT_CLIENT_TTL_SEC = 30 * 86400
 const DEFAULT_PER_ADDRESS = 30
 const DEFAULT_WINDOW_SEC = 3600
+/** Enough for any real population of self-registered clients; a bound on what strangers can make the store hold. */
+const DEFAULT_MAX_CLIENTS = 10_000
 /** An initial access token is a bearer secret: too short and it can be guessed. */
 const MIN_INITIAL_TOKEN = 16
 
@@ -42,6 +45,7 @@ export function readRegistration(r: Reader, node: Node | undefined, path: string
     initialAccessToken,
     scopes: listed === undefined ? [...knownScopes] : [...new Set(listed.map((s) => s.value))],
     clientTtlSec: m.opt('client_ttl', r.seconds({ min: 60 }), DEFAULT_CLIENT_TTL_SEC),
+    maxClients: m.opt('max_clients', r.int({ min: 1 }), DEFAULT_MAX_CLIENTS),
     perAddress: rate?.opt('per_address', r.int({ min: 1 }), DEFAULT_PER_ADDRESS) ?? DEFAULT_PER_ADDRESS,
     windowSec: rate?.opt('window', r.seconds({ min: 1 }), DEFAULT_WINDOW_SEC) ?? DEFAULT_WINDOW_SEC,
   }
