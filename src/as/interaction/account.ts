@@ -90,12 +90,12 @@ async function revokeAll(as: AsContext, ids: readonly string[]): Promise<void> {
 }
 
 /**
-/**
  * How long a withdrawal is remembered: the longest `code_ttl` the config accepts, so a code issued
  * before it (even under a longer code_ttl before a reload) is refused at /token for all its life.
  */
 const WITHDRAWAL_MEMORY_SEC = 600
 
+/**
  * Withdraw (sub, client): revoke the grants the allowance lists, then forget
  * it atomically (which also returns any grant that joined meanwhile, revoked
  * too). A failure part-way leaves the allowance in place, so trying again
