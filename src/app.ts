@@ -19,6 +19,8 @@ import { applyServerTimeouts, createListenServer, listenOn, secureContextOptions
 import { keysNeedingRestart, revocationGraceSec } from './server/reload-rules.js'
 import { createStore } from './store/index.js'
 import { RevocationList } from './store/revocation-list.js'
+import { exportSettings, Tracing } from './telemetry/tracing.js'
+import { tracedStore } from './telemetry/traced-store.js'
 import type { DestinationStream } from 'pino'
 import type { JWK } from 'jose'
 
@@ -87,7 +89,10 @@ export class App {
     for (const w of warnings) log.warn(`config: ${formatProblem(w)}`)
     const clock = options.clock ?? systemClock
     const metrics = new Metrics()
-    const store = createStore(config.store, { clock, log, onReplicaWaitTimeout: () => metrics.replicaWaitTimeouts.inc() })
+    const tracing = new Tracing(exportSettings(config.traces, env))
+    const created = createStore(config.store, { clock, log, onReplicaWaitTimeout: () => metrics.replicaWaitTimeouts.inc() })
+    // Store calls are spans of their request only when spans are exported; otherwise the store is used as it is.
+    const store = tracing.exporting ? tracedStore(created, tracing, config.store.kind) : created
     if (config.store.kind === 'redis') {
       const { url, cluster, sentinels, sentinelName } = config.store
       const where = sentinels.length > 0 ? { sentinels, name: sentinelName } : cluster.length > 0 ? { cluster } : {}
@@ -97,7 +102,7 @@ export class App {
     } else log.info('using the embedded memory store (single instance)')
     const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec, { graceSec: revocationGraceSec(config) })
     await revocations.start()
-    const shared: Shared = { clock, log, store, revocations, metrics }
+    const shared: Shared = { clock, log, store, revocations, metrics, tracing }
     const state = new ProcessState(shared, options.ephemeralKey)
     let runtime: Runtime
     try {
@@ -106,6 +111,7 @@ export class App {
     } catch (err) {
       await revocations.stop()
       await store.close()
+      await tracing.close()
       throw err
     }
     metrics.configInfo.set(Math.floor(clock.now() / 1000))
@@ -253,6 +259,7 @@ export class App {
     await this.#state.close()
     await this.shared.revocations.stop()
     await this.shared.store.close()
+    await this.shared.tracing.close()
     this.log.info('bearward stopped')
     this.log.flush()
   }

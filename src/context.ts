@@ -8,6 +8,7 @@ import type { JwtIssuer } from './tokens/verify-jwt.js'
 import type { Logger } from './log.js'
 import type { Metrics } from './metrics.js'
 import type { RevocationList } from './store/revocation-list.js'
+import type { RequestTrace, Tracing } from './telemetry/tracing.js'
 import type { Store } from './store/types.js'
 
 /**
@@ -20,6 +21,8 @@ export interface Shared {
   readonly store: Store
   readonly revocations: RevocationList
   readonly metrics: Metrics
+  /** Trace context and span export (process-wide: a change of `telemetry` takes a restart). */
+  readonly tracing: Tracing
 }
 
 /** Per-request state, created by the dispatcher in src/app.ts. */
@@ -40,6 +43,12 @@ export interface RequestContext {
   readonly targetHost?: string | null
   /** Label for metrics and the access log: an endpoint (`as:token`) or a route name. */
   routeLabel: string
+  /** The request's trace (W3C Trace Context): continued from the client or new. */
+  readonly trace: RequestTrace
+  /** The matched route's path template (`http.route` of the request's span), once known. */
+  httpRoute: string | null
+  /** The client the token was issued to, once the gateway admitted the request (for the request's span). */
+  clientId: string | null
   /**
    * Told once when the response closes, finished or cut off by the client.
    * Whoever creates the context calls it from the response's one `close`

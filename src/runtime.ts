@@ -23,8 +23,11 @@ export class ProcessState {
    * default a new one; worker processes get their primary's, so all of
    * them sign with one key (src/workers/).
    */
-  constructor(shared: Pick<Shared, 'clock' | 'log'>, ephemeralSource: () => Promise<JWK> = () => generatePrivateJwk('RS256')) {
-    this.jwks = new JwksRegistry(shared.clock, shared.log)
+  constructor(
+    shared: Pick<Shared, 'clock' | 'log'> & Partial<Pick<Shared, 'tracing'>>,
+    ephemeralSource: () => Promise<JWK> = () => generatePrivateJwk('RS256'),
+  ) {
+    this.jwks = new JwksRegistry(shared.clock, shared.log, shared.tracing ?? null)
     this.#ephemeralSource = ephemeralSource
   }
 

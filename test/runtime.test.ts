@@ -18,6 +18,7 @@ import { Metrics } from '../src/metrics.js'
 import { ProcessState, Runtime } from '../src/runtime.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { RevocationList } from '../src/store/revocation-list.js'
+import { Tracing } from '../src/telemetry/tracing.js'
 
 /** A JWKS endpoint that counts fetches per path. */
 const hits = new Map<string, number>()
@@ -85,7 +86,7 @@ const log = createLogger('silent')
 const store = new MemoryStore(clock)
 const revocations = new RevocationList(store, clock, undefined, 3600)
 await revocations.start()
-const shared: Shared = { clock, log, store, revocations, metrics: new Metrics() }
+const shared: Shared = { clock, log, store, revocations, metrics: new Metrics(), tracing: new Tracing(null) }
 const state = new ProcessState(shared)
 t.teardown(async () => {
   await state.close()

@@ -38,6 +38,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     metrics: deps.metrics,
     config,
     trustedProxies: deps.trustedProxies,
+    tracing: deps.tracing,
     as: deps.as,
     keys: deps.keys,
     ownIssuer,

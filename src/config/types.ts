@@ -45,6 +45,18 @@ export interface LogConfig {
   level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 }
 
+/** `telemetry.traces`: export spans over OTLP/HTTP (docs/telemetry.md). */
+export interface TracesConfig {
+  otlp: {
+    /** The collector's base URL (`/v1/traces` is appended), as OTEL_EXPORTER_OTLP_ENDPOINT. */
+    endpoint: string
+    /** Sent with every export (an API key: never logged). */
+    headers: Record<string, string>
+  }
+  /** Ratio of new traces sampled, 0 to 1 (default 1); a caller's sampled flag is followed. */
+  sample: number
+}
+
 export type ClientType = 'confidential' | 'public'
 export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt'
 
@@ -420,3 +432,5 @@ export interface Config {
    */
   workers: number
 }
+  /** `telemetry.traces`; null: export only if the OTEL_* environment asks (src/telemetry/tracing.ts). */
+  traces: TracesConfig | null

@@ -15,6 +15,7 @@ import { readDpop } from './sections/dpop.js'
 import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
+import { readTraces } from './sections/telemetry.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
 import { readWorkersSetting, resolveWorkers, workersStoreConflict } from './workers.js'
 import { enumAt, keysAt } from './contract.js'
@@ -81,6 +82,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
   const shutdownTimeoutMs = top.opt('shutdown_timeout', r.millis(), 10_000)
   const clientTimeouts = readClientTimeouts(r, top)
+  const traces = top.has('telemetry') ? readTraces(r, top.get('telemetry'), top.pathOf('telemetry')) : null
 
   const asNode = top.get('authorization_server')
   const authorizationServer =
@@ -123,6 +125,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     routes,
     dpop,
     workers,
+    traces,
   }
   return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
 }

@@ -12,7 +12,7 @@
 import type { Clock } from '../clock.js'
 import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/types.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
-import { AccessTokenRevoked, InvalidDpopProof, InvalidRequest, InvalidToken, type OAuthError, TemporarilyUnavailable } from '../errors.js'
+import { AccessTokenRevoked, InvalidDpopProof, InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
 import type { Logger } from '../log.js'
 import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
@@ -25,6 +25,8 @@ import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
 import { identityFromClaims } from './identity.js'
 import { invalidToken, JwtVerifier, unverifiedIssuer, type JwtIssuer } from '../tokens/verify-jwt.js'
+import { SpanStatusCode } from '@opentelemetry/api'
+import { SpanKind, type Span, type Tracing } from '../telemetry/tracing.js'
 
 /** An issuer a route may trust: how its JWTs are verified and its opaque tokens checked. */
 export interface TrustedIssuer {
@@ -60,6 +62,7 @@ export interface IssuerSources {
   own: JwtIssuer | null
   store: Store
   jwks: JwksSource
+  tracing?: Tracing | null
 }
 
 function hasJwks(issuer: IssuerConfig): issuer is IssuerConfig & { jwksUri: string } {
@@ -112,7 +115,7 @@ export function buildTrustedIssuers(sources: IssuerSources): Map<string, Trusted
     issuers.set(issuer.id, {
       id: issuer.id,
       jwt: hasJwks(issuer) ? remoteJwtIssuer(issuer.id, issuer.issuer, issuer.algorithms, sources.jwks.client(issuer)) : null,
-      opaque: hasIntrospection(issuer) ? new RemoteIntrospector(issuer, { gateway: config.gateway }) : null,
+      opaque: hasIntrospection(issuer) ? new RemoteIntrospector(issuer, { gateway: config.gateway, tracing: sources.tracing ?? null }) : null,
     })
   }
   return issuers
@@ -148,6 +151,8 @@ export interface AuthenticatorDeps {
   gateway: Pick<GatewayConfig, 'clockSkewSec' | 'tokenCacheMaxEntries'>
   /** Checks DPoP proofs (RFC 9449); without it a DPoP-scheme request is refused. */
   dpop?: DpopVerifier
+  /** Records each authentication as a span of its request when spans are exported. */
+  tracing?: Tracing
 }
 
 /** A request that used the DPoP scheme (RFC 9449 7.1): what its proof must match. */
@@ -198,6 +203,7 @@ export class Authenticator {
   readonly #skewSec: number
   readonly #jwt: JwtVerifier
   readonly #dpop: DpopVerifier | undefined
+  readonly #tracing: Tracing | null
   /**
    * By the token's SHA-256: the validations of that token, one per cache
    * scope (audience and trusted issuers) it was checked under. Not by the
@@ -223,6 +229,7 @@ export class Authenticator {
     this.#skewSec = deps.gateway.clockSkewSec
     this.#jwt = new JwtVerifier({ clock: deps.clock, clockSkewSec: deps.gateway.clockSkewSec })
     this.#dpop = deps.dpop
+    this.#tracing = deps.tracing ?? null
     this.#verified = new TokenCache(deps.gateway.tokenCacheMaxEntries)
     this.#recent = new TokenCache(Math.min(RECENT_TOKENS, deps.gateway.tokenCacheMaxEntries))
   }
@@ -246,9 +253,50 @@ export class Authenticator {
     dpop: DpopPresentation | null = null,
   ): TokenIdentity | Promise<TokenIdentity> {
     const now = this.#clock.now()
+    const span = this.#tracing?.child('bearward.token.verify', SpanKind.INTERNAL, { 'bearward.route': policy.route.name }) ?? null
+    if (span !== null) return this.#traced(span, token, policy, method, now, grammarChecked, dpop)
     const identity = this.#identify(token, policy, now, grammarChecked)
     if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now, token, dpop))
     return this.#authorize(identity, policy, method, now, token, dpop)
+  }
+
+  /**
+   * authenticate() as a span: whether the validation came from the cache
+   * (answered synchronously) or was verified or introspected now, the
+   * issuer that vouched, and the refusal's code. Never the token.
+   */
+  #traced(
+    span: Span,
+    token: string,
+    policy: RoutePolicy,
+    method: string,
+    now: number,
+    grammarChecked: boolean,
+    dpop: DpopPresentation | null,
+  ): TokenIdentity | Promise<TokenIdentity> {
+    const settle = (identity: TokenIdentity): TokenIdentity => {
+      span.setAttribute('bearward.token.issuer', identity.issuerId)
+      span.end()
+      return identity
+    }
+    const authorized = (identity: TokenIdentity): TokenIdentity | Promise<TokenIdentity> => {
+      const result = this.#authorize(identity, policy, method, now, token, dpop)
+      return result instanceof Promise ? result.then(settle, fail) : settle(result)
+    }
+    const fail = (err: unknown): never => {
+      span.setStatus({ code: SpanStatusCode.ERROR })
+      span.setAttribute('error.type', err instanceof OAuthError ? err.code : 'error')
+      span.end()
+      throw err
+    }
+    try {
+      const identity = this.#identify(token, policy, now, grammarChecked)
+      span.setAttribute('bearward.token.cache', identity instanceof Promise ? 'miss' : 'hit')
+      if (identity instanceof Promise) return identity.then(authorized, fail)
+      return authorized(identity)
+    } catch (err) {
+      return fail(err)
+    }
   }
 
   /**

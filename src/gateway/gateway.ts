@@ -162,7 +162,7 @@ class Gateway implements GatewayFace {
     const { config } = deps
     this.#deps = deps
     this.#failures = { face: 'gateway', metrics: deps.metrics, rootLog: deps.log, quiet: true }
-    const issuers = buildTrustedIssuers({ config, own: deps.ownIssuer, store: deps.store, jwks: shared.jwks })
+    const issuers = buildTrustedIssuers({ config, own: deps.ownIssuer, store: deps.store, jwks: shared.jwks, tracing: deps.tracing })
     try {
       this.#metadata = new ProtectedResources(config)
       const plans = config.routes.map((route): RoutePlan => {
@@ -173,7 +173,7 @@ class Gateway implements GatewayFace {
       })
       this.#table = new RouteTable(plans, (p) => p.route.match)
       const dpop = new DpopVerifier(config.dpop, deps, 'resource')
-      this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway, dpop })
+      this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway, dpop, tracing: deps.tracing })
       this.#origin = new URL(config.publicUrl).origin
       const exchanges = new OpenExchanges({
         clock: deps.clock,
@@ -182,7 +182,7 @@ class Gateway implements GatewayFace {
         graceSec: config.gateway.streamExpiryGraceSec,
       })
       try {
-        this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies, exchanges)
+        this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies, exchanges, deps.tracing)
       } catch (err) {
         exchanges.retire()
         throw err
@@ -229,6 +229,7 @@ class Gateway implements GatewayFace {
     }
     ctx.routeLabel = plan.route.name
     return { plan, path: target.path }
+    ctx.httpRoute = plan.route.match.path
   }
 
   /**
@@ -376,6 +377,7 @@ class Gateway implements GatewayFace {
       decision = this.#decide(req, ctx, true)
     } catch (err) {
       this.#failed(res, ctx, err)
+    ctx.clientId = identity.clientId
       return true
     }
     if (decision === null) return false

@@ -180,6 +180,12 @@ export interface RequestHeaderOptions {
   trustedProxies: TrustedProxies
 }
 
+/** The trace context the upstream receives (W3C Trace Context): ours, replacing the client's. */
+export interface UpstreamTrace {
+  readonly traceparent: string
+  readonly tracestate: string | null
+}
+
 /** Flat `[name, value, name, value, ...]` list, the form undici takes and Node's rawHeaders uses. */
 export type FlatHeaders = string[]
 
@@ -203,6 +209,9 @@ export class RequestHeaderPolicy {
     this.#rules.set('authorization', options.forwardAuthorization ? AUTHORIZATION : DROP)
     // A DPoP proof travels with the token it proves (RFC 9449 7): forwarded only where the token is.
     this.#rules.set('dpop', options.forwardAuthorization ? AUTHORIZATION : DROP)
+    // The client's trace context is replaced by ours (build's `trace`), which names our span as the parent.
+    this.#rules.set('traceparent', DROP)
+    this.#rules.set('tracestate', DROP)
     this.#rules.set('host', HOST)
     this.#rules.set('te', TE)
     this.#rules.set('upgrade', UPGRADE)
@@ -238,8 +247,9 @@ export class RequestHeaderPolicy {
    *   (no body, or a chunked one).
    * @param upgrade true on the WebSocket path: keep `Upgrade` and send
    *   `Connection: upgrade` (RFC 9110 7.8).
+   * @param trace the trace context to send (the client's own is never passed on as sent).
    */
-  build(req: IncomingMessage, identity: TokenIdentity | null, contentLength: string | null, upgrade: boolean): FlatHeaders {
+  build(req: IncomingMessage, identity: TokenIdentity | null, contentLength: string | null, upgrade: boolean, trace: UpstreamTrace | null = null): FlatHeaders {
     const raw = req.rawHeaders
     const named = connectionNamed(req.headers.connection)
     const peer = peerAddress(req.socket)
@@ -312,6 +322,10 @@ export class RequestHeaderPolicy {
     else if (upgrade) out.push('host', this.#upstreamHost)
     if (upgrade && upgradeValue !== undefined) out.push('connection', 'upgrade', 'upgrade', upgradeValue)
     if (contentLength !== null) out.push('content-length', contentLength)
+    if (trace !== null) {
+      out.push('traceparent', trace.traceparent)
+      if (trace.tracestate !== null) out.push('tracestate', trace.tracestate)
+    }
     if (wantsTrailers) out.push('te', 'trailers')
     if (maxForwards !== undefined) {
       const method = req.method

@@ -27,6 +27,7 @@ import type { IssuerConfig } from '../config/types.js'
 import { TemporarilyUnavailable } from '../errors.js'
 import { publicMembers } from '../keys/keyset.js'
 import type { Logger } from '../log.js'
+import { SpanKind, type Tracing } from '../telemetry/tracing.js'
 import { indexByKid, pickKey, type KeyLookup, type VerificationKey } from '../tokens/verify-jwt.js'
 
 /** A JWK Set larger than this is not a key set we want to parse. */
@@ -103,6 +104,7 @@ interface ClientDeps {
   clock: Clock
   log: Logger
   dispatcher: Agent
+  tracing?: Tracing | null
 }
 
 /** One issuer's remote key set. */
@@ -200,14 +202,21 @@ export class JwksClient implements KeyLookup {
     const { clock, log, dispatcher } = this.#deps
     const settings = this.#settings
     try {
-      const res = await request(this.uri, {
-        method: 'GET',
-        dispatcher,
-        headers: { accept: 'application/jwk-set+json, application/json' },
-        headersTimeout: settings.timeoutMs,
-        bodyTimeout: settings.timeoutMs,
-        signal: AbortSignal.any([this.#abort.signal, AbortSignal.timeout(settings.timeoutMs)]),
-      })
+      const fetchKeys = () =>
+        request(this.uri, {
+          method: 'GET',
+          dispatcher,
+          headers: { accept: 'application/jwk-set+json, application/json' },
+          headersTimeout: settings.timeoutMs,
+          bodyTimeout: settings.timeoutMs,
+          signal: AbortSignal.any([this.#abort.signal, AbortSignal.timeout(settings.timeoutMs)]),
+        })
+      const res = await (this.#deps.tracing?.traced(
+        'GET',
+        SpanKind.CLIENT,
+        { 'http.request.method': 'GET', 'url.full': this.uri, 'bearward.issuer': this.issuerId },
+        fetchKeys,
+      ) ?? fetchKeys())
       if (res.statusCode !== 200) {
         await res.body.dump()
         throw new Error(`answered HTTP ${res.statusCode}`)
@@ -255,9 +264,13 @@ export class JwksRegistry implements JwksSource {
   readonly #clients = new Map<string, JwksClient>()
   readonly #dispatcher = new Agent({ keepAliveTimeout: 30_000 })
 
-  constructor(clock: Clock, log: Logger) {
+  readonly #tracing: Tracing | null
+
+  /** @param tracing records a fetch made while a traced request waits for it as a span of that request */
+  constructor(clock: Clock, log: Logger, tracing: Tracing | null = null) {
     this.#clock = clock
     this.#log = log
+    this.#tracing = tracing
   }
 
   /**
@@ -286,7 +299,8 @@ export class JwksRegistry implements JwksSource {
   stage(): JwksStage {
     return new JwksStage(
       (key) => this.#clients.get(key),
-      (issuer) => new JwksClient(issuer.id, issuer.jwksUri, issuer.jwks, { clock: this.#clock, log: this.#log, dispatcher: this.#dispatcher }),
+      (issuer) =>
+        new JwksClient(issuer.id, issuer.jwksUri, issuer.jwks, { clock: this.#clock, log: this.#log, dispatcher: this.#dispatcher, tracing: this.#tracing }),
       (key, client) => this.#clients.set(key, client),
     )
   }

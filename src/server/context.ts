@@ -5,6 +5,7 @@ import type { RequestContext, ResponseCloseListener } from '../context.js'
 import { splitTarget } from '../gateway/normalize.js'
 import type { Logger } from '../log.js'
 import type { Runtime } from '../runtime.js'
+import type { RequestTrace, Tracing } from '../telemetry/tracing.js'
 
 /** A request id we echo must be short and plain, so it cannot forge log lines or headers. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -19,12 +20,12 @@ export class RequestIds {
    * `trust_incoming_request_id` is on and the value is plain, else ours) and
    * the one split of its target both faces read.
    */
-  contextFor(req: IncomingMessage, trustIncoming: boolean, root: Logger): Context {
+  contextFor(req: IncomingMessage, trustIncoming: boolean, root: Logger, tracing: Tracing): Context {
     // One split of the target for both faces (origin- or absolute-form).
     const target = splitTarget(req.url ?? '/')
     const incoming = req.headers['x-request-id']
     const id = trustIncoming && typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : this.#next()
-    return new Context(id, root, target.rawPath, target.rawQuery, target.host)
+    return new Context(id, root, target.rawPath, target.rawQuery, target.host, tracing.start(req))
   }
 
   #next(): string {
@@ -43,6 +44,9 @@ export class Context implements RequestContext {
   readonly rawQuery: string
   readonly targetHost: string | null
   routeLabel = 'unmatched'
+  readonly trace: RequestTrace
+  httpRoute: string | null = null
+  clientId: string | null = null
   closeListener: ResponseCloseListener | null = null
   /** performance.now() at arrival, for the latency metric and the access log. */
   readonly started = performance.now()
@@ -51,8 +55,9 @@ export class Context implements RequestContext {
   readonly #root: Logger
   #log: Logger | null = null
 
-  constructor(id: string, root: Logger, rawPath: string, rawQuery: string, targetHost: string | null) {
+  constructor(id: string, root: Logger, rawPath: string, rawQuery: string, targetHost: string | null, trace: RequestTrace) {
     this.id = id
+    this.trace = trace
     this.#root = root
     this.rawPath = rawPath
     this.rawQuery = rawQuery

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { Shared } from '../context.js'
 import { NotFound, RequestTimeout } from '../errors.js'
 import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeouts.js'
-import { answerFailure, type Face, type FailureReporting } from '../http/failure.js'
+import { answerFailure, reportAbortedBody, type Face, type FailureReporting } from '../http/failure.js'
 import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
 import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
 import type { Logger } from '../log.js'
@@ -51,7 +51,7 @@ export class RequestDispatcher {
   }
 
   #context(req: IncomingMessage, runtime: Runtime): Context {
-    return this.#ids.contextFor(req, runtime.config.trustIncomingRequestId, this.#shared.log)
+    return this.#ids.contextFor(req, runtime.config.trustIncomingRequestId, this.#shared.log, this.#shared.tracing)
   }
 
   /** One request, served by `runtime` from start to end whatever reloads happen meanwhile. */
@@ -72,7 +72,8 @@ export class RequestDispatcher {
         (which) => this.#bodyTimedOut(req, res, ctx, which),
       )
     }
-    this.#dispatch(req, res, ctx, runtime)
+    if (ctx.trace.span === null) this.#dispatch(req, res, ctx, runtime)
+    else this.#shared.tracing.within(ctx.trace, () => this.#dispatch(req, res, ctx, runtime))
   }
 
   /**
@@ -91,16 +92,32 @@ export class RequestDispatcher {
   }
 
   #onClose(req: IncomingMessage, res: ServerResponse, ctx: Context): void {
+    // The client left before its body was complete (a reader rejected with
+    // ClientAborted, or the proxy was streaming it): reported here, once.
+    if (!req.complete && !res.writableFinished) reportAbortedBody(ctx, this.#failures[ctx.routeLabel.startsWith('as:') ? 'as' : 'gateway'])
     ctx.closeListener?.onResponseClose()
     ctx.runtime?.depart()
     ctx.runtime = null
     const seconds = (performance.now() - ctx.started) / 1000
-    this.#shared.metrics.observeResponse(ctx.routeLabel, res.writableFinished ? res.statusCode : null, seconds)
+    const status = res.writableFinished ? res.statusCode : null
+    this.#shared.metrics.observeResponse(ctx.routeLabel, status, seconds)
     if (this.#accessLog.isLevelEnabled('info')) {
       this.#accessLog.info(
-        { req_id: ctx.id, method: req.method, path: ctx.rawPath, route: ctx.routeLabel, status: res.statusCode, ms: Math.round(seconds * 10000) / 10 },
+        {
+          req_id: ctx.id,
+          trace_id: ctx.trace.traceId,
+          method: req.method,
+          path: ctx.rawPath,
+          route: ctx.routeLabel,
+          status: res.statusCode,
+          ms: Math.round(seconds * 10000) / 10,
+        },
         'request',
       )
+    }
+    if (ctx.trace.span !== null) {
+      const httpRoute = ctx.httpRoute ?? (ctx.routeLabel.startsWith('as:') ? ctx.rawPath : null)
+      this.#shared.tracing.finish(ctx.trace, req.method ?? 'GET', ctx.rawPath, httpRoute, ctx.routeLabel, status, ctx.clientId)
     }
   }
 

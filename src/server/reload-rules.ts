@@ -19,6 +19,7 @@ export function keysNeedingRestart(old: Config, next: Config): string[] {
   // Certificate files are reloaded; turning TLS on or off needs another kind of server.
   if ((old.tls === null) !== (next.tls === null)) keys.push('tls')
   if (old.workers !== next.workers) keys.push('workers')
+  if (JSON.stringify(old.traces) !== JSON.stringify(next.traces)) keys.push('telemetry')
   return keys
 }
 

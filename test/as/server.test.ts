@@ -6,6 +6,7 @@ import { MemoryStore } from '../../src/store/memory.js'
 import type { TakeCodeResult } from '../../src/store/types.js'
 import { basic, codeParams, mintCode, send, startAs, token } from '../helpers/as-back.js'
 import { postForm, reply } from '../helpers/http.js'
+import { contextExtras } from '../helpers/trace.js'
 
 t.test('routing: back channel, front channel, and unknown paths', async (t) => {
   const h = await startAs()
@@ -72,7 +73,15 @@ t.test('each endpoint sets its route label', async (t) => {
   const face = createAuthorizationServer(h.as)
   const labels: string[] = []
   const server = createServer((req, res) => {
-    const ctx = { id: 'x', log: h.as.log, rawPath: (req.url ?? '/').split('?')[0] ?? '/', rawQuery: '', routeLabel: 'unset', closeListener: null }
+    const ctx = {
+      id: 'x',
+      log: h.as.log,
+      rawPath: (req.url ?? '/').split('?')[0] ?? '/',
+      rawQuery: '',
+      routeLabel: 'unset',
+      closeListener: null,
+      ...contextExtras(),
+    }
     void face.handle(req, res, ctx).then((handled) => {
       labels.push(handled ? ctx.routeLabel : 'not handled')
       if (!handled) res.end()

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net'
 import type { RequestContext } from '../../src/context.js'
 import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import { alice, gatewayConfig, listen, routeConfig, send, silentLog, startProxy, startUpstream } from './proxy-helpers.js'
+import { contextExtras } from '../helpers/trace.js'
 
 /** A TCP server that accepts connections and never says anything. */
 async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
@@ -336,7 +337,7 @@ t.test('a request whose client left while it was judged is not forwarded, and ho
   const forwarded = new Promise<void>((resolve) => (judged = resolve))
   const server = createServer((req, res) => {
     // As the app does: the response's one close listener tells the proxy.
-    const ctx: RequestContext = { id: 'req-1', log: silentLog, rawPath: '/', rawQuery: '', routeLabel: 'test', closeListener: null }
+    const ctx: RequestContext = { id: 'req-1', log: silentLog, rawPath: '/', rawQuery: '', routeLabel: 'test', closeListener: null, ...contextExtras() }
     res.on('close', () => {
       ctx.closeListener?.onResponseClose()
       // The decision arrives after the client has gone.

@@ -13,6 +13,7 @@ import type { RequestContext } from '../../src/context.js'
 import type { Logger } from '../../src/log.js'
 import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import type { ForwardRequest, TokenIdentity } from '../../src/gateway/types.js'
+import { contextExtras } from '../helpers/trace.js'
 
 /** Helpers shared by the proxy tests: real servers on 127.0.0.1, port 0. */
 
@@ -138,7 +139,7 @@ export async function startProxy(
         identity: d.identity === undefined ? alice : d.identity,
         body: d.body ?? null,
       },
-      ctx: { id: 'req-1', log: silentLog, rawPath, rawQuery, routeLabel: route.name, closeListener: null },
+      ctx: { id: 'req-1', log: silentLog, rawPath, rawQuery, routeLabel: route.name, closeListener: null, ...contextExtras() },
     }
   }
   const server = createServer((req, res) => {

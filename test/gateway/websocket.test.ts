@@ -11,6 +11,7 @@ import { WebSocket } from 'undici'
 import type { RequestContext } from '../../src/context.js'
 import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import { alice, gatewayConfig, listen, rawNames, routeConfig, selfSignedCert, silentLog, startProxy, type Listening } from './proxy-helpers.js'
+import { contextExtras } from '../helpers/trace.js'
 
 /** RFC 6455 1.3: the value a server proves it understood the handshake with. */
 function acceptKey(key: string): string {
@@ -354,7 +355,15 @@ t.test('an upgrade whose client left while it was judged is not forwarded', asyn
   const goneJudged = new Promise<void>((resolve) => (judgedGone = resolve))
   const server = createServer()
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const ctx: RequestContext = { id: 'req-1', log: silentLog, rawPath: req.url ?? '/', rawQuery: '', routeLabel: 'test', closeListener: null }
+    const ctx: RequestContext = {
+      id: 'req-1',
+      log: silentLog,
+      rawPath: req.url ?? '/',
+      rawQuery: '',
+      routeLabel: 'test',
+      closeListener: null,
+      ...contextExtras(),
+    }
     const forward = (): void => proxy.upgrade(req, socket, head, { route, path: req.url ?? '/', query: '', identity: alice, body: null }, ctx)
     // /gone: the decision arrives after the client closed its socket.
     if (req.url === '/gone') {

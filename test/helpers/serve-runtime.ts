@@ -29,6 +29,7 @@ import { RequestDispatcher } from '../../src/server/dispatch.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RevocationList } from '../../src/store/revocation-list.js'
 import type { Store } from '../../src/store/types.js'
+import { Tracing } from '../../src/telemetry/tracing.js'
 
 export interface ServeOptions {
   /** ManualClock at 2026-01-01 by default; Redis tests pass one that follows real time. */
@@ -119,7 +120,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
     const config = parseConfig(text, '<test>', { ...o.env, PUBLIC_URL: publicUrl })
     revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec)
     await revocations.start()
-    const shared: Shared = { clock, log, store, revocations, metrics }
+    const shared: Shared = { clock, log, store, revocations, metrics, tracing: new Tracing(null) }
     const state = o.state ?? new ProcessState(shared, signingKey)
     const built = await Runtime.build(config, shared, state)
     built.commit()

@@ -8,7 +8,9 @@ import { BadGateway, PayloadTooLarge, ServerError } from '../../errors.js'
 import { continueIfExpected } from '../../http/continue.js'
 import { errorOnSocket, sendErrorWithId } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
-import { headerObject, type FlatHeaders } from '../headers.js'
+import { formatTraceparent } from '../../telemetry/trace-context.js'
+import { SpanKind, type Span, type Tracing } from '../../telemetry/tracing.js'
+import { headerObject, type FlatHeaders, type UpstreamTrace } from '../headers.js'
 import type { OpenExchanges } from '../open-exchanges.js'
 import type { ForwardRequest } from '../types.js'
 import { BodyLimit } from './body-limit.js'
@@ -60,6 +62,8 @@ export class UpstreamProxy {
   readonly #drain: Drain
   /** Where exchanges made with a token are registered, to end when it is revoked or expires; null: nowhere. */
   readonly #exchanges: OpenExchanges | null
+  /** Records the upstream exchange as a client span of its request when spans are exported; null: never. */
+  readonly #tracing: Tracing | null
   #closing: Promise<void> | null = null
 
   /**
@@ -72,7 +76,9 @@ export class UpstreamProxy {
     log: Logger,
     trusted = new TrustedProxies(gateway.trustedProxies),
     exchanges: OpenExchanges | null = null,
+    tracing: Tracing | null = null,
   ) {
+    this.#tracing = tracing
     this.#plans = planRoutes(routes, gateway, trusted)
     this.#drain = new Drain(this.#plans.pools, log)
     this.#exchanges = exchanges
@@ -135,9 +141,11 @@ export class UpstreamProxy {
 
     // The body is wanted now: a client waiting on `Expect: 100-continue` is invited to send it.
     if (body === req || (limit !== null && body === limit)) continueIfExpected(req)
-    const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false)
     const path = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
-    const exchange = new Exchange(req, res, plan, ctx, limit, this.#drain.done)
+    const span = ctx.trace.span === null ? null : this.#upstreamSpan(req.method ?? 'GET', plan, fwd.path)
+    const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false, upstreamTrace(ctx, span))
+    const done = span === null ? this.#drain.done : () => this.#endUpstreamSpan(span, res)
+    const exchange = new Exchange(req, res, plan, ctx, limit, done)
     this.#drain.started()
     ctx.closeListener = exchange
     // Header and body timeouts are the pool's own (pools are per timeout
@@ -146,6 +154,27 @@ export class UpstreamProxy {
     plan.pool.dispatch(options, exchange)
     // After the dispatch: a token revoked meanwhile ends the exchange at once, as a client that left would.
     if (fwd.identity !== null && this.#exchanges !== null) exchange.track(this.#exchanges.open(exchange, fwd.identity, plan.name, ctx))
+  }
+
+  /** The upstream exchange's client span (HTTP client span conventions; the path only, never the query). */
+  #upstreamSpan(method: string, plan: RoutePlan, path: string): Span | null {
+    const origin = new URL(plan.label)
+    return (
+      this.#tracing?.child(method, SpanKind.CLIENT, {
+        'http.request.method': method,
+        'server.address': origin.hostname,
+        'server.port': Number(origin.port || (origin.protocol === 'https:' ? 443 : 80)),
+        'url.path': plan.basePath + path,
+        'bearward.route': plan.name,
+      }) ?? null
+    )
+  }
+
+  #endUpstreamSpan(span: Span, res: ServerResponse): void {
+    if (res.writableFinished) span.setAttribute('http.response.status_code', res.statusCode)
+    else span.setAttribute('error.type', 'aborted')
+    span.end()
+    this.#drain.done()
   }
 
   /** Exchanges started and not yet closed (what close() waits for). */
@@ -176,7 +205,7 @@ export class UpstreamProxy {
     const upstream = {
       method: 'GET',
       path: plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query),
-      headers: headerObject(plan.headers.build(req, fwd.identity, null, true)),
+      headers: headerObject(plan.headers.build(req, fwd.identity, null, true, upstreamTrace(ctx, null))),
     }
     try {
       const tunnel = plan.ws.forward(upstream, socket, head, ctx.log)
@@ -199,4 +228,9 @@ export class UpstreamProxy {
     this.#closing ??= this.#drain.close(timeoutMs)
     return this.#closing
   }
+}
+
+/** What the upstream is told of the trace: ours, with our client span (when recorded) or our server span as the parent. */
+function upstreamTrace(ctx: RequestContext, span: Span | null): UpstreamTrace {
+  return { traceparent: formatTraceparent(ctx.trace, span === null ? ctx.trace.spanId : span.spanContext().spanId), tracestate: ctx.trace.tracestate }
 }

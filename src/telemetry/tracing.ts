@@ -1,0 +1,231 @@
+/**
+ * Traces: every request gets a trace context (continued from the client's
+ * `traceparent`, or new), which the access log names and the upstream
+ * receives. With an exporter configured (`telemetry.traces.otlp`, or the
+ * standard `OTEL_EXPORTER_OTLP_*` variables) spans are also recorded through
+ * the OpenTelemetry SDK and sent over OTLP/HTTP: the request (server span),
+ * and as its children token verification, introspection, JWKS fetches,
+ * store calls and the upstream exchange.
+ *
+ * The current request's span is found through an AsyncLocalStorage owned by
+ * this object (no global context manager), so code deep in a face can start
+ * a child span without a context passed down to it. With no exporter, none
+ * of that runs: a request costs one header parse and two random ids.
+ *
+ * No span attribute holds a token, a secret or a query string (queries can
+ * carry `access_token`); paths and header-free attributes only.
+ *
+ * @see https://opentelemetry.io/docs/specs/semconv/http/http-spans/
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
+import type { IncomingMessage } from 'node:http'
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace'
+import type { TracesConfig } from '../config/types.js'
+import { formatTraceparent, traceOf, TraceIds, tracestateOf, type TraceParent } from './trace-context.js'
+
+export { SpanKind, type Span } from '@opentelemetry/api'
+
+/** One request's place in its trace. */
+export interface RequestTrace extends TraceParent {
+  /** The client's `tracestate`, passed on unchanged; null when absent or unfit. */
+  readonly tracestate: string | null
+  /** The recorded server span, or null when nothing is exported (or this trace is not sampled). */
+  readonly span: Span | null
+}
+
+/** What the exporter is pointed at, resolved from the config or the environment. */
+export interface ExportSettings {
+  /** The OTLP/HTTP traces URL (`<endpoint>/v1/traces`). */
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  /** The ratio of new traces sampled (a caller's sampled flag is followed). */
+  readonly sample: number
+  readonly serviceName: string
+}
+
+/** `OTEL_EXPORTER_OTLP_HEADERS`: `k=v,k2=v2`, values URL-encoded. */
+function parseHeaderList(text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const part of (text ?? '').split(',')) {
+    const eq = part.indexOf('=')
+    if (eq <= 0) continue
+    out[decodeURIComponent(part.slice(0, eq).trim())] = decodeURIComponent(part.slice(eq + 1).trim())
+  }
+  return out
+}
+
+function tracesUrl(endpoint: string): string {
+  return `${endpoint.replace(/\/+$/, '')}/v1/traces`
+}
+
+/**
+ * The exporter settings: the config's `telemetry.traces` first, else the
+ * OpenTelemetry environment variables; null when neither asks for export
+ * (or `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none`).
+ *
+ * @see https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/
+ */
+export function exportSettings(config: TracesConfig | null, env: NodeJS.ProcessEnv): ExportSettings | null {
+  if (env.OTEL_SDK_DISABLED === 'true') return null
+  const serviceName = env.OTEL_SERVICE_NAME ?? 'bearward'
+  const envSample = env.OTEL_TRACES_SAMPLER_ARG === undefined ? Number.NaN : Number(env.OTEL_TRACES_SAMPLER_ARG)
+  if (config !== null) {
+    return { url: tracesUrl(config.otlp.endpoint), headers: config.otlp.headers, sample: config.sample, serviceName }
+  }
+  if (env.OTEL_TRACES_EXPORTER !== undefined && env.OTEL_TRACES_EXPORTER !== 'otlp') return null
+  const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT === undefined ? undefined : tracesUrl(env.OTEL_EXPORTER_OTLP_ENDPOINT))
+  if (url === undefined) return null
+  const headers = { ...parseHeaderList(env.OTEL_EXPORTER_OTLP_HEADERS), ...parseHeaderList(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) }
+  return { url, headers, sample: Number.isFinite(envSample) && envSample >= 0 && envSample <= 1 ? envSample : 1, serviceName }
+}
+
+/** Process-wide: built once at start (changing `telemetry` takes a restart). */
+export class Tracing {
+  readonly #ids = new TraceIds()
+  readonly #provider: TracerProvider | null
+  readonly #tracer: Tracer | null
+  readonly #current = new AsyncLocalStorage<Span>()
+
+  constructor(settings: ExportSettings | null, version = '0') {
+    if (settings === null) {
+      this.#provider = null
+      this.#tracer = null
+      return
+    }
+    const exporter = new OTLPTraceExporter({ url: settings.url, headers: { ...settings.headers } })
+    this.#provider = new TracerProvider({
+      resource: resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': version }),
+      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sample) }),
+      spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 1000 })],
+    })
+    this.#tracer = this.#provider.getTracer('bearward', version)
+  }
+
+  /** Whether spans are recorded and exported. */
+  get exporting(): boolean {
+    return this.#tracer !== null
+  }
+
+  /**
+   * The trace of one arriving request, and its server span when exporting.
+   * The span's name is the method until the route is known (see `finish`).
+   */
+  start(req: IncomingMessage): RequestTrace {
+    const tracestate = tracestateOf(req.headers.tracestate)
+    const tracer = this.#tracer
+    if (tracer === null) return { ...traceOf(req.headers.traceparent, this.#ids, false), tracestate, span: null }
+    const incoming = traceOf(req.headers.traceparent, this.#ids, false)
+    const parent =
+      incoming.parentSpanId === null
+        ? ROOT_CONTEXT
+        : trace.setSpanContext(ROOT_CONTEXT, { traceId: incoming.traceId, spanId: incoming.parentSpanId, traceFlags: incoming.flags, isRemote: true })
+    const method = req.method ?? 'GET'
+    const span = tracer.startSpan(
+      method,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'http.request.method': method,
+          'url.scheme': (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
+          'network.protocol.version': req.httpVersion,
+          ...(req.socket.remoteAddress === undefined ? {} : { 'client.address': req.socket.remoteAddress }),
+          ...(typeof req.headers['user-agent'] === 'string' ? { 'user_agent.original': req.headers['user-agent'] } : {}),
+        },
+      },
+      parent,
+    )
+    const sc = span.spanContext()
+    return {
+      traceId: sc.traceId,
+      parentSpanId: incoming.parentSpanId,
+      spanId: sc.spanId,
+      flags: sc.traceFlags & 1,
+      tracestate,
+      span: span.isRecording() ? span : null,
+    }
+  }
+
+  /** Run `fn` with `trace`'s span as the current one, so child spans find it. */
+  within<T>(trace: RequestTrace, fn: () => T): T {
+    return trace.span === null ? fn() : this.#current.run(trace.span, fn)
+  }
+
+  /**
+   * End a request's server span: `{method} {route}`, the status, and what
+   * the request was (route name, client id), never a token or a query.
+   */
+  finish(
+    trace: RequestTrace,
+    method: string,
+    path: string,
+    httpRoute: string | null,
+    routeLabel: string,
+    status: number | null,
+    clientId: string | null,
+  ): void {
+    const span = trace.span
+    if (span === null) return
+    if (httpRoute !== null) {
+      span.updateName(`${method} ${httpRoute}`)
+      span.setAttribute('http.route', httpRoute)
+    }
+    span.setAttribute('url.path', path)
+    span.setAttribute('bearward.route', routeLabel)
+    if (clientId !== null) span.setAttribute('bearward.client_id', clientId)
+    if (status === null) {
+      span.setAttribute('error.type', 'aborted')
+      span.setStatus({ code: SpanStatusCode.ERROR })
+    } else {
+      span.setAttribute('http.response.status_code', status)
+      // HTTP semconv: a server span is an error for 5xx only.
+      if (status >= 500) {
+        span.setAttribute('error.type', String(status))
+        span.setStatus({ code: SpanStatusCode.ERROR })
+      }
+    }
+    span.end()
+  }
+
+  /** A child of the current request's span; null when nothing is recorded (no exporter, not sampled, no request). */
+  child(name: string, kind: SpanKind, attributes: Attributes): Span | null {
+    const tracer = this.#tracer
+    if (tracer === null) return null
+    const parent = this.#current.getStore()
+    if (parent === undefined) return null
+    return tracer.startSpan(name, { kind, attributes }, trace.setSpan(ROOT_CONTEXT, parent))
+  }
+
+  /**
+   * Trace `work` as a child span that ends when it settles; an error marks
+   * the span (its class name only: messages can hold values).
+   */
+  traced<T>(name: string, kind: SpanKind, attributes: Attributes, work: () => Promise<T>): Promise<T> {
+    const span = this.child(name, kind, attributes)
+    if (span === null) return work()
+    return work().then(
+      (value) => {
+        span.end()
+        return value
+      },
+      (err: unknown) => {
+        span.setStatus({ code: SpanStatusCode.ERROR })
+        span.setAttribute('error.type', err instanceof Error ? err.constructor.name : 'error')
+        span.end()
+        throw err
+      },
+    )
+  }
+
+  /** The `traceparent` for the upstream: the trace, and as parent our client span when one is recorded, else our server span. */
+  traceparent(trace: RequestTrace, clientSpan: Span | null = null): string {
+    return formatTraceparent(trace, clientSpan === null ? trace.spanId : clientSpan.spanContext().spanId)
+  }
+
+  /** Export what is buffered and stop (at shutdown). */
+  async close(): Promise<void> {
+    await this.#provider?.shutdown().catch(() => undefined)
+  }
+}
