@@ -431,6 +431,6 @@ export interface Config {
    * host's cores). 1: one process, no primary (src/workers/).
    */
   workers: number
-}
   /** `telemetry.traces`; null: export only if the OTEL_* environment asks (src/telemetry/tracing.ts). */
   traces: TracesConfig | null
+}
