@@ -444,6 +444,21 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * The client went away in the middle of its request body (the connection
+ * closed or was reset before the declared body arrived). Not a server fault
+ * and not a refusal: there is nobody left to answer. The dispatcher logs it
+ * quietly and counts it (`bearward_requests_aborted_total`).
+ */
+export class ClientAborted extends Error {
+  static readonly code = 'ERR_CLIENT_ABORTED'
+  readonly code = ClientAborted.code
+  constructor(options?: { cause?: unknown }) {
+    super('the client closed the connection before its request body was complete', options)
+    this.name = 'ClientAborted'
+  }
+}
+
 /** A config that cannot be used; carries every problem found. */
 export class ConfigError extends Error {
   static readonly code = 'ERR_CONFIG_INVALID'

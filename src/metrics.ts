@@ -116,6 +116,10 @@ export class Metrics {
   readonly tokensIssued = new Counter('bearward_tokens_issued_total', 'Access tokens issued by grant type')
   readonly reloads = new Counter('bearward_config_reloads_total', 'Config reloads by result')
   readonly storeErrors = new Counter('bearward_store_errors_total', 'Store operations that failed')
+  readonly requestsAborted = new Counter(
+    'bearward_requests_aborted_total',
+    'Requests whose client went away before its request body was complete, by face (as, gateway)',
+  )
   readonly replicaWaitTimeouts = new Counter(
     'bearward_store_replica_wait_timeouts_total',
     'Revocation writes that no replica confirmed within store.replica_wait.timeout (answered 503)',
@@ -194,6 +198,7 @@ export class Metrics {
         this.tokensIssued,
         this.reloads,
         this.storeErrors,
+        this.requestsAborted,
         this.replicaWaitTimeouts,
         this.tokenValidations,
         this.exchangesEnded,

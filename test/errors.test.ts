@@ -361,6 +361,8 @@ t.test('codes are stable ERR_ strings, one per class, the same on the class and 
   t.equal(StoreUnavailableError.code, 'ERR_STORE_UNAVAILABLE')
   t.equal(new StoreUnavailableError().code, 'ERR_STORE_UNAVAILABLE')
   t.equal(new errors.ConfigError([]).code, 'ERR_CONFIG_INVALID')
+  t.equal(errors.ClientAborted.code, 'ERR_CLIENT_ABORTED')
+  t.equal(new errors.ClientAborted().code, 'ERR_CLIENT_ABORTED')
 })
 
 t.test('each class is answered with its status, error, description and headers', async (t) => {
@@ -412,6 +414,7 @@ t.test('failureOf classifies without side effects', async (t) => {
   t.equal(failureOf(new errors.InvalidGrant()).kind, 'refused')
   t.equal(failureOf(new StoreUnavailableError()).kind, 'store_unavailable')
   t.equal(failureOf(new RangeError()).kind, 'internal')
+  t.equal(failureOf(new errors.ClientAborted()).kind, 'client_gone', 'a client that left mid-body is not a bug')
   const own = new errors.SlowDown()
   t.equal(failureOf(own).answer, own, 'a refusal is its own answer')
 })

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import { InvalidRequest, PayloadTooLarge } from '../errors.js'
+import { ClientAborted, InvalidRequest, PayloadTooLarge } from '../errors.js'
 import { continueIfExpected } from './continue.js'
 
 /** Largest form body accepted at the authorization server's endpoints. */
@@ -44,7 +44,9 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     }
     const onError = (err: Error): void => {
       stop()
-      reject(err)
+      // The request stream fails only when its connection does (Node's
+      // 'aborted' ECONNRESET): the client went away mid-body, not a bug here.
+      reject(req.complete ? err : new ClientAborted({ cause: err }))
     }
     const onClose = (): void => {
       stop()

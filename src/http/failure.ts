@@ -1,4 +1,4 @@
-import { OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
+import { ClientAborted, InvalidRequest, OAuthError, ServerError, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import type { Logger } from '../log.js'
 import { labelKey, type Metrics } from '../metrics.js'
 
@@ -13,8 +13,12 @@ import { labelKey, type Metrics } from '../metrics.js'
 /** The face a failure happened in: the one label of `bearward_store_errors_total`. */
 export type Face = 'as' | 'gateway'
 
-/** What a thrown value is: a refusal we meant, a store outage, or a bug. */
-export type FailureKind = 'refused' | 'store_unavailable' | 'internal'
+/**
+ * What a thrown value is: a refusal we meant, a store outage, a client that
+ * went away mid-body (logged and counted where the response closes, in the
+ * dispatcher: `reportAbortedBody`), or a bug.
+ */
+export type FailureKind = 'refused' | 'store_unavailable' | 'client_gone' | 'internal'
 
 export interface Failure {
   readonly kind: FailureKind
@@ -30,7 +34,22 @@ export interface Failure {
 export function failureOf(err: unknown): Failure {
   if (err instanceof OAuthError) return { kind: 'refused', answer: err }
   if (err instanceof StoreUnavailableError) return { kind: 'store_unavailable', answer: new TemporarilyUnavailable() }
+  // Nobody reads this answer: the connection is gone.
+  if (err instanceof ClientAborted) return { kind: 'client_gone', answer: new InvalidRequest('The request body ended before it was complete') }
   return { kind: 'internal', answer: new ServerError() }
+}
+
+/**
+ * A request whose client went away before its body was complete (whether a
+ * body reader saw it or the proxy was streaming it): counted per face and
+ * logged without a stack, at info at the authorization server and at debug
+ * at the gateway, whose volumes can be a client's line rate.
+ */
+export function reportAbortedBody(ctx: { readonly log: Logger; readonly routeLabel: string }, reporting: FailureReporting): void {
+  reporting.metrics.requestsAborted.incKey(ABORTED_FACE[reporting.face])
+  // ctx.log binds the request's child logger: the quiet face asks the root logger first.
+  if (!reporting.quiet) ctx.log.info({ face: reporting.face, route: ctx.routeLabel }, 'request body aborted by the client')
+  else if (reporting.rootLog.isLevelEnabled('debug')) ctx.log.debug({ face: reporting.face, route: ctx.routeLabel }, 'request body aborted by the client')
 }
 
 /** Where a failure is reported. Built once per face (per Runtime); the levels are per face because the volumes are. */
@@ -56,6 +75,8 @@ const STORE_FACE: Readonly<Record<Face, string>> = Object.freeze({
   as: labelKey({ face: 'as' }),
   gateway: labelKey({ face: 'gateway' }),
 })
+/** `bearward_requests_aborted_total`'s: the same label. */
+const ABORTED_FACE = STORE_FACE
 
 /**
  * Classify, log and count a failure; returns the answer to render. Causes
@@ -80,6 +101,9 @@ export function answerFailure(err: unknown, log: Logger, reporting: FailureRepor
       reporting.metrics.storeErrors.incKey(STORE_FACE[reporting.face])
       if (!reporting.quiet) log.warn({ err: (err as StoreUnavailableError).message }, 'store unavailable')
       else if (reporting.rootLog.isLevelEnabled('debug')) log.debug({ err: (err as StoreUnavailableError).message }, 'store unavailable')
+      break
+    case 'client_gone':
+      // Reported once, by the dispatcher, when the response closes.
       break
     case 'internal':
       log.error({ err, face: reporting.face }, 'unhandled error')
