@@ -2,6 +2,7 @@ import { watch, type FSWatcher } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createHash } from 'node:crypto'
 import { dirname } from 'node:path'
+import { performance } from 'node:perf_hooks'
 
 /**
  * Watch a config file for changes the way they really happen: editors write
@@ -9,19 +10,34 @@ import { dirname } from 'node:path'
  * swap a `..data` symlink in the directory. So the directory is watched (not
  * only the file), events are debounced, and a reload fires only when the
  * file's content actually changed.
+ *
+ * The debounce is bounded: the content is checked at most `maxWaitMs` after
+ * the first event of a burst, however many events follow. Other files in
+ * the directory change too (a log written every 50 ms, a key being rotated),
+ * and a wait that restarted on each of their events postponed a reload for
+ * as long as they kept being written.
  */
 export class ConfigWatcher {
   readonly #file: string
   readonly #onChange: () => void
   readonly #debounceMs: number
+  readonly #maxWaitMs: number
   #watchers: FSWatcher[] = []
   #timer: NodeJS.Timeout | null = null
+  /** performance.now() of the first event not yet checked, or null when none waits. */
+  #firstEventAt: number | null = null
   #lastDigest: string | null = null
 
-  constructor(file: string, onChange: () => void, debounceMs = 150) {
+  /**
+   * `debounceMs`: quiet time after the last event before the content is
+   * checked; `maxWaitMs`: the longest time after the first event before it
+   * is checked anyway.
+   */
+  constructor(file: string, onChange: () => void, debounceMs = 150, maxWaitMs = 1000) {
     this.#file = file
     this.#onChange = onChange
     this.#debounceMs = debounceMs
+    this.#maxWaitMs = Math.max(debounceMs, maxWaitMs)
   }
 
   /** Start watching; `loadedDigest` is the SHA-256 (hex) of the text in use, so a change made meanwhile is not missed. */
@@ -37,11 +53,18 @@ export class ConfigWatcher {
   }
 
   #schedule(): void {
+    const now = performance.now()
+    this.#firstEventAt ??= now
+    const due = Math.min(now + this.#debounceMs, this.#firstEventAt + this.#maxWaitMs)
     if (this.#timer) clearTimeout(this.#timer)
-    this.#timer = setTimeout(() => {
-      this.#timer = null
-      void this.#check()
-    }, this.#debounceMs)
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = null
+        this.#firstEventAt = null
+        void this.#check()
+      },
+      Math.max(0, due - now),
+    )
     this.#timer.unref()
   }
 

@@ -10,6 +10,7 @@ import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import { ConfigWatcher } from '../../src/config/watch.js'
 
 const sha = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex')
@@ -75,4 +76,47 @@ t.test("an editor's write to a temporary file renamed over the config is seen", 
   await rename(join(dir, '.gateway.yaml.swp'), file)
   await changed
   t.pass('seen')
+})
+
+t.test('a file written every 50 ms beside the config does not postpone a reload beyond the bound', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'bearward-busy-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'gateway.yaml')
+  await writeFile(file, 'listen: 8080\n')
+  const waiting: Array<() => void> = []
+  const maxWaitMs = 400
+  // A debounce longer than the writer's period: without the bound the wait restarts forever.
+  const watcher = new ConfigWatcher(file, () => waiting.shift()?.(), 150, maxWaitMs)
+  await watcher.start(sha('listen: 8080\n'))
+  t.teardown(() => watcher.close())
+
+  let writing = true
+  let writes = 0
+  const writer = (async () => {
+    while (writing) {
+      await writeFile(join(dir, 'access.log'), `line ${writes++}\n`, { flag: 'a' })
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  })()
+  t.teardown(async () => {
+    writing = false
+    await writer
+  })
+  // The writer's events are flowing before the config changes.
+  while (writes < 5) await new Promise((resolve) => setTimeout(resolve, 10))
+
+  const changed = nextChange(waiting, 4_000)
+  const started = performance.now()
+  await writeFile(file, 'listen: 8081\n')
+  await changed
+  const waited = performance.now() - started
+  t.ok(writing, 'the sibling file was still being written when the reload came')
+  t.ok(waited < maxWaitMs + 1_000, `reloaded ${Math.round(waited)} ms after the change (bound ${maxWaitMs} ms after the first event)`)
+  const writesBefore = writes
+  // And it goes on: a second change is seen while the writer still runs.
+  const again = nextChange(waiting, 4_000)
+  watcher.loaded(sha('listen: 8081\n'))
+  await writeFile(file, 'listen: 8082\n')
+  await again
+  t.ok(writes > writesBefore, 'still writing')
 })
