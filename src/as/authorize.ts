@@ -2,7 +2,8 @@ import { MethodNotAllowed, OAuthError } from '../errors.js'
 import type { AsHandler } from './context.js'
 import { parseAuthorizationRequest } from './interaction/authorization-request.js'
 import { continueAuthorization } from './interaction/continue.js'
-import { guardRedirect } from './interaction/failures.js'
+import { answerAuthorizationError } from './interaction/authorization-error.js'
+import { guardPage, guardRedirect } from './interaction/failures.js'
 import { readFormText } from './interaction/form.js'
 import { redirect, showError } from './interaction/respond.js'
 import { currentSession } from './interaction/session.js'
@@ -12,7 +13,9 @@ import { currentSession } from './interaction/session.js'
  * POST with a form body). Validates the request (client_id and redirect_uri
  * first: their errors are an error page, never a redirect), then shows the
  * login or consent page, or answers 302 to the redirect URI with `code`,
- * `state` and `iss` (RFC 9207).
+ * `state` and `iss` (RFC 9207). Errors of a client that registered itself or
+ * is a metadata document are shown on a page, not redirected, until the
+ * person has signed in (RFC 9700 4.11.2, see answerAuthorizationError).
  *
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-4.1
  * @see https://www.rfc-editor.org/rfc/rfc9700#section-2.1
@@ -28,7 +31,15 @@ export const authorize: AsHandler = async (req, res, ctx, as) => {
   }
   const parsed = await parseAuthorizationRequest(raw, as)
   if (parsed.kind === 'page') return showError(res, parsed.error)
-  if (parsed.kind === 'redirect') return redirect(res, parsed.target.error(parsed.error), 302)
+  if (parsed.kind === 'redirect') {
+    const { target, error, client } = parsed
+    if (target.vouched) return redirect(res, target.error(error), 302)
+    // A client nobody vouched for: the redirect waits until the person has signed in (RFC 9700 4.11.2).
+    return guardPage(as, ctx, res, async () => {
+      const signedIn = (await currentSession(req, as)) !== null
+      answerAuthorizationError(res, target, error, { status: 302, signedIn, clientName: client.name })
+    })
+  }
   const { request } = parsed
   await guardRedirect(as, ctx, res, request.target, 302, async () => {
     const session = await currentSession(req, as)

@@ -4,11 +4,12 @@
  * for both, so a client cannot get past one rule by choosing the other door.
  *
  * Rules that matter for safety:
- * - redirect URIs (RFC 7591 2, RFC 8252 7, RFC 9700 2.1): https; http only to
- *   a loopback host (any port; the loopback IP literals also match with
- *   another port at /authorize); a private-use scheme with a dot (a reversed
- *   domain name, RFC 8252 7.1). No fragment, no credentials, never a scheme
- *   that runs code where it lands.
+ * - redirect URIs and post-logout redirect URIs pass `redirectUriProblem`
+ *   (`src/config/client-values.ts`, the rule configured clients' follow too):
+ *   printable ASCII, https, http only to a loopback host, or a private-use
+ *   scheme with a dot (RFC 8252 7); no fragment, no credentials.
+ * - texts (name, software id and version, contacts) pass `clientTextProblem`:
+ *   no controls, line separators, bidi controls or zero-width characters.
  * - only the authorization code grant (and refresh): a client nobody vetted
  *   gets nothing without a person's consent.
  * - scopes within `registration.scopes`.
@@ -16,41 +17,17 @@
  *   do (`src/config/sections/client-metadata.ts`).
  * Unknown members are ignored (RFC 7591 2: "MUST ignore").
  */
+import { clientTextProblem, MAX_CLIENT_URI, redirectUriProblem, uriCharacterProblem } from '../config/client-values.js'
 import { checkLogoUri, checkPageUri, checkPostLogoutRedirectUri } from '../config/sections/client-metadata.js'
 import { InvalidClientMetadata, InvalidRedirectUri } from '../errors.js'
 import { jwkSetProblem } from '../keys/jwk-set.js'
 import type { RegisteredClientMetadata } from '../store/types.js'
 import { strangerJwksUriProblem } from './client-keys.js'
 
-/** Schemes that run code or read local data where a browser lands. */
-const SCRIPT_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:'])
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])
 const MAX_REDIRECT_URIS = 10
 const MAX_TEXT = 200
-const MAX_URI = 2000
 const AUTH_METHODS: ReadonlySet<string> = new Set(['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'])
 const GRANTS: ReadonlySet<string> = new Set(['authorization_code', 'refresh_token'])
-
-/** Why `uri` cannot be a registered redirect URI, or undefined. */
-export function redirectUriProblem(uri: string): string | undefined {
-  if (uri.length > MAX_URI) return 'a redirect URI is too long'
-  let url: URL
-  try {
-    url = new URL(uri)
-  } catch {
-    return 'a redirect URI must be an absolute URI'
-  }
-  if (uri.includes('#')) return 'a redirect URI must not contain a fragment'
-  if (url.username !== '' || url.password !== '') return 'a redirect URI must not contain credentials'
-  if (url.protocol === 'https:') return url.hostname === '' ? 'a redirect URI needs a host' : undefined
-  if (url.protocol === 'http:')
-    return LOOPBACK_HOSTS.has(url.hostname) ? undefined : 'http redirect URIs are only accepted on a loopback host (127.0.0.1, [::1], localhost); use https'
-  if (SCRIPT_SCHEMES.has(url.protocol)) return `\`${url.protocol}\` cannot be a redirect URI`
-  // RFC 8252 7.1: a private-use scheme is a reversed domain name the app controls.
-  return url.protocol.slice(0, -1).includes('.')
-    ? undefined
-    : 'a private-use redirect scheme must be a reversed domain name, e.g. `com.example.app:/callback` (RFC 8252 7.1)'
-}
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -61,15 +38,16 @@ function text(input: Record<string, unknown>, name: string): string | undefined 
   if (value === undefined || value === null) return undefined
   if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_TEXT)
     throw new InvalidClientMetadata(`${name} must be a non-empty string of at most ${MAX_TEXT} characters`)
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidClientMetadata(`${name} must not contain control characters`)
+  const problem = clientTextProblem(value)
+  if (problem !== undefined) throw new InvalidClientMetadata(`${name} is refused: ${problem}`)
   return value
 }
 
 function uri(input: Record<string, unknown>, name: string, check: (v: string) => string | undefined): string | undefined {
   const value = input[name]
   if (value === undefined || value === null) return undefined
-  if (typeof value !== 'string' || value.length > MAX_URI) throw new InvalidClientMetadata(`${name} must be a URI`)
-  const problem = check(value)
+  if (typeof value !== 'string' || value.length > MAX_CLIENT_URI) throw new InvalidClientMetadata(`${name} must be a URI`)
+  const problem = uriCharacterProblem(value) ?? check(value)
   if (problem !== undefined) throw new InvalidClientMetadata(`${name}: ${problem}`)
   return value
 }
@@ -77,8 +55,12 @@ function uri(input: Record<string, unknown>, name: string, check: (v: string) =>
 function strings(input: Record<string, unknown>, name: string, max: number): string[] | undefined {
   const value = input[name]
   if (value === undefined || value === null) return undefined
-  if (!Array.isArray(value) || value.length > max || !value.every((v): v is string => typeof v === 'string' && v !== '' && v.length <= MAX_URI)) {
+  if (!Array.isArray(value) || value.length > max || !value.every((v): v is string => typeof v === 'string' && v !== '' && v.length <= MAX_CLIENT_URI)) {
     throw new InvalidClientMetadata(`${name} must be an array of at most ${max} non-empty strings`)
+  }
+  for (const v of value) {
+    const problem = clientTextProblem(v)
+    if (problem !== undefined) throw new InvalidClientMetadata(`${name} is refused: ${problem}`)
   }
   return [...new Set(value)]
 }
@@ -170,8 +152,9 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
     software_version: text(input, 'software_version'),
     post_logout_redirect_uris: strings(input, 'post_logout_redirect_uris', MAX_REDIRECT_URIS),
   }
+  // A post-logout redirect URI is a redirect target like the others: the same rules, then the logout-specific ones.
   for (const r of optional.post_logout_redirect_uris ?? []) {
-    const problem = checkPostLogoutRedirectUri(r)
+    const problem = redirectUriProblem(r) ?? checkPostLogoutRedirectUri(r)
     if (problem !== undefined) throw new InvalidClientMetadata(`post_logout_redirect_uris: ${problem}`)
   }
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (metadata as unknown as Record<string, unknown>)[k] = v

@@ -114,8 +114,8 @@ t.test('the applications a person allowed: name, logo, scopes in plain words, wh
   )
   const res = await get(`${f.url}/account`, cookieOf(b))
   t.equal(res.status, 200)
-  t.match(res.text, /<h3>Example Web App<\/h3>/)
-  t.match(res.text, /<img class="client-logo" src="https:\/\/cdn\.example\.com\/orders\/logo\.png" alt="" width="32" height="32"[^>]*><h3>Orders Web<\/h3>/)
+  t.match(res.text, /<h3><bdi>Example Web App<\/bdi><\/h3>/)
+  t.match(res.text, /<img class="client-logo" src="https:\/\/cdn\.example\.com\/orders\/logo\.png" alt="" width="32" height="32"[^>]*><h3><bdi>Orders Web<\/bdi><\/h3>/)
   t.match(res.text, /Allowed on <time datetime="2026-11-23T12:00:00\.000Z">23 November 2026<\/time>/)
   t.match(res.text, /<li>Read your orders<span class="scope-name">orders:read<\/span><\/li>/)
   t.equal(
@@ -161,12 +161,12 @@ t.test('withdrawing: consent forgotten, refresh token dead, access token revoked
   t.ok(await f.store.findRefresh(hashToken(bob.refresh)))
 
   const after = await get(`${f.url}/account?withdrawn=web`, cookieOf(b))
-  t.match(after.text, /<p class="notice" role="status">You withdrew the access of Example Web App\.<\/p>/)
-  t.notMatch(after.text, /<h3>Example Web App<\/h3>/)
+  t.match(after.text, /<p class="notice" role="status">You withdrew the access of <bdi>Example Web App<\/bdi>\.<\/p>/)
+  t.notMatch(after.text, /<h3><bdi>Example Web App<\/bdi><\/h3>/)
 
   const asked = await get(authorizeUrl(f, authParams()), cookieOf(b))
   t.equal(asked.status, 200, 'the next authorization asks again')
-  t.match(asked.text, /Allow Example Web App to access your account\?/)
+  t.match(asked.text, /Allow <bdi>Example Web App<\/bdi> to access your account\?/)
   const callback = await authorizeAs(b, authorizeUrl(f, authParams()), { decision: 'allow' })
   t.equal(callback.origin + callback.pathname, WEB_CALLBACK, 'and allowing again works')
 })

@@ -47,12 +47,12 @@ t.test('an https logo, policy and terms: shown, and the CSP allows exactly that 
   t.equal(res.status, 200)
   t.match(
     res.text,
-    /<div class="client-head"><img class="client-logo" src="https:\/\/cdn\.example\.com\/orders\/logo\.png\?v=2" alt="" width="48" height="48" referrerpolicy="no-referrer"><span class="client">Orders Web<\/span><\/div>/,
+    /<div class="client-head"><img class="client-logo" src="https:\/\/cdn\.example\.com\/orders\/logo\.png\?v=2" alt="" width="48" height="48" referrerpolicy="no-referrer"><span class="client"><bdi>Orders Web<\/bdi><\/span><\/div>/,
   )
-  t.match(res.text, /Allow Orders Web to access your account\?/)
+  t.match(res.text, /Allow <bdi>Orders Web<\/bdi> to access your account\?/)
   t.match(
     res.text,
-    /Read Orders Web’s <a href="https:\/\/branded\.example\.com\/privacy" target="_blank" rel="noopener noreferrer">privacy policy<\/a> and <a href="https:\/\/branded\.example\.com\/terms" target="_blank" rel="noopener noreferrer">terms of service<\/a>\./,
+    /Read <bdi>Orders Web<\/bdi>’s <a href="https:\/\/branded\.example\.com\/privacy" target="_blank" rel="noopener noreferrer">privacy policy<\/a> and <a href="https:\/\/branded\.example\.com\/terms" target="_blank" rel="noopener noreferrer">terms of service<\/a>\./,
   )
   t.equal(
     res.headers.get('content-security-policy'),
@@ -67,7 +67,7 @@ t.test('an inline logo: shown, and the CSP stays as strict as ever (data: only)'
   )
   t.equal(res.status, 200)
   t.match(res.text, `src="data:image/png;base64,${PNG}"`)
-  t.match(res.text, /Read Inline Logo App’s <a [^>]*>terms of service<\/a>\./)
+  t.match(res.text, /Read <bdi>Inline Logo App<\/bdi>’s <a [^>]*>terms of service<\/a>\./)
   t.notMatch(res.text, /privacy policy/)
   t.equal(res.headers.get('content-security-policy'), BASE_CSP)
 })
@@ -97,7 +97,7 @@ t.test('the device approval page names the client with its logo', async (t) => {
   const res = await get(`${front.url}/device?user_code=LMNP-QRST`, cookie)
   t.equal(res.status, 200)
   t.match(res.text, /<img class="client-logo" src="https:\/\/img\.example\.net\/tv\.webp"/)
-  t.match(res.text, /<span class="client">Branded TV<\/span> is asking for access/)
+  t.match(res.text, /<span class="client"><bdi>Branded TV<\/bdi><\/span> is asking for access/)
   t.equal(
     res.headers.get('content-security-policy'),
     "default-src 'none'; style-src 'self'; img-src 'self' data: https://img.example.net; frame-ancestors 'none'; base-uri 'none'",

@@ -45,7 +45,7 @@ async function consentPage(b: Browser, params: Record<string, string>, f: Front 
 t.test('the consent page: the client, the scopes in plain words, allow and deny', async (t) => {
   const b = await signedIn()
   const { res, form } = await consentPage(b, authParams({ scope: 'openid orders:read orders:write' }))
-  t.match(res.text, /Allow Example Web App to access your account\?/)
+  t.match(res.text, /Allow <bdi>Example Web App<\/bdi> to access your account\?/)
   t.match(res.text, /Read your orders/)
   t.match(res.text, /Change or cancel your orders/)
   t.match(res.text, /<span class="scope-name">orders:write<\/span>/)
@@ -211,7 +211,7 @@ t.test('every value is escaped: a hostile client name and state', async (t) => {
   t.equal(consent.status, 200)
   t.notMatch(consent.text, /<script/i)
   t.notMatch(consent.text, /<b>Evil/)
-  t.match(consent.text, /Allow &lt;script&gt;/)
+  t.match(consent.text, /Allow <bdi>&lt;script&gt;/)
   const form = formWith(consent.text, authorizeUrl(front, params), 'decision')
   const res = await b.submit(form, { decision: 'allow' })
   t.equal(new URL(res.headers.get('location') ?? '').searchParams.get('state'), state, 'state still reaches the client unchanged')

@@ -119,7 +119,7 @@ t.test('without a hint, a cross-site GET or POST signs nobody out: the person is
   t.same(viaGet.headers.getSetCookie(), [], 'no cookie touched')
   t.ok(await sessionOf(b), 'still signed in after the GET')
   t.match(page, /Sign out\?/)
-  t.match(page, /<span class="client">Orders Web<\/span> asks to sign you out/)
+  t.match(page, /<span class="client"><bdi>Orders Web<\/bdi><\/span> asks to sign you out/)
   t.match(page, /You are signed in as <strong>Alice Example<\/strong>/)
   t.match(page, /<img class="client-logo" src="https:\/\/cdn\.example\.com\/rp\/logo\.png"/)
   t.equal(

@@ -6,6 +6,7 @@
  * through the one client lookup.
  */
 import t from 'tap'
+import { issueIdToken } from '../../src/as/issue.js'
 import { hashToken } from '../../src/store/hash.js'
 import { codeParams, mintCode, send, startAs, type Harness, type Reply } from '../helpers/as-back.js'
 import { authorizeUrl, authParams, loggedIn, frontYaml, parseForms, startFront, pkce as frontPkce } from '../helpers/as-front.js'
@@ -271,7 +272,7 @@ t.test('consent: always shown for a registered client, saying it registered itse
     const html = await page.text()
     t.match(
       html,
-      /Helpful Tool registered itself with this server; nobody here has checked who runs it\. If you allow, you will be sent to <code>tool\.example\.net<\/code>\./,
+      /<bdi>Helpful Tool<\/bdi> registered itself with this server; nobody here has checked who runs it\. If you allow, you will be sent to <code><bdi>tool\.example\.net<\/bdi><\/code>\./,
       round,
     )
     const form = parseForms(html, page.url).find((f) => f.buttons.some((b) => b.value === 'allow'))
@@ -284,20 +285,25 @@ t.test('consent: always shown for a registered client, saying it registered itse
   t.match(none.headers.get('location'), /error=consent_required/, 'prompt=none cannot skip it either')
 })
 
-t.test('a registered client is named by the end-session endpoint like a configured one (RP-Initiated Logout)', async (t) => {
+t.test('a registered client is named by the end-session endpoint, and sent back only with an id_token_hint issued to it', async (t) => {
   const h = await startAs({ asExtra: registration() })
   t.teardown(() => h.close())
   const bye = 'http://127.0.0.1:33418/bye'
   const reg = await register(h, { ...PUBLIC_CLIENT, post_logout_redirect_uris: [bye] })
   t.equal(reg.status, 201)
   const id = String(reg.json?.client_id)
-  const logout = (uri: string): Promise<Response> =>
-    fetch(`${h.url}/logout?${new URLSearchParams({ client_id: id, post_logout_redirect_uri: uri, state: 's-1' })}`, { redirect: 'manual' })
-  const ok = await logout(bye)
+  const hint = await issueIdToken(h.as, { sub: 'user-0001', clientId: id, scope: 'openid', authTime: null, nonce: null, accessToken: 'unused' })
+  const logout = (params: Record<string, string>): Promise<Response> =>
+    fetch(`${h.url}/logout?${new URLSearchParams({ client_id: id, state: 's-1', ...params })}`, { redirect: 'manual' })
+  const bare = await logout({ post_logout_redirect_uri: bye })
+  t.equal(bare.status, 400, 'without a hint its URI is not trusted (anyone could have registered it)')
+  t.equal(bare.headers.get('location'), null)
+  await bare.arrayBuffer()
+  const ok = await logout({ post_logout_redirect_uri: bye, id_token_hint: hint })
   t.equal(ok.status, 303, 'no session to end: straight back to the client')
   t.equal(ok.headers.get('location'), `${bye}?state=s-1`, 'its registered post_logout_redirect_uri, with state')
   await ok.arrayBuffer()
-  const other = await logout('http://127.0.0.1:33418/elsewhere')
+  const other = await logout({ post_logout_redirect_uri: 'http://127.0.0.1:33418/elsewhere', id_token_hint: hint })
   t.equal(other.status, 400, 'a URI it did not register is refused')
   await other.arrayBuffer()
 })

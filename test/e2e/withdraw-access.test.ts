@@ -74,7 +74,7 @@ t.test('withdrawing an application: its tokens are refused by every instance wit
   const page = await person.get(`${a.url}/account`)
   const html = await page.text()
   t.equal(page.status, 200)
-  t.match(html, /<h3>Example Web App<\/h3>/)
+  t.match(html, /<h3><bdi>Example Web App<\/bdi><\/h3>/)
   const withdraw = parseForms(html, `${a.url}/account`).find((f) => f.fields.client_id === 'web')
   if (withdraw === undefined) throw new Error('no withdraw form for web')
   const started = performance.now()

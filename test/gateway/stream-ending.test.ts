@@ -16,7 +16,7 @@ import { ManualClock } from '../../src/clock.js'
 import { backYaml, basic, codeParams, mintCode, token as tokenRequest, type Harness } from '../helpers/as-back.js'
 import { eventually, postForm } from '../helpers/http.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
-import { openSocket, openStream, startStreamingUpstream, within, type StreamingUpstream } from '../helpers/streams.js'
+import { openSocket, openStream, startStreamingUpstream, type StreamRequest, within, type StreamingUpstream } from '../helpers/streams.js'
 
 /** The revocation, measured from the moment the request leaves, must reach the client's stream within this. */
 const LIMIT_MS = 1000
@@ -32,7 +32,8 @@ async function serve(
   up: StreamingUpstream,
   o: { clock?: ManualClock; ttl?: string; grace?: string; format?: 'jwt' | 'opaque' } = {},
 ): Promise<{ served: ServedRuntime; h: Harness; reached: () => number }> {
-  let yaml = (await backYaml({ format: o.format })).replaceAll('http://127.0.0.1:9', up.url)
+  // Beside the standard routes, one that fronts an MCP server (its POST bodies are read and judged).
+  let yaml = `${(await backYaml({ format: o.format })).replaceAll('http://127.0.0.1:9', up.url)}  - { name: mcp, match: { path: /mcp }, upstream: "${up.url}", audience: "\${PUBLIC_URL}", token: any, mcp: { tools: { delete_order: [orders:write] } } }\n`
   if (o.ttl !== undefined) yaml = yaml.replace('ttl: 600s, claims', `ttl: ${o.ttl}, claims`)
   if (o.grace !== undefined) yaml = yaml.replace('trusted_proxies: [127.0.0.1]', `trusted_proxies: [127.0.0.1]\n  stream_expiry_grace: ${o.grace}`)
   const served = await serveRuntime(yaml, { clock: o.clock })
@@ -136,6 +137,33 @@ t.test('a stream ends within a second of its token being revoked; another stream
     t.equal(ended(served, 'revoked') - before, 2, 'both counted')
     other.close()
     await other.ended
+  })
+
+  await t.test('an MCP 2026-07-28 subscriptions/listen stream (the POST response) is cut', async (t) => {
+    const before = ended(served, 'revoked')
+    const doomed = await serviceToken(h)
+    const listen: StreamRequest = {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: {} }),
+    }
+    const s = await openStream(`${served.url}/mcp`, doomed, listen)
+    t.equal(s.status, 200)
+    await s.chunkAfter(performance.now())
+    const upstream = up.streams.at(-1)
+    t.equal(upstream?.url, '/mcp', 'the listen stream reached the MCP server')
+    t.equal((await postForm(`${served.url}/revoke`, { token: doomed }, { authorization: basic('service') })).status, 200)
+    t.ok(await within(s.ended, 3 * LIMIT_MS), 'it ends')
+    const ms = (s.endedAt ?? 0) - reached()
+    t.ok(ms < LIMIT_MS, `revocation reaching the instance to the end of the listen stream: ${ms.toFixed(1)} ms`)
+    t.notOk(s.complete, 'the stream is cut')
+    t.ok(await eventually(() => upstream?.closedAt != null, LIMIT_MS), 'the MCP server saw its connection close')
+    t.equal(ended(served, 'revoked') - before, 1)
   })
 
   await t.test('a WebSocket is closed with 1008 and a reason', async (t) => {

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
-import { createServer, request, type IncomingMessage, type Server } from 'node:http'
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
@@ -38,17 +38,23 @@ function textFrame(text: string): Buffer {
 
 /**
  * An upstream on 127.0.0.1:0: every GET is an endless `text/event-stream`
- * (an event every 40 ms), every WebSocket upgrade an endless series of text
- * frames; any other request is a plain 200.
+ * (an event every 40 ms), and so is a POST of an MCP `subscriptions/listen`
+ * (revision 2026-07-28: the listen stream is the POST's response); every
+ * WebSocket upgrade is an endless series of text frames; any other request
+ * is a plain 200.
  */
 export async function startStreamingUpstream(): Promise<StreamingUpstream> {
   const streams: UpstreamStream[] = []
   const server = createServer((req, res) => {
-    req.resume()
-    if (req.method !== 'GET') {
-      res.end('ok')
-      return
-    }
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const listen = req.method === 'POST' && Buffer.concat(chunks).toString().includes('"subscriptions/listen"')
+      if (req.method === 'GET' || listen) stream(req, res)
+      else res.end('ok')
+    })
+  })
+  const stream = (req: IncomingMessage, res: ServerResponse): void => {
     const seen: UpstreamStream = { url: req.url ?? '', openedAt: performance.now(), closedAt: null }
     streams.push(seen)
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' })
@@ -62,7 +68,7 @@ export async function startStreamingUpstream(): Promise<StreamingUpstream> {
       clearInterval(timer)
       seen.closedAt = performance.now()
     })
-  })
+  }
   server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
     const seen: UpstreamStream = { url: req.url ?? '', openedAt: performance.now(), closedAt: null }
     streams.push(seen)
@@ -113,10 +119,18 @@ export interface ClientStream {
   close(): void
 }
 
-/** GET `url` with the bearer token and keep reading; resolves once the response head arrived. */
-export function openStream(url: string, token: string): Promise<ClientStream> {
+/** A request other than a plain GET (an MCP listen POST). */
+export interface StreamRequest {
+  method: string
+  headers: Record<string, string>
+  body: string
+}
+
+/** GET `url` (or send `init`) with the bearer token and keep reading; resolves once the response head arrived. */
+export function openStream(url: string, token: string, init?: StreamRequest): Promise<ClientStream> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, agent: false })
+    const headers = { accept: 'text/event-stream', ...init?.headers, authorization: `Bearer ${token}` }
+    const req = request(url, { method: init?.method ?? 'GET', headers, agent: false })
     req.on('error', reject)
     req.on('response', (res) => {
       const waiters: Array<{ after: number; resolve: (t: number) => void }> = []
@@ -157,7 +171,7 @@ export function openStream(url: string, token: string): Promise<ClientStream> {
       req.on('error', finish)
       resolve(stream)
     })
-    req.end()
+    req.end(init?.body)
   })
 }
 

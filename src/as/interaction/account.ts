@@ -8,7 +8,7 @@ import type { AllowanceRecord } from '../../store/types.js'
 import type { AsContext, AsHandler } from '../context.js'
 import { revokeGrant } from '../revocation.js'
 import { accountPage, type AppView } from '../views/account.js'
-import { headersForClientLogo, type ClientView } from '../views/client.js'
+import { headersForClientLogo, isolated, type ClientView } from '../views/client.js'
 import { html } from '../views/html.js'
 import { loginPage } from '../views/login.js'
 import { isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
@@ -71,7 +71,7 @@ async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSe
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,
     apps,
-    ...(gone !== undefined ? { notice: `You withdrew the access of ${gone}.` } : {}),
+    ...(gone !== undefined ? { notice: html`You withdrew the access of ${isolated(gone)}.` } : {}),
   })
   showPage(res, 200, page, { headers: headersForClientLogo(...apps.map((a) => a.client)) })
 }

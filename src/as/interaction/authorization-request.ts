@@ -14,6 +14,7 @@ import { FormParams } from '../../http/body.js'
 import type { AsContext } from '../context.js'
 import { checkResource } from '../resource.js'
 import { appendQuery, matchRedirectUri } from './redirect-uri.js'
+import { redirectUriProblem } from '../../config/client-values.js'
 
 /**
  * Validation of an authorization request (RFC 6749 4.1.1, RFC 7636 4.3,
@@ -74,6 +75,13 @@ export class RedirectTarget {
     readonly uri: string,
     readonly state: string | null,
     readonly issuer: string,
+    /**
+     * Whether errors may be sent to `uri` before anyone has signed in: true
+     * for a configured client, whose redirect URIs an operator wrote; false
+     * for one that described itself (registration, metadata document), whose
+     * URI could be anyone's (RFC 9700 4.11.2).
+     */
+    readonly vouched: boolean = true,
   ) {}
 
   #with(params: Array<[string, string]>): string {
@@ -134,8 +142,8 @@ export type ParsedAuthorizationRequest =
   | { kind: 'ok'; request: AuthorizationRequest }
   /** client_id or redirect_uri is wrong: show an error page, never redirect. */
   | { kind: 'page'; error: OAuthError }
-  /** Anything else: send the error to the verified redirect URI. */
-  | { kind: 'redirect'; target: RedirectTarget; error: OAuthError }
+  /** Anything else: send the error to the verified redirect URI (see answerAuthorizationError). */
+  | { kind: 'redirect'; target: RedirectTarget; error: OAuthError; client: ClientConfig }
 
 /**
  * Validate an authorization request given as a query string (or a POSTed
@@ -171,20 +179,26 @@ export async function parseAuthorizationRequest(raw: string, as: AsContext): Pro
     )
   }
 
-  // 2. Everything else is answered at the redirect URI.
+  // A URI stored before the rules of src/config/client-values.ts could not go into a Location header.
+  if (redirectUriProblem(effective) !== undefined) {
+    return page(new InvalidRequest('The redirect URI registered for this application cannot be used; the application must register it again'))
+  }
+  const vouched = client.selfRegistered === undefined
+
+  // 2. Everything else is answered at the redirect URI (for a client nobody vouched for, only once the person signed in).
   let state: string | null = null
   try {
     state = params.get('state') ?? null
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err
-    return { kind: 'redirect', target: new RedirectTarget(effective, null, as.issuer), error: err }
+    return { kind: 'redirect', target: new RedirectTarget(effective, null, as.issuer, vouched), error: err, client }
   }
-  const target = new RedirectTarget(effective, state, as.issuer)
+  const target = new RedirectTarget(effective, state, as.issuer, vouched)
   try {
     const request = validateRest(params, client, target, redirectUri ?? null, raw, as)
     return { kind: 'ok', request }
   } catch (err) {
-    if (err instanceof OAuthError) return { kind: 'redirect', target, error: err }
+    if (err instanceof OAuthError) return { kind: 'redirect', target, error: err, client }
     throw err
   }
 }

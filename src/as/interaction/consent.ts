@@ -3,6 +3,7 @@ import { AccessDenied, InvalidRequest, MethodNotAllowed, OAuthError, StoreUnavai
 import type { AsHandler } from '../context.js'
 import { parseAuthorizationRequest } from './authorization-request.js'
 import { tokensMatch, isSameOrigin } from './csrf.js'
+import { answerAuthorizationError } from './authorization-error.js'
 import { guardRedirect } from './failures.js'
 import { readFormParams } from './form.js'
 import { issueCode } from './issue-code.js'
@@ -40,7 +41,10 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
   } catch (err) {
     if (!(err instanceof StoreUnavailableError)) throw err
     ctx.log.warn({ err: err.message }, 'store unavailable at consent')
-    if (parsed?.kind === 'ok') return redirect(res, parsed.request.target.error(new TemporarilyUnavailable()), 302)
+    if (parsed?.kind === 'ok') {
+      const { target, client } = parsed.request
+      return answerAuthorizationError(res, target, new TemporarilyUnavailable(), { status: 302, signedIn: false, clientName: client.name })
+    }
     return showError(res, new TemporarilyUnavailable())
   }
   if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)

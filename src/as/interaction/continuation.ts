@@ -4,7 +4,8 @@ import type { FormParams } from '../../http/body.js'
 import type { AsContext } from '../context.js'
 import { ACCOUNT_NEXT } from './account.js'
 import { parseAuthorizationRequest, type AuthorizationRequest } from './authorization-request.js'
-import { redirect, showError } from './respond.js'
+import { answerAuthorizationError } from './authorization-error.js'
+import { showError } from './respond.js'
 import { normalizeUserCode } from '../../tokens/user-code.js'
 
 /** What a sign-in continues: an authorization request, a device approval, or the account page. */
@@ -27,7 +28,8 @@ export async function readContinuation(
       return null
     }
     if (parsed.kind === 'redirect') {
-      redirect(res, parsed.target.error(parsed.error), 303)
+      // The person is still signing in: a client nobody vouched for gets no redirect yet.
+      answerAuthorizationError(res, parsed.target, parsed.error, { status: 303, signedIn: false, clientName: parsed.client.name })
       return null
     }
     return { kind: 'authorize', request: parsed.request }

@@ -3,11 +3,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { ConsentRequired, LoginRequired } from '../../errors.js'
 import type { AsContext } from '../context.js'
-import { headersForClientLogo } from '../views/client.js'
+import { headersForClientLogo, isolated } from '../views/client.js'
 import { consentPage } from '../views/consent.js'
 import { html } from '../views/html.js'
 import { loginPage } from '../views/login.js'
 import { afterLogin, type AuthorizationRequest } from './authorization-request.js'
+import { answerAuthorizationError } from './authorization-error.js'
 import { preSessionCsrf } from './csrf.js'
 import { displayName } from './display-name.js'
 import { issueCode } from './issue-code.js'
@@ -63,7 +64,16 @@ export async function continueAuthorization(
   const { target } = request
   const session = o.session
   if (session === null || (!o.freshLogin && needsLogin(as, request, session))) {
-    if (request.prompt.has('none')) return redirect(res, target.error(new LoginRequired()), o.redirectStatus, o.cookies)
+    if (request.prompt.has('none')) {
+      // Nobody has signed in: a client nobody vouched for gets the error on our page (RFC 9700 4.11.2).
+      const signedIn = session !== null
+      return answerAuthorizationError(res, target, new LoginRequired(), {
+        status: o.redirectStatus,
+        signedIn,
+        clientName: request.client.name,
+        cookies: o.cookies,
+      })
+    }
     return showAuthorizationLogin(req, res, as, request, { status: 200 })
   }
   if (await needsConsent(as, request, session)) {
@@ -89,7 +99,7 @@ export function showAuthorizationLogin(
   const username = o.username ?? request.loginHint ?? undefined
   const page = loginPage({
     ...loginChoices(as),
-    purpose: html`to continue to <span class="client">${request.client.name}</span>`,
+    purpose: html`to continue to <span class="client">${isolated(request.client.name)}</span>`,
     csrf: csrf.token,
     continuation: { request: request.raw },
     ...(username !== undefined ? { username } : {}),

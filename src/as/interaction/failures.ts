@@ -32,7 +32,10 @@ export async function guardRedirect(
     await step()
   } catch (err) {
     const { answer } = answerFailure(err, ctx.log, as.failures)
-    if (!answered(res)) redirect(res, target.error(answer), status)
+    if (answered(res)) return
+    // A client nobody vouched for is never sent a failure it did not see the person cause (RFC 9700 4.11.2).
+    if (target.vouched) redirect(res, target.error(answer), status)
+    else showError(res, answer)
   }
 }
 

@@ -2,7 +2,11 @@
  * Validation of an RP-initiated logout request (OpenID Connect RP-Initiated
  * Logout 1.0 §2, §3). Every problem is shown to the person as an error page
  * and never redirected: a post-logout redirect happens only to a URI the
- * identified client registered, by exact string match (§3.1).
+ * identified client registered, by exact string match (§3.1). A client that
+ * described itself (registration, metadata document) could have registered
+ * anyone's URI, so it is sent back only with an `id_token_hint` this server
+ * issued to it: the proof that someone signed in to it here (otherwise
+ * /logout is an open redirector for whoever registers).
  */
 import type { ClientConfig } from '../../config/types.js'
 import { InvalidRequest } from '../../errors.js'
@@ -24,6 +28,8 @@ export interface LogoutRequest {
   state: string | null
   /** The `sub` of a verified id_token_hint, or null when there was none. */
   hintSub: string | null
+  /** The verified id_token_hint as sent (carried through the confirmation, which checks it again), or null. */
+  hint: string | null
 }
 
 /** Where the browser goes after the logout: the redirect URI with `state` (§3), or null. */
@@ -37,13 +43,16 @@ export function postLogoutLocation(request: Pick<LogoutRequest, 'redirectUri' | 
  * error naming what is missing. Also used when the confirmation form comes
  * back, so nothing the browser carried is trusted.
  */
-export function checkPostLogoutRedirect(client: ClientConfig | null, uri: string | undefined): string | null {
+function checkPostLogoutRedirect(client: ClientConfig | null, uri: string | undefined, hintAudiences: readonly string[] | null): string | null {
   if (uri === undefined) return null
   if (client === null) {
     throw new InvalidRequest('post_logout_redirect_uri needs the application to be named by id_token_hint or client_id')
   }
   if (!client.metadata.postLogoutRedirectUris.includes(uri)) {
     throw new InvalidRequest('The post_logout_redirect_uri is not registered for this application')
+  }
+  if (client.selfRegistered !== undefined && (hintAudiences === null || !hintAudiences.includes(client.clientId))) {
+    throw new InvalidRequest('An application that registered itself is sent back after sign-out only with an id_token_hint issued to it')
   }
   return uri
 }
@@ -59,11 +68,13 @@ export async function parseLogoutRequest(params: FormParams, as: AsContext): Pro
   const clientId = params.get('client_id')
 
   let hintSub: string | null = null
+  let hintAudiences: string[] | null = null
   let hintClient: string | null = null
   if (hintText !== undefined) {
     const hint = await verifyIdTokenHint(as, hintText)
     if (hint === null) throw new InvalidRequest('The id_token_hint is not an ID token issued by this server')
     hintSub = hint.sub
+    hintAudiences = hint.audiences
     // §2: when both are sent, client_id must be the hint's audience.
     if (clientId !== undefined && !hint.audiences.includes(clientId)) {
       throw new InvalidRequest('The client_id does not match the id_token_hint')
@@ -80,6 +91,6 @@ export async function parseLogoutRequest(params: FormParams, as: AsContext): Pro
     client = (await as.findClient(hintClient)) ?? null
   }
 
-  const redirectUri = checkPostLogoutRedirect(client, params.get('post_logout_redirect_uri'))
-  return { client, redirectUri, state: params.get('state') ?? null, hintSub }
+  const redirectUri = checkPostLogoutRedirect(client, params.get('post_logout_redirect_uri'), hintAudiences)
+  return { client, redirectUri, state: params.get('state') ?? null, hintSub, hint: hintText ?? null }
 }

@@ -9,7 +9,7 @@ import { isSameOrigin, tokensMatch } from './csrf.js'
 import { displayName } from './display-name.js'
 import { guardPage } from './failures.js'
 import { readFormParams } from './form.js'
-import { checkPostLogoutRedirect, parseLogoutRequest, postLogoutLocation, type LogoutRequest } from './logout-request.js'
+import { parseLogoutRequest, postLogoutLocation, type LogoutRequest } from './logout-request.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { currentSession, endSession, sessionIdOf, type ActiveSession } from './session.js'
 import { normalizeUserCode, formatUserCode } from '../../tokens/user-code.js'
@@ -32,6 +32,9 @@ import { normalizeUserCode, formatUserCode } from '../../tokens/user-code.js'
  * account page, or revoke them at /revoke). Afterwards the browser goes to the
  * verified post_logout_redirect_uri with `state` (§3), back to a pending
  * authorization or device approval ("Not you?"), or to a signed-out page.
+ * "Stay signed in" goes to the same verified URI or the account page. A
+ * client that registered itself is sent back only with an id_token_hint
+ * issued to it (see logout-request.ts), at every step.
  *
  * @see https://openid.net/specs/openid-connect-rpinitiated-1_0.html
  */
@@ -74,6 +77,7 @@ function showConfirmation(res: ServerResponse, request: LogoutRequest, session: 
   if (request.client !== null) continuation.client_id = request.client.clientId
   if (request.redirectUri !== null) continuation.post_logout_redirect_uri = request.redirectUri
   if (request.state !== null) continuation.state = request.state
+  if (request.hint !== null) continuation.id_token_hint = request.hint
   const page = logoutConfirmPage({
     client: request.client,
     signedInAs: displayName(session.user),
@@ -93,10 +97,8 @@ async function nextStep(as: AsContext, form: FormParams): Promise<Next> {
   const typed = form.get('user_code')
   const userCode = typed === undefined ? null : normalizeUserCode(typed)
   if (userCode !== null) return { kind: 'device', userCode }
-  const clientId = form.get('client_id')
-  const client = clientId === undefined ? null : ((await as.findClient(clientId)) ?? null)
-  const redirectUri = checkPostLogoutRedirect(client, form.get('post_logout_redirect_uri'))
-  return { kind: 'client', location: postLogoutLocation({ redirectUri, state: form.get('state') ?? null }) }
+  // The client's request as the confirmation carried it, validated as if it came again (hint included).
+  return { kind: 'client', location: postLogoutLocation(await parseLogoutRequest(form, as)) }
 }
 
 /** The confirmation form, or our pages' own sign-out and "Not you?" buttons. */

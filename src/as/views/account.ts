@@ -1,6 +1,6 @@
-import { clientLogo, type ClientView } from './client.js'
+import { clientLogo, isolated, type ClientView } from './client.js'
 import type { ScopeView } from './consent.js'
-import { html, type SafeHtml } from './html.js'
+import { html, type HtmlValue, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 
 /** One application the person allowed. */
@@ -17,8 +17,8 @@ export interface AccountPageOptions {
   /** The session's CSRF token, for the withdraw and sign-out forms. */
   csrf: string
   apps: readonly AppView[]
-  /** A status line after an action ("You withdrew ..."). */
-  notice?: string
+  /** A status line after an action ("You withdrew ..."), client text in it isolated. */
+  notice?: HtmlValue
 }
 
 const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
@@ -27,7 +27,7 @@ function app(a: AppView, csrf: string): SafeHtml {
   const when = new Date(a.allowedAt * 1000)
   const logo = clientLogo(a.client, 32)
   return html`<li>
-<div class="client-head">${logo}<h3>${a.client.name}</h3></div>
+<div class="client-head">${logo}<h3>${isolated(a.client.name)}</h3></div>
 <p class="when">Allowed on <time datetime="${when.toISOString()}">${DATE.format(when)}</time></p>
 ${
   a.scopes.length === 0

@@ -7,6 +7,18 @@ import type { ClientConfig } from '../../config/types.js'
 import { PAGE_HEADERS } from '../../http/reply.js'
 import { html, type SafeHtml } from './html.js'
 
+/**
+ * Text a client chose (its name, where it sends people), isolated from the
+ * words around it with `<bdi>`: whatever its direction, it cannot reorder
+ * our sentence (configured, registered and metadata-document clients alike;
+ * the rules of src/config/client-values.ts already refuse bidi controls, this
+ * also covers right-to-left names and records stored before those rules).
+ * @see https://html.spec.whatwg.org/multipage/text-level-semantics.html#the-bdi-element
+ */
+export function isolated(text: string): SafeHtml {
+  return html`<bdi>${text}</bdi>`
+}
+
 /** What a page needs to show a client. */
 export type ClientView = Pick<ClientConfig, 'name' | 'metadata'>
 
@@ -30,7 +42,7 @@ export function clientLinks(client: ClientView): SafeHtml | '' {
   if (policyUri !== null) links.push(link(policyUri, 'privacy policy'))
   if (tosUri !== null) links.push(link(tosUri, 'terms of service'))
   const joined = links.length === 2 ? html`${links[0]} and ${links[1]}` : links[0]
-  return html`<p class="fine client-links">Read ${client.name}’s ${joined}.</p>`
+  return html`<p class="fine client-links">Read ${isolated(client.name)}’s ${joined}.</p>`
 }
 
 /**

@@ -1,4 +1,4 @@
-import { clientLinks, clientLogo, type ClientView } from './client.js'
+import { clientLinks, clientLogo, isolated, type ClientView } from './client.js'
 import { html, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 
@@ -28,7 +28,7 @@ export interface ConsentPageOptions {
   selfRegistered?: { redirectHost: string }
 }
 
-function scopeList(clientName: string, scopes: readonly ScopeView[]): SafeHtml {
+function scopeList(clientName: SafeHtml, scopes: readonly ScopeView[]): SafeHtml {
   if (scopes.length === 0) {
     return html`<p>It will know who you are, and get no other access to your account.</p>`
   }
@@ -59,7 +59,7 @@ ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<p>Signed in as <strong>${o.
  */
 export function consentPage(o: ConsentPageOptions): string {
   const device = o.userCode !== undefined
-  const name = o.client.name
+  const name = isolated(o.client.name)
   const heading = device ? 'Connect a device to your account?' : html`Allow ${name} to access your account?`
   const logo = clientLogo(o.client)
   const body = html`${logo === '' ? '' : html`<div class="client-head">${logo}<span class="client">${name}</span></div>\n`}<h1>${heading}</h1>
@@ -71,7 +71,7 @@ ${
 }
 ${
   o.selfRegistered
-    ? html`<p class="alert" role="note">${name} registered itself with this server; nobody here has checked who runs it. If you allow, you will be sent to <code>${o.selfRegistered.redirectHost}</code>.</p>
+    ? html`<p class="alert" role="note">${name} registered itself with this server; nobody here has checked who runs it. If you allow, you will be sent to <code>${isolated(o.selfRegistered.redirectHost)}</code>.</p>
 `
     : ''
 }${scopeList(name, o.scopes)}
@@ -85,7 +85,7 @@ ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="actions">
 ${whoIsSignedIn(o)}
 ${
   o.returnTo || device
-    ? html`<p class="fine">${o.returnTo ? html`After you choose, you will go back to <code>${o.returnTo}</code>.` : ''}${
+    ? html`<p class="fine">${o.returnTo ? html`After you choose, you will go back to <code>${isolated(o.returnTo)}</code>.` : ''}${
         device ? 'If you did not start this on a device of your own, choose Deny.' : ''
       }</p>`
     : ''

@@ -1,3 +1,4 @@
+import { isolated } from './client.js'
 import { html } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 
@@ -34,7 +35,7 @@ ${hiddenFields({ csrf: o.csrf })}<div class="field">
 export function deviceResultPage(approved: boolean, clientName: string): string {
   const body = approved
     ? html`<h1>Device connected</h1>
-<p class="notice" role="status">You allowed <span class="client">${clientName}</span> on your device.</p>
+<p class="notice" role="status">You allowed <span class="client">${isolated(clientName)}</span> on your device.</p>
 <p class="lead">You can go back to your device now; it will finish signing in by itself. You can close this page.</p>`
     : html`<h1>Access denied</h1>
 <p class="lead">The device was not connected to your account. You can close this page.</p>`

@@ -1,4 +1,4 @@
-import { clientLogo, type ClientView } from './client.js'
+import { clientLogo, isolated, type ClientView } from './client.js'
 import { html } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 
@@ -20,8 +20,8 @@ export interface LogoutConfirmOptions {
  */
 export function logoutConfirmPage(o: LogoutConfirmOptions): string {
   const logo = o.client === null ? '' : clientLogo(o.client)
-  const body = html`${logo === '' ? '' : html`<div class="client-head">${logo}<span class="client">${o.client?.name}</span></div>\n`}<h1>Sign out?</h1>
-<p class="lead">${o.client === null ? '' : html`<span class="client">${o.client.name}</span> asks to sign you out. `}You are signed in as <strong>${o.signedInAs}</strong>.</p>
+  const body = html`${logo === '' ? '' : html`<div class="client-head">${logo}<span class="client">${o.client === null ? '' : isolated(o.client.name)}</span></div>\n`}<h1>Sign out?</h1>
+<p class="lead">${o.client === null ? '' : html`<span class="client">${isolated(o.client.name)}</span> asks to sign you out. `}You are signed in as <strong>${o.signedInAs}</strong>.</p>
 <form method="post" action="logout">
 ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="actions">
 <button class="primary" type="submit" name="decision" value="logout">Sign out</button>

@@ -8,7 +8,7 @@ export interface MessagePageOptions {
   extra?: string
   /** Technical detail for developers, e.g. the RFC error code. */
   detail?: string
-  /** A link to go on from here (relative to the page). */
+  /** A link to go on from here (relative to the page); its text may name a client, so it is isolated (`dir="auto"`). */
   link?: { href: string; text: string }
   /** Path back to the pages' level when served deeper (see renderPage). */
   assetPrefix?: string
@@ -22,7 +22,7 @@ export function messagePage(o: MessagePageOptions): string {
   const body = html`<h1>${o.title}</h1>
 <p class="lead">${o.message}</p>
 ${o.extra ? html`<p>${o.extra}</p>` : ''}
-${o.link ? html`<p><a href="${o.link.href}">${o.link.text}</a></p>` : ''}
+${o.link ? html`<p><a href="${o.link.href}" dir="auto">${o.link.text}</a></p>` : ''}
 ${o.detail ? html`<p class="fine">Error code: <code>${o.detail}</code></p>` : ''}`
   return renderPage(o.title, body, o.assetPrefix)
 }

@@ -8,6 +8,7 @@
 import type { ClientMetadata } from '../types.js'
 import type { MapView, Reader } from '../reader.js'
 import { parseAbsoluteUrl } from '../values.js'
+import { uriCharacterProblem } from '../client-values.js'
 
 /** Raster image types a browser renders without running anything (SVG can carry script: refused). */
 const LOGO_TYPES: Readonly<Record<string, (bytes: Buffer) => boolean>> = {
@@ -46,6 +47,8 @@ export function checkLogoUri(value: string): string | undefined {
     if (matches === undefined || !matches(bytes)) return `the data is not a ${m[1]} image`
     return undefined
   }
+  const chars = uriCharacterProblem(value)
+  if (chars !== undefined) return chars
   const url = parseAbsoluteUrl(value)
   if (url === undefined || url.protocol !== 'https:') return `\`${value}\` is not an https URL; a logo is an https URL or a data:image/png;base64 URL`
   if (url.username !== '' || url.password !== '') return 'credentials in the URL are not allowed here'
@@ -55,6 +58,8 @@ export function checkLogoUri(value: string): string | undefined {
 
 /** `policy_uri`, `tos_uri`: web pages people open, so https (http only on this machine, for development). */
 export function checkPageUri(value: string): string | undefined {
+  const chars = uriCharacterProblem(value)
+  if (chars !== undefined) return chars
   const url = parseAbsoluteUrl(value)
   if (url === undefined) return `\`${value}\` is not an absolute URL; write e.g. \`https://app.example.com/privacy\``
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return `\`${url.protocol}\` URLs are not allowed here; use https://`
@@ -65,6 +70,9 @@ export function checkPageUri(value: string): string | undefined {
 
 /** A post-logout redirect URI: absolute, no fragment (matched exactly, like redirect URIs), no script scheme. */
 export function checkPostLogoutRedirectUri(value: string): string | undefined {
+  // Printable ASCII only: a raw CR, LF or U+2028 cannot go into a Location header.
+  const chars = uriCharacterProblem(value)
+  if (chars !== undefined) return chars
   const url = parseAbsoluteUrl(value)
   if (url === undefined) return `\`${value}\` is not an absolute URI; post-logout redirect URIs are compared by exact string match, so write the full URI`
   if (SCRIPT_SCHEMES.has(url.protocol)) return `\`${url.protocol}\` URIs cannot be redirect targets`

@@ -12,6 +12,7 @@ import type { MapView, Reader } from '../reader.js'
 import { suggest } from '../suggest.js'
 import { UniqueSet } from '../unique.js'
 import { checkOrigin, parseAbsoluteUrl } from '../values.js'
+import { clientTextProblem, redirectUriProblem } from '../client-values.js'
 import { readClientMetadata } from './client-metadata.js'
 import { enumAt, keysAt } from '../contract.js'
 
@@ -39,12 +40,6 @@ const CLIENT_ID = /^[\x21-\x7e]+$/
 
 const HASH_HINT = "; create one with `printf '%s' SECRET | bearward hash-secret`"
 
-function checkRedirectUri(value: string): string | undefined {
-  const url = parseAbsoluteUrl(value)
-  if (url === undefined) return `\`${value}\` is not an absolute URI; redirect URIs are compared by exact string match (RFC 9700 4.1.3), so write the full URI`
-  if (value.includes('#')) return 'a redirect URI must not contain a fragment (RFC 6749 3.1.2)'
-  return undefined
-}
 
 export function readClients(r: Reader, node: Node, path: string, knownScopes: ReadonlySet<string>): ClientConfig[] {
   const clients: ClientConfig[] = []
@@ -62,7 +57,7 @@ export function readClients(r: Reader, node: Node, path: string, knownScopes: Re
 function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { clientId: string | undefined; client: ClientConfig | undefined } {
   const clientId = c.req('client_id', r.str({ check: (v) => (CLIENT_ID.test(v) ? undefined : 'a client_id is printable ASCII without spaces') }))
   const type = c.req('type', r.oneOf(CLIENT_TYPES, { what: 'a client type' }), ' (`confidential` or `public`)')
-  const name = c.opt('name', r.str(), clientId ?? '')
+  const name = c.opt('name', r.str({ check: clientTextProblem }), clientId ?? '')
   const metadata = readClientMetadata(r, c)
 
   // private_key_jwt (RFC 7523 2.2): the client proves itself with its key, so it has keys and no secret.
@@ -126,7 +121,9 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
 
   const needsRedirect = grantTypes.includes('authorization_code')
   const redirectNeeded = 'a client with the `authorization_code` grant needs at least one redirect URI'
-  const redirectUris = dedupe(c.opt('redirect_uris', r.list(r.str({ check: checkRedirectUri }), { nonEmpty: needsRedirect, emptyMessage: redirectNeeded }), []))
+  const redirectUris = dedupe(
+    c.opt('redirect_uris', r.list(r.str({ check: redirectUriProblem }), { nonEmpty: needsRedirect, emptyMessage: redirectNeeded }), []),
+  )
   if (needsRedirect && !c.has('redirect_uris')) r.problem(c.node, c.pathOf('redirect_uris'), redirectNeeded)
 
   const scopes = c.opt('scopes', r.located(r.str()), [])
