@@ -139,7 +139,7 @@ t.test('a stream ends within a second of its token being revoked; another stream
     await other.ended
   })
 
-  await t.test('an MCP 2026-07-28 subscriptions/listen stream (the POST response) is cut', async (t) => {
+  await t.test('MCP streams of both eras are cut: a 2026-07-28 listen POST, a 2025-11-25 SSE GET', async (t) => {
     const before = ended(served, 'revoked')
     const doomed = await serviceToken(h)
     const listen: StreamRequest = {
@@ -157,13 +157,25 @@ t.test('a stream ends within a second of its token being revoked; another stream
     await s.chunkAfter(performance.now())
     const upstream = up.streams.at(-1)
     t.equal(upstream?.url, '/mcp', 'the listen stream reached the MCP server')
+    const old = await openStream(`${served.url}/mcp`, doomed, {
+      method: 'GET',
+      headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': 'session-1' },
+      body: '',
+    })
+    t.equal(old.status, 200, 'the 2025-11-25 GET stream is open too')
+    const oldUpstream = up.streams.at(-1)
     t.equal((await postForm(`${served.url}/revoke`, { token: doomed }, { authorization: basic('service') })).status, 200)
-    t.ok(await within(s.ended, 3 * LIMIT_MS), 'it ends')
-    const ms = (s.endedAt ?? 0) - reached()
-    t.ok(ms < LIMIT_MS, `revocation reaching the instance to the end of the listen stream: ${ms.toFixed(1)} ms`)
-    t.notOk(s.complete, 'the stream is cut')
-    t.ok(await eventually(() => upstream?.closedAt != null, LIMIT_MS), 'the MCP server saw its connection close')
-    t.equal(ended(served, 'revoked') - before, 1)
+    t.ok(await within(Promise.all([s.ended, old.ended]), 3 * LIMIT_MS), 'both end')
+    for (const [what, at] of [
+      ['listen stream', s.endedAt],
+      ['GET stream', old.endedAt],
+    ] as const) {
+      const ms = (at ?? 0) - reached()
+      t.ok(ms < LIMIT_MS, `revocation reaching the instance to the end of the ${what}: ${ms.toFixed(1)} ms`)
+    }
+    t.notOk(s.complete || old.complete, 'the streams are cut')
+    t.ok(await eventually(() => upstream?.closedAt != null && oldUpstream?.closedAt != null, LIMIT_MS), 'the MCP server saw both connections close')
+    t.equal(ended(served, 'revoked') - before, 2)
   })
 
   await t.test('a WebSocket is closed with 1008 and a reason', async (t) => {
