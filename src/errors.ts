@@ -37,6 +37,11 @@ export class OAuthError extends Error {
   readonly headers: Readonly<Record<string, string>>
   /** Server-side reason, logged but never sent (e.g. which invalid_grant check failed). */
   override readonly cause: string | undefined
+  /**
+   * The answer's body when a protocol defines its own error object (MCP's
+   * JSON-RPC errors); undefined for the OAuth `{ error, error_description }`.
+   */
+  readonly body: Readonly<Record<string, unknown>> | undefined
 
   /** Protected: a failure is one of the named classes below, never an ad-hoc status and code. */
   protected constructor(
@@ -48,6 +53,7 @@ export class OAuthError extends Error {
       challengeParams?: Record<string, string>
       headers?: Record<string, string>
       cause?: string
+      body?: Record<string, unknown>
     } = {},
   ) {
     super(description ?? error)
@@ -60,6 +66,7 @@ export class OAuthError extends Error {
     this.challengeParams = options.challengeParams ?? {}
     this.headers = options.headers ?? {}
     this.cause = options.cause
+    this.body = options.body
   }
 }
 
@@ -414,6 +421,65 @@ export class TemporarilyUnavailable extends OAuthError {
   static override readonly code = 'ERR_TEMPORARILY_UNAVAILABLE'
   constructor(description = 'The service is temporarily unavailable', o: Opts = {}) {
     super(503, 'temporarily_unavailable', description, o)
+  }
+}
+
+/** A JSON-RPC request id (JSON-RPC 2.0 4), or null when the request's could not be read. */
+export type JsonRpcId = string | number | null
+
+/**
+ * MCP 2026-07-28 Streamable HTTP, Server Validation: a required standard
+ * header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) is missing or
+ * disagrees with the body. 400 with the JSON-RPC `HeaderMismatch` error
+ * (-32020) carrying the request's id, so a client of both eras reads it as a
+ * modern answer and does not fall back to `initialize`.
+ * @see https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http#server-validation
+ */
+export class McpHeaderMismatch extends OAuthError {
+  static override readonly code = 'ERR_MCP_HEADER_MISMATCH'
+  /** The JSON-RPC error code of the spec's HeaderMismatch. */
+  static readonly rpcCode = -32020
+  constructor(id: JsonRpcId = null, description = 'The MCP request headers and body disagree', o: Opts = {}) {
+    super(400, 'invalid_request', description, {
+      ...o,
+      body: { jsonrpc: '2.0', id, error: { code: McpHeaderMismatch.rpcCode, message: `Bad Request: ${description}` } },
+    })
+  }
+}
+
+/**
+ * The route does not accept the MCP protocol revision the request declares
+ * (`mcp.protocol_versions`). A 2026-07-28 request gets the spec's
+ * UnsupportedProtocolVersionError (-32022, with `supported` and
+ * `requested`); an earlier one the 400 an SDK 1.x server sends.
+ * @see https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http#protocol-version-header
+ */
+export class McpUnsupportedProtocolVersion extends OAuthError {
+  static override readonly code = 'ERR_MCP_UNSUPPORTED_PROTOCOL_VERSION'
+  constructor(requested: string, supported: readonly string[], modern: boolean, id: JsonRpcId = null, o: Opts = {}) {
+    const description = 'This endpoint does not accept the MCP protocol version of the request'
+    const body = modern
+      ? { jsonrpc: '2.0', id, error: { code: -32022, message: `Unsupported protocol version: ${requested}`, data: { supported: [...supported], requested } } }
+      : {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32000, message: `Bad Request: Unsupported protocol version: ${requested} (supported versions: ${supported.join(', ')})` },
+        }
+    super(400, 'invalid_request', description, { ...o, body })
+  }
+}
+
+/**
+ * MCP Streamable HTTP, Security: a browser request (it carries `Origin`)
+ * from an origin the route does not allow: 403, against DNS rebinding. The
+ * body is a JSON-RPC error without an id, as the transport allows.
+ * @see https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http#security-%26-endpoint
+ */
+export class McpOriginRefused extends OAuthError {
+  static override readonly code = 'ERR_MCP_ORIGIN_REFUSED'
+  constructor(o: Opts = {}) {
+    const description = 'Requests from this Origin are not accepted'
+    super(403, 'forbidden', description, { ...o, body: { jsonrpc: '2.0', error: { code: -32000, message: `Forbidden: ${description}` } } })
   }
 }
 

@@ -26,6 +26,8 @@ interface Expected {
   description: string
   wwwAuthenticate?: string
   headers?: Record<string, string>
+  /** The body, when the class answers with a protocol's own error object (MCP's JSON-RPC errors). */
+  body?: Record<string, unknown>
 }
 
 const E = errors
@@ -302,6 +304,35 @@ const CASES: Record<string, Expected> = {
     description: 'The service is temporarily unavailable',
   },
   BadGateway: { make: () => new E.BadGateway(), code: 'ERR_BAD_GATEWAY', status: 502, error: 'bad_gateway', description: 'The upstream could not be reached' },
+  McpHeaderMismatch: {
+    make: () => new E.McpHeaderMismatch(7),
+    code: 'ERR_MCP_HEADER_MISMATCH',
+    status: 400,
+    error: 'invalid_request',
+    description: 'The MCP request headers and body disagree',
+    body: { jsonrpc: '2.0', id: 7, error: { code: -32020, message: 'Bad Request: The MCP request headers and body disagree' } },
+  },
+  McpUnsupportedProtocolVersion: {
+    make: () => new E.McpUnsupportedProtocolVersion('2099-01-01', ['2025-06-18', '2026-07-28'], true, 'r1'),
+    code: 'ERR_MCP_UNSUPPORTED_PROTOCOL_VERSION',
+    status: 400,
+    error: 'invalid_request',
+    description: 'This endpoint does not accept the MCP protocol version of the request',
+    body: {
+      jsonrpc: '2.0',
+      id: 'r1',
+      error: { code: -32022, message: 'Unsupported protocol version: 2099-01-01', data: { supported: ['2025-06-18', '2026-07-28'], requested: '2099-01-01' } },
+    },
+  },
+  McpOriginRefused: {
+    make: () => new E.McpOriginRefused(),
+    code: 'ERR_MCP_ORIGIN_REFUSED',
+    status: 403,
+    error: 'forbidden',
+    description: 'Requests from this Origin are not accepted',
+    body: { jsonrpc: '2.0', error: { code: -32000, message: 'Forbidden: Requests from this Origin are not accepted' } },
+  },
+  BadGateway: { make: () => new E.BadGateway(), code: 'ERR_BAD_GATEWAY', status: 502, error: 'bad_gateway', description: 'The upstream could not be reached' },
   GatewayTimeout: {
     make: () => new E.GatewayTimeout(),
     code: 'ERR_GATEWAY_TIMEOUT',
@@ -372,7 +403,7 @@ t.test('each class is answered with its status, error, description and headers',
     const r = await fetch(`${base}/${name}`)
     const body = (await r.json()) as Record<string, unknown>
     t.equal(r.status, c.status, `${name}: status`)
-    t.same(body, { ...(c.error !== undefined ? { error: c.error } : {}), error_description: c.description }, `${name}: body`)
+    t.same(body, c.body ?? { ...(c.error !== undefined ? { error: c.error } : {}), error_description: c.description }, `${name}: body`)
     t.equal(r.headers.get('www-authenticate'), c.wwwAuthenticate ?? null, `${name}: WWW-Authenticate`)
     t.equal(r.headers.get('cache-control'), 'no-store', `${name}: never cached`)
     t.equal(r.headers.get('content-type'), 'application/json')

@@ -158,6 +158,44 @@ export interface IdentityProviderConfig {
   position: string
 }
 
+/** `authorization_server.webauthn`: the relying party passkeys are bound to. */
+export interface WebAuthnConfig {
+  /** Offer passkeys on the login and account pages (default true). */
+  enabled: boolean
+  /** Relying party ID (default public_url's host). */
+  rpId: string
+  /** The name authenticators show (default `bearward`). */
+  rpName: string
+  /** Origins a ceremony may come from (default public_url's origin). */
+  origins: string[]
+}
+
+/**
+ * `authorization_server.assertion_issuers[]`: an issuer whose JWTs bearward
+ * accepts as RFC 7523 assertions. `id-jag`: Identity Assertion JWT
+ * Authorization Grants (a person, for grant_type jwt-bearer); `workload`: a
+ * platform's tokens for workloads (Kubernetes service accounts, SPIFFE
+ * JWT-SVIDs) that authenticate a client.
+ */
+export interface AssertionIssuerConfig {
+  /** The exact `iss`. */
+  issuer: string
+  kind: 'id-jag' | 'workload'
+  /** Where its keys are published; null when `jwks` is inline. */
+  jwksUri: string | null
+  jwks: JwkSetDocument | null
+  /** The `aud` its assertions must carry (default: our issuer). */
+  audience: string
+  /** Accepted JWS algorithms (asymmetric only; default every one bearward supports). */
+  algorithms: string[]
+  /** workload: the platform's `sub` → the client_id it authenticates. */
+  subjects: Record<string, string>
+  /** id-jag: the claim that finds a local user when no identity provider has this issuer (`person.claim`, e.g. email); null: none. */
+  personClaim: string | null
+  /** Where it is in the config (`authorization_server.assertion_issuers[0]`). */
+  position: string
+}
+
 /** Where a signing key comes from: a JWK file (`file`) or inline JWK (`jwk`). */
 export type KeySource = { file: string } | { jwk: Record<string, unknown> }
 
@@ -179,6 +217,8 @@ export interface AuthorizationServerConfig {
   localLogin: boolean
   /** Upstream OpenID Connect providers people may sign in with (`identity_providers`); see docs/identity-providers.md. */
   identityProviders: IdentityProviderConfig[]
+  /** Passkeys (`webauthn`), resolved against public_url; see docs/people.md. */
+  webauthn: WebAuthnConfig
   /** Login session (`session.ttl`, default 8h). */
   session: { ttlSec: number }
   /** Remembered consent (`consent.remember`, default true; `consent.ttl`, default 30d). */

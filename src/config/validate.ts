@@ -86,7 +86,9 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
 
   const asNode = top.get('authorization_server')
   const authorizationServer =
-    asNode === undefined || top.isNull('authorization_server') ? null : (readAuthorizationServer(r, asNode, top.pathOf('authorization_server')) ?? null)
+    asNode === undefined || top.isNull('authorization_server')
+      ? null
+      : (readAuthorizationServer(r, asNode, top.pathOf('authorization_server'), normalizedPublicUrl) ?? null)
   const asBroken = asNode !== undefined && !top.isNull('authorization_server') && authorizationServer === null
 
   const { issuers, ids: issuerIds } = top.has('issuers')

@@ -32,7 +32,8 @@ import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksSource } from './jwks-client.js'
 import { hostOf, normalizePath } from './normalize.js'
 import { answerAsFinalRecipient, isLastHop } from './max-forwards.js'
-import { checkRequirement, McpRule, type McpJudgement } from './mcp.js'
+import { ListFilter } from './mcp/list-filter.js'
+import { checkRequirement, McpRule, type McpJudgement } from './mcp/rule.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './upstream/proxy.js'
 import { OpenExchanges } from './open-exchanges.js'
@@ -228,8 +229,8 @@ class Gateway implements GatewayFace {
       throw plan.traceRefusal
     }
     ctx.routeLabel = plan.route.name
-    return { plan, path: target.path }
     ctx.httpRoute = plan.route.match.path
+    return { plan, path: target.path }
   }
 
   /**
@@ -258,37 +259,27 @@ class Gateway implements GatewayFace {
     }
     const policy = plan.policy
     const mcp = plan.mcp
-    if (mcp !== null && allowBody && mcp.applies(req)) {
-      // The body decides which scopes the request needs: read it first.
-      return mcp.judge(req).then(
-        (judged) => this.#extract(req, ctx, plan, policy, forwardPath, allowBody, judged),
-        (err: unknown) => this.#refusal(err, ctx, plan, req.method, null),
-      )
+    if (mcp !== null) {
+      // Header-only checks (Origin, Content-Type, revision): nothing is read yet.
+      const refused = mcp.precheck(req)
+      if (refused !== null) return this.#refusal(refused, ctx, plan, req.method, null)
     }
-    return this.#extract(req, ctx, plan, policy, forwardPath, allowBody, null)
+    return this.#extract(req, ctx, plan, policy, forwardPath, allowBody)
   }
 
   /** Find the token, then judge it. */
-  #extract(
-    req: IncomingMessage,
-    ctx: RequestContext,
-    plan: RoutePlan,
-    policy: RoutePolicy,
-    path: string,
-    allowBody: boolean,
-    mcp: McpJudgement | null,
-  ): Decision | Promise<Decision> {
+  #extract(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, allowBody: boolean): Decision | Promise<Decision> {
     try {
       const extracted = extractToken(req, plan.route, ctx.rawQuery, allowBody)
       if (extracted instanceof Promise) {
         return extracted.then(
-          (e) => this.#judge(req, ctx, plan, policy, path, e, mcp),
-          (err: unknown) => this.#refusal(err, ctx, plan, req.method, mcp),
+          (e) => this.#judge(req, ctx, plan, policy, path, e, allowBody),
+          (err: unknown) => this.#refusal(err, ctx, plan, req.method, null),
         )
       }
-      return this.#judge(req, ctx, plan, policy, path, extracted, mcp)
+      return this.#judge(req, ctx, plan, policy, path, extracted, allowBody)
     } catch (err) {
-      return this.#refusal(err, ctx, plan, req.method, mcp)
+      return this.#refusal(err, ctx, plan, req.method, null)
     }
   }
 
@@ -300,7 +291,7 @@ class Gateway implements GatewayFace {
     policy: RoutePolicy,
     path: string,
     extracted: ExtractedToken,
-    mcp: McpJudgement | null,
+    allowBody: boolean,
   ): Decision | Promise<Decision> {
     const presented = extracted.dpop
     try {
@@ -313,14 +304,53 @@ class Gateway implements GatewayFace {
       const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET', extracted.grammarChecked, dpop)
       if (identity instanceof Promise) {
         return identity.then(
-          (id) => this.#admit(ctx, plan, path, extracted, id, req.method, mcp),
-          (err: unknown) => this.#refusal(err, ctx, plan, req.method, mcp, presented),
+          (id) => this.#inspect(req, ctx, plan, path, extracted, id, allowBody, presented),
+          (err: unknown) => this.#shortOfScope(err, req, ctx, plan, allowBody, presented),
         )
       }
-      return this.#admit(ctx, plan, path, extracted, identity, req.method, mcp)
+      return this.#inspect(req, ctx, plan, path, extracted, identity, allowBody, presented)
     } catch (err) {
-      return this.#refusal(err, ctx, plan, req.method, mcp, presented)
+      return this.#shortOfScope(err, req, ctx, plan, allowBody, presented)
     }
+  }
+
+  /**
+   * A token refusal. When the token is valid but short of the route's scope
+   * on an MCP route, the body is read (the token is known good) so that the
+   * one 403 names everything the call needs, route and tool together.
+   */
+  #shortOfScope(err: unknown, req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, allowBody: boolean, presented: boolean): Refusal | Promise<Refusal> {
+    const mcp = plan.mcp
+    if (!(err instanceof InsufficientScope) || mcp === null || !allowBody || !mcp.applies(req)) {
+      return this.#refusal(err, ctx, plan, req.method, null, presented)
+    }
+    return mcp.judge(req).then(
+      (judged) => this.#refusal(err, ctx, plan, req.method, judged, presented),
+      (bodyErr: unknown) => this.#refusal(bodyErr, ctx, plan, req.method, null, presented),
+    )
+  }
+
+  /**
+   * A valid token on an MCP route: now, and only now, the body is read
+   * (within `mcp.max_body`) and judged, so a request without a valid token
+   * is answered before any of its body is buffered.
+   */
+  #inspect(
+    req: IncomingMessage,
+    ctx: RequestContext,
+    plan: RoutePlan,
+    path: string,
+    extracted: ExtractedToken,
+    identity: TokenIdentity,
+    allowBody: boolean,
+    presented: boolean,
+  ): Decision | Promise<Decision> {
+    const mcp = plan.mcp
+    if (mcp === null || !allowBody || !mcp.applies(req)) return this.#admit(ctx, plan, path, extracted, identity, req.method, null)
+    return mcp.judge(req).then(
+      (judged) => this.#admit(ctx, plan, path, extracted, identity, req.method, judged),
+      (err: unknown) => this.#refusal(err, ctx, plan, req.method, null, presented),
+    )
   }
 
   /**
@@ -347,8 +377,16 @@ class Gateway implements GatewayFace {
       const refusal = checkRequirement(required, identity.scopes)
       if (refusal !== null) return this.#refusal(refusal, ctx, plan, method, mcp)
     }
+    ctx.clientId = identity.clientId
     this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
-    return { route: plan.route, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
+    const forward: ForwardRequest = { route: plan.route, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
+    const lists = mcp?.lists ?? null
+    const rule = plan.mcp
+    if (lists !== null && rule !== null) {
+      // The answer lists what this token may use: filtered on its way back.
+      forward.rewriter = new ListFilter(lists, (kind, name) => rule.visible(kind, name, identity.scopes), mcp?.modern ?? false)
+    }
+    return forward
   }
 
   /**
@@ -377,7 +415,6 @@ class Gateway implements GatewayFace {
       decision = this.#decide(req, ctx, true)
     } catch (err) {
       this.#failed(res, ctx, err)
-    ctx.clientId = identity.clientId
       return true
     }
     if (decision === null) return false

@@ -51,7 +51,9 @@ export function metadataDocument(config: Config, routes: readonly RouteConfig[])
   for (const route of routes) {
     for (const id of route.issuers) servers.add(issuerOf(id))
     for (const list of Object.values(route.scopes)) for (const s of list) scopes.add(s)
-    for (const list of Object.values(route.mcp?.tools ?? {})) for (const s of list) scopes.add(s)
+    const mcp = route.mcp
+    for (const rules of mcp === null ? [] : [mcp.tools, mcp.resources, mcp.prompts])
+      for (const list of Object.values(rules)) for (const s of list) scopes.add(s)
     // RFC 9728 2: the RFC 6750 names of the ways a token is taken.
     if (route.tokenInBody) methods.add('body')
     if (route.tokenInQuery) methods.add('query')

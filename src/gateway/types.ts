@@ -1,3 +1,4 @@
+import type { ResponseRewriter } from './upstream/rewrite.js'
 import type { RouteConfig } from '../config/types.js'
 
 /** Who a validated token speaks for; what the gateway tells the upstream. */
@@ -30,4 +31,6 @@ export interface ForwardRequest {
   identity: TokenIdentity | null
   /** When the gateway had to read the body (form token), the bytes to send instead of the stream. */
   body: Buffer | null
+  /** Rewrites the upstream's answer (an MCP list filtered by the token); absent: passed through. */
+  rewriter?: ResponseRewriter | null
 }

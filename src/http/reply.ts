@@ -133,7 +133,7 @@ export function errorAnswer(err: OAuthError, options: ErrorReplyOptions = {}): E
   if (err.error) body.error = err.error
   if (err.description !== undefined) body.error_description = err.description
   if (!err.error) body.error_description = 'A bearer access token is required'
-  return { status: err.status, headers, body: JSON.stringify(body) }
+  return { status: err.status, headers, body: JSON.stringify(err.body ?? body) }
 }
 
 /** Answer with an OAuthError (see errorAnswer). An answer already started is destroyed instead. */

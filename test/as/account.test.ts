@@ -115,7 +115,10 @@ t.test('the applications a person allowed: name, logo, scopes in plain words, wh
   const res = await get(`${f.url}/account`, cookieOf(b))
   t.equal(res.status, 200)
   t.match(res.text, /<h3><bdi>Example Web App<\/bdi><\/h3>/)
-  t.match(res.text, /<img class="client-logo" src="https:\/\/cdn\.example\.com\/orders\/logo\.png" alt="" width="32" height="32"[^>]*><h3><bdi>Orders Web<\/bdi><\/h3>/)
+  t.match(
+    res.text,
+    /<img class="client-logo" src="https:\/\/cdn\.example\.com\/orders\/logo\.png" alt="" width="32" height="32"[^>]*><h3><bdi>Orders Web<\/bdi><\/h3>/,
+  )
   t.match(res.text, /Allowed on <time datetime="2026-11-23T12:00:00\.000Z">23 November 2026<\/time>/)
   t.match(res.text, /<li>Read your orders<span class="scope-name">orders:read<\/span><\/li>/)
   t.equal(

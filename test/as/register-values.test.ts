@@ -11,7 +11,9 @@ import t from 'tap'
 import { hashToken } from '../../src/store/hash.js'
 import { authParams, authorizeUrl, countCodes, frontYaml, get, loggedIn, pkce, startFront } from '../helpers/as-front.js'
 
-const front = await startFront(await frontYaml({ asExtra: '  registration: { enabled: true, scopes: ["orders:read"], rate_limit: { per_address: 1000, window: 1h } }' }))
+const front = await startFront(
+  await frontYaml({ asExtra: '  registration: { enabled: true, scopes: ["orders:read"], rate_limit: { per_address: 1000, window: 1h } }' }),
+)
 t.teardown(() => front.close())
 const codes = countCodes(front.store)
 /** Every registration the store keeps goes through putClient. */
@@ -119,7 +121,8 @@ t.test('the old 500 is gone: a client stored before these rules is refused with 
       expiresAt: now + 3600,
     })
     const params = authParams({ client_id: clientId, redirect_uri: undefined, scope: 'orders:read', code_challenge: pkce().challenge })
-    for (const extra of [{}, { response_type: 'token' }]) {
+    const extras: Array<Record<string, string>> = [{}, { response_type: 'token' }]
+    for (const extra of extras) {
       const res = await get(authorizeUrl(front, { ...params, ...extra }))
       t.equal(res.status, 400, `${name}: 400, not 500`)
       t.equal(res.headers.get('location'), null, `${name}: no Location`)

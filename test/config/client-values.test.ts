@@ -101,7 +101,8 @@ t.test('the character rule of every client URI (logo, policy, post-logout)', asy
 })
 
 t.test('client texts: names in any script are fine; controls, bidi controls and invisible characters are refused', async (t) => {
-  for (const name of ['Orders Web', 'Café Olé', 'متجر الطلبات', '注文アプリ', 'Tool 🛠️', 'O’Brien & Sons <Ltd>']) t.equal(clientTextProblem(name), undefined, name)
+  for (const name of ['Orders Web', 'Café Olé', 'متجر الطلبات', '注文アプリ', 'Tool 🛠️', 'O’Brien & Sons <Ltd>'])
+    t.equal(clientTextProblem(name), undefined, name)
   for (const [name, ch] of CONTROLS) t.match(clientTextProblem(`Tool${ch}`), /control or line-separator character/, name)
   for (const [name, ch] of BIDI) t.match(clientTextProblem(`Tool${ch}lanigiro`), /bidirectional-text control character/, name)
   for (const [name, ch] of ZERO_WIDTH) t.match(clientTextProblem(`Pay${ch}Pal`), /invisible zero-width character/, name)

@@ -69,7 +69,43 @@ routes:
 t.test('mcp rules', async (t) => {
   const ok = inspect(route('mcp: { tools: { delete_order: ["orders:write", "orders:write"] } }'))
   t.same(ok.problems, [], describe(ok.problems))
-  t.same(ok.config?.routes[0]?.mcp, { tools: { delete_order: ['orders:write'] }, maxBodyBytes: 1024 * 1024 })
+  t.same(ok.config?.routes[0]?.mcp, {
+    tools: { delete_order: ['orders:write'] },
+    resources: {},
+    prompts: {},
+    maxBodyBytes: 1024 * 1024,
+    filterLists: true,
+    protocolVersions: null,
+    allowedOrigins: ['http://localhost:8080'],
+  })
+  const all = inspect(
+    route(`mcp:
+  resources: { "orders://*": [orders:read] }
+  prompts: { "*": [prompts] }
+  filter_lists: false
+  protocol_versions: ["2025-11-25", "2026-07-28", "2025-11-25"]
+  allowed_origins: ["https://app.example.com"]`),
+  )
+  t.same(all.problems, [], describe(all.problems))
+  t.match(all.config?.routes[0]?.mcp, {
+    resources: { 'orders://*': ['orders:read'] },
+    prompts: { '*': ['prompts'] },
+    filterLists: false,
+    protocolVersions: ['2025-11-25', '2026-07-28'],
+    allowedOrigins: ['https://app.example.com'],
+  })
+  const wrong = inspect(
+    route('mcp: { protocol_versions: [latest], allowed_origins: ["https://app.example.com/path"], prompts: { "": [x] }, filter_lists: maybe }'),
+  )
+  t.match(at(wrong.problems, 'routes[0].mcp.protocol_versions[0]'), [{ message: /not an MCP protocol revision/ }])
+  t.match(at(wrong.problems, 'routes[0].mcp.allowed_origins[0]'), [{ message: /an origin has no path/ }])
+  t.ok(
+    wrong.problems.some((p) => p.path.startsWith('routes[0].mcp.prompts')),
+    'an empty prompt name is refused',
+  )
+  t.ok(at(wrong.problems, 'routes[0].mcp.filter_lists').length > 0, 'filter_lists is a boolean')
+  const empty = inspect(route('mcp: { protocol_versions: [] }'))
+  t.match(at(empty.problems, 'routes[0].mcp.protocol_versions'), [{ message: /list the MCP revisions/ }])
   const bad = inspect(route('mcp: { tools: { a: [], b: ["bad scope"], c: x }, max_body: 0, extra: 1 }'))
   t.match(at(bad.problems, 'routes[0].mcp.tools.a'), [{ message: 'list the scopes this tool needs, or remove it' }])
   t.match(at(bad.problems, 'routes[0].mcp.tools.b[0]'), [{ message: /not a valid scope name/ }])

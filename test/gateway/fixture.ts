@@ -112,6 +112,8 @@ export interface HarnessOptions {
   state?: ProcessState
   /** Serve with Node's lenient parser (lets smuggling-shaped requests through to the gateway). */
   insecureHTTPParser?: boolean
+  /** How the upstream answers (it records every request either way); default JSON naming itself. */
+  upstreamHandler?: Parameters<typeof startUpstream>[1]
 }
 
 export interface Harness {
@@ -146,7 +148,7 @@ function inlineKey(key: SigningKey): string {
  * in front of a recording upstream.
  */
 export async function startGateway(o: HarnessOptions): Promise<Harness> {
-  const upstream = await startUpstream('up')
+  const upstream = await startUpstream('up', o.upstreamHandler)
   const keys = o.keys === undefined ? [await newKey('ES256', 'self-1')] : o.keys
   const yaml = `
 listen: 127.0.0.1:0

@@ -61,26 +61,24 @@ t.test('MCP per-tool scopes', async (t) => {
     t.match(res.headers['www-authenticate'], / scope="mcp:tools orders:write payments", /)
   })
 
-  t.test('without a token, the 401 says what the call needs', async (t) => {
+  t.test('without a token, the 401 names the route scopes: the body is not read before the token is valid', async (t) => {
     const res = await post(t, call('delete_order'), { reaches: false })
     t.equal(res.status, 401)
-    t.equal(res.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools orders:write", ${META}` + ACCEPTS_DPOP)
-    const plain = await post(t, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { reaches: false })
-    t.equal(plain.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools", ${META}` + ACCEPTS_DPOP)
+    t.equal(res.headers['www-authenticate'], `Bearer realm="bearward", scope="mcp:tools", ${META}` + ACCEPTS_DPOP)
+    const bad = await post(t, '{"broken', { token: 'not.a.jwt', reaches: false })
+    t.equal(bad.status, 401, 'an invalid token is refused before the (unparsable) body is looked at')
   })
 
   t.test('other methods and unlisted tools are judged by the route rules', async (t) => {
     t.equal((await post(t, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { token: narrow, reaches: true })).status, 200)
     t.equal((await post(t, call('get_order'), { token: narrow, reaches: true })).status, 200)
     t.equal((await post(t, { jsonrpc: '2.0', method: 'notifications/initialized' }, { token: narrow, reaches: true })).status, 200)
-    t.equal((await post(t, { not: 'json-rpc' }, { token: narrow, reaches: true })).status, 200, 'JSON that is not JSON-RPC')
-    t.equal((await post(t, 'plain text', { token: narrow, headers: { 'content-type': 'text/plain' }, reaches: true })).status, 200, 'not JSON at all')
     const before = gw.upstream.seen.length
     t.equal((await gw.get('/mcp', narrow, { accept: 'text/event-stream' })).status, 200, 'GET (the SSE stream) carries no body to judge')
     t.equal(gw.upstream.seen.length, before + 1)
   })
 
-  t.test('a batch needs the union of its calls', async (t) => {
+  t.test('a batch (before 2025-06-18) needs the union of its calls', async (t) => {
     const both = [call('delete_order', 1), call('refund', 2), { jsonrpc: '2.0', id: 3, method: 'tools/list' }]
     const res = await post(t, both, { token: wide, reaches: false })
     t.equal(res.status, 403)
@@ -102,7 +100,6 @@ t.test('MCP per-tool scopes', async (t) => {
       ['a name header naming another tool', call('delete_order'), { 'mcp-method': 'tools/call', 'mcp-name': 'get_order' }],
       ['a name header for a harmless tool on a call of a guarded one', call('delete_order'), { 'mcp-name': 'get_order' }],
       ['headers on a batch', [call('get_order')], { 'mcp-method': 'tools/call' }],
-      ['headers on a body that is not JSON-RPC', { hello: 1 }, { 'mcp-method': 'tools/list' }],
     ]
     for (const [what, body, headers] of cases) {
       const res = await post(t, body, { token: wide, headers, reaches: false })

@@ -12,6 +12,7 @@ import { readRegistration } from './registration.js'
 import { readUsers } from './users.js'
 import { checkLocalUsersAgainstProviders, readIdentityProviders } from './identity-providers.js'
 import { enumAt, keysAt } from '../contract.js'
+import { readWebAuthn } from './webauthn.js'
 
 /**
  * Claims bearward sets in every access token (RFC 9068 2.2, RFC 9449 6.1,
@@ -74,7 +75,7 @@ const SIGNING_KTY: readonly string[] = enumAt('#/$defs/authorizationServer/prope
 /** RFC 6749 4.1.2 recommends at most 10 minutes for an authorization code. */
 const MAX_CODE_TTL_SEC = 600
 
-export function readAuthorizationServer(r: Reader, node: Node, path: string): AuthorizationServerConfig | undefined {
+export function readAuthorizationServer(r: Reader, node: Node, path: string, publicUrl: string): AuthorizationServerConfig | undefined {
   const as = r.map(node, path, AUTHORIZATION_SERVER_KEYS)
   if (as === undefined) return undefined
 
@@ -158,6 +159,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string): Au
     users,
     localLogin,
     identityProviders,
+    webauthn: readWebAuthn(r, as.get('webauthn'), as.pathOf('webauthn'), publicUrl),
     session: { ttlSec: session?.opt('ttl', r.seconds({ min: 1 }), 8 * 3600) ?? 8 * 3600 },
     consent: {
       remember: consent?.opt('remember', r.bool(), true) ?? true,

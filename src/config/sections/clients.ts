@@ -40,7 +40,6 @@ const CLIENT_ID = /^[\x21-\x7e]+$/
 
 const HASH_HINT = "; create one with `printf '%s' SECRET | bearward hash-secret`"
 
-
 export function readClients(r: Reader, node: Node, path: string, knownScopes: ReadonlySet<string>): ClientConfig[] {
   const clients: ClientConfig[] = []
   const ids = new UniqueSet(r, 'client_id')

@@ -10,7 +10,7 @@ import { checkRoutePath } from '../route-path.js'
 import { isHostname } from '../listen.js'
 import { suggest } from '../suggest.js'
 import { UniqueSet } from '../unique.js'
-import { checkHttpUrl, HTTP_TOKEN, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
+import { checkHttpUrl, checkOrigin, HTTP_TOKEN, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
 import { checkRealm, readIdentityHeaders } from './gateway.js'
 import { enumAt, keysAt } from '../contract.js'
 
@@ -33,6 +33,8 @@ const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
 const DEFAULT_MAX_BODY = 10 * 1024 * 1024
 /** How much of a JSON-RPC body an MCP route reads to judge it (`mcp.max_body`). */
 const DEFAULT_MCP_MAX_BODY = 1024 * 1024
+/** An MCP protocol revision: a date (MCP versioning). */
+const PROTOCOL_REVISION = /^\d{4}-\d{2}-\d{2}$/
 /** Upstream response headers and the gap between body chunks (`timeouts.headers`, `timeouts.idle`). */
 const DEFAULT_READ_TIMEOUT_MS = 60_000
 
@@ -80,7 +82,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   const audience = m.opt('audience', r.str(), ctx.publicUrl)
   const protectedResource = readProtectedResource(r, m, ctx, isPublic, match?.path)
   const tokenInBody = m.opt('token_in_body', r.bool(), false)
-  const mcp = readMcp(r, m, isPublic, tokenInBody)
+  const mcp = readMcp(r, m, isPublic, tokenInBody, ctx.publicUrl)
   const route = {
     audience,
     audiences: [...new Set([audience, ...(protectedResource === null ? [] : [protectedResource.resource])])],
@@ -207,11 +209,15 @@ function checkResourceIdentifier(value: string): string | undefined {
 }
 
 /**
- * `mcp`: the route fronts an MCP server (Streamable HTTP); `tools` names the
- * extra scopes a `tools/call` of a tool needs. The gateway reads the JSON body
- * itself, so a form token in the body (`token_in_body`) cannot be combined.
+ * `mcp`: the route fronts an MCP server (Streamable HTTP). `tools`,
+ * `resources` and `prompts` name (or match, `*` globs) the extra scopes a
+ * call, read or get of each needs; lists are filtered by the same rules
+ * (`filter_lists`). `protocol_versions` limits the revisions accepted;
+ * `allowed_origins` the browser origins (default: public_url's). The gateway
+ * reads the JSON body itself, so a form token in the body (`token_in_body`)
+ * cannot be combined.
  */
-function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: boolean): McpRouteConfig | null {
+function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: boolean, publicUrl: string): McpRouteConfig | null {
   const node = m.get('mcp')
   if (node === undefined) return null
   const where = m.pathOf('mcp')
@@ -225,14 +231,40 @@ function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: boolean)
     r.problem(node, where, 'an MCP route reads its JSON-RPC body itself, so it cannot also take `token_in_body`; remove one of them')
     return null
   }
-  const tools: Record<string, string[]> = {}
   const scopeToken = r.str({ check: (v) => (SCOPE_TOKEN.test(v) ? undefined : `\`${v}\` is not a valid scope name (RFC 6749 3.3)`) })
-  const toolsNode = mcp.get('tools')
-  for (const e of toolsNode === undefined ? [] : (r.entries(toolsNode, mcp.pathOf('tools')) ?? [])) {
-    const scopes = r.list(scopeToken, { nonEmpty: true, emptyMessage: 'list the scopes this tool needs, or remove it' })(e.value, e.path)
-    if (scopes !== undefined) tools[e.key] = [...new Set(scopes)]
+  const rules = (key: 'tools' | 'resources' | 'prompts', what: string): Record<string, string[]> => {
+    const out: Record<string, string[]> = {}
+    const rulesNode = mcp.get(key)
+    for (const e of rulesNode === undefined ? [] : (r.entries(rulesNode, mcp.pathOf(key)) ?? [])) {
+      if (e.key === '') {
+        r.problem(e.keyNode, e.path, `an empty ${what} name matches nothing; write a name or a pattern with \`*\``)
+        continue
+      }
+      const scopes = r.list(scopeToken, { nonEmpty: true, emptyMessage: `list the scopes this ${what} needs, or remove it` })(e.value, e.path)
+      if (scopes !== undefined) out[e.key] = [...new Set(scopes)]
+    }
+    return out
   }
-  return { tools, maxBodyBytes: mcp.opt('max_body', r.bytes({ min: 1 }), DEFAULT_MCP_MAX_BODY) }
+  const tools = rules('tools', 'tool')
+  const resources = rules('resources', 'resource')
+  const prompts = rules('prompts', 'prompt')
+  const version = r.str({
+    check: (v) => (PROTOCOL_REVISION.test(v) ? undefined : `\`${v}\` is not an MCP protocol revision; write a date like \`2025-11-25\``),
+  })
+  const versions = mcp.maybe(
+    'protocol_versions',
+    r.list(version, { nonEmpty: true, emptyMessage: 'list the MCP revisions this route accepts, or remove the key' }),
+  )
+  const origins = mcp.maybe('allowed_origins', r.list(r.str({ check: checkOrigin })))
+  return {
+    tools,
+    resources,
+    prompts,
+    maxBodyBytes: mcp.opt('max_body', r.bytes({ min: 1 }), DEFAULT_MCP_MAX_BODY),
+    filterLists: mcp.opt('filter_lists', r.bool(), true),
+    protocolVersions: versions === undefined ? null : [...new Set(versions)],
+    allowedOrigins: origins === undefined ? [new URL(publicUrl).origin] : [...new Set(origins)],
+  }
 }
 
 function readRouteIssuers(r: Reader, m: MapView, ctx: RouteContext, isPublic: boolean, token: RouteTokenKind): string[] {

@@ -1,94 +1,121 @@
 /**
- * Per-tool scopes for a route that fronts an MCP server (Streamable HTTP,
- * MCP 2025-06-18 and later): the gateway reads the JSON-RPC body of a POST
- * (bounded by `mcp.max_body`, buffered, then forwarded byte for byte) and,
- * for `tools/call` of a tool listed under `mcp.tools`, requires that tool's
- * scopes as well as the route's. A batch needs the union of its calls.
+ * The MCP request inspector of a route that fronts an MCP server
+ * (Streamable HTTP, both eras: 2025-03-26 to 2025-11-25, and 2026-07-28 and
+ * later). Built once per Runtime.
+ *
+ * Before the token (headers only, nothing read): a browser request from an
+ * origin the route does not allow is 403 (DNS rebinding); a GET or DELETE
+ * of a revision the route does not accept is 400.
+ *
+ * After the token is valid (`judge`): the body, at most `mcp.max_body`, is
+ * read and decided message by message (messages.ts). Every request needs the
+ * route's scopes plus those of the tool, resource or prompt it names
+ * (names.ts); a response or an ordinary notification needs none; a body that
+ * is not completely understood is 400. 2026-07-28 requests must carry the
+ * standard headers, agreeing with the body (headers.ts), else 400 with the
+ * JSON-RPC HeaderMismatch error. The body is forwarded byte for byte.
  *
  * The 403 names every scope the request needs in one challenge, so a client
  * steps up once (RFC 6750 3.1 `scope`; MCP authorization, scope challenge).
- *
- * `Mcp-Method` / `Mcp-Name` headers (MCP 2026-07-28), when sent, must agree
- * with the body: an intermediary that routes or logs by header must see the
- * request the policy judged. A body that is not JSON-RPC is the upstream's
- * business and is judged by the route's rules alone; a JSON body that does
- * not parse is refused, since a more lenient parser upstream could read a
- * call into it that we did not judge.
  */
 import type { IncomingMessage } from 'node:http'
-import type { RouteConfig } from '../config/types.js'
-import { InsufficientScope, InvalidRequest } from '../errors.js'
-import { readBody } from '../http/body.js'
-import type { ScopeRule } from './scope.js'
+import type { RouteConfig } from '../../config/types.js'
+import {
+  InsufficientScope,
+  InvalidRequest,
+  McpHeaderMismatch,
+  McpOriginRefused,
+  McpUnsupportedProtocolVersion,
+  type JsonRpcId,
+  type OAuthError,
+} from '../../errors.js'
+import { readBody } from '../../http/body.js'
+import type { ScopeRule } from '../scope.js'
+import { DEFAULT_REVISION, FIRST_BATCHLESS_REVISION, decodeName, envelopeRevision, header, isModern, isRevision, nameValue, originOf } from './headers.js'
+import { parseStrictJson } from './json.js'
+import { LIST_METHODS, type ListKind } from './list-filter.js'
+import { classifyBody, param, Unclassifiable, type Body, type Message, type Params } from './messages.js'
+import { NameRules } from './names.js'
 
 /** A scope requirement for one request, and its refusal when the token falls short. */
 export interface McpRequirement {
-  /** Route and tool scopes together, deduplicated: the challenge's `scope`. */
+  /** Route and per-name scopes together, deduplicated: the challenge's `scope`. */
   readonly required: readonly string[]
   readonly refusal: InsufficientScope
 }
 
-/** What the body said: the requirement of its tool calls, or null when the route's own rule is all. */
+/** What the body said. */
 export interface McpJudgement {
   readonly body: Buffer
-  readonly requirement: McpRequirement | null
+  /** The scopes the body's messages need together (the route's included). */
+  readonly requirement: McpRequirement
+  /** The list requests whose results are filtered, by JSON-RPC id; null when none is. */
+  readonly lists: ReadonlyMap<string | number, ListKind> | null
+  /** The request is of the 2026-07-28 era (a filtered list result says `cacheScope`). */
+  readonly modern: boolean
 }
-
-const TOOLS_CALL = 'tools/call'
 
 function requirement(required: readonly string[]): McpRequirement {
   const unique = Object.freeze([...new Set(required)])
   return { required: unique, refusal: new InsufficientScope(unique) }
 }
 
-/** One JSON-RPC message's method and name, as MCP's standard headers mirror them. */
-interface Message {
-  readonly method: string
-  /** `params.name`, else `params.uri` (what `Mcp-Name` carries); null when neither is a string. */
-  readonly name: string | null
-  readonly toolName: unknown
-}
-
-/** A JSON-RPC 2.0 request or notification (JSON-RPC 2.0 4), or null for anything else. */
-function asMessage(value: unknown): Message | null {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null
-  const v = value as Record<string, unknown>
-  if (v.jsonrpc !== '2.0' || typeof v.method !== 'string') return null
-  const params = typeof v.params === 'object' && v.params !== null && !Array.isArray(v.params) ? (v.params as Record<string, unknown>) : {}
-  const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : null
-  return { method: v.method, name, toolName: params.name }
-}
-
-/** True when the Content-Type names JSON (`application/json`, `application/*+json`). */
-function isJson(contentType: string | undefined): boolean {
+/** True when the Content-Type's media type is application/json (charset, if named, UTF-8: the only one JSON has, RFC 8259 8.1). */
+function isJsonContentType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false
-  const semi = contentType.indexOf(';')
-  const media = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase()
-  return media === 'application/json' || (media.startsWith('application/') && media.endsWith('+json'))
+  const [media = '', ...params] = contentType.split(';')
+  if (media.trim().toLowerCase() !== 'application/json') return false
+  for (const p of params) {
+    const [name = '', value = ''] = p.split('=')
+    if (name.trim().toLowerCase() === 'charset' && value.trim().replace(/^"|"$/g, '').toLowerCase() !== 'utf-8') return false
+  }
+  return true
 }
 
-/**
- * A request header's value. Node joins a repeated custom header with ", ",
- * which then disagrees with the body: a repeat is refused as a mismatch.
- */
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name]
-  return Array.isArray(value) ? value.join(', ') : value
+function invalid(description: string, cause: string): InvalidRequest {
+  return new InvalidRequest(description, { cause })
 }
 
-/** The per-route rule: built once per Runtime. */
+/** The id a header error names: the single request's, else null. */
+function idOf(body: Body): JsonRpcId {
+  const first = body.messages[0]
+  return !body.batch && first !== undefined && first.kind === 'request' ? first.id : null
+}
+
+/** The per-route inspector. */
 export class McpRule {
   readonly #maxBody: number
   readonly #routeRequired: readonly string[]
-  /** Per listed tool: the route's POST scopes and the tool's. */
-  readonly #byTool: ReadonlyMap<string, McpRequirement>
+  readonly #route: McpRequirement
+  readonly #tools: NameRules
+  readonly #resources: NameRules
+  readonly #prompts: NameRules
+  readonly #versions: ReadonlySet<string> | null
+  readonly #versionList: readonly string[]
+  readonly #origins: ReadonlySet<string>
+  /** The list methods filtered on this route: those whose kind has rules, unless `filter_lists: false`. */
+  readonly #filtered: ReadonlyMap<string, ListKind>
 
   constructor(route: RouteConfig, scopes: ScopeRule) {
     const mcp = route.mcp
     if (mcp === null) throw new Error(`route ${route.name} has no mcp section`)
     this.#maxBody = mcp.maxBodyBytes
     this.#routeRequired = scopes.required('POST')
-    this.#byTool = new Map(Object.entries(mcp.tools).map(([tool, extra]) => [tool, requirement([...this.#routeRequired, ...extra])]))
+    this.#route = requirement(this.#routeRequired)
+    this.#tools = new NameRules(mcp.tools)
+    this.#resources = new NameRules(mcp.resources)
+    this.#prompts = new NameRules(mcp.prompts)
+    this.#versions = mcp.protocolVersions === null ? null : new Set(mcp.protocolVersions)
+    this.#versionList = mcp.protocolVersions ?? []
+    this.#origins = new Set(mcp.allowedOrigins)
+    const filtered = new Map<string, ListKind>()
+    if (mcp.filterLists) {
+      for (const [method, kind] of LIST_METHODS) {
+        const rules = kind === 'tools' ? this.#tools : kind === 'prompts' ? this.#prompts : this.#resources
+        if (!rules.empty) filtered.set(method, kind)
+      }
+    }
+    this.#filtered = filtered
   }
 
   /** Whether a request of this method carries a JSON-RPC message to judge (Streamable HTTP sends them by POST). */
@@ -97,51 +124,191 @@ export class McpRule {
   }
 
   /**
-   * Read the body and judge it. Rejects with PayloadTooLarge (413) over
-   * `max_body`, InvalidRequest (400) for JSON that does not parse, a
-   * `tools/call` without a tool name, or `Mcp-Method` / `Mcp-Name` headers
-   * that disagree with the body.
+   * The checks that need no body and no token, answered before either:
+   * Origin (403), a malformed MCP-Protocol-Version (400), the revision of a
+   * GET or DELETE the route does not accept (400). null when the request
+   * may go on.
+   * @see https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http#security-%26-endpoint
    */
-  async judge(req: IncomingMessage): Promise<McpJudgement> {
-    const headerMethod = header(req, 'mcp-method')
-    const headerName = header(req, 'mcp-name')
-    const body = await readBody(req, this.#maxBody)
-    const json = isJson(req.headers['content-type'])
-    let parsed: unknown
-    try {
-      parsed = json ? JSON.parse(body.toString('utf8')) : undefined
-    } catch {
-      throw new InvalidRequest('The request body is not valid JSON', { cause: 'mcp body does not parse' })
+  precheck(req: IncomingMessage): OAuthError | null {
+    const origin = originOf(req)
+    // No Origin: not a browser request (DNS rebinding needs a browser); a malformed one is refused.
+    if (origin !== undefined && (origin === null || !this.#origins.has(origin))) return new McpOriginRefused({ cause: 'mcp origin not allowed' })
+    const version = header(req, 'mcp-protocol-version')
+    if (version !== undefined && !isRevision(version)) {
+      return invalid('The MCP-Protocol-Version header does not name a protocol revision', 'mcp-protocol-version malformed')
     }
-    const batch = Array.isArray(parsed)
-    const messages = (batch ? (parsed as unknown[]) : [parsed]).map(asMessage)
-    const jsonRpc = json && messages.length > 0 && messages.every((m) => m !== null)
-    if (headerMethod !== undefined || headerName !== undefined) {
-      const one = jsonRpc && !batch ? messages[0] : null
-      if (one === null || one === undefined)
-        throw new InvalidRequest('Mcp-Method and Mcp-Name describe a single JSON-RPC request', { cause: 'mcp headers without one message' })
-      if (headerMethod !== undefined && headerMethod !== one.method)
-        throw new InvalidRequest('The Mcp-Method header does not match the request body', { cause: 'mcp-method mismatch' })
-      if (headerName !== undefined && headerName !== one.name)
-        throw new InvalidRequest('The Mcp-Name header does not match the request body', { cause: 'mcp-name mismatch' })
-    }
-    if (!jsonRpc) return { body, requirement: null }
-    return { body, requirement: this.#requirementOf(messages as Message[]) }
+    // A GET (the 2025 SSE stream) or DELETE without the header is of the revision servers assume.
+    // A POST's is judged with its body, whose request id the answer names.
+    if (this.#versions !== null && !this.applies(req)) return this.#acceptVersion(version ?? DEFAULT_REVISION, null)
+    return null
   }
 
-  #requirementOf(messages: readonly Message[]): McpRequirement | null {
-    const found: McpRequirement[] = []
-    for (const m of messages) {
-      if (m.method !== TOOLS_CALL) continue
-      if (typeof m.toolName !== 'string') throw new InvalidRequest('A tools/call request names no tool', { cause: 'tools/call without params.name' })
-      const r = this.#byTool.get(m.toolName)
-      if (r !== undefined && !found.includes(r)) found.push(r)
-    }
-    if (found.length === 0) return null
-    if (found.length === 1) return found[0] as McpRequirement
-    // A batch calling several listed tools: the union, built for this request.
-    return requirement(found.flatMap((r) => r.required))
+  #acceptVersion(version: string, id: JsonRpcId): OAuthError | null {
+    if (this.#versions === null || this.#versions.has(version)) return null
+    return new McpUnsupportedProtocolVersion(version, this.#versionList, isModern(version), id, { cause: 'mcp protocol version not accepted' })
   }
+
+  /**
+   * Read the body and judge it (after the token was found valid). Rejects
+   * with PayloadTooLarge (413) over `max_body`, InvalidRequest (400) for a
+   * body it cannot classify completely, McpHeaderMismatch (400) for a
+   * 2026-07-28 request whose headers are missing or disagree with the body,
+   * McpUnsupportedProtocolVersion (400).
+   */
+  async judge(req: IncomingMessage): Promise<McpJudgement> {
+    if (!isJsonContentType(req.headers['content-type'])) {
+      throw invalid('An MCP request body is a JSON-RPC message sent as application/json', 'mcp post not json')
+    }
+    const raw = await readBody(req, this.#maxBody)
+    const parsed = parseStrictJson(raw)
+    if ('problem' in parsed) {
+      if (parsed.problem === 'not json' || parsed.problem === 'not utf-8') throw invalid('The request body is not valid JSON', `mcp body ${parsed.problem}`)
+      throw invalid('The request body repeats a member name, or uses __proto__', `mcp body ${parsed.problem}`)
+    }
+    let body: Body
+    try {
+      body = classifyBody(parsed.value)
+    } catch (err) {
+      if (!(err instanceof Unclassifiable)) throw err
+      throw invalid('The request body is not a JSON-RPC message this gateway can judge', `mcp body: ${err.message}`)
+    }
+    const headerVersion = header(req, 'mcp-protocol-version')
+    const claims = body.messages.map((m) => (m.kind === 'response' ? ({ claimed: false } as const) : envelopeRevision(m.params)))
+    const modern = (headerVersion !== undefined && isModern(headerVersion)) || claims.some((c) => c.claimed && c.revision !== undefined && isModern(c.revision))
+    if (body.batch) {
+      if (modern || claims.some((c) => c.claimed) || (headerVersion !== undefined && headerVersion >= FIRST_BATCHLESS_REVISION)) {
+        throw invalid('JSON-RPC batches are not part of MCP since revision 2025-06-18', 'mcp batch')
+      }
+      if (header(req, 'mcp-method') !== undefined || header(req, 'mcp-name') !== undefined) {
+        throw invalid('Mcp-Method and Mcp-Name describe a single JSON-RPC request', 'mcp headers on a batch')
+      }
+    } else {
+      this.#checkHeaders(req, body.messages[0] as Message, modern, idOf(body))
+    }
+    if (this.#versions !== null) {
+      const first = body.messages[0] as Message
+      const claim = claims[0]
+      const initialize = !body.batch && first.kind === 'request' && first.method === 'initialize'
+      // initialize negotiates the revision in the server; the requests after it name the result in the header.
+      const version = headerVersion ?? (claim?.claimed ? claim.revision : initialize ? undefined : DEFAULT_REVISION)
+      const refusal = version === undefined ? null : this.#acceptVersion(version, idOf(body))
+      if (refusal !== null) throw refusal
+    }
+    return { body: raw, requirement: this.#requirementOf(body.messages), lists: this.#listsOf(body.messages), modern }
+  }
+
+  /**
+   * Mcp-Method / Mcp-Name / MCP-Protocol-Version against the body. For a
+   * 2026-07-28 request they are required and a problem is the JSON-RPC
+   * HeaderMismatch; earlier, when sent, they must agree too (400).
+   * @see https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http#server-validation
+   */
+  #checkHeaders(req: IncomingMessage, message: Message, modern: boolean, id: JsonRpcId): void {
+    const fail = (description: string, cause: string): never => {
+      throw modern ? new McpHeaderMismatch(id, description, { cause }) : invalid(description, cause)
+    }
+    const method = header(req, 'mcp-method')
+    const name = header(req, 'mcp-name')
+    if (message.kind === 'response') {
+      if (method !== undefined || name !== undefined) fail('Mcp-Method and Mcp-Name describe a JSON-RPC request', 'mcp headers on a response')
+      return
+    }
+    const version = header(req, 'mcp-protocol-version')
+    const claim = envelopeRevision(message.params)
+    if (modern && message.kind === 'request') {
+      if (version === undefined) fail('The MCP-Protocol-Version header is required', 'mcp-protocol-version missing')
+      if (method === undefined) fail('The Mcp-Method header is required', 'mcp-method missing')
+    }
+    if (claim.claimed && version !== undefined && claim.revision !== version) {
+      fail('The MCP-Protocol-Version header does not match the protocol version in the request body', 'mcp-protocol-version mismatch')
+    }
+    if (method !== undefined && method !== message.method) fail('The Mcp-Method header does not match the request body', 'mcp-method mismatch')
+    const source = nameValue(message.method, message.params)
+    if (name === undefined) {
+      if (modern && message.kind === 'request' && source?.value !== undefined) fail('The Mcp-Name header is required', 'mcp-name missing')
+      return
+    }
+    const decoded = decodeName(name)
+    if (decoded === null) fail('The Mcp-Name header is not valid base64 of UTF-8', 'mcp-name bad encoding')
+    // A method that mirrors no field: the header may only repeat what the body names.
+    const expected = source !== undefined ? source.value : fallbackName(message.params)
+    if (decoded !== expected) fail('The Mcp-Name header does not match the request body', 'mcp-name mismatch')
+  }
+
+  /** The route's scopes plus those of every tool, resource and prompt the body names. */
+  #requirementOf(messages: readonly Message[]): McpRequirement {
+    const extra: string[] = []
+    for (const m of messages) {
+      // A notification of a judged method is judged too: a server may run it and only drop the answer.
+      if (m.kind === 'response') continue
+      extra.push(...this.#scopesOf(m.method, m.params))
+    }
+    if (extra.length === 0) return this.#route
+    return requirement([...this.#routeRequired, ...extra])
+  }
+
+  #scopesOf(method: string, params: Params): readonly string[] {
+    switch (method) {
+      case 'tools/call':
+        return this.#tools.scopesOf(stringParam(params, 'name', 'A tools/call request names no tool'))
+      case 'prompts/get':
+        return this.#prompts.scopesOf(stringParam(params, 'name', 'A prompts/get request names no prompt'))
+      case 'resources/read':
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        return this.#resources.scopesOf(stringParam(params, 'uri', `A ${method} request names no resource`))
+      case 'completion/complete':
+        return this.#completionScopes(params)
+      default:
+        return []
+    }
+  }
+
+  /** completion/complete completes an argument of a prompt or a resource template: it needs what that needs. */
+  #completionScopes(params: Params): readonly string[] {
+    const ref = param(params, 'ref')
+    if (typeof ref !== 'object' || ref === null || Array.isArray(ref)) throw invalid('A completion/complete request has no ref', 'completion without ref')
+    const r = ref as Params
+    const type = param(r, 'type')
+    if (type === 'ref/prompt') return this.#prompts.scopesOf(stringParam(r, 'name', 'A completion/complete ref names no prompt'))
+    if (type === 'ref/resource') return this.#resources.scopesOf(stringParam(r, 'uri', 'A completion/complete ref names no resource'))
+    throw invalid('A completion/complete ref is of a type this gateway does not know', 'completion ref type')
+  }
+
+  #listsOf(messages: readonly Message[]): ReadonlyMap<string | number, ListKind> | null {
+    if (this.#filtered.size === 0) return null
+    let out: Map<string | number, ListKind> | null = null
+    for (const m of messages) {
+      if (m.kind !== 'request') continue
+      const kind = this.#filtered.get(m.method)
+      if (kind === undefined) continue
+      out ??= new Map()
+      out.set(m.id, kind)
+    }
+    return out
+  }
+
+  /** Whether `name` (a tool, prompt, resource URI or template) may be listed for a token with `granted`. */
+  visible(kind: ListKind, name: string, granted: readonly string[]): boolean {
+    const rules = kind === 'tools' ? this.#tools : kind === 'prompts' ? this.#prompts : this.#resources
+    for (const scope of rules.scopesOf(name)) if (!granted.includes(scope)) return false
+    return true
+  }
+}
+
+function stringParam(params: Params, key: string, description: string): string {
+  const value = param(params, key)
+  if (typeof value !== 'string') throw invalid(description, `${key} is not a string`)
+  return value
+}
+
+/** What Mcp-Name repeats for a method that mirrors no field: `params.name`, else `params.uri`. */
+function fallbackName(params: Params): string | undefined {
+  const name = param(params, 'name')
+  if (typeof name === 'string') return name
+  const uri = param(params, 'uri')
+  return typeof uri === 'string' ? uri : undefined
 }
 
 /** The 403 for a token that lacks a scope of `requirement`, or null when it has them all. */

@@ -7,6 +7,7 @@ import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
 import type { RoutePlan } from './plan.js'
+import type { ResponseRewriter } from './rewrite.js'
 
 /** The client went away; the upstream exchange is aborted with this. */
 class ClientGone extends Error {
@@ -55,6 +56,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   readonly #limit: BodyLimit | null
   /** Called once when the response closes (the proxy's in-flight count). */
   readonly #done: () => void
+  /** Rewrites the answer on its way (the MCP list filter); null: passed through as is. */
+  readonly #rewriter: ResponseRewriter | null
   /** Pauses, resumes and aborts the upstream exchange; set when undici starts it. */
   #controller: Dispatcher.DispatchController | null = null
   /** The upstream exchange has ended (completed or failed). */
@@ -64,7 +67,16 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   /** Its entry among the gateway's open exchanges (a request with a token), forgotten on close. */
   #open: OpenExchange | null = null
 
-  constructor(req: IncomingMessage, res: ServerResponse, plan: RoutePlan, ctx: RequestContext, limit: BodyLimit | null, done: () => void) {
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    plan: RoutePlan,
+    ctx: RequestContext,
+    limit: BodyLimit | null,
+    done: () => void,
+    rewriter: ResponseRewriter | null = null,
+  ) {
+    this.#rewriter = rewriter
     this.#req = req
     this.#res = res
     this.#plan = plan
@@ -84,7 +96,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
       const out = responseHeaderList(rawList(controller.rawHeaders, headers))
       // Ours, not the upstream's (responseHeaderList dropped that): it is the id our logs carry.
       out.push('x-request-id', this.#ctx.id)
-      if (statusText) this.#res.writeHead(statusCode, statusText, out)
+      if (this.#rewriter !== null) this.#rewriter.writeHead(this.#res, statusCode, statusText, out)
+      else if (statusText) this.#res.writeHead(statusCode, statusText, out)
       else this.#res.writeHead(statusCode, out)
     } catch (err) {
       // A header Node refuses to write (invalid characters): the upstream's answer is unusable.
@@ -94,7 +107,14 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
 
   /** Pauses the upstream until the client drained what it has. */
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.#res.write(chunk)) return
+    let written: boolean
+    try {
+      written = this.#rewriter === null ? this.#res.write(chunk) : this.#rewriter.write(this.#res, chunk)
+    } catch (err) {
+      controller.abort(err instanceof Error ? err : new Error('response rewrite failed'))
+      return
+    }
+    if (written) return
     controller.pause()
     if (!this.#paused) {
       this.#paused = true
@@ -119,7 +139,17 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
         // An invalid trailer is dropped; the body already went out complete.
       }
     }
-    res.end()
+    if (this.#rewriter === null) {
+      res.end()
+      return
+    }
+    try {
+      this.#rewriter.end(res)
+    } catch (err) {
+      this.#ctx.log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err) }, 'upstream response could not be rewritten')
+      if (res.headersSent) res.destroy()
+      else sendErrorWithId(res, this.#ctx.id, upstreamFailure(err))
+    }
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {

@@ -1,0 +1,85 @@
+/**
+ * The JSON of an MCP body, read so that no other parser can read it
+ * differently: strict UTF-8 (no replacement characters, no BOM), RFC 8259
+ * syntax (JSON.parse), and no object with a repeated member name anywhere.
+ * JSON.parse keeps the last of two `name` members, a lenient upstream parser
+ * may keep the first: the gateway would judge one tool and the server call
+ * another. Names are compared after unescaping (`"n\u0061me"` is `name`).
+ * A `__proto__` member is refused too: a parser that assigns members to a
+ * plain object turns it into the object's prototype, whose members then
+ * read as the object's own.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc8259#section-4
+ */
+
+/** Why a body is not JSON the gateway can judge; null when it is. */
+export type JsonProblem = 'not utf-8' | 'not json' | 'duplicate member' | 'proto member'
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/** The parsed value, or the problem. */
+export function parseStrictJson(body: Buffer): { value: unknown } | { problem: JsonProblem } {
+  let text: string
+  try {
+    text = UTF8.decode(body)
+  } catch {
+    return { problem: 'not utf-8' }
+  }
+  let value: unknown
+  try {
+    // A BOM stays in the text (ignoreBOM) and JSON.parse refuses it.
+    value = JSON.parse(text)
+  } catch {
+    return { problem: 'not json' }
+  }
+  const problem = memberProblem(text)
+  return problem === null ? { value } : { problem }
+}
+
+/** One open container while scanning: an object's member names so far, or null for an array. */
+type Frame = { names: Set<string>; expectName: boolean } | null
+
+/**
+ * Scan text that JSON.parse accepted for repeated or `__proto__` member
+ * names. Only strings and brackets matter; the syntax is known to be valid.
+ */
+function memberProblem(text: string): JsonProblem | null {
+  const stack: Frame[] = []
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22 /* " */) {
+      let j = i + 1
+      let escaped = false
+      while (j < text.length) {
+        const d = text.charCodeAt(j)
+        if (d === 0x5c /* \ */) {
+          escaped = true
+          j += 2
+          continue
+        }
+        if (d === 0x22) break
+        j++
+      }
+      const top = stack.at(-1)
+      if (top?.expectName) {
+        const raw = text.slice(i + 1, j)
+        const name = escaped ? (JSON.parse(text.slice(i, j + 1)) as string) : raw
+        if (name === '__proto__') return 'proto member'
+        if (top.names.has(name)) return 'duplicate member'
+        top.names.add(name)
+        top.expectName = false
+      }
+      i = j
+    } else if (c === 0x7b /* { */) {
+      stack.push({ names: new Set(), expectName: true })
+    } else if (c === 0x5b /* [ */) {
+      stack.push(null)
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      stack.pop()
+    } else if (c === 0x2c /* , */) {
+      const top = stack.at(-1)
+      if (top) top.expectName = true
+    }
+  }
+  return null
+}

@@ -1,0 +1,130 @@
+/**
+ * Property (issue #28.1): whatever JSON-RPC shapes, key orders, duplicate
+ * keys, escapes, batches and content types a body is made of, a call of a
+ * tool whose scopes the token lacks never reaches the upstream, under any
+ * reading a server behind could give it (last or first of duplicate keys,
+ * a method in another case, a call without id, a name inside __proto__).
+ * Seeded and bounded, so it runs in the suite in a few seconds; a failure
+ * prints the seed and the shrunk body.
+ */
+import fc from 'fast-check'
+import t from 'tap'
+import { startGateway } from './fixture.js'
+
+const FORBIDDEN = 'delete_order'
+
+/** One member as written: the key's text (maybe escaped) and the value's JSON text. */
+type Member = readonly [string, string]
+
+/** A key written plainly or with one of its letters as a \u escape (same name to JSON). */
+const keyText = (key: string): fc.Arbitrary<string> =>
+  fc.nat({ max: key.length }).map((i) => {
+    if (i === key.length || key.length === 0) return JSON.stringify(key)
+    const c = key.charCodeAt(i)
+    return `"${key.slice(0, i)}\\u${c.toString(16).padStart(4, '0')}${key.slice(i + 1)}"`
+  })
+
+/** An object from members, in a shuffled order. */
+const objectText = (members: ReadonlyArray<fc.Arbitrary<Member>>): fc.Arbitrary<string> =>
+  fc
+    .tuple(...members)
+    .chain((ms) => fc.shuffledSubarray(ms, { minLength: ms.length, maxLength: ms.length }))
+    .map((ms) => `{${ms.map(([k, v]) => `${k}:${v}`).join(',')}}`)
+
+const member = (key: string, value: fc.Arbitrary<string>): fc.Arbitrary<Member> => fc.tuple(keyText(key), value)
+
+const METHODS = ['tools/call', 'Tools/Call', 'TOOLS/CALL', 'tools/call ', 'tools/list', 'notifications/initialized', 'prompts/get']
+const NAMES = [FORBIDDEN, 'get_order', 'delete_orde', 'DELETE_ORDER']
+const IDS = ['1', '"a"', 'null', '1.5', '{}', '-0']
+
+/** A generated message: its text, and whether some reading of it calls the forbidden tool. */
+interface Generated {
+  readonly text: string
+  readonly forbidden: boolean
+}
+
+/** params: one or two `name` members (a duplicate), maybe hidden in __proto__. */
+const params: fc.Arbitrary<{ text: string; names: string[] }> = fc
+  .tuple(fc.subarray(NAMES, { minLength: 1, maxLength: 2 }), fc.boolean(), fc.boolean())
+  .chain(([names, proto, extra]) => {
+    const members = names.map((n) => member('name', fc.constant(JSON.stringify(n))))
+    if (extra) members.push(member('arguments', fc.constant('{"id":7}')))
+    return objectText(members).map((inner) => ({ text: proto ? `{"__proto__":${inner}}` : inner, names }))
+  })
+
+const request: fc.Arbitrary<Generated> = fc
+  .tuple(fc.subarray(METHODS, { minLength: 1, maxLength: 2 }), params, fc.option(fc.constantFrom(...IDS), { nil: undefined }), fc.boolean())
+  .chain(([methods, p, id, jsonrpc]) => {
+    const members = [
+      ...methods.map((m) => member('method', fc.constant(JSON.stringify(m)))),
+      member('params', fc.constant(p.text)),
+      ...(jsonrpc ? [member('jsonrpc', fc.constant('"2.0"'))] : []),
+      ...(id === undefined ? [] : [member('id', fc.constant(id))]),
+    ]
+    const forbidden = methods.some((m) => m.trim().toLowerCase() === 'tools/call') && p.names.includes(FORBIDDEN)
+    return objectText(members).map((text) => ({ text, forbidden }))
+  })
+
+const response: fc.Arbitrary<Generated> = fc
+  .tuple(fc.constantFrom('{}', `{"content":[{"type":"text","text":"${FORBIDDEN}"}]}`), fc.boolean(), fc.constantFrom(...IDS))
+  .chain(([result, isError, id]) =>
+    objectText([
+      member('jsonrpc', fc.constant('"2.0"')),
+      member('id', fc.constant(id)),
+      isError ? member('error', fc.constant('{"code":-1,"message":"x"}')) : member('result', fc.constant(result)),
+    ]).map((text) => ({ text, forbidden: false })),
+  )
+
+const junk: fc.Arbitrary<Generated> = fc.constantFrom('1', 'null', '"x"', '[]', '{}', 'true').map((text) => ({ text, forbidden: false }))
+
+const message = fc.oneof({ weight: 4, arbitrary: request }, { weight: 2, arbitrary: response }, { weight: 1, arbitrary: junk })
+
+const body: fc.Arbitrary<Generated> = fc.oneof(
+  message,
+  fc.array(message, { minLength: 0, maxLength: 4 }).map((ms) => ({ text: `[${ms.map((m) => m.text).join(',')}]`, forbidden: ms.some((m) => m.forbidden) })),
+)
+
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'application/vnd.api+json',
+  undefined,
+]
+const VERSIONS = [undefined, '2025-03-26', '2025-06-18', '2026-07-28']
+
+t.test('a tool whose scopes the token lacks never reaches the upstream', async (t) => {
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: { tools: { ${FORBIDDEN}: ["orders:write"] } }
+`,
+  })
+  t.teardown(() => gw.close())
+  const token = await gw.mint({ scope: 'mcp:tools' })
+  let reached = 0
+  let forbiddenTried = 0
+  await fc.assert(
+    fc.asyncProperty(body, fc.constantFrom(...CONTENT_TYPES), fc.constantFrom(...VERSIONS), async (b, type, version) => {
+      const before = gw.upstream.seen.length
+      const headers: Record<string, string> = { authorization: `Bearer ${token}` }
+      if (type !== undefined) headers['content-type'] = type
+      if (version !== undefined) headers['mcp-protocol-version'] = version
+      const res = await gw.send('/mcp', { method: 'POST', headers, body: b.text })
+      const forwarded = gw.upstream.seen.length > before
+      if (forwarded) reached++
+      if (b.forbidden) forbiddenTried++
+      if (b.forbidden && forwarded) throw new Error(`forwarded (${res.status}): ${b.text}`)
+      if (forwarded && gw.upstream.seen.at(-1)?.body !== b.text) throw new Error('the body was changed on its way')
+      if (!forwarded && res.status === 200) throw new Error('a 200 that did not come from the upstream')
+    }),
+    { seed: 2807, numRuns: 300, interruptAfterTimeLimit: 6000 },
+  )
+  // The generator must exercise both sides, or the property proves nothing.
+  t.ok(forbiddenTried > 30, `forbidden calls were tried (${forbiddenTried})`)
+  t.ok(reached > 10, `some bodies were forwarded (${reached})`)
+})
