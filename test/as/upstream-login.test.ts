@@ -228,8 +228,16 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
     t.notOk(sessionCookieOf(browser))
   })
 
-  for (const mode of ['wrong-nonce', 'wrong-iss', 'wrong-aud'] as const) {
-    await t.test(`an id_token with the ${mode.replace('-', ' ')} is refused: a page, nothing issued`, async (t) => {
+  const judged: Record<string, string> = {
+    'wrong-nonce': 'the wrong nonce',
+    'wrong-iss': 'the wrong iss',
+    'wrong-aud': 'the wrong aud',
+    'foreign-key': "a signature by a key outside the provider's JWKS (same kid)",
+    'unknown-kid': "a signature by a key whose kid the provider's JWKS lacks",
+    unsigned: 'alg none (no signature)',
+  }
+  for (const mode of ['wrong-nonce', 'wrong-iss', 'wrong-aud', 'foreign-key', 'unknown-kid', 'unsigned'] as const) {
+    await t.test(`an id_token with ${judged[mode]} is refused: a page, nothing issued`, async (t) => {
       rogue.mode = mode
       const before = codes.count
       const asked = rogue.tokenRequests

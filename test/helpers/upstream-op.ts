@@ -9,7 +9,7 @@
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { exportJWK, generateKeyPair, SignJWT } from 'jose'
+import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT } from 'jose'
 import Provider from 'oidc-provider'
 
 export const OP_CLIENT_ID = 'bearward'
@@ -111,7 +111,12 @@ export async function startTestOp(redirectUris: string[]): Promise<TestOp> {
   return { issuer: op.issuer, stop: op.stop }
 }
 
-export type RogueMode = 'good' | 'wrong-nonce' | 'wrong-iss' | 'wrong-aud'
+/**
+ * What the rogue provider gets wrong: a claim (nonce, iss, aud), or the signature: `foreign-key`
+ * signs with a key outside its JWKS under the published key's `kid`, `unknown-kid` with a key
+ * whose `kid` the JWKS lacks, `unsigned` sends an `alg: none` token.
+ */
+export type RogueMode = 'good' | 'wrong-nonce' | 'wrong-iss' | 'wrong-aud' | 'foreign-key' | 'unknown-kid' | 'unsigned'
 
 export interface RogueOp {
   issuer: string
@@ -136,11 +141,13 @@ async function formOf(req: IncomingMessage): Promise<URLSearchParams> {
  * A provider that signs every person in at once (authorization endpoint
  * redirects straight back with a code, `iss` included) and answers the code
  * with an id_token signed by its own published key, correct except for what
- * `mode` says: the nonce, the issuer or the audience.
+ * `mode` says: the nonce, the issuer, the audience or the signature.
  */
 export async function startRogueOp(): Promise<RogueOp> {
   const l = await listen()
   const { privateKey, publicKey } = await generateKeyPair('ES256')
+  // Not in the JWKS: what an attacker who knows the published kid signs with.
+  const foreign = await generateKeyPair('ES256')
   const jwk = { ...(await exportJWK(publicKey)), kid: 'rogue-1', alg: 'ES256', use: 'sig' }
   const nonces = new Map<string, string>()
   const op: RogueOp = { issuer: l.origin, mode: 'good', tokenRequests: 0, stop: l.stop }
@@ -175,18 +182,28 @@ export async function startRogueOp(): Promise<RogueOp> {
         op.tokenRequests += 1
         const nonce = nonces.get(form.get('code') ?? '') ?? ''
         const now = Math.floor(Date.now() / 1000)
-        const idToken = await new SignJWT({
-          nonce: op.mode === 'wrong-nonce' ? `${nonce}-other` : nonce,
-          email: 'rogue@example.com',
-          name: 'Rogue Person',
-        })
-          .setProtectedHeader({ alg: 'ES256', kid: 'rogue-1' })
-          .setIssuer(op.mode === 'wrong-iss' ? 'https://someone-else.example.com' : l.origin)
-          .setAudience(op.mode === 'wrong-aud' ? 'another-client' : OP_CLIENT_ID)
+        const unsigned = new UnsecuredJWT({ nonce, email: 'rogue@example.com', name: 'Rogue Person' })
+          .setIssuer(l.origin)
+          .setAudience(OP_CLIENT_ID)
           .setSubject('rogue-1')
           .setIssuedAt(now)
           .setExpirationTime(now + 300)
-          .sign(privateKey)
+          .encode()
+        const idToken =
+          op.mode === 'unsigned'
+            ? unsigned
+            : await new SignJWT({
+                nonce: op.mode === 'wrong-nonce' ? `${nonce}-other` : nonce,
+                email: 'rogue@example.com',
+                name: 'Rogue Person',
+              })
+                .setProtectedHeader({ alg: 'ES256', kid: op.mode === 'unknown-kid' ? 'rogue-2' : 'rogue-1' })
+                .setIssuer(op.mode === 'wrong-iss' ? 'https://someone-else.example.com' : l.origin)
+                .setAudience(op.mode === 'wrong-aud' ? 'another-client' : OP_CLIENT_ID)
+                .setSubject('rogue-1')
+                .setIssuedAt(now)
+                .setExpirationTime(now + 300)
+                .sign(op.mode === 'foreign-key' || op.mode === 'unknown-kid' ? foreign.privateKey : privateKey)
         json(res, 200, { access_token: 'rogue-access-token', token_type: 'Bearer', expires_in: 300, id_token: idToken })
       })
       return

@@ -84,9 +84,16 @@ export class UpstreamProvider {
         ...(isLoopbackHttp(issuer) ? { execute: [oidc.allowInsecureRequests] } : {}),
       })
       const metadata = configuration.serverMetadata()
+      // OIDC Discovery 1.0 3: jwks_uri is REQUIRED; without it no id_token signature can be checked.
+      if (typeof metadata.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
       const withAuth = new oidc.Configuration(metadata, this.config.clientId, undefined, clientAuthFor(this.config, metadata))
       withAuth.timeout = REQUEST_TIMEOUT_SEC
       if (isLoopbackHttp(issuer)) oidc.allowInsecureRequests(withAuth)
+      // The id_token's signature is checked against the provider's JWKS (fetched from jwks_uri with
+      // the same timeout and TLS rules, cached, refetched for a kid it does not know). openid-client
+      // otherwise trusts the TLS channel for the token response and checks only the claims, so a
+      // token signed by any key (or none) with the right iss, aud and nonce signed the person in.
+      oidc.enableNonRepudiationChecks(withAuth)
       if (this.#closed) throw new ProviderUnavailableError('closed')
       this.#configuration = withAuth
       this.#retryMs = RETRY_MIN_MS
