@@ -158,3 +158,20 @@ t.test('once the person has signed in, the error goes to the client as usual; so
   }
   t.equal(codes.count, 0, 'nothing issued')
 })
+
+t.test('a metadata document is held to the registration rules: a breaking redirect URI or a disguised name makes the client unknown', async (t) => {
+  const documents: Array<[string, Record<string, unknown>]> = [
+    ['/cr.json', { ...METADATA, redirect_uris: ['https://evil.example/landing\r\nSet-Cookie: x=1'] }],
+    ['/ls.json', { ...METADATA, redirect_uris: ['https://evil.example/landing\u2028'] }],
+    ['/bidi.json', { ...METADATA, client_name: 'Orders \u202Ebew' }],
+    ['/zw.json', { ...METADATA, client_name: 'Pay\u200BPal' }],
+  ]
+  for (const [path, document] of documents) {
+    const clientId = docs.serve(path, document)
+    const res = await get(request(clientId, { redirect_uri: String((document.redirect_uris as string[])[0]) }))
+    t.equal(res.status, 400, path)
+    t.equal(res.headers.get('location'), null, `${path}: no Location`)
+    t.match(res.text, /The application \(client_id\) is not registered with this server/, `${path}: an unknown client`)
+  }
+  t.equal(codes.count, 0, 'nothing issued')
+})
