@@ -1,4 +1,4 @@
-import { loginChoices } from '../upstream/choices.js'
+import { loginChoices, loginHeaders } from '../upstream/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestContext } from '../../context.js'
 import { epochSeconds } from '../../clock.js'
@@ -9,7 +9,9 @@ import type { AsContext, AsHandler } from '../context.js'
 import { revokeGrant } from '../revocation.js'
 import { accountPage, type AppView } from '../views/account.js'
 import { headersForClientLogo, isolated, type ClientView } from '../views/client.js'
-import { html } from '../views/html.js'
+import { html, type SafeHtml } from '../views/html.js'
+import { passkeySection, type PasskeyView } from '../views/passkeys.js'
+import { passkeyPageHeaders } from '../passkeys/page-headers.js'
 import { loginPage } from '../views/login.js'
 import { isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
 import { displayName } from './display-name.js'
@@ -50,7 +52,8 @@ export function showAccountLogin(
     ...(o.username !== undefined ? { username: o.username } : {}),
     ...(o.error !== undefined ? { error: o.error } : {}),
   })
-  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(o.headers ? { headers: o.headers } : {}) })
+  const headers = loginHeaders(as, o.headers)
+  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(headers ? { headers } : {}) })
 }
 
 /** A client as the page shows it (configured, registered or a metadata document); one since removed is shown by its id. */
@@ -58,7 +61,28 @@ async function clientView(as: AsContext, clientId: string): Promise<ClientView> 
   return (await as.findClient(clientId)) ?? { name: clientId, metadata: { logoUri: null, policyUri: null, tosUri: null, postLogoutRedirectUris: [] } }
 }
 
-async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSession, withdrawn: string | undefined): Promise<void> {
+/** The status line after a passkey action (`?passkey=`); anything else shows none. */
+const PASSKEY_NOTICES: Readonly<Record<string, string>> = {
+  added: 'Your passkey was added. You can now sign in with it.',
+  removed: 'The passkey was removed. It can no longer sign you in.',
+  failed: 'The passkey was not added. Try again.',
+}
+
+/** The passkeys section for a local person when passkeys are on; undefined otherwise. */
+async function passkeysOf(as: AsContext, session: ActiveSession): Promise<SafeHtml | undefined> {
+  if (!as.as.webauthn.enabled || session.record.provider !== undefined) return undefined
+  const list = await as.store.listPasskeys(session.user.sub)
+  const views: PasskeyView[] = list.map((p) => ({
+    credentialId: p.credentialId,
+    name: p.name,
+    createdAt: p.createdAt,
+    lastUsedAt: p.lastUsedAt,
+    synced: p.deviceType === 'multiDevice',
+  }))
+  return passkeySection(views, session.record.csrf)
+}
+
+async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSession, withdrawn: string | undefined, passkey?: string): Promise<void> {
   const allowances = await as.store.listAllowances(session.user.sub)
   const apps: AppView[] = await Promise.all(
     allowances
@@ -67,13 +91,19 @@ async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSe
   )
   // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
   const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : (await as.findClient(withdrawn))?.name
+  const passkeys = await passkeysOf(as, session)
   const page = accountPage({
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,
     apps,
     ...(gone !== undefined ? { notice: html`You withdrew the access of ${isolated(gone)}.` } : {}),
+    ...(gone === undefined && passkeys !== undefined && passkey !== undefined && PASSKEY_NOTICES[passkey] !== undefined
+      ? { notice: PASSKEY_NOTICES[passkey] }
+      : {}),
+    ...(passkeys !== undefined ? { passkeys } : {}),
   })
-  showPage(res, 200, page, { headers: headersForClientLogo(...apps.map((a) => a.client)) })
+  const headers = headersForClientLogo(...apps.map((a) => a.client))
+  showPage(res, 200, page, { headers: passkeys === undefined ? headers : { ...headers, ...passkeyPageHeaders(as, headers['content-security-policy']) } })
 }
 
 /**
@@ -112,8 +142,11 @@ async function withdraw(as: AsContext, sub: string, clientId: string): Promise<n
 
 async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
   let withdrawn: string | undefined
+  let passkey: string | undefined
   try {
-    withdrawn = FormParams.parse(ctx.rawQuery).get('withdrawn')
+    const query = FormParams.parse(ctx.rawQuery)
+    withdrawn = query.get('withdrawn')
+    passkey = query.get('passkey')
   } catch (err) {
     if (err instanceof OAuthError) return showError(res, err)
     throw err
@@ -121,7 +154,7 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null) return showAccountLogin(req, res, as, { status: 200 })
-    await showAccount(res, as, session, withdrawn)
+    await showAccount(res, as, session, withdrawn, passkey)
   })
 }
 

@@ -1,4 +1,4 @@
-import { loginChoices } from '../upstream/choices.js'
+import { loginChoices, loginHeaders } from '../upstream/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { ConsentRequired, LoginRequired } from '../../errors.js'
@@ -105,7 +105,8 @@ export function showAuthorizationLogin(
     ...(username !== undefined ? { username } : {}),
     ...(o.error !== undefined ? { error: o.error } : {}),
   })
-  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(o.headers ? { headers: o.headers } : {}) })
+  const headers = loginHeaders(as, o.headers)
+  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(headers ? { headers } : {}) })
 }
 
 function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationRequest, session: ActiveSession): void {

@@ -1,4 +1,4 @@
-import { loginChoices } from '../upstream/choices.js'
+import { loginChoices, loginHeaders } from '../upstream/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestContext } from '../../context.js'
 import type { ClientConfig } from '../../config/types.js'
@@ -109,7 +109,8 @@ export function showDeviceLogin(
     ...(o.username !== undefined ? { username: o.username } : {}),
     ...(o.error !== undefined ? { error: o.error } : {}),
   })
-  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(o.headers ? { headers: o.headers } : {}) })
+  const headers = loginHeaders(as, o.headers)
+  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(headers ? { headers } : {}) })
 }
 
 async function showDevice(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {

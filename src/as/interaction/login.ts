@@ -4,18 +4,15 @@ import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
 import type { RequestContext } from '../../context.js'
 import type { AsContext, AsHandler } from '../context.js'
-import { continueAuthorization, showAuthorizationLogin } from './continue.js'
-import { showAccountLogin } from './account.js'
 import { readContinuation, type Continuation } from './continuation.js'
 import { checkPreSessionCsrf, isSameOrigin } from './csrf.js'
-import { showDeviceLogin } from './device-page.js'
 import { guardPage, guardRedirect } from './failures.js'
 import { readFormParams } from './form.js'
 import { knownBrowserFor, rememberBrowser } from './known-browser.js'
 import { LoginThrottle, waitInWords, type LoginVerdict } from './rate-limit.js'
-import { redirect, showError, showForbidden } from './respond.js'
+import { showError, showForbidden } from './respond.js'
+import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
 import { sessionIdOf, startSession } from './session.js'
-import { formatUserCode } from '../../tokens/user-code.js'
 
 /** The same text whether the username or the password was wrong (no account enumeration). */
 export const LOGIN_FAILED = 'The username or password is incorrect.'
@@ -86,12 +83,8 @@ export const login: AsHandler = async (req, res, ctx, as) => {
 }
 
 async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext, form: LoginForm, next: Continuation): Promise<void> {
-  const again = (status: number, error: string, headers?: Record<string, string>): void => {
-    const o = { status, error, username: form.username, ...(headers ? { headers } : {}) }
-    if (next.kind === 'authorize') showAuthorizationLogin(req, res, as, next.request, o)
-    else if (next.kind === 'device') showDeviceLogin(req, res, as, next.userCode, o)
-    else showAccountLogin(req, res, as, o)
-  }
+  const again = (status: number, error: string, headers?: Record<string, string>): void =>
+    showLoginAgain(req, res, as, next, { status, error, username: form.username, ...(headers ? { headers } : {}) })
   if (form.username === '' || form.password === '') return again(400, LOGIN_INCOMPLETE)
 
   const user = as.users.get(form.username)
@@ -113,10 +106,5 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
   const rememberCookie = await rememberBrowser(req, as, user, known)
 
   const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as))
-  const cookies = [setCookie, rememberCookie]
-  if (next.kind === 'device') {
-    return redirect(res, `device?user_code=${encodeURIComponent(formatUserCode(next.userCode))}`, 303, cookies)
-  }
-  if (next.kind === 'account') return redirect(res, 'account', 303, cookies)
-  await continueAuthorization(req, res, as, next.request, { session, freshLogin: true, cookies, redirectStatus: 303 })
+  await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
 }

@@ -1,11 +1,12 @@
 import type { AsHandler } from '../context.js'
 import { authorize } from '../authorize.js'
 import { account } from './account.js'
-import { stylesheet } from './assets.js'
+import { passkeyScript, stylesheet } from './assets.js'
 import { consent } from './consent.js'
 import { device } from './device-page.js'
 import { login } from './login.js'
 import { logout } from './logout.js'
+import { passkeyLogin, passkeyOptions, passkeys } from './passkeys.js'
 import { upstreamStart } from '../upstream/start.js'
 
 /**
@@ -23,4 +24,8 @@ export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string
   ['/account', account],
   ['/device', device],
   ['/assets/bearward.css', stylesheet],
+  ['/passkey-options', passkeyOptions],
+  ['/passkeys', passkeys],
+  ['/passkey-login', passkeyLogin],
+  ['/assets/passkeys.js', passkeyScript],
 ])

@@ -2,6 +2,7 @@ import { clientLogo, isolated, type ClientView } from './client.js'
 import type { ScopeView } from './consent.js'
 import { html, type HtmlValue, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
+import { passkeyScript } from './passkeys.js'
 
 /** One application the person allowed. */
 export interface AppView {
@@ -19,6 +20,8 @@ export interface AccountPageOptions {
   apps: readonly AppView[]
   /** A status line after an action ("You withdrew ..."), client text in it isolated. */
   notice?: HtmlValue
+  /** The passkeys section (views/passkeys.ts), for a local person when passkeys are on; it loads the passkey script. */
+  passkeys?: SafeHtml
 }
 
 const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
@@ -61,10 +64,11 @@ ${
 <ul class="apps">
 ${o.apps.map((a) => app(a, o.csrf))}</ul>`
 }
-<form method="post" action="logout">
+${o.passkeys ?? ''}<form method="post" action="logout">
 ${hiddenFields({ csrf: o.csrf })}<div class="actions">
 <button class="secondary" type="submit" name="decision" value="logout">Sign out</button>
 </div>
-</form>`
+</form>
+${o.passkeys ? passkeyScript() : ''}`
   return renderPage('Your account', body)
 }

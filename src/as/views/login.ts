@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
+import { passkeyScript, passkeySignIn } from './passkeys.js'
 
 export interface LoginPageOptions {
   /** What the sign-in is for, e.g. "to continue to <b>App</b>". */
@@ -14,6 +15,8 @@ export interface LoginPageOptions {
   error?: string
   /** Show the username/password form (`local_login`, default true). */
   localLogin?: boolean
+  /** Offer a passkey: the button and the username field's autofill (the passkey script; its CSP header is the caller's). */
+  passkeys?: boolean
   /** Upstream identity providers: a "Continue with <name>" button each. */
   providers?: ReadonlyArray<{ id: string; name: string }>
 }
@@ -49,7 +52,7 @@ export function loginPage(o: LoginPageOptions): string {
   const localForm = html`<form method="post" action="login">
 ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="field">
 <label for="username">Username</label>
-<input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${o.username ?? ''}"${described}${prefilled ? '' : html` autofocus`}>
+<input id="username" name="username" type="text" autocomplete="${o.passkeys ? 'username webauthn' : 'username'}" autocapitalize="none" spellcheck="false" required value="${o.username ?? ''}"${described}${prefilled ? '' : html` autofocus`}>
 </div>
 <div class="field">
 <label for="password">Password</label>
@@ -63,7 +66,8 @@ ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="field">
 <p class="lead">${o.purpose}</p>
 ${o.error ? html`<p class="alert" role="alert" id="form-error">${o.error}</p>` : ''}
 ${local ? localForm : ''}
+${local && o.passkeys ? passkeySignIn(o.csrf, o.continuation) : ''}
 ${local && hasProviders ? html`<p class="or">or</p>` : ''}
-${providerButtons(o)}`
+${providerButtons(o)}${local && o.passkeys ? passkeyScript() : ''}`
   return renderPage('Sign in', body)
 }

@@ -1,0 +1,133 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Forbidden, InvalidRequest, MethodNotAllowed, NotFound, OAuthError } from '../../errors.js'
+import type { FormParams } from '../../http/body.js'
+import { answerFailure } from '../../http/failure.js'
+import { NO_STORE, sendError, sendJson } from '../../http/reply.js'
+import type { AsHandler } from '../context.js'
+import { addPasskey, registrationOptions, signInOptions, signInWithPasskey } from '../passkeys/ceremony.js'
+import { passkeySignInOffered } from '../passkeys/page-headers.js'
+import { continuationFields, readContinuation } from './continuation.js'
+import { checkPreSessionCsrf, isSameOrigin, tokensMatch } from './csrf.js'
+import { guardPage, guardRedirect } from './failures.js'
+import { readFormParams } from './form.js'
+import { knownBrowserFor, rememberBrowser } from './known-browser.js'
+import { redirect, showError, showForbidden } from './respond.js'
+import { currentSession, sessionIdOf, startSession, type ActiveSession } from './session.js'
+import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
+
+/**
+ * The passkey endpoints (docs/people.md):
+ * - POST /passkey-options: the options (and a fresh challenge) for the
+ *   passkey script, as JSON; `purpose=register` needs the session and its
+ *   CSRF token, `purpose=sign-in` the login form's pre-session token.
+ * - POST /passkeys: the account page adds (`action=add`, the credential the
+ *   script created) or removes (`action=remove`) one of the person's passkeys.
+ * - POST /passkey-login: sign in with a passkey alone, then continue like the
+ *   password form.
+ * Every POST must come from our origin with the right CSRF token (403 and
+ * nothing changes otherwise). Only local users have passkeys.
+ */
+
+/** What the login page says when a passkey did not sign the person in (the log says why). */
+export const PASSKEY_FAILED = 'That passkey could not sign you in. Try again, or sign in with your password.'
+
+async function readForm(req: IncomingMessage, res: ServerResponse, json: boolean): Promise<FormParams | null> {
+  try {
+    return await readFormParams(req)
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err
+    if (json) sendError(res, err)
+    else showError(res, err)
+    return null
+  }
+}
+
+/** A signed-in local person (an upstream one has no passkeys here), or null. */
+function localPerson(session: ActiveSession | null): ActiveSession | null {
+  return session !== null && session.record.provider === undefined ? session : null
+}
+
+/** POST /passkey-options: JSON for navigator.credentials.create / get. */
+export const passkeyOptions: AsHandler = async (req, res, ctx, as) => {
+  if (req.method !== 'POST') return sendError(res, new MethodNotAllowed(['POST']))
+  if (!as.as.webauthn.enabled) return sendError(res, new NotFound())
+  if (!isSameOrigin(req, as)) return sendError(res, new Forbidden())
+  const form = await readForm(req, res, true)
+  if (form === null) return
+  const purpose = form.get('purpose')
+  const csrf = form.get('csrf')
+  try {
+    if (purpose === 'sign-in') {
+      if (!passkeySignInOffered(as)) return sendError(res, new NotFound())
+      if (!checkPreSessionCsrf(req, as, csrf)) return sendError(res, new Forbidden())
+      return sendJson(res, 200, await signInOptions(as), NO_STORE)
+    }
+    if (purpose === 'register') {
+      const session = localPerson(await currentSession(req, as))
+      if (session === null || !tokensMatch(session.record.csrf, csrf)) return sendError(res, new Forbidden())
+      return sendJson(res, 200, await registrationOptions(as, session.user), NO_STORE)
+    }
+    sendError(res, new InvalidRequest('purpose must be register or sign-in'))
+  } catch (err) {
+    // A store outage is 503, a bug 500: logged and counted like every failure.
+    sendError(res, answerFailure(err, ctx.log, as.failures).answer)
+  }
+}
+
+/** POST /passkeys: add or remove one of the signed-in person's passkeys, then back to the account page. */
+export const passkeys: AsHandler = async (req, res, ctx, as) => {
+  if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
+  if (!as.as.webauthn.enabled) return showError(res, new NotFound())
+  if (!isSameOrigin(req, as)) return showForbidden(res)
+  const form = await readForm(req, res, false)
+  if (form === null) return
+  await guardPage(as, ctx, res, async () => {
+    const session = localPerson(await currentSession(req, as))
+    if (session === null || !tokensMatch(session.record.csrf, form.get('csrf'))) return showForbidden(res)
+    const action = form.get('action')
+    if (action === 'add') {
+      const added = await addPasskey(as, session.user, form.get('credential'), form.get('name') ?? '')
+      if (!added.ok) {
+        ctx.log.info({ event: 'passkey_refused', reason: added.reason }, 'a passkey was not added')
+        return redirect(res, 'account?passkey=failed', 303)
+      }
+      ctx.log.info({ event: 'passkey_added', sub: session.user.sub }, 'a person added a passkey')
+      return redirect(res, 'account?passkey=added', 303)
+    }
+    if (action === 'remove') {
+      const id = form.get('credential_id') ?? ''
+      if (!(await as.store.removePasskey(session.user.sub, id)))
+        return showError(res, new InvalidRequest('That passkey is not one of yours, or it was already removed'))
+      ctx.log.info({ event: 'passkey_removed', sub: session.user.sub }, 'a person removed a passkey')
+      return redirect(res, 'account?passkey=removed', 303)
+    }
+    showError(res, new InvalidRequest('Choose to add or remove a passkey'))
+  })
+}
+
+/** POST /passkey-login: sign in with a passkey alone. */
+export const passkeyLogin: AsHandler = async (req, res, ctx, as) => {
+  if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
+  if (!isSameOrigin(req, as)) return showForbidden(res)
+  const form = await readForm(req, res, false)
+  if (form === null) return
+  if (!checkPreSessionCsrf(req, as, form.get('csrf'))) return showForbidden(res)
+  if (!passkeySignInOffered(as)) return showError(res, new InvalidRequest('Sign-in with a passkey is turned off here'))
+  const next = await readContinuation(res, as, continuationFields(form))
+  if (next === null) return
+  const attempt = async (): Promise<void> => {
+    const result = await signInWithPasskey(as, ctx, form.get('credential'))
+    if (!result.ok) {
+      ctx.log.info({ event: 'passkey_login_failed', reason: result.reason }, 'passkey sign-in refused')
+      return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })
+    }
+    const user = as.users.get(result.person.username)
+    if (user === undefined) return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })
+    const rememberCookie = await rememberBrowser(req, as, user, await knownBrowserFor(req, as, user))
+    const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as))
+    ctx.log.info({ event: 'passkey_login', sub: user.sub }, 'a person signed in with a passkey')
+    await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
+  }
+  if (next.kind === 'authorize') await guardRedirect(as, ctx, res, next.request.target, 303, attempt)
+  else await guardPage(as, ctx, res, attempt)
+}

@@ -1,0 +1,187 @@
+/**
+ * The two WebAuthn ceremonies, with @simplewebauthn/server doing the
+ * cryptography: adding a passkey (registration) for a signed-in person, and
+ * signing in with one alone (authentication with a discoverable credential,
+ * user verification required, so the passkey is both factors).
+ *
+ * Challenges: random, handed out by `passkey-options`, kept in the store
+ * under their hash for CHALLENGE_TTL_SEC and taken (deleted) by the first
+ * response that names them, valid or not: a challenge is answered once.
+ * Registration challenges are bound to the person they were issued to.
+ * @see https://www.w3.org/TR/webauthn-3/#sctn-cryptographic-challenges
+ */
+import { createHash } from 'node:crypto'
+import {
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+} from '@simplewebauthn/server'
+import { epochSeconds } from '../../clock.js'
+import type { RequestContext } from '../../context.js'
+import { hashToken } from '../../store/hash.js'
+import type { PasskeyChallengeRecord, PasskeyRecord } from '../../store/types.js'
+import type { Person } from '../claims.js'
+import type { AsContext } from '../context.js'
+import { challengeOf, readAssertion, readRegistration } from './response-shape.js'
+
+/** How long a page may take between asking for options and answering (WebAuthn's recommended ceremony timeout). */
+export const CHALLENGE_TTL_SEC = 300
+const TIMEOUT_MS = CHALLENGE_TTL_SEC * 1000
+/** A person names a passkey; longer names are cut. */
+export const MAX_PASSKEY_NAME = 60
+/** More passkeys than this for one person is a mistake or an attack on the store. */
+export const MAX_PASSKEYS = 20
+
+/**
+ * The WebAuthn user handle of a person: a hash of their `sub`, so it is
+ * fixed-size (at most 64 bytes), reveals nothing, and needs no storage.
+ */
+export function userHandleOf(sub: string): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(createHash('sha256').update(`bearward webauthn user\0${sub}`).digest())
+}
+
+async function keepChallenge(as: AsContext, challenge: string, purpose: PasskeyChallengeRecord['purpose'], sub: string | null): Promise<void> {
+  await as.store.putPasskeyChallenge(hashToken(challenge), { purpose, sub, expiresAt: epochSeconds(as.clock) + CHALLENGE_TTL_SEC }, CHALLENGE_TTL_SEC)
+}
+
+/** Options for navigator.credentials.create: a discoverable credential with user verification; the person's passkeys excluded. */
+export async function registrationOptions(as: AsContext, person: Person): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  const existing = await as.store.listPasskeys(person.sub)
+  const options = await generateRegistrationOptions({
+    rpName: as.as.webauthn.rpName,
+    rpID: as.as.webauthn.rpId,
+    userName: person.username,
+    userID: userHandleOf(person.sub),
+    userDisplayName: typeof person.claims.name === 'string' ? person.claims.name : person.username,
+    timeout: TIMEOUT_MS,
+    attestationType: 'none',
+    excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: p.transports })),
+    authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
+  })
+  await keepChallenge(as, options.challenge, 'register', person.sub)
+  return options
+}
+
+/** Options for navigator.credentials.get: any discoverable credential of this RP, user verification required. */
+export async function signInOptions(as: AsContext): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  const options = await generateAuthenticationOptions({ rpID: as.as.webauthn.rpId, timeout: TIMEOUT_MS, userVerification: 'required' })
+  await keepChallenge(as, options.challenge, 'sign-in', null)
+  return options
+}
+
+/** Why a ceremony was refused, for the log (the page says less). */
+export type Refusal = { ok: false; reason: string }
+
+/** Take the challenge the response signed, once; it must be unexpired and issued for this purpose (and person). */
+async function takeChallenge(as: AsContext, clientDataJSON: string, purpose: PasskeyChallengeRecord['purpose'], sub: string | null): Promise<string | Refusal> {
+  const challenge = challengeOf(clientDataJSON)
+  if (challenge === null) return { ok: false, reason: 'no challenge in the client data' }
+  const record = await as.store.takePasskeyChallenge(hashToken(challenge))
+  if (record === null) return { ok: false, reason: 'unknown, used or expired challenge' }
+  if (record.purpose !== purpose || record.sub !== sub) return { ok: false, reason: 'challenge issued for another ceremony' }
+  return challenge
+}
+
+/** Verify a registration for the signed-in `person` and store the passkey under `name`. */
+export async function addPasskey(
+  as: AsContext,
+  person: Person,
+  posted: string | undefined,
+  name: string,
+): Promise<{ ok: true; passkey: PasskeyRecord } | Refusal> {
+  const response = readRegistration(posted)
+  if (response === null) return { ok: false, reason: 'not a registration response' }
+  const challenge = await takeChallenge(as, response.response.clientDataJSON, 'register', person.sub)
+  if (typeof challenge !== 'string') return challenge
+  if ((await as.store.listPasskeys(person.sub)).length >= MAX_PASSKEYS) return { ok: false, reason: 'too many passkeys' }
+  let info: Awaited<ReturnType<typeof verifyRegistrationResponse>>
+  try {
+    info = await verifyRegistrationResponse({
+      response,
+      expectedChallenge: challenge,
+      expectedOrigin: as.as.webauthn.origins,
+      expectedRPID: as.as.webauthn.rpId,
+      requireUserVerification: true,
+    })
+  } catch (err) {
+    return { ok: false, reason: `registration not verified: ${(err as Error).message}` }
+  }
+  if (!info.verified) return { ok: false, reason: 'registration not verified' }
+  const { credential, credentialDeviceType, credentialBackedUp } = info.registrationInfo
+  const passkey: PasskeyRecord = {
+    credentialId: credential.id,
+    sub: person.sub,
+    username: person.username,
+    name: name.trim().slice(0, MAX_PASSKEY_NAME) || 'Passkey',
+    publicKey: Buffer.from(credential.publicKey).toString('base64url'),
+    counter: credential.counter,
+    transports: response.response.transports ?? [],
+    deviceType: credentialDeviceType,
+    backedUp: credentialBackedUp,
+    createdAt: epochSeconds(as.clock),
+    lastUsedAt: null,
+  }
+  if (!(await as.store.addPasskey(passkey))) return { ok: false, reason: 'credential id already registered' }
+  return { ok: true, passkey }
+}
+
+/**
+ * Verify a sign-in with a passkey alone: the challenge (taken once), the
+ * credential (known, of a local user still configured with the same sub, the
+ * user handle that person's), the signature with user verification, then the
+ * signature counter moved forward atomically. A counter that did not move
+ * (a cloned authenticator, or a replay) is logged as a warning and refused.
+ */
+export async function signInWithPasskey(
+  as: AsContext,
+  ctx: RequestContext,
+  posted: string | undefined,
+): Promise<{ ok: true; person: Person; passkey: PasskeyRecord } | Refusal> {
+  const response = readAssertion(posted)
+  if (response === null) return { ok: false, reason: 'not an authentication response' }
+  const challenge = await takeChallenge(as, response.response.clientDataJSON, 'sign-in', null)
+  if (typeof challenge !== 'string') return challenge
+  const passkey = await as.store.getPasskey(response.id)
+  if (passkey === null) return { ok: false, reason: 'unknown passkey' }
+  const user = as.users.get(passkey.username)
+  if (user === undefined || user.sub !== passkey.sub) return { ok: false, reason: 'the passkey belongs to no configured user' }
+  const handle = response.response.userHandle
+  if (handle !== undefined && handle !== Buffer.from(userHandleOf(passkey.sub)).toString('base64url')) return { ok: false, reason: 'user handle mismatch' }
+  let info: Awaited<ReturnType<typeof verifyAuthenticationResponse>>
+  try {
+    info = await verifyAuthenticationResponse({
+      response,
+      expectedChallenge: challenge,
+      expectedOrigin: as.as.webauthn.origins,
+      expectedRPID: as.as.webauthn.rpId,
+      credential: {
+        id: passkey.credentialId,
+        publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')),
+        counter: passkey.counter,
+        transports: passkey.transports,
+      },
+      requireUserVerification: true,
+    })
+  } catch (err) {
+    const message = (err as Error).message
+    if (/counter/i.test(message)) return cloneWarning(ctx, passkey, message)
+    return { ok: false, reason: `assertion not verified: ${message}` }
+  }
+  if (!info.verified) return { ok: false, reason: 'assertion not verified' }
+  const { newCounter, credentialBackedUp } = info.authenticationInfo
+  const used = await as.store.usePasskey(passkey.sub, passkey.credentialId, { counter: newCounter, backedUp: credentialBackedUp, at: epochSeconds(as.clock) })
+  if (used === 'missing') return { ok: false, reason: 'the passkey was removed meanwhile' }
+  if (used === 'regressed') return cloneWarning(ctx, passkey, `counter ${newCounter} is not above the stored one`)
+  return { ok: true, person: user, passkey }
+}
+
+function cloneWarning(ctx: RequestContext, passkey: PasskeyRecord, detail: string): Refusal {
+  ctx.log.warn(
+    { event: 'passkey_counter_regressed', sub: passkey.sub, credential: passkey.credentialId.slice(0, 16), stored: passkey.counter },
+    'passkey refused: its signature counter went backwards (a cloned authenticator?)',
+  )
+  return { ok: false, reason: `signature counter regressed: ${detail}` }
+}

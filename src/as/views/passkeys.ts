@@ -1,0 +1,78 @@
+import { html, type SafeHtml } from './html.js'
+import { hiddenFields } from './layout.js'
+
+/**
+ * The passkey parts of the pages. Each is a plain form that the passkey
+ * script (assets/passkeys.js, the pages' only script) completes: it asks
+ * `passkey-options` for a challenge, runs the browser's WebAuthn ceremony,
+ * puts the result in the form's `credential` field and submits it. Without
+ * the script, or in a browser without WebAuthn, the forms stay hidden.
+ */
+
+/** Path of the script, relative to the page (like the stylesheet). */
+export const PASSKEY_SCRIPT_HREF = 'assets/passkeys.js'
+
+/** The script tag, loaded deferred (the CSP allows this one file and nothing else). */
+export function passkeyScript(): SafeHtml {
+  return html`<script src="${PASSKEY_SCRIPT_HREF}" defer></script>\n`
+}
+
+/** One passkey on the account page. */
+export interface PasskeyView {
+  credentialId: string
+  name: string
+  /** Epoch seconds. */
+  createdAt: number
+  lastUsedAt: number | null
+  /** A synced passkey (multi-device). */
+  synced: boolean
+}
+
+const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+
+function when(sec: number): SafeHtml {
+  const d = new Date(sec * 1000)
+  return html`<time datetime="${d.toISOString()}">${DATE.format(d)}</time>`
+}
+
+function passkey(p: PasskeyView, csrf: string): SafeHtml {
+  return html`<li>
+<h3>${p.name}</h3>
+<p class="when">Added on ${when(p.createdAt)}${p.lastUsedAt === null ? html`, not used yet` : html`, last used on ${when(p.lastUsedAt)}`}${p.synced ? html` · synced` : ''}</p>
+<form method="post" action="passkeys">
+${hiddenFields({ csrf, action: 'remove', credential_id: p.credentialId })}<div class="actions">
+<button class="danger" type="submit" aria-label="Remove passkey ${p.name}">Remove</button>
+</div>
+</form>
+</li>
+`
+}
+
+/** The account page's passkeys: the list, each with Remove, and the form that adds one. */
+export function passkeySection(passkeys: readonly PasskeyView[], csrf: string): SafeHtml {
+  return html`<h2>Passkeys</h2>
+<p class="fine section-note">A passkey signs you in with this device's screen lock or a security key, without your password.</p>
+${passkeys.length === 0 ? html`<p>You have no passkeys yet.</p>` : html`<ul class="apps passkeys">\n${passkeys.map((p) => passkey(p, csrf))}</ul>`}
+<form method="post" action="passkeys" data-passkey="register" hidden>
+${hiddenFields({ csrf, action: 'add', credential: '' })}<div class="field">
+<label for="passkey-name">Name of the new passkey</label>
+<input id="passkey-name" name="name" type="text" maxlength="60" autocomplete="off" value="Passkey" required>
+</div>
+<p class="alert" role="alert" data-passkey-error hidden></p>
+<div class="actions">
+<button class="primary" type="submit">Add a passkey</button>
+</div>
+</form>
+`
+}
+
+/** The login page's passkey sign-in: a button, and the browser's autofill where it offers passkeys there. */
+export function passkeySignIn(csrf: string, continuation: Readonly<Record<string, string>>): SafeHtml {
+  return html`<form class="passkey" method="post" action="passkey-login" data-passkey="sign-in" hidden>
+${hiddenFields({ csrf, ...continuation, credential: '' })}<p class="alert" role="alert" data-passkey-error hidden></p>
+<div class="actions">
+<button class="secondary" type="submit">Sign in with a passkey</button>
+</div>
+</form>
+`
+}
