@@ -47,7 +47,6 @@ routes:
     trustIncomingRequestId: false,
     shutdownTimeoutMs: 10_000,
     clientTimeouts: { headersMs: 20_000, bodyIdleMs: 15_000, requestMs: 300_000, keepAliveMs: 65_000 },
-    http2: { tls: false, cleartext: false, maxConcurrentStreams: 100, maxHeaderListBytes: 16384, maxResets: 200, resetWindowMs: 10_000 },
     authorizationServer: {
       keys: [],
       accessToken: { format: 'jwt', ttlSec: 600, claims: [] },
@@ -101,7 +100,6 @@ routes:
       users: [{ username: 'alice', passwordHash: HASH, sub: 'alice', claims: {} }],
       localLogin: true,
       identityProviders: [],
-      assertionIssuers: [],
       webauthn: { enabled: true, rpId: 'localhost', rpName: 'bearward', origins: ['http://localhost:8080'] },
       session: { ttlSec: 8 * 3600 },
       consent: { remember: true, ttlSec: 30 * 86400 },
@@ -296,7 +294,6 @@ t.test('the full fixture sets every key', async (t) => {
     trustIncomingRequestId: true,
     shutdownTimeoutMs: 30_000,
     clientTimeouts: { headersMs: 5_000, bodyIdleMs: 2_000, requestMs: 120_000, keepAliveMs: 30_000 },
-    http2: { tls: false, cleartext: false, maxConcurrentStreams: 100, maxHeaderListBytes: 16384, maxResets: 200, resetWindowMs: 10_000 },
     gateway: {
       realm: 'example',
       clockSkewSec: 60,
