@@ -390,12 +390,22 @@ export interface ProtectedResourceConfig {
   documentation: string | null
 }
 
-/** An MCP route's per-tool rules (`mcp`). */
+/** An MCP route's rules (`mcp`). Rule keys are names or `*` globs (src/gateway/mcp/names.ts). */
 export interface McpRouteConfig {
-  /** Tool name to the scopes a `tools/call` of it needs besides the route's own. */
+  /** Tool name (or pattern) to the scopes a `tools/call` of it needs besides the route's own. */
   tools: Record<string, string[]>
+  /** Resource URI (or pattern) to the scopes a `resources/read` (or subscribe) of it needs. */
+  resources: Record<string, string[]>
+  /** Prompt name (or pattern) to the scopes a `prompts/get` of it needs. */
+  prompts: Record<string, string[]>
   /** Largest JSON-RPC body the gateway reads to judge it (`max_body`, default 1mb). */
   maxBodyBytes: number
+  /** Filter list results by the same rules (`filter_lists`, default true; only where rules exist). */
+  filterLists: boolean
+  /** MCP revisions the route accepts (`protocol_versions`); null: any. */
+  protocolVersions: string[] | null
+  /** Origins a browser request may come from (`allowed_origins`, default public_url's origin). */
+  allowedOrigins: string[]
 }
 
 export interface GatewayConfig {
