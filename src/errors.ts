@@ -88,13 +88,6 @@ export class InvalidClient extends OAuthError {
   }
 }
 
-/** RFC 6749 5.2: one answer for every bad code, refresh token or device code. */
-export class InvalidGrant extends OAuthError {
-  static override readonly code = 'ERR_INVALID_GRANT'
-  constructor(description = 'The provided grant is invalid, expired, revoked, or was issued to another client', o: Opts = {}) {
-    super(400, 'invalid_grant', description, o)
-  }
-}
 /**
  * RFC 7523 3.2: a client assertion (`private_key_jwt`, or a workload's
  * platform token) that does not authenticate the client: bad signature,
@@ -108,6 +101,26 @@ export class InvalidClientAssertion extends InvalidClient {
   }
 }
 
+/** RFC 6749 5.2: one answer for every bad code, refresh token or device code. */
+export class InvalidGrant extends OAuthError {
+  static override readonly code: string = 'ERR_INVALID_GRANT'
+  constructor(description = 'The provided grant is invalid, expired, revoked, or was issued to another client', o: Opts = {}) {
+    super(400, 'invalid_grant', description, o)
+  }
+}
+
+/**
+ * RFC 7523 3.1: the `assertion` of a jwt-bearer grant (an ID-JAG) is not
+ * accepted: unknown issuer, wrong typ or aud, expired, replayed jti, issued
+ * to another client, no person for its subject. invalid_grant's answer; the
+ * cause is only logged.
+ */
+export class InvalidAssertionGrant extends InvalidGrant {
+  static override readonly code = 'ERR_INVALID_ASSERTION_GRANT'
+  constructor(o: Opts = {}) {
+    super('The assertion is invalid, expired, replayed, or was issued for another client', o)
+  }
+}
 
 export class UnauthorizedClient extends OAuthError {
   static override readonly code = 'ERR_UNAUTHORIZED_CLIENT'

@@ -62,6 +62,13 @@ const CASES: Record<string, Expected> = {
     error: 'invalid_grant',
     description: 'The provided grant is invalid, expired, revoked, or was issued to another client',
   },
+  InvalidAssertionGrant: {
+    make: () => new E.InvalidAssertionGrant({ cause: 'id-jag: jti replayed' }),
+    code: 'ERR_INVALID_ASSERTION_GRANT',
+    status: 400,
+    error: 'invalid_grant',
+    description: 'The assertion is invalid, expired, replayed, or was issued for another client',
+  },
   UnauthorizedClient: {
     make: () => new E.UnauthorizedClient(),
     code: 'ERR_UNAUTHORIZED_CLIENT',

@@ -9,6 +9,7 @@ import { DpopVerifier } from '../dpop/verify-proof.js'
 import type { KeySet } from '../keys/keyset.js'
 import { JwtVerifier } from '../tokens/verify-jwt.js'
 import { ClientDirectory } from './client-directory.js'
+import { AssertionIssuers } from './assertion-issuers.js'
 import { ClientKeySets } from './client-keys.js'
 import type { AsContext } from './context.js'
 import { ClientAddress } from '../http/trusted-proxies.js'
@@ -28,6 +29,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   const clients = new Map(deps.as.clients.map((c) => [c.clientId, c]))
   const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)
   const clientKeys = new ClientKeySets(deps.clock, deps.log, deps.as.clientIdMetadataDocuments)
+  const assertionIssuers = new AssertionIssuers(deps.as.assertionIssuers, deps.clock, deps.log, config.gateway.clockSkewSec)
   const upstream = new UpstreamProviders(deps.as.identityProviders, deps.log)
   upstream.start()
   return {
@@ -36,9 +38,9 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     store: deps.store,
     revocations: deps.revocations,
     metrics: deps.metrics,
+    tracing: deps.tracing,
     config,
     trustedProxies: deps.trustedProxies,
-    tracing: deps.tracing,
     as: deps.as,
     keys: deps.keys,
     ownIssuer,
@@ -49,10 +51,11 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     // Also ends the identity providers' discovery retries: both belong to this Runtime.
     closeClientLookup: async () => {
       upstream.close()
-      await Promise.all([directory.close(), clientKeys.close()])
+      await Promise.all([directory.close(), clientKeys.close(), assertionIssuers.close()])
     },
-    users: new Map(deps.as.users.map((u) => [u.username, u])),
     clientKeys,
+    assertionIssuers,
+    users: new Map(deps.as.users.map((u) => [u.username, u])),
     upstream,
     secrets: new SecretVerifier(),
     secureCookies: config.publicUrl.startsWith('https:'),

@@ -7,6 +7,11 @@
  * - none: a public client names itself with `client_id` in the body.
  * - private_key_jwt (RFC 7523 2.2): a `client_assertion` JWT signed with the
  *   client's key (client-assertion.ts); only a client registered with it.
+ * - workload identity (RFC 7523 2.2 with a third-party issuer): a
+ *   `client_assertion` issued by a `kind: workload` assertion issuer (a
+ *   Kubernetes service account token, a SPIFFE JWT-SVID), whose `sub` the
+ *   issuer's `subjects` map to the client. Platform tokens are reused for
+ *   their lifetime by design, so their jti is not single use here.
  * Using two methods at once is `invalid_request` (RFC 6749 2.3); every other
  * failure is 401 `invalid_client` with a Basic challenge (RFC 6749 5.2).
  */
@@ -39,6 +44,7 @@ export interface ClientAuthOptions {
 type Presented =
   | { clientId: string; secret: string | null; method: 'client_secret_basic' | 'client_secret_post' | 'none' }
   | { clientId: string; assertion: string; method: 'private_key_jwt' }
+  | { bodyClientId: string | undefined; assertion: string; method: 'workload' }
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
 
@@ -76,7 +82,7 @@ function parseBasic(header: string | undefined): { clientId: string; secret: str
 }
 
 /** What the request presents, refusing requests that use more than one method. */
-function presented(req: IncomingMessage, form: FormParams): Presented {
+function presented(req: IncomingMessage, form: FormParams, as: AsContext): Presented {
   const basic = parseBasic(req.headers.authorization)
   const bodyId = form.get('client_id')
   const bodySecret = form.get('client_secret')
@@ -88,6 +94,8 @@ function presented(req: IncomingMessage, form: FormParams): Presented {
       throw new InvalidClient('Unsupported client_assertion_type', { cause: 'client_assertion_type is not jwt-bearer' })
     }
     if (assertion === undefined || assertion === '') throw new InvalidRequest('client_assertion is missing')
+    // A platform's token names the workload, not the client: the issuer's mapping finds the client.
+    if (as.assertionIssuers.issuerOf(assertion, 'workload') !== undefined) return { bodyClientId: bodyId, assertion, method: 'workload' }
     const clientId = assertionClientId(assertion)
     // RFC 7523 3.1: a client_id sent beside the assertion must name the same client.
     if (bodyId !== undefined && bodyId !== clientId) throw new InvalidClientAssertion({ cause: 'client assertion: sub differs from client_id' })
@@ -105,6 +113,25 @@ function presented(req: IncomingMessage, form: FormParams): Presented {
   }
   if (bodySecret !== undefined) return { clientId: bodyId, secret: bodySecret, method: 'client_secret_post' }
   return { clientId: bodyId, secret: null, method: 'none' }
+}
+
+function refuseWorkload(cause: string): InvalidClientAssertion {
+  return new InvalidClientAssertion({ cause: `workload token: ${cause}` })
+}
+
+/**
+ * The client a workload token authenticates: the token verified as its
+ * issuer's (assertion-issuers.ts), its `sub` mapped by the issuer's
+ * `subjects`, and that client a configured private_key_jwt client.
+ */
+async function workloadClient(as: AsContext, assertion: string, bodyClientId: string | undefined): Promise<ClientConfig> {
+  const { issuer, claims } = await as.assertionIssuers.verify(assertion, 'workload', refuseWorkload)
+  const clientId = Object.hasOwn(issuer.subjects, claims.sub) ? issuer.subjects[claims.sub] : undefined
+  if (clientId === undefined) throw refuseWorkload('unmapped subject')
+  if (bodyClientId !== undefined && bodyClientId !== clientId) throw refuseWorkload('client mismatch: client_id is not the mapped client')
+  const client = as.clients.get(clientId)
+  if (client === undefined || client.tokenEndpointAuthMethod !== 'private_key_jwt') throw refuseWorkload('the mapped client is not a private_key_jwt client')
+  return client
 }
 
 /** The URL of the endpoint called (an assertion may name it as its `aud`): the issuer's origin and the request's path. */
@@ -129,7 +156,8 @@ function endpointUrl(as: AsContext, req: IncomingMessage): string {
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-3.2.1
  */
 export async function authenticateClient(req: IncomingMessage, form: FormParams, as: AsContext, options: ClientAuthOptions = {}): Promise<AuthenticatedClient> {
-  const p = presented(req, form)
+  const p = presented(req, form, as)
+  if (p.method === 'workload') return { client: await workloadClient(as, p.assertion, p.bodyClientId), method: 'private_key_jwt' }
   const client = await as.findClient(p.clientId)
 
   if (p.method === 'private_key_jwt') {

@@ -7,6 +7,7 @@ import type { DpopVerifier } from '../dpop/verify-proof.js'
 import type { ClientAddress } from '../http/trusted-proxies.js'
 import type { KeySet } from '../keys/keyset.js'
 import type { JwtIssuer, JwtVerifier } from '../tokens/verify-jwt.js'
+import type { AssertionIssuers } from './assertion-issuers.js'
 import type { ClientKeySets } from './client-keys.js'
 import type { UpstreamProviders } from './upstream/providers.js'
 
@@ -34,6 +35,8 @@ export interface AsContext extends FaceDeps {
   closeClientLookup(): Promise<void>
   /** The public keys of `private_key_jwt` clients, inline or fetched from their `jwks_uri` (client-keys.ts). */
   readonly clientKeys: ClientKeySets
+  /** Issuers whose JWTs are RFC 7523 assertions: ID-JAGs and workload tokens (`assertion_issuers`). */
+  readonly assertionIssuers: AssertionIssuers
   readonly users: ReadonlyMap<string, UserConfig>
   /** Upstream OpenID Connect providers (`identity_providers`), discovered in the background. */
   readonly upstream: UpstreamProviders

@@ -8,6 +8,7 @@ import { releasableClaims } from './claims.js'
 import { CLIENT_ASSERTION_ALGS } from './client-assertion.js'
 import type { AsContext } from './context.js'
 import { DEVICE_CODE_GRANT } from './grants/device-code.js'
+import { JWT_BEARER_GRANT } from './grants/jwt-bearer.js'
 import { OIDC_SCOPES } from './scope.js'
 
 /** Claims an ID token can carry besides the scope-released ones (OIDC Core 2). */
@@ -37,7 +38,14 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     scopes_supported: scopes,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT],
+    grant_types_supported: [
+      'authorization_code',
+      'refresh_token',
+      'client_credentials',
+      DEVICE_CODE_GRANT,
+      // RFC 7523 2.1: only while an ID-JAG issuer is configured.
+      ...(as.assertionIssuers.has('id-jag') ? [JWT_BEARER_GRANT] : []),
+    ],
     code_challenge_methods_supported: pkceMethods,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
     // RFC 7523 2.2 / RFC 8414 2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).

@@ -20,6 +20,7 @@ import type { AsHandler } from './context.js'
 import { authorizationCodeGrant } from './grants/authorization-code.js'
 import { clientCredentialsGrant } from './grants/client-credentials.js'
 import { DEVICE_CODE_GRANT, deviceCodeGrant } from './grants/device-code.js'
+import { JWT_BEARER_GRANT, jwtBearerGrant } from './grants/jwt-bearer.js'
 import { refreshTokenGrant } from './grants/refresh-token.js'
 import type { Grant } from './grants/types.js'
 
@@ -29,6 +30,7 @@ export const GRANTS: ReadonlyMap<GrantType, Grant> = new Map<GrantType, Grant>([
   ['refresh_token', refreshTokenGrant],
   ['client_credentials', clientCredentialsGrant],
   [DEVICE_CODE_GRANT, deviceCodeGrant],
+  [JWT_BEARER_GRANT, jwtBearerGrant],
 ])
 
 /**

@@ -65,7 +65,12 @@ export interface JwkSetDocument {
   keys: Array<Record<string, unknown>>
 }
 
-export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'urn:ietf:params:oauth:grant-type:device_code'
+export type GrantType =
+  | 'authorization_code'
+  | 'refresh_token'
+  | 'client_credentials'
+  | 'urn:ietf:params:oauth:grant-type:device_code'
+  | 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 
 /** RFC 7591 2 client metadata that pages render; OIDC RP-Initiated Logout 1.0 3.1. */
 export interface ClientMetadata {
@@ -217,6 +222,8 @@ export interface AuthorizationServerConfig {
   localLogin: boolean
   /** Upstream OpenID Connect providers people may sign in with (`identity_providers`); see docs/identity-providers.md. */
   identityProviders: IdentityProviderConfig[]
+  /** RFC 7523 JWT bearer assertions from other issuers (`assertion_issuers`): ID-JAG grants and workload identity; docs/agents.md. */
+  assertionIssuers: AssertionIssuerConfig[]
   /** Passkeys (`webauthn`), resolved against public_url; see docs/people.md. */
   webauthn: WebAuthnConfig
   /** Login session (`session.ttl`, default 8h). */

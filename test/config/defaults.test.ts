@@ -101,6 +101,7 @@ routes:
       localLogin: true,
       identityProviders: [],
       webauthn: { enabled: true, rpId: 'localhost', rpName: 'bearward', origins: ['http://localhost:8080'] },
+      assertionIssuers: [],
       session: { ttlSec: 8 * 3600 },
       consent: { remember: true, ttlSec: 30 * 86400 },
       rateLimit: {

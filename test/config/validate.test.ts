@@ -195,9 +195,9 @@ t.test('client rules', async (t) => {
     ['type: public\ngrant_types: [client_credentials]', 'grant_types', /cannot use `client_credentials`/],
     ['type: public\ngrant_types: [implicit]', 'grant_types[0]', /`implicit` grant is not supported/],
     [
-      'type: public\ngrant_types: [authorization_code, jwt-bearer]\nredirect_uris: [http://127.0.0.1/cb]',
+      'type: public\ngrant_types: [authorization_code, saml2-bearer]\nredirect_uris: [http://127.0.0.1/cb]',
       'grant_types[1]',
-      /`jwt-bearer` is not a supported grant type/,
+      /`saml2-bearer` is not a supported grant type/,
     ],
     ['type: public\ngrant_types: []', 'grant_types', 'must list at least one value'],
     ['type: public', 'redirect_uris', /`authorization_code` grant needs at least one redirect URI/],

@@ -6,7 +6,8 @@ import type { Node } from 'yaml'
 import type { AuthorizationServerConfig, KeySource } from '../types.js'
 import type { Reader } from '../reader.js'
 import { SCOPE_TOKEN } from '../values.js'
-import { readClients } from './clients.js'
+import { readAssertionIssuers } from './assertion-issuers.js'
+import { checkWorkloadSubjects, readClients } from './clients.js'
 import { readMetadataDocuments } from './metadata-documents.js'
 import { readRegistration } from './registration.js'
 import { readUsers } from './users.js'
@@ -120,6 +121,11 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     )
   }
 
+  const assertionIssuers = as.opt('assertion_issuers', (n, p) => readAssertionIssuers(r, n, p, publicUrl), [])
+  // A client a workload issuer vouches for authenticates with the platform's token: it needs no key or secret of its own.
+  const workloadClients = new Set(assertionIssuers.flatMap((i) => Object.values(i.subjects)))
+  const clients = as.opt('clients', (n, p) => readClients(r, n, p, knownScopes, workloadClients), [])
+  checkWorkloadSubjects(r, assertionIssuers, clients, as.get('assertion_issuers'))
   const users = as.opt('users', (n, p) => readUsers(r, n, p), [])
   const identityProviders = as.opt('identity_providers', (n, p) => readIdentityProviders(r, n, p), [])
   const localLogin = as.opt('local_login', r.bool(), true)
@@ -155,7 +161,8 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     idToken: { ttlSec: it?.opt('ttl', r.seconds({ min: 1 }), 3600) ?? 3600 },
     codeTtlSec: as.opt('code_ttl', r.seconds({ min: 1, max: MAX_CODE_TTL_SEC }), 60),
     scopes,
-    clients: as.opt('clients', (n, p) => readClients(r, n, p, knownScopes), []),
+    clients,
+    assertionIssuers,
     users,
     localLogin,
     identityProviders,

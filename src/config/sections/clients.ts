@@ -4,7 +4,7 @@
  * tokens (RFC 9700 2.1.1, 4.14.2); confidential clients always have one.
  */
 import type { Node } from 'yaml'
-import type { ClientConfig, ClientType, GrantType, JwkSetDocument, TokenEndpointAuthMethod } from '../types.js'
+import type { AssertionIssuerConfig, ClientConfig, ClientType, GrantType, JwkSetDocument, TokenEndpointAuthMethod } from '../types.js'
 import { jwkSetProblem } from '../../keys/jwk-set.js'
 import { checkSecretHashShape } from '../hash-format.js'
 import { demoSecretOf } from '../demo.js'
@@ -20,8 +20,10 @@ export const CLIENT_KEYS = keysAt('#/$defs/client')
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 
+export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
+
 /** Short names a config may write for a grant type. */
-const GRANT_ALIASES: Readonly<Record<string, GrantType>> = { device_code: DEVICE_CODE_GRANT }
+const GRANT_ALIASES: Readonly<Record<string, GrantType>> = { device_code: DEVICE_CODE_GRANT, 'jwt-bearer': JWT_BEARER_GRANT }
 
 /** The grant types of the schema's enum, less the shorthands it also lists. */
 export const GRANT_TYPES: readonly GrantType[] = enumAt<GrantType>('#/$defs/client/properties/grant_types').filter((g) => !(g in GRANT_ALIASES))
@@ -40,20 +42,35 @@ const CLIENT_ID = /^[\x21-\x7e]+$/
 
 const HASH_HINT = "; create one with `printf '%s' SECRET | bearward hash-secret`"
 
-export function readClients(r: Reader, node: Node, path: string, knownScopes: ReadonlySet<string>): ClientConfig[] {
+/**
+ * @param workloadClients client ids a `kind: workload` assertion issuer maps a subject to: such a
+ *   `private_key_jwt` client may have no keys of its own (the platform's token authenticates it).
+ */
+export function readClients(
+  r: Reader,
+  node: Node,
+  path: string,
+  knownScopes: ReadonlySet<string>,
+  workloadClients: ReadonlySet<string> = new Set(),
+): ClientConfig[] {
   const clients: ClientConfig[] = []
   const ids = new UniqueSet(r, 'client_id')
   for (const item of r.items(node, path) ?? []) {
     const c = r.map(item.node, item.path, CLIENT_KEYS)
     if (c === undefined) continue
-    const { clientId, client } = readClient(r, c, knownScopes)
+    const { clientId, client } = readClient(r, c, knownScopes, workloadClients)
     if (clientId !== undefined) ids.add(clientId, c.get('client_id'), c.pathOf('client_id'))
     if (client !== undefined) clients.push(client)
   }
   return clients
 }
 
-function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { clientId: string | undefined; client: ClientConfig | undefined } {
+function readClient(
+  r: Reader,
+  c: MapView,
+  knownScopes: ReadonlySet<string>,
+  workloadClients: ReadonlySet<string>,
+): { clientId: string | undefined; client: ClientConfig | undefined } {
   const clientId = c.req('client_id', r.str({ check: (v) => (CLIENT_ID.test(v) ? undefined : 'a client_id is printable ASCII without spaces') }))
   const type = c.req('type', r.oneOf(CLIENT_TYPES, { what: 'a client type' }), ' (`confidential` or `public`)')
   const name = c.opt('name', r.str({ check: clientTextProblem }), clientId ?? '')
@@ -62,7 +79,7 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
   // private_key_jwt (RFC 7523 2.2): the client proves itself with its key, so it has keys and no secret.
   const method = c.maybe('token_endpoint_auth_method', r.oneOf(AUTH_METHODS))
   const usesKeys = type === 'confidential' && method === 'private_key_jwt'
-  const keys = readClientKeys(r, c, usesKeys)
+  const keys = readClientKeys(r, c, usesKeys, clientId !== undefined && workloadClients.has(clientId))
   const secretHash = type === 'public' || usesKeys ? undefined : c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
   if (type === 'public' && c.has('secret_hash')) {
     r.problem(c.get('secret_hash'), c.pathOf('secret_hash'), 'a public client has no secret: remove `secret_hash`, or make the client `type: confidential`')
@@ -158,10 +175,10 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     clientId,
     name,
     metadata,
-    ...keys,
     type,
     secretHash: type === 'confidential' ? (secretHash ?? null) : null,
     tokenEndpointAuthMethod,
+    ...keys,
     redirectUris,
     grantTypes,
     scopes: dedupe(scopes.map((s) => s.value)),
@@ -173,19 +190,23 @@ function readClient(r: Reader, c: MapView, knownScopes: ReadonlySet<string>): { 
     rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
     dpopBoundAccessTokens,
   }
+  return { clientId, client }
+}
+
 /**
  * `jwks` or `jwks_uri` of a `private_key_jwt` client: exactly one, and only
  * for such a client. An inline set must hold at least one usable public
  * signature key (a private or symmetric key there is a mistake to report,
  * never a key to use).
  */
-function readClientKeys(r: Reader, c: MapView, usesKeys: boolean): Pick<ClientConfig, 'jwks' | 'jwksUri'> {
+function readClientKeys(r: Reader, c: MapView, usesKeys: boolean, workload: boolean): Pick<ClientConfig, 'jwks' | 'jwksUri'> {
   if (!usesKeys) {
     for (const key of ['jwks', 'jwks_uri']) {
       if (c.has(key)) r.problem(c.get(key), c.pathOf(key), `\`${key}\` is for \`token_endpoint_auth_method: private_key_jwt\` clients`)
     }
     return {}
   }
+  if (workload && !c.has('jwks') && !c.has('jwks_uri')) return {}
   if (c.has('jwks') === c.has('jwks_uri')) {
     r.problem(
       c.node,
@@ -209,6 +230,19 @@ function readClientKeys(r: Reader, c: MapView, usesKeys: boolean): Pick<ClientCo
   return { jwks: doc as unknown as JwkSetDocument }
 }
 
+/** Each client a workload issuer vouches for is a configured confidential `private_key_jwt` client. */
+export function checkWorkloadSubjects(r: Reader, issuers: readonly AssertionIssuerConfig[], clients: readonly ClientConfig[], node: Node | undefined): void {
+  const byId = new Map(clients.map((c) => [c.clientId, c]))
+  for (const issuer of issuers) {
+    for (const [sub, clientId] of Object.entries(issuer.subjects)) {
+      const client = byId.get(clientId)
+      if (client !== undefined && client.tokenEndpointAuthMethod === 'private_key_jwt') continue
+      const why = client === undefined ? 'no client has this id' : 'it is not a `token_endpoint_auth_method: private_key_jwt` client'
+      r.problem(node, `${issuer.position}.subjects["${sub}"]`, `\`${clientId}\` cannot be authenticated by a workload token: ${why}`)
+    }
+  }
+}
+
 /** https, or http on a loopback host (a key server on the same machine); no credentials or fragment. */
 function checkJwksUri(value: string): string | undefined {
   const url = parseAbsoluteUrl(value)
@@ -216,9 +250,6 @@ function checkJwksUri(value: string): string | undefined {
   if (url.protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) return 'a jwks_uri is https (http only on a loopback host)'
   if (url.username !== '' || url.password !== '' || value.includes('#')) return 'a jwks_uri has no credentials or fragment'
   return undefined
-}
-
-  return { clientId, client }
 }
 
 function dedupe<T>(values: T[]): T[] {

@@ -1,0 +1,136 @@
+/**
+ * grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer (RFC 7523 2.1) with
+ * an Identity Assertion JWT Authorization Grant (ID-JAG) as the `assertion`:
+ * the person's enterprise IdP vouches that this person, signed in there, lets
+ * this client act for them at this server (MCP enterprise-managed
+ * authorization).
+ *
+ * Checked, after the shared checks of `assertion-issuers.ts` (issuer of kind
+ * id-jag, typ `oauth-id-jag+jwt`, signature, aud = our issuer, exp):
+ * - `client_id` equals the authenticated client (an ID-JAG is for one client);
+ * - `jti` present and single use (the store, so every instance refuses a replay);
+ * - the person: `sub` at an `identity_providers` entry with the same issuer
+ *   (the very `sub` a browser sign-in there gives, and that entry's `allowed`
+ *   rules hold on the assertion's claims), else the issuer's `person.claim`
+ *   matched to a local user (an `email` must not be `email_verified: false`);
+ *   none is `invalid_grant`;
+ * - scope: the request's `scope` (or, absent, the assertion's) within the
+ *   assertion's `scope` claim when it has one, and within the client's scopes;
+ *   the `resource` claim bounds the audience the same way.
+ * The grant then starts as a code flow's would (startGrant): the same `sub`,
+ * claims, account-page entry and grant id; `auth_time` is the assertion's
+ * when it carries one, else its `iat`.
+ *
+ * Every refusal is 400 invalid_grant (ERR_INVALID_ASSERTION_GRANT) with its
+ * cause in the log; scope and resource refusals are invalid_scope and
+ * invalid_target as for every grant.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc7523#section-2.1
+ * @see https://datatracker.ietf.org/doc/draft-ietf-oauth-identity-assertion-authz-grant/
+ */
+import { epochSeconds } from '../../clock.js'
+import { InvalidAssertionGrant, InvalidScope, InvalidTarget } from '../../errors.js'
+import { hashToken } from '../../store/hash.js'
+import { randomId } from '../../tokens/random.js'
+import type { AsContext } from '../context.js'
+import { startGrant } from '../issue.js'
+import { requestedResource } from '../resource.js'
+import { formatScope, isSubset, parseScope } from '../scope.js'
+import { checkAllowed, upstreamSubject } from '../upstream/person.js'
+import type { VerifiedAssertion } from '../assertion-issuers.js'
+import type { Grant, GrantRequest, TokenResponse } from './types.js'
+
+export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
+
+const MAX_JTI_LENGTH = 256
+
+function refuse(cause: string): InvalidAssertionGrant {
+  return new InvalidAssertionGrant({ cause: `id-jag: ${cause}` })
+}
+
+/** A claim that may be one string or a list of strings, as a list; undefined when absent or malformed. */
+function stringList(value: unknown): string[] | undefined {
+  if (typeof value === 'string') return [value]
+  if (Array.isArray(value) && value.every((v): v is string => typeof v === 'string')) return value
+  return undefined
+}
+
+/** The bearward `sub` of the person the assertion names, or a refusal. */
+function personOf(as: AsContext, verified: VerifiedAssertion): string {
+  const { issuer, claims } = verified
+  const provider = as.as.identityProviders.find((p) => p.issuer === issuer.issuer)
+  if (provider !== undefined) {
+    const verdict = checkAllowed(provider.allowed, claims)
+    if (!verdict.allowed) throw refuse(`person not allowed by identity provider ${provider.id}: ${verdict.reason}`)
+    const sub = upstreamSubject(provider.id, claims.sub)
+    if (sub === null) throw refuse('sub is not printable ASCII of at most 255 characters')
+    return sub
+  }
+  const claim = issuer.personClaim
+  if (claim === null) throw refuse('unmapped subject: no identity provider has this issuer and no person claim is configured')
+  const value = claims[claim]
+  if (typeof value !== 'string' || value === '') throw refuse(`unmapped subject: no ${claim} claim`)
+  if (claim === 'email' && claims.email_verified === false) throw refuse('unmapped subject: email not verified')
+  for (const user of as.users.values()) if (user.claims[claim] === value) return user.sub
+  throw refuse(`unmapped subject: no user with this ${claim}`)
+}
+
+export const jwtBearerGrant: Grant = {
+  params: ['assertion', 'scope', 'resource'],
+
+  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
+    const assertion = form.require('assertion')
+    const verified = await as.assertionIssuers.verify(assertion, 'id-jag', refuse)
+    const { claims } = verified
+    if (claims.client_id !== client.clientId) throw refuse('client mismatch: client_id claim is not the authenticated client')
+    const jti = claims.jti
+    if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) throw refuse('jti missing or too long')
+    const sub = personOf(as, verified)
+
+    // Scope: never beyond the assertion's scope claim (when it has one), nor beyond the client's registration.
+    const bound = claims.scope === undefined ? undefined : typeof claims.scope === 'string' ? parseScope(claims.scope) : null
+    if (bound === null) throw refuse('scope claim is not a string')
+    const requested = parseScope(form.get('scope'))
+    const wanted = requested.length > 0 ? requested : (bound ?? client.scopes)
+    if (bound !== undefined && !isSubset(wanted, bound)) throw new InvalidScope('The requested scope exceeds what the assertion grants')
+    const scope = formatScope(wanted.filter((s) => client.scopes.includes(s)))
+    if (requested.length > 0 && !isSubset(requested, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+
+    // Resource: the request's, within the assertion's resource claim; else the claim's only one; else this server.
+    const resources = claims.resource === undefined ? undefined : stringList(claims.resource)
+    if (resources === null) throw refuse('resource claim malformed')
+    const asked = requestedResource(form, as)
+    if (asked !== null && resources !== undefined && !resources.includes(asked)) {
+      throw new InvalidTarget('The resource is not one the assertion grants', { cause: 'resource outside the ID-JAG resource claim' })
+    }
+    let audience = asked ?? as.issuer
+    if (asked === null && resources !== undefined) {
+      if (resources.length !== 1 || !as.resources.has(resources[0] as string)) {
+        throw new InvalidTarget('Name the resource: the assertion grants several, or one this server does not know', {
+          cause: 'ID-JAG resource claim ambiguous',
+        })
+      }
+      audience = resources[0] as string
+    }
+
+    // Single use, recorded last: a refused request does not burn the assertion.
+    const now = epochSeconds(as.clock)
+    const skew = as.config.gateway.clockSkewSec
+    const first = await as.store.useOnce(`id-jag:${hashToken(`${verified.issuer.issuer}\n${jti}`)}`, Math.max(1, claims.exp - now + skew))
+    if (!first) throw refuse('jti replayed')
+
+    const authTime = typeof claims.auth_time === 'number' ? claims.auth_time : typeof claims.iat === 'number' ? claims.iat : now
+    return startGrant(as, {
+      grant: 'jwt_bearer',
+      client,
+      grantId: randomId(),
+      sub,
+      scope,
+      authTime,
+      resource: audience === as.issuer ? null : audience,
+      audience,
+      nonce: null,
+      jkt: dpop?.jkt ?? null,
+    })
+  },
+}
