@@ -63,6 +63,14 @@ function envelope(version: string): Record<string, unknown> {
     'io.modelcontextprotocol/clientCapabilities': {},
   }
 }
+/** JSON-RPC error code of a header that is missing or disagrees with the body (MCP 2026-07-28). */
+const HEADER_MISMATCH = -32020
+
+/** `=?base64?…?=`: the form MCP gives a header value that is not plain ASCII. */
+function encodedName(name: string): string {
+  return `=?base64?${Buffer.from(name, 'utf8').toString('base64')}?=`
+}
+
 /**
  * The SDK warns on stderr about a tool name outside SEP-986's characters, once per
  * server instance, i.e. once per request here; the name is deliberate.
@@ -82,7 +90,11 @@ function ordersServer(ctx: McpRequestContext): McpServer {
   const who = (): string => String(ctx.requestInfo?.headers.get('x-auth-subject'))
   const server = new McpServer(
     { name: 'orders', version: '2.0.0' },
-    { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },
+    {
+      capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } },
+      // The server calls its tool list shareable; a list the gateway filtered for one token must not be.
+      cacheHints: { 'tools/list': { ttlMs: 60_000, cacheScope: 'public' } },
+    },
   )
   server.registerTool('get_order', { description: 'Read an order', inputSchema: z.object({ id: z.string() }) }, async ({ id }) => ({
     content: [{ type: 'text', text: `order ${id} for ${who()}` }],
@@ -330,6 +342,22 @@ t.test('MCP SDK 2.x and 1.x through bearward', async (t) => {
       [SUMMARY_PROMPT],
     )
 
+    await t.test('names that are not ASCII travel base64-encoded in Mcp-Name', async (t) => {
+      const before = s.mcp.seen.length
+      const counted = await refusal(
+        client.callTool({ name: COUNT_TOOL, arguments: {} }).then((r) => t.same(r.content, [{ type: 'text', text: '3 orders for alice' }])),
+      )
+      t.equal(counted, null, `tools/call of ${COUNT_TOOL} went through`)
+      t.equal(s.mcp.seen[before]?.headers['mcp-name'], encodedName(COUNT_TOOL), 'and reached the server in the encoded form, unchanged')
+      const prompted = await refusal(
+        client
+          .getPrompt({ name: SUMMARY_PROMPT, arguments: { ton: 'kurz' } })
+          .then((r) => t.same(r.messages, [{ role: 'user', content: { type: 'text', text: 'Fasse die Bestellungen kurz zusammen' } }])),
+      )
+      t.equal(prompted, null, `prompts/get of "${SUMMARY_PROMPT}" went through`)
+      t.equal(s.mcp.seen.at(-1)?.headers['mcp-name'], encodedName(SUMMARY_PROMPT))
+    })
+
     await t.test('subscriptions/listen: the stream stays open through the gateway and delivers', async (t) => {
       const changes: unknown[] = []
       client.setNotificationHandler('notifications/tools/list_changed', (n) => {
@@ -346,6 +374,30 @@ t.test('MCP SDK 2.x and 1.x through bearward', async (t) => {
     })
 
     await t.test('a token without orders:write: delete_order is not listed, and calling it is 403', async (t) => {
+      const tools = await client.listTools()
+      t.same(tools.tools.map((tool) => tool.name).sort(), ['get_order', COUNT_TOOL].sort(), 'tools/list leaves out the tool this token may not call')
+      // The same list as raw HTTP: marked private, for this token only (the server said public).
+      const listBody = JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: { _meta: envelope(MODERN) } })
+      const listHeaders = {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN,
+        'mcp-method': 'tools/list',
+      }
+      const itself = (await (await fetch(`${s.mcp.url}/mcp`, { method: 'POST', headers: listHeaders, body: listBody })).json()) as {
+        result: Record<string, unknown>
+      }
+      t.equal(itself.result.cacheScope, 'public', 'the server itself calls its list public')
+      const listed = await fetch(serverUrl, {
+        method: 'POST',
+        headers: { ...listHeaders, authorization: `Bearer ${String(provider.tokens()?.access_token)}` },
+        body: listBody,
+      })
+      t.equal(listed.status, 200)
+      t.match(listed.headers.get('cache-control'), /\bprivate\b/, 'Cache-Control: private on the filtered answer')
+      const filtered = (await listed.json()) as { result: { cacheScope?: unknown; tools: Array<{ name: string }> } }
+      t.same(filtered.result.tools.map((tool) => tool.name).sort(), ['get_order', COUNT_TOOL].sort())
+      t.equal(filtered.result.cacheScope, 'private', 'the filtered result says cacheScope private')
       const before = s.mcp.seen.length
       provider.signIn = false
       const err = await refusal(client.callTool({ name: 'delete_order', arguments: { id: '42' } }))
@@ -401,5 +453,96 @@ t.test('MCP SDK 2.x and 1.x through bearward', async (t) => {
     const deleted = await refusal(client.callTool({ name: 'delete_order', arguments: { id: '5' } }))
     t.ok(deleted instanceof Error, 'delete_order without orders:write is refused')
     t.equal(s.mcp.seen.length, upTo, 'and never reached the server')
+  })
+
+  await t.test('header attacks on the same route: 400 with the JSON-RPC HeaderMismatch error, nothing forwarded', async (t) => {
+    const token = await robotToken(s.base, 'mcp:tools orders:write')
+    const post = (headers: Record<string, string>, body: unknown): Promise<Response> =>
+      fetch(serverUrl, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(body),
+      })
+    const call = (id: number | string, name: string, version = MODERN): Record<string, unknown> => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name, arguments: { id: '1' }, _meta: envelope(version) },
+    })
+    const parse = (text: string): unknown => {
+      try {
+        return JSON.parse(text)
+      } catch {
+        return text
+      }
+    }
+    const refused = async (t: Test, what: string, headers: Record<string, string>, body: Record<string, unknown>): Promise<void> => {
+      // The SDK server itself, asked directly, refuses the same request this way: the gateway answers as it would.
+      const itself = await fetch(`${s.mcp.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(body),
+      })
+      t.equal(itself.status, 400, `${what}: the SDK server itself says 400`)
+      t.match(parse(await itself.text()), { jsonrpc: '2.0', error: { code: HEADER_MISMATCH } }, `${what}: with HeaderMismatch`)
+      const before = s.mcp.seen.length
+      const res = await post(headers, body)
+      t.equal(res.status, 400, `${what}: 400`)
+      t.match(res.headers.get('content-type'), /^application\/json/, `${what}: a JSON body`)
+      t.match(
+        parse(await res.text()),
+        { jsonrpc: '2.0', id: body.id, error: { code: HEADER_MISMATCH, message: String } },
+        `${what}: the JSON-RPC error with the request's id`,
+      )
+      t.equal(s.mcp.seen.length, before, `${what}: nothing reached the MCP server`)
+    }
+
+    // The control: the same request with every header right goes through.
+    const before = s.mcp.seen.length
+    const ok = await post({ 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'delete_order' }, call(1, 'delete_order'))
+    t.equal(ok.status, 200, 'a 2026-07-28 request with its headers right is forwarded')
+    t.match(await ok.json(), { id: 1, result: { content: [{ type: 'text', text: 'deleted 1' }] } })
+    t.equal(s.mcp.seen.length, before + 1)
+    const encoded = await post({ 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': encodedName(COUNT_TOOL) }, call(2, COUNT_TOOL))
+    t.equal(encoded.status, 200, 'the encoded form of Mcp-Name is decoded and matches')
+    t.match(await encoded.text(), /3 orders for robot/)
+
+    const plainEncoded = await post({ 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': encodedName('get_order') }, call(21, 'get_order'))
+    t.equal(plainEncoded.status, 200, 'an ASCII name in the encoded form is decoded and matches too')
+    t.match(await plainEncoded.text(), /order 1 for robot/)
+
+    await refused(t, 'no MCP-Protocol-Version', { 'mcp-method': 'tools/call', 'mcp-name': 'get_order' }, call(22, 'get_order'))
+    await refused(t, 'no Mcp-Method', { 'mcp-protocol-version': MODERN, 'mcp-name': 'get_order' }, call(3, 'get_order'))
+    await refused(t, 'tools/call without Mcp-Name', { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call' }, call(4, 'get_order'))
+    await refused(
+      t,
+      'Mcp-Name disagreeing',
+      { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'get_order' },
+      call('five', 'delete_order'),
+    )
+    await refused(
+      t,
+      'an encoded Mcp-Name that decodes to another name',
+      { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': encodedName('get_order') },
+      call(6, 'delete_order'),
+    )
+    await refused(
+      t,
+      'MCP-Protocol-Version disagreeing with _meta',
+      { 'mcp-protocol-version': '2025-11-25', 'mcp-method': 'tools/call', 'mcp-name': 'get_order' },
+      call(7, 'get_order'),
+    )
+    await refused(
+      t,
+      'an Mcp-Name whose base64 sentinel does not decode',
+      { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': '=?base64?!!!?=' },
+      call(23, 'get_order'),
+    )
+    await refused(
+      t,
+      'Mcp-Method disagreeing',
+      { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/list', 'mcp-name': 'delete_order' },
+      call(8, 'delete_order'),
+    )
   })
 })
