@@ -100,15 +100,23 @@ export async function runServerScenarios(
 
 export interface Relay {
   readonly url: string
+  /** The token added to every relayed request, when set. */
+  token: string | null
   /** Requests relayed, in order (method and path). */
   readonly relayed: Array<{ method: string; url: string }>
   close(): Promise<void>
 }
 
-/** A pass-through HTTP relay to `target` (base URL) that adds `Authorization: Bearer token` when a token is given. */
-export async function startRelay(target: string, token: string | null): Promise<Relay> {
+/**
+ * A pass-through HTTP relay to `target` (base URL) that adds
+ * `Authorization: Bearer token` once `token` is set. In front of the gateway
+ * it is the gateway's public address (`public_url`), as a load balancer
+ * would be, so the origin a client sees is the one bearward calls its own.
+ */
+export async function startRelay(target: string): Promise<Relay> {
   const to = new URL(target)
   const relayed: Array<{ method: string; url: string }> = []
+  let token: string | null = null
   const server: Server = createServer((req, res) => {
     relayed.push({ method: req.method ?? '', url: req.url ?? '' })
     const headers = { ...req.headers }
@@ -126,6 +134,12 @@ export async function startRelay(target: string, token: string | null): Promise<
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     relayed,
+    get token() {
+      return token
+    },
+    set token(value: string | null) {
+      token = value
+    },
     async close() {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
