@@ -439,6 +439,7 @@ export class MemoryStore implements Store {
       r.status = 'approved'
       r.sub = decision.sub
       r.authTime = decision.authTime
+      r.decidedAtMs = this.#nowMs()
     } else {
       r.status = 'denied'
     }

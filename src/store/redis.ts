@@ -469,6 +469,7 @@ function decodeDevice(fields: Record<string, string>): DeviceRecord | null {
     expiresAt: Number(fields.expiresAt),
     intervalSec: Number(fields.intervalSec),
     lastPollMs: Number(fields.lastPollMs),
+    ...(fields.decidedAtMs === undefined ? {} : { decidedAtMs: Number(fields.decidedAtMs) }),
   }
 }
 

@@ -130,6 +130,11 @@ export interface DeviceRecord {
   intervalSec: number
   /** Epoch milliseconds of the last poll, or 0. */
   lastPollMs: number
+  /**
+   * Epoch milliseconds the person approved it: a withdrawal of the client at or after it refuses the
+   * grant. Absent until approved, and on records stored by an older version.
+   */
+  decidedAtMs?: number
 }
 
 export type PollResult =

@@ -49,6 +49,29 @@ t.test('device_code grant', async (t) => {
     t.equal(again.json?.error, 'invalid_grant', 'consumed: tokens are issued once')
   })
 
+  t.test('a device code approved before the person withdrew the client: invalid_grant at the poll, no grant', async (t) => {
+    const now = Math.floor(h.clock.now() / 1000)
+    // The person had allowed tv before, so the account page offers to withdraw it.
+    await h.store.noteAllowance('carol', 'tv', { scopes: ['orders:read'], at: now, grantId: null, until: now + 3600 })
+    const { deviceCode, userCode } = await authorizeDevice(h)
+    t.ok(await h.store.decideDevice(userCode, { approved: true, sub: 'carol', authTime: now }))
+    wait(1)
+    await h.store.withdrawAllowance('carol', 'tv', 600) // what POST /account does
+    wait(5)
+    const issuedBefore = h.metrics.tokensIssued.get({ grant: 'device_code' })
+    const r = await poll(deviceCode)
+    t.equal(r.status, 400)
+    t.equal(r.json?.error, 'invalid_grant')
+    t.notOk('access_token' in (r.json ?? {}), 'no access token')
+    t.equal(h.metrics.tokensIssued.get({ grant: 'device_code' }), issuedBefore, 'nothing issued')
+    t.same(await h.store.listAllowances('carol'), [], 'no grant for tv came back')
+
+    const next = await authorizeDevice(h)
+    t.ok(await h.store.decideDevice(next.userCode, { approved: true, sub: 'carol', authTime: now }))
+    wait(5)
+    t.equal((await poll(next.deviceCode)).status, 200, 'an approval given after the withdrawal is honoured')
+  })
+
   t.test('a client with openid and refresh_token gets them for its device grant', async (t) => {
     const { deviceCode, userCode } = await authorizeDevice(h, 'spa')
     await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: 1 })

@@ -427,7 +427,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       t2.equal(await store.decideDevice(uc, { approved: false }), false, 'only from pending')
       const r = await store.pollDevice(dc.hash, clock.now())
       t2.equal(r.status, 'approved')
-      t2.match(r.status === 'approved' && r.record, { sub: 'alice', authTime: nowSec(clock), clientId: 'tv', scope: 'orders:read' })
+      t2.match(r.status === 'approved' && r.record, { sub: 'alice', authTime: nowSec(clock), clientId: 'tv', scope: 'orders:read', decidedAtMs: clock.now() })
       clock.advance(10_000)
       t2.same(await store.pollDevice(dc.hash, clock.now()), { status: 'missing' }, 'consumed')
     })

@@ -77,6 +77,8 @@ export const deviceCodeGrant: Grant = {
       audience,
       nonce: null,
       jkt: dpop?.jkt ?? null,
+      // A withdrawal after the approval refuses the grant (a record stored by an older version: its login time).
+      authorizedAtMs: record.decidedAtMs ?? (record.authTime ?? now) * 1000,
     })
   },
 }
