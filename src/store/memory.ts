@@ -746,6 +746,14 @@ export class MemoryStore implements Store {
       .map(copy)
   }
 
+  async renamePasskey(sub: string, credentialId: string, name: string): Promise<boolean> {
+    this.#open()
+    const r = this.#passkeys.get(credentialId)
+    if (r === undefined || r.sub !== sub) return false
+    r.name = name
+    return true
+  }
+
   async removePasskey(sub: string, credentialId: string): Promise<boolean> {
     this.#open()
     if (this.#passkeys.get(credentialId)?.sub !== sub) return false

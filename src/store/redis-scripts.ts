@@ -416,6 +416,19 @@ return {1, live + 1, 0}
 `,
 )
 
+/**
+ * Replace a passkey's record (a rename) only while it exists, so a rename racing a removal
+ * cannot bring it back. KEYS[1] = `pk:{sub}`; ARGV: 1 credential id, 2 record JSON. Returns 1 or 0.
+ */
+export const RENAME_PASSKEY = script(
+  'renamePasskey',
+  `
+if redis.call('HEXISTS', KEYS[1], 'r:' .. ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
+return 1
+`,
+)
+
 export const ALL_SCRIPTS: readonly LuaScript[] = [
   PUT_HASH,
   TAKE_CODE,
@@ -435,4 +448,5 @@ export const ALL_SCRIPTS: readonly LuaScript[] = [
   TOUCH_CLIENT,
   SEAT_CLIENT,
   USE_PASSKEY,
+  RENAME_PASSKEY,
 ]

@@ -83,6 +83,7 @@ import {
   TOUCH_CLIENT,
   USE_ONCE,
   USE_PASSKEY,
+  RENAME_PASSKEY,
   WITHDRAW_ALLOWANCE,
   type LuaScript,
 } from './redis-scripts.js'
@@ -1237,6 +1238,13 @@ export class RedisStore implements Store {
       if (p !== null) out.push(p)
     }
     return out.sort((a, b) => a.createdAt - b.createdAt)
+  }
+
+  async renamePasskey(sub: string, credentialId: string, name: string): Promise<boolean> {
+    const raw = await this.#do((c) => c.hget(this.#key('pk', sub), `r:${credentialId}`))
+    if (!raw) return false
+    const record = JSON.stringify({ ...(JSON.parse(raw) as Record<string, unknown>), name })
+    return num(await this.#do((c) => this.#eval(c, RENAME_PASSKEY, [this.#key('pk', sub)], [credentialId, record]))) === 1
   }
 
   async removePasskey(sub: string, credentialId: string): Promise<boolean> {

@@ -411,6 +411,8 @@ export interface Store {
   getPasskey(credentialId: string): Promise<PasskeyRecord | null>
   /** Every passkey of `sub`, oldest first. */
   listPasskeys(sub: string): Promise<PasskeyRecord[]>
+  /** Give `sub`'s passkey a new name; false when `sub` has none with this id (a removed one stays removed). */
+  renamePasskey(sub: string, credentialId: string, name: string): Promise<boolean>
   /** Remove `sub`'s passkey; false when `sub` has none with this id (someone else's is untouched). */
   removePasskey(sub: string, credentialId: string): Promise<boolean>
   /**

@@ -179,6 +179,26 @@ t.test('the account page: passkeys are added and removed only by their owner, wi
     ['alices'],
     'nothing was added',
   )
+  const renamed = await post(front, 'passkeys', { csrf: token, action: 'rename', credential_id: 'alices', name: '  Home\u0007 <desk>  ' }, cookieOf(b))
+  t.equal(renamed.headers.get('location'), 'account?passkey=renamed', 'renamed')
+  t.equal((await front.store.getPasskey('alices'))?.name, 'Home <desk>', 'trimmed, control characters dropped')
+  t.match(await (await b.get(`${front.url}/account?passkey=renamed`)).text(), '<h3>Home &lt;desk&gt;</h3>')
+  t.equal(
+    (await post(front, 'passkeys', { csrf: token, action: 'rename', credential_id: 'alices', name: ' \u0007 ' }, cookieOf(b))).status,
+    400,
+    'an empty name: 400',
+  )
+  t.equal(
+    (await post(front, 'passkeys', { csrf: token, action: 'rename', credential_id: 'bobs', name: 'Mine' }, cookieOf(b))).status,
+    400,
+    "renaming bob's: 400",
+  )
+  t.equal((await front.store.getPasskey('bobs'))?.name, "Bob's key", "bob's keeps its name")
+  t.equal(
+    (await post(front, 'passkeys', { action: 'rename', credential_id: 'alices', name: 'x' }, cookieOf(b))).status,
+    403,
+    'rename without the CSRF token: 403',
+  )
   const removed = await post(front, 'passkeys', { csrf: token, action: 'remove', credential_id: 'alices' }, cookieOf(b))
   t.equal(removed.status, 303)
   t.equal(removed.headers.get('location'), 'account?passkey=removed')

@@ -100,6 +100,10 @@ t.test('passkeys in Chromium across two instances', async (t) => {
       t.equal(credentials.length, 1, 'the authenticator holds one credential')
       t.equal(credentials[0]?.isResidentCredential, true, 'a discoverable one (a passkey)')
       t.equal((await passkeyKeys()).length, 2, 'the store holds it in Redis (the credential and its owner)')
+      await page.getByLabel(`New name for ${person}'s laptop`).fill(`${person}'s work laptop`)
+      await submitAndWait(page, () => page.getByRole('button', { name: `Rename passkey ${person}'s laptop` }).click())
+      await t.resolves(page.getByRole('status').filter({ hasText: 'The passkey was renamed.' }).waitFor({ timeout: 2000 }))
+      t.equal(await page.locator('ul.passkeys h3').textContent(), `${person}'s work laptop`, 'renamed')
       const shownDate = (await page.locator('ul.passkeys time').first().textContent()) ?? ''
       await checker.check(t, 'account-passkeys', { replace: { ...stable(A), [shownDate]: '23 November 2026' } })
 
@@ -129,7 +133,7 @@ t.test('passkeys in Chromium across two instances', async (t) => {
       t.equal(replay.headers.get('set-cookie')?.includes('bw_session=') ?? false, false, 'and starts no session')
       await t.resolves(b.bin.waitForLog((e) => e.event === 'passkey_login_failed' && String(e.reason).includes('challenge'), 5000))
 
-      await submitAndWait(page, () => page.getByRole('button', { name: `Remove passkey ${person}'s laptop` }).click())
+      await submitAndWait(page, () => page.getByRole('button', { name: `Remove passkey ${person}'s work laptop` }).click())
       await t.resolves(page.getByRole('status').filter({ hasText: 'The passkey was removed.' }).waitFor({ timeout: 2000 }))
       await t.resolves(page.getByText('You have no passkeys yet.').waitFor({ timeout: 2000 }))
       t.same(await passkeyKeys(), [], 'gone from the store')

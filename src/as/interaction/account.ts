@@ -65,6 +65,7 @@ async function clientView(as: AsContext, clientId: string): Promise<ClientView> 
 const PASSKEY_NOTICES: Readonly<Record<string, string>> = {
   added: 'Your passkey was added. You can now sign in with it.',
   removed: 'The passkey was removed. It can no longer sign you in.',
+  renamed: 'The passkey was renamed.',
   failed: 'The passkey was not added. Try again.',
 }
 

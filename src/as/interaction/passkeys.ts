@@ -4,7 +4,7 @@ import type { FormParams } from '../../http/body.js'
 import { answerFailure } from '../../http/failure.js'
 import { NO_STORE, sendError, sendJson } from '../../http/reply.js'
 import type { AsHandler } from '../context.js'
-import { addPasskey, registrationOptions, signInOptions, signInWithPasskey } from '../passkeys/ceremony.js'
+import { addPasskey, passkeyName, registrationOptions, signInOptions, signInWithPasskey } from '../passkeys/ceremony.js'
 import { passkeySignInOffered } from '../passkeys/page-headers.js'
 import { continuationFields, readContinuation } from './continuation.js'
 import { checkPreSessionCsrf, isSameOrigin, tokensMatch } from './csrf.js'
@@ -21,7 +21,8 @@ import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
  *   passkey script, as JSON; `purpose=register` needs the session and its
  *   CSRF token, `purpose=sign-in` the login form's pre-session token.
  * - POST /passkeys: the account page adds (`action=add`, the credential the
- *   script created) or removes (`action=remove`) one of the person's passkeys.
+ *   script created), renames (`action=rename`) or removes (`action=remove`)
+ *   one of the person's passkeys.
  * - POST /passkey-login: sign in with a passkey alone, then continue like the
  *   password form.
  * Every POST must come from our origin with the right CSRF token (403 and
@@ -94,6 +95,14 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
       ctx.log.info({ event: 'passkey_added', sub: session.user.sub }, 'a person added a passkey')
       return redirect(res, 'account?passkey=added', 303)
     }
+    if (action === 'rename') {
+      const name = passkeyName(form.get('name'))
+      if (name === null) return showError(res, new InvalidRequest('Give the passkey a name'))
+      if (!(await as.store.renamePasskey(session.user.sub, form.get('credential_id') ?? '', name))) {
+        return showError(res, new InvalidRequest('That passkey is not one of yours, or it was removed'))
+      }
+      return redirect(res, 'account?passkey=renamed', 303)
+    }
     if (action === 'remove') {
       const id = form.get('credential_id') ?? ''
       if (!(await as.store.removePasskey(session.user.sub, id)))
@@ -101,7 +110,7 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
       ctx.log.info({ event: 'passkey_removed', sub: session.user.sub }, 'a person removed a passkey')
       return redirect(res, 'account?passkey=removed', 303)
     }
-    showError(res, new InvalidRequest('Choose to add or remove a passkey'))
+    showError(res, new InvalidRequest('Choose to add, rename or remove a passkey'))
   })
 }
 

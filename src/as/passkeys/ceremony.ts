@@ -32,6 +32,16 @@ export const CHALLENGE_TTL_SEC = 300
 const TIMEOUT_MS = CHALLENGE_TTL_SEC * 1000
 /** A person names a passkey; longer names are cut. */
 export const MAX_PASSKEY_NAME = 60
+/** A name as typed: trimmed, control characters dropped, cut to MAX_PASSKEY_NAME; null when nothing is left. */
+export function passkeyName(raw: string | undefined): string | null {
+  const name = (raw ?? '')
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim()
+    .slice(0, MAX_PASSKEY_NAME)
+    .trim()
+  return name === '' ? null : name
+}
+
 /** More passkeys than this for one person is a mistake or an attack on the store. */
 export const MAX_PASSKEYS = 20
 
@@ -115,7 +125,7 @@ export async function addPasskey(
     credentialId: credential.id,
     sub: person.sub,
     username: person.username,
-    name: name.trim().slice(0, MAX_PASSKEY_NAME) || 'Passkey',
+    name: passkeyName(name) ?? 'Passkey',
     publicKey: Buffer.from(credential.publicKey).toString('base64url'),
     counter: credential.counter,
     transports: response.response.transports ?? [],

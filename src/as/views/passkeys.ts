@@ -35,10 +35,19 @@ function when(sec: number): SafeHtml {
   return html`<time datetime="${d.toISOString()}">${DATE.format(d)}</time>`
 }
 
-function passkey(p: PasskeyView, csrf: string): SafeHtml {
+function passkey(p: PasskeyView, i: number, csrf: string): SafeHtml {
   return html`<li>
 <h3>${p.name}</h3>
 <p class="when">Added on ${when(p.createdAt)}${p.lastUsedAt === null ? html`, not used yet` : html`, last used on ${when(p.lastUsedAt)}`}${p.synced ? html` · synced` : ''}</p>
+<form method="post" action="passkeys">
+${hiddenFields({ csrf, action: 'rename', credential_id: p.credentialId })}<div class="field">
+<label for="passkey-rename-${i}">New name for ${p.name}</label>
+<input id="passkey-rename-${i}" name="name" type="text" maxlength="60" autocomplete="off" value="${p.name}" required>
+</div>
+<div class="actions">
+<button class="secondary" type="submit" aria-label="Rename passkey ${p.name}">Rename</button>
+</div>
+</form>
 <form method="post" action="passkeys">
 ${hiddenFields({ csrf, action: 'remove', credential_id: p.credentialId })}<div class="actions">
 <button class="danger" type="submit" aria-label="Remove passkey ${p.name}">Remove</button>
@@ -48,11 +57,11 @@ ${hiddenFields({ csrf, action: 'remove', credential_id: p.credentialId })}<div c
 `
 }
 
-/** The account page's passkeys: the list, each with Remove, and the form that adds one. */
+/** The account page's passkeys: the list, each with Rename and Remove, and the form that adds one. */
 export function passkeySection(passkeys: readonly PasskeyView[], csrf: string): SafeHtml {
   return html`<h2>Passkeys</h2>
 <p class="fine section-note">A passkey signs you in with this device's screen lock or a security key, without your password.</p>
-${passkeys.length === 0 ? html`<p>You have no passkeys yet.</p>` : html`<ul class="apps passkeys">\n${passkeys.map((p) => passkey(p, csrf))}</ul>`}
+${passkeys.length === 0 ? html`<p>You have no passkeys yet.</p>` : html`<ul class="apps passkeys">\n${passkeys.map((p, i) => passkey(p, i, csrf))}</ul>`}
 <form method="post" action="passkeys" data-passkey="register" hidden>
 ${hiddenFields({ csrf, action: 'add', credential: '' })}<div class="field">
 <label for="passkey-name">Name of the new passkey</label>
