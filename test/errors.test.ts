@@ -26,7 +26,7 @@ interface Expected {
   description: string
   wwwAuthenticate?: string
   headers?: Record<string, string>
-  /** The body, when the class answers with a protocol's own error object (MCP's JSON-RPC errors). */
+  /** The whole body, when the class answers with its protocol's own error object (MCP's JSON-RPC errors). */
   body?: Record<string, unknown>
 }
 
@@ -310,7 +310,6 @@ const CASES: Record<string, Expected> = {
     error: 'temporarily_unavailable',
     description: 'The service is temporarily unavailable',
   },
-  BadGateway: { make: () => new E.BadGateway(), code: 'ERR_BAD_GATEWAY', status: 502, error: 'bad_gateway', description: 'The upstream could not be reached' },
   McpHeaderMismatch: {
     make: () => new E.McpHeaderMismatch(7),
     code: 'ERR_MCP_HEADER_MISMATCH',
