@@ -259,6 +259,16 @@ routes:
     upstream: ${mcp.url}
     scopes: { "*": ["mcp:tools"] }
     mcp: { tools: { delete_order: ["orders:write"] } }
+  - name: modern-only
+    match: { path: /modern }
+    upstream: ${mcp.url}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: { protocol_versions: ["${MODERN}"] }
+  - name: legacy-only
+    match: { path: /legacy }
+    upstream: ${mcp.url}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: { protocol_versions: ["2025-11-25"] }
 `)
   const cleanup = async (): Promise<void> => {
     await mcp.close()
@@ -282,11 +292,11 @@ routes:
 }
 
 /** A client-credentials token for the MCP route (the raw-HTTP attacker's, and the 1.x client's). */
-async function robotToken(base: string, scope: string): Promise<string> {
+async function robotToken(base: string, scope: string, path = '/mcp'): Promise<string> {
   const res = await fetch(`${base}/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`robot:${DEMO_SECRET}`).toString('base64')}` },
-    body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource: `${base}/mcp` }).toString(),
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource: `${base}${path}` }).toString(),
   })
   if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)
   return String(((await res.json()) as Record<string, unknown>).access_token)
@@ -453,6 +463,45 @@ t.test('MCP SDK 2.x and 1.x through bearward', async (t) => {
     const deleted = await refusal(client.callTool({ name: 'delete_order', arguments: { id: '5' } }))
     t.ok(deleted instanceof Error, 'delete_order without orders:write is refused')
     t.equal(s.mcp.seen.length, upTo, 'and never reached the server')
+  })
+
+  await t.test('mcp.protocol_versions: each era is refused where the route does not accept it', async (t) => {
+    // The SDK 1.x client (2025-11-25) at a route that accepts only 2026-07-28.
+    const modernToken = await robotToken(s.base, 'mcp:tools', '/modern')
+    const before = s.mcp.seen.length
+    const legacyClient = new Client1({ name: 'sdk1-test', version: '1.0.0' })
+    const refusedConnect = await refusal(
+      legacyClient.connect(
+        new StreamableHTTPClientTransport1(new URL(`${s.base}/modern`), { requestInit: { headers: { authorization: `Bearer ${modernToken}` } } }),
+      ),
+    )
+    t.ok(refusedConnect instanceof Error, 'the SDK 1.x client cannot connect')
+    t.match(String(refusedConnect), /Unsupported protocol version: 2025-11-25/, 'told why, as a 2025 server would say it')
+    await legacyClient.close()
+    t.notOk(
+      s.mcp.seen.slice(before).some((r) => r.headers['mcp-protocol-version'] === '2025-11-25'),
+      'no request naming 2025-11-25 reached the server',
+    )
+    // The SDK 2.x client is served there.
+    const modernClient = new Client({ name: 'sdk2-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } })
+    await modernClient.connect(new StreamableHTTPClientTransport(new URL(`${s.base}/modern`), { authProvider: { token: async () => modernToken } }))
+    t.equal(modernClient.getProtocolEra(), 'modern', 'the SDK 2.x client negotiates 2026-07-28 there')
+    t.same((await modernClient.callTool({ name: 'get_order', arguments: { id: '3' } })).content, [{ type: 'text', text: 'order 3 for robot' }])
+    await modernClient.close()
+
+    // The SDK 2.x client ('auto') at a route that accepts only 2025-11-25: refused in its own terms, it falls back.
+    const legacyToken = await robotToken(s.base, 'mcp:tools', '/legacy')
+    const from = s.mcp.seen.length
+    const dualClient = new Client({ name: 'sdk2-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } })
+    await dualClient.connect(new StreamableHTTPClientTransport(new URL(`${s.base}/legacy`), { authProvider: { token: async () => legacyToken } }))
+    t.equal(dualClient.getProtocolEra(), 'legacy', 'the SDK 2.x client falls back to the 2025 handshake')
+    t.equal(dualClient.getNegotiatedProtocolVersion(), '2025-11-25')
+    t.same((await dualClient.callTool({ name: 'get_order', arguments: { id: '4' } })).content, [{ type: 'text', text: 'order 4 for robot' }])
+    await dualClient.close()
+    t.notOk(
+      s.mcp.seen.slice(from).some((r) => r.headers['mcp-protocol-version'] === MODERN),
+      'no request naming 2026-07-28 reached the server',
+    )
   })
 
   await t.test('header attacks on the same route: 400 with the JSON-RPC HeaderMismatch error, nothing forwarded', async (t) => {
