@@ -1,5 +1,4 @@
 import type { ServerResponse } from 'node:http'
-import type { FlatHeaders } from '../headers.js'
 
 /**
  * What may change an upstream answer on its way to the client (the MCP list
@@ -9,7 +8,8 @@ import type { FlatHeaders } from '../headers.js'
  * likewise.
  */
 export interface ResponseRewriter {
-  writeHead(res: ServerResponse, status: number, statusText: string | undefined, headers: FlatHeaders): void
+  /** `headers`: the flat `[name, value, ...]` list the proxy relays (gateway/headers.ts FlatHeaders). */
+  writeHead(res: ServerResponse, status: number, statusText: string | undefined, headers: string[]): void
   /** false: the client is full (res.write's answer), the upstream waits for drain. */
   write(res: ServerResponse, chunk: Buffer): boolean
   end(res: ServerResponse): void
