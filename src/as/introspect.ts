@@ -63,6 +63,8 @@ async function introspectAccessToken(as: AsContext, token: string): Promise<Intr
     iss: c.iss,
     jti: c.jti,
     ...(c.jkt === undefined ? {} : { cnf: { jkt: c.jkt } }),
+    // RFC 8693 4.1: who acts for the subject (an exchanged token).
+    ...(c.act === undefined ? {} : { act: c.act }),
   }
 }
 

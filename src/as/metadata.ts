@@ -9,6 +9,7 @@ import { CLIENT_ASSERTION_ALGS } from './client-assertion.js'
 import type { AsContext } from './context.js'
 import { DEVICE_CODE_GRANT } from './grants/device-code.js'
 import { JWT_BEARER_GRANT } from './grants/jwt-bearer.js'
+import { TOKEN_EXCHANGE_GRANT } from './grants/token-exchange.js'
 import { OIDC_SCOPES } from './scope.js'
 
 /** Claims an ID token can carry besides the scope-released ones (OIDC Core 2). */
@@ -45,6 +46,8 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
       DEVICE_CODE_GRANT,
       // RFC 7523 2.1: only while an ID-JAG issuer is configured.
       ...(as.assertionIssuers.has('id-jag') ? [JWT_BEARER_GRANT] : []),
+      // RFC 8693: only while a client may exchange tokens.
+      ...(as.as.clients.some((c) => c.tokenExchange !== undefined) ? [TOKEN_EXCHANGE_GRANT] : []),
     ],
     code_challenge_methods_supported: pkceMethods,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],

@@ -22,6 +22,7 @@ import { clientCredentialsGrant } from './grants/client-credentials.js'
 import { DEVICE_CODE_GRANT, deviceCodeGrant } from './grants/device-code.js'
 import { JWT_BEARER_GRANT, jwtBearerGrant } from './grants/jwt-bearer.js'
 import { refreshTokenGrant } from './grants/refresh-token.js'
+import { TOKEN_EXCHANGE_GRANT, tokenExchangeGrant } from './grants/token-exchange.js'
 import type { Grant } from './grants/types.js'
 
 /** The grants this server implements; the password grant is deliberately absent (RFC 9700 2.4). */
@@ -31,6 +32,7 @@ export const GRANTS: ReadonlyMap<GrantType, Grant> = new Map<GrantType, Grant>([
   ['client_credentials', clientCredentialsGrant],
   [DEVICE_CODE_GRANT, deviceCodeGrant],
   [JWT_BEARER_GRANT, jwtBearerGrant],
+  [TOKEN_EXCHANGE_GRANT, tokenExchangeGrant],
 ])
 
 /**
@@ -44,8 +46,8 @@ export const handleToken: AsHandler = async (req, res, ctx, as) => {
   const grantType = form.require('grant_type')
   const grant = GRANTS.get(grantType as GrantType)
   if (grant === undefined) throw new UnsupportedGrantType()
-  // RFC 8707 2: `resource` may repeat; the grant answers that with invalid_target.
-  form.assertNoRepeats([...grant.params.filter((p) => p !== 'resource'), ...CLIENT_AUTH_PARAMS])
+  // RFC 8707 2 / RFC 8693 2.1: `resource` and `audience` may repeat; the grant answers that with invalid_target.
+  form.assertNoRepeats([...grant.params.filter((p) => p !== 'resource' && p !== 'audience'), ...CLIENT_AUTH_PARAMS])
   const proof = proofHeader(req, 'token')
   const { client } = await authenticateClient(req, form, as)
   if (!client.grantTypes.includes(grantType as GrantType)) throw new UnauthorizedClient()

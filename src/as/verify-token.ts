@@ -17,6 +17,20 @@ export interface OwnAccessToken extends OpaqueTokenRecord {
   format: 'jwt' | 'opaque'
   nbf: number | null
   authTime: number | null
+  /** RFC 8693 4.1 `act` (who acts for the subject) and 4.4 `may_act` (who may), when the token carries them. */
+  act?: Record<string, unknown>
+  mayAct?: Record<string, unknown>
+}
+
+function objectClaim(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+}
+
+/** `act` and `may_act` of a token's claims (a JWT's payload, an opaque record's claims). */
+function delegation(claims: Readonly<Record<string, unknown>> | undefined): Pick<OwnAccessToken, 'act' | 'mayAct'> {
+  const act = objectClaim(claims?.act)
+  const mayAct = objectClaim(claims?.may_act)
+  return { ...(act === undefined ? {} : { act }), ...(mayAct === undefined ? {} : { mayAct }) }
 }
 
 export interface VerifyOptions {
@@ -56,6 +70,7 @@ async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken |
     authTime: c.authTime,
     ...(c.jkt === null ? {} : { jkt: c.jkt }),
     ...personClaims(as, payload),
+    ...delegation(payload),
   }
 }
 
@@ -86,6 +101,7 @@ async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToke
     authTime: null,
     ...(r.jkt === undefined ? {} : { jkt: r.jkt }),
     ...(r.claims === undefined ? {} : { claims: { ...r.claims } }),
+    ...delegation(r.claims),
   }
 }
 

@@ -71,6 +71,7 @@ export type GrantType =
   | 'client_credentials'
   | 'urn:ietf:params:oauth:grant-type:device_code'
   | 'urn:ietf:params:oauth:grant-type:jwt-bearer'
+  | 'urn:ietf:params:oauth:grant-type:token-exchange'
 
 /** RFC 7591 2 client metadata that pages render; OIDC RP-Initiated Logout 1.0 3.1. */
 export interface ClientMetadata {
@@ -111,6 +112,8 @@ export interface ClientConfig {
   jwks?: JwkSetDocument
   /** `private_key_jwt`: where the client publishes its public keys (`jwks_uri`); absent otherwise. */
   jwksUri?: string
+  /** RFC 8693 token exchange policy (`token_exchange`): the audiences it may exchange tokens for; absent: none. */
+  tokenExchange?: { audiences: string[] }
   /** Skip the consent page for this (first-party) client (`skip_consent`, default false). */
   skipConsent: boolean
   /** Rotate refresh tokens on every use (`rotate_refresh_tokens`); forced true for public clients. */

@@ -76,3 +76,31 @@ authorization_server:
     describe(pub.problems),
   )
 })
+
+t.test('token_exchange policy (RFC 8693): with its grant, and only then', async (t) => {
+  const ok = inspect(
+    client(`secret_hash: "${HASH}"\ngrant_types: [token-exchange]\ntoken_exchange: { audiences: [https://api.example.com] }`).replace(
+      '      grant_types: [client_credentials]\n',
+      '',
+    ),
+  )
+  t.same(ok.problems, [], describe(ok.problems))
+  t.same(ok.config?.authorizationServer?.clients[0]?.tokenExchange, { audiences: ['https://api.example.com'] })
+  t.same(ok.config?.authorizationServer?.clients[0]?.grantTypes, ['urn:ietf:params:oauth:grant-type:token-exchange'])
+  const noPolicy = inspect(client(`secret_hash: "${HASH}"\ngrant_types: [token-exchange]`).replace('      grant_types: [client_credentials]\n', ''))
+  t.match(
+    at(noPolicy.problems, 'authorization_server.clients[0].token_exchange'),
+    [{ message: /needs `token_exchange: \{ audiences/ }],
+    describe(noPolicy.problems),
+  )
+  const noGrant = inspect(client(`secret_hash: "${HASH}"\ntoken_exchange: { audiences: [https://api.example.com] }`))
+  t.match(
+    at(noGrant.problems, 'authorization_server.clients[0].token_exchange'),
+    [{ message: /needs `token-exchange` in `grant_types`/ }],
+    describe(noGrant.problems),
+  )
+  const empty = inspect(
+    client(`secret_hash: "${HASH}"\ngrant_types: [token-exchange]\ntoken_exchange: { audiences: [] }`).replace('      grant_types: [client_credentials]\n', ''),
+  )
+  t.ok(at(empty.problems, 'authorization_server.clients[0].token_exchange.audiences').length > 0, describe(empty.problems))
+})

@@ -17,13 +17,21 @@ import { readClientMetadata } from './client-metadata.js'
 import { enumAt, keysAt } from '../contract.js'
 
 export const CLIENT_KEYS = keysAt('#/$defs/client')
+const TOKEN_EXCHANGE_KEYS = keysAt('#/$defs/client/properties/token_exchange')
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 
 /** Short names a config may write for a grant type. */
-const GRANT_ALIASES: Readonly<Record<string, GrantType>> = { device_code: DEVICE_CODE_GRANT, 'jwt-bearer': JWT_BEARER_GRANT }
+export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange'
+
+/** Short names a config may write for a grant type. */
+const GRANT_ALIASES: Readonly<Record<string, GrantType>> = {
+  device_code: DEVICE_CODE_GRANT,
+  'jwt-bearer': JWT_BEARER_GRANT,
+  'token-exchange': TOKEN_EXCHANGE_GRANT,
+}
 
 /** The grant types of the schema's enum, less the shorthands it also lists. */
 export const GRANT_TYPES: readonly GrantType[] = enumAt<GrantType>('#/$defs/client/properties/grant_types').filter((g) => !(g in GRANT_ALIASES))
@@ -169,6 +177,7 @@ function readClient(
   }
 
   const dpopBoundAccessTokens = c.opt('dpop_bound_access_tokens', r.bool(), false)
+  const tokenExchange = readTokenExchange(r, c, type, grantTypes.includes(TOKEN_EXCHANGE_GRANT))
 
   if (clientId === undefined || type === undefined) return { clientId, client: undefined }
   const client: ClientConfig = {
@@ -179,6 +188,7 @@ function readClient(
     secretHash: type === 'confidential' ? (secretHash ?? null) : null,
     tokenEndpointAuthMethod,
     ...keys,
+    ...(tokenExchange === undefined ? {} : { tokenExchange }),
     redirectUris,
     grantTypes,
     scopes: dedupe(scopes.map((s) => s.value)),
@@ -228,6 +238,20 @@ function readClientKeys(r: Reader, c: MapView, usesKeys: boolean, workload: bool
     return {}
   }
   return { jwks: doc as unknown as JwkSetDocument }
+}
+
+/** `token_exchange: { audiences }`: only with the token-exchange grant, and that grant only with it. */
+function readTokenExchange(r: Reader, c: MapView, type: ClientType | undefined, hasGrant: boolean): { audiences: string[] } | undefined {
+  const node = c.get('token_exchange')
+  if (node === undefined) {
+    if (hasGrant) r.problem(c.get('grant_types') ?? c.node, c.pathOf('token_exchange'), 'the `token-exchange` grant needs `token_exchange: { audiences: [...] }`: the audiences this client may exchange tokens for')
+    return undefined
+  }
+  if (!hasGrant) r.problem(node, c.pathOf('token_exchange'), '`token_exchange` needs `token-exchange` in `grant_types`')
+  if (type === 'public') r.problem(node, c.pathOf('token_exchange'), 'a public client cannot exchange tokens: the exchange needs client authentication')
+  const m = r.map(node, c.pathOf('token_exchange'), TOKEN_EXCHANGE_KEYS)
+  const audiences = m?.req('audiences', r.list(r.str(), { nonEmpty: true }))
+  return audiences === undefined ? undefined : { audiences: dedupe(audiences) }
 }
 
 /** Each client a workload issuer vouches for is a configured confidential `private_key_jwt` client. */

@@ -1,0 +1,117 @@
+/**
+ * grant_type=urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693): a
+ * client holding an access token of ours (the subject's) gets another one
+ * for a narrower audience and scope, for the same subject, with `act` saying
+ * who acts.
+ *
+ * - Policy: the client has the grant and `token_exchange: { audiences }`; the
+ *   audience of the new token (`resource` or `audience`, RFC 8693 2.1; one of
+ *   them, once) is one of those and a resource this server issues for.
+ *   Without either, the policy's only audience; several: invalid_target.
+ * - `subject_token`: an access token of this server (`subject_token_type`
+ *   access_token), live and not revoked; anything else is invalid_grant
+ *   (the cause logged). Tokens of other issuers are not exchanged (yet).
+ * - `actor_token` (optional, access_token type, ours too): delegation. The new
+ *   token's `act` is `{ sub: <actor's sub>, client_id }`, and an `act` the
+ *   subject token already had nests inside it (RFC 8693 4.1: the current
+ *   actor outermost). Without an actor token the exchanging client is the
+ *   actor: `act: { sub: <client_id> }`.
+ * - `may_act` in the subject token (RFC 8693 4.4) is honoured: its `sub`
+ *   (and `client_id` when it names one) must be the actor's, else
+ *   invalid_grant.
+ * - scope: the request's (default the subject token's), never beyond the
+ *   subject token's: invalid_scope.
+ * - What is issued: `issued_token_type` access_token, token_type Bearer (or
+ *   DPoP with a proof), no refresh token. It keeps the subject token's
+ *   `grant_id`, so revoking that grant (withdrawal on the account page, a
+ *   replayed refresh token) revokes every token exchanged from it.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc8693#section-2
+ */
+import { InvalidGrant, InvalidRequest, InvalidScope, InvalidTarget, UnauthorizedClient } from '../../errors.js'
+import type { AsContext } from '../context.js'
+import { issueAccessToken } from '../issue.js'
+import { checkResource } from '../resource.js'
+import { formatScope, isSubset, parseScope } from '../scope.js'
+import { verifyOwnAccessToken, type OwnAccessToken } from '../verify-token.js'
+import type { Grant, GrantRequest, TokenResponse } from './types.js'
+
+export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange'
+/** RFC 8693 3: the token type identifiers bearward issues and accepts. */
+export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
+
+function refuse(cause: string): InvalidGrant {
+  return new InvalidGrant(undefined, { cause: `token exchange: ${cause}` })
+}
+
+/** A token of ours of type access_token, or a refusal naming which one failed. */
+async function ownToken(as: AsContext, token: string, type: string | undefined, which: 'subject' | 'actor'): Promise<OwnAccessToken> {
+  if (type === undefined) throw new InvalidRequest(`${which}_token_type is required with ${which}_token`)
+  if (type !== ACCESS_TOKEN_TYPE) throw new InvalidRequest(`Only ${ACCESS_TOKEN_TYPE} is accepted as ${which}_token_type`)
+  const found = await verifyOwnAccessToken(as, token)
+  if (found === null) throw refuse(`${which} token invalid, expired or revoked`)
+  return found
+}
+
+/** The audience of the new token: the one `resource` or `audience` asked for, within the client's policy. */
+function targetAudience(as: AsContext, form: GrantRequest['form'], allowed: readonly string[]): string {
+  const asked = [...form.getAll('resource'), ...form.getAll('audience')]
+  if (asked.length > 1) throw new InvalidTarget('Ask for one resource or audience', { cause: 'token exchange: several targets' })
+  const target = asked[0] ?? (allowed.length === 1 ? allowed[0] : undefined)
+  if (target === undefined) throw new InvalidTarget('Name the resource or audience the token is for', { cause: 'token exchange: no target' })
+  if (!allowed.includes(target))
+    throw new InvalidTarget('This client may not exchange tokens for that audience', { cause: 'token exchange: audience outside the policy' })
+  return checkResource(target, as)
+}
+
+export const tokenExchangeGrant: Grant = {
+  params: ['subject_token', 'subject_token_type', 'actor_token', 'actor_token_type', 'requested_token_type', 'scope', 'resource', 'audience'],
+
+  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse & { issued_token_type: string }> {
+    const policy = client.tokenExchange
+    if (policy === undefined) throw new UnauthorizedClient('This client may not exchange tokens')
+    const requestedType = form.get('requested_token_type')
+    if (requestedType !== undefined && requestedType !== ACCESS_TOKEN_TYPE) throw new InvalidRequest(`Only ${ACCESS_TOKEN_TYPE} can be requested`)
+    const audience = targetAudience(as, form, policy.audiences)
+
+    const subject = await ownToken(as, form.require('subject_token'), form.get('subject_token_type'), 'subject')
+    const actorToken = form.get('actor_token')
+    const actor = actorToken === undefined ? null : await ownToken(as, actorToken, form.get('actor_token_type'), 'actor')
+    if (actor === null && form.get('actor_token_type') !== undefined) throw new InvalidRequest('actor_token_type without actor_token')
+
+    // Who acts now: the actor token's subject, or the exchanging client itself.
+    const act: Record<string, unknown> = actor === null ? { sub: client.clientId } : { sub: actor.sub, client_id: actor.clientId }
+    if (subject.act !== undefined) act.act = subject.act
+    if (subject.mayAct !== undefined) {
+      const maySub = subject.mayAct.sub
+      const mayClient = subject.mayAct.client_id
+      if (maySub !== act.sub || (mayClient !== undefined && mayClient !== (actor?.clientId ?? client.clientId))) {
+        throw refuse('the actor is not the one may_act names')
+      }
+    }
+
+    const granted = parseScope(subject.scope)
+    const requested = parseScope(form.get('scope'))
+    if (!isSubset(requested, granted)) throw new InvalidScope('The requested scope exceeds the subject token')
+    const scope = formatScope(requested.length > 0 ? requested : granted)
+
+    const issued = await issueAccessToken(as, {
+      grant: 'token_exchange',
+      sub: subject.sub,
+      clientId: client.clientId,
+      scope,
+      grantId: subject.grantId,
+      authTime: subject.authTime,
+      audience,
+      jkt: dpop?.jkt ?? null,
+      claims: { ...subject.claims, act },
+    })
+    return {
+      access_token: issued.token,
+      issued_token_type: ACCESS_TOKEN_TYPE,
+      token_type: dpop === null ? 'Bearer' : 'DPoP',
+      expires_in: issued.expiresIn,
+      scope,
+    }
+  },
+}
