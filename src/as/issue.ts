@@ -18,7 +18,7 @@ import type { TokenResponse } from './grants/types.js'
 import { hasScope } from './scope.js'
 
 /** Label of `bearward_tokens_issued_total{grant}`. */
-export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'jwt_bearer' | 'token_exchange'
+export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'jwt_bearer'
 
 /** The rendered label sets, built once (issuing is a hot path). */
 const GRANT_LABELS: Readonly<Record<GrantLabel, string>> = {
@@ -27,7 +27,6 @@ const GRANT_LABELS: Readonly<Record<GrantLabel, string>> = {
   client_credentials: labelKey({ grant: 'client_credentials' }),
   device_code: labelKey({ grant: 'device_code' }),
   jwt_bearer: labelKey({ grant: 'jwt_bearer' }),
-  token_exchange: labelKey({ grant: 'token_exchange' }),
 }
 
 export interface AccessTokenInput {
@@ -47,6 +46,11 @@ export interface AccessTokenInput {
   jkt?: string | null
   /** The person's claims the token carries (accessTokenClaims); never registered claims. */
   claims?: Readonly<Record<string, unknown>>
+  /**
+   * The access-token expiry the grant already records (a grant created for
+   * this very response): a token expiring no later needs no store write.
+   */
+  notedAccessExp?: number
 }
 
 export interface IssuedAccessToken {
@@ -100,7 +104,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
     // RFC 9068 2.2: iss, exp, aud, sub, client_id, iat, jti (+ scope, auth_time).
     token = await signJwt(as.keys.signing, 'at+jwt', { ...claims, iss: as.issuer, sub: input.sub, aud: input.audience, iat, exp, jti })
   }
-  if (input.grantId !== null) await as.store.noteAccessExp(input.grantId, exp)
+  if (input.grantId !== null && !(input.notedAccessExp !== undefined && exp <= input.notedAccessExp)) await as.store.noteAccessExp(input.grantId, exp)
   as.metrics.tokensIssued.incKey(GRANT_LABELS[input.grant])
   return { token, jti, iat, exp, expiresIn }
 }
@@ -168,6 +172,8 @@ export interface UserTokensInput {
   refreshToken: string | null
   /** DPoP key thumbprint the access token is bound to, or null. */
   jkt: string | null
+  /** See AccessTokenInput.notedAccessExp. */
+  notedAccessExp?: number
 }
 
 /**
@@ -267,5 +273,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     nonce: input.nonce,
     refreshToken,
     jkt: input.jkt,
+    // createGrant recorded maxAccessExp = accessExp: the access token below needs no second write.
+    notedAccessExp: accessExp,
   })
 }

@@ -270,6 +270,25 @@ return redis.call('HINCRBY', KEYS[1], 'c', 1)
 )
 
 /**
+ * Several fixed-window counters (see HIT) read in one command: KEYS are the
+ * counters; returns {c1, r1, c2, r2, ...} (false where a field is absent).
+ * Single node only (the keys may lie in different cluster slots): a failure
+ * check reads a client's per-pair and per-address counters in one round trip.
+ */
+export const HIT_WINDOWS = script(
+  'hitWindows',
+  `
+local out = {}
+for i = 1, #KEYS do
+  local h = redis.call('HMGET', KEYS[i], 'c', 'r')
+  out[2 * i - 1] = h[1]
+  out[2 * i] = h[2]
+end
+return out
+`,
+)
+
+/**
  * Set-if-absent judged by the caller's clock (a single-use value such as a
  * DPoP proof's jti). KEYS[1] = key {string: used-until ms}; ARGV[1] = now ms;
  * ARGV[2] = ttl ms. Returns 1 when recorded now, 0 when still in use.

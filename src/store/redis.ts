@@ -71,6 +71,7 @@ import {
   DECIDE_DEVICE,
   DELETE_OPAQUE,
   HIT,
+  HIT_WINDOWS,
   LINK_CODE_GRANT,
   NOTE_ACCESS_EXP,
   NOTE_ALLOWANCE,
@@ -481,6 +482,12 @@ function pairs(flat: unknown[]): Record<string, string> {
 }
 
 /** {@link Store} on Redis; see the module comment for keys, atomicity and failure behaviour. */
+/** hitWindow calls of one tick, answered by one read. */
+interface WindowBatch {
+  keys: string[]
+  waiters: Array<{ resolve: (w: HitWindow) => void; reject: (err: unknown) => void }>
+}
+
 export class RedisStore implements Store {
   readonly kind = 'redis' as const
 
@@ -502,6 +509,8 @@ export class RedisStore implements Store {
   /** The feed state last told to the feed listeners. */
   #feedReported = false
   #closed = false
+  /** The failure windows asked for in this tick, read together (hitWindow). */
+  #windowBatch: WindowBatch | null = null
 
   constructor(options: RedisStoreOptions) {
     this.#opts = options
@@ -670,9 +679,16 @@ export class RedisStore implements Store {
       fields[`t:${refreshHash}`] = Math.floor(this.#clock.now() / 1000)
     }
     await this.#do(async (c) => {
-      // Index first: once the family exists its token is findable.
-      if (refreshHash !== null) await c.set(this.#key('rt', refreshHash), grant.grantId, 'PX', ttl)
-      await this.#putHash(c, this.#key('grant', grant.grantId), ttl, fields)
+      // Index first: once the family exists its token is findable. One
+      // connection runs its commands in the order written, so on a single
+      // node both go out together (one round trip); a cluster may put them
+      // on different nodes, so there the index is confirmed first.
+      const family = this.#key('grant', grant.grantId)
+      if (refreshHash === null) await this.#putHash(c, family, ttl, fields)
+      else if (this.#cluster) {
+        await c.set(this.#key('rt', refreshHash), grant.grantId, 'PX', ttl)
+        await this.#putHash(c, family, ttl, fields)
+      } else await Promise.all([c.set(this.#key('rt', refreshHash), grant.grantId, 'PX', ttl), this.#putHash(c, family, ttl, fields)])
     })
   }
 
@@ -697,16 +713,26 @@ export class RedisStore implements Store {
     await this.#do((c) => this.#eval(c, NOTE_ACCESS_EXP, [this.#key('grant', grantId)], [exp, this.#clock.now()]))
   }
 
-  async rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number): Promise<RotateResult> {
+  async rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number, knownGrantId?: string): Promise<RotateResult> {
     return this.#do(async (c) => {
-      const grantId = await c.get(this.#key('rt', oldHash))
+      // The script re-checks that oldHash belongs to the family, so a grant id
+      // the caller found (findRefresh) saves the index lookup.
+      const grantId = knownGrantId ?? (await c.get(this.#key('rt', oldHash)))
       if (grantId === null) return { status: 'missing' }
-      if (newHash !== null) {
-        await c.set(this.#key('rt', newHash), grantId, 'PX', this.#ttlMs(newExpiresAt * 1000))
+      const rotate = (): Promise<unknown> =>
+        this.#eval(c, ROTATE_REFRESH, this.#revokeKeys(grantId), [oldHash, newHash ?? '', newExpiresAt, this.#clock.now(), grantId, this.#channel])
+      let rotated: unknown
+      if (newHash === null) rotated = await rotate()
+      else {
+        // The new token's index before the rotation that issues it: in order on
+        // one connection (one round trip on a single node), confirmed first on a cluster.
+        const index = (): Promise<unknown> => c.set(this.#key('rt', newHash), grantId, 'PX', this.#ttlMs(newExpiresAt * 1000))
+        if (this.#cluster) {
+          await index()
+          rotated = await rotate()
+        } else rotated = (await Promise.all([index(), rotate()]))[1]
       }
-      const reply = list(
-        await this.#eval(c, ROTATE_REFRESH, this.#revokeKeys(grantId), [oldHash, newHash ?? '', newExpiresAt, this.#clock.now(), grantId, this.#channel]),
-      )
+      const reply = list(rotated)
       const status = str(reply[0])
       if (status !== 'rotated' && newHash !== null) {
         // The new token was never issued: drop its index key (best effort; it also expires).
@@ -1140,9 +1166,58 @@ export class RedisStore implements Store {
     return count && reset && this.#clock.now() < Number(reset) ? Number(count) : 0
   }
 
-  async hitWindow(key: string): Promise<HitWindow> {
-    const [count, reset] = await this.#do((c) => c.hmget(this.#key('rl', key), 'c', 'r'))
-    return count && reset && this.#clock.now() < Number(reset) ? { count: Number(count), resetMs: Number(reset) } : { count: 0, resetMs: 0 }
+  /**
+   * On a single node, the windows asked for in the same tick (a FailureLimit
+   * checks its per-pair and per-address counters at once) are read with one
+   * command, so a client authentication that succeeds costs one round trip
+   * and one command. On a cluster the keys may lie in different slots: one
+   * HMGET each.
+   */
+  hitWindow(key: string): Promise<HitWindow> {
+    if (this.#cluster) return this.#readWindows([key]).then((w) => w[0] as HitWindow)
+    return new Promise<HitWindow>((resolve, reject) => {
+      let batch = this.#windowBatch
+      if (batch === null) {
+        const fresh: WindowBatch = { keys: [], waiters: [] }
+        batch = fresh
+        this.#windowBatch = fresh
+        queueMicrotask(() => {
+          this.#windowBatch = null
+          this.#readWindows(fresh.keys).then(
+            (windows) => {
+              for (const [i, w] of fresh.waiters.entries()) w.resolve(windows[i] as HitWindow)
+            },
+            (err: unknown) => {
+              for (const w of fresh.waiters) w.reject(err)
+            },
+          )
+        })
+      }
+      batch.keys.push(key)
+      batch.waiters.push({ resolve, reject })
+    })
+  }
+
+  async #readWindows(keys: readonly string[]): Promise<HitWindow[]> {
+    const flat: Array<string | null> =
+      keys.length === 1 || this.#cluster
+        ? (await Promise.all(keys.map((k) => this.#do((c) => c.hmget(this.#key('rl', k), 'c', 'r'))))).flat()
+        : list(
+            await this.#do((c) =>
+              this.#eval(
+                c,
+                HIT_WINDOWS,
+                keys.map((k) => this.#key('rl', k)),
+                [],
+              ),
+            ),
+          ).map((v) => (typeof v === 'string' ? v : null))
+    const now = this.#clock.now()
+    return keys.map((_, i) => {
+      const count = flat[2 * i]
+      const reset = flat[2 * i + 1]
+      return count && reset && now < Number(reset) ? { count: Number(count), resetMs: Number(reset) } : { count: 0, resetMs: 0 }
+    })
   }
 
   async clearHits(key: string): Promise<void> {

@@ -287,8 +287,10 @@ export interface Store {
    * grant.expiresAt = newExpiresAt). A Replaced token → `reused`: the family is deleted and its grant id
    * added to the revocation list (and published) in the same step. Unknown → `missing`.
    * With `newHash` null (no rotation), the token stays current and `rotated` is returned.
+   * `grantId`, when the caller found the token's grant already (findRefresh), saves a lookup; the
+   * rotation still checks that `oldHash` belongs to that family.
    */
-  rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number): Promise<RotateResult>
+  rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number, grantId?: string): Promise<RotateResult>
   findRefresh(refreshHash: string): Promise<RefreshLookup | null>
   /** Delete the family and put the grant id on the revocation list until `until` (published). Idempotent. */
   revokeGrant(grantId: string, until: number): Promise<void>

@@ -49,7 +49,7 @@ export const refreshTokenGrant: Grant = {
     const expiresAt = now + as.as.refreshToken.ttlSec
     // Rotation extends the family's life: its place on the account page (what withdrawal revokes) first.
     if (next !== null) await as.store.noteAllowance(grant.sub, grant.clientId, { scopes: [], at: grant.createdAt, grantId: grant.grantId, until: expiresAt })
-    const result = await as.store.rotateRefresh(oldHash, next === null ? null : hashToken(next), expiresAt)
+    const result = await as.store.rotateRefresh(oldHash, next === null ? null : hashToken(next), expiresAt, grant.grantId)
     if (result.status === 'reused') {
       // The store revoked the family and published it; apply it here at once too.
       as.revocations.add({ kind: 'grant', id: grant.grantId, exp: Math.max(result.grant.maxAccessExp, now) })
