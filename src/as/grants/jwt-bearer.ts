@@ -95,6 +95,8 @@ export const jwtBearerGrant: Grant = {
     if (bound !== undefined && !isSubset(wanted, bound)) throw new InvalidScope('The requested scope exceeds what the assertion grants')
     const scope = formatScope(wanted.filter((s) => client.scopes.includes(s)))
     if (requested.length > 0 && !isSubset(requested, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+    // An assertion whose scope the client may use none of grants nothing: a token without scope is no answer.
+    if (scope === '') throw new InvalidScope('None of the scope the assertion grants is available to this client')
 
     // Resource: the request's, within the assertion's resource claim; else the claim's only one; else this server.
     const resources = claims.resource === undefined ? undefined : stringList(claims.resource)
