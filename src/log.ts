@@ -1,4 +1,4 @@
-import { pino, destination as pinoDestination, type Logger, type DestinationStream } from 'pino'
+import { pino, destination as pinoDestination, symbols as pinoSymbols, type Logger, type DestinationStream } from 'pino'
 
 export type { Logger }
 
@@ -34,6 +34,29 @@ export const REDACT_PATHS: readonly string[] = [
   'code_verifier',
 ]
 
+/**
+ * Log lines wait in memory until this many bytes are buffered (about 30
+ * access lines), or until the next {@link LOG_FLUSH_INTERVAL_MS}, then go out
+ * in one write. One write per line cost the default level (`info`, one
+ * access line per request) a system call and a thread-pool round trip per
+ * request (docs/performance.md).
+ */
+export const LOG_BUFFER_BYTES = 8192
+
+/**
+ * The longest a buffered line waits. What is buffered is also written on
+ * process exit, whether by `process.exit` (SIGTERM, SIGINT), the end of the
+ * event loop or an uncaught exception (pino writes it synchronously on
+ * 'exit'); only a process killed outright (SIGKILL, an OOM kill) loses what
+ * it had buffered: at most this interval's lines (docs/performance.md).
+ */
+export const LOG_FLUSH_INTERVAL_MS = 100
+
+/** stdout, buffered (see {@link LOG_BUFFER_BYTES}), flushed on an interval and at exit. */
+export function bufferedStdout(): DestinationStream {
+  return pinoDestination({ fd: 1, sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS })
+}
+
 /** `bindings`: fields on every line besides `service` (a worker process's index and pid). */
 export function createLogger(level: string, destination?: DestinationStream, bindings: Readonly<Record<string, unknown>> = {}): Logger {
   return pino(
@@ -43,7 +66,7 @@ export function createLogger(level: string, destination?: DestinationStream, bin
       redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pinoDestination({ fd: 1, sync: false }),
+    destination ?? bufferedStdout(),
   )
 }
 
@@ -58,6 +81,57 @@ export function createLogger(level: string, destination?: DestinationStream, bin
  */
 export function createAccessLogger(root: Logger): Logger {
   return root.child({}, { redact: { paths: [], censor: '[redacted]' } })
+}
+
+/** A JSON string literal; the common case (printable ASCII without `"` or `\\`) without JSON.stringify. */
+function jsonString(value: string): string {
+  return PLAIN.test(value) ? `"${value}"` : JSON.stringify(value)
+}
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+
+/** The `,"time":"…"` part of a line, made once per millisecond. */
+let timeMs = -1
+let timePart = ''
+function timeField(): string {
+  const now = Date.now()
+  if (now !== timeMs) {
+    timeMs = now
+    timePart = `,"time":"${new Date(now).toISOString()}"`
+  }
+  return timePart
+}
+
+/** pino's level number for `info`. */
+const INFO = 30
+
+/**
+ * Write one access line at `info` through `log` (from
+ * {@link createAccessLogger}), when its level lets info lines out. The line
+ * is what `log.info({ req_id, trace_id, method, path, route, status, ms },
+ * 'request')` writes, byte for byte (test/log.test.ts), built as one string:
+ * no object per request, no pino serialization pass. `traceId` null leaves
+ * `trace_id` out, as pino leaves out an undefined field.
+ */
+export function writeAccessLine(
+  log: Logger,
+  reqId: string,
+  traceId: string | null,
+  method: string,
+  path: string,
+  route: string,
+  status: number,
+  ms: number,
+): void {
+  if (!log.isLevelEnabled('info')) return
+  const stream = (log as unknown as Record<symbol, DestinationStream>)[pinoSymbols.streamSym]
+  const bindings = (log as unknown as Record<symbol, string>)[pinoSymbols.chindingsSym]
+  if (stream === undefined || typeof bindings !== 'string') {
+    log.info({ req_id: reqId, trace_id: traceId ?? undefined, method, path, route, status, ms }, 'request')
+    return
+  }
+  stream.write(
+    `{"level":${INFO}${timeField()}${bindings},"req_id":${jsonString(reqId)}${traceId === null ? '' : `,"trace_id":${jsonString(traceId)}`},"method":${jsonString(method)},"path":${jsonString(path)},"route":${jsonString(route)},"status":${status},"ms":${ms},"msg":"request"}\n`,
+  )
 }
 
 /** Remove userinfo (e.g. a Redis password) from a URL before it is logged. */

@@ -7,7 +7,7 @@ import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeout
 import { answerFailure, reportAbortedBody, type Face, type FailureReporting } from '../http/failure.js'
 import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
 import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
-import type { Logger } from '../log.js'
+import { writeAccessLine, type Logger } from '../log.js'
 import type { Runtime } from '../runtime.js'
 import { trackRequest } from './connection.js'
 import { RequestIds, type Context } from './context.js'
@@ -101,20 +101,17 @@ export class RequestDispatcher {
     const seconds = (performance.now() - ctx.started) / 1000
     const status = res.writableFinished ? res.statusCode : null
     this.#shared.metrics.observeResponse(ctx.routeLabel, status, seconds)
-    if (this.#accessLog.isLevelEnabled('info')) {
-      this.#accessLog.info(
-        {
-          req_id: ctx.id,
-          trace_id: ctx.trace.traceId,
-          method: req.method,
-          path: ctx.rawPath,
-          route: ctx.routeLabel,
-          status: res.statusCode,
-          ms: Math.round(seconds * 10000) / 10,
-        },
-        'request',
-      )
-    }
+    // One string, no object per request (log.ts); the line is buffered with every other log line.
+    writeAccessLine(
+      this.#accessLog,
+      ctx.id,
+      ctx.trace.traceId,
+      req.method ?? 'GET',
+      ctx.rawPath,
+      ctx.routeLabel,
+      res.statusCode,
+      Math.round(seconds * 10000) / 10,
+    )
     if (ctx.trace.span !== null) {
       const httpRoute = ctx.httpRoute ?? (ctx.routeLabel.startsWith('as:') ? ctx.rawPath : null)
       this.#shared.tracing.finish(ctx.trace, req.method ?? 'GET', ctx.rawPath, httpRoute, ctx.routeLabel, status, ctx.clientId)

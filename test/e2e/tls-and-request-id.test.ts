@@ -159,7 +159,7 @@ routes:
 
   const first = await idOf('/docs/a?access_token=secret-in-query', { authorization: 'Bearer secret-in-header' })
   const line = await bin.waitForLog((e) => e.req_id === first && e.msg === 'request')
-  t.same(Object.keys(line).sort(), ['level', 'method', 'ms', 'msg', 'path', 'req_id', 'route', 'service', 'status', 'time'])
+  t.same(Object.keys(line).sort(), ['level', 'method', 'ms', 'msg', 'path', 'req_id', 'route', 'service', 'status', 'time', 'trace_id'])
   t.match(line, { method: 'GET', path: '/docs/a', route: 'docs', status: 200, service: 'bearward' })
   t.notOk(
     bin.lines.some((l) => l.includes('secret-in')),

@@ -60,13 +60,25 @@ const entries = (bin: RunningBin): Entry[] =>
     }
   })
 const fromPrimary = (e: Entry): boolean => e.role === 'primary'
-/** The workers (by index) whose access lines show a request to `path`. */
-const workersServing = (bin: RunningBin, path: string): Set<unknown> =>
-  new Set(
-    entries(bin)
-      .filter((e) => e.msg === 'request' && e.path === path)
-      .map((e) => e.worker),
-  )
+/**
+ * The workers (by index, sorted) whose access lines match `pred`, once
+ * there are lines from both (or after 5 s): each process buffers its log
+ * lines for up to 100 ms (src/log.ts).
+ */
+async function workersLogging(bin: RunningBin, pred: (path: string) => boolean): Promise<unknown[]> {
+  let seen: unknown[] = []
+  await eventually(() => {
+    seen = [
+      ...new Set(
+        entries(bin)
+          .filter((e) => e.msg === 'request' && pred(String(e.path)))
+          .map((e) => e.worker),
+      ),
+    ].sort()
+    return seen.length >= 2
+  })
+  return seen
+}
 
 async function metricValue(bin: RunningBin, series: string): Promise<number | undefined> {
   const text = await (await fetch(`${bin.admin}/metrics`)).text()
@@ -151,12 +163,7 @@ ${more}`
   await t.test('requests are served by both workers; /metrics adds them up', async (t) => {
     const n = 12
     for (let i = 0; i < n; i++) t.equal((await send(`${bin.url}/pub/${i}`)).status, 200)
-    const served = new Set(
-      entries(bin)
-        .filter((e) => e.msg === 'request' && String(e.path).startsWith('/pub/'))
-        .map((e) => e.worker),
-    )
-    t.same([...served].sort(), [1, 2], 'access lines from worker 1 and worker 2')
+    t.same(await workersLogging(bin, (p) => p.startsWith('/pub/')), [1, 2], 'access lines from worker 1 and worker 2')
     t.equal(await metricValue(bin, 'bearward_requests_total{outcome="200",route="pub"}'), n, 'the counter is the sum over both workers')
     t.equal(await metricValue(bin, 'bearward_request_duration_seconds_count{outcome="200",route="pub"}'), n)
     t.equal(await metricValue(bin, 'bearward_request_duration_seconds_bucket{outcome="200",route="pub",le="+Inf"}'), n, 'histogram buckets merged')
@@ -167,20 +174,14 @@ ${more}`
   await t.test('both workers sign with one key: a token from either is accepted by either', async (t) => {
     const tokens: string[] = []
     for (let i = 0; i < 4; i++) tokens.push(await serviceToken(bin))
-    const issuers = workersServing(bin, '/token')
-    t.same([...issuers].sort(), [1, 2], 'tokens were issued by both workers')
+    t.same(await workersLogging(bin, (p) => p === '/token'), [1, 2], 'tokens were issued by both workers')
     for (const token of tokens) {
       for (let i = 0; i < 2; i++) {
         const res = await send(`${bin.url}/orders/${i}`, { headers: { authorization: `Bearer ${token}` } })
         t.equal(res.status, 200, `token accepted (${i})`)
       }
     }
-    const verifiers = new Set(
-      entries(bin)
-        .filter((e) => e.msg === 'request' && String(e.path).startsWith('/orders/'))
-        .map((e) => e.worker),
-    )
-    t.same([...verifiers].sort(), [1, 2], 'and verified by both')
+    t.same(await workersLogging(bin, (p) => p.startsWith('/orders/')), [1, 2], 'and verified by both')
     const jwks = new Set<string>()
     for (let i = 0; i < 4; i++) jwks.add((await send(`${bin.url}/jwks.json`)).body)
     t.equal(jwks.size, 1, 'one JWKS from every worker')
@@ -205,16 +206,7 @@ ${more}`
     // Each process writes its own lines: a worker's may come after the primary's.
     t.ok(await eventually(() => workerLines('config reloaded').length === workersBefore + 2, 10_000, 20), 'each worker swapped its Runtime')
     for (let i = 0; i < 6; i++) t.equal((await send(`${bin.url}/added/${i}`)).status, 200, 'the new route')
-    t.same(
-      [
-        ...new Set(
-          entries(bin)
-            .filter((e) => e.msg === 'request' && String(e.path).startsWith('/added/'))
-            .map((e) => e.worker),
-        ),
-      ].sort(),
-      [1, 2],
-    )
+    t.same(await workersLogging(bin, (p) => p.startsWith('/added/')), [1, 2])
 
     const workerRefusals = workerLines('config reload refused').length
     const workerReloads = workerLines('config reloaded').length
@@ -264,8 +256,12 @@ ${more}`
     for (let i = 0; i < 6; i++) {
       t.equal((await send(`${bin.url}/pub/again${i}`)).status, 200)
     }
-    for (const e of entries(bin)) if (e.msg === 'request' && String(e.path).startsWith('/pub/again')) seen.add(e.pid)
-    t.ok(seen.has(again.worker_pid), 'the restarted worker takes requests')
+    // Access lines are buffered for up to 100 ms (src/log.ts): wait for them.
+    const restartedServed = await eventually(() => {
+      for (const e of entries(bin)) if (e.msg === 'request' && String(e.path).startsWith('/pub/again')) seen.add(e.pid)
+      return seen.has(again.worker_pid)
+    })
+    t.ok(restartedServed, 'the restarted worker takes requests')
   })
 
   await t.test('a worker that cannot start is retried with a growing back-off, and serves once it can', async (t) => {
