@@ -174,6 +174,12 @@ export interface RequestHeaderOptions {
   /** Further names stripped from every request (the gateway-wide defaults), so a route that renames them cannot leave the defaults spoofable. */
   alsoStrip: readonly string[]
   forwardAuthorization: boolean
+  /**
+   * The header a signed upstream credential travels in (`upstream_token`,
+   * src/gateway/upstream-token/), or null: whatever the client sent under
+   * that name is dropped, and build's `credential` is written instead.
+   */
+  credentialHeader?: string | null
   preserveHost: boolean
   /** `host[:port]` of the upstream URL: the Host of WebSocket handshakes unless preserveHost (undici writes it itself for HTTP). */
   upstreamHost: string
@@ -200,6 +206,7 @@ export class RequestHeaderPolicy {
   readonly #upstreamHost: string
   readonly #trusted: TrustedProxies
   readonly #identity: readonly [name: string, pick: (id: TokenIdentity) => string | null][]
+  readonly #credentialHeader: string | null
 
   constructor(options: RequestHeaderOptions) {
     this.#preserveHost = options.preserveHost
@@ -225,6 +232,9 @@ export class RequestHeaderPolicy {
     for (const name of [subject, clientId, scope, issuer, ...Object.values(claims), ...options.alsoStrip]) {
       if (name !== '') this.#rules.set(canonicalHeaderName(name), DROP)
     }
+    // A client's own copy of the signed credential's header (or its `_` variant) never passes.
+    this.#credentialHeader = options.credentialHeader?.toLowerCase() ?? null
+    if (this.#credentialHeader !== null) this.#rules.set(canonicalHeaderName(this.#credentialHeader), DROP)
     // Sent in lower case: field names are case-insensitive (RFC 9110 5.1),
     // and undici checks a name outside its own table in lower case, so a
     // mixed-case name costs it a lower-casing and a second lookup on every
@@ -248,8 +258,17 @@ export class RequestHeaderPolicy {
    * @param upgrade true on the WebSocket path: keep `Upgrade` and send
    *   `Connection: upgrade` (RFC 9110 7.8).
    * @param trace the trace context to send (the client's own is never passed on as sent).
+   * @param credential the signed upstream credential's value for this
+   *   request (`upstream_token`), sent in the policy's `credentialHeader`.
    */
-  build(req: IncomingMessage, identity: TokenIdentity | null, contentLength: string | null, upgrade: boolean, trace: UpstreamTrace | null = null): FlatHeaders {
+  build(
+    req: IncomingMessage,
+    identity: TokenIdentity | null,
+    contentLength: string | null,
+    upgrade: boolean,
+    trace: UpstreamTrace | null = null,
+    credential: string | null = null,
+  ): FlatHeaders {
     const raw = req.rawHeaders
     const named = connectionNamed(req.headers.connection)
     const peer = peerAddress(req.socket)
@@ -352,6 +371,7 @@ export class RequestHeaderPolicy {
         if (value !== null && value !== '') out.push(name, value)
       }
     }
+    if (credential !== null && this.#credentialHeader !== null) out.push(this.#credentialHeader, credential)
     return out
   }
 }

@@ -29,6 +29,8 @@ export interface ForwardRequest {
   query: string
   /** null on public routes and passed-through preflights. */
   identity: TokenIdentity | null
+  /** The client's access token, where a signed upstream credential is cached by it (`upstream_token: exchange`); absent: none. */
+  token?: string | null
   /** When the gateway had to read the body (form token), the bytes to send instead of the stream. */
   body: Buffer | null
   /** Rewrites the upstream's answer (an MCP list filtered by the token); absent: passed through. */

@@ -11,7 +11,7 @@ import type { SigningKey } from './keyset.js'
 const encoder = (value: unknown): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
 
 /** What `crypto.sign` takes for each algorithm (RFC 7518 3.3-3.5, RFC 8037 3.1). */
-function signOptions(key: SigningKey): { digest: string | null; key: SignKeyObjectInput | KeyObject } {
+export function signOptions(key: SigningKey): { digest: string | null; key: SignKeyObjectInput | KeyObject } {
   switch (key.alg) {
     case 'RS256':
       return { digest: 'sha256', key: key.privateKey }

@@ -5,6 +5,7 @@ import type { GatewayConfig, RouteConfig } from '../../config/types.js'
 import { redactUrl } from '../../log.js'
 import type { TrustedProxies } from '../../http/trusted-proxies.js'
 import { RequestHeaderPolicy } from '../headers.js'
+import { DEFAULT_ASSERTION_HEADER, upstreamCredential, type CredentialDeps, type UpstreamCredential } from '../upstream-token/credential.js'
 import { withoutServername } from './connector.js'
 import { errorCode } from './failure.js'
 import { WebSocketUpstream } from './websocket.js'
@@ -17,6 +18,8 @@ export interface RoutePlan {
   /** The upstream URL's own path without a trailing slash (`''` for `/`). */
   readonly basePath: string
   readonly headers: RequestHeaderPolicy
+  /** What the upstream gets instead of the client's token (`upstream_token`); null: passthrough. */
+  readonly credential: UpstreamCredential | null
   readonly maxBodyBytes: number
   /** The upstream origin for logs (userinfo redacted). */
   readonly label: string
@@ -65,9 +68,14 @@ export interface RoutePlans {
  * @throws Error when a route's upstream URL is not http(s)/ws(s) or its CA
  *   file cannot be read. `trusted` is the Runtime's one trusted-proxy matcher.
  */
-export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfig, trusted: TrustedProxies): RoutePlans {
+export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfig, trusted: TrustedProxies, signing: CredentialDeps | null = null): RoutePlans {
   const defaults = gateway.identityHeaders
-  const alsoStrip = [defaults.subject, defaults.clientId, defaults.scope, defaults.issuer, ...Object.values(defaults.claims)]
+  // Assertion headers (`upstream_assertion.header`, and its default) are
+  // stripped on every route: an upstream that takes assertions from one
+  // route must not find a client-written one arriving through another.
+  const assertionHeaders = routes.flatMap((r) => (r.upstreamToken?.mode === 'assertion' ? [r.upstreamToken.header] : []))
+  const identityDefaults = [defaults.subject, defaults.clientId, defaults.scope, defaults.issuer, ...Object.values(defaults.claims)]
+  const alsoStrip = [...identityDefaults, DEFAULT_ASSERTION_HEADER, ...assertionHeaders]
   const pools = new Map<string, Pool>()
   const sockets = new Map<string, WebSocketUpstream>()
   const byRoute = new Map<RouteConfig, RoutePlan>()
@@ -81,6 +89,7 @@ export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfi
     }
     return readCa(route)
   })
+  const credentials = routes.map((route) => upstreamCredential(route, signing))
   for (const [i, route] of routes.entries()) {
     const url = new URL(route.upstream)
     const ca = cas[i] ?? null
@@ -107,6 +116,7 @@ export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfi
       sockets.set(wsKey, ws)
     }
     const basePath = url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname
+    const credential = credentials[i] ?? null
     const plan: RoutePlan = {
       name: route.name,
       pool,
@@ -116,10 +126,12 @@ export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfi
         identityHeaders: route.identityHeaders,
         alsoStrip,
         forwardAuthorization: route.forwardAuthorization,
+        credentialHeader: credential?.header ?? null,
         preserveHost: route.preserveHost,
         upstreamHost: url.host,
         trustedProxies: trusted,
       }),
+      credential,
       maxBodyBytes: route.maxBodyBytes,
       label: redactUrl(origin),
       servername: secure ? upstreamName : undefined,

@@ -4,7 +4,7 @@ import type { Duplex, Readable } from 'node:stream'
 import type { Dispatcher } from 'undici'
 import type { GatewayConfig, RouteConfig } from '../../config/types.js'
 import type { RequestContext } from '../../context.js'
-import { BadGateway, PayloadTooLarge, ServerError } from '../../errors.js'
+import { BadGateway, OAuthError, PayloadTooLarge, ServerError } from '../../errors.js'
 import { continueIfExpected } from '../../http/continue.js'
 import { errorOnSocket, sendErrorWithId } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
@@ -13,6 +13,7 @@ import { SpanKind, type Span, type Tracing } from '../../telemetry/tracing.js'
 import { headerObject, type FlatHeaders, type UpstreamTrace } from '../headers.js'
 import type { OpenExchanges } from '../open-exchanges.js'
 import type { ForwardRequest } from '../types.js'
+import type { CredentialDeps } from '../upstream-token/credential.js'
 import { BodyLimit } from './body-limit.js'
 import { Drain } from './drain.js'
 import { Exchange } from './exchange.js'
@@ -67,8 +68,11 @@ export class UpstreamProxy {
   #closing: Promise<void> | null = null
 
   /**
+   * @param signing what routes with `upstream_token: exchange | assertion`
+   *   sign with (the authorization server's keys); null without one.
    * @throws Error when a route's upstream URL is not http(s)/ws(s), its CA file
-   *   cannot be read, or a `trusted_proxies` entry is not an address or range.
+   *   cannot be read, a `trusted_proxies` entry is not an address or range,
+   *   or a route wants a signed upstream credential and there are no keys.
    */
   constructor(
     routes: readonly RouteConfig[],
@@ -77,9 +81,10 @@ export class UpstreamProxy {
     trusted = new TrustedProxies(gateway.trustedProxies),
     exchanges: OpenExchanges | null = null,
     tracing: Tracing | null = null,
+    signing: CredentialDeps | null = null,
   ) {
     this.#tracing = tracing
-    this.#plans = planRoutes(routes, gateway, trusted)
+    this.#plans = planRoutes(routes, gateway, trusted, signing)
     this.#drain = new Drain(this.#plans.pools, log)
     this.#exchanges = exchanges
   }
@@ -98,6 +103,45 @@ export class UpstreamProxy {
    * `ctx.closeListener`, which must be told when the response closes.
    */
   forward(req: IncomingMessage, res: ServerResponse, fwd: ForwardRequest, ctx: RequestContext): void {
+    const plan = this.#plan(fwd.route)
+    const credential = plan === undefined ? null : this.#credential(plan, req, fwd)
+    if (credential instanceof Promise) {
+      credential.then(
+        (value) => this.#send(req, res, fwd, ctx, value),
+        (err: unknown) => this.#credentialFailed(res, ctx, fwd, err),
+      )
+    } else {
+      this.#send(req, res, fwd, ctx, credential)
+    }
+  }
+
+  /**
+   * The signed credential this request's upstream gets (`upstream_token`),
+   * or null (passthrough, or no token: a passed-through preflight). Signing
+   * is on the thread pool; a cached exchanged token is at hand at once.
+   */
+  #credential(plan: RoutePlan, req: IncomingMessage, fwd: ForwardRequest): string | Promise<string> | null {
+    if (plan.credential === null || fwd.identity === null) return null
+    try {
+      return plan.credential.value({ token: fwd.token ?? null, identity: fwd.identity, method: req.method ?? 'GET', path: plan.basePath + fwd.path })
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
+  /** Nothing could be signed for the upstream: nothing is forwarded (never the request without it). */
+  #credentialFailed(res: ServerResponse, ctx: RequestContext, fwd: ForwardRequest, err: unknown): void {
+    if (res.headersSent || res.destroyed) return
+    if (err instanceof OAuthError) {
+      ctx.log.warn({ route: fwd.route.name, code: err.code }, 'no upstream credential for this token')
+      sendErrorWithId(res, ctx.id, err, { realm: fwd.route.realm })
+      return
+    }
+    ctx.log.error({ route: fwd.route.name, code: errorCode(err) }, 'upstream credential could not be signed')
+    sendErrorWithId(res, ctx.id, new ServerError())
+  }
+
+  #send(req: IncomingMessage, res: ServerResponse, fwd: ForwardRequest, ctx: RequestContext, credential: string | null): void {
     // The client left while the request was judged (a signature or store
     // lookup not cached yet). Its response has already emitted 'close', so
     // nothing would ever end an exchange started now: it would stay counted
@@ -143,7 +187,7 @@ export class UpstreamProxy {
     if (body === req || (limit !== null && body === limit)) continueIfExpected(req)
     const path = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
     const span = ctx.trace.span === null ? null : this.#upstreamSpan(req.method ?? 'GET', plan, fwd.path)
-    const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false, upstreamTrace(ctx, span))
+    const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false, upstreamTrace(ctx, span), credential)
     const done = span === null ? this.#drain.done : () => this.#endUpstreamSpan(span, res)
     const exchange = new Exchange(req, res, plan, ctx, limit, done, fwd.rewriter ?? null)
     this.#drain.started()
@@ -202,10 +246,29 @@ export class UpstreamProxy {
       errorOnSocket(socket, plan === undefined ? new ServerError() : new BadGateway(), {}, ctx.id)
       return
     }
+    const credential = this.#credential(plan, req, fwd)
+    if (credential instanceof Promise) {
+      credential.then(
+        (value) => {
+          if (socket.destroyed) return
+          this.#relay(req, socket, head, fwd, ctx, plan, value)
+        },
+        (err: unknown) => {
+          const refusal = err instanceof OAuthError ? err : new ServerError()
+          ctx.log.warn({ route: plan.name, code: errorCode(err) }, 'no upstream credential for this token')
+          if (!socket.destroyed) errorOnSocket(socket, refusal, { realm: fwd.route.realm }, ctx.id)
+        },
+      )
+      return
+    }
+    this.#relay(req, socket, head, fwd, ctx, plan, credential)
+  }
+
+  #relay(req: IncomingMessage, socket: Duplex, head: Buffer, fwd: ForwardRequest, ctx: RequestContext, plan: RoutePlan, credential: string | null): void {
     const upstream = {
       method: 'GET',
       path: plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query),
-      headers: headerObject(plan.headers.build(req, fwd.identity, null, true, upstreamTrace(ctx, null))),
+      headers: headerObject(plan.headers.build(req, fwd.identity, null, true, upstreamTrace(ctx, null), credential)),
     }
     try {
       const tunnel = plan.ws.forward(upstream, socket, head, ctx.log)
