@@ -256,6 +256,35 @@ export class InsufficientScope extends OAuthError {
   }
 }
 
+/** Why a sign-in falls short of a step-up rule: the `error_description` RFC 9470 3 shows for each. */
+export type StepUpShortfall = 'acr' | 'max_age'
+
+/**
+ * RFC 9470 3: the token is valid, but the person's sign-in behind it is not
+ * the kind (`acr`) or not as recent (`auth_time`) as this request needs. A
+ * 401 whose Bearer challenge tells the client what to ask the authorization
+ * server for: `acr_values` (space separated, in order of preference) and
+ * `max_age` (seconds), as `/authorize` takes them.
+ * @see https://www.rfc-editor.org/rfc/rfc9470#section-3
+ */
+export class InsufficientUserAuthentication extends OAuthError {
+  static override readonly code = 'ERR_INSUFFICIENT_USER_AUTHENTICATION'
+  /** What fell short: the kind of sign-in (`acr`) or its age (`max_age`). */
+  readonly shortfall: StepUpShortfall
+  constructor(required: { readonly acrValues: string | null; readonly maxAgeSec: number | null }, shortfall: StepUpShortfall, o: { cause?: string } = {}) {
+    const params: Record<string, string> = {}
+    if (required.acrValues !== null) params.acr_values = required.acrValues
+    if (required.maxAgeSec !== null) params.max_age = String(required.maxAgeSec)
+    const description = shortfall === 'acr' ? 'A different authentication level is required' : 'More recent authentication is required'
+    super(401, 'insufficient_user_authentication', description, {
+      challenge: 'Bearer',
+      challengeParams: params,
+      ...(o.cause === undefined ? {} : { cause: o.cause }),
+    })
+    this.shortfall = shortfall
+  }
+}
+
 /**
  * RFC 6750 3.1: a request without any authentication information gets a
  * challenge with no error attribute.

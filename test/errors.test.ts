@@ -187,6 +187,15 @@ const CASES: Record<string, Expected> = {
     wwwAuthenticate:
       'Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="orders:write orders:read"',
   },
+  InsufficientUserAuthentication: {
+    make: () => new E.InsufficientUserAuthentication({ acrValues: 'phr mfa', maxAgeSec: 300 }, 'max_age', { cause: 'step-up: auth_time older than max_age' }),
+    code: 'ERR_INSUFFICIENT_USER_AUTHENTICATION',
+    status: 401,
+    error: 'insufficient_user_authentication',
+    description: 'More recent authentication is required',
+    wwwAuthenticate:
+      'Bearer realm="bearward", error="insufficient_user_authentication", error_description="More recent authentication is required", acr_values="phr mfa", max_age="300"',
+  },
   MissingToken: {
     make: () => new E.MissingToken(),
     code: 'ERR_MISSING_TOKEN',

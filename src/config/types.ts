@@ -359,6 +359,12 @@ export interface RouteConfig {
   issuers: string[]
   /** Method (upper case) or `*` to the scopes all required. */
   scopes: Record<string, string[]>
+  /**
+   * RFC 9470 step-up (`authentication`): method (upper case) or `*` to what
+   * the sign-in behind the token must be (src/gateway/step-up.ts); `{}` when
+   * the route demands nothing of it. A plain `{ acr, max_age }` is `*`'s.
+   */
+  authentication: Record<string, AuthenticationRequirement>
   public: boolean
   /** Remove the matched prefix before forwarding (`strip_prefix`, default false). */
   stripPrefix: boolean
@@ -388,30 +394,6 @@ export interface RouteConfig {
    * otherwise it is refused with 405 (cross-site tracing, RFC 9110 9.3.8).
    */
   allowTrace: boolean
-  /**
-   * What the upstream receives instead of the client's token
-   * (`upstream_token`, docs/agents.md); null for `passthrough`, the default
-   * (identity headers, and the client's token only with `forward_authorization`).
-   */
-  upstreamToken: UpstreamTokenConfig | null
-}
-
-/**
- * `upstream_token: exchange`: a short-lived access token bearward mints for
- * the upstream (RFC 9068, `act` per RFC 8693 4.1), in `Authorization`.
- * `upstream_token: assertion`: a signed identity assertion bound to the
- * request, in `header`.
- */
-export interface UpstreamTokenConfig {
-  mode: 'exchange' | 'assertion'
-  /** `aud` of what is signed (`upstream_audience`, default the upstream's origin). */
-  audience: string
-  /** What the signed `scope` may hold: the token's scopes within these (`upstream_scopes`, default every scope the route requires). */
-  scopes: string[]
-  /** `exp` - `iat` (`upstream_token_lifetime`; default 60 s for exchange, 30 s for assertion). */
-  lifetimeSec: number
-  /** The request header it travels in, lower case: `authorization` (exchange) or `upstream_assertion.header`. */
-  header: string
 }
 
 /** A route's RFC 9728 metadata (`protected_resource`). */
@@ -424,6 +406,17 @@ export interface ProtectedResourceConfig {
   documentation: string | null
 }
 
+/**
+ * RFC 9470 step-up: what a route, a method or an MCP tool demands of the
+ * person's sign-in behind the token (`authentication: { acr, max_age }`).
+ */
+export interface AuthenticationRequirement {
+  /** `acr` values accepted, in order of preference (the challenge's `acr_values`); null: any. */
+  acr: string[] | null
+  /** Longest time since `auth_time`, in seconds (the challenge's `max_age`); null: no limit. */
+  maxAgeSec: number | null
+}
+
 /** An MCP route's rules (`mcp`). Rule keys are names or `*` globs (src/gateway/mcp/names.ts). */
 export interface McpRouteConfig {
   /** Tool name (or pattern) to the scopes a `tools/call` of it needs besides the route's own. */
@@ -432,6 +425,15 @@ export interface McpRouteConfig {
   resources: Record<string, string[]>
   /** Prompt name (or pattern) to the scopes a `prompts/get` of it needs. */
   prompts: Record<string, string[]>
+  /**
+   * Name (or pattern) to the step-up a call, read or get of it needs besides
+   * the route's (a rule written `{ scopes, authentication }`); RFC 9470.
+   */
+  authentication: {
+    tools: Record<string, AuthenticationRequirement>
+    resources: Record<string, AuthenticationRequirement>
+    prompts: Record<string, AuthenticationRequirement>
+  }
   /** Largest JSON-RPC body the gateway reads to judge it (`max_body`, default 1mb). */
   maxBodyBytes: number
   /** Filter list results by the same rules (`filter_lists`, default true; only where rules exist). */

@@ -2,11 +2,13 @@
  * From a bearer token to a decision for one route and method (DESIGN.md,
  * the hot path): validate the token (a JWT locally, an opaque token by
  * introspection), check revocation on every request (cache hit or not),
- * apply the route's store_unavailable policy, then the scope rule.
+ * apply the route's store_unavailable policy, then the step-up rule
+ * (RFC 9470, step-up.ts), then the scope rule.
  *
  * Outcomes, all as OAuthError for `sendError`: 400 invalid_request (a `jwt`
  * route given a token that is not three segments), 401 invalid_token
- * (invalid, expired, revoked), 403 insufficient_scope, 503
+ * (invalid, expired, revoked), 401 insufficient_user_authentication (the
+ * sign-in is too weak or too old), 403 insufficient_scope, 503
  * temporarily_unavailable (keys, introspection or store out of reach).
  */
 import type { Clock } from '../clock.js'
@@ -21,6 +23,7 @@ import { looksLikeJwt } from '../tokens/jwt-shape.js'
 import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
 import type { JwksSource } from './jwks-client.js'
 import { ScopeRule } from './scope.js'
+import { StepUpRule } from './step-up.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './types.js'
 import { identityFromClaims } from './identity.js'
@@ -43,6 +46,8 @@ export interface RoutePolicy {
   readonly jwtIssuerByIss: ReadonlyMap<string, JwtIssuer>
   readonly opaque: readonly OpaqueValidator[]
   readonly scopes: ScopeRule
+  /** What the sign-in behind the token must be, per method (RFC 9470). */
+  readonly stepUp: StepUpRule
   /**
    * Appended to the token hash in verified-token cache keys: what besides
    * the token decides a JWT's validity (audience and trusted issuers).
@@ -140,6 +145,7 @@ export function buildPolicy(route: RouteConfig, issuers: ReadonlyMap<string, Tru
     jwtIssuerByIss: new Map(jwtIssuers.map((i) => [i.issuer, i])),
     opaque,
     scopes: new ScopeRule(route.scopes),
+    stepUp: new StepUpRule(route.authentication),
     cacheScope: `\n${route.audiences.join(' ')}\n${route.token}\n${route.issuers.join(',')}`,
   }
 }
@@ -300,9 +306,10 @@ export class Authenticator {
   }
 
   /**
-   * Revocation, the store_unavailable policy, the DPoP binding and the scope
-   * rule, on every request, cache hit or not: a cached validation says the
-   * token is good, never that this request's proof is.
+   * Revocation, the store_unavailable policy, the DPoP binding, the step-up
+   * rule and the scope rule, on every request, cache hit or not: a cached
+   * validation says the token is good, never that this request's proof is,
+   * nor that its sign-in is still recent enough.
    */
   #authorize(
     identity: TokenIdentity,
@@ -314,9 +321,9 @@ export class Authenticator {
   ): TokenIdentity | Promise<TokenIdentity> {
     this.#current(identity, policy, now)
     // A bearer request with an unbound token (the common case) pays one comparison.
-    if (dpop === null && identity.jkt === null) return this.#scoped(identity, policy, method)
+    if (dpop === null && identity.jkt === null) return this.#scoped(identity, policy, method, now)
     const bound = this.#bound(identity, method, token, dpop)
-    return bound.then(() => this.#scoped(identity, policy, method))
+    return bound.then(() => this.#scoped(identity, policy, method, now))
   }
 
   /**
@@ -333,7 +340,17 @@ export class Authenticator {
     return this.#dpop.verify(dpop.proof, { method, url: dpop.url, accessToken: token, jkt: identity.jkt }).then(() => undefined)
   }
 
-  #scoped(identity: TokenIdentity, policy: RoutePolicy, method: string): TokenIdentity {
+  /**
+   * Step-up before scope: a token short of both gets the 401, whose
+   * challenge names the method's scopes too (reply.ts), so the client's one
+   * new authorization request asks for everything (docs/step-up.md).
+   */
+  #scoped(identity: TokenIdentity, policy: RoutePolicy, method: string, now: number): TokenIdentity {
+    const stepUp = policy.stepUp.of(method)
+    if (stepUp !== null) {
+      const short = stepUp.check(identity.claims, now / 1000, this.#skewSec)
+      if (short !== null) throw short
+    }
     const refusal = policy.scopes.check(identity.scopes, method)
     if (refusal !== null) throw refusal
     return identity

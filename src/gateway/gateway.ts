@@ -18,6 +18,7 @@ import {
   AccessTokenExpired,
   AccessTokenRevoked,
   InsufficientScope,
+  InsufficientUserAuthentication,
   InvalidRequest,
   InvalidToken,
   MethodNotAllowed,
@@ -97,6 +98,7 @@ const RESULT = {
   expired: labelKey({ result: 'expired' }),
   revoked: labelKey({ result: 'revoked' }),
   insufficientScope: labelKey({ result: 'insufficient_scope' }),
+  insufficientUserAuthentication: labelKey({ result: 'insufficient_user_authentication' }),
   unavailable: labelKey({ result: 'unavailable' }),
 } as const
 
@@ -113,6 +115,8 @@ function resultOf(failure: Failure): string | null {
       return RESULT.revoked
     case InsufficientScope.code:
       return RESULT.insufficientScope
+    case InsufficientUserAuthentication.code:
+      return RESULT.insufficientUserAuthentication
     case TemporarilyUnavailable.code:
       return RESULT.unavailable
   }
@@ -168,7 +172,7 @@ class Gateway implements GatewayFace {
       this.#metadata = new ProtectedResources(config)
       const plans = config.routes.map((route): RoutePlan => {
         const policy = route.public ? null : buildPolicy(route, issuers)
-        const mcp = policy !== null && route.mcp !== null ? new McpRule(route, policy.scopes) : null
+        const mcp = policy !== null && route.mcp !== null ? new McpRule(route, policy.scopes, policy.stepUp) : null
         const traceRefusal = route.allowTrace ? null : new MethodNotAllowed(route.match.methods ?? ANY_BUT_TRACE)
         return { route, policy, mcp, traceRefusal, ...replyOptions(route, policy, this.#metadata.urlOf(route), config.dpop.algs.join(' ')) }
       })
@@ -183,9 +187,7 @@ class Gateway implements GatewayFace {
         graceSec: config.gateway.streamExpiryGraceSec,
       })
       try {
-        // Routes with `upstream_token: exchange | assertion` sign with the authorization server's keys.
-        const signing = deps.keys === null ? null : { keys: deps.keys, issuer: config.publicUrl, clock: deps.clock }
-        this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies, exchanges, deps.tracing, signing)
+        this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies, exchanges, deps.tracing)
       } catch (err) {
         exchanges.retire()
         throw err
@@ -318,12 +320,14 @@ class Gateway implements GatewayFace {
 
   /**
    * A token refusal. When the token is valid but short of the route's scope
-   * on an MCP route, the body is read (the token is known good) so that the
-   * one 403 names everything the call needs, route and tool together.
+   * (or step-up) on an MCP route, the body is read (the token is known good)
+   * so that the one 403 (or 401) names everything the call needs, route and
+   * tool together.
    */
   #shortOfScope(err: unknown, req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, allowBody: boolean, presented: boolean): Refusal | Promise<Refusal> {
     const mcp = plan.mcp
-    if (!(err instanceof InsufficientScope) || mcp === null || !allowBody || !mcp.applies(req)) {
+    const short = err instanceof InsufficientScope || err instanceof InsufficientUserAuthentication
+    if (!short || mcp === null || !allowBody || !mcp.applies(req)) {
       return this.#refusal(err, ctx, plan, req.method, null, presented)
     }
     return mcp.judge(req).then(
@@ -376,13 +380,15 @@ class Gateway implements GatewayFace {
   ): Decision {
     const required = mcp?.requirement ?? null
     if (required !== null) {
-      const refusal = checkRequirement(required, identity.scopes)
+      // Step-up before scope, as on the route (authenticate.ts).
+      const refusal =
+        required.stepUp?.check(identity.claims, this.#deps.clock.now() / 1000, this.#deps.config.gateway.clockSkewSec) ??
+        checkRequirement(required, identity.scopes)
       if (refusal !== null) return this.#refusal(refusal, ctx, plan, method, mcp)
     }
     ctx.clientId = identity.clientId
     this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
     const forward: ForwardRequest = { route: plan.route, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
-    if (plan.route.upstreamToken !== null) forward.token = extracted.token
     const lists = mcp?.lists ?? null
     const rule = plan.mcp
     if (lists !== null && rule !== null) {
@@ -404,10 +410,10 @@ class Gateway implements GatewayFace {
     const reply = dpopPresented && routeReply.dpop !== undefined ? { ...routeReply, dpop: { ...routeReply.dpop, presented: true } } : routeReply
     const required = mcp?.requirement ?? null
     if (required === null) return { refusal, reply }
-    return {
-      refusal: refusal instanceof InsufficientScope ? required.refusal : refusal,
-      reply: { ...reply, scope: required.required.join(' ') },
-    }
+    let named = refusal
+    if (refusal instanceof InsufficientScope) named = required.refusal
+    else if (refusal instanceof InsufficientUserAuthentication && required.stepUp !== null) named = required.stepUp.refusal(refusal.shortfall)
+    return { refusal: named, reply: { ...reply, scope: required.required.join(' ') } }
   }
 
   handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean {

@@ -73,6 +73,7 @@ t.test('mcp rules', async (t) => {
     tools: { delete_order: ['orders:write'] },
     resources: {},
     prompts: {},
+    authentication: { tools: {}, resources: {}, prompts: {} },
     maxBodyBytes: 1024 * 1024,
     filterLists: true,
     protocolVersions: null,

@@ -3,9 +3,8 @@
  * Cross-checks: issuer ids exist, each issuer can validate the route's token
  * kind, scope rules name methods the route matches.
  */
-import { isScalar, type Node } from 'yaml'
-import type { GatewayConfig, IssuerConfig, McpRouteConfig, ProtectedResourceConfig, RouteConfig, RouteTokenKind } from '../types.js'
-import type { IdentityHeaders, UpstreamTokenConfig } from '../types.js'
+import { isMap, isScalar, type Node } from 'yaml'
+import type { AuthenticationRequirement, GatewayConfig, IssuerConfig, McpRouteConfig, ProtectedResourceConfig, RouteConfig, RouteTokenKind } from '../types.js'
 import type { Located, MapView, Reader } from '../reader.js'
 import { checkRoutePath } from '../route-path.js'
 import { isHostname } from '../listen.js'
@@ -20,11 +19,13 @@ export const ROUTE_KEYS = keysAt('#/$defs/route')
 const TOKEN_KINDS = enumAt<RouteTokenKind>('#/$defs/route/properties/token')
 const STORE_UNAVAILABLE = enumAt<RouteConfig['storeUnavailable']>('#/$defs/route/properties/store_unavailable')
 const DPOP_MODES = enumAt<RouteConfig['dpop']>('#/$defs/route/properties/dpop')
-const UPSTREAM_TOKEN_MODES = enumAt<'passthrough' | UpstreamTokenConfig['mode']>('#/$defs/route/properties/upstream_token')
-export const UPSTREAM_ASSERTION_KEYS = keysAt('#/$defs/route/properties/upstream_assertion')
 
 export const PROTECTED_RESOURCE_KEYS = keysAt('#/$defs/route/properties/protected_resource')
 export const MCP_KEYS = keysAt('#/$defs/route/properties/mcp')
+/** `{ acr, max_age }`: a step-up requirement (RFC 9470). */
+export const AUTHENTICATION_KEYS = keysAt('#/$defs/authenticationRequirement')
+/** An MCP rule written as a mapping: `{ scopes, authentication }`. */
+export const MCP_RULE_KEYS = keysAt('#/$defs/mcpRule')
 
 export const MATCH_KEYS = keysAt('#/$defs/route/properties/match')
 export const TIMEOUT_KEYS = keysAt('#/$defs/route/properties/timeouts')
@@ -66,7 +67,6 @@ export function readRoutes(r: Reader, node: Node, path: string, ctx: RouteContex
     seen.push({ route, node: m.node, path: item.path })
     routes.push(route)
   }
-  checkUpstreamAudiences(r, seen)
   return routes
 }
 
@@ -78,6 +78,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   const token = m.opt('token', r.oneOf(TOKEN_KINDS, { what: 'a token kind' }), 'jwt')
   const issuers = readRouteIssuers(r, m, ctx, isPublic, token)
   const scopes = readScopeRules(r, m, isPublic, match?.methods ?? null)
+  const authentication = readAuthentication(r, m, isPublic, match?.methods ?? null)
   const upstreamCaFile = m.isNull('upstream_ca') ? null : (m.maybe('upstream_ca', r.filePath()) ?? null)
   if (upstreamCaFile !== null && upstream !== undefined && !upstream.startsWith('https:')) {
     r.problem(m.get('upstream_ca'), m.pathOf('upstream_ca'), '`upstream_ca` only applies to https:// upstreams')
@@ -95,6 +96,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     token,
     issuers,
     scopes,
+    authentication,
     public: isPublic,
     stripPrefix: m.opt('strip_prefix', r.bool(), false),
     tokenInBody,
@@ -119,9 +121,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
     dpop: m.opt('dpop', r.oneOf(DPOP_MODES, { what: 'a DPoP mode' }), 'allowed'),
     allowTrace: m.opt('allow_trace', r.bool(), false) || (match?.methods?.includes('TRACE') ?? false),
-    upstreamToken: null as UpstreamTokenConfig | null,
   }
-  route.upstreamToken = readUpstreamToken(r, m, ctx, { ...route, upstream })
   if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')
   if (route.dpop === 'required' && (route.tokenInBody || route.tokenInQuery)) {
     r.problem(
@@ -238,6 +238,7 @@ function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: boolean,
     return null
   }
   const scopeToken = r.str({ check: (v) => (SCOPE_TOKEN.test(v) ? undefined : `\`${v}\` is not a valid scope name (RFC 6749 3.3)`) })
+  const stepUps: McpRouteConfig['authentication'] = { tools: {}, resources: {}, prompts: {} }
   const rules = (key: 'tools' | 'resources' | 'prompts', what: string): Record<string, string[]> => {
     const out: Record<string, string[]> = {}
     const rulesNode = mcp.get(key)
@@ -246,8 +247,10 @@ function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: boolean,
         r.problem(e.keyNode, e.path, `an empty ${what} name matches nothing; write a name or a pattern with \`*\``)
         continue
       }
-      const scopes = r.list(scopeToken, { nonEmpty: true, emptyMessage: `list the scopes this ${what} needs, or remove it` })(e.value, e.path)
-      if (scopes !== undefined) out[e.key] = [...new Set(scopes)]
+      const rule = readMcpRule(r, e.value, e.path, what, scopeToken)
+      if (rule === undefined) continue
+      if (rule.scopes.length > 0) out[e.key] = rule.scopes
+      if (rule.authentication !== null) stepUps[key][e.key] = rule.authentication
     }
     return out
   }
@@ -266,11 +269,41 @@ function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: boolean,
     tools,
     resources,
     prompts,
+    authentication: stepUps,
     maxBodyBytes: mcp.opt('max_body', r.bytes({ min: 1 }), DEFAULT_MCP_MAX_BODY),
     filterLists: mcp.opt('filter_lists', r.bool(), true),
     protocolVersions: versions === undefined ? null : [...new Set(versions)],
     allowedOrigins: origins === undefined ? [new URL(publicUrl).origin] : [...new Set(origins)],
   }
+}
+
+/**
+ * One MCP rule: a list of scopes (the form every rule had first), or
+ * `{ scopes, authentication }` when calling the tool also needs a step-up
+ * (RFC 9470). undefined when refused (the problem is recorded).
+ */
+function readMcpRule(
+  r: Reader,
+  node: Node,
+  path: string,
+  what: string,
+  scopeToken: ReturnType<Reader['str']>,
+): { scopes: string[]; authentication: AuthenticationRequirement | null } | undefined {
+  const resolved = r.resolve(node)
+  if (!isMap(resolved)) {
+    const scopes = r.list(scopeToken, { nonEmpty: true, emptyMessage: `list the scopes this ${what} needs, or remove it` })(node, path)
+    return scopes === undefined ? undefined : { scopes: [...new Set(scopes)], authentication: null }
+  }
+  const rule = r.map(node, path, MCP_RULE_KEYS)
+  if (rule === undefined) return undefined
+  const scopes = rule.maybe('scopes', r.list(scopeToken))
+  const authentication = rule.has('authentication') ? readRequirement(r, rule.get('authentication'), rule.pathOf('authentication')) : null
+  if ((rule.has('scopes') && scopes === undefined) || authentication === undefined) return undefined
+  if ((scopes ?? []).length === 0 && authentication === null) {
+    r.problem(node, path, `name the \`scopes\` or the \`authentication\` this ${what} needs, or remove it`)
+    return undefined
+  }
+  return { scopes: [...new Set(scopes ?? [])], authentication }
 }
 
 function readRouteIssuers(r: Reader, m: MapView, ctx: RouteContext, isPublic: boolean, token: RouteTokenKind): string[] {
@@ -360,160 +393,77 @@ function readScopeRules(r: Reader, m: MapView, isPublic: boolean, methods: strin
   return rules
 }
 
-/** `upstream_assertion.header` when none is written: named like the assertion headers identity-aware proxies send. */
-const DEFAULT_ASSERTION_HEADER = 'x-bearward-assertion'
-/** Longest `upstream_token_lifetime`: what is signed for an upstream is meant to be short-lived. */
-const MAX_UPSTREAM_LIFETIME_SEC = 300
-/**
- * Request headers an assertion may not travel in: those the gateway writes
- * or drops itself, and those that carry credentials or framing.
- */
-const RESERVED_ASSERTION_HEADERS = new Set([
-  'authorization',
-  'proxy-authorization',
-  'dpop',
-  'cookie',
-  'host',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'content-length',
-  'content-type',
-  'expect',
-  'forwarded',
-  'max-forwards',
-  'traceparent',
-  'tracestate',
-  'x-request-id',
-])
-
-/** A header name as an upstream may read it: lower case, `_` as `-` (src/gateway/headers.ts). */
-const headerKey = (name: string): string => name.toLowerCase().replaceAll('_', '-')
-
-type RouteSoFar = Pick<RouteConfig, 'public' | 'forwardAuthorization' | 'scopes' | 'mcp' | 'identityHeaders' | 'audiences'> & { upstream: string | undefined }
+/** RFC 9470 3: an acr value travels space-separated in a quoted `acr_values`, so it has a scope token's grammar. */
+const acrValue = (r: Reader): ReturnType<Reader['str']> =>
+  r.str({ check: (v) => (SCOPE_TOKEN.test(v) ? undefined : `\`${v}\` is not an acr value (printable ASCII without spaces, \`"\` or \`\\\`)`) })
 
 /**
- * `upstream_token` and its keys (`upstream_audience`, `upstream_scopes`,
- * `upstream_token_lifetime`, `upstream_assertion`): null for `passthrough`.
- * The signed modes need the authorization server's keys, a token to speak
- * for (not a public route), and the client's own Authorization never
- * forwarded beside them.
+ * One step-up requirement, `{ acr: [...], max_age: 5m }`, at least one of
+ * the two. undefined when refused (the problem is recorded).
  */
-function readUpstreamToken(r: Reader, m: MapView, ctx: RouteContext, route: RouteSoFar): UpstreamTokenConfig | null {
-  const mode = m.opt('upstream_token', r.oneOf(UPSTREAM_TOKEN_MODES, { what: 'an upstream token mode' }), 'passthrough')
-  const dependent = ['upstream_audience', 'upstream_scopes', 'upstream_token_lifetime', 'upstream_assertion'] as const
-  if (mode === 'passthrough') {
-    for (const key of dependent) {
-      if (m.has(key)) r.problem(m.get(key), m.pathOf(key), `\`${key}\` applies with \`upstream_token: exchange\` or \`assertion\`; set one, or remove the key`)
-    }
-    return null
-  }
-  const at = m.get('upstream_token')
-  const where = m.pathOf('upstream_token')
-  let ok = true
-  if (route.public) {
-    r.problem(at, where, `a public route takes no token, so there is no one to sign an upstream ${mode} for; remove \`upstream_token\` or \`public: true\``)
-    ok = false
-  }
-  if (ctx.selfTokenFormat === null) {
-    r.problem(at, where, `\`upstream_token: ${mode}\` is signed with the authorization server's keys, and there is no \`authorization_server\` section`)
-    ok = false
-  }
-  if (route.forwardAuthorization) {
-    r.problem(
-      m.get('forward_authorization'),
-      m.pathOf('forward_authorization'),
-      `with \`upstream_token: ${mode}\` the client's Authorization header is never forwarded; remove \`forward_authorization\``,
-    )
-    ok = false
-  }
-  if (mode === 'exchange' && m.has('upstream_assertion')) {
-    r.problem(m.get('upstream_assertion'), m.pathOf('upstream_assertion'), '`upstream_assertion` applies with `upstream_token: assertion`; remove it')
-    ok = false
-  }
-  const audience = m.opt('upstream_audience', r.str(), route.upstream === undefined ? '' : upstreamOrigin(route.upstream))
-  if (m.has('upstream_audience') && isOwnAudience(audience, ctx.publicUrl, route.audiences)) {
-    r.problem(
-      m.get('upstream_audience'),
-      m.pathOf('upstream_audience'),
-      `\`${audience}\` is an audience of bearward itself: a token signed for the upstream would then be accepted here too; name the upstream`,
-    )
-    ok = false
-  }
-  const scopeToken = r.str({ check: (v) => (SCOPE_TOKEN.test(v) ? undefined : `\`${v}\` is not a valid scope name (RFC 6749 3.3)`) })
-  const scopes = m.has('upstream_scopes') ? m.maybe('upstream_scopes', r.list(scopeToken)) : routeScopes(route)
-  const lifetimeSec = m.opt('upstream_token_lifetime', r.seconds({ min: 1, max: MAX_UPSTREAM_LIFETIME_SEC }), mode === 'exchange' ? 60 : 30)
-  const header = mode === 'exchange' ? 'authorization' : readAssertionHeader(r, m, route.identityHeaders)
-  if (!ok || scopes === undefined || header === undefined || route.upstream === undefined) return null
-  return { mode, audience, scopes: [...new Set(scopes)], lifetimeSec, header }
-}
-
-/** `upstream_assertion.header`: an HTTP field name the gateway does not write or drop itself. */
-function readAssertionHeader(r: Reader, m: MapView, identity: IdentityHeaders): string | undefined {
-  const node = m.get('upstream_assertion')
-  if (node === undefined) return DEFAULT_ASSERTION_HEADER
-  const a = r.map(node, m.pathOf('upstream_assertion'), UPSTREAM_ASSERTION_KEYS)
+function readRequirement(r: Reader, node: Node | undefined, path: string, allowEmpty = false): AuthenticationRequirement | undefined {
+  const a = r.map(node, path, AUTHENTICATION_KEYS)
   if (a === undefined) return undefined
-  const own = [identity.subject, identity.clientId, identity.scope, identity.issuer, ...Object.values(identity.claims)].filter((n) => n !== '').map(headerKey)
-  const name = a.opt(
-    'header',
-    r.str({
-      check: (v) => {
-        if (!HTTP_TOKEN.test(v)) return `\`${v}\` is not an HTTP header name`
-        const key = headerKey(v)
-        if (RESERVED_ASSERTION_HEADERS.has(key) || key.startsWith('x-forwarded-')) {
-          return `\`${v}\` is a header the gateway writes or drops itself; name another (e.g. \`X-Bearward-Assertion\`)`
-        }
-        if (own.includes(key)) return `\`${v}\` is one of this route's identity headers; name another`
-        return undefined
-      },
-    }),
-    DEFAULT_ASSERTION_HEADER,
+  if (allowEmpty && a.node !== undefined && r.entries(a.node, path)?.length === 0) return { acr: null, maxAgeSec: null }
+  if (!a.has('acr') && !a.has('max_age')) {
+    r.problem(node, path, 'name `acr` (the sign-in methods accepted), `max_age` (how recent the sign-in must be), or both')
+    return undefined
+  }
+  const acr = a.maybe(
+    'acr',
+    r.list(acrValue(r), { nonEmpty: true, emptyMessage: 'list the acr values accepted, or remove `acr`: an empty list would accept no sign-in' }),
   )
-  return name?.toLowerCase()
+  const maxAgeSec = a.maybe('max_age', r.seconds({ min: 0 }))
+  if ((a.has('acr') && (acr === undefined || acr.length === 0)) || (a.has('max_age') && maxAgeSec === undefined)) return undefined
+  return { acr: acr === undefined ? null : [...new Set(acr)], maxAgeSec: maxAgeSec ?? null }
 }
 
-/** The upstream's origin as http(s): the default audience of what is signed for it. */
-function upstreamOrigin(upstream: string): string {
-  const http = upstream.replace(/^(h2c|ws):\/\//, 'http://').replace(/^wss:\/\//, 'https://')
-  try {
-    return new URL(http).origin
-  } catch {
-    return upstream
+/**
+ * `authentication` (RFC 9470 step-up): `{ acr, max_age }` for every method,
+ * or method (or `"*"`) to one, as `scopes` is written. A method without a
+ * rule of its own takes `"*"`'s, else every listed rule at once (fail
+ * closed, as scopes do), so their `acr` lists must share a value. A method
+ * written `{}` needs no step-up (`"*": {}` lets the unlisted ones off).
+ */
+function readAuthentication(r: Reader, m: MapView, isPublic: boolean, methods: string[] | null): Record<string, AuthenticationRequirement> {
+  const node = m.get('authentication')
+  if (node === undefined) return {}
+  const where = m.pathOf('authentication')
+  if (isPublic) {
+    r.problem(node, where, 'a public route takes no token, so it cannot demand a sign-in; remove `authentication` or `public: true`')
+    return {}
   }
-}
-
-/** True when a token with `audience` would also be one for bearward (its public URL, a path under it, or one of the route's own audiences). */
-function isOwnAudience(audience: string, publicUrl: string, audiences: readonly string[]): boolean {
-  return audience === publicUrl || audience.startsWith(`${publicUrl}/`) || audiences.includes(audience)
-}
-
-/** Every scope the route requires for some request: its method rules and its MCP rules. */
-function routeScopes(route: RouteSoFar): string[] {
-  const all = Object.values(route.scopes).flat()
-  if (route.mcp !== null) {
-    for (const rules of [route.mcp.tools, route.mcp.resources, route.mcp.prompts]) all.push(...Object.values(rules).flat())
+  const entries = r.entries(node, where)
+  if (entries === undefined) return {}
+  if (entries.length === 0 || entries.some((e) => AUTHENTICATION_KEYS.includes(e.key))) {
+    const all = readRequirement(r, node, where)
+    return all === undefined ? {} : { '*': all }
   }
-  return [...new Set(all)]
-}
-
-/** No route may accept as its own a token signed for some route's upstream (its `upstream_audience`). */
-function checkUpstreamAudiences(r: Reader, routes: ReadonlyArray<{ route: RouteConfig; node: Node | undefined; path: string }>): void {
-  for (const { route, node, path } of routes) {
-    const audience = route.upstreamToken?.audience
-    if (audience === undefined) continue
-    const other = routes.find((o) => o.route.audiences.includes(audience))
-    if (other === undefined) continue
+  const rules: Record<string, AuthenticationRequirement> = {}
+  const keys = new UniqueSet(r, 'method')
+  for (const e of entries) {
+    if (e.key !== '*' && !HTTP_TOKEN.test(e.key)) {
+      r.problem(e.keyNode, e.path, `\`${e.key}\` is not \`acr\`, \`max_age\`, an HTTP method or \`"*"\` (any method)`)
+      continue
+    }
+    const method = e.key === '*' ? '*' : e.key.toUpperCase()
+    if (!keys.add(method, e.keyNode, e.path)) continue
+    if (method !== '*' && methods !== null && !methods.includes(method)) {
+      r.problem(e.keyNode, e.path, `this rule can never apply: the route only matches ${methods.join(', ')}`)
+      continue
+    }
+    const rule = readRequirement(r, e.value, e.path, true)
+    if (rule !== undefined) rules[method] = rule
+  }
+  const lists = Object.values(rules).flatMap((rule) => (rule.acr === null ? [] : [rule.acr]))
+  if (rules['*'] === undefined && lists.length > 1 && !(lists[0] ?? []).some((v) => lists.every((l) => l.includes(v)))) {
     r.problem(
       node,
-      `${path}.upstream_audience`,
-      `\`${audience}\` is an audience route \`${other.route.name}\` accepts: a token signed for this upstream would be accepted there too; set \`upstream_audience\` to another value`,
+      where,
+      'a method without a rule of its own must meet every rule listed here, and no acr value is in all of them; add a `"*"` rule for the other methods',
     )
   }
+  return rules
 }
 
 /**

@@ -42,6 +42,39 @@ export class NameRules {
   }
 }
 
+/**
+ * Values of the same kind of keys that are not scope lists (the step-up of
+ * a tool, RFC 9470): every value whose key matches a name, the exact key's
+ * first, so that all of them can be required together.
+ */
+export class NameValues<T> {
+  readonly #exact: ReadonlyMap<string, T>
+  readonly #patterns: ReadonlyArray<{ readonly test: RegExp; readonly value: T }>
+
+  constructor(rules: Readonly<Record<string, T>>) {
+    const exact = new Map<string, T>()
+    const patterns: Array<{ test: RegExp; value: T }> = []
+    for (const [key, value] of Object.entries(rules)) {
+      if (key.includes('*')) patterns.push({ test: globToRegExp(key), value })
+      else exact.set(key, value)
+    }
+    this.#exact = exact
+    this.#patterns = patterns
+  }
+
+  get empty(): boolean {
+    return this.#exact.size === 0 && this.#patterns.length === 0
+  }
+
+  /** The values of every key that matches `name` (empty when none does). */
+  of(name: string): readonly T[] {
+    const own = this.#exact.get(name)
+    const out: T[] = own === undefined ? [] : [own]
+    for (const p of this.#patterns) if (p.test.test(name)) out.push(p.value)
+    return out
+  }
+}
+
 /** `*` as any run of characters; everything else literal; the whole name must match. */
 function globToRegExp(pattern: string): RegExp {
   const body = pattern

@@ -17,9 +17,12 @@
  *
  * The 403 names every scope the request needs in one challenge, so a client
  * steps up once (RFC 6750 3.1 `scope`; MCP authorization, scope challenge).
+ * A tool (resource, prompt) may also demand a stronger or more recent
+ * sign-in (RFC 9470, `{ scopes, authentication }` rules): the 401 names
+ * what the route and the tool need together (step-up.ts).
  */
 import type { IncomingMessage } from 'node:http'
-import type { RouteConfig } from '../../config/types.js'
+import type { McpRouteConfig, RouteConfig } from '../../config/types.js'
 import {
   InsufficientScope,
   InvalidRequest,
@@ -31,17 +34,24 @@ import {
 } from '../../errors.js'
 import { readBody } from '../../http/body.js'
 import type { ScopeRule } from '../scope.js'
+import { StepUp, type StepUpRule } from '../step-up.js'
 import { DEFAULT_REVISION, FIRST_BATCHLESS_REVISION, decodeName, envelopeRevision, header, isModern, isRevision, nameValue, originOf } from './headers.js'
 import { parseStrictJson } from './json.js'
 import { LIST_METHODS, type ListKind } from './list-filter.js'
 import { classifyBody, param, Unclassifiable, type Body, type Message, type Params } from './messages.js'
-import { NameRules } from './names.js'
+import { NameRules, NameValues } from './names.js'
 
 /** A scope requirement for one request, and its refusal when the token falls short. */
 export interface McpRequirement {
   /** Route and per-name scopes together, deduplicated: the challenge's `scope`. */
   readonly required: readonly string[]
   readonly refusal: InsufficientScope
+  /**
+   * The sign-in the body's calls need (RFC 9470): the route's and their
+   * tools', resources' and prompts' together; null when they add nothing to
+   * the route's own (which the token already met).
+   */
+  readonly stepUp: StepUp | null
 }
 
 /** What the body said. */
@@ -55,10 +65,13 @@ export interface McpJudgement {
   readonly modern: boolean
 }
 
-function requirement(required: readonly string[]): McpRequirement {
+function requirement(required: readonly string[], stepUp: StepUp | null = null): McpRequirement {
   const unique = Object.freeze([...new Set(required)])
-  return { required: unique, refusal: new InsufficientScope(unique) }
+  return { required: unique, refusal: new InsufficientScope(unique), stepUp }
 }
+
+/** The kinds of names rules are written for. */
+type NamedKind = 'tools' | 'resources' | 'prompts'
 
 /** True when the Content-Type's media type is application/json (charset, if named, UTF-8: the only one JSON has, RFC 8259 8.1). */
 function isJsonContentType(contentType: string | undefined): boolean {
@@ -90,13 +103,17 @@ export class McpRule {
   readonly #tools: NameRules
   readonly #resources: NameRules
   readonly #prompts: NameRules
+  /** Step-ups per name (`{ scopes, authentication }` rules), by kind. */
+  readonly #stepUps: Readonly<Record<NamedKind, NameValues<StepUp>>>
+  /** The route's own step-up for a POST, which the token already met; null when none. */
+  readonly #routeStepUp: StepUp | null
   readonly #versions: ReadonlySet<string> | null
   readonly #versionList: readonly string[]
   readonly #origins: ReadonlySet<string>
   /** The list methods filtered on this route: those whose kind has rules, unless `filter_lists: false`. */
   readonly #filtered: ReadonlyMap<string, ListKind>
 
-  constructor(route: RouteConfig, scopes: ScopeRule) {
+  constructor(route: RouteConfig, scopes: ScopeRule, stepUp: StepUpRule | null = null) {
     const mcp = route.mcp
     if (mcp === null) throw new Error(`route ${route.name} has no mcp section`)
     this.#maxBody = mcp.maxBodyBytes
@@ -105,6 +122,14 @@ export class McpRule {
     this.#tools = new NameRules(mcp.tools)
     this.#resources = new NameRules(mcp.resources)
     this.#prompts = new NameRules(mcp.prompts)
+    const compiled = (rules: McpRouteConfig['authentication'][NamedKind]): NameValues<StepUp> =>
+      new NameValues(Object.fromEntries(Object.entries(rules).map(([name, rule]) => [name, new StepUp([rule])])))
+    this.#stepUps = {
+      tools: compiled(mcp.authentication.tools),
+      resources: compiled(mcp.authentication.resources),
+      prompts: compiled(mcp.authentication.prompts),
+    }
+    this.#routeStepUp = stepUp?.of('POST') ?? null
     this.#versions = mcp.protocolVersions === null ? null : new Set(mcp.protocolVersions)
     this.#versionList = mcp.protocolVersions ?? []
     this.#origins = new Set(mcp.allowedOrigins)
@@ -236,43 +261,50 @@ export class McpRule {
     if (decoded !== expected) fail('The Mcp-Name header does not match the request body', 'mcp-name mismatch')
   }
 
-  /** The route's scopes plus those of every tool, resource and prompt the body names. */
+  /** The route's scopes plus those of every tool, resource and prompt the body names; and their step-ups. */
   #requirementOf(messages: readonly Message[]): McpRequirement {
     const extra: string[] = []
+    const stepUps: StepUp[] = []
     for (const m of messages) {
       // A notification of a judged method is judged too: a server may run it and only drop the answer.
       if (m.kind === 'response') continue
-      extra.push(...this.#scopesOf(m.method, m.params))
+      const named = this.#nameOf(m.method, m.params)
+      if (named === null) continue
+      const rules = named.kind === 'tools' ? this.#tools : named.kind === 'prompts' ? this.#prompts : this.#resources
+      extra.push(...rules.scopesOf(named.name))
+      stepUps.push(...this.#stepUps[named.kind].of(named.name))
     }
-    if (extra.length === 0) return this.#route
-    return requirement([...this.#routeRequired, ...extra])
+    if (extra.length === 0 && stepUps.length === 0) return this.#route
+    const stepUp = stepUps.length === 0 ? null : new StepUp([...(this.#routeStepUp?.parts ?? []), ...stepUps.flatMap((s) => s.parts)])
+    return requirement([...this.#routeRequired, ...extra], stepUp)
   }
 
-  #scopesOf(method: string, params: Params): readonly string[] {
+  /** The tool, prompt or resource a request names, for the methods rules apply to; null for others. */
+  #nameOf(method: string, params: Params): { kind: NamedKind; name: string } | null {
     switch (method) {
       case 'tools/call':
-        return this.#tools.scopesOf(stringParam(params, 'name', 'A tools/call request names no tool'))
+        return { kind: 'tools', name: stringParam(params, 'name', 'A tools/call request names no tool') }
       case 'prompts/get':
-        return this.#prompts.scopesOf(stringParam(params, 'name', 'A prompts/get request names no prompt'))
+        return { kind: 'prompts', name: stringParam(params, 'name', 'A prompts/get request names no prompt') }
       case 'resources/read':
       case 'resources/subscribe':
       case 'resources/unsubscribe':
-        return this.#resources.scopesOf(stringParam(params, 'uri', `A ${method} request names no resource`))
+        return { kind: 'resources', name: stringParam(params, 'uri', `A ${method} request names no resource`) }
       case 'completion/complete':
-        return this.#completionScopes(params)
+        return this.#completionName(params)
       default:
-        return []
+        return null
     }
   }
 
   /** completion/complete completes an argument of a prompt or a resource template: it needs what that needs. */
-  #completionScopes(params: Params): readonly string[] {
+  #completionName(params: Params): { kind: NamedKind; name: string } {
     const ref = param(params, 'ref')
     if (typeof ref !== 'object' || ref === null || Array.isArray(ref)) throw invalid('A completion/complete request has no ref', 'completion without ref')
     const r = ref as Params
     const type = param(r, 'type')
-    if (type === 'ref/prompt') return this.#prompts.scopesOf(stringParam(r, 'name', 'A completion/complete ref names no prompt'))
-    if (type === 'ref/resource') return this.#resources.scopesOf(stringParam(r, 'uri', 'A completion/complete ref names no resource'))
+    if (type === 'ref/prompt') return { kind: 'prompts', name: stringParam(r, 'name', 'A completion/complete ref names no prompt') }
+    if (type === 'ref/resource') return { kind: 'resources', name: stringParam(r, 'uri', 'A completion/complete ref names no resource') }
     throw invalid('A completion/complete ref is of a type this gateway does not know', 'completion ref type')
   }
 
