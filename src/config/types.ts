@@ -394,6 +394,30 @@ export interface RouteConfig {
    * otherwise it is refused with 405 (cross-site tracing, RFC 9110 9.3.8).
    */
   allowTrace: boolean
+  /**
+   * What the upstream receives instead of the client's token
+   * (`upstream_token`, docs/agents.md); null for `passthrough`, the default
+   * (identity headers, and the client's token only with `forward_authorization`).
+   */
+  upstreamToken: UpstreamTokenConfig | null
+}
+
+/**
+ * `upstream_token: exchange`: a short-lived access token bearward mints for
+ * the upstream (RFC 9068, `act` per RFC 8693 4.1), in `Authorization`.
+ * `upstream_token: assertion`: a signed identity assertion bound to the
+ * request, in `header`.
+ */
+export interface UpstreamTokenConfig {
+  mode: 'exchange' | 'assertion'
+  /** `aud` of what is signed (`upstream_audience`, default the upstream's origin). */
+  audience: string
+  /** What the signed `scope` may hold: the token's scopes within these (`upstream_scopes`, default every scope the route requires). */
+  scopes: string[]
+  /** `exp` - `iat` (`upstream_token_lifetime`; default 60 s for exchange, 30 s for assertion). */
+  lifetimeSec: number
+  /** The request header it travels in, lower case: `authorization` (exchange) or `upstream_assertion.header`. */
+  header: string
 }
 
 /** A route's RFC 9728 metadata (`protected_resource`). */

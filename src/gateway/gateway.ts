@@ -187,7 +187,9 @@ class Gateway implements GatewayFace {
         graceSec: config.gateway.streamExpiryGraceSec,
       })
       try {
-        this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies, exchanges, deps.tracing)
+        // Routes with `upstream_token: exchange | assertion` sign with the authorization server's keys.
+        const signing = deps.keys === null ? null : { keys: deps.keys, issuer: config.publicUrl, clock: deps.clock }
+        this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies, exchanges, deps.tracing, signing)
       } catch (err) {
         exchanges.retire()
         throw err
@@ -389,6 +391,7 @@ class Gateway implements GatewayFace {
     ctx.clientId = identity.clientId
     this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
     const forward: ForwardRequest = { route: plan.route, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
+    if (plan.route.upstreamToken !== null) forward.token = extracted.token
     const lists = mcp?.lists ?? null
     const rule = plan.mcp
     if (lists !== null && rule !== null) {

@@ -167,6 +167,7 @@ routes:
         realm: 'bearward',
         dpop: 'allowed',
         allowTrace: false,
+        upstreamToken: null,
       },
     ],
     dpop: { algs: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256'], iatWindowSec: 60, iatLeewaySec: 5, nonce: null },
@@ -434,6 +435,7 @@ t.test('the full fixture sets every key', async (t) => {
     realm: 'orders',
     allowTrace: true,
     dpop: 'allowed',
+    upstreamToken: null,
   })
   t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })
   t.match(config?.routes[1], {
@@ -450,5 +452,6 @@ t.test('the full fixture sets every key', async (t) => {
     audiences: ['https://auth.example.com', 'https://mcp.example.com/mcp'],
     protectedResource: { resource: 'https://mcp.example.com/mcp', name: 'Orders MCP', documentation: 'https://docs.example.com/mcp' },
     mcp: { tools: { delete_order: ['orders:write'], refund: ['orders:write', 'payments'] }, maxBodyBytes: 64 * 1024 },
+    upstreamToken: { mode: 'assertion', audience: 'https://mcp-upstream.internal', scopes: ['orders:read'], lifetimeSec: 20, header: 'x-orders-assertion' },
   })
 })
