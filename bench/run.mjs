@@ -26,7 +26,19 @@ import { BenchContext } from './lib/context.mjs'
 import { cpuSnapshot, foreignShare } from './lib/cpu.mjs'
 import { formatTable, median } from './lib/report.mjs'
 
-export const SCENARIOS = ['public-route', 'jwt-warm', 'jwt-cold', 'upstream-token', 'opaque', 'dpop', 'token-client-credentials', 'token-code-refresh', 'memory']
+export const SCENARIOS = [
+  'public-route',
+  'jwt-warm',
+  'jwt-cold',
+  'upstream-token',
+  'opaque',
+  'dpop',
+  'token-client-credentials',
+  'token-code-refresh',
+  'open-loop',
+  'cpu',
+  'memory',
+]
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

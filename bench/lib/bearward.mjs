@@ -40,9 +40,10 @@ export async function reserveAddress() {
  * Write `config` (snake_case, as in README "Configuration") with listen,
  * admin_listen and log filled in, start bearward, and wait until the admin
  * /readyz answers 200. With `--cpu-prof` it runs under `node --cpu-prof`,
- * its profile going to `<work dir>/cpuprof/<name>/` (`profileDir`).
+ * its profile going to `<work dir>/cpuprof/<name>/` (`profileDir`). `env` is
+ * added to the process environment (e.g. OTEL_* variables).
  */
-export async function startBearward(ctx, { name = 'bearward', port, config, logLevel }) {
+export async function startBearward(ctx, { name = 'bearward', port, config, logLevel, env = {} }) {
   const cpuProfDir = ctx.opts.cpuProf ? join(ctx.workDir, 'cpuprof', name) : undefined
   const adminPort = await freePort()
   const full = {
@@ -59,6 +60,7 @@ export async function startBearward(ctx, { name = 'bearward', port, config, logL
     args: [...nodeArgs, BIN, 'start', '-c', file],
     logDir: ctx.workDir,
     cwd: ROOT,
+    env,
     probe: async () => ((await httpProbe(`http://127.0.0.1:${adminPort}/readyz`)) ? `http://127.0.0.1:${port}` : null),
   })
   return { ...handle, configFile: file, adminUrl: `http://127.0.0.1:${adminPort}`, profileDir: cpuProfDir ?? null }

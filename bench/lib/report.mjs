@@ -102,3 +102,41 @@ export function pairedP99Added(a, b) {
   }
   return median(overPairs(perRound, (x, y) => (x + y) / 2))
 }
+
+/**
+ * a's latency percentile `key` (p50, p99, p999) minus b's in the same round
+ * (ms), averaged over forward/reverse pairs of rounds; the median over pairs,
+ * or null. pairedP99Added is this for p99.
+ */
+export function pairedLatencyAdded(a, b, key) {
+  const ra = a?.rounds ?? []
+  const rb = b?.rounds ?? []
+  const perRound = []
+  for (let i = 0; i < Math.min(ra.length, rb.length); i++) {
+    const pa = ra[i].latency?.[key]
+    const pb = rb[i].latency?.[key]
+    perRound.push(pa != null && pb != null ? pa - pb : null)
+  }
+  return median(overPairs(perRound, (x, y) => (x + y) / 2))
+}
+
+/**
+ * How a's server CPU time per request compares with b's, judged within
+ * rounds like pairedRatio (each round's ratio, geometric mean over each
+ * forward/reverse pair, median over pairs).
+ */
+export function pairedCpuRatio(a, b, of) {
+  const ra = a?.rounds ?? []
+  const rb = b?.rounds ?? []
+  const perRound = []
+  for (let i = 0; i < Math.min(ra.length, rb.length); i++) {
+    const ca = ra[i].serverCpuUsPerReq
+    const cb = rb[i].serverCpuUsPerReq
+    perRound.push(ca != null && cb > 0 ? ca / cb : null)
+  }
+  const ratios = overPairs(perRound, (x, y) => Math.sqrt(x * y))
+  const value = median(ratios)
+  if (value === null) return { value: null, ratios, text: '—' }
+  const range = ratios.length > 1 ? ` (pairs of rounds ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})` : ''
+  return { value, ratios, text: `CPU/req ${value.toFixed(2)} × ${of}${range}` }
+}

@@ -5,13 +5,14 @@
 // - refresh_token with rotation: grants pre-minted with RedisStore.createGrant,
 //   each refresh token presented once (a second use is reuse and revokes).
 // Single-use values are minted per round, sized from the last measured rate.
-// Target: report req/s of each.
+// Target: report req/s of each, and the Redis commands each request costs
+// (counted by the server with MONITOR over 50 requests of each grant).
 import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { ROOT, bearwardUnavailable, reserveAddress, startBearward } from '../lib/bearward.mjs'
 import { SCOPE, basic, gatewayConfig, writeJson } from '../lib/gateway-config.mjs'
 import { runLoad } from '../lib/load.mjs'
-import { startRedis } from '../lib/redis.mjs'
+import { redisCommandsPerRequest, startRedis } from '../lib/redis.mjs'
 import { generateSigningJwk, writeLines } from '../lib/tokens.mjs'
 import { FORM, assertJwtAccessToken, pool, postToken } from '../lib/token-endpoint.mjs'
 import { notRun, row } from '../lib/rows.mjs'
@@ -121,6 +122,19 @@ export default {
     const rotated = await postToken(`${bw.url}/token`, refreshPrefix + probeRefresh, auth)
     if (!rotated.refresh_token || rotated.refresh_token === probeRefresh) throw new Error('refresh did not rotate the refresh token')
 
+    // What each request costs in Redis commands (the bench's own minting is done before counting starts).
+    const countCodes = await mintCodes(50)
+    const codeCommands = await redisCommandsPerRequest(redis.port, countCodes.length, (i) => postToken(`${bw.url}/token`, codePrefix + countCodes[i], auth))
+    const countRefresh = await mintRefresh(50)
+    const refreshCommands = await redisCommandsPerRequest(redis.port, countRefresh.length, (i) =>
+      postToken(`${bw.url}/token`, refreshPrefix + countRefresh[i], auth),
+    )
+    process.stderr.write(`[token-code-refresh] Redis commands per request: code ${JSON.stringify(codeCommands)}, refresh ${JSON.stringify(refreshCommands)}\n`)
+    const commandsText = (c) =>
+      `${c.perRequest.toFixed(2)} Redis commands per request (${Object.entries(c.byCommand)
+        .map(([k, v]) => `${k} ${(v / 50).toFixed(1)}`)
+        .join(', ')})`
+
     const singleUseTarget = (id, label, mint, prefix) => {
       let lastRps = FIRST_GUESS_RPS
       return {
@@ -155,9 +169,10 @@ export default {
         singleUseTarget('refresh', 'bearward refresh rotation', mintRefresh, refreshPrefix),
       ],
       teardown: () => store.close(),
+      extra: { redisCommands: { code: codeCommands, refresh: refreshCommands } },
       evaluate: (a) => [
-        row(a.code, { subject: 'bearward authorization_code exchange (PKCE)', target: TARGET }),
-        row(a.refresh, { subject: 'bearward refresh_token rotation', target: TARGET }),
+        row(a.code, { subject: 'bearward authorization_code exchange (PKCE)', target: TARGET, ratio: commandsText(codeCommands) }),
+        row(a.refresh, { subject: 'bearward refresh_token rotation', target: TARGET, ratio: commandsText(refreshCommands) }),
       ],
     }
   },

@@ -1,0 +1,161 @@
+// CPU time per request, not only requests per second. On a 2-core machine the
+// load generator and the upstream share the cores with the server measured,
+// so requests/s ratios mix bearward's cost with theirs; the user + system
+// time of each server's own process per request (from /proc) shows what each
+// feature costs. Every target is driven the same way (lib/open-loop-child.mjs
+// in its closed-loop 'max' mode: every connection sends its next request when
+// the answer is in), in interleaved rounds.
+//
+// bearward as deployed (Redis store, log level info; lib/deployed.mjs),
+// against the bare undici proxy with the same request stream:
+//   JWT route                         CPU/req ≤ 1.1 × bare
+//   MCP route, tools/call, per-tool   CPU/req ≤ 1.5 × bare
+//   DPoP route, fresh proof           CPU/req ≤ 2 × bare
+//   tracing configured but off        ≥ 0.98 × the JWT route's req/s (OTEL_TRACES_EXPORTER=none)
+//   tracing on, 10 % sampled          ≥ 0.9 × the JWT route's req/s (exporting to a local OTLP sink)
+// nginx (plain proxy) and HAProxy (jwt_verify) as references, when installed,
+// with their CPU per request beside bearward's (jwt-warm checks HAProxy's refusals).
+import { createPublicKey } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import { bearwardUnavailable } from '../lib/bearward.mjs'
+import { PATHS, requestFor, startDeployed } from '../lib/deployed.mjs'
+import { SCOPE } from '../lib/gateway-config.mjs'
+import { findPeer, startHaproxyJwt, startNginx } from '../lib/native-peers.mjs'
+import { runOpenLoop } from '../lib/open-loop.mjs'
+import { pairedCpuRatio } from '../lib/report.mjs'
+import { notRun, pairedRatio, row } from '../lib/rows.mjs'
+import { startProcess } from '../lib/spawn.mjs'
+import { publicJwk } from '../lib/tokens.mjs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const SINK = fileURLToPath(new URL('../lib/otlp-sink.mjs', import.meta.url))
+const TARGET = 'CPU/req: JWT ≤ 1.1 ×, MCP ≤ 1.5 ×, DPoP ≤ 2 × bare; tracing off ≥ 0.98 ×, on (10 %) ≥ 0.9 × the JWT route req/s'
+/** DPoP proofs signed per second of load, generously above what the DPoP route serves. */
+const PROOFS_PER_SEC = 15_000
+const log = (msg) => process.stderr.write(`[cpu] ${msg}\n`)
+
+export default {
+  title: 'CPU per request, as deployed',
+  target: TARGET,
+  async setup(ctx) {
+    const unavailable = bearwardUnavailable()
+    if (unavailable) return { skip: unavailable }
+    const { opts } = ctx
+    const up = await ctx.upstream()
+    const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
+    const d = await startDeployed(ctx, { name: 'bearward-cpu' })
+    const sink = ctx.track(await startProcess({ name: 'otlp-sink', args: [SINK], logDir: ctx.workDir }))
+    // The same routes, values and Redis, with tracing configured but not exporting, and exporting 10 %.
+    const off = await startDeployed(ctx, {
+      name: 'bearward-cpu-tracing-off',
+      shared: d,
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_EXPORTER: 'none' },
+    })
+    const on = await startDeployed(ctx, {
+      name: 'bearward-cpu-tracing-10',
+      shared: d,
+      extra: { telemetry: { traces: { otlp: { endpoint: sink.url }, sample: 0.1 } } },
+    })
+
+    const common = { connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec, mode: 'max' }
+    const jwt = requestFor(d, 'jwt')
+    const target = (id, label, req, server) => ({ id, label, measure: () => runOpenLoop({ ...common, ...req, serverPids: [server.pid] }, ctx.workDir) })
+    const onBare = { ...jwt, url: bare.url + PATHS.jwt }
+    const seconds = opts.warmupSec + opts.durationSec
+    const targets = [
+      target('bare', 'bare undici proxy', onBare, bare),
+      target('jwt', 'bearward JWT route', jwt, d.bw),
+      target('mcp', 'bearward MCP route', requestFor(d, 'mcp'), d.bw),
+      {
+        id: 'dpop',
+        label: 'bearward DPoP route',
+        measure: () =>
+          runOpenLoop(
+            { ...common, ...jwt, values: { file: d.dpopProofs(Math.ceil(PROOFS_PER_SEC * seconds)), as: 'dpop', once: true }, serverPids: [d.bw.pid] },
+            ctx.workDir,
+          ),
+      },
+      target('tracingOff', 'bearward JWT route, tracing configured but off', requestFor(off, 'jwt', off.bw.url), off.bw),
+      {
+        ...target('tracingOn', 'bearward JWT route, tracing 10 % sampled', requestFor(on, 'jwt', on.bw.url), on.bw),
+        // What reached the sink so far (exports and bytes), kept with each round: spans were really exported.
+        async measure() {
+          const r = await runOpenLoop({ ...common, ...requestFor(on, 'jwt', on.bw.url), serverPids: [on.bw.pid] }, ctx.workDir)
+          const sinkStats = await (await fetch(`${sink.url}/stats`)).json()
+          log(`OTLP sink so far: ${sinkStats.exports} exports, ${sinkStats.bytes} bytes (the SDK exports every 5 s or 512 spans)`)
+          return { ...r, sinkStats }
+        },
+      },
+    ]
+    const nginxBin = findPeer('nginx')
+    if (nginxBin.skip) log(`nginx skipped: ${nginxBin.skip}`)
+    else {
+      const nginx = await startNginx(ctx, { path: nginxBin.path, upstreamUrl: up.url, name: 'nginx-cpu' })
+      targets.push(target('nginx', 'nginx plain proxy', { ...jwt, url: nginx.url + PATHS.jwt }, nginx))
+    }
+    const haproxyBin = findPeer('haproxy')
+    if (haproxyBin.skip) log(`HAProxy skipped: ${haproxyBin.skip}`)
+    else {
+      const pem = join(ctx.workDir, 'cpu.pub.pem')
+      writeFileSync(pem, createPublicKey({ key: publicJwk(d.jwk), format: 'jwk' }).export({ type: 'spki', format: 'pem' }))
+      const haproxy = await startHaproxyJwt(ctx, {
+        path: haproxyBin.path,
+        upstreamUrl: up.url,
+        publicKeyPem: pem,
+        issuer: d.publicUrl,
+        audience: d.publicUrl,
+        scope: SCOPE,
+        name: 'haproxy-jwt-cpu',
+      })
+      targets.push(target('haproxy', 'HAProxy jwt_verify', { ...jwt, url: haproxy.url + PATHS.jwt }, haproxy))
+    }
+
+    return {
+      targets,
+      evaluate(a) {
+        const cpu = (x, max, what) => {
+          const r = pairedCpuRatio(x, a.bare, 'bare')
+          return { text: r.text, check: { ok: r.value != null && r.value <= max, what } }
+        }
+        const jwtCpu = cpu(a.jwt, 1.1, 'CPU/req ≤ 1.1 × bare')
+        const mcpCpu = cpu(a.mcp, 1.5, 'CPU/req ≤ 1.5 × bare')
+        const dpopCpu = cpu(a.dpop, 2, 'CPU/req ≤ 2 × bare')
+        const offRate = pairedRatio(a.tracingOff, a.jwt, 'the JWT route')
+        const onRate = pairedRatio(a.tracingOn, a.jwt, 'the JWT route')
+        const rows = [
+          row(a.bare, { subject: 'bare undici proxy (baseline)' }),
+          row(a.jwt, { subject: 'bearward JWT route', target: 'CPU/req ≤ 1.1 × bare', ratio: jwtCpu.text, checks: [jwtCpu.check] }),
+          row(a.mcp, {
+            subject: 'bearward MCP route, tools/call with per-tool rules',
+            target: 'CPU/req ≤ 1.5 × bare',
+            ratio: mcpCpu.text,
+            checks: [mcpCpu.check],
+          }),
+          row(a.dpop, { subject: 'bearward DPoP route, fresh proof per request', target: 'CPU/req ≤ 2 × bare', ratio: dpopCpu.text, checks: [dpopCpu.check] }),
+          row(a.tracingOff, {
+            subject: 'bearward JWT route, tracing configured but off',
+            target: '≥ 0.98 × the JWT route',
+            ratio: `${offRate.text}; ${pairedCpuRatio(a.tracingOff, a.jwt, 'the JWT route').text}`,
+            checks: [{ ok: offRate.value != null && offRate.value >= 0.98, what: '≥ 0.98 × the JWT route' }],
+          }),
+          row(a.tracingOn, {
+            subject: 'bearward JWT route, tracing on, 10 % sampled, exported to a local OTLP sink',
+            target: '≥ 0.9 × the JWT route',
+            ratio: `${onRate.text}; ${pairedCpuRatio(a.tracingOn, a.jwt, 'the JWT route').text}`,
+            checks: [{ ok: onRate.value != null && onRate.value >= 0.9, what: '≥ 0.9 × the JWT route' }],
+          }),
+        ]
+        rows.push(
+          a.nginx
+            ? row(a.nginx, { subject: 'nginx 1 worker, plain proxy, no check (reference)', ratio: pairedCpuRatio(a.nginx, a.bare, 'bare').text })
+            : notRun('nginx proxy (reference)', '', nginxBin.skip),
+          a.haproxy
+            ? row(a.haproxy, { subject: 'HAProxy 1 thread, jwt_verify (reference)', ratio: pairedCpuRatio(a.haproxy, a.bare, 'bare').text })
+            : notRun('HAProxy jwt_verify (reference)', '', haproxyBin.skip),
+        )
+        return rows
+      },
+    }
+  },
+}
