@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { systemClock, type Clock } from './clock.js'
@@ -16,6 +17,8 @@ import { createAdminServer, processReadiness, type Readiness } from './server/ad
 import { answerClientError } from './server/connection.js'
 import { RequestDispatcher } from './server/dispatch.js'
 import { applyServerTimeouts, createListenServer, listenOn, secureContextOptions, urlOf } from './server/listen.js'
+import { Http2Front, routeConnections } from './server/http2.js'
+import { adaptHttp2Request } from './http/http2-request.js'
 import { keysNeedingRestart, revocationGraceSec } from './server/reload-rules.js'
 import { createStore } from './store/index.js'
 import { RevocationList } from './store/revocation-list.js'
@@ -62,6 +65,8 @@ export class App {
   readonly #serveAdmin: boolean
   #runtime: Runtime
   #server: Server | null = null
+  /** The node:http2 server that takes `listen`'s HTTP/2 connections (`http2`); null when HTTP/2 is off. */
+  #h2: Http2Front | null = null
   #admin: Server | null = null
   #watcher: ConfigWatcher | null = null
   #lastReloadError: string | null = null
@@ -157,6 +162,7 @@ export class App {
     })
     this.#server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.#dispatcher.onUpgrade(req, socket, head, this.#runtime))
     this.#server.on('clientError', (err: ParserError, socket: Duplex) => answerClientError(err, socket, this.log))
+    if (config.http2.tls || config.http2.cleartext) this.#serveHttp2(this.#server, config)
     await listenOn(this.#server, config.listen)
     if (config.adminListen && this.#serveAdmin) {
       this.#admin = createAdminServer({ readiness: () => this.readiness(), metrics: () => this.shared.metrics.render() }, this.shared.log)
@@ -166,6 +172,24 @@ export class App {
     // A worker process says so: `bearward listening` is its primary's line, once every worker is up.
     const who = this.#serveAdmin ? 'bearward' : 'worker'
     this.log.info({ listen: where.listen, admin: where.admin, public_url: config.publicUrl }, `${who} listening on ${where.listen}`)
+  }
+
+  /**
+   * HTTP/2 beside HTTP/1.1 on `listen` (server/http2.ts): its requests,
+   * made to read like HTTP/1.1 ones, go to the same dispatcher.
+   */
+  #serveHttp2(server: Server, config: Config): void {
+    const h2Request = (req: Http2ServerRequest): IncomingMessage => adaptHttp2Request(req)
+    const h2 = new Http2Front(config.http2, config.clientTimeouts, this.log, (req, res) =>
+      this.#dispatcher.onRequest(h2Request(req), res as unknown as ServerResponse, this.#runtime),
+    )
+    h2.server.on('checkContinue', (req: Http2ServerRequest, res: Http2ServerResponse) => {
+      const request = h2Request(req)
+      holdContinue(request, res as unknown as ServerResponse)
+      this.#dispatcher.onRequest(request, res as unknown as ServerResponse, this.#runtime)
+    })
+    routeConnections(server, h2, config.tls !== null, config.clientTimeouts.headersMs)
+    this.#h2 = h2
   }
 
   /** What /readyz answers: ready, or the reasons not to send traffic here (also asked by a primary of its workers). */
@@ -250,8 +274,10 @@ export class App {
     const server = this.#server
     const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve()
     server?.closeIdleConnections()
+    this.#h2?.closeIdle()
     await runtime.drain(timeout)
     server?.closeAllConnections()
+    this.#h2?.destroyAll()
     await closed
     await new Promise<void>((resolve) => (this.#admin ? this.#admin.close(() => resolve()) : resolve()))
     this.#admin?.closeAllConnections()

@@ -383,6 +383,11 @@ export interface RouteConfig {
   maxBodyBytes: number
   /** PEM CA bundle file for https upstreams (`upstream_ca`). */
   upstreamCaFile: string | null
+  /**
+   * Speak HTTP/2 to the upstream: `h2c://` upstreams (cleartext, prior
+   * knowledge), or `http2: true` on an https:// one (ALPN). Default false.
+   */
+  upstreamHttp2: boolean
   /** What to do when the store cannot be reached for revocation state (`store_unavailable`). */
   storeUnavailable: 'closed' | 'open'
   /** `realm` in challenges; default gateway.realm. */
@@ -505,6 +510,22 @@ export interface DpopConfig {
  * How long a client may take to send its request (`client_timeouts`). A
  * client that is too slow gets 408 where an answer can still be sent.
  */
+/** `http2`: HTTP/2 on `listen` (docs/http2-grpc.md). */
+export interface Http2Config {
+  /** Offer `h2` by ALPN beside `http/1.1` on a TLS listen (`http2.tls`, default false). */
+  tls: boolean
+  /** Take h2c with prior knowledge beside HTTP/1.1 on a plain listen (`http2.cleartext`, default false). */
+  cleartext: boolean
+  /** Streams a client may have open at once on one connection (`max_concurrent_streams`, default 100). */
+  maxConcurrentStreams: number
+  /** Largest request header list, HPACK-decoded, in bytes (`max_header_list_size`, default 16 KiB). */
+  maxHeaderListBytes: number
+  /** Streams a client may reset within `resetWindowMs` before the connection is closed (`max_resets`, default 200). */
+  maxResets: number
+  /** The window `maxResets` is counted in (`reset_window`, default 10s). */
+  resetWindowMs: number
+}
+
 export interface ClientTimeouts {
   /** From connection (or the previous response) to the end of the request head (`headers`, default 20s). */
   headersMs: number
@@ -531,6 +552,8 @@ export interface Config {
   /** Grace for in-flight requests at shutdown (`shutdown_timeout`, default 10s). */
   shutdownTimeoutMs: number
   clientTimeouts: ClientTimeouts
+  /** `http2`; the defaults leave HTTP/2 off. */
+  http2: Http2Config
   authorizationServer: AuthorizationServerConfig | null
   issuers: IssuerConfig[]
   gateway: GatewayConfig

@@ -16,6 +16,7 @@ import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { readTraces } from './sections/telemetry.js'
+import { readHttp2 } from './sections/http2.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
 import { readWorkersSetting, resolveWorkers, workersStoreConflict } from './workers.js'
 import { enumAt, keysAt } from './contract.js'
@@ -82,6 +83,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
   const shutdownTimeoutMs = top.opt('shutdown_timeout', r.millis(), 10_000)
   const clientTimeouts = readClientTimeouts(r, top)
+  const http2 = readHttp2(r, top, tls !== null)
   const traces = top.has('telemetry') ? readTraces(r, top.get('telemetry'), top.pathOf('telemetry')) : null
 
   const asNode = top.get('authorization_server')
@@ -121,6 +123,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     trustIncomingRequestId,
     shutdownTimeoutMs,
     clientTimeouts,
+    http2,
     authorizationServer,
     issuers,
     gateway,

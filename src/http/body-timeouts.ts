@@ -42,7 +42,9 @@ export function watchBody(req: IncomingMessage, timeouts: ClientTimeouts, respon
     req.off('timeout', onIdle)
     req.off('end', stop)
     req.off('close', stop)
-    if (!socket.destroyed && !responded()) socket.setTimeout(0)
+    // An HTTP/2 request's timer is its stream's (its socket's setTimeout would be the whole session's).
+    if (req.httpVersionMajor === 2) req.setTimeout(0)
+    else if (!socket.destroyed && !responded()) socket.setTimeout(0)
   }
   const fire = (which: BodyTimeout): void => {
     if (done) return

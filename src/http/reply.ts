@@ -1,6 +1,7 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { OAuthError } from '../errors.js'
+import { isGrpcRequest, sendGrpcError } from './grpc.js'
 
 /**
  * The one place where a failure becomes an HTTP answer: status, JSON body,
@@ -156,6 +157,11 @@ export function sendError(res: ServerResponse, err: OAuthError, options: ErrorRe
  * destroyed by sendError as usual.
  */
 export function sendErrorWithId(res: ServerResponse, requestId: string, err: OAuthError, options?: ErrorReplyOptions): void {
+  // A gRPC call is refused in gRPC's terms (http/grpc.ts); an answer already started is destroyed as usual.
+  if (!res.headersSent && isGrpcRequest(res.req)) {
+    sendGrpcError(res, requestId, err, errorAnswer(err, options).headers)
+    return
+  }
   if (!res.headersSent) res.setHeader('x-request-id', requestId)
   sendError(res, err, options)
 }

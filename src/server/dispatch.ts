@@ -6,6 +6,7 @@ import { NotFound, RequestTimeout } from '../errors.js'
 import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeouts.js'
 import { answerFailure, reportAbortedBody, type Face, type FailureReporting } from '../http/failure.js'
 import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
+import { assertAuthorityAgreesWithHost, http2HasBody, isHttp2 } from '../http/http2-request.js'
 import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
 import { writeAccessLine, type Logger } from '../log.js'
 import type { Runtime } from '../runtime.js'
@@ -63,8 +64,10 @@ export class RequestDispatcher {
     // runtime's drain count, and whoever set ctx.closeListener (the proxy).
     ;(res as ResponseWithContext)[CONTEXT] = ctx
     res.on('close', this.#responseClosed)
-    trackRequest(req, res)
-    if (announcesBody(req)) {
+    // HTTP/2 has no connection-wide request to track, and frames its bodies itself.
+    const h2 = isHttp2(req)
+    if (!h2) trackRequest(req, res)
+    if (h2 ? http2HasBody(req) : announcesBody(req)) {
       watchBody(
         req,
         runtime.config.clientTimeouts,
@@ -127,6 +130,7 @@ export class RequestDispatcher {
   #dispatch(req: IncomingMessage, res: ServerResponse, ctx: Context, runtime: Runtime): void {
     try {
       assertSingleHost(req)
+      assertAuthorityAgreesWithHost(req)
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
       const as = runtime.as

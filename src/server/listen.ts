@@ -74,7 +74,9 @@ export async function createListenServer(config: Config, handler: (req: Incoming
   if (config.tls) {
     const [cert, key] = await Promise.all([readFile(config.tls.certFile), readFile(config.tls.keyFile)])
     // allowHalfOpen: the TLS socket outlives the client's FIN (see httpAllowHalfOpen below).
-    server = createHttpsServer({ cert, key, allowHalfOpen: true, ...options }, handler)
+    // With `http2.tls`, ALPN offers h2 first; server/http2.ts takes those connections.
+    const alpn = config.http2.tls ? { ALPNProtocols: ['h2', 'http/1.1'] } : {}
+    server = createHttpsServer({ cert, key, allowHalfOpen: true, ...alpn, ...options }, handler)
   } else {
     server = createHttpServer(options, handler)
   }

@@ -19,6 +19,8 @@ export function keysNeedingRestart(old: Config, next: Config): string[] {
   // Certificate files are reloaded; turning TLS on or off needs another kind of server.
   if ((old.tls === null) !== (next.tls === null)) keys.push('tls')
   if (old.workers !== next.workers) keys.push('workers')
+  // The HTTP/2 server and its SETTINGS are made at start.
+  if (JSON.stringify(old.http2) !== JSON.stringify(next.http2)) keys.push('http2')
   if (JSON.stringify(old.traces) !== JSON.stringify(next.traces)) keys.push('telemetry')
   return keys
 }

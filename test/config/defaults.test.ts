@@ -47,6 +47,7 @@ routes:
     trustIncomingRequestId: false,
     shutdownTimeoutMs: 10_000,
     clientTimeouts: { headersMs: 20_000, bodyIdleMs: 15_000, requestMs: 300_000, keepAliveMs: 65_000 },
+    http2: { tls: false, cleartext: false, maxConcurrentStreams: 100, maxHeaderListBytes: 16384, maxResets: 200, resetWindowMs: 10_000 },
     authorizationServer: {
       keys: [],
       accessToken: { format: 'jwt', ttlSec: 600, claims: [] },
@@ -163,6 +164,7 @@ routes:
         timeouts: { connectMs: 5000, headersMs: 60_000, idleMs: 60_000 },
         maxBodyBytes: 10 * 1024 * 1024,
         upstreamCaFile: null,
+        upstreamHttp2: false,
         storeUnavailable: 'closed',
         realm: 'bearward',
         dpop: 'allowed',
@@ -297,6 +299,7 @@ t.test('the full fixture sets every key', async (t) => {
     trustIncomingRequestId: true,
     shutdownTimeoutMs: 30_000,
     clientTimeouts: { headersMs: 5_000, bodyIdleMs: 2_000, requestMs: 120_000, keepAliveMs: 30_000 },
+    http2: { tls: false, cleartext: false, maxConcurrentStreams: 100, maxHeaderListBytes: 16384, maxResets: 200, resetWindowMs: 10_000 },
     gateway: {
       realm: 'example',
       clockSkewSec: 60,
@@ -431,6 +434,7 @@ t.test('the full fixture sets every key', async (t) => {
     timeouts: { connectMs: 2000, headersMs: 10_000, idleMs: 120_000 },
     maxBodyBytes: 512 * 1024,
     upstreamCaFile: `${files}/ca.pem`,
+    upstreamHttp2: false,
     storeUnavailable: 'open',
     realm: 'orders',
     allowTrace: true,

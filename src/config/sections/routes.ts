@@ -74,10 +74,19 @@ export function readRoutes(r: Reader, node: Node, path: string, ctx: RouteContex
   return routes
 }
 
+/** The scheme of a cleartext HTTP/2 upstream (prior knowledge, RFC 9113 3.3). */
+const H2C = 'h2c://'
+
+/** An http(s):// upstream, or `h2c://` with the same shape as http://. */
+function checkUpstreamUrl(value: string): string | undefined {
+  if (!value.startsWith(H2C)) return checkHttpUrl(value)
+  return checkHttpUrl(`http://${value.slice(H2C.length)}`)?.replace('http://', H2C)
+}
+
 function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | undefined; route: RouteConfig | undefined } {
   const name = m.req('name', r.str({ check: (v) => (ROUTE_NAME.test(v) ? undefined : 'a route name is letters, digits, `.`, `_` and `-`') }))
   const match = readMatch(r, m)
-  const upstream = m.req('upstream', r.str({ check: (v) => checkHttpUrl(v) }))
+  const upstream = m.req('upstream', r.str({ check: checkUpstreamUrl }))
   const isPublic = m.opt('public', r.bool(), false)
   const token = m.opt('token', r.oneOf(TOKEN_KINDS, { what: 'a token kind' }), 'jwt')
   const issuers = readRouteIssuers(r, m, ctx, isPublic, token)
@@ -87,6 +96,12 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   if (upstreamCaFile !== null && upstream !== undefined && !upstream.startsWith('https:')) {
     r.problem(m.get('upstream_ca'), m.pathOf('upstream_ca'), '`upstream_ca` only applies to https:// upstreams')
   }
+  const h2c = upstream?.startsWith(H2C) === true
+  const http2 = m.opt('http2', r.bool(), h2c)
+  if (upstream !== undefined && !h2c && http2 && !upstream.startsWith('https:')) {
+    r.problem(m.get('http2'), m.pathOf('http2'), '`http2: true` is for https:// upstreams (ALPN); for cleartext HTTP/2 write `h2c://host:port`')
+  }
+  if (h2c && !http2) r.problem(m.get('http2'), m.pathOf('http2'), 'an `h2c://` upstream always speaks HTTP/2; remove `http2: false` or use http://')
   const timeouts = r.map(m.get('timeouts'), m.pathOf('timeouts'), TIMEOUT_KEYS)
   const audience = m.opt('audience', r.str(), ctx.publicUrl)
   const protectedResource = readProtectedResource(r, m, ctx, isPublic, match?.path)
@@ -121,6 +136,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     },
     maxBodyBytes: m.opt('max_body', r.bytes(), DEFAULT_MAX_BODY),
     upstreamCaFile,
+    upstreamHttp2: http2,
     storeUnavailable: m.opt('store_unavailable', r.oneOf(STORE_UNAVAILABLE, { what: 'a store_unavailable policy' }), 'closed'),
     realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
     dpop: m.opt('dpop', r.oneOf(DPOP_MODES, { what: 'a DPoP mode' }), 'allowed'),

@@ -2,7 +2,8 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Dispatcher } from 'undici'
 import type { RequestContext, ResponseCloseListener } from '../../context.js'
 import { sendErrorWithId } from '../../http/reply.js'
-import { headerPairs, responseHeaderList } from '../headers.js'
+import { isGrpcRequest } from '../../http/grpc.js'
+import { headerObject, headerPairs, responseHeaderList, type FlatHeaders } from '../headers.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
@@ -26,14 +27,41 @@ class ClientGone extends Error {
  */
 function rawList(raw: Dispatcher.DispatchController['rawHeaders'], parsed: IncomingHttpHeaders | null): readonly (Buffer | string)[] | null {
   if (Array.isArray(raw)) return raw
-  if (parsed === null) return null
+  // Over HTTP/2 undici leaves node:http2's header object there instead, and
+  // hands the handler an empty one for the trailers (undici 7.30).
+  const fields = raw !== null && raw !== undefined && typeof raw === 'object' ? (raw as IncomingHttpHeaders) : parsed
+  if (fields === null) return null
   const flat: string[] = []
-  for (const [name, value] of Object.entries(parsed)) {
+  for (const [name, value] of Object.entries(fields)) {
     if (value === undefined) continue
     if (Array.isArray(value)) for (const v of value) flat.push(name, v)
     else flat.push(name, value)
   }
   return flat
+}
+
+/** The status fields of a gRPC answer (PROTOCOL-HTTP2.md, Trailers). */
+const GRPC_STATUS_FIELDS: ReadonlySet<string> = new Set(['grpc-status', 'grpc-message', 'grpc-status-details-bin'])
+
+/**
+ * A gRPC upstream that fails a call at once answers Trailers-Only: its
+ * status fields in the response head, which ends the stream. Relayed as a
+ * head and then an end of stream, a gRPC client would take them for
+ * metadata and find no status; so they are taken out of `head` (in place)
+ * and returned, to be sent as the trailers they stand for. null when the
+ * head has none (an ordinary answer, whose status comes in its trailers).
+ */
+function takeGrpcStatus(head: FlatHeaders): FlatHeaders | null {
+  let moved: FlatHeaders | null = null
+  for (let i = 0; i < head.length; ) {
+    const name = String(head[i]).toLowerCase()
+    if (GRPC_STATUS_FIELDS.has(name)) {
+      moved ??= []
+      moved.push(name, head[i + 1] as string)
+      head.splice(i, 2)
+    } else i += 2
+  }
+  return moved
 }
 
 /**
@@ -66,6 +94,10 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   #paused = false
   /** Its entry among the gateway's open exchanges (a request with a token), forgotten on close. */
   #open: OpenExchange | null = null
+  /** The request is a gRPC call (http/grpc.ts). */
+  readonly #grpc: boolean
+  /** The grpc-* status fields of a Trailers-Only upstream answer, sent as trailers at the end; null: none. */
+  #grpcTrailers: FlatHeaders | null = null
 
   constructor(
     req: IncomingMessage,
@@ -83,6 +115,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     this.#ctx = ctx
     this.#limit = limit
     this.#done = done
+    this.#grpc = isGrpcRequest(req)
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -96,8 +129,10 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
       const out = responseHeaderList(rawList(controller.rawHeaders, headers))
       // Ours, not the upstream's (responseHeaderList dropped that): it is the id our logs carry.
       out.push('x-request-id', this.#ctx.id)
+      if (this.#grpc) this.#grpcTrailers = takeGrpcStatus(out)
       if (this.#rewriter !== null) this.#rewriter.writeHead(this.#res, statusCode, statusText, out)
-      else if (statusText) this.#res.writeHead(statusCode, statusText, out)
+      // HTTP/2 has no reason phrase (RFC 9113 8.3.2); node:http2 warns at one.
+      else if (statusText && this.#req.httpVersionMajor !== 2) this.#res.writeHead(statusCode, statusText, out)
       else this.#res.writeHead(statusCode, out)
     } catch (err) {
       // A header Node refuses to write (invalid characters): the upstream's answer is unusable.
@@ -131,10 +166,14 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     const res = this.#res
     // Node emits trailers only on a chunked response, which is what an
     // upstream that sends trailers produces once Transfer-Encoding is dropped.
-    const raw = rawList(controller.rawTrailers, trailers)
+    let raw = rawList(controller.rawTrailers, trailers)
+    // A gRPC Trailers-Only answer's status, moved out of its head: sent as the trailers it stands for.
+    if ((raw === null || raw.length === 0) && this.#grpcTrailers !== null) raw = this.#grpcTrailers
     if (raw !== null && raw.length > 0) {
       try {
-        res.addTrailers(headerPairs(responseHeaderList(raw)))
+        const fields = responseHeaderList(raw)
+        // node:http2's addTrailers takes an object only (a list of pairs would be sent as fields named 0, 1...).
+        res.addTrailers(this.#req.httpVersionMajor === 2 ? headerObject(fields) : headerPairs(fields))
       } catch {
         // An invalid trailer is dropped; the body already went out complete.
       }

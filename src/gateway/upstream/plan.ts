@@ -47,11 +47,35 @@ function readCa(route: RouteConfig): string | null {
   }
 }
 
-/** `ws:` and `wss:` upstreams are reached over http/https like any other. */
+/** `ws:` and `wss:` upstreams are reached over http/https like any other; `h2c:` is http spoken as HTTP/2. */
 function httpOrigin(url: URL): string {
-  if (url.protocol === 'ws:') return `http://${url.host}`
+  if (url.protocol === 'ws:' || url.protocol === 'h2c:') return `http://${url.host}`
   if (url.protocol === 'wss:') return `https://${url.host}`
   return url.origin
+}
+
+/**
+ * The upstream URL as http(s): an `h2c://` upstream is an http one whose
+ * connections start with the HTTP/2 preface (its WebSocket upgrades, which
+ * HTTP/2 has no form of here, go over HTTP/1.1).
+ */
+function asHttpUrl(upstream: string): URL {
+  return new URL(upstream.startsWith('h2c://') ? `http://${upstream.slice('h2c://'.length)}` : upstream)
+}
+
+/**
+ * undici's connection options. HTTP/2 upstreams (issue #33): over TLS
+ * undici offers `h2` by ALPN (`allowH2`) and speaks whatever the upstream
+ * picks; for h2c (`useH2c`, undici 7.10+) it takes every connection as
+ * HTTP/2 from its first byte (RFC 9113 3.3, prior knowledge).
+ */
+function poolOptions(route: RouteConfig, secure: boolean, ipLiteral: boolean, ca: string | null): Pool.Options {
+  const tls = { timeout: route.timeouts.connectMs, ...(ca !== null ? { ca } : {}) }
+  const base = { headersTimeout: route.timeouts.headersMs, bodyTimeout: route.timeouts.idleMs }
+  if (!route.upstreamHttp2) return { ...base, connect: secure && ipLiteral ? withoutServername(buildConnector(tls)) : tls }
+  if (!secure) return { ...base, allowH2: true, connect: buildConnector({ ...tls, allowH2: true, useH2c: true } as buildConnector.BuildOptions) }
+  const h2 = { ...tls, allowH2: true }
+  return { ...base, allowH2: true, connect: ipLiteral ? withoutServername(buildConnector(h2)) : h2 }
 }
 
 /** Every route's plan, and the pools they share (what close() releases). */
@@ -84,28 +108,23 @@ export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfi
   // Everything that can throw comes before the first pool is opened, so a
   // refused build leaves no pool behind.
   const cas = routes.map((route) => {
-    if (!['http:', 'https:', 'ws:', 'wss:'].includes(new URL(route.upstream).protocol)) {
-      throw new Error(`route ${route.name}: upstream must be an http(s) or ws(s) URL`)
+    if (!['http:', 'https:', 'ws:', 'wss:', 'h2c:'].includes(new URL(route.upstream).protocol)) {
+      throw new Error(`route ${route.name}: upstream must be an http(s), h2c or ws(s) URL`)
     }
     return readCa(route)
   })
   const credentials = routes.map((route) => upstreamCredential(route, signing))
   for (const [i, route] of routes.entries()) {
-    const url = new URL(route.upstream)
+    const url = asHttpUrl(route.upstream)
     const ca = cas[i] ?? null
     const origin = httpOrigin(url)
-    const key = poolKey(origin, route.upstreamCaFile, route.timeouts)
+    const key = `${poolKey(origin, route.upstreamCaFile, route.timeouts)}\n${route.upstreamHttp2}`
     const secure = origin.startsWith('https:')
     const upstreamName = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
     const ipLiteral = isIP(upstreamName) !== 0
     let pool = pools.get(key)
     if (pool === undefined) {
-      const tls = { timeout: route.timeouts.connectMs, ...(ca !== null ? { ca } : {}) }
-      pool = new Pool(origin, {
-        connect: secure && ipLiteral ? withoutServername(buildConnector(tls)) : tls,
-        headersTimeout: route.timeouts.headersMs,
-        bodyTimeout: route.timeouts.idleMs,
-      })
+      pool = new Pool(origin, poolOptions(route, secure, ipLiteral, ca))
       pools.set(key, pool)
     }
     const handshakeTimeoutMs = route.timeouts.connectMs + route.timeouts.headersMs

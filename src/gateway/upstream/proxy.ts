@@ -6,6 +6,7 @@ import type { GatewayConfig, RouteConfig } from '../../config/types.js'
 import type { RequestContext } from '../../context.js'
 import { BadGateway, OAuthError, PayloadTooLarge, ServerError } from '../../errors.js'
 import { continueIfExpected } from '../../http/continue.js'
+import { http2HasBody, isHttp2 } from '../../http/http2-request.js'
 import { errorOnSocket, sendErrorWithId } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
 import { formatTraceparent } from '../../telemetry/trace-context.js'
@@ -166,7 +167,8 @@ export class UpstreamProxy {
       }
       body = fwd.body.length > 0 ? fwd.body : null
       contentLength = String(fwd.body.length)
-    } else if (req.headers['transfer-encoding'] !== undefined) {
+    } else if (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] === undefined && isHttp2(req) && http2HasBody(req))) {
+      // A chunked body, or an HTTP/2 one without a length (gRPC's): counted as it streams.
       limit = new BodyLimit(plan.maxBodyBytes)
       body = req.pipe(limit)
     } else {

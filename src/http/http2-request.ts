@@ -1,0 +1,66 @@
+import type { IncomingMessage } from 'node:http'
+import type { Http2ServerRequest } from 'node:http2'
+import { InvalidRequest } from '../errors.js'
+
+/**
+ * An HTTP/2 request (node:http2's compatibility API) made to read like the
+ * HTTP/1.1 requests every face was written for, once, on arrival:
+ *
+ * - `:authority` is the request's Host (RFC 9113 8.3.1): copied to
+ *   `headers.host` when the client sent no Host, and a Host that names
+ *   another authority than `:authority` is refused (the two would be routed
+ *   and served differently, as with two Host headers on HTTP/1.1);
+ * - `rawHeaders` without the pseudo-header fields (`:method`, `:path`,
+ *   `:scheme`, `:authority`), which no header rule knows and no upstream
+ *   may receive as fields, and with the Host the rules then see.
+ *
+ * Method, path and scheme stay where the faces read them (`req.method`,
+ * `req.url`); the path is `:path` and is normalised and judged like an
+ * HTTP/1.1 request target.
+ */
+
+/** Set on an HTTP/2 request whose Host and `:authority` disagree; the dispatcher refuses it. */
+const CONFLICT = Symbol('bearward.authorityConflict')
+type Adapted = IncomingMessage & { [CONFLICT]?: true }
+
+/** True for a request that arrived over HTTP/2. */
+export function isHttp2(req: IncomingMessage): boolean {
+  return req.httpVersionMajor === 2
+}
+
+/** Rewrite `req`'s Host and raw header list as described above; returns it as an IncomingMessage. */
+export function adaptHttp2Request(h2: Http2ServerRequest): IncomingMessage {
+  const req = h2 as unknown as Adapted
+  const headers = h2.headers
+  const authority = headers[':authority']
+  const host = headers.host
+  if (typeof authority === 'string' && authority !== '') {
+    if (host === undefined) headers.host = authority
+    else if (host.toLowerCase() !== authority.toLowerCase()) req[CONFLICT] = true
+  }
+  const raw = h2.rawHeaders
+  const plain: string[] = []
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.charCodeAt(0) !== 58 /* ':' */) plain.push(name, raw[i + 1] as string)
+  }
+  if (host === undefined && typeof authority === 'string' && authority !== '') plain.push('host', authority)
+  Object.defineProperty(req, 'rawHeaders', { value: plain, configurable: true, enumerable: true })
+  return req
+}
+
+/** RFC 9113 8.3.1: a Host naming another authority than `:authority` is refused (400). */
+export function assertAuthorityAgreesWithHost(req: IncomingMessage): void {
+  if ((req as Adapted)[CONFLICT] === true) throw new InvalidRequest('The Host header and :authority disagree')
+}
+
+/**
+ * Whether an HTTP/2 request has a body still to come: HTTP/2 frames bodies
+ * itself, so one may arrive with neither Content-Length nor
+ * Transfer-Encoding (gRPC's never carry a length). A request whose HEADERS
+ * frame ended the stream has none.
+ */
+export function http2HasBody(req: IncomingMessage): boolean {
+  const stream = (req as unknown as Http2ServerRequest).stream
+  return stream !== undefined && !stream.endAfterHeaders
+}

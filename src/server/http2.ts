@@ -1,0 +1,193 @@
+import {
+  constants,
+  createServer as createH2Server,
+  type Http2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session,
+  type ServerHttp2Stream,
+} from 'node:http2'
+import type { Server } from 'node:http'
+import type { Socket } from 'node:net'
+import type { ClientTimeouts, Http2Config } from '../config/types.js'
+import type { Logger } from '../log.js'
+
+/**
+ * HTTP/2 on `listen` (issue #33), beside HTTP/1.1 on the same port. The
+ * http(s) server keeps every HTTP/1.1 connection as before; a connection
+ * that speaks HTTP/2 (ALPN `h2` on TLS, or the client connection preface on
+ * a plain listen with `http2.cleartext`) is handed to a node:http2 server
+ * that never listens itself. Its requests reach the same dispatcher through
+ * node:http2's compatibility API (http/http2-request.ts makes them read like
+ * HTTP/1.1 ones).
+ *
+ * What HTTP/1.1 bounds by the connection, HTTP/2 bounds per connection and
+ * per stream: concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS), the
+ * decoded header list (SETTINGS_MAX_HEADER_LIST_SIZE: a larger one is reset
+ * with ENHANCE_YOUR_CALM before any handler sees it), resets (a client that
+ * resets more than `max_resets` streams within `reset_window` is sent GOAWAY
+ * ENHANCE_YOUR_CALM and dropped: the rapid-reset attack, CVE-2023-44487,
+ * costs the server each stream it opens and the client nothing), and idle
+ * connections (closed after `client_timeouts.keep_alive` without an open stream).
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc9113#section-3.4
+ * @see https://www.rfc-editor.org/rfc/rfc9113#section-6.5.2
+ */
+
+/** The client connection preface (RFC 9113 3.4), which an h2c client with prior knowledge starts with. */
+export const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1')
+
+/**
+ * What a cleartext connection's first bytes say: `h2` once they are the
+ * preface, `http/1.1` as soon as they cannot be, null while too few arrived
+ * to tell.
+ */
+export function prefaceVerdict(head: Buffer): 'h2' | 'http/1.1' | null {
+  const n = Math.min(head.length, H2_PREFACE.length)
+  if (head.compare(H2_PREFACE, 0, n, 0, n) !== 0) return 'http/1.1'
+  return n === H2_PREFACE.length ? 'h2' : null
+}
+
+/** What a session carries for the bounds: its open streams and its resets in the current window. */
+interface SessionState {
+  open: number
+  resets: number
+  windowStart: number
+}
+
+export type Http2Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void
+
+/** The node:http2 server that takes the HTTP/2 connections of `listen`, and its sessions. */
+export class Http2Front {
+  readonly server: Http2Server
+  readonly #settings: Http2Config
+  readonly #log: Logger
+  readonly #sessions = new Map<Http2Session, SessionState>()
+  readonly #now: () => number
+
+  constructor(settings: Http2Config, timeouts: ClientTimeouts, log: Logger, handler: Http2Handler, now: () => number = Date.now) {
+    this.#settings = settings
+    this.#log = log
+    this.#now = now
+    this.server = createH2Server(
+      {
+        settings: { maxConcurrentStreams: settings.maxConcurrentStreams, maxHeaderListSize: settings.maxHeaderListBytes, enablePush: false },
+        maxHeaderListPairs: 256,
+        // A client opening more streams than the settings allow (it has not
+        // seen them yet) is refused per stream; past this, the session ends.
+        peerMaxConcurrentStreams: settings.maxConcurrentStreams,
+      },
+      handler,
+    )
+    // Idle sessions: the listener keeps node:http2 from destroying a session
+    // whose streams are merely quiet (a gRPC stream may be), see #onTimeout.
+    this.server.setTimeout(timeouts.keepAliveMs)
+    this.server.on('timeout', (session: Http2Session) => this.#onTimeout(session))
+    this.server.on('session', (session: Http2Session) => this.#onSession(session))
+    this.server.on('sessionError', (err: Error) => log.debug({ code: (err as NodeJS.ErrnoException).code }, 'http2 session error'))
+  }
+
+  /** Take a connection whose protocol is HTTP/2 (bytes already read were put back with unshift). */
+  adopt(socket: Socket): void {
+    this.server.emit('connection', socket)
+  }
+
+  #onSession(session: Http2Session): void {
+    const state: SessionState = { open: 0, resets: 0, windowStart: this.#now() }
+    this.#sessions.set(session, state)
+    session.on('close', () => this.#sessions.delete(session))
+    session.on('stream', (stream: ServerHttp2Stream) => {
+      state.open++
+      stream.once('close', () => state.open--)
+      // 'aborted': the client reset a stream we had not finished answering.
+      stream.once('aborted', () => this.#onReset(session, state))
+    })
+  }
+
+  #onReset(session: Http2Session, state: SessionState): void {
+    const now = this.#now()
+    if (now - state.windowStart >= this.#settings.resetWindowMs) {
+      state.windowStart = now
+      state.resets = 0
+    }
+    if (++state.resets <= this.#settings.maxResets) return
+    if (session.destroyed || session.closed) return
+    this.#log.warn({ resets: state.resets, window_ms: this.#settings.resetWindowMs }, 'http2 client reset too many streams; connection closed')
+    session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM)
+    // After the GOAWAY is written; the streams still open are cut.
+    setImmediate(() => session.destroy())
+  }
+
+  #onTimeout(session: Http2Session): void {
+    const state = this.#sessions.get(session)
+    if (state === undefined || state.open === 0) session.close()
+  }
+
+  /** Open sessions (tests and shutdown). */
+  get sessions(): number {
+    return this.#sessions.size
+  }
+
+  /** Shutdown: GOAWAY to every session; streams under way may finish (RFC 9113 6.8). */
+  closeIdle(): void {
+    for (const session of this.#sessions.keys()) session.close()
+  }
+
+  /** Shutdown, past the grace: every session is dropped. */
+  destroyAll(): void {
+    for (const session of this.#sessions.keys()) session.destroy()
+  }
+}
+
+/**
+ * Hand the `listen` server's HTTP/2 connections to `front`. On TLS the ALPN
+ * outcome decides ('secureConnection'); on a plain listen the first bytes
+ * do (h2c with prior knowledge). Everything else goes to the http(s)
+ * server's own connection listener, untouched.
+ */
+export function routeConnections(server: Server, front: Http2Front, tls: boolean, preludeTimeoutMs: number): void {
+  const event = tls ? 'secureConnection' : 'connection'
+  const listeners = server.listeners(event) as Array<(socket: Socket) => void>
+  const http1 = listeners[0]
+  if (http1 === undefined) throw new Error(`the listen server has no ${event} listener`)
+  server.removeListener(event, http1)
+  if (tls) {
+    server.on(event, (socket: Socket & { alpnProtocol?: string | false }) => {
+      if (socket.alpnProtocol === 'h2') front.adopt(socket)
+      else http1.call(server, socket)
+    })
+    return
+  }
+  server.on(event, (socket: Socket) => sniffPreface(socket, preludeTimeoutMs, (h2) => (h2 ? front.adopt(socket) : http1.call(server, socket))))
+}
+
+/**
+ * Read until the first bytes tell HTTP/2's preface from an HTTP/1.1 request
+ * line, put them back, and hand the socket on. A client that sends nothing
+ * within `timeoutMs` (client_timeouts.headers) is dropped, as HTTP/1.1's
+ * headers timeout would.
+ */
+function sniffPreface(socket: Socket, timeoutMs: number, decided: (h2: boolean) => void): void {
+  let head: Buffer = Buffer.alloc(0)
+  const timer = setTimeout(() => socket.destroy(), timeoutMs)
+  const done = (h2: boolean): void => {
+    clearTimeout(timer)
+    socket.off('data', onData)
+    socket.off('close', onClose)
+    socket.pause()
+    socket.unshift(head)
+    decided(h2)
+    // node:http2 reads what was put back itself, on the next tick (resuming
+    // would hand it to no one); node:http's parser takes it as 'data' once
+    // the socket flows again, before anything read later.
+    if (!h2) socket.resume()
+  }
+  const onData = (chunk: Buffer): void => {
+    head = head.length === 0 ? chunk : Buffer.concat([head, chunk])
+    const verdict = prefaceVerdict(head)
+    if (verdict !== null) done(verdict === 'h2')
+  }
+  const onClose = (): void => clearTimeout(timer)
+  socket.on('data', onData)
+  socket.once('close', onClose)
+}
