@@ -16,7 +16,7 @@ import type { TokenIdentity } from '../../src/gateway/types.js'
 import { AssertionSigner } from '../../src/gateway/upstream-token/assertion.js'
 import { upstreamCredential } from '../../src/gateway/upstream-token/credential.js'
 import { ExchangeMinter } from '../../src/gateway/upstream-token/exchange.js'
-import { narrowedScope } from '../../src/gateway/upstream-token/scopes.js'
+import { cappedExp, narrowedScope } from '../../src/gateway/upstream-token/scopes.js'
 import { PreparedSigner } from '../../src/gateway/upstream-token/signer.js'
 import { TrustedProxies } from '../../src/http/trusted-proxies.js'
 import { generatePrivateJwk, KeySet, signingKeyFromJwk, SUPPORTED_ALGS } from '../../src/keys/keyset.js'
@@ -63,6 +63,13 @@ t.test('narrowedScope keeps the granted scopes the route allows, in the token or
   t.equal(narrowedScope(['b', 'a', 'c'], new Set(['a', 'b'])), 'b a')
   t.equal(narrowedScope(['openid'], new Set(['orders:read'])), '')
   t.equal(narrowedScope([], new Set(['a'])), '')
+})
+
+t.test('cappedExp: the lifetime, never past the client token’s exp', async (t) => {
+  t.equal(cappedExp(1000, 60, 5000), 1060)
+  t.equal(cappedExp(1000, 60, 1020), 1020)
+  t.equal(cappedExp(1000, 60, Number.NaN), 1060, 'an unusable exp does not poison the claim')
+  t.equal(cappedExp(1000, 60, Number.POSITIVE_INFINITY), 1060)
 })
 
 t.test('ExchangeMinter: one signature per token and lifetime, renewed before exp, never beyond the token', async (t) => {

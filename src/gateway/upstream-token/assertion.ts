@@ -2,7 +2,7 @@ import type { Clock } from '../../clock.js'
 import { InvalidToken } from '../../errors.js'
 import { randomId } from '../../tokens/random.js'
 import type { TokenIdentity } from '../types.js'
-import { narrowedScope } from './scopes.js'
+import { cappedExp, narrowedScope } from './scopes.js'
 import type { PreparedSigner } from './signer.js'
 
 /**
@@ -55,7 +55,7 @@ export class AssertionSigner {
       iss: this.#o.issuer,
       sub,
       aud: this.#o.audience,
-      exp: Math.min(iat + this.#o.lifetimeSec, identity.exp),
+      exp: cappedExp(iat, this.#o.lifetimeSec, identity.exp),
       iat,
       jti: randomId(),
       client_id: identity.clientId ?? sub,

@@ -3,7 +3,7 @@ import { InvalidToken } from '../../errors.js'
 import { randomId } from '../../tokens/random.js'
 import { TokenCache } from '../token-cache.js'
 import type { TokenIdentity } from '../types.js'
-import { narrowedScope } from './scopes.js'
+import { cappedExp, narrowedScope } from './scopes.js'
 import type { PreparedSigner } from './signer.js'
 
 /**
@@ -88,7 +88,7 @@ export class ExchangeMinter {
     if (sub === null) throw new InvalidToken('The access token names no subject to act for', { cause: 'upstream token: no sub or client_id' })
     const iat = Math.floor(nowMs / 1000)
     // Never usable for longer than the client's own token.
-    const exp = Math.min(iat + this.#lifetimeSec, identity.exp)
+    const exp = cappedExp(iat, this.#lifetimeSec, identity.exp)
     const claims: Record<string, unknown> = {
       iss: this.#issuer,
       sub,

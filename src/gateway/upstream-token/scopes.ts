@@ -1,4 +1,13 @@
 /**
+ * `exp` of a signed upstream credential: `lifetimeSec` after `iat`, and
+ * never later than the client token's own `exp` (when it has a usable one).
+ */
+export function cappedExp(iat: number, lifetimeSec: number, tokenExp: number): number {
+  const own = iat + lifetimeSec
+  return Number.isFinite(tokenExp) && tokenExp < own ? tokenExp : own
+}
+
+/**
  * The scopes a signed upstream credential carries: the client token's
  * scopes that the route allows the upstream to see (`upstream_scopes`, by
  * default every scope the route requires), in the token's order. Never more
