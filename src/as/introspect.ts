@@ -15,6 +15,7 @@ import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsContext, AsHandler } from './context.js'
 import { looksLikeJwt } from '../tokens/jwt-shape.js'
 import { verifyOwnAccessToken } from './verify-token.js'
+import { strengthClaims, strengthOf } from './sign-in-strength.js'
 
 /** RFC 7662 2.2 response members this server sends, and the person's claims of `access_token.claims`. */
 export interface IntrospectionResponse {
@@ -58,6 +59,10 @@ async function introspectAccessToken(as: AsContext, token: string): Promise<Intr
     exp: c.exp,
     iat: c.iat,
     ...(c.nbf === null ? {} : { nbf: c.nbf }),
+    // How and when the person signed in (RFC 9470 3: what step-up reads); none for a client's own token.
+    ...(c.authTime === null ? {} : { auth_time: c.authTime }),
+    ...(c.amr === undefined ? {} : { amr: c.amr }),
+    ...(c.acr === undefined ? {} : { acr: c.acr }),
     sub: c.sub,
     aud: c.aud.length === 1 ? (c.aud[0] as string) : c.aud,
     iss: c.iss,
@@ -82,6 +87,8 @@ async function introspectRefreshToken(as: AsContext, token: string): Promise<Int
     token_type: 'refresh_token',
     exp: g.expiresAt,
     iat: found.issuedAt,
+    auth_time: g.authTime,
+    ...strengthClaims(strengthOf(g)),
     sub: g.sub,
     iss: as.issuer,
     ...(g.jkt === undefined ? {} : { cnf: { jkt: g.jkt } }),

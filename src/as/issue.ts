@@ -16,6 +16,7 @@ import { accessTokenClaims, claimsForScope, findPersonBySub } from './claims.js'
 import type { AsContext } from './context.js'
 import type { TokenResponse } from './grants/types.js'
 import { hasScope } from './scope.js'
+import { type SignInStrength, strengthClaims } from './sign-in-strength.js'
 
 /** Label of `bearward_tokens_issued_total{grant}`. */
 export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'jwt_bearer'
@@ -40,6 +41,8 @@ export interface AccessTokenInput {
   grantId: string | null
   /** Epoch seconds of the user's login, when there was one. */
   authTime: number | null
+  /** How the person signed in (amr/acr claims); absent for a client's own token. */
+  strength?: SignInStrength
   /** `aud`: public_url, or the RFC 8707 resource. */
   audience: string
   /** Thumbprint of the DPoP key the token is bound to (RFC 9449 6); absent or null for a bearer token. */
@@ -94,6 +97,8 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
       grantId: input.grantId,
       ...(jkt === null ? {} : { jkt }),
       ...(input.claims === undefined ? {} : { claims: { ...input.claims } }),
+      ...(input.authTime === null ? {} : { authTime: input.authTime }),
+      ...strengthClaims(input.strength),
     })
   } else {
     // The person's claims first: every registered claim below is set after them.
@@ -101,7 +106,9 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
     if (jkt !== null) claims.cnf = { jkt }
     if (input.grantId !== null) claims.grant_id = input.grantId
     if (input.authTime !== null) claims.auth_time = input.authTime
-    // RFC 9068 2.2: iss, exp, aud, sub, client_id, iat, jti (+ scope, auth_time).
+    Object.assign(claims, strengthClaims(input.strength))
+    // RFC 9068 2.2: iss, exp, aud, sub, client_id, iat, jti (+ scope, auth_time, acr, amr).
+    // RFC 9470 3 reads acr and auth_time from the token for step-up.
     token = await signJwt(as.keys.signing, 'at+jwt', { ...claims, iss: as.issuer, sub: input.sub, aud: input.audience, iat, exp, jti })
   }
   if (input.grantId !== null && !(input.notedAccessExp !== undefined && exp <= input.notedAccessExp)) await as.store.noteAccessExp(input.grantId, exp)
@@ -133,6 +140,8 @@ export interface IdTokenInput {
   /** Granted scope; profile/email/... release the user's claims. */
   scope: string
   authTime: number | null
+  /** How the person signed in: the `amr` and `acr` claims. */
+  strength?: SignInStrength
   nonce: string | null
   /** The access token issued alongside, for at_hash. */
   accessToken: string
@@ -140,7 +149,7 @@ export interface IdTokenInput {
 
 /**
  * Issue an ID token: header `typ: JWT`, aud = the client, azp, auth_time,
- * nonce when the authorization request carried one, at_hash, and the user
+ * amr and acr (how the person signed in), nonce when the authorization request carried one, at_hash, and the user
  * claims the granted scopes release.
  *
  * @see https://openid.net/specs/openid-connect-core-1_0.html#IDToken
@@ -153,6 +162,7 @@ export async function issueIdToken(as: AsContext, input: IdTokenInput): Promise<
   claims.azp = input.clientId
   claims.at_hash = atHash(input.accessToken, key.alg)
   if (input.authTime !== null) claims.auth_time = input.authTime
+  Object.assign(claims, strengthClaims(input.strength))
   if (input.nonce !== null) claims.nonce = input.nonce
   // Registered claims last: a user's configured claims can never replace them.
   return await signJwt(key, 'JWT', { ...claims, iss: as.issuer, sub: input.sub, aud: input.clientId, iat, exp: iat + as.as.idToken.ttlSec })
@@ -165,6 +175,7 @@ export interface UserTokensInput {
   sub: string
   scope: string
   authTime: number | null
+  strength?: SignInStrength
   audience: string
   /** From the authorization request; null at refresh and for device codes. */
   nonce: string | null
@@ -197,6 +208,7 @@ export async function userTokenResponse(as: AsContext, input: UserTokensInput): 
       clientId: input.clientId,
       scope: input.scope,
       authTime: input.authTime,
+      ...(input.strength === undefined ? {} : { strength: input.strength }),
       nonce: input.nonce,
       accessToken: access.token,
     })
@@ -211,6 +223,8 @@ export interface NewGrantInput {
   sub: string
   scope: string
   authTime: number
+  /** How the person signed in; the grant keeps it for every refresh (absent: nothing known). */
+  strength?: SignInStrength
   /** RFC 8707 resource the grant is bound to, or null. */
   resource: string | null
   audience: string
@@ -254,6 +268,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
       sub: input.sub,
       scope: input.scope,
       authTime: input.authTime,
+      ...strengthClaims(input.strength),
       resource: input.resource,
       createdAt: now,
       expiresAt,
@@ -269,6 +284,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     sub: input.sub,
     scope: input.scope,
     authTime: input.authTime,
+    ...(input.strength === undefined ? {} : { strength: input.strength }),
     audience: input.audience,
     nonce: input.nonce,
     refreshToken,

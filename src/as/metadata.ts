@@ -11,9 +11,10 @@ import { DEVICE_CODE_GRANT } from './grants/device-code.js'
 import { JWT_BEARER_GRANT } from './grants/jwt-bearer.js'
 import { TOKEN_EXCHANGE_GRANT } from './grants/token-exchange.js'
 import { OIDC_SCOPES } from './scope.js'
+import { OWN_ACR_VALUES } from './sign-in-strength.js'
 
 /** Claims an ID token can carry besides the scope-released ones (OIDC Core 2). */
-const ID_TOKEN_CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'azp']
+const ID_TOKEN_CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'amr', 'acr', 'nonce', 'at_hash', 'azp']
 
 /**
  * The metadata document. `issuer` is exactly public_url (RFC 8414 3.3 and
@@ -62,6 +63,8 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [as.keys.idToken.alg],
     claims_supported: [...ID_TOKEN_CLAIMS, ...releasableClaims()],
+    // How people sign in here (sign-in-strength.ts); an upstream provider's own values pass through too.
+    acr_values_supported: [...OWN_ACR_VALUES],
     claims_parameter_supported: false,
     request_parameter_supported: false,
     // OIDC Discovery 3: the default is true, so "not supported" must be said.

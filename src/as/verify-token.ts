@@ -13,9 +13,10 @@ import { readOwnAccessTokenClaims } from '../tokens/own-access-token.js'
 import type { AsContext } from './context.js'
 
 /** The claims of one of our access tokens, whatever its format: an opaque record's fields, plus what only a JWT carries. */
-export interface OwnAccessToken extends OpaqueTokenRecord {
+export interface OwnAccessToken extends Omit<OpaqueTokenRecord, 'authTime'> {
   format: 'jwt' | 'opaque'
   nbf: number | null
+  /** The person's sign-in (absent for a client's own token); `amr`/`acr` say how (sign-in-strength.ts). */
   authTime: number | null
   /** RFC 8693 4.1 `act` (who acts for the subject) and 4.4 `may_act` (who may), when the token carries them. */
   act?: Record<string, unknown>
@@ -31,6 +32,12 @@ function delegation(claims: Readonly<Record<string, unknown>> | undefined): Pick
   const act = objectClaim(claims?.act)
   const mayAct = objectClaim(claims?.may_act)
   return { ...(act === undefined ? {} : { act }), ...(mayAct === undefined ? {} : { mayAct }) }
+}
+
+/** `amr` and `acr` of a verified JWT, when of the right type (we wrote them; anything else is dropped). */
+function signInClaims(payload: JWTPayload): { amr?: string[]; acr?: string } {
+  const amr = Array.isArray(payload.amr) && payload.amr.every((m) => typeof m === 'string') ? { amr: payload.amr as string[] } : {}
+  return { ...amr, ...(typeof payload.acr === 'string' ? { acr: payload.acr } : {}) }
 }
 
 export interface VerifyOptions {
@@ -68,6 +75,7 @@ async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken |
     nbf: c.nbf,
     grantId: c.grantId,
     authTime: c.authTime,
+    ...signInClaims(payload),
     ...(c.jkt === null ? {} : { jkt: c.jkt }),
     ...personClaims(as, payload),
     ...delegation(payload),
@@ -98,7 +106,9 @@ async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToke
     exp: r.exp,
     nbf: null,
     grantId: r.grantId,
-    authTime: null,
+    authTime: r.authTime ?? null,
+    ...(r.amr === undefined ? {} : { amr: [...r.amr] }),
+    ...(r.acr === undefined ? {} : { acr: r.acr }),
     ...(r.jkt === undefined ? {} : { jkt: r.jkt }),
     ...(r.claims === undefined ? {} : { claims: { ...r.claims } }),
     ...delegation(r.claims),

@@ -12,6 +12,7 @@ import type {
   AllowanceNote,
   AllowanceRecord,
   CodeRecord,
+  DeviceDecision,
   DeviceRecord,
   GrantRecord,
   HitWindow,
@@ -430,7 +431,7 @@ export class MemoryStore implements Store {
     return deviceHash !== null && record ? { deviceHash, record: copy(record) } : null
   }
 
-  async decideDevice(userCode: string, decision: { approved: true; sub: string; authTime: number } | { approved: false }): Promise<boolean> {
+  async decideDevice(userCode: string, decision: DeviceDecision): Promise<boolean> {
     this.#open()
     const deviceHash = this.#live(this.#userCodes, userCode)
     const r = deviceHash === null ? null : this.#liveDevice(deviceHash)
@@ -439,6 +440,8 @@ export class MemoryStore implements Store {
       r.status = 'approved'
       r.sub = decision.sub
       r.authTime = decision.authTime
+      if (decision.amr !== undefined) r.amr = [...decision.amr]
+      if (decision.acr !== undefined) r.acr = decision.acr
       r.decidedAtMs = this.#nowMs()
     } else {
       r.status = 'denied'

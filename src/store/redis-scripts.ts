@@ -203,7 +203,8 @@ return 1
 
 /**
  * pending → approved | denied (RFC 8628 3.3), only while pending and unexpired.
- * KEYS[1] = device key; ARGV: 1 '1' approve / '0' deny, 2 sub, 3 authTime, 4 now ms (an approval's decidedAtMs).
+ * KEYS[1] = device key; ARGV: 1 '1' approve / '0' deny, 2 sub, 3 authTime, 4 now ms (an approval's decidedAtMs),
+ * 5 the sign-in's amr/acr as JSON.
  */
 export const DECIDE_DEVICE = script(
   'decideDevice',
@@ -212,7 +213,7 @@ local h = redis.call('HMGET', KEYS[1], 'status', 'expiresAt')
 if h[1] ~= 'pending' then return 0 end
 if tonumber(ARGV[4]) >= tonumber(h[2]) * 1000 then return 0 end
 if ARGV[1] == '1' then
-  redis.call('HSET', KEYS[1], 'status', 'approved', 'sub', ARGV[2], 'authTime', ARGV[3], 'decidedAtMs', ARGV[4])
+  redis.call('HSET', KEYS[1], 'status', 'approved', 'sub', ARGV[2], 'authTime', ARGV[3], 'decidedAtMs', ARGV[4], 'signIn', ARGV[5])
 else
   redis.call('HSET', KEYS[1], 'status', 'denied')
 end

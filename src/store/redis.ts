@@ -92,6 +92,7 @@ import type {
   AllowanceNote,
   AllowanceRecord,
   CodeRecord,
+  DeviceDecision,
   DeviceRecord,
   DeviceStatus,
   GrantRecord,
@@ -472,7 +473,16 @@ function decodeDevice(fields: Record<string, string>): DeviceRecord | null {
     intervalSec: Number(fields.intervalSec),
     lastPollMs: Number(fields.lastPollMs),
     ...(fields.decidedAtMs === undefined ? {} : { decidedAtMs: Number(fields.decidedAtMs) }),
+    ...deviceSignIn(fields.signIn),
   }
+}
+
+/** The approving person's amr/acr, kept as one JSON field of the device hash (absent before approval). */
+function deviceSignIn(raw: string | undefined): { amr?: string[]; acr?: string } {
+  if (raw === undefined || raw === '') return {}
+  const v = JSON.parse(raw) as { amr?: unknown; acr?: unknown }
+  const amr = Array.isArray(v.amr) && v.amr.every((m) => typeof m === 'string') ? { amr: v.amr as string[] } : {}
+  return { ...amr, ...(typeof v.acr === 'string' ? { acr: v.acr } : {}) }
 }
 
 function pairs(flat: unknown[]): Record<string, string> {
@@ -978,12 +988,13 @@ export class RedisStore implements Store {
     })
   }
 
-  async decideDevice(userCode: string, decision: { approved: true; sub: string; authTime: number } | { approved: false }): Promise<boolean> {
+  async decideDevice(userCode: string, decision: DeviceDecision): Promise<boolean> {
     return this.#do(async (c) => {
       const deviceHash = await this.#deviceHashOf(c, userCode)
       if (deviceHash === null) return false
       const args: Arg[] = decision.approved ? ['1', decision.sub, decision.authTime] : ['0', '', '']
-      return num(await this.#eval(c, DECIDE_DEVICE, [this.#key('dev', deviceHash)], [...args, this.#clock.now()])) === 1
+      const signIn = decision.approved ? JSON.stringify({ amr: decision.amr, acr: decision.acr }) : ''
+      return num(await this.#eval(c, DECIDE_DEVICE, [this.#key('dev', deviceHash)], [...args, this.#clock.now(), signIn])) === 1
     })
   }
 

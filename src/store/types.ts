@@ -28,6 +28,9 @@ export interface CodeRecord {
   sub: string
   /** Epoch seconds of the login. */
   authTime: number
+  /** How the person signed in (src/as/sign-in-strength.ts); absent on codes stored by an older version. */
+  amr?: string[]
+  acr?: string
   nonce: string | null
   /** RFC 8707 resource, when requested. */
   resource: string | null
@@ -61,6 +64,9 @@ export interface GrantRecord {
   /** Scope granted at authorization; refreshes may narrow but never widen. */
   scope: string
   authTime: number
+  /** How the person signed in: every token of the family keeps it (absent on grants of an older version). */
+  amr?: string[]
+  acr?: string
   resource: string | null
   /** Epoch seconds the family was created. */
   createdAt: number
@@ -102,6 +108,10 @@ export interface OpaqueTokenRecord {
   jkt?: string
   /** The person's claims released into the token (`access_token.claims`), answered by introspection. */
   claims?: Record<string, unknown>
+  /** Epoch seconds of the person's sign-in, and how they signed in (absent for a client's own token). */
+  authTime?: number
+  amr?: string[]
+  acr?: string
 }
 
 export type RevocationKind = 'jti' | 'grant'
@@ -124,6 +134,9 @@ export interface DeviceRecord {
   /** Set when approved. */
   sub: string | null
   authTime: number | null
+  /** How the approving person signed in; absent until approved (and on records of an older version). */
+  amr?: string[]
+  acr?: string
   /** Epoch seconds. */
   expiresAt: number
   /** Current polling interval in seconds (grows by 5 on slow_down). */
@@ -136,6 +149,9 @@ export interface DeviceRecord {
    */
   decidedAtMs?: number
 }
+
+/** A person's answer on the device page; an approval records who and how they signed in. */
+export type DeviceDecision = { approved: true; sub: string; authTime: number; amr?: string[]; acr?: string } | { approved: false }
 
 export type PollResult =
   | { status: 'slow_down'; record: DeviceRecord }
@@ -154,6 +170,9 @@ export interface SessionRecord {
   provider?: string
   /** Epoch seconds of the login. */
   authTime: number
+  /** How the person signed in (src/as/sign-in-strength.ts); absent on sessions of an older version. */
+  amr?: string[]
+  acr?: string
   /** CSRF token bound to this session. */
   csrf: string
 }
@@ -318,7 +337,7 @@ export interface Store {
   putDevice(deviceHash: string, record: DeviceRecord): Promise<boolean>
   getDeviceByUserCode(userCode: string): Promise<{ deviceHash: string; record: DeviceRecord } | null>
   /** pending → approved/denied, only from pending and before expiry. Returns false otherwise. */
-  decideDevice(userCode: string, decision: { approved: true; sub: string; authTime: number } | { approved: false }): Promise<boolean>
+  decideDevice(userCode: string, decision: DeviceDecision): Promise<boolean>
   /** Atomic poll: slow_down when polled sooner than intervalSec after lastPollMs (interval += 5); approved → consumed once. */
   pollDevice(deviceHash: string, nowMs: number): Promise<PollResult>
 

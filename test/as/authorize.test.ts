@@ -317,6 +317,7 @@ t.test('success: 302 with code, state and iss; the stored code has everything /t
   const params = authParams({ state, code_challenge: challenge, scope: 'openid orders:read', nonce: 'nonce-123' })
   const b = new Browser()
   const loginAt = epochSeconds(f.clock)
+  const loginMs = f.clock.now()
   const callback = await authorizeAs(b, authorizeUrl(f, params))
   t.equal(callback.origin + callback.pathname, WEB_CALLBACK)
   t.equal(callback.searchParams.get('state'), state, 'state exactly as sent')
@@ -337,9 +338,12 @@ t.test('success: 302 with code, state and iss; the stored code has everything /t
     scope: 'openid orders:read',
     sub: 'alice',
     authTime: loginAt,
+    amr: ['pwd'],
+    acr: 'pwd',
     nonce: 'nonce-123',
     resource: null,
     expiresAt: loginAt + 60,
+    issuedAtMs: loginMs,
   })
   t.equal((await f.store.takeCode(hashToken(code))).status, 'used', 'single use')
 

@@ -26,6 +26,8 @@ for (const format of ['jwt', 'opaque'] as const) {
         token_type: 'Bearer',
         exp: now + 600,
         iat: now,
+        // When the person signed in (mintCode: 5 s ago); the code says nothing of how.
+        auth_time: now - 5,
         sub: 'alice',
         aud: h.issuer,
         iss: h.issuer,
@@ -54,6 +56,7 @@ for (const format of ['jwt', 'opaque'] as const) {
         token_type: 'refresh_token',
         exp: now + 30 * 86400,
         iat: now,
+        auth_time: now - 5,
         sub: 'alice',
         iss: h.issuer,
       })

@@ -123,6 +123,8 @@ export interface RogueOp {
   mode: RogueMode
   /** How many token requests it answered. */
   tokenRequests: number
+  /** More claims for the id_tokens it signs (an `amr`, an `acr`); registered claims are set after them. */
+  claims: Record<string, unknown>
   stop(): Promise<void>
 }
 
@@ -150,7 +152,7 @@ export async function startRogueOp(): Promise<RogueOp> {
   const foreign = await generateKeyPair('ES256')
   const jwk = { ...(await exportJWK(publicKey)), kid: 'rogue-1', alg: 'ES256', use: 'sig' }
   const nonces = new Map<string, string>()
-  const op: RogueOp = { issuer: l.origin, mode: 'good', tokenRequests: 0, stop: l.stop }
+  const op: RogueOp = { issuer: l.origin, mode: 'good', tokenRequests: 0, claims: {}, stop: l.stop }
   l.handle((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', l.origin)
     if (url.pathname === '/.well-known/openid-configuration') {
@@ -193,6 +195,7 @@ export async function startRogueOp(): Promise<RogueOp> {
           op.mode === 'unsigned'
             ? unsigned
             : await new SignJWT({
+                ...op.claims,
                 nonce: op.mode === 'wrong-nonce' ? `${nonce}-other` : nonce,
                 email: 'rogue@example.com',
                 name: 'Rogue Person',

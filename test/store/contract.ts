@@ -432,6 +432,23 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       t2.same(await store.pollDevice(dc.hash, clock.now()), { status: 'missing' }, 'consumed')
     })
 
+    tt.test('an approval keeps how the person signed in (amr, acr) for the tokens', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.putDevice(dc.hash, deviceRecord(clock, uc))
+      t2.equal(await store.getDeviceByUserCode(uc).then((f) => f?.record.amr), undefined, 'nothing before the approval')
+      await store.decideDevice(uc, { approved: true, sub: 'alice', authTime: nowSec(clock), amr: ['hwk', 'user', 'mfa'], acr: 'phr' })
+      const r = await store.pollDevice(dc.hash, clock.now())
+      t2.match(r.status === 'approved' && r.record, { sub: 'alice', amr: ['hwk', 'user', 'mfa'], acr: 'phr' })
+      const other = userCode()
+      const dc2 = token()
+      await store.putDevice(dc2.hash, deviceRecord(clock, other))
+      await store.decideDevice(other, { approved: true, sub: 'alice', authTime: nowSec(clock) })
+      const r2 = await store.pollDevice(dc2.hash, clock.now())
+      t2.equal(r2.status === 'approved' && (r2.record.amr ?? r2.record.acr), undefined, 'an approval that says nothing reads back as nothing')
+    })
+
     tt.test('pending, slow_down grows the interval by 5, deny stays denied', async (t2) => {
       const { clock, store } = await setup(t2)
       const uc = userCode()
@@ -489,6 +506,9 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await store.putSession(sid, rec, 60)
     clock.advance(60_000)
     tt.equal(await store.getSession(sid), null, 'expired')
+    const strong: SessionRecord = { ...rec, amr: ['swk', 'user', 'mfa'], acr: 'phr' }
+    await store.putSession(sid, strong, 60)
+    tt.same(await store.getSession(sid), strong, 'how the person signed in is kept')
 
     await store.putConsent('alice', 'app', ['openid', 'orders:read'], 100)
     tt.same(await store.getConsent('alice', 'app'), ['openid', 'orders:read'])

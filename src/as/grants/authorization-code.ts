@@ -34,6 +34,7 @@ import { grantIdForCode } from '../grant-id.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import { revokeGrant } from '../revocation.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import { strengthOf } from '../sign-in-strength.js'
 
 /** RFC 7636 4.1: code_verifier = 43*128unreserved. */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/
@@ -119,6 +120,7 @@ export const authorizationCodeGrant: Grant = {
       sub: record.sub,
       scope: record.scope,
       authTime: record.authTime,
+      strength: strengthOf(record),
       resource: resource ?? record.resource,
       audience,
       nonce: record.nonce,

@@ -18,6 +18,7 @@ import { startGrant } from '../issue.js'
 import { randomId, randomToken } from '../../tokens/random.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import { strengthOf } from '../sign-in-strength.js'
 
 /** RFC 8628 3.4 grant type URN. */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
@@ -73,6 +74,7 @@ export const deviceCodeGrant: Grant = {
       sub: record.sub,
       scope: record.scope,
       authTime: record.authTime ?? now,
+      strength: strengthOf(record),
       resource,
       audience,
       nonce: null,

@@ -39,6 +39,7 @@ import { formatScope, isSubset, parseScope } from '../scope.js'
 import { checkAllowed, upstreamSubject } from '../upstream/person.js'
 import type { VerifiedAssertion } from '../assertion-issuers.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import { upstreamSignIn } from '../sign-in-strength.js'
 
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 
@@ -129,6 +130,8 @@ export const jwtBearerGrant: Grant = {
       sub,
       scope,
       authTime,
+      // The IdP's word on how the person signed in, as for an upstream sign-in (ID-JAG carries acr/amr).
+      strength: upstreamSignIn(claims),
       resource: audience === as.issuer ? null : audience,
       audience,
       nonce: null,

@@ -15,6 +15,7 @@ import { userTokenResponse } from '../issue.js'
 import { randomToken } from '../../tokens/random.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
+import { strengthOf } from '../sign-in-strength.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
 
 export const refreshTokenGrant: Grant = {
@@ -64,6 +65,8 @@ export const refreshTokenGrant: Grant = {
       sub: grant.sub,
       scope,
       authTime: grant.authTime,
+      // The original sign-in's amr/acr, as its auth_time: a refresh proves nothing new about the person.
+      strength: strengthOf(grant),
       audience,
       nonce: null,
       refreshToken: next,

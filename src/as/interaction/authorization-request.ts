@@ -129,6 +129,8 @@ export interface AuthorizationRequest {
   prompt: ReadonlySet<Prompt>
   /** OIDC max_age in seconds, or null. */
   maxAge: number | null
+  /** OIDC acr_values (preferred first), or null when not sent; honoured, never ignored (continue.ts). */
+  acrValues: readonly string[] | null
   /** RFC 8707 resource, or null. */
   resource: string | null
   /** RFC 9449 10: the thumbprint of the DPoP key the code is bound to, or null. */
@@ -241,6 +243,7 @@ function validateRest(
   const pkce = parsePkce(params, client)
   const prompt = parsePrompt(params.get('prompt'))
   const maxAge = parseMaxAge(params.get('max_age'))
+  const acrValues = parseAcrValues(params.get('acr_values'))
   const resource = parseResource(params, as)
   const dpopJkt = params.get('dpop_jkt') ?? null
   if (dpopJkt !== null && !JKT.test(dpopJkt)) throw new InvalidRequest('dpop_jkt is a SHA-256 JWK thumbprint: 43 base64url characters')
@@ -255,6 +258,7 @@ function validateRest(
     nonce: params.get('nonce') ?? null,
     prompt,
     maxAge,
+    acrValues,
     resource,
     dpopJkt,
     loginHint: params.get('login_hint') ?? null,
@@ -320,6 +324,26 @@ function parseMaxAge(value: string | undefined): number | null {
   if (value === undefined) return null
   if (!/^\d{1,10}$/.test(value)) throw new InvalidRequest('max_age must be a whole number of seconds')
   return Number(value)
+}
+
+/** At most this many acr values, each at most this long (ours are three letters). */
+const MAX_ACR_VALUES = 10
+const MAX_ACR_LENGTH = 200
+const ACR_VALUE = /^[\x21-\x7e]+$/
+
+/**
+ * OIDC Core 3.1.2.1: space-separated acr values in order of preference.
+ * An empty list is as if none were sent; a value that is not printable
+ * ASCII, too long, or too many of them is refused (invalid_request).
+ */
+function parseAcrValues(value: string | undefined): readonly string[] | null {
+  if (value === undefined) return null
+  const values = [...new Set(value.split(' ').filter((v) => v !== ''))]
+  if (values.length === 0) return null
+  if (values.length > MAX_ACR_VALUES || !values.every((v) => v.length <= MAX_ACR_LENGTH && ACR_VALUE.test(v))) {
+    throw new InvalidRequest(`acr_values is at most ${MAX_ACR_VALUES} space-separated values of printable characters`)
+  }
+  return values
 }
 
 /**

@@ -1,7 +1,9 @@
 import { loginChoices, loginHeaders } from '../upstream/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
-import { ConsentRequired, LoginRequired } from '../../errors.js'
+import { AccessDenied, ConsentRequired, LoginRequired } from '../../errors.js'
+import { passkeySignInOffered } from '../passkeys/page-headers.js'
+import { meetsAcr, ownAcrRequested, strengthOf } from '../sign-in-strength.js'
 import type { AsContext } from '../context.js'
 import { headersForClientLogo, isolated } from '../views/client.js'
 import { consentPage } from '../views/consent.js'
@@ -22,11 +24,36 @@ import type { ActiveSession } from './session.js'
  * the consent POST all go through here, so the rules live in one place.
  */
 
-/** OIDC Core 3.1.2.1: no session, prompt=login, or a login older than max_age. */
+/**
+ * OIDC Core 3.1.2.1: no session, prompt=login, or a login older than
+ * max_age (`max_age=0`: always, the same as prompt=login).
+ */
 export function needsLogin(as: AsContext, request: AuthorizationRequest, session: ActiveSession | null): boolean {
   if (session === null) return true
   if (request.prompt.has('login')) return true
-  return request.maxAge !== null && epochSeconds(as.clock) - session.record.authTime > request.maxAge
+  if (request.maxAge === null) return false
+  return request.maxAge === 0 || epochSeconds(as.clock) - session.record.authTime > request.maxAge
+}
+
+/** The sign-in does not meet any of the request's acr_values (OIDC Core 3.1.2.1, RFC 9470 4). */
+export function tooWeak(request: AuthorizationRequest, session: ActiveSession): boolean {
+  return request.acrValues !== null && !meetsAcr(strengthOf(session.record), request.acrValues)
+}
+
+/** What the login page says when the sign-in is not strong enough for the request. */
+export const STRONGER_SIGN_IN = 'This application asks for a stronger sign-in. Sign in with a passkey.'
+
+/**
+ * Whether a person could meet one of the acr values here by signing in
+ * again: one of ours above `pwd` needs a passkey sign-in to be offered
+ * (an upstream provider's own value can only be met by that provider, so
+ * the login page with its buttons is still the way).
+ */
+function reachable(as: AsContext, request: AuthorizationRequest): boolean {
+  const wanted = request.acrValues ?? []
+  if (wanted.includes('pwd') && as.as.localLogin) return true
+  if (!ownAcrRequested(wanted)) return as.upstream.list().length > 0
+  return passkeySignInOffered(as)
 }
 
 /**
@@ -76,6 +103,15 @@ export async function continueAuthorization(
     }
     return showAuthorizationLogin(req, res, as, request, { status: 200 })
   }
+  if (tooWeak(request, session)) {
+    // Never silently ignored: ask for a stronger sign-in, or tell the client none can be had here.
+    if (request.prompt.has('none')) return redirect(res, target.error(new LoginRequired('The sign-in does not meet acr_values')), o.redirectStatus, o.cookies)
+    if (!reachable(as, request)) {
+      return redirect(res, target.error(new AccessDenied('No sign-in offered here meets acr_values')), o.redirectStatus, o.cookies)
+    }
+    // The session cookie goes along: a sign-in that fell short still replaced the previous session.
+    return showAuthorizationLogin(req, res, as, request, { status: o.freshLogin ? 400 : 200, error: STRONGER_SIGN_IN, cookies: o.cookies })
+  }
   if (await needsConsent(as, request, session)) {
     if (request.prompt.has('none')) return redirect(res, target.error(new ConsentRequired()), o.redirectStatus, o.cookies)
     // After a login POST, go back through GET /authorize so the consent page
@@ -93,7 +129,7 @@ export function showAuthorizationLogin(
   res: ServerResponse,
   as: AsContext,
   request: AuthorizationRequest,
-  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>> },
+  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>>; cookies?: readonly string[] },
 ): void {
   const csrf = preSessionCsrf(req, as)
   const username = o.username ?? request.loginHint ?? undefined
@@ -106,7 +142,8 @@ export function showAuthorizationLogin(
     ...(o.error !== undefined ? { error: o.error } : {}),
   })
   const headers = loginHeaders(as, o.headers)
-  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(headers ? { headers } : {}) })
+  const cookies = [...(o.cookies ?? []), ...(csrf.setCookie ? [csrf.setCookie] : [])]
+  showPage(res, o.status, page, { cookies, ...(headers ? { headers } : {}) })
 }
 
 function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationRequest, session: ActiveSession): void {

@@ -6,6 +6,7 @@ import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import { FormParams } from '../../http/body.js'
 import type { DeviceRecord } from '../../store/types.js'
 import type { AsContext, AsHandler } from '../context.js'
+import { strengthOf } from '../sign-in-strength.js'
 import { headersForClientLogo } from '../views/client.js'
 import { consentPage } from '../views/consent.js'
 import { deviceEntryPage, deviceResultPage } from '../views/device.js'
@@ -183,7 +184,12 @@ async function postDevice(req: IncomingMessage, res: ServerResponse, ctx: Reques
     if (showLookupFailure(req, res, as, lookup, typed)) return
     const decided =
       decision === 'allow'
-        ? await as.store.decideDevice(lookup.userCode, { approved: true, sub: session.user.sub, authTime: session.record.authTime })
+        ? await as.store.decideDevice(lookup.userCode, {
+            approved: true,
+            sub: session.user.sub,
+            authTime: session.record.authTime,
+            ...strengthOf(session.record),
+          })
         : await as.store.decideDevice(lookup.userCode, { approved: false })
     // Lost a race with expiry or with another decision on the same code.
     if (!decided) {

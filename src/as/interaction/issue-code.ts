@@ -2,6 +2,7 @@ import { epochSeconds } from '../../clock.js'
 import { hashToken } from '../../store/hash.js'
 import type { CodeRecord } from '../../store/types.js'
 import type { AsContext } from '../context.js'
+import { strengthOf } from '../sign-in-strength.js'
 import type { AuthorizationRequest } from './authorization-request.js'
 import type { ActiveSession } from './session.js'
 import { randomToken } from '../../tokens/random.js'
@@ -10,7 +11,7 @@ import { randomToken } from '../../tokens/random.js'
  * Mint an authorization code (RFC 6749 4.1.2): 32 random bytes, base64url;
  * only its hash is stored, with everything /token must check (client,
  * redirect URI, PKCE challenge) and what the tokens will carry (scope, sub,
- * auth_time, nonce, resource). Single use and short-lived: `code_ttl`
+ * auth_time, amr, acr, nonce, resource). Single use and short-lived: `code_ttl`
  * (RFC 9700 4.1.1 / SPEC.md Limits: at most 10 minutes).
  */
 export async function issueCode(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<string> {
@@ -24,6 +25,7 @@ export async function issueCode(as: AsContext, request: AuthorizationRequest, se
     scope: request.scopes.join(' '),
     sub: session.user.sub,
     authTime: session.record.authTime,
+    ...strengthOf(session.record),
     nonce: request.nonce,
     resource: request.resource,
     expiresAt: epochSeconds(as.clock) + as.as.codeTtlSec,

@@ -11,6 +11,7 @@ import { readFormParams } from './form.js'
 import { knownBrowserFor, rememberBrowser } from './known-browser.js'
 import { LoginThrottle, waitInWords, type LoginVerdict } from './rate-limit.js'
 import { showError, showForbidden } from './respond.js'
+import { passwordSignIn } from '../sign-in-strength.js'
 import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
 import { sessionIdOf, startSession } from './session.js'
 
@@ -105,6 +106,6 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
   await throttle.succeed()
   const rememberCookie = await rememberBrowser(req, as, user, known)
 
-  const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as))
+  const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), passwordSignIn())
   await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
 }

@@ -6,6 +6,7 @@ import { NO_STORE, sendError, sendJson } from '../../http/reply.js'
 import type { AsHandler } from '../context.js'
 import { addPasskey, passkeyName, registrationOptions, signInOptions, signInWithPasskey } from '../passkeys/ceremony.js'
 import { passkeySignInOffered } from '../passkeys/page-headers.js'
+import { passkeySignIn } from '../sign-in-strength.js'
 import { continuationFields, readContinuation } from './continuation.js'
 import { checkPreSessionCsrf, isSameOrigin, tokensMatch } from './csrf.js'
 import { guardPage, guardRedirect } from './failures.js'
@@ -133,7 +134,7 @@ export const passkeyLogin: AsHandler = async (req, res, ctx, as) => {
     const user = as.users.get(result.person.username)
     if (user === undefined) return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })
     const rememberCookie = await rememberBrowser(req, as, user, await knownBrowserFor(req, as, user))
-    const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as))
+    const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), passkeySignIn(result.passkey.deviceType))
     ctx.log.info({ event: 'passkey_login', sub: user.sub }, 'a person signed in with a passkey')
     await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
   }

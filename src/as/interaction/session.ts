@@ -5,12 +5,14 @@ import { hashToken } from '../../store/hash.js'
 import type { SessionRecord } from '../../store/types.js'
 import type { Person } from '../claims.js'
 import type { AsContext } from '../context.js'
+import type { SignInStrength } from '../sign-in-strength.js'
 import { isTokenShaped, randomToken } from '../../tokens/random.js'
 
 /**
  * The browser login session at the authorization server. The cookie holds a
  * random id; the store holds only its hash (like every other bearer value),
- * with the user, the login time and the session's CSRF token.
+ * with the user, the login time, how they signed in (amr/acr) and the
+ * session's CSRF token.
  */
 
 /** Name of the session cookie; `__Host-` prefixed under https (no Domain, Path=/, Secure). */
@@ -47,12 +49,14 @@ export async function currentSession(req: IncomingMessage, as: AsContext): Promi
 
 /**
  * Log the user in: always a new session id (no session fixation, RFC 9700 /
- * OWASP), the previous session, if any, deleted. Returns the Set-Cookie.
+ * OWASP), the previous session, if any, deleted. `strength` says how they
+ * proved who they are; `auth_time` is now. Returns the Set-Cookie.
  */
 export async function startSession(
   as: AsContext,
   user: Person,
   previousId: string | null,
+  strength: SignInStrength,
   provider?: string,
 ): Promise<{ session: ActiveSession; setCookie: string }> {
   const id = randomToken()
@@ -60,6 +64,8 @@ export async function startSession(
     sub: user.sub,
     username: user.username,
     authTime: epochSeconds(as.clock),
+    amr: [...strength.amr],
+    ...(strength.acr === undefined ? {} : { acr: strength.acr }),
     csrf: randomToken(),
     ...(provider === undefined ? {} : { provider }),
   }

@@ -11,6 +11,7 @@ import { tokensMatch } from '../interaction/csrf.js'
 import { guardPage } from '../interaction/failures.js'
 import { redirect, showError } from '../interaction/respond.js'
 import { sessionIdOf, startSession } from '../interaction/session.js'
+import { upstreamSignIn } from '../sign-in-strength.js'
 import { classifyProviderError } from './errors.js'
 import {
   CALLBACK_ASSET_PREFIX,
@@ -103,13 +104,14 @@ async function handleCallback(req: IncomingMessage, res: ServerResponse, ctx: Re
   // The claims must outlive every session and refresh family that names this person.
   const keepSec = as.as.session.ttlSec + as.as.refreshToken.ttlSec
   await as.store.putUpstreamPerson(sub, { provider: providerId, upstreamSub, claims, updatedAt: now }, keepSec)
-  const { setCookie } = await startSession(as, { username: sub, sub, claims }, sessionIdOf(req, as), providerId)
+  // The provider's amr/acr, when its id_token has them (the id_token's own claims, never UserInfo's).
+  const { setCookie } = await startSession(as, { username: sub, sub, claims }, sessionIdOf(req, as), upstreamSignIn(outcome.idToken), providerId)
   ctx.log.info({ event: 'upstream_login', provider: providerId }, 'signed in through identity provider')
   redirect(res, continueUrl(as, pending.continuation), 303, [setCookie, clear])
 }
 
 type Outcome =
-  | { kind: 'ok'; upstreamSub: string; upstream: Record<string, unknown> }
+  | { kind: 'ok'; upstreamSub: string; upstream: Record<string, unknown>; idToken: Readonly<Record<string, unknown>> }
   | { kind: 'unavailable'; reason: string }
   | { kind: 'refused'; error: string; reason: string }
   | { kind: 'rejected'; reason: string }
@@ -139,7 +141,7 @@ async function signInAtProvider(provider: UpstreamProvider, url: URL, state: str
       const info = await oidc.fetchUserInfo(configuration, tokens.access_token, idClaims.sub)
       for (const name of missing) if (info[name] !== undefined) upstream[name] = info[name]
     }
-    return { kind: 'ok', upstreamSub: idClaims.sub, upstream }
+    return { kind: 'ok', upstreamSub: idClaims.sub, upstream, idToken: { ...idClaims } }
   } catch (err) {
     return classifyProviderError(err)
   }
