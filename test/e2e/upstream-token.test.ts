@@ -12,7 +12,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import { createRemoteJWKSet, errors as joseErrors, exportJWK, generateKeyPair, jwtVerify, SignJWT, type JWTPayload } from 'jose'
 import { asConfigYaml } from '../helpers/as-config.js'
-import { startBinOrCleanUp, tempConfig, type RunningBin } from '../helpers/bin.js'
+import { runCli, startBinOrCleanUp, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { eventually, freePort } from '../helpers/http.js'
 import { serviceToken } from '../helpers/store-pair.js'
 import { startUpstream } from '../helpers/upstream.js'
@@ -229,4 +229,26 @@ t.test('upstream tokens and assertions signed by bearward, verified by the upstr
     const { payload } = await jwtVerify(auth.slice(7), jwks as ReturnType<typeof createRemoteJWKSet>, { issuer: bin.url, audience: up.url, typ: 'at+jwt' })
     t.match(payload, { sub: 'service', act: { sub: 'service' } })
   })
+})
+
+t.test('bearward check-config refuses a signed mode it cannot honour, at its place in the file', async (t) => {
+  // No authorization_server to sign with; forward_authorization beside a signed mode.
+  const bad = await tempConfig(`listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+issuers:
+  - { id: corp, issuer: https://idp.example.com, jwks_uri: https://idp.example.com/jwks.json }
+routes:
+  - name: orders
+    match: { path: /orders }
+    upstream: http://127.0.0.1:3000
+    issuers: [corp]
+    forward_authorization: true
+    upstream_token: exchange
+`)
+  t.teardown(() => bad.cleanup())
+  const r = await runCli(['check-config', '-c', bad.file])
+  t.equal(r.code, 1)
+  const file = bad.file.replace(/[.]/g, '\\.')
+  t.match(r.stderr, new RegExp(`${file}:11:21: routes\\[0\\]\\.upstream_token: .*no \`authorization_server\``), 'no keys to sign with')
+  t.match(r.stderr, new RegExp(`${file}:10:28: routes\\[0\\]\\.forward_authorization: .*never forwarded`), 'forward_authorization beside it')
 })
