@@ -11,6 +11,7 @@ import { JwtVerifier } from '../tokens/verify-jwt.js'
 import { ClientDirectory } from './client-directory.js'
 import { AssertionIssuers } from './assertion-issuers.js'
 import { ClientKeySets } from './client-keys.js'
+import { TrustedTokens } from './trusted-tokens.js'
 import type { AsContext } from './context.js'
 import { ClientAddress } from '../http/trusted-proxies.js'
 import { UpstreamProviders } from './upstream/providers.js'
@@ -30,6 +31,9 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)
   const clientKeys = new ClientKeySets(deps.clock, deps.log, deps.as.clientIdMetadataDocuments)
   const assertionIssuers = new AssertionIssuers(deps.as.assertionIssuers, deps.clock, deps.log, config.gateway.clockSkewSec)
+  // Only a token exchange reads other issuers' tokens here: without a client that may exchange, nothing is fetched.
+  const exchanges = deps.as.clients.some((c) => c.tokenExchange !== undefined)
+  const trustedTokens = new TrustedTokens(exchanges ? config.issuers : [], deps.clock, deps.log)
   const upstream = new UpstreamProviders(deps.as.identityProviders, deps.log)
   upstream.start()
   return {
@@ -51,10 +55,11 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     // Also ends the identity providers' discovery retries: both belong to this Runtime.
     closeClientLookup: async () => {
       upstream.close()
-      await Promise.all([directory.close(), clientKeys.close(), assertionIssuers.close()])
+      await Promise.all([directory.close(), clientKeys.close(), assertionIssuers.close(), trustedTokens.close()])
     },
     clientKeys,
     assertionIssuers,
+    trustedTokens,
     users: new Map(deps.as.users.map((u) => [u.username, u])),
     upstream,
     secrets: new SecretVerifier(),

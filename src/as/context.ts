@@ -9,6 +9,7 @@ import type { KeySet } from '../keys/keyset.js'
 import type { JwtIssuer, JwtVerifier } from '../tokens/verify-jwt.js'
 import type { AssertionIssuers } from './assertion-issuers.js'
 import type { ClientKeySets } from './client-keys.js'
+import type { TrustedTokens } from './trusted-tokens.js'
 import type { UpstreamProviders } from './upstream/providers.js'
 
 /**
@@ -37,6 +38,8 @@ export interface AsContext extends FaceDeps {
   readonly clientKeys: ClientKeySets
   /** Issuers whose JWTs are RFC 7523 assertions: ID-JAGs and workload tokens (`assertion_issuers`). */
   readonly assertionIssuers: AssertionIssuers
+  /** Access tokens of the trusted issuers (`issuers[]`), for token exchange. */
+  readonly trustedTokens: TrustedTokens
   readonly users: ReadonlyMap<string, UserConfig>
   /** Upstream OpenID Connect providers (`identity_providers`), discovered in the background. */
   readonly upstream: UpstreamProviders

@@ -6,13 +6,17 @@
  * one), `may_act` honoured, no refresh token, and revoking the subject's
  * grant revokes what was exchanged from it.
  */
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import * as oauth from 'oauth4webapi'
-import { decodeJwt } from 'jose'
+import { decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { epochSeconds } from '../../src/clock.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import { signJwt } from '../../src/keys/sign.js'
-import { API_AUDIENCE, basic, introspect, send, startAs, token, tokensFor, type Harness, type Reply } from '../helpers/as-back.js'
+import { API_AUDIENCE, backYaml, basic, introspect, send, token, tokensFor, type Harness, type Reply } from '../helpers/as-back.js'
+import { serveRuntime } from '../helpers/serve-runtime.js'
+import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { postForm, reply } from '../helpers/http.js'
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
@@ -22,11 +26,26 @@ const insecure = { [oauth.allowInsecureRequests]: true } as const
 
 t.test('token exchange', async (t) => {
   const hash = await hashSecret(SECRET)
-  const h: Harness = await startAs({
-    clientsExtra: [
-      `    - { client_id: exchanger, type: confidential, secret_hash: "${hash}", grant_types: [token-exchange], token_exchange: { audiences: ["${API_AUDIENCE}"] } }`,
-    ].join('\n'),
+  // A trusted issuer (issuers[]) that is also the identity provider people sign in with: its keys served here.
+  const corpKeys = await generateKeyPair('ES256')
+  const corpJwk = { ...(await exportJWK(corpKeys.publicKey)), kid: 'c1', alg: 'ES256' }
+  const keyServer = createServer((_req, res) => {
+    res.setHeader('content-type', 'application/json')
+    res.end(JSON.stringify({ keys: [corpJwk] }))
   })
+  await new Promise<void>((resolve) => keyServer.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => keyServer.close(() => resolve())))
+  const corp = `http://127.0.0.1:${(keyServer.address() as AddressInfo).port}`
+  const other = 'http://127.0.0.1:9/other'
+  const yaml = await backYaml({
+    asExtra: ['  identity_providers:', `    - { id: corp, name: Corp SSO, issuer: "${corp}", client_id: bearward }`].join('\n'),
+    clientsExtra: `    - { client_id: exchanger, type: confidential, secret_hash: "${hash}", grant_types: [token-exchange], token_exchange: { audiences: ["${API_AUDIENCE}"] } }`,
+  })
+  const served = await serveRuntime(
+    `${yaml}issuers:\n  - { id: corp, issuer: "${corp}", jwks_uri: "${corp}/jwks", algorithms: [ES256] }\n  - { id: other, issuer: "${other}", jwks_uri: "${corp}/jwks", algorithms: [ES256] }\n`,
+    { signingKey: () => generatePrivateJwk('ES256') },
+  )
+  const h: Harness = { ...served, url: served.publicUrl, issuer: served.publicUrl }
   t.teardown(() => h.close())
   const exchangerAuth = `Basic ${Buffer.from(`exchanger:${SECRET}`).toString('base64')}`
   const exchange = (params: Record<string, string>, auth = exchangerAuth): Promise<Reply> =>
@@ -134,5 +153,47 @@ t.test('token exchange', async (t) => {
     t.equal(noType.json?.error, 'invalid_request')
     const web = await exchange({ subject_token: subjectToken }, basic('web'))
     t.equal(web.json?.error, 'unauthorized_client', 'a client without the grant')
+  })
+
+  t.test("a trusted issuer's access token: the person its identity provider maps, act naming the client", async (t) => {
+    const now = epochSeconds(h.clock)
+    const foreign = (iss: string, claims: Record<string, unknown> = {}): Promise<string> =>
+      new SignJWT({
+        iss,
+        sub: 'u-77',
+        aud: 'https://corp-api.example.com',
+        client_id: 'corp-app',
+        scope: 'orders:read',
+        iat: now,
+        exp: now + 300,
+        jti: crypto.randomUUID(),
+        ...claims,
+      })
+        .setProtectedHeader({ alg: 'ES256', kid: 'c1', typ: 'at+jwt' })
+        .sign(corpKeys.privateKey)
+    const r = await exchange({ subject_token: await foreign(corp) })
+    t.equal(r.status, 200, r.text)
+    const claims = decodeJwt(String(r.json?.access_token))
+    t.equal(claims.iss, h.issuer)
+    t.equal(claims.sub, 'corp:u-77', 'the sub a browser sign-in at corp gives')
+    t.equal(claims.scope, 'orders:read')
+    t.same(claims.act, { sub: 'exchanger' })
+    t.equal(claims.grant_id, undefined, 'no grant of ours')
+    const jwtType = await exchange({ subject_token: await foreign(corp), subject_token_type: 'urn:ietf:params:oauth:token-type:jwt' })
+    t.equal(jwtType.status, 200, 'the generic jwt type names it too')
+
+    const before = h.logs.length
+    const unmapped = await exchange({ subject_token: await foreign(other) })
+    t.equal(unmapped.json?.error, 'invalid_grant')
+    t.equal(
+      h.logs.slice(before).find((l) => l.msg === 'request refused')?.cause,
+      'token exchange: unmapped subject: no identity provider has the trusted issuer of the subject token',
+    )
+    const expired = await exchange({ subject_token: await foreign(corp, { iat: now - 900, exp: now - 300 }) })
+    t.equal(expired.json?.error, 'invalid_grant')
+    const wider = await exchange({ subject_token: await foreign(corp), scope: 'orders:read orders:write' })
+    t.equal(wider.json?.error, 'invalid_scope')
+    const forged = await exchange({ subject_token: `${(await foreign(corp)).slice(0, -4)}AAAA` })
+    t.equal(forged.json?.error, 'invalid_grant')
   })
 })

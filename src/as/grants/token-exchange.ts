@@ -9,8 +9,11 @@
  *   them, once) is one of those and a resource this server issues for.
  *   Without either, the policy's only audience; several: invalid_target.
  * - `subject_token`: an access token of this server (`subject_token_type`
- *   access_token), live and not revoked; anything else is invalid_grant
- *   (the cause logged). Tokens of other issuers are not exchanged (yet).
+ *   access_token), live and not revoked; or an access token of a trusted
+ *   issuer (`issuers[]` with a jwks_uri, verified as the gateway verifies
+ *   it; type access_token or jwt) whose person an `identity_providers` entry
+ *   with the same issuer names (`<id>:<sub>`, the sub a browser sign-in there
+ *   gives); anything else is invalid_grant (the cause logged).
  * - `actor_token` (optional, access_token type, ours too): delegation. The new
  *   token's `act` is `{ sub: <actor's sub>, client_id }`, and an `act` the
  *   subject token already had nests inside it (RFC 8693 4.1: the current
@@ -33,6 +36,7 @@ import type { AsContext } from '../context.js'
 import { issueAccessToken } from '../issue.js'
 import { checkResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
+import { upstreamSubject } from '../upstream/person.js'
 import { verifyOwnAccessToken, type OwnAccessToken } from '../verify-token.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
 
@@ -64,6 +68,48 @@ function targetAudience(as: AsContext, form: GrantRequest['form'], allowed: read
   return checkResource(target, as)
 }
 
+/** RFC 8693 3: a JWT of another issuer may also be named by its generic type. */
+const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt'
+
+function objectClaim(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+}
+
+/** The subject token: ours, or a trusted issuer's access token for a person an identity provider maps. */
+async function subjectOf(as: AsContext, token: string, type: string | undefined): Promise<OwnAccessToken> {
+  if (type === undefined || !as.trustedTokens.claims(token) || (type !== ACCESS_TOKEN_TYPE && type !== JWT_TOKEN_TYPE)) {
+    return ownToken(as, token, type, 'subject')
+  }
+  const found = await as.trustedTokens.verify(token, as.jwtVerifier)
+  if (found === null) throw refuse('subject token of a trusted issuer invalid or expired')
+  const { claims } = found
+  const provider = as.as.identityProviders.find((p) => p.issuer === found.issuer)
+  const sub = provider === undefined || typeof claims.sub !== 'string' ? null : upstreamSubject(provider.id, claims.sub)
+  if (sub === null) throw refuse('unmapped subject: no identity provider has the trusted issuer of the subject token')
+  const jti = typeof claims.jti === 'string' ? claims.jti : ''
+  if (as.revocations.isRevoked(jti === '' ? null : jti, null)) throw refuse('subject token revoked')
+  const scope = typeof claims.scope === 'string' ? claims.scope : Array.isArray(claims.scp) ? claims.scp.filter((s) => typeof s === 'string').join(' ') : ''
+  const act = objectClaim(claims.act)
+  const mayAct = objectClaim(claims.may_act)
+  return {
+    format: 'jwt',
+    iss: found.issuer,
+    sub,
+    aud: [],
+    clientId: typeof claims.client_id === 'string' ? claims.client_id : '',
+    scope,
+    jti,
+    iat: typeof claims.iat === 'number' ? claims.iat : 0,
+    exp: claims.exp as number,
+    nbf: null,
+    // A foreign token has no grant here: revoking it at its issuer cannot reach what was exchanged.
+    grantId: null,
+    authTime: typeof claims.auth_time === 'number' ? claims.auth_time : null,
+    ...(act === undefined ? {} : { act }),
+    ...(mayAct === undefined ? {} : { mayAct }),
+  }
+}
+
 export const tokenExchangeGrant: Grant = {
   params: ['subject_token', 'subject_token_type', 'actor_token', 'actor_token_type', 'requested_token_type', 'scope', 'resource', 'audience'],
 
@@ -74,7 +120,7 @@ export const tokenExchangeGrant: Grant = {
     if (requestedType !== undefined && requestedType !== ACCESS_TOKEN_TYPE) throw new InvalidRequest(`Only ${ACCESS_TOKEN_TYPE} can be requested`)
     const audience = targetAudience(as, form, policy.audiences)
 
-    const subject = await ownToken(as, form.require('subject_token'), form.get('subject_token_type'), 'subject')
+    const subject = await subjectOf(as, form.require('subject_token'), form.get('subject_token_type'))
     const actorToken = form.get('actor_token')
     const actor = actorToken === undefined ? null : await ownToken(as, actorToken, form.get('actor_token_type'), 'actor')
     if (actor === null && form.get('actor_token_type') !== undefined) throw new InvalidRequest('actor_token_type without actor_token')
