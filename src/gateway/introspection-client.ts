@@ -54,6 +54,35 @@ interface FoundToken {
 
 const NO_CLAIMS: Readonly<Record<string, unknown>> = Object.freeze({})
 
+/**
+ * The record as the sign-in fields are read from it: when and how the
+ * person signed in, kept beside the token by the authorization server
+ * (absent on a client's own token, and on records older than them).
+ */
+interface SignInFields {
+  readonly iss: string
+  readonly authTime?: unknown
+  readonly acr?: unknown
+  readonly amr?: unknown
+}
+
+/**
+ * The claims of a stored token as a JWT of it would carry them: the
+ * person's released claims, and `auth_time`, `acr`, `amr` from the record,
+ * which step-up reads (RFC 9470 3, src/gateway/step-up.ts).
+ */
+function storedClaims(record: OpaqueTokenRecord): Readonly<Record<string, unknown>> {
+  const signIn: SignInFields = record
+  const released = record.claims ?? NO_CLAIMS
+  if (signIn.authTime === undefined && signIn.acr === undefined && signIn.amr === undefined) return released
+  return Object.freeze({
+    ...released,
+    ...(signIn.authTime === undefined ? {} : { auth_time: signIn.authTime }),
+    ...(signIn.acr === undefined ? {} : { acr: signIn.acr }),
+    ...(signIn.amr === undefined ? {} : { amr: signIn.amr }),
+  })
+}
+
 function foundToken(issuerId: string, record: OpaqueTokenRecord): FoundToken {
   const identity: TokenIdentity = {
     issuerId,
@@ -65,7 +94,7 @@ function foundToken(issuerId: string, record: OpaqueTokenRecord): FoundToken {
     grantId: record.grantId,
     exp: record.exp,
     jkt: record.jkt ?? null,
-    claims: record.claims ?? NO_CLAIMS,
+    claims: storedClaims(record),
   }
   return { record, identity: Object.freeze(identity) }
 }

@@ -8,6 +8,7 @@
 import t, { type Test } from 'tap'
 import { PUBLIC_URL, startGateway, type Harness, type Reply } from './fixture.js'
 import { StepUp, StepUpRule } from '../../src/gateway/step-up.js'
+import { hashToken } from '../../src/store/hash.js'
 
 /** Every protected route takes DPoP-bound tokens too (dpop: allowed): its challenges say so (RFC 9449 7.1). */
 const ACCEPTS_DPOP = ', DPoP algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"'
@@ -238,4 +239,51 @@ t.test('step-up per MCP tool', async (t) => {
     t.equal((await gw.get('/mcp', weak, { accept: 'text/event-stream' })).status, 200)
     t.equal(gw.upstream.seen.length, before + 1)
   })
+})
+
+t.test("bearward's own opaque tokens: the sign-in kept in the token record", async (t) => {
+  const gw: Harness = await startGateway({
+    routes: (up) => `
+  - name: pay
+    match: { path: /pay }
+    upstream: ${up}
+    token: introspect
+    authentication: { acr: [mfa], max_age: 5m }
+`,
+  })
+  t.teardown(() => gw.close())
+  const now = Math.floor(gw.clock.now() / 1000)
+  /** A stored opaque token of the built-in issuer, as the authorization server writes it (authTime, acr beside the claims). */
+  async function stored(token: string, signIn: Record<string, unknown>): Promise<void> {
+    const record = {
+      iss: PUBLIC_URL,
+      sub: 'alice',
+      aud: [PUBLIC_URL],
+      clientId: 'web',
+      scope: '',
+      jti: token,
+      iat: now,
+      exp: now + 3600,
+      grantId: null,
+      ...signIn,
+    }
+    await gw.store.putOpaqueToken(hashToken(token), record)
+  }
+  await stored('strong-and-fresh', { authTime: now, acr: 'mfa', amr: ['hwk', 'user'] })
+  await stored('password-only', { authTime: now, acr: 'pwd' })
+  await stored('client-own', {})
+  const call = async (token: string, reaches: boolean): Promise<Reply> => {
+    const before = gw.upstream.seen.length
+    const res = await gw.get('/pay', token)
+    t.equal(gw.upstream.seen.length, before + (reaches ? 1 : 0), reaches ? 'reached the upstream' : 'nothing reached the upstream')
+    return res
+  }
+  t.equal((await call('strong-and-fresh', true)).status, 200)
+  for (const token of ['password-only', 'client-own']) {
+    const res = await call(token, false)
+    t.equal(res.status, 401, token)
+    t.equal(res.json().error, 'insufficient_user_authentication', token)
+  }
+  gw.clock.advance(400_000)
+  t.equal((await call('strong-and-fresh', false)).status, 401, 'the cached record, now too old')
 })
