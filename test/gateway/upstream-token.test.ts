@@ -7,12 +7,15 @@
  * client's copy and writes bearward's.
  */
 import t from 'tap'
-import type { IncomingMessage } from 'node:http'
+import { createServer, type IncomingMessage } from 'node:http'
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
 import { ManualClock } from '../../src/clock.js'
+import type { RouteConfig } from '../../src/config/types.js'
+import type { RequestContext } from '../../src/context.js'
 import { InvalidToken } from '../../src/errors.js'
 import { RequestHeaderPolicy } from '../../src/gateway/headers.js'
-import type { TokenIdentity } from '../../src/gateway/types.js'
+import type { ForwardRequest, TokenIdentity } from '../../src/gateway/types.js'
+import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import { AssertionSigner } from '../../src/gateway/upstream-token/assertion.js'
 import { upstreamCredential } from '../../src/gateway/upstream-token/credential.js'
 import { ExchangeMinter } from '../../src/gateway/upstream-token/exchange.js'
@@ -20,6 +23,8 @@ import { cappedExp, narrowedScope } from '../../src/gateway/upstream-token/scope
 import { PreparedSigner } from '../../src/gateway/upstream-token/signer.js'
 import { TrustedProxies } from '../../src/http/trusted-proxies.js'
 import { generatePrivateJwk, KeySet, signingKeyFromJwk, SUPPORTED_ALGS } from '../../src/keys/keyset.js'
+import { contextExtras } from '../helpers/trace.js'
+import { gatewayConfig, listen, routeConfig, send, silentLog, startUpstream } from './proxy-helpers.js'
 
 const ISSUER = 'https://auth.example.com'
 const AUDIENCE = 'https://orders.internal'
@@ -199,4 +204,65 @@ t.test('RequestHeaderPolicy: the credential header is stripped from the client a
     none.some((v, i) => i % 2 === 0 && v.toLowerCase().replaceAll('_', '-') === 'x-orders-identity'),
     'no credential (a passed-through preflight): none at all',
   )
+})
+
+t.test('UpstreamProxy: nothing is forwarded when nothing could be signed for the upstream', async (t) => {
+  const seen: IncomingMessage[] = []
+  const up = await startUpstream((req, res) => {
+    seen.push(req)
+    res.end('ok')
+  })
+  const keys = new KeySet([await signingKeyFromJwk(await generatePrivateJwk('ES256', 'k1'))], false)
+  const signing = { keys, issuer: ISSUER, clock: new ManualClock() }
+  const signed = (mode: 'exchange' | 'assertion'): RouteConfig =>
+    routeConfig({
+      name: mode,
+      upstream: up.url,
+      upstreamToken: { mode, audience: AUDIENCE, scopes: [], lifetimeSec: 60, header: mode === 'exchange' ? 'authorization' : 'x-bearward-assertion' },
+    })
+  const routes = [signed('exchange'), signed('assertion')]
+  t.throws(() => new UpstreamProxy(routes, gatewayConfig(), silentLog), /needs the authorization server's keys/, 'no keys: the build stops')
+  const proxy = new UpstreamProxy(routes, gatewayConfig(), silentLog, undefined, null, null, signing)
+  let next: ForwardRequest | null = null
+  const server = createServer((req, res) => {
+    const ctx = {
+      id: 'req-1',
+      log: silentLog,
+      rawPath: req.url ?? '/',
+      rawQuery: '',
+      routeLabel: 'r',
+      closeListener: null,
+      ...contextExtras(),
+    } as RequestContext
+    res.on('close', () => ctx.closeListener?.onResponseClose())
+    proxy.forward(req, res, next as ForwardRequest, ctx)
+  })
+  const gw = await listen(server)
+  t.teardown(async () => {
+    await gw.close()
+    await proxy.close()
+    await up.close()
+  })
+  const fwd = (route: RouteConfig, o: Partial<ForwardRequest> = {}): ForwardRequest => ({
+    route,
+    path: '/x',
+    query: '',
+    identity: identity(),
+    body: null,
+    ...o,
+  })
+
+  next = fwd(routes[0] as RouteConfig, { token: 'client-token' })
+  const ok = await send(gw.url, { path: '/x', headers: { authorization: 'Bearer client-token' } })
+  t.equal(ok.status, 200)
+  t.match(seen[0]?.headers.authorization, /^Bearer eyJ/, 'the minted token, not the client’s')
+
+  next = fwd(routes[0] as RouteConfig)
+  const noToken = await send(gw.url, { path: '/x' })
+  t.equal(noToken.status, 500, 'exchange without the client token to key its cache by: refused')
+  next = fwd(routes[1] as RouteConfig, { identity: identity({ sub: null, clientId: null }) })
+  const nobody = await send(gw.url, { path: '/x' })
+  t.equal(nobody.status, 401)
+  t.match(nobody.headers['www-authenticate'], /error="invalid_token"/)
+  t.equal(seen.length, 1, 'neither refusal reached the upstream')
 })
