@@ -19,7 +19,7 @@ import { hasScope } from './scope.js'
 import { type SignInStrength, strengthClaims } from './sign-in-strength.js'
 
 /** Label of `bearward_tokens_issued_total{grant}`. */
-export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'jwt_bearer'
+export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'jwt_bearer' | 'token_exchange'
 
 /** The rendered label sets, built once (issuing is a hot path). */
 const GRANT_LABELS: Readonly<Record<GrantLabel, string>> = {
@@ -28,6 +28,7 @@ const GRANT_LABELS: Readonly<Record<GrantLabel, string>> = {
   client_credentials: labelKey({ grant: 'client_credentials' }),
   device_code: labelKey({ grant: 'device_code' }),
   jwt_bearer: labelKey({ grant: 'jwt_bearer' }),
+  token_exchange: labelKey({ grant: 'token_exchange' }),
 }
 
 export interface AccessTokenInput {

@@ -29,6 +29,7 @@ import type {
   UpstreamPersonRecord,
   PasskeyChallengeRecord,
   PasskeyRecord,
+  TotpRecord,
   PasskeyUseResult,
   Store,
   TakeCodeResult,
@@ -120,6 +121,8 @@ export class MemoryStore implements Store {
   readonly #passkeyChallenges = new Map<string, Expiring<PasskeyChallengeRecord>>()
   /** Passkeys by credential id (ids are unique across people). */
   readonly #passkeys = new Map<string, PasskeyRecord>()
+  /** Authenticator apps by sub (kept until removed, like passkeys). */
+  readonly #totp = new Map<string, TotpRecord>()
   readonly #log: MemoryStoreOptions['log']
   #sweep: NodeJS.Timeout | null = null
   #closed = false
@@ -273,7 +276,7 @@ export class MemoryStore implements Store {
     if (f && !f.revoked) f.grant.maxAccessExp = Math.max(f.grant.maxAccessExp, exp)
   }
 
-  async rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number): Promise<RotateResult> {
+  async rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number, _grantId?: string, accessExp?: number): Promise<RotateResult> {
     this.#open()
     const gid = this.#refreshIndex.get(oldHash)
     const f = gid === undefined ? null : this.#family(gid)
@@ -285,6 +288,7 @@ export class MemoryStore implements Store {
         f.current = newHash
         f.grant.expiresAt = newExpiresAt
       }
+      if (accessExp !== undefined) f.grant.maxAccessExp = Math.max(f.grant.maxAccessExp, accessExp)
       return { status: 'rotated', grant: copy(f.grant) }
     }
     if (f.current === oldHash) return { status: 'missing' } // current token of a revoked family
@@ -712,6 +716,24 @@ export class MemoryStore implements Store {
     this.#open()
     const r = this.#live(this.#upstreamPeople, sub)
     return r ? copy(r) : null
+  }
+
+  // -- authenticator apps (TOTP) --------------------------------------------------
+
+  async putTotp(sub: string, record: TotpRecord): Promise<void> {
+    this.#open()
+    this.#totp.set(sub, copy(record))
+  }
+
+  async getTotp(sub: string): Promise<TotpRecord | null> {
+    this.#open()
+    const r = this.#totp.get(sub)
+    return r === undefined ? null : copy(r)
+  }
+
+  async deleteTotp(sub: string): Promise<void> {
+    this.#open()
+    this.#totp.delete(sub)
   }
 
   // -- passkeys (WebAuthn) -------------------------------------------------------

@@ -102,7 +102,9 @@ return 1
 /**
  * Refresh rotation with reuse detection (RFC 9700 4.14.2).
  * KEYS[1] = grant key; KEYS[2] = revoked-grants sorted set (single node only; absent on cluster).
- * ARGV: 1 old hash, 2 new hash or '', 3 new expiresAt (s), 4 now ms, 5 grant id, 6 channel.
+ * ARGV: 1 old hash, 2 new hash or '', 3 new expiresAt (s), 4 now ms, 5 grant id, 6 channel,
+ * 7 the expiry (s) of the access token issued with this rotation, or '' (optional): a rotation
+ * raises maxAccessExp to it in the same step, as noteAccessExp would after it.
  * The old hash must be a member of this family (field t:<hash>): the caller found the grant id
  * through a separate index key, and this re-check makes a race with that lookup harmless.
  * Returns {status, grantJson, expiresAt, maxAccessExp, revokedUntil?} with status
@@ -120,10 +122,15 @@ if not h[1] or not h[6] then return {'missing'} end
 if now >= tonumber(h[2]) * 1000 then return {'missing'} end
 if h[4] == ARGV[1] then
   if h[5] then return {'missing'} end
-  if ARGV[2] == '' then return {'rotated', h[1], h[2], h[3]} end
-  redis.call('HSET', KEYS[1], 'cur', ARGV[2], 't:' .. ARGV[2], now_sec, 'exp', ARGV[3])
+  local max = h[3]
+  if ARGV[7] and ARGV[7] ~= '' and tonumber(ARGV[7]) > tonumber(max) then max = ARGV[7] end
+  if ARGV[2] == '' then
+    if max ~= h[3] then redis.call('HSET', KEYS[1], 'max', max) end
+    return {'rotated', h[1], h[2], max}
+  end
+  redis.call('HSET', KEYS[1], 'cur', ARGV[2], 't:' .. ARGV[2], now_sec, 'exp', ARGV[3], 'max', max)
   redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[3]) * 1000 - now))
-  return {'rotated', h[1], ARGV[3], h[3]}
+  return {'rotated', h[1], ARGV[3], max}
 end
 if h[5] then return {'reused', h[1], h[2], h[3], h[5]} end
 local until_sec = math.max(tonumber(h[3]), now_sec)

@@ -110,6 +110,7 @@ import type {
   UpstreamPersonRecord,
   PasskeyChallengeRecord,
   PasskeyRecord,
+  TotpRecord,
   PasskeyUseResult,
   Store,
   TakeCodeResult,
@@ -723,14 +724,22 @@ export class RedisStore implements Store {
     await this.#do((c) => this.#eval(c, NOTE_ACCESS_EXP, [this.#key('grant', grantId)], [exp, this.#clock.now()]))
   }
 
-  async rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number, knownGrantId?: string): Promise<RotateResult> {
+  async rotateRefresh(oldHash: string, newHash: string | null, newExpiresAt: number, knownGrantId?: string, accessExp?: number): Promise<RotateResult> {
     return this.#do(async (c) => {
       // The script re-checks that oldHash belongs to the family, so a grant id
       // the caller found (findRefresh) saves the index lookup.
       const grantId = knownGrantId ?? (await c.get(this.#key('rt', oldHash)))
       if (grantId === null) return { status: 'missing' }
       const rotate = (): Promise<unknown> =>
-        this.#eval(c, ROTATE_REFRESH, this.#revokeKeys(grantId), [oldHash, newHash ?? '', newExpiresAt, this.#clock.now(), grantId, this.#channel])
+        this.#eval(c, ROTATE_REFRESH, this.#revokeKeys(grantId), [
+          oldHash,
+          newHash ?? '',
+          newExpiresAt,
+          this.#clock.now(),
+          grantId,
+          this.#channel,
+          accessExp ?? '',
+        ])
       let rotated: unknown
       if (newHash === null) rotated = await rotate()
       else {
@@ -1272,6 +1281,21 @@ export class RedisStore implements Store {
 
   async getUpstreamPerson(sub: string): Promise<UpstreamPersonRecord | null> {
     return this.#getExpiring<UpstreamPersonRecord>(this.#key('person', sub))
+  }
+
+  // -- authenticator apps (TOTP) --------------------------------------------------
+
+  async putTotp(sub: string, record: TotpRecord): Promise<void> {
+    await this.#do((c) => c.set(this.#key('totp', sub), JSON.stringify(record)))
+  }
+
+  async getTotp(sub: string): Promise<TotpRecord | null> {
+    const raw = await this.#do((c) => c.get(this.#key('totp', sub)))
+    return raw === null ? null : (JSON.parse(raw) as TotpRecord)
+  }
+
+  async deleteTotp(sub: string): Promise<void> {
+    await this.#do((c) => c.del(this.#key('totp', sub)))
   }
 
   // -- passkeys (WebAuthn) -------------------------------------------------------

@@ -7,6 +7,7 @@
  * round trip); the store's heartbeat PINGs are left out.
  */
 import t from 'tap'
+import { decodeJwt } from 'jose'
 import { Redis } from 'ioredis'
 import { ManualClock } from '../../src/clock.js'
 import * as scripts from '../../src/store/redis-scripts.js'
@@ -78,16 +79,22 @@ t.test('Redis commands per /token request', async (t) => {
     t.same(commands, ['hitWindows', 'takeCode', 'linkCodeGrant', 'noteAllowance', 'set', 'putHash'])
   })
 
-  t.test('refresh rotation: seven commands, the rotation one atomic script', async (t) => {
+  t.test('refresh rotation: six commands, the rotation one atomic script', async (t) => {
     const first = await tokensFor(h)
     const refresh = String(first.refresh_token)
+    let accessToken = ''
     const commands = await commandsOf('refresh', async () => {
       const r = await token(h, 'web', { grant_type: 'refresh_token', refresh_token: refresh })
       t.equal(r.status, 200)
       t.not(r.json?.refresh_token, refresh)
+      accessToken = String(r.json?.access_token)
     })
-    // findRefresh (get, hmget) found the grant: rotateRefresh does not look its id up again.
-    t.same(commands, ['hitWindows', 'get', 'hmget', 'noteAllowance', 'set', 'rotateRefresh', 'noteAccessExp'])
+    // findRefresh (get, hmget) found the grant: rotateRefresh does not look its id up again, and
+    // records the new access token's expiry itself (no noteAccessExp after it).
+    t.same(commands, ['hitWindows', 'get', 'hmget', 'noteAllowance', 'set', 'rotateRefresh'])
+    const claims = decodeJwt(accessToken)
+    const grant = await h.store.getGrant(String(claims.grant_id))
+    t.ok(grant !== null && grant.maxAccessExp >= Number(claims.exp), 'the family outlives the new access token (a revocation covers it)')
     const again = await token(h, 'web', { grant_type: 'refresh_token', refresh_token: refresh })
     t.equal(again.json?.error, 'invalid_grant', 'the replaced token is refused')
   })

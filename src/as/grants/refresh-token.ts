@@ -50,7 +50,9 @@ export const refreshTokenGrant: Grant = {
     const expiresAt = now + as.as.refreshToken.ttlSec
     // Rotation extends the family's life: its place on the account page (what withdrawal revokes) first.
     if (next !== null) await as.store.noteAllowance(grant.sub, grant.clientId, { scopes: [], at: grant.createdAt, grantId: grant.grantId, until: expiresAt })
-    const result = await as.store.rotateRefresh(oldHash, next === null ? null : hashToken(next), expiresAt, grant.grantId)
+    // The access token issued below expires then: the rotation records it on the family in the same step.
+    const accessExp = now + as.as.accessToken.ttlSec
+    const result = await as.store.rotateRefresh(oldHash, next === null ? null : hashToken(next), expiresAt, grant.grantId, accessExp)
     if (result.status === 'reused') {
       // The store revoked the family and published it; apply it here at once too.
       as.revocations.add({ kind: 'grant', id: grant.grantId, exp: Math.max(result.grant.maxAccessExp, now) })
@@ -71,6 +73,7 @@ export const refreshTokenGrant: Grant = {
       nonce: null,
       refreshToken: next,
       jkt: dpop?.jkt ?? null,
+      notedAccessExp: accessExp,
     })
   },
 }
