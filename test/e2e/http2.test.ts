@@ -32,7 +32,7 @@ function request(session: ClientHttp2Session, headers: OutgoingHttpHeaders, body
     stream.on('response', (h) => (reply = h))
     stream.on('data', (d: Buffer) => (text += d.toString('utf8')))
     stream.on('error', () => undefined)
-    stream.on('close', () => resolve({ status: reply[':status'], headers: reply, body: text, rstCode: stream.rstCode }))
+    stream.on('close', () => resolve({ status: reply[':status'] as number | undefined, headers: reply, body: text, rstCode: stream.rstCode }))
     if (body !== undefined) stream.end(body)
   })
 }
