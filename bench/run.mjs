@@ -28,6 +28,7 @@ import { formatTable, median } from './lib/report.mjs'
 
 export const SCENARIOS = [
   'public-route',
+  'h2-route',
   'jwt-warm',
   'jwt-cold',
   'upstream-token',
