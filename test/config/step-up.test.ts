@@ -88,3 +88,20 @@ t.test('MCP rules: a list of scopes, or { scopes, authentication }', async (t) =
   t.match(at(bad.problems, 'routes[0].mcp.tools.c.authentication.acr'), [{ message: /empty list/ }])
   t.match(at(bad.problems, 'routes[0].mcp.prompts.p'), [{ message: /expected a list/ }])
 })
+
+t.test("an MCP rule's acr must share a value with the route's rule for POST", async (t) => {
+  const clash = inspect(
+    route(`authentication: { acr: [pwd, otp] }
+mcp:
+  tools:
+    delete_order: { authentication: { acr: [hwk] } }
+    refund: { authentication: { acr: [otp, hwk] } }`),
+  )
+  t.match(at(clash.problems, 'routes[0].mcp.tools.delete_order.authentication.acr'), [{ message: /no value here is one the route's `authentication` accepts/ }])
+  t.same(at(clash.problems, 'routes[0].mcp.tools.refund.authentication.acr'), [], 'a shared value is enough')
+  const perMethod = inspect(
+    route(`authentication: { GET: { acr: [hwk] }, POST: { acr: [pwd] } }
+mcp: { tools: { t: { authentication: { acr: [hwk] } } } }`),
+  )
+  t.equal(at(perMethod.problems, 'routes[0].mcp.tools.t.authentication.acr').length, 1, "judged against POST's rule")
+})

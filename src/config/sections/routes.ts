@@ -6,7 +6,7 @@
 import { isMap, isScalar, type Node } from 'yaml'
 import type { AuthenticationRequirement, GatewayConfig, IssuerConfig, McpRouteConfig, ProtectedResourceConfig, RouteConfig, RouteTokenKind } from '../types.js'
 import type { IdentityHeaders, UpstreamTokenConfig } from '../types.js'
-import type { Located, MapView, Reader } from '../reader.js'
+import { childPath, type Located, type MapView, type Reader } from '../reader.js'
 import { checkRoutePath } from '../route-path.js'
 import { isHostname } from '../listen.js'
 import { suggest } from '../suggest.js'
@@ -107,6 +107,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   const protectedResource = readProtectedResource(r, m, ctx, isPublic, match?.path)
   const tokenInBody = m.opt('token_in_body', r.bool(), false)
   const mcp = readMcp(r, m, isPublic, tokenInBody, ctx.publicUrl)
+  checkMcpStepUps(r, m, authentication, mcp)
   const route = {
     audience,
     audiences: [...new Set([audience, ...(protectedResource === null ? [] : [protectedResource.resource])])],
@@ -413,6 +414,29 @@ function readScopeRules(r: Reader, m: MapView, isPublic: boolean, methods: strin
     if (scopes !== undefined) rules[method] = [...new Set(scopes)]
   }
   return rules
+}
+
+/**
+ * An MCP rule's `acr` must share a value with the route's rule for POST
+ * (the one a tools/call meets first): no token could meet both otherwise,
+ * and the client would be sent round between the two challenges.
+ */
+function checkMcpStepUps(r: Reader, m: MapView, authentication: Record<string, AuthenticationRequirement>, mcp: McpRouteConfig | null): void {
+  if (mcp === null) return
+  const listed = Object.entries(authentication).filter(([method]) => method !== '*')
+  const post = authentication.POST ?? authentication['*']
+  const routeLists = (post !== undefined ? [post] : listed.map(([, rule]) => rule)).flatMap((rule) => (rule.acr === null ? [] : [rule.acr]))
+  if (routeLists.length === 0) return
+  for (const kind of ['tools', 'resources', 'prompts'] as const) {
+    for (const [name, rule] of Object.entries(mcp.authentication[kind])) {
+      if (rule.acr === null || routeLists.every((list) => list.some((v) => rule.acr?.includes(v)))) continue
+      r.problem(
+        m.get('mcp'),
+        `${childPath(childPath(m.pathOf('mcp'), kind), name)}.authentication.acr`,
+        `no value here is one the route's \`authentication\` accepts for POST, so no token could call it; list a value of both`,
+      )
+    }
+  }
 }
 
 /** `upstream_assertion.header` when none is written: named like the assertion headers identity-aware proxies send. */
