@@ -91,6 +91,11 @@ routes:
     t.match(got.headers['x-request-id'], /^[0-9a-f]{12}-[0-9a-z]+$/)
     const seen = JSON.parse(got.body) as { url: string; body: string; forwardedHost: string }
     t.same(seen, { url: '/public/a?x=1', body: 'hello over h2', host: new URL(up.url).host, forwardedHost: new URL(bin.url).host })
+    const traceId = 'c'.repeat(32)
+    const traced = await request(session, { ':path': '/public/traced', traceparent: `00-${traceId}-${'d'.repeat(16)}-01` })
+    t.equal(traced.status, 200)
+    t.match(up.seen.at(-1)?.headers.traceparent, new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`), 'the trace continues to the upstream')
+    t.ok(await eventually(() => bin.lines.some((l) => l.includes(`"trace_id":"${traceId}"`))), 'the access line names the trace')
     const raw = up.seen.at(-1)?.rawHeaders ?? []
     t.notOk(
       raw.some((name, i) => i % 2 === 0 && name.startsWith(':')),
