@@ -90,7 +90,9 @@ export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeou
   child.stderr!.on('data', (d: Buffer) => {
     stderr += d.toString()
   })
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)))
+  // 'close', not 'exit': it comes once the child's stdout and stderr are drained, so every line
+  // it wrote (a buffered log flushed at exit included) is in `lines` when a test reads them.
+  const exited = new Promise<number | null>((res) => child.on('close', (code) => res(code)))
 
   const waitForLog = (pred: (e: Record<string, unknown>) => boolean, ms = 10000): Promise<Record<string, unknown>> => {
     for (const line of lines) {
@@ -146,7 +148,7 @@ export function runCli(args: string[], input?: string, env: NodeJS.ProcessEnv = 
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    child.on('exit', (code) => res({ code, stdout, stderr }))
+    child.on('close', (code) => res({ code, stdout, stderr }))
     if (input !== undefined) child.stdin.end(input)
     else child.stdin.end()
   })
