@@ -1,6 +1,6 @@
 /**
  * Turns a parsed YAML document into a {@link Config}: checks every key
- * against the contract (DESIGN.md "Config"), applies the documented
+ * against the config contract (config/gateway.schema.json), applies the documented
  * defaults, and cross-checks ids. Every problem is collected, none stops the
  * run; the result is null when any was found.
  */

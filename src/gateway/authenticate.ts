@@ -1,5 +1,5 @@
 /**
- * From a bearer token to a decision for one route and method (DESIGN.md,
+ * From a bearer token to a decision for one route and method (docs/architecture.md,
  * the hot path): validate the token (a JWT locally, an opaque token by
  * introspection), check revocation on every request (cache hit or not),
  * apply the route's store_unavailable policy, then the step-up rule
@@ -388,7 +388,7 @@ export class Authenticator {
     if (kind === 'any') {
       return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, policy, now, recent) : this.#opaque(token, policy, now, 0, null)
     }
-    // SPEC.md Authentication 5.1: not three segments is invalid_request.
+    // docs/architecture.md, validation order step 1: not three segments is invalid_request.
     if (!jwtShaped) throw new InvalidRequest('The access token is malformed', { challenge: 'Bearer', cause: 'not three segments' })
     return this.#fromJwt(token, policy, now, recent)
   }

@@ -1,5 +1,5 @@
 /**
- * Opaque access tokens (SPEC.md Authentication 6): validated by asking the
+ * Opaque access tokens (RFC 7662): validated by asking the
  * issuer. For the built-in authorization server that is a store lookup by
  * the token's hash; for a trusted issuer it is RFC 7662 introspection over a
  * keep-alive undici Pool, with Basic client authentication (RFC 7662 2.1,

@@ -6,7 +6,7 @@
  * RFC 6750 2.1: credentials = "Bearer" 1*SP b64token (RFC 9449 7.1: DPoP, the
  * same token grammar). A value that breaks the grammar (`Bearer a b`, a bare
  * `Bearer`) or a repeated header is a malformed request: 400 invalid_request
- * with a Bearer challenge (RFC 6750 3.1; SPEC.md "Bearer credential grammar").
+ * with a Bearer challenge (RFC 6750 2.1, 3.1; docs/architecture.md "Bearer credentials").
  * Another scheme (Basic) is not a bearer token: no token at all.
  */
 import type { IncomingMessage } from 'node:http'

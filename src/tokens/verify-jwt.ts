@@ -1,5 +1,5 @@
 /**
- * JWT access-token validation, in SPEC.md's order (Authentication 5;
+ * JWT access-token validation, in the order docs/architecture.md gives (Authentication 5;
  * RFC 8725 3, RFC 9068 4). Both faces use it: the gateway for every issuer a
  * route trusts, the authorization server (/userinfo, /introspect, /revoke)
  * for its own tokens, with the same issuer object and so the same claim rule

@@ -1,5 +1,5 @@
 /**
- * The gateway as a client sees it: JWT validation in SPEC.md's order and the
+ * The gateway as a client sees it: JWT validation in the order docs/architecture.md gives and the
  * attacks RFC 8725 lists, token extraction (RFC 6750 2), challenges
  * (RFC 6750 3), scope, revocation, routing and forwarding through the real
  * UpstreamProxy to a real upstream.

@@ -1,6 +1,6 @@
 /**
  * Attacks on the authorization endpoint (RFC 6749 4.1, RFC 9700 2.1 and 4.1,
- * RFC 8252 7.3 / 8.3, RFC 7636, SPEC.md "Redirect URIs" and the
+ * RFC 8252 7.3 / 8.3, RFC 7636, docs/architecture.md "Redirect URIs and codes" and the
  * authorization-endpoint error table), against the real binary.
  *
  * What must hold: a redirect goes only to a registered URI, matched byte for
@@ -160,7 +160,7 @@ t.test('loopback redirect URIs of a native app: any port on the registered IP li
 })
 
 t.test("a web (confidential) client's registered loopback URI keeps its port: the variable port is for native apps only", async (t) => {
-  // SPEC.md Authentication 7: "The only exception is a variable port in a
+  // docs/architecture.md, Redirect URIs: "The only exception is a variable port in a
   // loopback redirect URI of a native application." `web` is a confidential
   // server-side client registered with port 5555; another local process
   // listening on 5556 must not receive its codes.

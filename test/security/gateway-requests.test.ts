@@ -1,6 +1,6 @@
 /**
  * Attacks on how the gateway of the real binary reads a request before it
- * decides (DESIGN.md Invariants: "The gateway forwards the path it matched
+ * decides (docs/architecture.md, One request: "The gateway forwards the path it matched
  * on (normalized), so the upstream never sees a different path than the
  * policy judged. Client-sent identity headers are stripped before the
  * gateway adds its own."; RFC 3986 5.2.4, 6.2; RFC 9112 3.2, 6.1, 6.3;

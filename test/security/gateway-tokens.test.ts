@@ -1,6 +1,6 @@
 /**
  * Attacks on bearer-token validation at the gateway of the real binary
- * (SPEC.md Authentication 5, its validation order; RFC 6750 2, 3; RFC 8725;
+ * (docs/architecture.md, the validation order; RFC 6750 2, 3; RFC 8725;
  * RFC 9068). bearward signs with a key this file knows (kid k1), so tokens
  * can be forged with the right key and exactly one thing wrong.
  *

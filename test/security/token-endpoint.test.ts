@@ -1,6 +1,6 @@
 /**
  * Attacks on POST /token of the real binary (RFC 6749 2.3, 3.2, 4.1.3, 5.2,
- * 6; RFC 7636 4.6; RFC 9700 2.1.1, 2.2.2, 4.14; SPEC.md token-endpoint
+ * 6; RFC 7636 4.6; RFC 9700 2.1.1, 2.2.2, 4.14; the token-endpoint
  * validation sequence and error table).
  *
  * Every refusal has the exact status and error code, carries
@@ -79,7 +79,7 @@ function assertNoStore(t: Test, res: Response, label: string): void {
   t.equal(res.headers.get('pragma'), 'no-cache', `${label}: Pragma: no-cache`)
 }
 
-/** Every invalid_grant description seen: all causes must read the same (SPEC.md: told apart only in server logs). */
+/** Every invalid_grant description seen: all causes must read the same (docs/architecture.md: told apart only in server logs). */
 const grantDescriptions = new Set<unknown>()
 
 async function assertError(t: Test, res: Response, status: number, error: string, label: string): Promise<void> {

@@ -2,7 +2,7 @@
  * One Authorization header parser for both faces (src/tokens/bearer.ts): the
  * gateway's routes and the authorization server's UserInfo answer a malformed
  * or repeated header the same way, 400 invalid_request with a Bearer
- * challenge (RFC 6750 2.1, 3.1; SPEC.md "Bearer credential grammar").
+ * challenge (RFC 6750 2.1, 3.1; docs/architecture.md "Bearer credentials").
  * Before, UserInfo answered `Bearer a b` 401 invalid_token and took the first
  * of two Authorization headers.
  */

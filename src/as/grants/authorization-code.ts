@@ -1,12 +1,12 @@
 /**
- * grant_type=authorization_code (RFC 6749 4.1.3, RFC 7636 4.5-4.6, SPEC.md
+ * grant_type=authorization_code (RFC 6749 4.1.3, RFC 7636 4.5-4.6, docs/architecture.md
  * "POST /token" validation sequence).
  *
  * Order and state, decided here:
  * - The code is taken with the store's atomic Issued → Used (`takeCode`), so
  *   of N concurrent exchanges exactly one gets to run the checks.
  * - When a check then fails (another client, redirect_uri, PKCE, resource),
- *   the code is put back as Issued with its remaining lifetime. SPEC.md's
+ *   the code is put back as Issued with its remaining lifetime. docs/architecture.md's
  *   state table says a failing check leaves the code Issued, so a legitimate
  *   client whose request lost a race to a forged one can still redeem it.
  *   Putting back cannot produce a second redemption: only the request that
@@ -85,7 +85,7 @@ export const authorizationCodeGrant: Grant = {
     const now = epochSeconds(as.clock)
     if (taken.status === 'missing') throw new InvalidGrant(undefined, { cause: 'code unknown or expired' })
     if (taken.status === 'used') {
-      // RFC 6749 4.1.2 / SPEC.md: a replayed code revokes what it produced. The
+      // RFC 6749 4.1.2 / docs/architecture.md: a replayed code revokes what it produced. The
       // grant id is derived from the code, so this works even when the replay
       // overtakes the first exchange; the entry lasts as long as that grant's
       // refresh family could.
@@ -106,7 +106,7 @@ export const authorizationCodeGrant: Grant = {
       if (failure !== null) throw new InvalidGrant(undefined, { cause: failure })
       audience = audienceFor(as, resource, record.resource)
     } catch (err) {
-      // SPEC.md: a failing check leaves the code Issued.
+      // docs/architecture.md: a failing check leaves the code Issued.
       await as.store.putCode(codeHash, record, Math.max(1, record.expiresAt - now))
       throw err
     }

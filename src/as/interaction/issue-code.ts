@@ -12,7 +12,7 @@ import { randomToken } from '../../tokens/random.js'
  * only its hash is stored, with everything /token must check (client,
  * redirect URI, PKCE challenge) and what the tokens will carry (scope, sub,
  * auth_time, amr, acr, nonce, resource). Single use and short-lived: `code_ttl`
- * (RFC 9700 4.1.1 / SPEC.md Limits: at most 10 minutes).
+ * (RFC 9700 4.1.1 / docs/architecture.md: at most 10 minutes).
  */
 export async function issueCode(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<string> {
   const code = randomToken()

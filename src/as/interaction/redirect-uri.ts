@@ -1,7 +1,7 @@
 /**
  * Redirect URI matching at the authorization endpoint.
  *
- * RFC 9700 2.1 / 4.1.3 and SPEC.md Authentication 7: the requested URI must
+ * RFC 9700 2.1 / 4.1.3 and docs/architecture.md "Redirect URIs and codes": the requested URI must
  * equal a registered one by exact string comparison: no prefix, wildcard,
  * case folding, trailing-slash or query tolerance. The one exception is RFC
  * 8252 7.3: for a registered loopback IP literal (`http://127.0.0.1`,
@@ -30,7 +30,7 @@ function withoutLoopbackPort(uri: string): string | null {
  * @param requested `redirect_uri` as sent, or undefined when omitted; it may be
  *   omitted only when exactly one URI is registered (RFC 6749 3.1.2.3)
  * @param variableLoopbackPort whether the loopback port exception applies:
- *   only for native applications, i.e. public clients (SPEC.md
+ *   only for native applications, i.e. public clients (docs/architecture.md
  *   Authentication 7); a confidential web client's loopback URI is exact
  * @see https://www.rfc-editor.org/rfc/rfc8252#section-7.3
  */

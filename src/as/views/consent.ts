@@ -54,7 +54,7 @@ ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<p>Signed in as <strong>${o.
  * The consent page: the client's logo and name, the requested scopes in
  * plain words, the client's policy and terms links, who is signed in (with a
  * way to switch), and two submit buttons named `decision` with values `allow`
- * and `deny` (DESIGN.md). For the device flow it also shows the user code so
+ * and `deny` (docs/architecture.md, "The pages' form contract"). For the device flow it also shows the user code so
  * the person can check it matches their device (RFC 8628 5.4, remote phishing).
  */
 export function consentPage(o: ConsentPageOptions): string {

@@ -39,7 +39,7 @@ ${hiddenFields({ csrf: o.csrf, provider: p.id, ...o.continuation })}<div class="
 
 /**
  * The login form. Field names `username` and `password` are part of the
- * contract (DESIGN.md); the form posts to `login` beside this page.
+ * contract (docs/architecture.md, "The pages' form contract"); the form posts to `login` beside this page.
  */
 export function loginPage(o: LoginPageOptions): string {
   const prefilled = o.username !== undefined && o.username !== ''

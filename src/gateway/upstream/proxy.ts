@@ -25,7 +25,7 @@ import { planRoutes, type RoutePlan, type RoutePlans } from './plan.js'
  * Forwarding (issue #5): one authorized request in, one upstream exchange out.
  *
  * HTTP goes through one undici Pool per upstream origin (keep-alive
- * connections, measured ~19k req/s against http-proxy's ~13k, DESIGN.md) via
+ * connections, measured ~19k req/s against http-proxy's ~13k, docs/performance.md) via
  * `pool.dispatch()` with a handler: no intermediate Readable per response,
  * and the upstream body is written to the client with backpressure
  * (RFC 9110 7.6 intermediaries). WebSocket upgrades go through node:http
