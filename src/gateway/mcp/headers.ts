@@ -30,8 +30,24 @@ export function isRevision(value: string): boolean {
   return REVISION.test(value)
 }
 
+/**
+ * What an MCP-Protocol-Version may hold at all: one token of visible ASCII,
+ * no comma (a repeated header joins with ", "), at most 64 characters. A
+ * token that is not a date is a version this gateway does not know.
+ */
+const VERSION_TOKEN = /^[\x21-\x2b\x2d-\x7e]{1,64}$/
+
+export function isVersionToken(value: string): boolean {
+  return VERSION_TOKEN.test(value)
+}
+
+/**
+ * Whether a revision is of the 2026-07-28 era. A version that is not a date
+ * cannot be placed: it gets the strictest rules (the standard headers
+ * required, no batches).
+ */
 export function isModern(revision: string): boolean {
-  return revision >= FIRST_MODERN_REVISION
+  return !isRevision(revision) || revision >= FIRST_MODERN_REVISION
 }
 
 /**

@@ -35,7 +35,7 @@ import {
 import { readBody } from '../../http/body.js'
 import type { ScopeRule } from '../scope.js'
 import { StepUp, type StepUpRule } from '../step-up.js'
-import { DEFAULT_REVISION, FIRST_BATCHLESS_REVISION, decodeName, envelopeRevision, header, isModern, isRevision, nameValue, originOf } from './headers.js'
+import { DEFAULT_REVISION, FIRST_BATCHLESS_REVISION, decodeName, envelopeRevision, header, isModern, isVersionToken, nameValue, originOf } from './headers.js'
 import { parseStrictJson } from './json.js'
 import { LIST_METHODS, type ListKind } from './list-filter.js'
 import { classifyBody, param, Unclassifiable, type Body, type Message, type Params } from './messages.js'
@@ -150,9 +150,9 @@ export class McpRule {
 
   /**
    * The checks that need no body and no token, answered before either:
-   * Origin (403), a malformed MCP-Protocol-Version (400), the revision of a
-   * GET or DELETE the route does not accept (400). null when the request
-   * may go on.
+   * Origin (403), an MCP-Protocol-Version that is not even a version token
+   * (400), the revision of a GET or DELETE the route does not accept (400).
+   * null when the request may go on.
    * @see https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http#security-%26-endpoint
    */
   precheck(req: IncomingMessage): OAuthError | null {
@@ -160,7 +160,10 @@ export class McpRule {
     // No Origin: not a browser request (DNS rebinding needs a browser); a malformed one is refused.
     if (origin !== undefined && (origin === null || !this.#origins.has(origin))) return new McpOriginRefused({ cause: 'mcp origin not allowed' })
     const version = header(req, 'mcp-protocol-version')
-    if (version !== undefined && !isRevision(version)) {
+    // A version that is not a date is one this gateway does not know: judged
+    // by the strictest (2026-07-28) rules, refused by protocol_versions, or
+    // left to the server, which names the revisions it supports (-32022).
+    if (version !== undefined && !isVersionToken(version)) {
       return invalid('The MCP-Protocol-Version header does not name a protocol revision', 'mcp-protocol-version malformed')
     }
     // A GET (the 2025 SSE stream) or DELETE without the header is of the revision servers assume.
@@ -269,7 +272,7 @@ export class McpRule {
       // A notification of a judged method is judged too: a server may run it and only drop the answer.
       if (m.kind === 'response') continue
       const named = this.#nameOf(m.method, m.params)
-      if (named === null) continue
+      if (named === null || named === 'unnamed') continue
       const rules = named.kind === 'tools' ? this.#tools : named.kind === 'prompts' ? this.#prompts : this.#resources
       extra.push(...rules.scopesOf(named.name))
       stepUps.push(...this.#stepUps[named.kind].of(named.name))
@@ -279,22 +282,40 @@ export class McpRule {
     return requirement([...this.#routeRequired, ...extra], stepUp)
   }
 
-  /** The tool, prompt or resource a request names, for the methods rules apply to; null for others. */
-  #nameOf(method: string, params: Params): { kind: NamedKind; name: string } | null {
+  /**
+   * The tool, prompt or resource a request names, for the methods rules
+   * apply to; null for others. A request that names none is refused when
+   * the route has rules for its kind (nothing to judge it by), and is
+   * 'unnamed' when it has none: no name could need more than the route's
+   * scopes, and the server answers it (in 2026-07-28 a removed
+   * `resources/subscribe` is the server's 404, -32601).
+   */
+  #nameOf(method: string, params: Params): { kind: NamedKind; name: string } | 'unnamed' | null {
     switch (method) {
       case 'tools/call':
-        return { kind: 'tools', name: stringParam(params, 'name', 'A tools/call request names no tool') }
+        return this.#named('tools', params, 'name', 'A tools/call request names no tool')
       case 'prompts/get':
-        return { kind: 'prompts', name: stringParam(params, 'name', 'A prompts/get request names no prompt') }
+        return this.#named('prompts', params, 'name', 'A prompts/get request names no prompt')
       case 'resources/read':
       case 'resources/subscribe':
       case 'resources/unsubscribe':
-        return { kind: 'resources', name: stringParam(params, 'uri', `A ${method} request names no resource`) }
+        return this.#named('resources', params, 'uri', `A ${method} request names no resource`)
       case 'completion/complete':
         return this.#completionName(params)
       default:
         return null
     }
+  }
+
+  #named(kind: NamedKind, params: Params, key: string, description: string): { kind: NamedKind; name: string } | 'unnamed' {
+    if (typeof param(params, key) !== 'string' && this.#ruleless(kind)) return 'unnamed'
+    return { kind, name: stringParam(params, key, description) }
+  }
+
+  /** Whether the route has no rule (scopes or sign-in) for names of this kind. */
+  #ruleless(kind: NamedKind): boolean {
+    const rules = kind === 'tools' ? this.#tools : kind === 'prompts' ? this.#prompts : this.#resources
+    return rules.empty && this.#stepUps[kind].empty
   }
 
   /** completion/complete completes an argument of a prompt or a resource template: it needs what that needs. */
