@@ -21,6 +21,12 @@ import { join, resolve } from 'node:path'
 import { childEnv } from './bin.js'
 
 export const CONFORMANCE_CLI = resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js')
+/**
+ * The prerelease (0.2.0-alpha.12, installed under the alias
+ * `@modelcontextprotocol/conformance-next`): the only one with server
+ * scenarios for 2026-07-28.
+ */
+export const CONFORMANCE_NEXT_CLI = resolve('node_modules/@modelcontextprotocol/conformance-next/dist/index.js')
 
 /** One check of a scenario's checks.json. */
 export interface ConformanceCheck {
@@ -31,8 +37,8 @@ export interface ConformanceCheck {
 
 /**
  * The CLI imports `globSync` from node:fs (Node 22+) for its tier-check
- * command, which the server command never calls; on Node 20 the import alone
- * fails. This loader gives the CLI's module an fs with a globSync that throws,
+ * command, which the server command never calls (both the release and the
+ * prerelease); on Node 20 the import alone fails. This loader gives the CLI's module an fs with a globSync that throws,
  * and nothing else changes. Unused on Node 22 and later.
  */
 const FS_SHIM =
@@ -44,7 +50,7 @@ const HOOKS =
   'data:text/javascript,' +
   encodeURIComponent(
     `export async function resolve(specifier, context, next) {
-      if ((specifier === 'fs' || specifier === 'node:fs') && context.parentURL && context.parentURL.includes('/@modelcontextprotocol/conformance/dist/')) return { url: ${JSON.stringify(FS_SHIM)}, shortCircuit: true }
+      if ((specifier === 'fs' || specifier === 'node:fs') && context.parentURL && (context.parentURL.includes('/@modelcontextprotocol/conformance/dist/') || context.parentURL.includes('/@modelcontextprotocol/conformance-next/dist/'))) return { url: ${JSON.stringify(FS_SHIM)}, shortCircuit: true }
       return next(specifier, context)
     }`,
   )
@@ -56,15 +62,15 @@ function nodeArgs(): string[] {
 }
 
 /** `conformance list --server`: the server scenarios this version has, with the spec versions each applies to. */
-export async function listServerScenarios(): Promise<Map<string, string[]>> {
-  const out = await runCli(['list', '--server'])
+export async function listServerScenarios(cli = CONFORMANCE_CLI): Promise<Map<string, string[]>> {
+  const out = await runCli(cli, ['list', '--server'])
   const found = new Map<string, string[]>()
   for (const m of out.stdout.matchAll(/^\s*- (\S+) \[([^\]]*)\]/gm)) found.set(m[1] as string, (m[2] as string).split(','))
   return found
 }
 
-async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [...nodeArgs(), CONFORMANCE_CLI, ...args], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+async function runCli(cli: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [...nodeArgs(), cli, ...args], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (c: Buffer) => {
@@ -77,6 +83,12 @@ async function runCli(args: string[]): Promise<{ code: number | null; stdout: st
   return { code, stdout, stderr }
 }
 
+/** Which CLI runs, and at which protocol revision (`--spec-version`; the CLI's own choice when absent). */
+export interface ConformanceRunOptions {
+  readonly cli?: string
+  readonly specVersion?: string
+}
+
 /**
  * Run the server scenarios (all of them, pending ones included, or the one named) against `url`
  * and return each scenario's checks, read from the checks.json files the CLI
@@ -86,8 +98,18 @@ export async function runServerScenarios(
   url: string,
   outDir: string,
   scenario?: string,
+  options: ConformanceRunOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string; results: Map<string, ConformanceCheck[]> }> {
-  const run = await runCli(['server', '--url', url, '-o', outDir, ...(scenario === undefined ? ['--suite', 'all'] : ['--scenario', scenario])])
+  const version = options.specVersion === undefined ? [] : ['--spec-version', options.specVersion]
+  const run = await runCli(options.cli ?? CONFORMANCE_CLI, [
+    'server',
+    '--url',
+    url,
+    '-o',
+    outDir,
+    ...(scenario === undefined ? ['--suite', 'all'] : ['--scenario', scenario]),
+    ...version,
+  ])
   const results = new Map<string, ConformanceCheck[]>()
   for (const dir of await readdir(outDir)) {
     // server-<scenario>-<timestamp>
