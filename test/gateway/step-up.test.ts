@@ -6,6 +6,8 @@
  * built-in issuer's key; time moves with the injected clock.
  */
 import t, { type Test } from 'tap'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { PUBLIC_URL, startGateway, type Harness, type Reply } from './fixture.js'
 import { StepUp, StepUpRule } from '../../src/gateway/step-up.js'
 import { hashToken } from '../../src/store/hash.js'
@@ -286,4 +288,61 @@ t.test("bearward's own opaque tokens: the sign-in kept in the token record", asy
   }
   gw.clock.advance(400_000)
   t.equal((await call('strong-and-fresh', false)).status, 401, 'the cached record, now too old')
+})
+
+t.test('opaque tokens of a remote issuer: acr and auth_time from the introspection answer (RFC 7662 2.2)', async (t) => {
+  const answers = new Map<string, Record<string, unknown>>()
+  const idp = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const token = new URLSearchParams(Buffer.concat(chunks).toString('utf8')).get('token') ?? ''
+      res.setHeader('content-type', 'application/json')
+      res.end(JSON.stringify(answers.get(token) ?? { active: false }))
+    })
+  })
+  await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        idp.closeAllConnections()
+        idp.close(() => resolve())
+      }),
+  )
+  const gw: Harness = await startGateway({
+    extra: `
+issuers:
+  - id: corp
+    issuer: https://idp.example
+    introspection: { endpoint: http://127.0.0.1:${(idp.address() as AddressInfo).port}/introspect, client_id: gw, client_secret: s, timeout: 1s }
+gateway:
+  introspection_cache: { ttl: 60s, negative_ttl: 5s }
+`,
+    routes: (up) => `
+  - name: pay
+    match: { path: /pay }
+    upstream: ${up}
+    token: introspect
+    issuers: [corp]
+    authentication: { acr: [silver], max_age: 10m }
+`,
+  })
+  t.teardown(() => gw.close())
+  const now = Math.floor(gw.clock.now() / 1000)
+  const active = { active: true, iss: 'https://idp.example', sub: 'alice', aud: PUBLIC_URL, exp: now + 3600 }
+  answers.set('strong', { ...active, acr: 'silver', auth_time: now })
+  answers.set('weak', { ...active, acr: 'bronze', auth_time: now })
+  answers.set('bare', active)
+  const before = gw.upstream.seen.length
+  t.equal((await gw.get('/pay', 'strong')).status, 200)
+  for (const token of ['weak', 'bare']) {
+    const res = await gw.get('/pay', token)
+    t.equal(res.status, 401, token)
+    t.match(res.headers['www-authenticate'], /error="insufficient_user_authentication", .* acr_values="silver", max_age="600", /, token)
+  }
+  t.equal(gw.upstream.seen.length, before + 1, 'only the strong token reached the upstream')
+  gw.clock.advance(11 * 60_000)
+  const res = await gw.get('/pay', 'strong')
+  t.equal(res.status, 401, 'eleven minutes later the same answer is too old')
+  t.match(res.headers['www-authenticate'], /More recent authentication is required/)
 })
