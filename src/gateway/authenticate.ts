@@ -181,6 +181,9 @@ interface ScopedJwt {
   readonly verified: VerifiedJwt
 }
 
+/** The built-in authorization server's issuer id (its acr values are ranked, step-up.ts). */
+const SELF_ISSUER = 'self'
+
 /** Scopes one token keeps validations for; beyond, the oldest is replaced. */
 const MAX_SCOPES_PER_TOKEN = 4
 
@@ -348,7 +351,7 @@ export class Authenticator {
   #scoped(identity: TokenIdentity, policy: RoutePolicy, method: string, now: number): TokenIdentity {
     const stepUp = policy.stepUp.of(method)
     if (stepUp !== null) {
-      const short = stepUp.check(identity.claims, now / 1000, this.#skewSec)
+      const short = stepUp.check(identity.claims, now / 1000, this.#skewSec, identity.issuerId === SELF_ISSUER)
       if (short !== null) throw short
     }
     const refusal = policy.scopes.check(identity.scopes, method)

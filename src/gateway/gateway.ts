@@ -384,7 +384,7 @@ class Gateway implements GatewayFace {
     if (required !== null) {
       // Step-up before scope, as on the route (authenticate.ts).
       const refusal =
-        required.stepUp?.check(identity.claims, this.#deps.clock.now() / 1000, this.#deps.config.gateway.clockSkewSec) ??
+        required.stepUp?.check(identity.claims, this.#deps.clock.now() / 1000, this.#deps.config.gateway.clockSkewSec, identity.issuerId === 'self') ??
         checkRequirement(required, identity.scopes)
       if (refusal !== null) return this.#refusal(refusal, ctx, plan, method, mcp)
     }

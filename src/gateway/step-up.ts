@@ -12,9 +12,17 @@
  * extension members). A claim of the wrong type, or an `auth_time` in the
  * future, makes the token invalid rather than being guessed at.
  *
+ * A token of the built-in authorization server is judged as that server
+ * judges `acr_values` (src/as/sign-in-strength.ts): its own values are
+ * ranked, `pwd` < `mfa` < `phr`, so a passkey sign-in (`phr`) meets a route
+ * that lists `mfa`, and the client sent to `/authorize` with `acr_values=mfa`
+ * comes back with a token the route takes. Another issuer's values mean what
+ * that issuer means: they match exactly.
+ *
  * @see https://www.rfc-editor.org/rfc/rfc9470#section-3
  * @see https://www.rfc-editor.org/rfc/rfc9068#section-2.2.1
  */
+import { meetsAcr } from '../as/sign-in-strength.js'
 import type { AuthenticationRequirement, RouteConfig } from '../config/types.js'
 import { InsufficientUserAuthentication, InvalidToken, type OAuthError, type StepUpShortfall } from '../errors.js'
 
@@ -57,13 +65,17 @@ export class StepUp {
   /**
    * The refusal for a token whose `claims` fall short, else null.
    * `nowSec` is the gateway clock; `skewSec` its tolerance (gateway.clock_skew).
+   * `ownIssuer`: the token is the built-in authorization server's, whose
+   * own acr values are ranked.
    */
-  check(claims: Readonly<Record<string, unknown>>, nowSec: number, skewSec: number): OAuthError | null {
+  check(claims: Readonly<Record<string, unknown>>, nowSec: number, skewSec: number, ownIssuer = false): OAuthError | null {
     if (this.#acrLists.length > 0) {
       const acr = claims.acr
       if (acr === undefined || acr === null) return this.#refusals.acrMissing
       if (typeof acr !== 'string') return malformed('acr claim is not a string')
-      for (const list of this.#acrLists) if (!list.includes(acr)) return this.#refusals.acrNotAccepted
+      for (const list of this.#acrLists) {
+        if (!(list.includes(acr) || (ownIssuer && meetsAcr({ amr: [], acr }, list)))) return this.#refusals.acrNotAccepted
+      }
     }
     if (this.maxAgeSec !== null) {
       const authTime = claims.auth_time

@@ -126,6 +126,13 @@ t.test('step-up on a route', async (t) => {
     t.equal((await call(t, '/orders/1', strong, true, 'DELETE')).status, 200)
   })
 
+  t.test("the built-in issuer's own acr values are ranked: a passkey sign-in (phr) meets mfa", async (t) => {
+    const passkey = await gw.mint({ scope: 'orders:read orders:write', claims: { acr: 'phr', auth_time: now() } })
+    t.equal((await call(t, '/orders/1', passkey, true, 'DELETE')).status, 200, 'what /authorize issues for acr_values=mfa after a passkey')
+    const password = await gw.mint({ scope: 'orders:read orders:write', claims: { acr: 'pwd', auth_time: now() } })
+    t.equal((await call(t, '/orders/1', password, false, 'DELETE')).status, 401, 'pwd is below mfa')
+  })
+
   t.test('max_age 0: the sign-in must be within the clock skew', async (t) => {
     t.equal((await call(t, '/fresh', await gw.mint({ claims: { auth_time: now() - 5 } }), true)).status, 200)
     const res = await call(t, '/fresh', await gw.mint({ claims: { auth_time: now() - 31 } }), false)
@@ -167,6 +174,18 @@ t.test('StepUp: parts together name the values they share', async (t) => {
   t.same(refusal?.challengeParams, { acr_values: 'mfa', max_age: '60' })
   t.equal(both.check({ acr: 'mfa', auth_time: 0 }, 61, 0)?.description, 'More recent authentication is required')
   t.equal(both.check({ acr: 'mfa', auth_time: 0 }, 60, 0), null)
+})
+
+t.test("StepUp: another issuer's acr values match exactly, the built-in issuer's are ranked", async (t) => {
+  const mfa = new StepUp([{ acr: ['mfa'], maxAgeSec: null }])
+  t.equal(mfa.check({ acr: 'phr' }, 0, 0)?.code, 'ERR_INSUFFICIENT_USER_AUTHENTICATION', 'phr of a remote issuer is not mfa')
+  t.equal(mfa.check({ acr: 'phr' }, 0, 0, true), null, "phr of bearward's own server meets mfa")
+  t.equal(mfa.check({ acr: 'pwd' }, 0, 0, true)?.code, 'ERR_INSUFFICIENT_USER_AUTHENTICATION')
+  t.equal(
+    new StepUp([{ acr: ['urn:example:loa:2'], maxAgeSec: null }]).check({ acr: 'phr' }, 0, 0, true)?.code,
+    'ERR_INSUFFICIENT_USER_AUTHENTICATION',
+    'an unranked value exactly',
+  )
 })
 
 t.test('step-up per MCP tool', async (t) => {
