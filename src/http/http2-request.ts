@@ -64,3 +64,13 @@ export function http2HasBody(req: IncomingMessage): boolean {
   const stream = (req as unknown as Http2ServerRequest).stream
   return stream !== undefined && !stream.endAfterHeaders
 }
+
+/**
+ * Whether a response was answered in full. node:http2's compatibility
+ * response reports `writableFinished` once its stream closed, also when the
+ * client reset it unanswered; only `writableEnded` (our `end()`) tells the
+ * two apart. On HTTP/1.1 the one implies the other.
+ */
+export function answeredInFull(res: { readonly writableFinished: boolean; readonly writableEnded: boolean }): boolean {
+  return res.writableFinished && res.writableEnded
+}

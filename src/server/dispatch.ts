@@ -6,7 +6,7 @@ import { NotFound, RequestTimeout } from '../errors.js'
 import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeouts.js'
 import { answerFailure, reportAbortedBody, type Face, type FailureReporting } from '../http/failure.js'
 import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
-import { assertAuthorityAgreesWithHost, http2HasBody, isHttp2 } from '../http/http2-request.js'
+import { answeredInFull, assertAuthorityAgreesWithHost, http2HasBody, isHttp2 } from '../http/http2-request.js'
 import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
 import { writeAccessLine, type Logger } from '../log.js'
 import type { Runtime } from '../runtime.js'
@@ -97,12 +97,12 @@ export class RequestDispatcher {
   #onClose(req: IncomingMessage, res: ServerResponse, ctx: Context): void {
     // The client left before its body was complete (a reader rejected with
     // ClientAborted, or the proxy was streaming it): reported here, once.
-    if (!req.complete && !res.writableFinished) reportAbortedBody(ctx, this.#failures[ctx.routeLabel.startsWith('as:') ? 'as' : 'gateway'])
+    if (!req.complete && !answeredInFull(res)) reportAbortedBody(ctx, this.#failures[ctx.routeLabel.startsWith('as:') ? 'as' : 'gateway'])
     ctx.closeListener?.onResponseClose()
     ctx.runtime?.depart()
     ctx.runtime = null
     const seconds = (performance.now() - ctx.started) / 1000
-    const status = res.writableFinished ? res.statusCode : null
+    const status = answeredInFull(res) ? res.statusCode : null
     this.#shared.metrics.observeResponse(ctx.routeLabel, status, seconds)
     // One string, no object per request (log.ts); the line is buffered with every other log line.
     writeAccessLine(

@@ -53,6 +53,8 @@ interface SessionState {
   open: number
   resets: number
   windowStart: number
+  /** GOAWAY was sent: the resets that follow are not counted or logged again. */
+  goneAway: boolean
 }
 
 export type Http2Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void
@@ -93,7 +95,7 @@ export class Http2Front {
   }
 
   #onSession(session: Http2Session): void {
-    const state: SessionState = { open: 0, resets: 0, windowStart: this.#now() }
+    const state: SessionState = { open: 0, resets: 0, windowStart: this.#now(), goneAway: false }
     this.#sessions.set(session, state)
     session.on('close', () => this.#sessions.delete(session))
     session.on('stream', (stream: ServerHttp2Stream) => {
@@ -105,6 +107,7 @@ export class Http2Front {
   }
 
   #onReset(session: Http2Session, state: SessionState): void {
+    if (state.goneAway) return
     const now = this.#now()
     if (now - state.windowStart >= this.#settings.resetWindowMs) {
       state.windowStart = now
@@ -112,6 +115,7 @@ export class Http2Front {
     }
     if (++state.resets <= this.#settings.maxResets) return
     if (session.destroyed || session.closed) return
+    state.goneAway = true
     this.#log.warn({ resets: state.resets, window_ms: this.#settings.resetWindowMs }, 'http2 client reset too many streams; connection closed')
     session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM)
     // After the GOAWAY is written; the streams still open are cut.

@@ -56,8 +56,6 @@ listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 public_url: http://gw.test
 log: { level: info }
-# The attacker's abandoned /hang exchanges are not waited for at stop.
-shutdown_timeout: 1s
 http2: { cleartext: true, max_resets: 20, reset_window: 10s }
 authorization_server:
   clients: []
@@ -149,6 +147,18 @@ routes:
     t.equal(up.seen.length, before)
     const after = await request(session, { ':path': '/public/after' })
     t.equal(after.status, 200, 'the same connection still serves')
+  })
+
+  await t.test('a stream the client resets aborts its upstream exchange', async (t) => {
+    const seen = up.seen.length
+    const closed = new Promise<void>((resolve) => up.server.once('request', (req) => req.socket.once('close', () => resolve())))
+    const stream = session.request({ ':path': '/hang/one' })
+    stream.on('error', () => undefined)
+    t.ok(await eventually(() => up.seen.length > seen), 'the upstream has the request')
+    stream.close(constants.NGHTTP2_CANCEL)
+    // Left open, the exchange would hold the upstream connection until bearward stops.
+    await closed
+    t.pass('the upstream connection is released')
   })
 
   await t.test('rapid reset: a client that opens and resets streams gets GOAWAY; others are served', async (t) => {

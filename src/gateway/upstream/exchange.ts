@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici'
 import type { RequestContext, ResponseCloseListener } from '../../context.js'
 import { sendErrorWithId } from '../../http/reply.js'
 import { isGrpcRequest } from '../../http/grpc.js'
+import { answeredInFull } from '../../http/http2-request.js'
 import { headerObject, headerPairs, responseHeaderList, type FlatHeaders } from '../headers.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import type { BodyLimit } from './body-limit.js'
@@ -239,7 +240,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
       this.#limit.destroy()
     }
     this.#done()
-    if (this.#settled || this.#res.writableFinished) return
+    // answeredInFull: an HTTP/2 stream the client reset also reports writableFinished.
+    if (this.#settled || answeredInFull(this.#res)) return
     this.#clientGone = true
     this.#controller?.abort(new ClientGone())
   }

@@ -6,7 +6,7 @@ import type { GatewayConfig, RouteConfig } from '../../config/types.js'
 import type { RequestContext } from '../../context.js'
 import { BadGateway, OAuthError, PayloadTooLarge, ServerError } from '../../errors.js'
 import { continueIfExpected } from '../../http/continue.js'
-import { http2HasBody, isHttp2 } from '../../http/http2-request.js'
+import { answeredInFull, http2HasBody, isHttp2 } from '../../http/http2-request.js'
 import { errorOnSocket, sendErrorWithId } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
 import { formatTraceparent } from '../../telemetry/trace-context.js'
@@ -217,7 +217,7 @@ export class UpstreamProxy {
   }
 
   #endUpstreamSpan(span: Span, res: ServerResponse): void {
-    if (res.writableFinished) span.setAttribute('http.response.status_code', res.statusCode)
+    if (answeredInFull(res)) span.setAttribute('http.response.status_code', res.statusCode)
     else span.setAttribute('error.type', 'aborted')
     span.end()
     this.#drain.done()
