@@ -109,7 +109,7 @@ export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfi
   // refused build leaves no pool behind.
   const cas = routes.map((route) => {
     if (!['http:', 'https:', 'ws:', 'wss:', 'h2c:'].includes(new URL(route.upstream).protocol)) {
-      throw new Error(`route ${route.name}: upstream must be an http(s), h2c or ws(s) URL`)
+      throw new Error(`route ${route.name}: upstream must be an http(s) or ws(s) URL, or h2c://`)
     }
     return readCa(route)
   })
