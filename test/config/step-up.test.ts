@@ -105,3 +105,25 @@ mcp: { tools: { t: { authentication: { acr: [hwk] } } } }`),
   )
   t.equal(at(perMethod.problems, 'routes[0].mcp.tools.t.authentication.acr').length, 1, "judged against POST's rule")
 })
+
+t.test('with the built-in issuer, its own acr values are ranked in these checks too', async (t) => {
+  const self = (extra: string): string =>
+    `
+authorization_server: { clients: [] }
+routes:
+  - name: r
+    match: { path: /pay }
+    upstream: http://127.0.0.1:3000
+${extra
+  .trim()
+  .split('\n')
+  .map((l) => `    ${l}`)
+  .join('\n')}
+`
+  const perMethod = inspect(self('authentication: { GET: { acr: [mfa] }, POST: { acr: [phr] } }'))
+  t.same(perMethod.problems, [], 'a phr sign-in meets both')
+  const tool = inspect(self('authentication: { acr: [phr] }\nmcp: { tools: { t: { authentication: { acr: [mfa] } } } }'))
+  t.same(tool.problems, [], describe(tool.problems))
+  const remote = inspect(route('authentication: { GET: { acr: [mfa] }, POST: { acr: [phr] } }'))
+  t.equal(at(remote.problems, 'routes[0].authentication').length, 1, "another issuer's values are not ranked")
+})

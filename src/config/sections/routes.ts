@@ -13,6 +13,7 @@ import { suggest } from '../suggest.js'
 import { UniqueSet } from '../unique.js'
 import { checkHttpUrl, checkOrigin, HTTP_TOKEN, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
 import { checkRealm, readIdentityHeaders } from './gateway.js'
+import { meetsAcr } from '../../as/sign-in-strength.js'
 import { enumAt, keysAt } from '../contract.js'
 
 export const ROUTE_KEYS = keysAt('#/$defs/route')
@@ -91,7 +92,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   const token = m.opt('token', r.oneOf(TOKEN_KINDS, { what: 'a token kind' }), 'jwt')
   const issuers = readRouteIssuers(r, m, ctx, isPublic, token)
   const scopes = readScopeRules(r, m, isPublic, match?.methods ?? null)
-  const authentication = readAuthentication(r, m, isPublic, match?.methods ?? null)
+  const authentication = readAuthentication(r, m, isPublic, match?.methods ?? null, issuers.includes(SELF))
   const upstreamCaFile = m.isNull('upstream_ca') ? null : (m.maybe('upstream_ca', r.filePath()) ?? null)
   if (upstreamCaFile !== null && upstream !== undefined && !upstream.startsWith('https:')) {
     r.problem(m.get('upstream_ca'), m.pathOf('upstream_ca'), '`upstream_ca` only applies to https:// upstreams')
@@ -107,7 +108,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   const protectedResource = readProtectedResource(r, m, ctx, isPublic, match?.path)
   const tokenInBody = m.opt('token_in_body', r.bool(), false)
   const mcp = readMcp(r, m, isPublic, tokenInBody, ctx.publicUrl)
-  checkMcpStepUps(r, m, authentication, mcp)
+  checkMcpStepUps(r, m, authentication, mcp, issuers.includes(SELF))
   const route = {
     audience,
     audiences: [...new Set([audience, ...(protectedResource === null ? [] : [protectedResource.resource])])],
@@ -417,11 +418,20 @@ function readScopeRules(r: Reader, m: MapView, isPublic: boolean, methods: strin
 }
 
 /**
+ * Whether a token whose acr is `value` meets every list: exactly, or (for
+ * the built-in issuer, `ranked`) by its own ranking, `pwd` < `mfa` < `phr`
+ * (src/gateway/step-up.ts).
+ */
+function acceptedByAll(value: string, lists: ReadonlyArray<readonly string[]>, ranked: boolean): boolean {
+  return lists.every((list) => list.includes(value) || (ranked && meetsAcr({ amr: [], acr: value }, list)))
+}
+
+/**
  * An MCP rule's `acr` must share a value with the route's rule for POST
  * (the one a tools/call meets first): no token could meet both otherwise,
  * and the client would be sent round between the two challenges.
  */
-function checkMcpStepUps(r: Reader, m: MapView, authentication: Record<string, AuthenticationRequirement>, mcp: McpRouteConfig | null): void {
+function checkMcpStepUps(r: Reader, m: MapView, authentication: Record<string, AuthenticationRequirement>, mcp: McpRouteConfig | null, ranked: boolean): void {
   if (mcp === null) return
   const listed = Object.entries(authentication).filter(([method]) => method !== '*')
   const post = authentication.POST ?? authentication['*']
@@ -429,7 +439,9 @@ function checkMcpStepUps(r: Reader, m: MapView, authentication: Record<string, A
   if (routeLists.length === 0) return
   for (const kind of ['tools', 'resources', 'prompts'] as const) {
     for (const [name, rule] of Object.entries(mcp.authentication[kind])) {
-      if (rule.acr === null || routeLists.every((list) => list.some((v) => rule.acr?.includes(v)))) continue
+      if (rule.acr === null) continue
+      const both = [rule.acr, ...routeLists]
+      if (both.flat().some((v) => acceptedByAll(v, both, ranked))) continue
       r.problem(
         m.get('mcp'),
         `${childPath(childPath(m.pathOf('mcp'), kind), name)}.authentication.acr`,
@@ -627,7 +639,7 @@ function readRequirement(r: Reader, node: Node | undefined, path: string, allowE
  * closed, as scopes do), so their `acr` lists must share a value. A method
  * written `{}` needs no step-up (`"*": {}` lets the unlisted ones off).
  */
-function readAuthentication(r: Reader, m: MapView, isPublic: boolean, methods: string[] | null): Record<string, AuthenticationRequirement> {
+function readAuthentication(r: Reader, m: MapView, isPublic: boolean, methods: string[] | null, ranked: boolean): Record<string, AuthenticationRequirement> {
   const node = m.get('authentication')
   if (node === undefined) return {}
   const where = m.pathOf('authentication')
@@ -658,7 +670,7 @@ function readAuthentication(r: Reader, m: MapView, isPublic: boolean, methods: s
     if (rule !== undefined) rules[method] = rule
   }
   const lists = Object.values(rules).flatMap((rule) => (rule.acr === null ? [] : [rule.acr]))
-  if (rules['*'] === undefined && lists.length > 1 && !(lists[0] ?? []).some((v) => lists.every((l) => l.includes(v)))) {
+  if (rules['*'] === undefined && lists.length > 1 && !lists.flat().some((v) => acceptedByAll(v, lists, ranked))) {
     r.problem(
       node,
       where,
