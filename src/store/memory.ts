@@ -29,6 +29,7 @@ import type {
   UpstreamPersonRecord,
   PasskeyChallengeRecord,
   PasskeyRecord,
+  TotpRecord,
   PasskeyUseResult,
   Store,
   TakeCodeResult,
@@ -120,6 +121,8 @@ export class MemoryStore implements Store {
   readonly #passkeyChallenges = new Map<string, Expiring<PasskeyChallengeRecord>>()
   /** Passkeys by credential id (ids are unique across people). */
   readonly #passkeys = new Map<string, PasskeyRecord>()
+  /** Authenticator apps by sub (kept until removed, like passkeys). */
+  readonly #totp = new Map<string, TotpRecord>()
   readonly #log: MemoryStoreOptions['log']
   #sweep: NodeJS.Timeout | null = null
   #closed = false
@@ -713,6 +716,24 @@ export class MemoryStore implements Store {
     this.#open()
     const r = this.#live(this.#upstreamPeople, sub)
     return r ? copy(r) : null
+  }
+
+  // -- authenticator apps (TOTP) --------------------------------------------------
+
+  async putTotp(sub: string, record: TotpRecord): Promise<void> {
+    this.#open()
+    this.#totp.set(sub, copy(record))
+  }
+
+  async getTotp(sub: string): Promise<TotpRecord | null> {
+    this.#open()
+    const r = this.#totp.get(sub)
+    return r === undefined ? null : copy(r)
+  }
+
+  async deleteTotp(sub: string): Promise<void> {
+    this.#open()
+    this.#totp.delete(sub)
   }
 
   // -- passkeys (WebAuthn) -------------------------------------------------------

@@ -110,6 +110,7 @@ import type {
   UpstreamPersonRecord,
   PasskeyChallengeRecord,
   PasskeyRecord,
+  TotpRecord,
   PasskeyUseResult,
   Store,
   TakeCodeResult,
@@ -1280,6 +1281,21 @@ export class RedisStore implements Store {
 
   async getUpstreamPerson(sub: string): Promise<UpstreamPersonRecord | null> {
     return this.#getExpiring<UpstreamPersonRecord>(this.#key('person', sub))
+  }
+
+  // -- authenticator apps (TOTP) --------------------------------------------------
+
+  async putTotp(sub: string, record: TotpRecord): Promise<void> {
+    await this.#do((c) => c.set(this.#key('totp', sub), JSON.stringify(record)))
+  }
+
+  async getTotp(sub: string): Promise<TotpRecord | null> {
+    const raw = await this.#do((c) => c.get(this.#key('totp', sub)))
+    return raw === null ? null : (JSON.parse(raw) as TotpRecord)
+  }
+
+  async deleteTotp(sub: string): Promise<void> {
+    await this.#do((c) => c.del(this.#key('totp', sub)))
   }
 
   // -- passkeys (WebAuthn) -------------------------------------------------------

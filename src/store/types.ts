@@ -173,6 +173,11 @@ export interface SessionRecord {
   /** How the person signed in (src/as/sign-in-strength.ts); absent on sessions of an older version. */
   amr?: string[]
   acr?: string
+  /**
+   * Set while the person has given their password and not yet their second factor: such a session
+   * signs nobody in (currentSession ignores it); it only lets the second-factor page finish the sign-in.
+   */
+  pending?: { next: UpstreamContinuation }
   /** CSRF token bound to this session. */
   csrf: string
 }
@@ -423,6 +428,13 @@ export interface Store {
   putUpstreamPerson(sub: string, record: UpstreamPersonRecord, ttlSec: number): Promise<void>
   getUpstreamPerson(sub: string): Promise<UpstreamPersonRecord | null>
 
+  // -- authenticator apps (TOTP, RFC 6238) and recovery codes --------------------
+  /** Set (or replace) the person's authenticator app; kept until removed. */
+  putTotp(sub: string, record: TotpRecord): Promise<void>
+  getTotp(sub: string): Promise<TotpRecord | null>
+  /** Forget it, recovery codes included. Idempotent. */
+  deleteTotp(sub: string): Promise<void>
+
   // -- passkeys (WebAuthn) -------------------------------------------------------
   /** Keep a challenge under its hash for `ttlSec`. */
   putPasskeyChallenge(challengeHash: string, record: PasskeyChallengeRecord, ttlSec: number): Promise<void>
@@ -444,6 +456,21 @@ export interface Store {
    * authenticator, or a replayed assertion racing the first). `missing` when the passkey was removed.
    */
   usePasskey(sub: string, credentialId: string, use: { counter: number; backedUp: boolean; at: number }): Promise<PasskeyUseResult>
+}
+
+/**
+ * A person's authenticator app (TOTP, RFC 6238): the shared secret, and the
+ * recovery codes' hashes. A code's single use is `useOnce` (per time step).
+ */
+export interface TotpRecord {
+  /** The shared secret, base32 (never logged). */
+  secret: string
+  /** Epoch seconds it was set up (shown to the person). */
+  createdAt: number
+  /** Epoch seconds a first code confirmed it; null while it is being set up (it signs nobody in yet). */
+  confirmedAt: number | null
+  /** The recovery codes (src/crypto/secret.ts hashes), each with when it was used (null: still unused). */
+  recovery: Array<{ hash: string; usedAt: number | null }>
 }
 
 /** A person's passkey (WebAuthn public-key credential), kept until they remove it. */

@@ -18,6 +18,7 @@ import type {
   RegisteredClientRecord,
   RevocationEntry,
   SessionRecord,
+  TotpRecord,
   Store,
   UpstreamLoginRecord,
   UpstreamPersonRecord,
@@ -493,6 +494,30 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       t2.equal(polls.filter((p) => p.status === 'approved').length, 1)
       t2.equal(polls.filter((p) => p.status === 'missing').length, 19)
     })
+  })
+
+  t.test(`${name}: authenticator apps (TOTP) and recovery codes`, async (tt) => {
+    const { clock, store } = await setup(tt)
+    tt.equal(await store.getTotp('alice'), null, 'none yet')
+    const pending: TotpRecord = { secret: 'JBSWY3DPEHPK3PXP', createdAt: nowSec(clock), confirmedAt: null, recovery: [] }
+    await store.putTotp('alice', pending)
+    tt.same(await store.getTotp('alice'), pending, 'being set up')
+    const confirmed: TotpRecord = {
+      ...pending,
+      confirmedAt: nowSec(clock),
+      recovery: [
+        { hash: 'h-1', usedAt: null },
+        { hash: 'h-2', usedAt: 5 },
+      ],
+    }
+    await store.putTotp('alice', confirmed)
+    tt.same(await store.getTotp('alice'), confirmed, 'replaced whole, recovery codes included')
+    tt.equal(await store.getTotp('bob'), null, "nobody else's")
+    clock.advance(400 * 86_400_000)
+    tt.same(await store.getTotp('alice'), confirmed, 'kept until removed')
+    await store.deleteTotp('alice')
+    tt.equal(await store.getTotp('alice'), null, 'removed')
+    await store.deleteTotp('alice')
   })
 
   t.test(`${name}: sessions and consent`, async (tt) => {

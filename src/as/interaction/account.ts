@@ -11,6 +11,8 @@ import { accountPage, type AppView } from '../views/account.js'
 import { headersForClientLogo, isolated, type ClientView } from '../views/client.js'
 import { html, type SafeHtml } from '../views/html.js'
 import { passkeySection, type PasskeyView } from '../views/passkeys.js'
+import { totpSection } from '../views/totp.js'
+import { qrSvg, totpUri } from '../totp/codes.js'
 import { passkeyPageHeaders } from '../passkeys/page-headers.js'
 import { loginPage } from '../views/login.js'
 import { isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
@@ -83,7 +85,42 @@ async function passkeysOf(as: AsContext, session: ActiveSession): Promise<SafeHt
   return passkeySection(views, session.record.csrf)
 }
 
-async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSession, withdrawn: string | undefined, passkey?: string): Promise<void> {
+/** The status line after turning the authenticator app off (`?totp=off`). */
+const TOTP_OFF = 'The authenticator app is off. Your password alone signs you in again.'
+const TOTP_WRONG = 'That code is not right. Enter the code the app shows now.'
+
+/** The authenticator-app section for a local person; undefined for a person of an upstream provider. */
+async function totpOf(as: AsContext, session: ActiveSession, totpNotice: string | undefined): Promise<SafeHtml | undefined> {
+  if (session.record.provider !== undefined) return undefined
+  const record = await as.store.getTotp(session.user.sub)
+  if (record === null) return totpSection({ state: 'none' }, session.record.csrf)
+  if (record.confirmedAt === null) {
+    const uri = totpUri(record.secret, session.user.username, as.as.webauthn.rpName)
+    return totpSection(
+      { state: 'setting-up', secret: record.secret, qrSvg: await qrSvg(uri), ...(totpNotice === 'wrong' ? { error: TOTP_WRONG } : {}) },
+      session.record.csrf,
+    )
+  }
+  const used = record.recovery.map((r) => r.usedAt).filter((at): at is number => at !== null)
+  return totpSection(
+    {
+      state: 'on',
+      confirmedAt: record.confirmedAt,
+      recoveryLeft: record.recovery.length - used.length,
+      lastRecoveryUse: used.length === 0 ? null : Math.max(...used),
+    },
+    session.record.csrf,
+  )
+}
+
+async function showAccount(
+  res: ServerResponse,
+  as: AsContext,
+  session: ActiveSession,
+  withdrawn: string | undefined,
+  passkey?: string,
+  totpNotice?: string,
+): Promise<void> {
   const allowances = await as.store.listAllowances(session.user.sub)
   const apps: AppView[] = await Promise.all(
     allowances
@@ -93,6 +130,7 @@ async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSe
   // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
   const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : (await as.findClient(withdrawn))?.name
   const passkeys = await passkeysOf(as, session)
+  const totp = await totpOf(as, session, totpNotice)
   const page = accountPage({
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,
@@ -102,6 +140,8 @@ async function showAccount(res: ServerResponse, as: AsContext, session: ActiveSe
       ? { notice: PASSKEY_NOTICES[passkey] }
       : {}),
     ...(passkeys !== undefined ? { passkeys } : {}),
+    ...(totp !== undefined ? { totp } : {}),
+    ...(totpNotice === 'off' ? { notice: TOTP_OFF } : {}),
   })
   const headers = headersForClientLogo(...apps.map((a) => a.client))
   showPage(res, 200, page, { headers: passkeys === undefined ? headers : { ...headers, ...passkeyPageHeaders(as, headers['content-security-policy']) } })
@@ -144,10 +184,12 @@ async function withdraw(as: AsContext, sub: string, clientId: string): Promise<n
 async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
   let withdrawn: string | undefined
   let passkey: string | undefined
+  let totpNotice: string | undefined
   try {
     const query = FormParams.parse(ctx.rawQuery)
     withdrawn = query.get('withdrawn')
     passkey = query.get('passkey')
+    totpNotice = query.get('totp')
   } catch (err) {
     if (err instanceof OAuthError) return showError(res, err)
     throw err
@@ -155,7 +197,7 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null) return showAccountLogin(req, res, as, { status: 200 })
-    await showAccount(res, as, session, withdrawn, passkey)
+    await showAccount(res, as, session, withdrawn, passkey, totpNotice)
   })
 }
 

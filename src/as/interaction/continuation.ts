@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import { InvalidRequest } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
+import type { UpstreamContinuation } from '../../store/types.js'
 import type { AsContext } from '../context.js'
 import { ACCOUNT_NEXT } from './account.js'
 import { parseAuthorizationRequest, type AuthorizationRequest } from './authorization-request.js'
@@ -45,6 +46,12 @@ export async function readContinuation(
   if (form.next === ACCOUNT_NEXT) return { kind: 'account' }
   showError(res, new InvalidRequest('The sign-in form does not say what it is for'))
   return null
+}
+
+/** A continuation as a store record keeps it (the authorization request as its raw query, validated again when read). */
+export function storedContinuation(c: Continuation): UpstreamContinuation {
+  if (c.kind === 'authorize') return { kind: 'authorize', request: c.request.raw }
+  return c
 }
 
 /** The fields of a sign-in form that name its continuation. */

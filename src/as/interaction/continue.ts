@@ -42,6 +42,9 @@ export function tooWeak(request: AuthorizationRequest, session: ActiveSession): 
 
 /** What the login page says when the sign-in is not strong enough for the request. */
 export const STRONGER_SIGN_IN = 'This application asks for a stronger sign-in. Sign in with a passkey.'
+/** The same, for a person with an authenticator app (whose password and code make two factors). */
+export const STRONGER_SIGN_IN_TOTP =
+  'This application asks for a stronger sign-in. Sign in again with your password and a code from your authenticator app, or with a passkey.'
 
 /**
  * Whether a person could meet one of the acr values here by signing in
@@ -49,11 +52,17 @@ export const STRONGER_SIGN_IN = 'This application asks for a stronger sign-in. S
  * (an upstream provider's own value can only be met by that provider, so
  * the login page with its buttons is still the way).
  */
-function reachable(as: AsContext, request: AuthorizationRequest): boolean {
+function reachable(as: AsContext, request: AuthorizationRequest, hasTotp: boolean): boolean {
   const wanted = request.acrValues ?? []
   if (wanted.includes('pwd') && as.as.localLogin) return true
   if (!ownAcrRequested(wanted)) return as.upstream.list().length > 0
-  return passkeySignInOffered(as)
+  return passkeySignInOffered(as) || (hasTotp && wanted.includes('mfa'))
+}
+
+/** The signed-in local person has an authenticator app turned on (their password and a code make `mfa`). */
+async function hasTotp(as: AsContext, session: ActiveSession): Promise<boolean> {
+  if (session.record.provider !== undefined || !as.as.localLogin) return false
+  return ((await as.store.getTotp(session.user.sub))?.confirmedAt ?? null) !== null
 }
 
 /**
@@ -106,11 +115,13 @@ export async function continueAuthorization(
   if (tooWeak(request, session)) {
     // Never silently ignored: ask for a stronger sign-in, or tell the client none can be had here.
     if (request.prompt.has('none')) return redirect(res, target.error(new LoginRequired('The sign-in does not meet acr_values')), o.redirectStatus, o.cookies)
-    if (!reachable(as, request)) {
+    const totp = await hasTotp(as, session)
+    if (!reachable(as, request, totp)) {
       return redirect(res, target.error(new AccessDenied('No sign-in offered here meets acr_values')), o.redirectStatus, o.cookies)
     }
+    const error = totp && request.acrValues?.includes('mfa') ? STRONGER_SIGN_IN_TOTP : STRONGER_SIGN_IN
     // The session cookie goes along: a sign-in that fell short still replaced the previous session.
-    return showAuthorizationLogin(req, res, as, request, { status: o.freshLogin ? 400 : 200, error: STRONGER_SIGN_IN, cookies: o.cookies })
+    return showAuthorizationLogin(req, res, as, request, { status: o.freshLogin ? 400 : 200, error, cookies: o.cookies })
   }
   if (await needsConsent(as, request, session)) {
     if (request.prompt.has('none')) return redirect(res, target.error(new ConsentRequired()), o.redirectStatus, o.cookies)

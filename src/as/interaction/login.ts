@@ -4,16 +4,16 @@ import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
 import type { RequestContext } from '../../context.js'
 import type { AsContext, AsHandler } from '../context.js'
-import { readContinuation, type Continuation } from './continuation.js'
+import { readContinuation, storedContinuation, type Continuation } from './continuation.js'
 import { checkPreSessionCsrf, isSameOrigin } from './csrf.js'
 import { guardPage, guardRedirect } from './failures.js'
 import { readFormParams } from './form.js'
 import { knownBrowserFor, rememberBrowser } from './known-browser.js'
 import { LoginThrottle, waitInWords, type LoginVerdict } from './rate-limit.js'
-import { showError, showForbidden } from './respond.js'
+import { redirect, showError, showForbidden } from './respond.js'
 import { passwordSignIn } from '../sign-in-strength.js'
 import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
-import { sessionIdOf, startSession } from './session.js'
+import { sessionIdOf, startPendingSession, startSession } from './session.js'
 
 /** The same text whether the username or the password was wrong (no account enumeration). */
 export const LOGIN_FAILED = 'The username or password is incorrect.'
@@ -106,6 +106,12 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
   await throttle.succeed()
   const rememberCookie = await rememberBrowser(req, as, user, known)
 
+  // A person with an authenticator app gives a code next (second-factor.ts); the password alone signs them in nowhere.
+  const totp = await as.store.getTotp(user.sub)
+  if (totp !== null && totp.confirmedAt !== null) {
+    const { setCookie } = await startPendingSession(as, user, sessionIdOf(req, as), storedContinuation(next))
+    return redirect(res, 'second-factor', 303, [setCookie, rememberCookie])
+  }
   const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), passwordSignIn())
   await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
 }

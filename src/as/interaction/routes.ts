@@ -7,6 +7,8 @@ import { device } from './device-page.js'
 import { login } from './login.js'
 import { logout } from './logout.js'
 import { passkeyLogin, passkeyOptions, passkeys } from './passkeys.js'
+import { secondFactor } from './second-factor.js'
+import { totp } from './totp.js'
 import { upstreamStart } from '../upstream/start.js'
 
 /**
@@ -28,4 +30,6 @@ export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string
   ['/passkeys', passkeys],
   ['/passkey-login', passkeyLogin],
   ['/assets/passkeys.js', passkeyScript],
+  ['/second-factor', secondFactor],
+  ['/totp', totp],
 ])

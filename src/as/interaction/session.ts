@@ -2,7 +2,8 @@ import type { IncomingMessage } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
-import type { SessionRecord } from '../../store/types.js'
+import type { UserConfig } from '../../config/types.js'
+import type { SessionRecord, UpstreamContinuation } from '../../store/types.js'
 import type { Person } from '../claims.js'
 import type { AsContext } from '../context.js'
 import type { SignInStrength } from '../sign-in-strength.js'
@@ -34,7 +35,7 @@ export async function currentSession(req: IncomingMessage, as: AsContext): Promi
   const id = parseCookies(req.headers.cookie).get(sessionCookieName(as.secureCookies))
   if (!isTokenShaped(id)) return null
   const record = await as.store.getSession(hashToken(id))
-  if (record === null) return null
+  if (record === null || record.pending !== undefined) return null
   if (record.provider !== undefined) {
     // An upstream person: their provider must still be configured, their claims still known.
     if (!as.upstream.has(record.provider)) return null
@@ -76,6 +77,48 @@ export async function startSession(
     maxAgeSec: as.as.session.ttlSec,
   })
   return { session: { id, record, user }, setCookie }
+}
+
+/** How long a person has to give their second factor after the password. */
+export const PENDING_SESSION_TTL_SEC = 300
+
+/**
+ * The password was right and a second factor is due: a session that signs
+ * nobody in yet (`pending`, short-lived, a new id as for a sign-in), holding
+ * what the sign-in continues. The second-factor page finishes it.
+ */
+export async function startPendingSession(as: AsContext, user: Person, previousId: string | null, next: UpstreamContinuation): Promise<{ setCookie: string }> {
+  const id = randomToken()
+  const record: SessionRecord = {
+    sub: user.sub,
+    username: user.username,
+    authTime: epochSeconds(as.clock),
+    amr: ['pwd'],
+    acr: 'pwd',
+    pending: { next },
+    csrf: randomToken(),
+  }
+  await as.store.putSession(hashToken(id), record, PENDING_SESSION_TTL_SEC)
+  if (previousId !== null) await as.store.deleteSession(hashToken(previousId))
+  return { setCookie: serializeCookie(sessionCookieName(as.secureCookies), id, { secure: as.secureCookies, maxAgeSec: PENDING_SESSION_TTL_SEC }) }
+}
+
+/** The pending sign-in of a local user this browser is in the middle of, or null. */
+export interface PendingSession {
+  id: string
+  record: SessionRecord
+  user: UserConfig
+  next: UpstreamContinuation
+}
+
+export async function pendingSession(req: IncomingMessage, as: AsContext): Promise<PendingSession | null> {
+  const id = sessionIdOf(req, as)
+  if (id === null) return null
+  const record = await as.store.getSession(hashToken(id))
+  if (record?.pending === undefined || record.provider !== undefined) return null
+  const user = as.users.get(record.username)
+  if (user === undefined || user.sub !== record.sub) return null
+  return { id, record, user, next: record.pending.next }
 }
 
 /** The raw session id in the request's cookie, if it has one of the right shape. */

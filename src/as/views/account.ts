@@ -22,6 +22,8 @@ export interface AccountPageOptions {
   notice?: HtmlValue
   /** The passkeys section (views/passkeys.ts), for a local person when passkeys are on; it loads the passkey script. */
   passkeys?: SafeHtml
+  /** The authenticator-app section (views/totp.ts), for a local person. */
+  totp?: SafeHtml
 }
 
 const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
@@ -64,7 +66,13 @@ ${
 <ul class="apps">
 ${o.apps.map((a) => app(a, o.csrf))}</ul>`
 }
-${o.passkeys ?? ''}<form method="post" action="logout">
+${o.passkeys ?? ''}${
+  o.totp
+    ? html`<section id="totp">
+${o.totp}</section>
+`
+    : ''
+}<form method="post" action="logout">
 ${hiddenFields({ csrf: o.csrf })}<div class="actions">
 <button class="secondary" type="submit" name="decision" value="logout">Sign out</button>
 </div>

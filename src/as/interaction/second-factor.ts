@@ -1,0 +1,145 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { epochSeconds } from '../../clock.js'
+import type { RequestContext } from '../../context.js'
+import { MethodNotAllowed, OAuthError } from '../../errors.js'
+import { hashToken } from '../../store/hash.js'
+import type { TotpRecord, UpstreamContinuation } from '../../store/types.js'
+import type { AsContext, AsHandler } from '../context.js'
+import type { SignInStrength } from '../sign-in-strength.js'
+import { readRecoveryCode, readTotpCode, TOTP_PERIOD_SEC, totpStep } from '../totp/codes.js'
+import { messagePage } from '../views/message.js'
+import { secondFactorPage } from '../views/totp.js'
+import { readContinuation } from './continuation.js'
+import { isSameOrigin, tokensMatch } from './csrf.js'
+import { guardPage } from './failures.js'
+import { readFormParams } from './form.js'
+import { knownBrowserFor } from './known-browser.js'
+import { throttledMessage } from './login.js'
+import { LoginThrottle } from './rate-limit.js'
+import { showError, showForbidden, showPage } from './respond.js'
+import { continueAfterSignIn } from './signed-in.js'
+import { pendingSession, startSession, type PendingSession } from './session.js'
+
+/**
+ * /second-factor: after the password, a person with an authenticator app
+ * gives a code from it (RFC 6238), or one of their recovery codes. The
+ * browser holds a pending session (session.ts) that signs nobody in until
+ * then. Guesses are throttled like passwords (rate-limit.ts LoginThrottle,
+ * under the name `otp:<username>`: never a lockout of the person, a doubling
+ * wait that a browser they signed in with before does not share). A code is
+ * accepted once: its time step is recorded for the person (`useOnce`), so
+ * the same code, seen over a shoulder or replayed, is refused in its window.
+ */
+
+export const CODE_FAILED = 'That code is not right. Enter the code your authenticator app shows now.'
+export const CODE_REUSED = 'That code was used already. Wait for the next one.'
+export const RECOVERY_FAILED = 'That recovery code is not right, or it was used already.'
+const SIGN_IN_EXPIRED = 'Your sign-in took too long or was finished elsewhere. Sign in again.'
+
+/** A code and the recovery-code form's answer earn the same: two factors. */
+const PASSWORD_AND_CODE: SignInStrength = { amr: ['pwd', 'otp', 'mfa'], acr: 'mfa' }
+
+/** How long a used step is remembered: the steps it could still be accepted in, and one more. */
+const USED_STEP_TTL_SEC = TOTP_PERIOD_SEC * 4
+/** A used recovery code is remembered for good (well past any store's life). */
+const USED_RECOVERY_TTL_SEC = 10 * 365 * 86_400
+
+function expired(res: ServerResponse): void {
+  showPage(res, 400, messagePage({ title: 'Sign in again', message: SIGN_IN_EXPIRED, link: { href: 'account', text: 'Sign in' } }))
+}
+
+/** Whether a code of `totp`'s secret typed now is right and unused (it is then used up). */
+async function useCode(as: AsContext, sub: string, totp: TotpRecord, typed: string | undefined): Promise<'ok' | 'wrong' | 'reused'> {
+  const code = readTotpCode(typed)
+  if (code === null) return 'wrong'
+  const step = totpStep(totp.secret, code, as.clock.now())
+  if (step === null) return 'wrong'
+  return (await as.store.useOnce(`totp:${hashToken(sub)}:${step}`, USED_STEP_TTL_SEC)) ? 'ok' : 'reused'
+}
+
+/** Whether `typed` is one of the person's unused recovery codes; it is then used up (and the use kept on the record). */
+async function useRecoveryCode(as: AsContext, sub: string, totp: TotpRecord, typed: string | undefined): Promise<boolean> {
+  const code = readRecoveryCode(typed)
+  if (code === null) return false
+  for (const entry of totp.recovery) {
+    if (entry.usedAt !== null || !(await as.secrets.verify(code, entry.hash))) continue
+    // Single use across instances and concurrent tries: the first to record it wins.
+    if (!(await as.store.useOnce(`recovery:${hashToken(entry.hash)}`, USED_RECOVERY_TTL_SEC))) return false
+    const now = epochSeconds(as.clock)
+    const latest = (await as.store.getTotp(sub)) ?? totp
+    await as.store.putTotp(sub, { ...latest, recovery: latest.recovery.map((r) => (r.hash === entry.hash ? { ...r, usedAt: now } : r)) })
+    return true
+  }
+  return false
+}
+
+function fieldsOf(next: UpstreamContinuation): { request: string | undefined; userCode: string | undefined; next: string | undefined } {
+  if (next.kind === 'authorize') return { request: next.request, userCode: undefined, next: undefined }
+  if (next.kind === 'device') return { request: undefined, userCode: next.userCode, next: undefined }
+  return { request: undefined, userCode: undefined, next: 'account' }
+}
+
+async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
+  if (!isSameOrigin(req, as)) return showForbidden(res)
+  let form: Awaited<ReturnType<typeof readFormParams>>
+  try {
+    form = await readFormParams(req)
+  } catch (err) {
+    if (err instanceof OAuthError) return showError(res, err)
+    throw err
+  }
+  await guardPage(as, ctx, res, async () => {
+    const pending = await pendingSession(req, as)
+    if (pending === null) return expired(res)
+    if (!tokensMatch(pending.record.csrf, form.get('csrf'))) return showForbidden(res)
+    const again = (status: number, error: string, headers?: Record<string, string>): void =>
+      showPage(res, status, secondFactorPage({ csrf: pending.record.csrf, error }), headers ? { headers } : {})
+    const totp = await as.store.getTotp(pending.user.sub)
+    if (totp === null || totp.confirmedAt === null) return expired(res)
+
+    const known = await knownBrowserFor(req, as, pending.user)
+    const throttle = new LoginThrottle(as, as.clientAddress.of(req), `otp:${pending.user.username}`, known?.hash ?? null)
+    const verdict = await throttle.check()
+    if (verdict.kind !== 'go') {
+      ctx.log.warn({ event: 'second_factor_rate_limited', reason: verdict.kind, sub: pending.user.sub }, 'second factor refused: too many failures')
+      return again(429, throttledMessage(verdict), { 'retry-after': String(verdict.retryAfterSec) })
+    }
+    const recovery = form.get('recovery_code')
+    if (recovery !== undefined) {
+      if (!(await useRecoveryCode(as, pending.user.sub, totp, recovery))) {
+        await throttle.fail()
+        ctx.log.info({ event: 'recovery_code_failed', sub: pending.user.sub }, 'a recovery code was refused')
+        return again(400, RECOVERY_FAILED)
+      }
+      ctx.log.warn({ event: 'recovery_code_used', sub: pending.user.sub }, 'a person signed in with a recovery code')
+    } else {
+      const result = await useCode(as, pending.user.sub, totp, form.get('code'))
+      if (result !== 'ok') {
+        await throttle.fail()
+        ctx.log.info({ event: 'second_factor_failed', reason: result, sub: pending.user.sub }, 'an authenticator code was refused')
+        return again(400, result === 'reused' ? CODE_REUSED : CODE_FAILED)
+      }
+    }
+    await throttle.succeed()
+    await finish(req, res, as, pending)
+  })
+}
+
+/** The second factor is given: the real session (new id, the pending one gone), then what the sign-in continues. */
+async function finish(req: IncomingMessage, res: ServerResponse, as: AsContext, pending: PendingSession): Promise<void> {
+  const next = await readContinuation(res, as, fieldsOf(pending.next))
+  if (next === null) return
+  const { session, setCookie } = await startSession(as, pending.user, pending.id, PASSWORD_AND_CODE)
+  await continueAfterSignIn(req, res, as, next, session, [setCookie])
+}
+
+/** GET shows the page for a pending sign-in; POST checks the code. */
+export const secondFactor: AsHandler = async (req, res, ctx, as) => {
+  if (req.method === 'POST') return postSecondFactor(req, res, ctx, as)
+  if (req.method !== 'GET') return showError(res, new MethodNotAllowed(['GET', 'POST']))
+  await guardPage(as, ctx, res, async () => {
+    const pending = await pendingSession(req, as)
+    if (pending === null) return expired(res)
+    showPage(res, 200, secondFactorPage({ csrf: pending.record.csrf }))
+  })
+}

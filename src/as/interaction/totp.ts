@@ -1,0 +1,73 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { epochSeconds } from '../../clock.js'
+import type { RequestContext } from '../../context.js'
+import { hashSecret } from '../../crypto/secret.js'
+import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
+import type { FormParams } from '../../http/body.js'
+import { hashToken } from '../../store/hash.js'
+import type { AsContext, AsHandler } from '../context.js'
+import { newRecoveryCodes, newTotpSecret, readTotpCode, TOTP_PERIOD_SEC, totpStep } from '../totp/codes.js'
+import { recoveryCodesPage } from '../views/totp.js'
+import { isSameOrigin, tokensMatch } from './csrf.js'
+import { guardPage } from './failures.js'
+import { readFormParams } from './form.js'
+import { redirect, showError, showForbidden, showPage } from './respond.js'
+import { currentSession } from './session.js'
+
+/**
+ * POST /totp, from the account page (same origin, the session's CSRF token),
+ * for a signed-in local person:
+ * - `action=start`: a new secret, kept unconfirmed (it signs nobody in), and
+ *   the account page shows its QR code and key;
+ * - `action=confirm` with `code`: a right code from the app turns it on and
+ *   answers the ten recovery codes, shown this once (only their hashes are kept);
+ * - `action=remove`: turns it off (or cancels the set-up), recovery codes included.
+ */
+export const totp: AsHandler = async (req, res, ctx, as) => {
+  if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
+  if (!isSameOrigin(req, as)) return showForbidden(res)
+  let form: FormParams
+  try {
+    form = await readFormParams(req)
+  } catch (err) {
+    if (err instanceof OAuthError) return showError(res, err)
+    throw err
+  }
+  await guardPage(as, ctx, res, () => act(req, res, ctx, as, form))
+}
+
+async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext, form: FormParams): Promise<void> {
+  const session = await currentSession(req, as)
+  if (session === null || session.record.provider !== undefined || !tokensMatch(session.record.csrf, form.get('csrf'))) return showForbidden(res)
+  const sub = session.user.sub
+  const action = form.get('action')
+  const now = epochSeconds(as.clock)
+  if (action === 'start') {
+    const existing = await as.store.getTotp(sub)
+    // One that is on stays on: turning it off is its own step.
+    if (existing === null || existing.confirmedAt === null)
+      await as.store.putTotp(sub, { secret: newTotpSecret(), createdAt: now, confirmedAt: null, recovery: [] })
+    return redirect(res, 'account#totp', 303)
+  }
+  if (action === 'confirm') {
+    const pending = await as.store.getTotp(sub)
+    if (pending === null || pending.confirmedAt !== null) return redirect(res, 'account', 303)
+    const code = readTotpCode(form.get('code'))
+    const step = code === null ? null : totpStep(pending.secret, code, as.clock.now())
+    // The first code is used up like any other: it cannot sign anyone in afterwards.
+    if (step === null || !(await as.store.useOnce(`totp:${hashToken(sub)}:${step}`, TOTP_PERIOD_SEC * 4))) {
+      return redirect(res, 'account?totp=wrong#totp', 303)
+    }
+    const codes = newRecoveryCodes()
+    const recovery = await Promise.all(codes.map(async (c) => ({ hash: await hashSecret(c), usedAt: null })))
+    await as.store.putTotp(sub, { ...pending, confirmedAt: now, recovery })
+    ctx.log.info({ event: 'totp_enabled', sub }, 'a person turned on an authenticator app')
+    return showPage(res, 200, recoveryCodesPage(codes))
+  }
+  if (action === 'remove') {
+    await as.store.deleteTotp(sub)
+    ctx.log.info({ event: 'totp_removed', sub }, 'a person turned off their authenticator app')
+    return redirect(res, 'account?totp=off', 303)
+  }
+  showError(res, new InvalidRequest('Choose to set up, turn on or turn off the authenticator app'))
+}
