@@ -1,4 +1,5 @@
 import t from 'tap'
+import { keysNeedingRestart } from '../../src/server/reload-rules.js'
 import { at, describe, inspect } from './helpers.js'
 
 /** `http2` and the HTTP/2 upstream keys: read at load with positions (docs/http2-grpc.md). */
@@ -54,4 +55,12 @@ t.test('what cannot work is refused at its position', async (t) => {
     t.match(found[0]?.message, message)
     t.equal(found[0]?.line, line)
   }
+})
+
+t.test('a change to http2 takes effect at the next restart, and the reload says so', async (t) => {
+  const before = inspect('store: memory\n').config
+  const after = inspect('store: memory\nhttp2: { cleartext: true }\n').config
+  if (before === null || after === null) throw new Error('configs refused')
+  t.ok(keysNeedingRestart(before, after).includes('http2'))
+  t.notOk(keysNeedingRestart(before, before).includes('http2'))
 })
