@@ -64,6 +64,11 @@ routes:
     match: { path: /public }
     upstream: ${up.url}
     public: true
+  - name: small
+    match: { path: /small }
+    upstream: ${up.url}
+    public: true
+    max_body: 1kb
   - name: hang
     match: { path: /hang }
     upstream: ${up.url}
@@ -147,6 +152,18 @@ routes:
     t.equal(up.seen.length, before)
     const after = await request(session, { ':path': '/public/after' })
     t.equal(after.status, 200, 'the same connection still serves')
+  })
+
+  await t.test('max_body holds for HTTP/2 bodies, with and without a length', async (t) => {
+    const before = up.seen.length
+    const declared = await request(session, { ':path': '/small/a', ':method': 'POST', 'content-length': '4096' }, 'x'.repeat(4096))
+    t.equal(declared.status, 413, 'a declared length past max_body')
+    t.equal(up.seen.length, before, 'refused before anything is forwarded')
+    const streamed = await request(session, { ':path': '/small/b', ':method': 'POST' }, 'x'.repeat(4096))
+    t.equal(streamed.status, 413, 'a body without a length, counted as it streams')
+    t.equal(up.seen.filter((r) => r.url === '/small/b').length, 0, 'the upstream never got a whole request')
+    const fits = await request(session, { ':path': '/small/c', ':method': 'POST' }, 'x'.repeat(512))
+    t.equal(fits.status, 200)
   })
 
   await t.test('a stream the client resets aborts its upstream exchange', async (t) => {
