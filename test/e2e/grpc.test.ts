@@ -2,7 +2,11 @@ import t from 'tap'
 import * as grpc from '@grpc/grpc-js'
 import * as protoLoader from '@grpc/proto-loader'
 import { resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
+import { Agent, fetch as undiciFetch } from 'undici'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
+import { selfSignedCert } from '../helpers/tls.js'
 
 /**
  * gRPC through bin/bearward (issue #33): a stock @grpc/grpc-js client, over
@@ -112,8 +116,9 @@ routes:
 `
 }
 
-async function tokenFrom(bin: RunningBin, scope: string): Promise<string> {
-  const res = await fetch(`${bin.url}/token`, {
+async function tokenFrom(bin: RunningBin, scope: string, dispatcher?: Agent): Promise<string> {
+  const res = await undiciFetch(`${bin.url}/token`, {
+    ...(dispatcher === undefined ? {} : { dispatcher }),
     method: 'POST',
     headers: { authorization: `Basic ${Buffer.from(`svc:${SECRET}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
     body: `grant_type=client_credentials&scope=${encodeURIComponent(scope)}`,
@@ -253,4 +258,33 @@ t.test('gRPC through bearward over h2c', async (t) => {
     const err = await new Promise<grpc.ServiceError>((res) => stream.on('error', res))
     t.equal(err.code, grpc.status.UNAUTHENTICATED)
   })
+})
+
+t.test('gRPC through bearward over TLS (ALPN h2)', async (t) => {
+  const up = await startGrpcUpstream()
+  const cfg = await tempConfig('')
+  const cert = selfSignedCert(cfg.dir, 'listen')
+  await writeFile(
+    cfg.file,
+    config(up.port)
+      .replace('http2: { cleartext: true }', `tls: { cert_file: ${cert.certFile}, key_file: ${cert.keyFile} }\nhttp2: { tls: true }`)
+      .replace('public_url: http://127.0.0.1:8080', 'public_url: https://127.0.0.1:8080'),
+  )
+  const bin = await startBin(cfg.file)
+  const credentials = grpc.credentials.createSsl(readFileSync(cert.certFile))
+  const echo = new pkg.bw.echo.Echo(new URL(bin.url).host, credentials)
+  const dispatcher = new Agent({ connect: { ca: cert.cert, servername: 'localhost' } })
+  t.teardown(async () => {
+    echo.close()
+    await dispatcher.close()
+    await bin.stop()
+    await up.close()
+    await cfg.cleanup()
+  })
+  const token = await tokenFrom(bin, 'echo', dispatcher)
+  const ok = await unary(echo.Say, echo, { text: 'tls', n: 1 }, bearer(token))
+  t.equal(ok.err, null)
+  t.same(ok.res, { text: 'hello tls', n: 2 })
+  const refused = await unary(echo.Say, echo, { text: 'x', n: 0 }, bearer(null))
+  t.equal(refused.err?.code, grpc.status.UNAUTHENTICATED)
 })
