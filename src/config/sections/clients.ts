@@ -162,6 +162,7 @@ function readClient(
   const introspect = c.opt('introspect', r.bool(), false)
   const allowPlainPkce = c.opt('allow_plain_pkce', r.bool(), false)
   const skipConsent = c.opt('skip_consent', r.bool(), false)
+  const requireMfa = c.opt('require_mfa', r.bool(), false)
 
   const requirePkce = c.opt('require_pkce', r.bool(), true)
   if (type === 'public' && !requirePkce) {
@@ -197,6 +198,7 @@ function readClient(
     requirePkce: type === 'public' ? true : requirePkce,
     allowPlainPkce,
     skipConsent,
+    ...(requireMfa ? { requireMfa } : {}),
     rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
     dpopBoundAccessTokens,
   }
@@ -244,7 +246,12 @@ function readClientKeys(r: Reader, c: MapView, usesKeys: boolean, workload: bool
 function readTokenExchange(r: Reader, c: MapView, type: ClientType | undefined, hasGrant: boolean): { audiences: string[] } | undefined {
   const node = c.get('token_exchange')
   if (node === undefined) {
-    if (hasGrant) r.problem(c.get('grant_types') ?? c.node, c.pathOf('token_exchange'), 'the `token-exchange` grant needs `token_exchange: { audiences: [...] }`: the audiences this client may exchange tokens for')
+    if (hasGrant)
+      r.problem(
+        c.get('grant_types') ?? c.node,
+        c.pathOf('token_exchange'),
+        'the `token-exchange` grant needs `token_exchange: { audiences: [...] }`: the audiences this client may exchange tokens for',
+      )
     return undefined
   }
   if (!hasGrant) r.problem(node, c.pathOf('token_exchange'), '`token_exchange` needs `token-exchange` in `grant_types`')
