@@ -25,7 +25,7 @@ export const TOP_LEVEL_KEYS = keysAt('#')
 
 export const CLIENT_TIMEOUT_KEYS = keysAt('#/properties/client_timeouts')
 
-/** `client_timeouts` defaults: see README "Operating it". */
+/** `client_timeouts` defaults: see docs/configuration.md, `client_timeouts`. */
 export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = Object.freeze({
   headersMs: 20_000,
   bodyIdleMs: 15_000,

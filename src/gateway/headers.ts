@@ -98,7 +98,7 @@ export const CLIENT_IP_HEADERS: readonly string[] = [
   'cf-connecting-ip',
 ]
 
-/** Every request header name the gateway never passes on as sent (the README lists them). */
+/** Every request header name the gateway never passes on as sent (docs/operating.md lists them). */
 export const ALWAYS_DROPPED_REQUEST_HEADERS: readonly string[] = REQUEST_DROPPED
 
 /**
