@@ -13,9 +13,9 @@
  * header validation, caching hints, multi-round-trip `input_required`
  * results, tasks, the carried-forward tools/resources/prompts scenarios).
  *
- * The reference server is the SDK 2.x (`@modelcontextprotocol/server` 2.4)
- * stateless handler with the SDK's own conformance fixture
- * (test/helpers/mcp-everything-2026.ts). It passes every scenario directly;
+ * The reference server is our own (test/helpers/mcp-everything-2026.ts),
+ * written from the scenarios' requirements on the SDK 2.x
+ * (`@modelcontextprotocol/server` 2.4) stateless handler. It passes every scenario directly;
  * one that it failed would be listed in KNOWN_DIRECT_FAILURES with the
  * reason, and would still have to fail through the gateway check for check.
  * The extension scenarios (tasks-*, sep-2640-skills-*) are tagged
@@ -46,7 +46,7 @@ import { CONFORMANCE_NEXT_CLI, listServerScenarios, runServerScenarios, startRel
 const REVISION = '2026-07-28'
 
 /**
- * Scenarios the reference server fails directly, and why (none with SDK 2.4).
+ * Scenarios the reference server fails directly, and why (none today).
  * Through bearward they must fail the same way.
  */
 const KNOWN_DIRECT_FAILURES: Record<string, string> = {}

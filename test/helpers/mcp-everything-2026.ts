@@ -1,1307 +1,599 @@
 /**
- * The reference server for the MCP conformance package's 2026-07-28 server
- * scenarios (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, installed as
- * `@modelcontextprotocol/conformance-next`): a stateless SDK 2.x server
- * (`@modelcontextprotocol/server`, `createMcpHandler`, one `McpServer` per
- * request) with the tools, resources, prompts and completion the scenarios
- * call, under the names and with the answers they expect: multi-round-trip
- * `inputRequired` results with an HMAC-sealed `requestState`, cache hints,
- * `server/discover`, `subscriptions/listen`.
+ * The reference server for the MCP conformance package's server scenarios at
+ * protocol revision 2026-07-28 (`@modelcontextprotocol/conformance-next`):
+ * the tools, resources, prompts and completion those scenarios call, with
+ * the names and answers each scenario's requirements text asks for, plus the
+ * diagnostic tools `server-stateless` probes (`test_missing_capability`,
+ * `test_streaming_elicitation`, `test_logging_tool`, the list-change
+ * triggers).
  *
- * The server definition follows the SDK's own conformance fixture
- * (test/conformance/src/everythingServer.ts in modelcontextprotocol/typescript-sdk,
- * MIT), which passes every 2026-07-28 server scenario of that referee; its
- * 2025-era session wiring and the SSE-polling tool (2025-11-25 only) are left
- * out. It is served on node:http by the adapter of test/helpers/mcp-sdk2.ts;
- * a request whose Host is not a loopback name is refused with 403 before the
- * handler (the SDK's DNS-rebinding helper), as the fixture's express app does.
+ * Written on the SDK 2.x low-level `Server` and `createMcpHandler`, which
+ * own the wire rules of the revision (the `_meta` envelope, `server/discover`,
+ * the standard header checks, `subscriptions/listen`, cache fields, the
+ * `input_required` result type); this file says what the server holds and
+ * how each handler answers, and checks the `Mcp-Param-*` headers itself (the
+ * SDK does that only for its high-level `McpServer`). Every request builds a fresh `Server` (the
+ * revision is stateless): anything that must survive between rounds of a
+ * multi-round-trip call travels in an HMAC-sealed `requestState`.
+ *
+ * Requests whose Host or Origin is not a loopback name are refused with 403
+ * before the handler sees them (DNS-rebinding protection).
+ * @see https://modelcontextprotocol.io/specification/draft/basic/transports
  */
-import { randomUUID } from 'node:crypto'
-import type {
-  CallToolResult,
-  ClientCapabilities,
-  GetPromptResult,
-  InputRequests,
-  InputRequiredResult,
-  McpHttpHandler,
-  ReadResourceResult,
-  ServerContext,
-} from '@modelcontextprotocol/server'
+import { randomBytes } from 'node:crypto'
 import {
-  acceptedContent,
   CLIENT_CAPABILITIES_META_KEY,
   createMcpHandler,
   createRequestStateCodec,
-  fromJsonSchema,
   hostHeaderValidationResponse,
-  localhostAllowedHostnames,
   inputRequired,
-  McpServer,
+  localhostAllowedHostnames,
+  localhostAllowedOrigins,
+  MissingRequiredClientCapabilityError,
+  originValidationResponse,
   ProtocolError,
-  ProtocolErrorCode,
-  ResourceTemplate,
+  Server,
+  type CallToolResult,
+  type ClientCapabilities,
+  type GetPromptResult,
+  type InputRequest,
+  type InputRequiredResult,
+  type McpHttpHandler,
+  type RequestStateCodec,
+  type ServerContext,
+  type Tool,
 } from '@modelcontextprotocol/server'
-import * as z from 'zod/v4'
 import { serveMcpHandler, type RunningMcpHandler } from './mcp-sdk2.js'
 
-/** SEP-2243's `x-mcp-header` keyword is not in the SDK's JSON Schema type: declared apart, as a wider value. */
-const MIRRORED_REGION: Record<string, unknown> = { type: 'string', description: 'mirrored into Mcp-Param-Region', 'x-mcp-header': 'Region' }
+const IMAGE = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
+const AUDIO = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
+const INVALID_PARAMS = -32602
+/** HeaderMismatch: an Mcp-* header disagrees with the body (SEP-2243). */
+const HEADER_MISMATCH = -32020
 
-// Sample base64 encoded 1x1 red PNG pixel for testing
-const TEST_IMAGE_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
+type Args = Record<string, unknown>
+type Answer = CallToolResult | InputRequiredResult
 
-// Sample base64 encoded minimal WAV file for testing
-const TEST_AUDIO_BASE64 = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
+/** What a tool handler gets: its arguments, the request context, and the state sealer. */
+interface ToolCall {
+  readonly args: Args
+  readonly ctx: ServerContext
+  readonly seal: (payload: RoundState) => Promise<string>
+}
 
-// ===== MULTI-ROUND-TRIP requestState INTEGRITY (SEP-2322) =====
-//
-// `requestState` round-trips through the client and comes back as
-// attacker-controlled input. The SDK treats it as an opaque string and applies
-// no protection of its own, so a server that lets it influence behavior MUST
-// integrity-protect it when minting and MUST reject state that fails
-// verification (see the migration guide). This fixture uses the SDK-provided
-// `createRequestStateCodec` helper — `mint` HMAC-seals the payload with a
-// per-process key and a TTL, and `verify` is the function dropped into
-// `ServerOptions.requestState.verify` so the seam rejects tampered or expired
-// state with `-32602` before the handler runs (which is what the
-// `input-required-result-tampered-state` conformance scenario asserts). The
-// key is process-local because the 2026-07-28 path serves every request from
-// a fresh server instance — the state itself is the only thing that survives
-// between rounds.
-const requestStateCodec = createRequestStateCodec<Record<string, unknown>>({
-  key: crypto.getRandomValues(new Uint8Array(32)),
-})
+/** The verified state of a multi-round-trip call, as the server sealed it in the previous round. */
+interface RoundState {
+  readonly tool: string
+  readonly round: number
+  readonly name?: string
+}
 
-// Function to create a new MCP server instance (one per session)
-function createMcpServer(bus: Pick<McpHttpHandler, 'notify'>): McpServer {
-  const mcpServer = new McpServer(
-    {
-      name: 'mcp-conformance-test-server',
-      version: '1.0.0',
-    },
-    {
-      capabilities: {
-        tools: {
-          listChanged: true,
-        },
-        resources: {
-          subscribe: true,
-          listChanged: true,
-        },
-        prompts: {
-          listChanged: true,
-        },
-        // `logging` is deprecated as of protocol version 2026-07-28
-        // (SEP-2577). Intentionally retained so the 2025-era
-        // logging/setLevel conformance leg still negotiates the
-        // capability; the 2026-07-28 path uses the per-request
-        // envelope and ignores this field.
-        logging: {},
-        completions: {},
-      },
-      // Seam-level integrity check (SEP-2322): every re-entered MRTR
-      // request that carries requestState is verified before the handler
-      // runs. A rejection answers a wire-level -32602 with
-      // data.reason 'invalid_request_state'.
-      requestState: { verify: requestStateCodec.verify },
-    },
-  )
+interface ToolDef {
+  readonly tool: Tool
+  readonly call: (call: ToolCall) => Answer | Promise<Answer>
+}
 
-  // Helper to send log messages using the underlying server
-  function sendLog(level: 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency', message: string, data?: unknown) {
-    mcpServer.server
-      .notification({
-        method: 'notifications/message',
-        params: {
-          level,
-          logger: 'conformance-test-server',
-          data: data ?? message,
-        },
-      })
-      .catch(() => {
-        // Ignore error if no client is connected
-      })
+const EMPTY = { type: 'object' as const, properties: {} }
+const text = (value: string): CallToolResult => ({ content: [{ type: 'text', text: value }] })
+
+// ---- reading what the client sent back in a retried round ----
+
+/** The bare response the client sent for `key`, when it is an object (anything else is as good as absent). */
+function responseFor(ctx: ServerContext, key: string): Record<string, unknown> | undefined {
+  const value = ctx.mcpReq.inputResponses?.[key]
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+}
+
+/** A string field of an accepted elicitation, or undefined when the user did not accept or the field is missing. */
+function elicited(ctx: ServerContext, key: string, field: string): string | undefined {
+  const r = responseFor(ctx, key)
+  if (r?.action !== 'accept') return undefined
+  const content = r.content
+  if (typeof content !== 'object' || content === null) return undefined
+  const value = (content as Record<string, unknown>)[field]
+  return typeof value === 'string' ? value : undefined
+}
+
+/** The text a sampling response carries, or undefined. */
+function sampled(ctx: ServerContext, key: string): string | undefined {
+  const content = responseFor(ctx, key)?.content
+  if (typeof content !== 'object' || content === null) return undefined
+  const value = (content as Record<string, unknown>).text
+  return typeof value === 'string' ? value : undefined
+}
+
+/** The root URIs a roots/list response carries, or undefined when it is not a list of roots. */
+function rootUris(ctx: ServerContext, key: string): string[] | undefined {
+  const roots = responseFor(ctx, key)?.roots
+  if (!Array.isArray(roots)) return undefined
+  return roots.map((r) => String((r as Record<string, unknown> | null)?.uri ?? ''))
+}
+
+/** The sealed state of this round, or undefined on a first call (a tampered one never gets here: the server's verify hook refuses it). */
+function stateOf(ctx: ServerContext, tool: string): RoundState | undefined {
+  const state = ctx.mcpReq.requestState<RoundState>()
+  return state !== undefined && state.tool === tool ? state : undefined
+}
+
+/** The capabilities this request's `_meta` envelope declares (each request declares its own: there is no session). */
+function clientCapabilities(ctx: ServerContext): ClientCapabilities {
+  // The SDK types the lifted envelope as an empty object; it is keyed by the reserved meta keys.
+  const envelope: Record<string, unknown> = ctx.mcpReq.envelope ?? {}
+  const caps = envelope[CLIENT_CAPABILITIES_META_KEY]
+  return typeof caps === 'object' && caps !== null ? (caps as ClientCapabilities) : {}
+}
+
+// ---- the input requests the scenarios expect, word for word ----
+
+const askName = (message: string): InputRequest =>
+  inputRequired.elicit({ message, requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } })
+const askColor = (): InputRequest =>
+  inputRequired.elicit({
+    message: 'Step 2: What is your favorite color?',
+    requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+  })
+const askConfirm = (): InputRequest =>
+  inputRequired.elicit({ message: 'Please confirm', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } })
+const askModel = (question: string, maxTokens: number): InputRequest =>
+  inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: question } }], maxTokens })
+
+// ---- the multi-round-trip tools (SEP-2322) ----
+
+/** Ask for a name until the client answers with one (missing, wrong or malformed answers are asked again, not errors). */
+function greet(call: ToolCall): Answer {
+  const name = elicited(call.ctx, 'user_name', 'name')
+  if (name === undefined) return inputRequired({ inputRequests: { user_name: askName('What is your name?') } })
+  return text(`Hello, ${name}!`)
+}
+
+function sample(call: ToolCall): Answer {
+  const answer = sampled(call.ctx, 'capital_question')
+  if (answer === undefined) return inputRequired({ inputRequests: { capital_question: askModel('What is the capital of France?', 100) } })
+  return text(`Sampling response: ${answer}`)
+}
+
+function listRoots(call: ToolCall): Answer {
+  const roots = rootUris(call.ctx, 'client_roots')
+  if (roots === undefined) return inputRequired({ inputRequests: { client_roots: inputRequired.listRoots() } })
+  return text(`Client roots (${roots.length}): ${roots.join(', ')}`)
+}
+
+async function confirmWithState(call: ToolCall): Promise<Answer> {
+  const tool = 'test_input_required_result_request_state'
+  const state = stateOf(call.ctx, tool)
+  const ok = responseFor(call.ctx, 'confirm')
+  if (state === undefined || ok === undefined) {
+    return inputRequired({ inputRequests: { confirm: askConfirm() }, requestState: await call.seal({ tool, round: 1 }) })
   }
+  return text(`state-ok: confirmation received (${JSON.stringify(ok.content ?? {})})`)
+}
 
-  // ===== TOOLS =====
+async function multipleInputs(call: ToolCall): Promise<Answer> {
+  const tool = 'test_input_required_result_multiple_inputs'
+  const name = elicited(call.ctx, 'user_name', 'name')
+  const greeting = sampled(call.ctx, 'greeting')
+  const roots = rootUris(call.ctx, 'client_roots')
+  if (stateOf(call.ctx, tool) === undefined || name === undefined || greeting === undefined || roots === undefined) {
+    return inputRequired({
+      inputRequests: {
+        user_name: askName('What is your name?'),
+        greeting: askModel('Generate a greeting', 50),
+        client_roots: inputRequired.listRoots(),
+      },
+      requestState: await call.seal({ tool, round: 1 }),
+    })
+  }
+  return text(`name=${name}, greeting=${greeting}, roots=${roots.join(', ')}`)
+}
 
-  // SEP-2243 x-mcp-header tool — arms the http-custom-header-server-validation
-  // conformance scenario (which skips when no tool with an x-mcp-header
-  // annotation is found). The schema is hand-written JSON so the annotation
-  // survives serialization unchanged.
-  mcpServer.registerTool(
-    'test_x_mcp_header',
+/** Three rounds: a name, then (with the name carried in the sealed state) a colour, then the answer. */
+async function multiRound(call: ToolCall): Promise<Answer> {
+  const tool = 'test_input_required_result_multi_round'
+  const state = stateOf(call.ctx, tool)
+  const askStep1 = async (): Promise<Answer> =>
+    inputRequired({ inputRequests: { step1: askName('Step 1: What is your name?') }, requestState: await call.seal({ tool, round: 1 }) })
+  if (state === undefined) return askStep1()
+  if (state.round === 1) {
+    const name = elicited(call.ctx, 'step1', 'name')
+    if (name === undefined) return askStep1()
+    return inputRequired({ inputRequests: { step2: askColor() }, requestState: await call.seal({ tool, round: 2, name }) })
+  }
+  const color = elicited(call.ctx, 'step2', 'color')
+  if (color === undefined) {
+    return inputRequired({ inputRequests: { step2: askColor() }, requestState: await call.seal({ tool, round: 2, name: state.name ?? '' }) })
+  }
+  return text(`${state.name ?? ''} likes ${color}`)
+}
+
+/** The state is sealed, so a changed byte fails the server's verify hook with -32602 before this runs again. */
+async function tamperProof(call: ToolCall): Promise<Answer> {
+  const tool = 'test_input_required_result_tampered_state'
+  if (stateOf(call.ctx, tool) === undefined || responseFor(call.ctx, 'confirm') === undefined) {
+    return inputRequired({ inputRequests: { confirm: askConfirm() }, requestState: await call.seal({ tool, round: 1 }) })
+  }
+  return text('state-ok: the request state was verified')
+}
+
+/** Ask only for what the client said it can do (SEP-2322: never an input request for an undeclared capability). */
+function withDeclaredCapabilities(call: ToolCall): Answer {
+  const caps = clientCapabilities(call.ctx)
+  if (call.ctx.mcpReq.inputResponses !== undefined) return text(`Received: ${Object.keys(call.ctx.mcpReq.inputResponses).join(', ')}`)
+  const requests: Record<string, InputRequest> = {}
+  if (caps.elicitation !== undefined) requests.user_name = askName('What is your name?')
+  if (caps.sampling !== undefined) requests.greeting = askModel('Generate a greeting', 50)
+  if (caps.roots !== undefined) requests.client_roots = inputRequired.listRoots()
+  if (Object.keys(requests).length === 0) return text('The client declared no capability to ask with')
+  return inputRequired({ inputRequests: requests })
+}
+
+// ---- the diagnostic tools server-stateless probes ----
+
+/** Needs sampling: without the client declaring it, the call is refused with -32021 naming it. */
+function needsSampling(call: ToolCall): Answer {
+  if (clientCapabilities(call.ctx).sampling === undefined) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } })
+  return text('The client declared sampling')
+}
+
+/** On this revision a server that needs input answers with input_required, never with a request of its own on the stream. */
+function streamingElicitation(call: ToolCall): Answer {
+  const name = elicited(call.ctx, 'user_name', 'name')
+  if (name === undefined) return inputRequired({ inputRequests: { user_name: askName('What is your name?') } })
+  return text(`Hello, ${name}!`)
+}
+
+/** Logs, which the SDK must drop unless the request's `_meta` set a log level. */
+async function logs(call: ToolCall): Promise<Answer> {
+  await call.ctx.mcpReq.log?.('info', 'test_logging_tool ran').catch(() => {})
+  return text('Logging tool executed')
+}
+
+// ---- the tool list ----
+
+function toolList(changes: () => McpHttpHandler['notify']): readonly ToolDef[] {
+  return [
+    // First on purpose: header validation calls the first listed tool with no arguments and expects it to succeed.
     {
-      description: 'Tests SEP-2243 Mcp-Param-* server-side validation',
-      inputSchema: fromJsonSchema<{ region?: string; level?: number }>({
-        type: 'object',
-        properties: {
-          region: MIRRORED_REGION,
-          level: { type: 'integer', description: 'non-mirrored argument' },
-        },
+      tool: { name: 'test_simple_text', description: 'Returns a fixed text', inputSchema: EMPTY },
+      call: () => text('This is a simple text response for testing.'),
+    },
+    {
+      tool: { name: 'test_image_content', description: 'Returns an image', inputSchema: EMPTY },
+      call: () => ({ content: [{ type: 'image', data: IMAGE, mimeType: 'image/png' }] }),
+    },
+    {
+      tool: { name: 'test_audio_content', description: 'Returns audio', inputSchema: EMPTY },
+      call: () => ({ content: [{ type: 'audio', data: AUDIO, mimeType: 'audio/wav' }] }),
+    },
+    {
+      tool: { name: 'test_embedded_resource', description: 'Returns an embedded resource', inputSchema: EMPTY },
+      call: () => ({
+        content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
       }),
     },
-    async (args): Promise<CallToolResult> => ({
-      content: [{ type: 'text', text: `region=${args.region ?? '<none>'}` }],
-    }),
-  )
-
-  // SEP-2575 `server-stateless` diagnostic fixtures: the scenario hardcodes
-  // these three tool names, and at conformance alpha.8 (conformance#372) the
-  // checks behind them fail as untestable when the names are missing.
-
-  // Requires the `sampling` client capability via an MRTR createMessage
-  // input request; the scenario calls it with empty clientCapabilities and
-  // expects -32021 over HTTP 400.
-  mcpServer.registerTool(
-    'test_missing_capability',
     {
-      description: 'SEP-2575: requires the `sampling` client capability (drives the -32021 undeclared-capability rejection)',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      if (ctx.mcpReq.inputResponses?.llm_answer === undefined) {
-        return inputRequired({
-          inputRequests: {
-            llm_answer: inputRequired.createMessage({
-              messages: [{ role: 'user', content: { type: 'text', text: 'Reply with the single word: pong' } }],
-              maxTokens: 16,
-            }),
-          },
-        })
-      }
-      return { content: [{ type: 'text', text: 'sampling round-trip complete' }] }
-    },
-  )
-
-  // A plain successful call: the check only asserts that the response stream
-  // carries no independent top-level JSON-RPC request. It must not elicit
-  // (the scenario declares no `elicitation` capability); the referee's own
-  // reference server does not elicit here either.
-  mcpServer.registerTool(
-    'test_streaming_elicitation',
-    {
-      description: 'SEP-2575: yields a response stream carrying no independent top-level JSON-RPC requests',
-      inputSchema: z.object({}),
-    },
-    async (): Promise<CallToolResult> => ({
-      content: [{ type: 'text', text: 'stream observed: result frames only, no top-level requests' }],
-    }),
-  )
-
-  // `ctx.mcpReq.log` is gated on the request's `_meta.logLevel`; the scenario
-  // omits it and asserts no notifications/message frame appears.
-  mcpServer.registerTool(
-    'test_logging_tool',
-    {
-      description: 'SEP-2575: logs via ctx.mcpReq.log so the no-log-without-logLevel rule is exercised',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult> => {
-      await ctx.mcpReq.log('info', 'test_logging_tool ran (delivered only when the request set _meta.logLevel)')
-      return { content: [{ type: 'text', text: 'logged through the request-scoped, logLevel-gated channel' }] }
-    },
-  )
-
-  // Simple text tool
-  mcpServer.registerTool(
-    'test_simple_text',
-    {
-      description: 'Tests simple text content response',
-    },
-    async (): Promise<CallToolResult> => {
-      return {
-        content: [{ type: 'text', text: 'This is a simple text response for testing.' }],
-      }
-    },
-  )
-
-  // Image content tool
-  mcpServer.registerTool(
-    'test_image_content',
-    {
-      description: 'Tests image content response',
-    },
-    async (): Promise<CallToolResult> => {
-      return {
-        content: [{ type: 'image', data: TEST_IMAGE_BASE64, mimeType: 'image/png' }],
-      }
-    },
-  )
-
-  // Audio content tool
-  mcpServer.registerTool(
-    'test_audio_content',
-    {
-      description: 'Tests audio content response',
-    },
-    async (): Promise<CallToolResult> => {
-      return {
-        content: [{ type: 'audio', data: TEST_AUDIO_BASE64, mimeType: 'audio/wav' }],
-      }
-    },
-  )
-
-  // Embedded resource tool
-  mcpServer.registerTool(
-    'test_embedded_resource',
-    {
-      description: 'Tests embedded resource content response',
-    },
-    async (): Promise<CallToolResult> => {
-      return {
-        content: [
-          {
-            type: 'resource',
-            resource: {
-              uri: 'test://embedded-resource',
-              mimeType: 'text/plain',
-              text: 'This is an embedded resource content.',
-            },
-          },
-        ],
-      }
-    },
-  )
-
-  // Multiple content types tool
-  mcpServer.registerTool(
-    'test_multiple_content_types',
-    {
-      description: 'Tests response with multiple content types (text, image, resource)',
-    },
-    async (): Promise<CallToolResult> => {
-      return {
+      tool: { name: 'test_multiple_content_types', description: 'Returns text, an image and a resource', inputSchema: EMPTY },
+      call: () => ({
         content: [
           { type: 'text', text: 'Multiple content types test:' },
-          { type: 'image', data: TEST_IMAGE_BASE64, mimeType: 'image/png' },
-          {
-            type: 'resource',
-            resource: {
-              uri: 'test://mixed-content-resource',
-              mimeType: 'application/json',
-              text: JSON.stringify({ test: 'data', value: 123 }),
-            },
-          },
+          { type: 'image', data: IMAGE, mimeType: 'image/png' },
+          { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' } },
         ],
-      }
+      }),
     },
-  )
-
-  // Tool with logging
-  mcpServer.registerTool(
-    'test_tool_with_logging',
     {
-      description: 'Tests tool that emits log messages during execution',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult> => {
-      await ctx.mcpReq.notify({
-        method: 'notifications/message',
-        params: {
-          level: 'info',
-          data: 'Tool execution started',
-        },
-      })
-      await new Promise((resolve) => setTimeout(resolve, 50))
-
-      await ctx.mcpReq.notify({
-        method: 'notifications/message',
-        params: {
-          level: 'info',
-          data: 'Tool processing data',
-        },
-      })
-      await new Promise((resolve) => setTimeout(resolve, 50))
-
-      await ctx.mcpReq.notify({
-        method: 'notifications/message',
-        params: {
-          level: 'info',
-          data: 'Tool execution completed',
-        },
-      })
-      return {
-        content: [{ type: 'text', text: 'Tool with logging executed successfully' }],
-      }
-    },
-  )
-
-  // Tool with progress
-  mcpServer.registerTool(
-    'test_tool_with_progress',
-    {
-      description: 'Tests tool that reports progress notifications',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult> => {
-      const progressToken = ctx.mcpReq._meta?.progressToken
-      // Per spec, servers MUST NOT emit notifications/progress without a
-      // client-supplied token — only report progress when one was sent.
-      if (progressToken !== undefined) {
+      tool: { name: 'test_tool_with_progress', description: 'Reports progress three times', inputSchema: EMPTY },
+      call: async ({ ctx }) => {
+        const progressToken = ctx.mcpReq._meta?.progressToken ?? 0
         for (const progress of [0, 50, 100]) {
           await ctx.mcpReq.notify({
             method: 'notifications/progress',
-            params: {
-              progressToken,
-              progress,
-              total: 100,
-              message: `Completed step ${progress} of ${100}`,
-            },
+            params: { progressToken, progress, total: 100, message: `Completed step ${progress} of 100` },
           })
-          if (progress < 100) {
-            await new Promise((resolve) => setTimeout(resolve, 50))
-          }
         }
-      }
-
-      return {
-        content: [{ type: 'text', text: String(progressToken ?? 'no-progress-token') }],
-      }
+        return text(String(progressToken))
+      },
     },
-  )
-
-  // Error handling tool
-  mcpServer.registerTool(
-    'test_error_handling',
     {
-      description: 'Tests error response handling',
+      tool: { name: 'test_error_handling', description: 'Always fails', inputSchema: EMPTY },
+      call: () => ({ isError: true, content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }] }),
     },
-    async (): Promise<CallToolResult> => {
-      throw new Error('This tool intentionally returns an error for testing')
-    },
-  )
-
-  // Sampling tool - requests LLM completion from client
-  mcpServer.registerTool(
-    'test_sampling',
     {
-      description: 'Tests server-initiated sampling (LLM completion request)',
-      inputSchema: z.object({
-        prompt: z.string().describe('The prompt to send to the LLM'),
-      }),
-    },
-    async (args, ctx): Promise<CallToolResult> => {
-      try {
-        // Request sampling from client
-        const result = (await ctx.mcpReq.send({
-          method: 'sampling/createMessage',
-          params: {
-            messages: [
-              {
-                role: 'user',
-                content: {
-                  type: 'text',
-                  text: args.prompt,
-                },
-              },
-            ],
-            maxTokens: 100,
+      tool: {
+        name: 'json_schema_2020_12_tool',
+        description: 'Takes an input schema with JSON Schema 2020-12 keywords, which must reach the client unchanged',
+        inputSchema: {
+          $schema: 'https://json-schema.org/draft/2020-12/schema',
+          type: 'object',
+          $defs: { address: { $anchor: 'addressDef', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
+          properties: {
+            name: { type: 'string' },
+            address: { $ref: '#/$defs/address' },
+            contactMethod: { type: 'string', enum: ['phone', 'email'] },
+            phone: { type: 'string' },
+            email: { type: 'string' },
           },
-        })) as { content?: { text?: string }; message?: { content?: { text?: string } } }
-
-        const modelResponse = result.content?.text || result.message?.content?.text || 'No response'
-
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `LLM response: ${modelResponse}`,
-            },
-          ],
-        }
-      } catch (error) {
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `Sampling not supported or error: ${error instanceof Error ? error.message : String(error)}`,
-            },
-          ],
-        }
-      }
-    },
-  )
-
-  // Elicitation tool - requests user input from client
-  mcpServer.registerTool(
-    'test_elicitation',
-    {
-      description: 'Tests server-initiated elicitation (user input request)',
-      inputSchema: z.object({
-        message: z.string().describe('The message to show the user'),
-      }),
-    },
-    async (args, ctx): Promise<CallToolResult> => {
-      try {
-        // Request user input from client
-        const result = await ctx.mcpReq.send({
-          method: 'elicitation/create',
-          params: {
-            message: args.message,
-            requestedSchema: {
-              type: 'object',
-              properties: {
-                response: {
-                  type: 'string',
-                  description: "User's response",
-                },
-              },
-              required: ['response'],
-            },
-          },
-        })
-
-        const elicitResult = result as { action?: string; content?: unknown }
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `User response: action=${elicitResult.action}, content=${JSON.stringify(elicitResult.content || {})}`,
-            },
-          ],
-        }
-      } catch (error) {
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `Elicitation not supported or error: ${error instanceof Error ? error.message : String(error)}`,
-            },
-          ],
-        }
-      }
-    },
-  )
-
-  // SEP-1034: Elicitation with default values for all primitive types
-  mcpServer.registerTool(
-    'test_elicitation_sep1034_defaults',
-    {
-      description: 'Tests elicitation with default values per SEP-1034',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult> => {
-      try {
-        // Request user input with default values for all primitive types
-        const result = await ctx.mcpReq.send({
-          method: 'elicitation/create',
-          params: {
-            message: 'Please review and update the form fields with defaults',
-            requestedSchema: {
-              type: 'object',
-              properties: {
-                name: {
-                  type: 'string',
-                  description: 'User name',
-                  default: 'John Doe',
-                },
-                age: {
-                  type: 'integer',
-                  description: 'User age',
-                  default: 30,
-                },
-                score: {
-                  type: 'number',
-                  description: 'User score',
-                  default: 95.5,
-                },
-                status: {
-                  type: 'string',
-                  description: 'User status',
-                  enum: ['active', 'inactive', 'pending'],
-                  default: 'active',
-                },
-                verified: {
-                  type: 'boolean',
-                  description: 'Verification status',
-                  default: true,
-                },
-              },
-              required: [],
-            },
-          },
-        })
-
-        const elicitResult = result as { action?: string; content?: unknown }
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `Elicitation completed: action=${elicitResult.action}, content=${JSON.stringify(elicitResult.content || {})}`,
-            },
-          ],
-        }
-      } catch (error) {
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `Elicitation not supported or error: ${error instanceof Error ? error.message : String(error)}`,
-            },
-          ],
-        }
-      }
-    },
-  )
-
-  // SEP-1330: Elicitation with enum schema improvements
-  mcpServer.registerTool(
-    'test_elicitation_sep1330_enums',
-    {
-      description: 'Tests elicitation with enum schema improvements per SEP-1330',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult> => {
-      try {
-        // Request user input with all 5 enum schema variants
-        const result = await ctx.mcpReq.send({
-          method: 'elicitation/create',
-          params: {
-            message: 'Please select options from the enum fields',
-            requestedSchema: {
-              type: 'object',
-              properties: {
-                // Untitled single-select enum (basic)
-                untitledSingle: {
-                  type: 'string',
-                  description: 'Select one option',
-                  enum: ['option1', 'option2', 'option3'],
-                },
-                // Titled single-select enum (using oneOf with const/title)
-                titledSingle: {
-                  type: 'string',
-                  description: 'Select one option with titles',
-                  oneOf: [
-                    { const: 'value1', title: 'First Option' },
-                    { const: 'value2', title: 'Second Option' },
-                    { const: 'value3', title: 'Third Option' },
-                  ],
-                },
-                // Legacy titled enum (using enumNames - deprecated)
-                legacyEnum: {
-                  type: 'string',
-                  description: 'Select one option (legacy)',
-                  enum: ['opt1', 'opt2', 'opt3'],
-                  enumNames: ['Option One', 'Option Two', 'Option Three'],
-                },
-                // Untitled multi-select enum
-                untitledMulti: {
-                  type: 'array',
-                  description: 'Select multiple options',
-                  minItems: 1,
-                  maxItems: 3,
-                  items: {
-                    type: 'string',
-                    enum: ['option1', 'option2', 'option3'],
-                  },
-                },
-                // Titled multi-select enum (using anyOf with const/title)
-                titledMulti: {
-                  type: 'array',
-                  description: 'Select multiple options with titles',
-                  minItems: 1,
-                  maxItems: 3,
-                  items: {
-                    anyOf: [
-                      { const: 'value1', title: 'First Choice' },
-                      { const: 'value2', title: 'Second Choice' },
-                      { const: 'value3', title: 'Third Choice' },
-                    ],
-                  },
-                },
-              },
-              required: [],
-            },
-          },
-        })
-
-        const elicitResult = result as { action?: string; content?: unknown }
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `Elicitation completed: action=${elicitResult.action}, content=${JSON.stringify(elicitResult.content || {})}`,
-            },
-          ],
-        }
-      } catch (error) {
-        return {
-          content: [
-            {
-              type: 'text',
-              text: `Elicitation not supported or error: ${error instanceof Error ? error.message : String(error)}`,
-            },
-          ],
-        }
-      }
-    },
-  )
-
-  // SEP-1613 / SEP-2106: JSON Schema 2020-12 conformance test tool.
-  // The scenario verifies that $schema/$defs/additionalProperties (SEP-1613)
-  // and the broader 2020-12 vocabulary — $anchor, allOf/anyOf, if/then/else —
-  // (SEP-2106) survive tools/list verbatim. The schema is hand-authored JSON
-  // (via fromJsonSchema) so the keywords are advertised exactly as written;
-  // a Zod object would not emit them.
-  mcpServer.registerTool(
-    'json_schema_2020_12_tool',
-    {
-      description: 'Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613, SEP-2106)',
-      inputSchema: fromJsonSchema({
-        $schema: 'https://json-schema.org/draft/2020-12/schema',
-        type: 'object',
-        $defs: {
-          address: {
-            $anchor: 'addressDef',
-            type: 'object',
-            properties: {
-              street: { type: 'string' },
-              city: { type: 'string' },
-            },
-          },
+          allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+          if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+          // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword the scenario checks for, not a thenable
+          then: { required: ['phone'] },
+          else: { required: ['email'] },
+          additionalProperties: false,
         },
-        properties: {
-          name: { type: 'string' },
-          address: { $ref: '#/$defs/address' },
-          contactMethod: { type: 'string', enum: ['phone', 'email'] },
-          phone: { type: 'string' },
-          email: { type: 'string' },
-        },
-        allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
-        if: {
-          properties: { contactMethod: { const: 'phone' } },
-          required: ['contactMethod'],
-        },
-        // biome-ignore lint/suspicious/noThenProperty: `then` is a JSON Schema 2020-12 keyword
-        then: { required: ['phone'] },
-        else: { required: ['email'] },
-        additionalProperties: false,
-      }),
+      },
+      call: ({ args }) => text(`Called with ${JSON.stringify(args)}`),
     },
-    async (args): Promise<CallToolResult> => {
-      return {
-        content: [
-          {
-            type: 'text',
-            text: `JSON Schema 2020-12 tool called with: ${JSON.stringify(args)}`,
-          },
-        ],
-      }
-    },
-  )
-
-  // ===== MULTI-ROUND-TRIP TOOLS (SEP-2322, protocol revision 2026-07-28) =====
-  //
-  // Diagnostic tools for the input-required conformance scenarios. Each tool
-  // is written write-once style: it returns `inputRequired(...)` until the
-  // retried request carries the responses it needs (read from
-  // `ctx.mcpReq.inputResponses` / `ctx.mcpReq.requestState()`), then completes.
-  // The conformance scenarios drive them on 2026-07-28 requests; on a
-  // 2025-era session the default legacy shim would fulfil them by pushing
-  // real server→client requests instead.
-
-  // Basic elicitation round trip. Also exercised by the result-type,
-  // missing-input-response, ignore-extra-params and validate-input
-  // scenarios: anything that does not contain an accepted "user_name"
-  // response is answered with a fresh InputRequiredResult re-requesting it.
-  mcpServer.registerTool(
-    'test_input_required_result_elicitation',
     {
-      description: 'MRTR (SEP-2322): asks for the caller name via an in-band elicitation request',
-      inputSchema: z.object({}),
+      // A parameter mirrored in an Mcp-Param-Region header (SEP-2243): checked against the body before dispatch.
+      tool: {
+        name: 'test_header_param',
+        description: 'Echoes a region that the client also sends as a header',
+        inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } }, required: ['region'] },
+      },
+      call: ({ args }) => text(`Region: ${String(args.region)}`),
     },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      const name = acceptedContent<{ name: string }>(ctx.mcpReq.inputResponses, 'user_name')?.name
-      if (typeof name !== 'string') {
-        return inputRequired({
-          inputRequests: {
-            user_name: inputRequired.elicit({
-              message: 'What is your name?',
-              requestedSchema: {
-                type: 'object',
-                properties: { name: { type: 'string' } },
-                required: ['name'],
-              },
-            }),
-          },
-        })
-      }
-      return { content: [{ type: 'text', text: `Hello, ${name}!` }] }
-    },
-  )
-
-  // Basic sampling round trip.
-  mcpServer.registerTool(
-    'test_input_required_result_sampling',
+    { tool: { name: 'test_input_required_result_elicitation', description: 'Asks for a name', inputSchema: EMPTY }, call: greet },
+    { tool: { name: 'test_input_required_result_sampling', description: 'Asks the model a question', inputSchema: EMPTY }, call: sample },
+    { tool: { name: 'test_input_required_result_list_roots', description: "Asks for the client's roots", inputSchema: EMPTY }, call: listRoots },
     {
-      description: 'MRTR (SEP-2322): asks for an LLM completion via an in-band sampling request',
-      inputSchema: z.object({}),
+      tool: { name: 'test_input_required_result_request_state', description: 'Asks for a confirmation, with state', inputSchema: EMPTY },
+      call: confirmWithState,
     },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      const samplingResponse = ctx.mcpReq.inputResponses?.capital_question as { content?: { type?: string; text?: string } } | undefined
-      if (samplingResponse === undefined) {
-        return inputRequired({
-          inputRequests: {
-            capital_question: inputRequired.createMessage({
-              messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
-              maxTokens: 100,
-            }),
-          },
-        })
-      }
-      const text = typeof samplingResponse.content?.text === 'string' ? samplingResponse.content.text : JSON.stringify(samplingResponse)
-      return { content: [{ type: 'text', text: `Sampling response: ${text}` }] }
-    },
-  )
-
-  // Basic roots/list round trip.
-  mcpServer.registerTool(
-    'test_input_required_result_list_roots',
+    { tool: { name: 'test_input_required_result_multiple_inputs', description: 'Asks three things at once', inputSchema: EMPTY }, call: multipleInputs },
+    { tool: { name: 'test_input_required_result_multi_round', description: 'Asks two things, one round each', inputSchema: EMPTY }, call: multiRound },
+    { tool: { name: 'test_input_required_result_tampered_state', description: 'Refuses altered state', inputSchema: EMPTY }, call: tamperProof },
     {
-      description: 'MRTR (SEP-2322): asks for the client roots via an in-band roots/list request',
-      inputSchema: z.object({}),
+      tool: { name: 'test_input_required_result_capabilities', description: 'Asks only what the client can answer', inputSchema: EMPTY },
+      call: withDeclaredCapabilities,
     },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      const rootsResponse = ctx.mcpReq.inputResponses?.client_roots as { roots?: Array<{ uri?: string; name?: string }> } | undefined
-      if (!Array.isArray(rootsResponse?.roots)) {
-        return inputRequired({ inputRequests: { client_roots: inputRequired.listRoots() } })
-      }
-      const uris = rootsResponse.roots.map((root) => root.uri).join(', ')
-      return { content: [{ type: 'text', text: `Client exposed ${rootsResponse.roots.length} root(s): ${uris}` }] }
-    },
-  )
-
-  // requestState round trip: the state is integrity-protected when minted
-  // and verified on the retry (see the helpers above).
-  mcpServer.registerTool(
-    'test_input_required_result_request_state',
+    { tool: { name: 'test_missing_capability', description: 'Needs the sampling capability', inputSchema: EMPTY }, call: needsSampling },
+    { tool: { name: 'test_streaming_elicitation', description: 'Needs an elicitation', inputSchema: EMPTY }, call: streamingElicitation },
+    { tool: { name: 'test_logging_tool', description: 'Logs a message', inputSchema: EMPTY }, call: logs },
     {
-      description: 'MRTR (SEP-2322): round-trips integrity-protected requestState alongside an elicitation request',
-      inputSchema: z.object({}),
+      tool: { name: 'test_trigger_tool_change', description: 'Announces a tool list change', inputSchema: EMPTY },
+      call: () => {
+        changes().toolsChanged()
+        return text('Tool list change announced')
+      },
     },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      const confirmation = acceptedContent<{ ok: boolean }>(ctx.mcpReq.inputResponses, 'confirm')
-      if (confirmation === undefined) {
-        return inputRequired({
-          inputRequests: {
-            confirm: inputRequired.elicit({
-              message: 'Please confirm',
-              requestedSchema: {
-                type: 'object',
-                properties: { ok: { type: 'boolean' } },
-                required: ['ok'],
-              },
-            }),
-          },
-          requestState: await requestStateCodec.mint({ tool: 'request_state', nonce: randomUUID() }),
-        })
-      }
-      // The seam-level verify hook has already proven integrity AND
-      // decoded the payload by the time the handler runs — the typed
-      // accessor returns it directly.
-      const state = ctx.mcpReq.requestState<Record<string, unknown>>()
-      if (state === undefined) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid requestState: missing or failed integrity verification')
-      }
-      return { content: [{ type: 'text', text: 'state-ok: requestState verified and confirmation received' }] }
-    },
-  )
-
-  // Multiple input requests of different kinds in one InputRequiredResult.
-  mcpServer.registerTool(
-    'test_input_required_result_multiple_inputs',
     {
-      description: 'MRTR (SEP-2322): asks for elicitation, sampling and roots input in a single round',
-      inputSchema: z.object({}),
+      tool: { name: 'test_trigger_prompt_change', description: 'Announces a prompt list change', inputSchema: EMPTY },
+      call: () => {
+        changes().promptsChanged()
+        return text('Prompt list change announced')
+      },
     },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      const responses = ctx.mcpReq.inputResponses
-      const name = acceptedContent<{ name: string }>(responses, 'user_name')?.name
-      const greeting = (responses?.greeting as { content?: { text?: string } } | undefined)?.content?.text
-      const roots = (responses?.client_roots as { roots?: unknown[] } | undefined)?.roots
-      if (typeof name !== 'string' || typeof greeting !== 'string' || !Array.isArray(roots)) {
-        return inputRequired({
-          inputRequests: {
-            user_name: inputRequired.elicit({
-              message: 'What is your name?',
-              requestedSchema: {
-                type: 'object',
-                properties: { name: { type: 'string' } },
-                required: ['name'],
-              },
-            }),
-            greeting: inputRequired.createMessage({
-              messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }],
-              maxTokens: 50,
-            }),
-            client_roots: inputRequired.listRoots(),
-          },
-          requestState: await requestStateCodec.mint({ tool: 'multiple_inputs', nonce: randomUUID() }),
-        })
-      }
-      return { content: [{ type: 'text', text: `${greeting} ${name} — ${roots.length} root(s) visible` }] }
-    },
-  )
+  ]
+}
 
-  // Multi-round flow: the round number lives in the integrity-protected
-  // requestState (the 2026-07-28 path keeps no per-session state), and the
-  // state changes between rounds.
-  mcpServer.registerTool(
-    'test_input_required_result_multi_round',
-    {
-      description: 'MRTR (SEP-2322): two elicitation rounds with evolving requestState before completing',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      const state = ctx.mcpReq.requestState<Record<string, unknown>>()
-      const round = state?.tool === 'multi_round' && typeof state.round === 'number' ? state.round : 0
-      if (round === 0) {
-        return inputRequired({
-          inputRequests: {
-            step1: inputRequired.elicit({
-              message: 'Step 1: What is your name?',
-              requestedSchema: {
-                type: 'object',
-                properties: { name: { type: 'string' } },
-                required: ['name'],
-              },
-            }),
-          },
-          requestState: await requestStateCodec.mint({ tool: 'multi_round', round: 1, nonce: randomUUID() }),
-        })
-      }
-      if (round === 1) {
-        const name = acceptedContent<{ name: string }>(ctx.mcpReq.inputResponses, 'step1')?.name ?? 'unknown'
-        return inputRequired({
-          inputRequests: {
-            step2: inputRequired.elicit({
-              message: 'Step 2: What is your favorite color?',
-              requestedSchema: {
-                type: 'object',
-                properties: { color: { type: 'string' } },
-                required: ['color'],
-              },
-            }),
-          },
-          requestState: await requestStateCodec.mint({ tool: 'multi_round', round: 2, name, nonce: randomUUID() }),
-        })
-      }
-      const color = acceptedContent<{ color: string }>(ctx.mcpReq.inputResponses, 'step2')?.color ?? 'unknown'
-      return { content: [{ type: 'text', text: `Multi-round complete: ${String(state?.name ?? 'unknown')} likes ${color}` }] }
-    },
-  )
+// ---- resources ----
 
-  // Tampered-state rejection: the seam-level `requestState.verify` hook
-  // (the codec's `verify`, configured on the McpServer above) rejects a
-  // retry whose requestState fails HMAC before this handler runs, answering
-  // the wire-level -32602 the conformance scenario requires. The handler
-  // only sees verified state.
-  mcpServer.registerTool(
-    'test_input_required_result_tampered_state',
-    {
-      description: 'MRTR (SEP-2322): rejects retries whose requestState fails integrity verification',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      if (ctx.mcpReq.requestState() !== undefined && acceptedContent(ctx.mcpReq.inputResponses, 'confirm') !== undefined) {
-        return { content: [{ type: 'text', text: 'integrity-ok: requestState verified' }] }
-      }
-      return inputRequired({
-        inputRequests: {
-          confirm: inputRequired.elicit({
-            message: 'Please confirm',
-            requestedSchema: {
-              type: 'object',
-              properties: { ok: { type: 'boolean' } },
-              required: ['ok'],
-            },
-          }),
-        },
-        requestState: await requestStateCodec.mint({ tool: 'tampered_state', nonce: randomUUID() }),
-      })
-    },
-  )
+const RESOURCES = [
+  {
+    uri: 'test://static-text',
+    name: 'static-text',
+    title: 'Static Text Resource',
+    mimeType: 'text/plain',
+    text: 'This is the content of the static text resource.',
+  },
+  { uri: 'test://static-binary', name: 'static-binary', title: 'Static Binary Resource', mimeType: 'image/png', blob: IMAGE },
+] as const
+const TEMPLATE = /^test:\/\/template\/([^/]+)\/data$/
 
-  // Capability-aware input requests: only ask for kinds the request's
-  // declared client capabilities cover (the server seam enforces the same
-  // rule with a -32021 error; the tool simply never trips it).
-  mcpServer.registerTool(
-    'test_input_required_result_capabilities',
-    {
-      description: 'MRTR (SEP-2322): only requests input kinds the declared client capabilities cover',
-      inputSchema: z.object({}),
-    },
-    async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      if (ctx.mcpReq.inputResponses !== undefined) {
-        return { content: [{ type: 'text', text: 'Capability-aware input requests fulfilled' }] }
-      }
-      // `sampling` and `roots` on ClientCapabilities are @deprecated as
-      // of protocol version 2026-07-28 (SEP-2577). This fixture reads
-      // them intentionally: the conformance scenario asserts that the
-      // server only emits input-request kinds the client declared, and
-      // the per-request envelope carries the declared capabilities in
-      // the (deprecated) wire vocabulary.
-      const declared = (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined
-      const inputRequests: InputRequests = {}
-      if (declared?.elicitation !== undefined) {
-        inputRequests.user_name = inputRequired.elicit({
-          message: 'What is your name?',
-          requestedSchema: {
-            type: 'object',
-            properties: { name: { type: 'string' } },
-            required: ['name'],
-          },
-        })
-      }
-      if (declared?.sampling !== undefined) {
-        inputRequests.greeting = inputRequired.createMessage({
-          messages: [{ role: 'user', content: { type: 'text', text: 'Generate a short greeting' } }],
-          maxTokens: 50,
-        })
-      }
-      if (declared?.roots !== undefined) {
-        inputRequests.client_roots = inputRequired.listRoots()
-      }
-      if (Object.keys(inputRequests).length === 0) {
-        return { content: [{ type: 'text', text: 'No declared client capability supports an in-band input request' }] }
-      }
-      return inputRequired({ inputRequests })
-    },
-  )
+type ResourceContents = { uri: string; mimeType: string; text: string } | { uri: string; mimeType: string; blob: string }
 
-  // ===== SUBSCRIPTION/LISTEN DIAGNOSTIC TRIGGERS (SEP-2575) =====
-  //
-  // The `server-stateless` conformance scenario opens a `subscriptions/listen`
-  // stream (served by `createMcpHandler`'s built-in listen router), then calls
-  // one of these triggers and asserts the corresponding `*/list_changed`
-  // notification arrives on the open stream. The trigger publishes the change
-  // event onto the handler's bus via the `handler.notify.*` sugar — the
-  // listen router stamps the subscription id and applies the per-stream
-  // filter, so the same trigger also exercises the ack-first and
-  // honors-notification-filter checks. The 2026-07-28 path is per-request
-  // (each call gets a fresh `McpServer`), so there is no list to mutate; the
-  // event itself is what the SHOULD requirement measures.
+function readResource(uri: string): { contents: ResourceContents[] } {
+  const found = RESOURCES.find((r) => r.uri === uri)
+  if (found !== undefined) {
+    const { name: _name, title: _title, ...contents } = found
+    return { contents: [contents] }
+  }
+  const id = TEMPLATE.exec(uri)?.[1]
+  // Never an empty `contents`: an unknown URI is an error naming it (SEP-2164).
+  if (id === undefined) throw new ProtocolError(INVALID_PARAMS, 'Resource not found', { uri })
+  return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }) }] }
+}
 
-  mcpServer.registerTool(
-    'test_trigger_tool_change',
-    {
-      description: 'Listen diagnostic (SEP-2575): publishes a tools/list_changed event onto the handler bus',
-      inputSchema: z.object({}),
-    },
-    async (): Promise<CallToolResult> => {
-      bus.notify.toolsChanged()
-      return { content: [{ type: 'text', text: 'tools_list_changed published' }] }
-    },
-  )
+// ---- prompts ----
 
-  mcpServer.registerTool(
-    'test_trigger_prompt_change',
-    {
-      description: 'Listen diagnostic (SEP-2575): publishes a prompts/list_changed event onto the handler bus',
-      inputSchema: z.object({}),
-    },
-    async (): Promise<CallToolResult> => {
-      bus.notify.promptsChanged()
-      return { content: [{ type: 'text', text: 'prompts_list_changed published' }] }
-    },
-  )
+interface PromptDef {
+  readonly title: string
+  readonly description: string
+  readonly arguments?: Array<{ name: string; description: string; required: boolean }>
+  readonly get: (args: Args, ctx: ServerContext) => GetPromptResult | InputRequiredResult
+}
 
-  // ===== RESOURCES =====
+const user = (content: GetPromptResult['messages'][number]['content']): GetPromptResult['messages'][number] => ({ role: 'user', content })
 
-  // Static text resource
-  mcpServer.registerResource(
-    'static-text',
-    'test://static-text',
-    {
-      title: 'Static Text Resource',
-      description: 'A static text resource for testing',
-      mimeType: 'text/plain',
-    },
-    async (): Promise<ReadResourceResult> => {
-      return {
-        contents: [
-          {
-            uri: 'test://static-text',
-            mimeType: 'text/plain',
-            text: 'This is the content of the static text resource.',
-          },
-        ],
-      }
-    },
-  )
-
-  // Static binary resource
-  mcpServer.registerResource(
-    'static-binary',
-    'test://static-binary',
-    {
-      title: 'Static Binary Resource',
-      description: 'A static binary resource (image) for testing',
-      mimeType: 'image/png',
-    },
-    async (): Promise<ReadResourceResult> => {
-      return {
-        contents: [
-          {
-            uri: 'test://static-binary',
-            mimeType: 'image/png',
-            blob: TEST_IMAGE_BASE64,
-          },
-        ],
-      }
-    },
-  )
-
-  // Resource template
-  mcpServer.registerResource(
-    'template',
-    new ResourceTemplate('test://template/{id}/data', { list: undefined }),
-    {
-      title: 'Resource Template',
-      description: 'A resource template with parameter substitution',
-      mimeType: 'application/json',
-    },
-    async (uri, variables): Promise<ReadResourceResult> => {
-      const id = variables.id
-      return {
-        contents: [
-          {
-            uri: uri.toString(),
-            mimeType: 'application/json',
-            text: JSON.stringify({
-              id,
-              templateTest: true,
-              data: `Data for ID: ${id}`,
-            }),
-          },
-        ],
-      }
-    },
-  )
-
-  // Watched resource
-  mcpServer.registerResource(
-    'watched-resource',
-    'test://watched-resource',
-    {
-      title: 'Watched Resource',
-      description: 'Static resource registered for subscribe/unsubscribe testing',
-      mimeType: 'text/plain',
-    },
-    async (): Promise<ReadResourceResult> => {
-      return {
-        contents: [
-          {
-            uri: 'test://watched-resource',
-            mimeType: 'text/plain',
-            text: 'Watched resource content',
-          },
-        ],
-      }
-    },
-  )
-
-  // Subscribe/Unsubscribe handlers
-  mcpServer.server.setRequestHandler('resources/subscribe', async (request) => {
-    const uri = request.params.uri
-    sendLog('info', `Subscribed to resource: ${uri}`)
-    return {}
-  })
-
-  mcpServer.server.setRequestHandler('resources/unsubscribe', async (request) => {
-    const uri = request.params.uri
-    sendLog('info', `Unsubscribed from resource: ${uri}`)
-    return {}
-  })
-
-  // ===== PROMPTS =====
-
-  // Simple prompt
-  mcpServer.registerPrompt(
-    'test_simple_prompt',
-    {
-      title: 'Simple Test Prompt',
-      description: 'A simple prompt without arguments',
-    },
-    async (): Promise<GetPromptResult> => {
-      return {
-        messages: [
-          {
-            role: 'user',
-            content: {
-              type: 'text',
-              text: 'This is a simple prompt for testing.',
-            },
-          },
-        ],
-      }
-    },
-  )
-
-  // Prompt with arguments
-  mcpServer.registerPrompt(
-    'test_prompt_with_arguments',
-    {
-      title: 'Prompt With Arguments',
-      description: 'A prompt with required arguments',
-      argsSchema: z.object({
-        arg1: z.string().describe('First test argument'),
-        arg2: z.string().describe('Second test argument'),
-      }),
-    },
-    async (args): Promise<GetPromptResult> => {
-      return {
-        messages: [
-          {
-            role: 'user',
-            content: {
-              type: 'text',
-              text: `Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'`,
-            },
-          },
-        ],
-      }
-    },
-  )
-
-  // Prompt with embedded resource
-  mcpServer.registerPrompt(
-    'test_prompt_with_embedded_resource',
-    {
-      title: 'Prompt With Embedded Resource',
-      description: 'A prompt that includes an embedded resource',
-      argsSchema: z.object({
-        resourceUri: z.string().describe('URI of the resource to embed'),
-      }),
-    },
-    async (args): Promise<GetPromptResult> => {
-      return {
-        messages: [
-          {
-            role: 'user',
-            content: {
-              type: 'resource',
-              resource: {
-                uri: args.resourceUri,
-                mimeType: 'text/plain',
-                text: 'Embedded resource content for testing.',
-              },
-            },
-          },
-          {
-            role: 'user',
-            content: {
-              type: 'text',
-              text: 'Please process the embedded resource above.',
-            },
-          },
-        ],
-      }
-    },
-  )
-
-  // Multi-round-trip prompt (SEP-2322): prompts/get is one of the methods
-  // whose 2026-07-28 result vocabulary includes input_required, so a prompt
-  // can request elicitation input in-band before rendering.
-  mcpServer.registerPrompt(
-    'test_input_required_result_prompt',
-    {
-      title: 'MRTR Prompt',
-      description: 'MRTR (SEP-2322): prompt that requires elicitation input before rendering',
-    },
-    async (ctx): Promise<GetPromptResult | InputRequiredResult> => {
-      // A prompt registered without argsSchema receives the request
-      // context as its only callback argument, but the registerPrompt
-      // overloads only model the (args, ctx) form — so the parameter
-      // arrives untyped and is narrowed here.
-      const promptCtx = ctx as ServerContext
-      const promptContext = acceptedContent<{ context: string }>(promptCtx.mcpReq.inputResponses, 'user_context')?.context
-      if (typeof promptContext !== 'string') {
+const PROMPTS: Record<string, PromptDef> = {
+  test_simple_prompt: {
+    title: 'Simple Test Prompt',
+    description: 'A prompt without arguments',
+    get: () => ({ messages: [user({ type: 'text', text: 'This is a simple prompt for testing.' })] }),
+  },
+  test_prompt_with_arguments: {
+    title: 'Prompt With Arguments',
+    description: 'A prompt with two required arguments',
+    arguments: [
+      { name: 'arg1', description: 'First test argument', required: true },
+      { name: 'arg2', description: 'Second test argument', required: true },
+    ],
+    get: (a) => ({ messages: [user({ type: 'text', text: `Prompt with arguments: arg1='${String(a.arg1)}', arg2='${String(a.arg2)}'` })] }),
+  },
+  test_prompt_with_embedded_resource: {
+    title: 'Prompt With Embedded Resource',
+    description: 'A prompt that embeds a resource',
+    arguments: [{ name: 'resourceUri', description: 'URI of the resource to embed', required: true }],
+    get: (a) => ({
+      messages: [
+        user({ type: 'resource', resource: { uri: String(a.resourceUri), mimeType: 'text/plain', text: 'Embedded resource content for testing.' } }),
+        user({ type: 'text', text: 'Please process the embedded resource above.' }),
+      ],
+    }),
+  },
+  test_prompt_with_image: {
+    title: 'Prompt With Image',
+    description: 'A prompt that includes an image',
+    get: () => ({ messages: [user({ type: 'image', data: IMAGE, mimeType: 'image/png' }), user({ type: 'text', text: 'Please analyze the image above.' })] }),
+  },
+  test_input_required_result_prompt: {
+    title: 'Prompt Needing Input',
+    description: 'A prompt that asks the user for context first (input_required is not only for tools)',
+    get: (_a, ctx) => {
+      const context = elicited(ctx, 'user_context', 'context')
+      if (context === undefined) {
         return inputRequired({
           inputRequests: {
             user_context: inputRequired.elicit({
               message: 'What context should the prompt use?',
-              requestedSchema: {
-                type: 'object',
-                properties: { context: { type: 'string' } },
-                required: ['context'],
-              },
+              requestedSchema: { type: 'object', properties: { context: { type: 'string' } }, required: ['context'] },
             }),
           },
         })
       }
-      return {
-        messages: [
-          {
-            role: 'user',
-            content: { type: 'text', text: `Use the following context: ${promptContext}` },
-          },
-        ],
-      }
+      return { messages: [user({ type: 'text', text: `Answer with this context in mind: ${context}` })] }
     },
-  )
-
-  // Prompt with image
-  mcpServer.registerPrompt(
-    'test_prompt_with_image',
-    {
-      title: 'Prompt With Image',
-      description: 'A prompt that includes image content',
-    },
-    async (): Promise<GetPromptResult> => {
-      return {
-        messages: [
-          {
-            role: 'user',
-            content: {
-              type: 'image',
-              data: TEST_IMAGE_BASE64,
-              mimeType: 'image/png',
-            },
-          },
-          {
-            role: 'user',
-            content: { type: 'text', text: 'Please analyze the image above.' },
-          },
-        ],
-      }
-    },
-  )
-
-  // ===== LOGGING =====
-
-  mcpServer.server.setRequestHandler('logging/setLevel', async (request) => {
-    const level = request.params.level
-    sendLog('info', `Log level set to: ${level}`)
-    return {}
-  })
-
-  // ===== COMPLETION =====
-
-  mcpServer.server.setRequestHandler('completion/complete', async () => {
-    // Basic completion support - returns empty array for conformance
-    // Real implementations would provide contextual suggestions
-    return {
-      completion: {
-        values: [],
-        total: 0,
-        hasMore: false,
-      },
-    }
-  })
-
-  return mcpServer
+  },
 }
 
-/** Start the reference server on 127.0.0.1, port 0; the MCP endpoint is `${url}/mcp` (the handler answers on every path). */
-export async function startEverything2026Server(): Promise<RunningMcpHandler> {
-  // The listen-diagnostic tools publish on this handler's own bus.
-  const handler: McpHttpHandler = createMcpHandler(() => createMcpServer(handler))
-  const allowed = localhostAllowedHostnames()
-  return serveMcpHandler({
-    ...handler,
-    fetch: async (request, options) => hostHeaderValidationResponse(request, allowed) ?? handler.fetch(request, options),
-    close: () => handler.close(),
+// ---- the server ----
+
+/** One Server per request: the tools and the state codec are shared, nothing else outlives the request. */
+function buildServer(tools: readonly ToolDef[], codec: RequestStateCodec<RoundState>): Server {
+  const server = new Server(
+    { name: 'bearward-conformance-2026', version: '1.0.0' },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        resources: { listChanged: true },
+        prompts: { listChanged: true },
+        completions: {},
+        logging: {},
+      },
+      // Lists are the same for everyone for a minute; reads of these fixed resources too.
+      cacheHints: {
+        'tools/list': { ttlMs: 60_000, cacheScope: 'public' },
+        'prompts/list': { ttlMs: 60_000, cacheScope: 'public' },
+        'resources/list': { ttlMs: 60_000, cacheScope: 'public' },
+        'resources/templates/list': { ttlMs: 60_000, cacheScope: 'public' },
+        'resources/read': { ttlMs: 60_000, cacheScope: 'public' },
+      },
+      requestState: { verify: (state, ctx) => codec.verify(state, ctx) },
+    },
+  )
+  const seal = (payload: RoundState): Promise<string> => codec.mint(payload)
+  server.setRequestHandler('tools/list', () => ({ tools: tools.map((d) => d.tool) }))
+  server.setRequestHandler('tools/call', (req, ctx) => {
+    const def = tools.find((d) => d.tool.name === req.params.name)
+    if (def === undefined) throw new ProtocolError(INVALID_PARAMS, `Unknown tool: ${req.params.name}`)
+    return def.call({ args: req.params.arguments ?? {}, ctx, seal })
   })
+  server.setRequestHandler('resources/list', () => ({ resources: RESOURCES.map(({ uri, name, title, mimeType }) => ({ uri, name, title, mimeType })) }))
+  server.setRequestHandler('resources/templates/list', () => ({
+    resourceTemplates: [{ uriTemplate: 'test://template/{id}/data', name: 'template', title: 'Resource Template', mimeType: 'application/json' }],
+  }))
+  server.setRequestHandler('resources/read', (req) => readResource(req.params.uri))
+  server.setRequestHandler('prompts/list', () => ({
+    prompts: Object.entries(PROMPTS).map(([name, p]) => ({
+      name,
+      title: p.title,
+      description: p.description,
+      ...(p.arguments ? { arguments: p.arguments } : {}),
+    })),
+  }))
+  server.setRequestHandler('prompts/get', (req, ctx) => {
+    const prompt = PROMPTS[req.params.name]
+    if (prompt === undefined) throw new ProtocolError(INVALID_PARAMS, `Unknown prompt: ${req.params.name}`)
+    return prompt.get(req.params.arguments ?? {}, ctx)
+  })
+  server.setRequestHandler('completion/complete', () => ({ completion: { values: [], total: 0, hasMore: false } }))
+  return server
+}
+
+/** 403 for a Host or Origin that is not a loopback name: a page on another site must not reach a local server. */
+function rebindingRefusal(request: Request): Response | undefined {
+  return hostHeaderValidationResponse(request, localhostAllowedHostnames()) ?? originValidationResponse(request, localhostAllowedOrigins())
+}
+
+// ---- Mcp-Param-* headers (SEP-2243) ----
+// The SDK checks these only for tools registered on its high-level McpServer;
+// this server registers raw JSON Schemas on the low-level Server, so it checks
+// them itself, before the request reaches the SDK.
+
+/** The `x-mcp-header` declarations of a tool's input schema: argument name to header suffix. */
+function headerDeclarations(tool: Tool): Array<{ argument: string; header: string }> {
+  const properties = (tool.inputSchema.properties ?? {}) as Record<string, Record<string, unknown>>
+  return Object.entries(properties).flatMap(([argument, schema]) =>
+    typeof schema['x-mcp-header'] === 'string' ? [{ argument, header: `Mcp-Param-${schema['x-mcp-header']}` }] : [],
+  )
+}
+
+const BASE64_WRAPPED = /^=\?base64\?(.*)\?=$/
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/**
+ * A header value as the client meant it: `=?base64?...?=` is Base64 of UTF-8
+ * (undefined when that Base64 is malformed: refused, never guessed at);
+ * anything else, even Base64-looking text without both markers, is literal.
+ */
+function headerValue(raw: string): string | undefined {
+  const value = raw.trim()
+  const wrapped = BASE64_WRAPPED.exec(value)?.[1]
+  if (wrapped === undefined) return value
+  return BASE64.test(wrapped) ? Buffer.from(wrapped, 'base64').toString('utf8') : undefined
+}
+
+/** What is wrong with a call's Mcp-Param-* headers, or undefined when each one agrees with its argument. */
+function paramHeaderProblem(tool: Tool, args: Args, headers: Headers): string | undefined {
+  for (const { argument, header } of headerDeclarations(tool)) {
+    const raw = headers.get(header)
+    const body = args[argument]
+    if (raw === null) {
+      if (body !== undefined && body !== null) return `${header} is missing but arguments.${argument} is set`
+      continue
+    }
+    const value = headerValue(raw)
+    if (value === undefined) return `${header} is not valid Base64`
+    if (body === undefined || value !== String(body)) return `${header} does not match arguments.${argument}`
+  }
+  return undefined
+}
+
+function headerMismatch(id: unknown, message: string): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code: HEADER_MISMATCH, message } }), {
+    status: 400,
+    headers: { 'content-type': 'application/json' },
+  })
+}
+
+/** 400 / -32020 for a tools/call whose Mcp-Param-* headers disagree with its arguments; anything unreadable is left to the SDK. */
+async function paramHeaderRefusal(request: Request, tools: readonly ToolDef[]): Promise<Response | undefined> {
+  if (request.method !== 'POST') return undefined
+  let message: unknown
+  try {
+    message = JSON.parse(await request.clone().text())
+  } catch {
+    return undefined
+  }
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return undefined
+  const { id, method, params } = message as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: unknown } }
+  if (method !== 'tools/call' || typeof params !== 'object' || params === null) return undefined
+  const tool = tools.find((d) => d.tool.name === params.name)?.tool
+  if (tool === undefined) return undefined
+  const args = typeof params.arguments === 'object' && params.arguments !== null ? (params.arguments as Args) : {}
+  const problem = paramHeaderProblem(tool, args, request.headers)
+  return problem === undefined ? undefined : headerMismatch(id, problem)
+}
+
+/** Start the reference server on 127.0.0.1, port 0; the MCP endpoint is `${url}/mcp` (any path answers). */
+export async function startEverything2026Server(): Promise<RunningMcpHandler> {
+  // One key for the life of the server: every round of a flow reaches this process.
+  const codec = createRequestStateCodec<RoundState>({ key: randomBytes(32) })
+  // The trigger tools publish on the handler's subscription bus, which only exists once the handler does.
+  const tools: readonly ToolDef[] = toolList(() => inner.notify)
+  const inner = createMcpHandler(() => buildServer(tools, codec))
+  const guarded: McpHttpHandler = {
+    ...inner,
+    fetch: async (request, options) => rebindingRefusal(request) ?? (await paramHeaderRefusal(request, tools)) ?? inner.fetch(request, options),
+  }
+  return serveMcpHandler(guarded)
 }
