@@ -116,6 +116,8 @@ export interface ClientConfig {
   tokenExchange?: { audiences: string[] }
   /** Skip the consent page for this (first-party) client (`skip_consent`, default false). */
   skipConsent: boolean
+  /** `require_mfa`: this client's authorizations need a two-factor sign-in (absent: false). */
+  requireMfa?: boolean
   /** Rotate refresh tokens on every use (`rotate_refresh_tokens`); forced true for public clients. */
   rotateRefreshTokens: boolean
   /** RFC 9449 5.2 (`dpop_bound_access_tokens`, default false): no token without a DPoP proof. */
@@ -229,6 +231,8 @@ export interface AuthorizationServerConfig {
   assertionIssuers: AssertionIssuerConfig[]
   /** Passkeys (`webauthn`), resolved against public_url; see docs/people.md. */
   webauthn: WebAuthnConfig
+  /** `mfa`: every authorization needs a two-factor sign-in (`required`); the second factors offered (`methods`). Absent: not required, both offered. */
+  mfa?: { required: boolean; methods: Array<'passkey' | 'totp'> }
   /** Login session (`session.ttl`, default 8h). */
   session: { ttlSec: number }
   /** Remembered consent (`consent.remember`, default true; `consent.ttl`, default 30d). */

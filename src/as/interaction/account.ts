@@ -88,17 +88,25 @@ async function passkeysOf(as: AsContext, session: ActiveSession): Promise<SafeHt
 /** The status line after turning the authenticator app off (`?totp=off`). */
 const TOTP_OFF = 'The authenticator app is off. Your password alone signs you in again.'
 const TOTP_WRONG = 'That code is not right. Enter the code the app shows now.'
+/** The application being signed in to needs a second factor the person has not set up (`?mfa=setup`). */
+export const MFA_SETUP = 'The application you are signing in to needs a second step after your password. Set up an authenticator app below to continue.'
 
 /** The authenticator-app section for a local person; undefined for a person of an upstream provider. */
-async function totpOf(as: AsContext, session: ActiveSession, totpNotice: string | undefined): Promise<SafeHtml | undefined> {
+async function totpOf(
+  as: AsContext,
+  session: ActiveSession,
+  totpNotice: string | undefined,
+  carry: Readonly<Record<string, string>> = {},
+): Promise<SafeHtml | undefined> {
   if (session.record.provider !== undefined) return undefined
   const record = await as.store.getTotp(session.user.sub)
-  if (record === null) return totpSection({ state: 'none' }, session.record.csrf)
+  if (record === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
   if (record.confirmedAt === null) {
     const uri = totpUri(record.secret, session.user.username, as.as.webauthn.rpName)
     return totpSection(
       { state: 'setting-up', secret: record.secret, qrSvg: await qrSvg(uri), ...(totpNotice === 'wrong' ? { error: TOTP_WRONG } : {}) },
       session.record.csrf,
+      carry,
     )
   }
   const used = record.recovery.map((r) => r.usedAt).filter((at): at is number => at !== null)
@@ -120,6 +128,7 @@ async function showAccount(
   withdrawn: string | undefined,
   passkey?: string,
   totpNotice?: string,
+  setupFor?: string,
 ): Promise<void> {
   const allowances = await as.store.listAllowances(session.user.sub)
   const apps: AppView[] = await Promise.all(
@@ -130,7 +139,8 @@ async function showAccount(
   // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
   const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : (await as.findClient(withdrawn))?.name
   const passkeys = await passkeysOf(as, session)
-  const totp = await totpOf(as, session, totpNotice)
+  const carry: Record<string, string> = setupFor === undefined ? {} : { request: setupFor }
+  const totp = await totpOf(as, session, totpNotice, carry)
   const page = accountPage({
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,
@@ -142,6 +152,7 @@ async function showAccount(
     ...(passkeys !== undefined ? { passkeys } : {}),
     ...(totp !== undefined ? { totp } : {}),
     ...(totpNotice === 'off' ? { notice: TOTP_OFF } : {}),
+    ...(setupFor !== undefined ? { notice: MFA_SETUP } : {}),
   })
   const headers = headersForClientLogo(...apps.map((a) => a.client))
   showPage(res, 200, page, { headers: passkeys === undefined ? headers : { ...headers, ...passkeyPageHeaders(as, headers['content-security-policy']) } })
@@ -185,11 +196,13 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
   let withdrawn: string | undefined
   let passkey: string | undefined
   let totpNotice: string | undefined
+  let setupFor: string | undefined
   try {
     const query = FormParams.parse(ctx.rawQuery)
     withdrawn = query.get('withdrawn')
     passkey = query.get('passkey')
     totpNotice = query.get('totp')
+    if (query.get('mfa') === 'setup') setupFor = query.get('request')
   } catch (err) {
     if (err instanceof OAuthError) return showError(res, err)
     throw err
@@ -197,7 +210,7 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null) return showAccountLogin(req, res, as, { status: 200 })
-    await showAccount(res, as, session, withdrawn, passkey, totpNotice)
+    await showAccount(res, as, session, withdrawn, passkey, totpNotice, setupFor)
   })
 }
 

@@ -59,6 +59,25 @@ function reachable(as: AsContext, request: AuthorizationRequest, hasTotp: boolea
   return passkeySignInOffered(as) || (hasTotp && wanted.includes('mfa'))
 }
 
+/** `authorization_server.mfa.required`, or the client's `require_mfa`. */
+export function mfaRequired(as: AsContext, request: AuthorizationRequest): boolean {
+  return as.as.mfa?.required === true || request.client.requireMfa === true
+}
+
+/** Two factors: our `mfa` or above, or a provider that says so in its amr. */
+function hasTwoFactors(session: ActiveSession): boolean {
+  const strength = strengthOf(session.record)
+  return meetsAcr(strength, ['mfa']) || strength.amr.includes('mfa')
+}
+
+/** The second factors the person has set up among those `mfa.methods` offers. */
+async function secondFactorsOf(as: AsContext, session: ActiveSession): Promise<{ totp: boolean; passkey: boolean }> {
+  const methods = as.as.mfa?.methods ?? ['passkey', 'totp']
+  const totp = methods.includes('totp') && (await hasTotp(as, session))
+  const passkey = methods.includes('passkey') && passkeySignInOffered(as) && (await as.store.listPasskeys(session.user.sub)).length > 0
+  return { totp, passkey }
+}
+
 /** The signed-in local person has an authenticator app turned on (their password and a code make `mfa`). */
 async function hasTotp(as: AsContext, session: ActiveSession): Promise<boolean> {
   if (session.record.provider !== undefined || !as.as.localLogin) return false
@@ -122,6 +141,20 @@ export async function continueAuthorization(
     const error = totp && request.acrValues?.includes('mfa') ? STRONGER_SIGN_IN_TOTP : STRONGER_SIGN_IN
     // The session cookie goes along: a sign-in that fell short still replaced the previous session.
     return showAuthorizationLogin(req, res, as, request, { status: o.freshLogin ? 400 : 200, error, cookies: o.cookies })
+  }
+  if (mfaRequired(as, request) && !hasTwoFactors(session)) {
+    if (request.prompt.has('none')) return redirect(res, target.error(new LoginRequired('A two-factor sign-in is required')), o.redirectStatus, o.cookies)
+    if (session.record.provider !== undefined) {
+      // A provider's sign-in is the provider's: bearward cannot add a factor to it.
+      return redirect(res, target.error(new AccessDenied('A two-factor sign-in is required')), o.redirectStatus, o.cookies)
+    }
+    const factors = await secondFactorsOf(as, session)
+    if (factors.totp || factors.passkey) {
+      const error = factors.totp ? STRONGER_SIGN_IN_TOTP : STRONGER_SIGN_IN
+      return showAuthorizationLogin(req, res, as, request, { status: o.freshLogin ? 400 : 200, error, cookies: o.cookies })
+    }
+    // No second factor yet: set one up on the account page, which leads back here.
+    return redirect(res, `account?mfa=setup&request=${encodeURIComponent(request.raw)}#totp`, o.freshLogin ? 303 : o.redirectStatus, o.cookies)
   }
   if (await needsConsent(as, request, session)) {
     if (request.prompt.has('none')) return redirect(res, target.error(new ConsentRequired()), o.redirectStatus, o.cookies)

@@ -41,13 +41,17 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
   if (session === null || session.record.provider !== undefined || !tokensMatch(session.record.csrf, form.get('csrf'))) return showForbidden(res)
   const sub = session.user.sub
   const action = form.get('action')
+  // An authorization that asked for a second factor, carried through the set-up (mfa policy).
+  const carried = form.get('request')
+  const back = (extra: string): string =>
+    carried === undefined ? `account?${extra}#totp` : `account?mfa=setup&request=${encodeURIComponent(carried)}${extra === '' ? '' : `&${extra}`}#totp`
   const now = epochSeconds(as.clock)
   if (action === 'start') {
     const existing = await as.store.getTotp(sub)
     // One that is on stays on: turning it off is its own step.
     if (existing === null || existing.confirmedAt === null)
       await as.store.putTotp(sub, { secret: newTotpSecret(), createdAt: now, confirmedAt: null, recovery: [] })
-    return redirect(res, 'account#totp', 303)
+    return redirect(res, back(''), 303)
   }
   if (action === 'confirm') {
     const pending = await as.store.getTotp(sub)
@@ -56,13 +60,17 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
     const step = code === null ? null : totpStep(pending.secret, code, as.clock.now())
     // The first code is used up like any other: it cannot sign anyone in afterwards.
     if (step === null || !(await as.store.useOnce(`totp:${hashToken(sub)}:${step}`, TOTP_PERIOD_SEC * 4))) {
-      return redirect(res, 'account?totp=wrong#totp', 303)
+      return redirect(res, back('totp=wrong'), 303)
     }
     const codes = newRecoveryCodes()
     const recovery = await Promise.all(codes.map(async (c) => ({ hash: await hashSecret(c), usedAt: null })))
     await as.store.putTotp(sub, { ...pending, confirmedAt: now, recovery })
+    // The code just given is a second factor: the session now has two (what an mfa policy asked for).
+    await as.store.putSession(hashToken(session.id), { ...session.record, amr: ['pwd', 'otp', 'mfa'], acr: 'mfa' }, as.as.session.ttlSec)
     ctx.log.info({ event: 'totp_enabled', sub }, 'a person turned on an authenticator app')
-    return showPage(res, 200, recoveryCodesPage(codes))
+    // Back to the authorization that asked for a second factor (/authorize validates it again).
+    const next = carried === undefined ? undefined : { href: `authorize?${new URLSearchParams(carried).toString()}`, text: 'Continue to the application' }
+    return showPage(res, 200, recoveryCodesPage(codes, next))
   }
   if (action === 'remove') {
     await as.store.deleteTotp(sub)

@@ -67,14 +67,18 @@ function grouped(secret: string): string {
   return secret.replace(/(.{4})(?=.)/g, '$1 ')
 }
 
-export function totpSection(v: TotpView, csrf: string): SafeHtml {
+/**
+ * @param carry hidden fields the set-up forms carry along (`request`: the
+ *   authorization the person goes back to once the app is on).
+ */
+export function totpSection(v: TotpView, csrf: string, carry: Readonly<Record<string, string>> = {}): SafeHtml {
   const head = html`<h2>Authenticator app</h2>
 <p class="fine section-note">A second step after your password: a 6-digit code from an app on your phone.</p>
 `
   if (v.state === 'none') {
     return html`${head}<p>You have not set up an authenticator app.</p>
 <form method="post" action="totp">
-${hiddenFields({ csrf, action: 'start' })}<div class="actions">
+${hiddenFields({ csrf, action: 'start', ...carry })}<div class="actions">
 <button class="secondary" type="submit">Set up an authenticator app</button>
 </div>
 </form>
@@ -87,7 +91,7 @@ ${hiddenFields({ csrf, action: 'start' })}<div class="actions">
 <p>Key: <code class="secret" id="totp-secret">${grouped(v.secret)}</code></p>
 ${v.error ? html`<p class="alert" role="alert" id="totp-error">${v.error}</p>` : ''}
 <form method="post" action="totp">
-${hiddenFields({ csrf, action: 'confirm' })}<div class="field">
+${hiddenFields({ csrf, action: 'confirm', ...carry })}<div class="field">
 <label for="totp-code">Code from the app</label>
 <input id="totp-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]*" maxlength="7" required${described}>
 </div>
@@ -114,12 +118,12 @@ ${hiddenFields({ csrf, action: 'remove' })}<div class="actions">
 }
 
 /** Shown once, right after the app is turned on: the recovery codes, never shown again. */
-export function recoveryCodesPage(codes: readonly string[]): string {
+export function recoveryCodesPage(codes: readonly string[], next: { href: string; text: string } = { href: 'account', text: 'Back to your account' }): string {
   const body = html`<h1>Your recovery codes</h1>
 <p class="lead">Your authenticator app is on. Keep these codes somewhere safe: each one signs you in once if you lose your phone.</p>
 <p class="alert" role="status">They are shown only now.</p>
 <ul class="recovery-codes">
 ${codes.map((c) => html`<li><code>${c}</code></li>\n`)}</ul>
-<p><a href="account">Back to your account</a></p>`
+<p><a href="${next.href}">${next.text}</a></p>`
   return renderPage('Your recovery codes', body)
 }

@@ -48,6 +48,17 @@ const RESERVED_ACCESS_TOKEN_CLAIMS: ReadonlySet<string> = new Set([
 ])
 
 export const AUTHORIZATION_SERVER_KEYS = keysAt('#/$defs/authorizationServer')
+const MFA_KEYS = keysAt('#/$defs/authorizationServer/properties/mfa')
+const MFA_METHODS = enumAt<'passkey' | 'totp'>('#/$defs/authorizationServer/properties/mfa/properties/methods/items')
+
+/** `mfa` (docs/people.md): absent unless configured, so the default (not required, both methods) needs no key. */
+function readMfa(r: Reader, node: Node | undefined, path: string): Pick<AuthorizationServerConfig, 'mfa'> {
+  if (node === undefined) return {}
+  const m = r.map(node, path, MFA_KEYS)
+  const both: Array<'passkey' | 'totp'> = ['passkey', 'totp']
+  const methods = m?.opt('methods', r.list(r.oneOf(MFA_METHODS, { what: 'a second factor' }), { nonEmpty: true }), both) ?? both
+  return { mfa: { required: m?.opt('required', r.bool(), false) ?? false, methods: [...new Set(methods)] } }
+}
 
 /** The keys of each small mapping under authorization_server. */
 const SUB_KEYS = {
@@ -167,6 +178,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     localLogin,
     identityProviders,
     webauthn: readWebAuthn(r, as.get('webauthn'), as.pathOf('webauthn'), publicUrl),
+    ...readMfa(r, as.get('mfa'), as.pathOf('mfa')),
     session: { ttlSec: session?.opt('ttl', r.seconds({ min: 1 }), 8 * 3600) ?? 8 * 3600 },
     consent: {
       remember: consent?.opt('remember', r.bool(), true) ?? true,
