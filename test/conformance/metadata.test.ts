@@ -6,6 +6,7 @@ import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import {
   ALICE,
   POST_CLIENT_ID,
+  keyedClientAuth,
   WEB_REDIRECT_URI,
   basicAuth,
   webLogin,
@@ -307,6 +308,8 @@ t.test('metadata conformance (RFC 8414, OIDC Discovery 1.0)', async (t) => {
         client_secret_basic: () => postForm(tokenEndpoint, { grant_type: 'client_credentials', scope: 'orders:read' }, basicAuth('service', DEMO_SECRET)),
         client_secret_post: () =>
           postForm(tokenEndpoint, { grant_type: 'client_credentials', scope: 'orders:read', client_id: POST_CLIENT_ID, client_secret: DEMO_SECRET }),
+        private_key_jwt: async () =>
+          postForm(tokenEndpoint, { grant_type: 'client_credentials', scope: 'orders:read', ...(await keyedClientAuth(tokenEndpoint)) }),
         // A public client authenticates by naming itself; a fresh device code then is "pending", not invalid_client.
         none: async () => {
           const start = await postForm(String(m.device_authorization_endpoint), { client_id: 'cli', scope: 'orders:read' })
@@ -318,11 +321,15 @@ t.test('metadata conformance (RFC 8414, OIDC Discovery 1.0)', async (t) => {
         client_secret_basic: () => postForm(String(m.revocation_endpoint), { token: 'unknown-token' }, basicAuth('web', DEMO_SECRET)),
         client_secret_post: () => postForm(String(m.revocation_endpoint), { token: 'unknown-token', client_id: POST_CLIENT_ID, client_secret: DEMO_SECRET }),
         none: () => postForm(String(m.revocation_endpoint), { token: 'unknown-token', client_id: 'cli' }),
+        private_key_jwt: async () =>
+          postForm(String(m.revocation_endpoint), { token: 'unknown-token', ...(await keyedClientAuth(String(m.revocation_endpoint))) }),
       },
       introspection_endpoint_auth_methods_supported: {
         client_secret_basic: () => postForm(String(m.introspection_endpoint), { token: 'unknown-token' }, basicAuth('service', DEMO_SECRET)),
         client_secret_post: () => postForm(String(m.introspection_endpoint), { token: 'unknown-token', client_id: POST_CLIENT_ID, client_secret: DEMO_SECRET }),
         none: () => postForm(String(m.introspection_endpoint), { token: 'unknown-token', client_id: 'cli' }),
+        private_key_jwt: async () =>
+          postForm(String(m.introspection_endpoint), { token: 'unknown-token', ...(await keyedClientAuth(String(m.introspection_endpoint))) }),
       },
     }
     for (const [member, attempts] of Object.entries(tryAt)) {

@@ -11,7 +11,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { exportJWK, generateKeyPair, type JWK } from 'jose'
+import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
 import { Browser, authorizeAsPerson, parseForms } from './browser.js'
 import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
@@ -29,6 +29,27 @@ export const WEB_REDIRECT_URI = 'http://127.0.0.1:5555/callback'
 
 /** A confidential client registered for client_secret_post (the only one that may use it). */
 export const POST_CLIENT_ID = 'poster'
+/** A confidential client that authenticates with `private_key_jwt` (RFC 7523 2.2), its key made once per test process. */
+export const KEY_CLIENT_ID = 'keyed'
+const keyedClientKeys = generateKeyPair('ES256', { extractable: true })
+
+/**
+ * The client authentication members for KEY_CLIENT_ID at `endpoint`: a fresh
+ * assertion (iss = sub = client_id, aud = the endpoint, single-use jti, 60 s).
+ */
+export async function keyedClientAuth(endpoint: string): Promise<Record<string, string>> {
+  const { privateKey } = await keyedClientKeys
+  const assertion = await new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: 'keyed-1' })
+    .setIssuer(KEY_CLIENT_ID)
+    .setSubject(KEY_CLIENT_ID)
+    .setAudience(endpoint)
+    .setJti(randomBytes(16).toString('base64url'))
+    .setIssuedAt()
+    .setExpirationTime('60s')
+    .sign(privateKey)
+  return { client_id: KEY_CLIENT_ID, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }
+}
 
 export interface ConformanceServerOptions {
   /** Path of the issuer identifier (`/auth` gives public_url http://127.0.0.1:PORT/auth). */
@@ -65,6 +86,7 @@ export async function startConformanceServer(o: ConformanceServerOptions = {}): 
   const origin = `http://127.0.0.1:${port}`
   const issuer = origin + (o.issuerPath ?? '')
   const { secretHash } = await demoHashes()
+  const keyedPublic = { ...(await exportJWK((await keyedClientKeys).publicKey)), kid: 'keyed-1', alg: 'ES256', use: 'sig' }
   const base = await asConfigYaml({ port, upstream: upstream.url })
   const keys = o.keys ? `  keys:\n${o.keys.map((k) => `    - jwk: ${JSON.stringify(k)}\n`).join('')}` : ''
   let yaml = mustReplace(base, `public_url: ${origin}\n`, `public_url: ${issuer}\n`)
@@ -77,6 +99,13 @@ export async function startConformanceServer(o: ConformanceServerOptions = {}): 
       type: confidential
       secret_hash: "${secretHash}"
       token_endpoint_auth_method: client_secret_post
+      grant_types: [client_credentials]
+      scopes: [orders:read]
+      introspect: true
+    - client_id: ${KEY_CLIENT_ID}
+      type: confidential
+      token_endpoint_auth_method: private_key_jwt
+      jwks: { keys: [${JSON.stringify(keyedPublic)}] }
       grant_types: [client_credentials]
       scopes: [orders:read]
       introspect: true
