@@ -292,8 +292,9 @@ t.test('grant types: password and unknown grants are refused; a client only uses
     t,
     await postForm(tokenUrl(), { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: 'x.y.z' }, auth),
     400,
-    'unsupported_grant_type',
-    'jwt-bearer',
+    // The server supports the JWT bearer grant (RFC 7523 2.1); this client may not use it (RFC 6749 5.2).
+    'unauthorized_client',
+    'jwt-bearer, not among the client grant_types',
   )
   await assertError(t, await postForm(tokenUrl(), { grant_type: '__proto__' }, auth), 400, 'unsupported_grant_type', '__proto__')
   await assertError(t, await postForm(tokenUrl(), { grant_type: 'CLIENT_CREDENTIALS' }, auth), 400, 'unsupported_grant_type', 'upper-cased grant type')
