@@ -8,7 +8,18 @@ import { readFileSync } from 'node:fs'
  * first column is one the schema knows.
  */
 
-type Schema = { properties?: Record<string, Schema>; $ref?: string; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]; allOf?: Schema[]; additionalProperties?: Schema | boolean; patternProperties?: Record<string, Schema>; then?: Schema; $defs?: Record<string, Schema> }
+type Schema = {
+  properties?: Record<string, Schema>
+  $ref?: string
+  items?: Schema
+  anyOf?: Schema[]
+  oneOf?: Schema[]
+  allOf?: Schema[]
+  additionalProperties?: Schema | boolean
+  patternProperties?: Record<string, Schema>
+  then?: Schema
+  $defs?: Record<string, Schema>
+}
 
 const schema = JSON.parse(readFileSync('config/gateway.schema.json', 'utf8')) as Schema
 const page = readFileSync('docs/configuration.md', 'utf8')
@@ -29,7 +40,8 @@ function keys(s: Schema, path: string, out: Map<string, string>, seen: Set<Schem
     if (!out.has(k)) out.set(k, p)
     keys(v, p, out, seen)
   }
-  for (const sub of [node.items, ...(node.anyOf ?? []), ...(node.oneOf ?? []), ...(node.allOf ?? []), node.then]) if (sub !== undefined) keys(sub, path, out, seen)
+  for (const sub of [node.items, ...(node.anyOf ?? []), ...(node.oneOf ?? []), ...(node.allOf ?? []), node.then])
+    if (sub !== undefined) keys(sub, path, out, seen)
   if (typeof node.additionalProperties === 'object') keys(node.additionalProperties, `${path}.*`, out, seen)
   for (const v of Object.values(node.patternProperties ?? {})) keys(v, `${path}.*`, out, seen)
 }
