@@ -7,9 +7,8 @@
  *
  * @see https://opentelemetry.io/docs/specs/semconv/database/database-spans/
  */
-import { SpanStatusCode } from '@opentelemetry/api'
 import type { Store } from '../store/types.js'
-import { SpanKind, type Tracing } from './tracing.js'
+import { SpanKind, withinSpan, type Tracing } from './tracing.js'
 
 export function tracedStore(store: Store, tracing: Tracing, kind: Store['kind']): Store {
   const system = kind === 'redis' ? 'redis' : 'bearward.memory'
@@ -25,32 +24,7 @@ export function tracedStore(store: Store, tracing: Tracing, kind: Store['kind'])
         const method = value as (...args: unknown[]) => unknown
         fn = (...args: unknown[]): unknown => {
           const span = tracing.child(property, SpanKind.CLIENT, { 'db.system.name': system, 'db.operation.name': property })
-          if (span === null) return method.apply(target, args)
-          let result: unknown
-          try {
-            result = method.apply(target, args)
-          } catch (err) {
-            span.setStatus({ code: SpanStatusCode.ERROR })
-            span.setAttribute('error.type', err instanceof Error ? err.constructor.name : 'error')
-            span.end()
-            throw err
-          }
-          if (!(result instanceof Promise)) {
-            span.end()
-            return result
-          }
-          return result.then(
-            (v: unknown) => {
-              span.end()
-              return v
-            },
-            (err: unknown) => {
-              span.setStatus({ code: SpanStatusCode.ERROR })
-              span.setAttribute('error.type', err instanceof Error ? err.constructor.name : 'error')
-              span.end()
-              throw err
-            },
-          )
+          return span === null ? method.apply(target, args) : withinSpan(span, () => method.apply(target, args))
         }
         wrapped.set(property, fn)
       }

@@ -198,25 +198,10 @@ export class Tracing {
     return tracer.startSpan(name, { kind, attributes }, trace.setSpan(ROOT_CONTEXT, parent))
   }
 
-  /**
-   * Trace `work` as a child span that ends when it settles; an error marks
-   * the span (its class name only: messages can hold values).
-   */
+  /** Trace `work` as a child span of the current request that ends when it settles (see `withinSpan`). */
   traced<T>(name: string, kind: SpanKind, attributes: Attributes, work: () => Promise<T>): Promise<T> {
     const span = this.child(name, kind, attributes)
-    if (span === null) return work()
-    return work().then(
-      (value) => {
-        span.end()
-        return value
-      },
-      (err: unknown) => {
-        span.setStatus({ code: SpanStatusCode.ERROR })
-        span.setAttribute('error.type', err instanceof Error ? err.constructor.name : 'error')
-        span.end()
-        throw err
-      },
-    )
+    return span === null ? work() : withinSpan(span, work)
   }
 
   /** The `traceparent` for the upstream: the trace, and as parent our client span when one is recorded, else our server span. */
@@ -228,4 +213,36 @@ export class Tracing {
   async close(): Promise<void> {
     await this.#provider?.shutdown().catch(() => undefined)
   }
+}
+
+function failed(span: Span, err: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR })
+  // The class name only: an error's message can hold values.
+  span.setAttribute('error.type', err instanceof Error ? err.constructor.name : 'error')
+  span.end()
+}
+
+/** Run `work` and end `span` when it settles, synchronously or as a promise; an error marks the span and is rethrown. */
+export function withinSpan<T>(span: Span, work: () => T): T {
+  let result: T
+  try {
+    result = work()
+  } catch (err) {
+    failed(span, err)
+    throw err
+  }
+  if (!(result instanceof Promise)) {
+    span.end()
+    return result
+  }
+  return result.then(
+    (value: unknown) => {
+      span.end()
+      return value
+    },
+    (err: unknown) => {
+      failed(span, err)
+      throw err
+    },
+  ) as T
 }
