@@ -34,14 +34,10 @@
  * relay, which adds one for the gateway run (test/helpers/mcp-conformance.ts).
  */
 import t from 'tap'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
-import { freePort } from '../helpers/http.js'
+import { DEMO_SECRET } from '../helpers/as-config.js'
 import { startEverything2026Server } from '../helpers/mcp-everything-2026.js'
-import { CONFORMANCE_NEXT_CLI, listServerScenarios, runServerScenarios, startRelay, type ConformanceCheck } from '../helpers/mcp-conformance.js'
+import { CONFORMANCE_NEXT_CLI, listServerScenarios, runServerScenarios, startConformanceRig, type ConformanceCheck } from '../helpers/mcp-conformance.js'
 
 const REVISION = '2026-07-28'
 
@@ -60,51 +56,7 @@ t.test('the 2026-07-28 conformance server scenarios pass through bearward exactl
   // The CLI starts slowly: ask it for its scenarios while bearward starts.
   const listed = listServerScenarios(CONFORMANCE_NEXT_CLI)
   const everything = await startEverything2026Server()
-  const dir = await mkdtemp(join(tmpdir(), 'bw-mcp-conformance-2026-'))
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  // Both runs go through a relay; the gateway's relay is its public address.
-  const direct = await startRelay(everything.url)
-  const gateway = await startRelay(base)
-  const publicUrl = gateway.url
-  const { secretHash } = await demoHashes()
-  const config = await tempConfig(`
-listen: 127.0.0.1:${port}
-admin_listen: 127.0.0.1:0
-public_url: ${publicUrl}
-authorization_server:
-  scopes: { "mcp:tools": Use the test tools, "tests:admin": Run the error tool }
-  clients:
-    - client_id: conformance
-      type: confidential
-      secret_hash: "${secretHash}"
-      grant_types: [client_credentials]
-      scopes: ["mcp:tools", "tests:admin"]
-routes:
-  - name: mcp
-    match: { path: /mcp }
-    upstream: ${everything.url}
-    scopes: { "*": ["mcp:tools"] }
-    mcp: { tools: { test_error_handling: ["tests:admin"] } }
-`)
-  const cleanup = async (): Promise<void> => {
-    await direct.close()
-    await gateway.close()
-    await everything.close()
-    await config.cleanup()
-    await rm(dir, { recursive: true, force: true })
-  }
-  let bin: RunningBin
-  try {
-    bin = await startBin(config.file, {}, 60_000)
-  } catch (err) {
-    await cleanup()
-    throw err
-  }
-  t.teardown(async () => {
-    await bin.stop()
-    await cleanup()
-  })
+  const { dir, base, publicUrl, direct, gateway } = await startConformanceRig(t, everything, 'bw-mcp-conformance-2026-')
   const all = await listed
   const scenarios = [...all].filter(([, versions]) => versions.includes(REVISION)).map(([name]) => name)
   t.ok(scenarios.length >= 30, `the CLI lists server scenarios for ${REVISION} (${scenarios.length})`)

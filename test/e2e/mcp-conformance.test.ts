@@ -16,14 +16,10 @@
  * relay, which adds one for the gateway run (test/helpers/mcp-conformance.ts).
  */
 import t from 'tap'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
-import { freePort } from '../helpers/http.js'
+import { DEMO_SECRET } from '../helpers/as-config.js'
 import { startEverythingServer } from '../helpers/mcp-everything.js'
-import { listServerScenarios, runServerScenarios, startRelay, type ConformanceCheck } from '../helpers/mcp-conformance.js'
+import { listServerScenarios, runServerScenarios, startConformanceRig, type ConformanceCheck } from '../helpers/mcp-conformance.js'
 
 /** What a scenario's result is made of: each check's id and status, in order. */
 function outcome(checks: readonly ConformanceCheck[]): string[] {
@@ -34,51 +30,7 @@ t.test('the conformance server scenarios pass through bearward exactly as they p
   // The CLI starts slowly: ask it for its scenarios while bearward starts.
   const listed = listServerScenarios()
   const everything = await startEverythingServer()
-  const dir = await mkdtemp(join(tmpdir(), 'bw-mcp-conformance-'))
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  // Both runs go through a relay; the gateway's relay is its public address.
-  const direct = await startRelay(everything.url)
-  const gateway = await startRelay(base)
-  const publicUrl = gateway.url
-  const { secretHash } = await demoHashes()
-  const config = await tempConfig(`
-listen: 127.0.0.1:${port}
-admin_listen: 127.0.0.1:0
-public_url: ${publicUrl}
-authorization_server:
-  scopes: { "mcp:tools": Use the test tools, "tests:admin": Run the error tool }
-  clients:
-    - client_id: conformance
-      type: confidential
-      secret_hash: "${secretHash}"
-      grant_types: [client_credentials]
-      scopes: ["mcp:tools", "tests:admin"]
-routes:
-  - name: mcp
-    match: { path: /mcp }
-    upstream: ${everything.url}
-    scopes: { "*": ["mcp:tools"] }
-    mcp: { tools: { test_error_handling: ["tests:admin"] } }
-`)
-  const cleanup = async (): Promise<void> => {
-    await direct.close()
-    await gateway.close()
-    await everything.close()
-    await config.cleanup()
-    await rm(dir, { recursive: true, force: true })
-  }
-  let bin: RunningBin
-  try {
-    bin = await startBin(config.file, {}, 60_000)
-  } catch (err) {
-    await cleanup()
-    throw err
-  }
-  t.teardown(async () => {
-    await bin.stop()
-    await cleanup()
-  })
+  const { dir, base, publicUrl, direct, gateway } = await startConformanceRig(t, everything, 'bw-mcp-conformance-')
   const scenarios = await listed
   t.ok(scenarios.size >= 30, `the CLI lists its server scenarios (${scenarios.size})`)
   t.notOk(

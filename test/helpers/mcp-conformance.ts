@@ -18,7 +18,12 @@ import { readdir, readFile } from 'node:fs/promises'
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join, resolve } from 'node:path'
-import { childEnv } from './bin.js'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import type { Test } from 'tap'
+import { childEnv, startBin, tempConfig, type RunningBin } from './bin.js'
+import { demoHashes } from './as-config.js'
+import { freePort } from './http.js'
 
 export const CONFORMANCE_CLI = resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js')
 /**
@@ -167,4 +172,70 @@ export async function startRelay(target: string): Promise<Relay> {
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
   }
+}
+
+/** What a conformance test compares: a relay to the reference server, and one to bearward's route in front of it. */
+export interface ConformanceRig {
+  /** Where the CLI writes each run's results. */
+  dir: string
+  /** bearward's own address, and the public_url clients are given (the gateway relay). */
+  base: string
+  publicUrl: string
+  direct: Relay
+  gateway: Relay
+  bin: RunningBin
+}
+
+/**
+ * bin/bearward with an `mcp` route in front of `everything`, a relay to each
+ * (the gateway's relay is bearward's public_url, so both runs pass one), and
+ * a work directory; all of it closed at `t`'s teardown.
+ */
+export async function startConformanceRig(t: Test, everything: { url: string; close(): Promise<void> }, prefix: string): Promise<ConformanceRig> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  // Both runs go through a relay; the gateway's relay is its public address.
+  const direct = await startRelay(everything.url)
+  const gateway = await startRelay(base)
+  const publicUrl = gateway.url
+  const { secretHash } = await demoHashes()
+  const config = await tempConfig(`
+listen: 127.0.0.1:${port}
+admin_listen: 127.0.0.1:0
+public_url: ${publicUrl}
+authorization_server:
+  scopes: { "mcp:tools": Use the test tools, "tests:admin": Run the error tool }
+  clients:
+    - client_id: conformance
+      type: confidential
+      secret_hash: "${secretHash}"
+      grant_types: [client_credentials]
+      scopes: ["mcp:tools", "tests:admin"]
+routes:
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${everything.url}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: { tools: { test_error_handling: ["tests:admin"] } }
+`)
+  const cleanup = async (): Promise<void> => {
+    await direct.close()
+    await gateway.close()
+    await everything.close()
+    await config.cleanup()
+    await rm(dir, { recursive: true, force: true })
+  }
+  let bin: RunningBin
+  try {
+    bin = await startBin(config.file, {}, 60_000)
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+  t.teardown(async () => {
+    await bin.stop()
+    await cleanup()
+  })
+  return { dir, base, publicUrl, direct, gateway, bin }
 }
