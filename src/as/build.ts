@@ -14,7 +14,7 @@ import { ClientKeySets } from './client-keys.js'
 import { TrustedTokens } from './trusted-tokens.js'
 import type { AsContext } from './context.js'
 import { ClientAddress } from '../http/trusted-proxies.js'
-import { UpstreamProviders } from './upstream/providers.js'
+import { UpstreamProviders } from './identity-providers/providers.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url

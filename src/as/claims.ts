@@ -5,7 +5,7 @@
  */
 import type { UserConfig } from '../config/types.js'
 import type { AsContext } from './context.js'
-import { providerOfSubject } from './upstream/person.js'
+import { providerOfSubject } from './identity-providers/person.js'
 
 /**
  * Someone who can sign in: a configured user, or a person known through an

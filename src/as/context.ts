@@ -10,7 +10,7 @@ import type { JwtIssuer, JwtVerifier } from '../tokens/verify-jwt.js'
 import type { AssertionIssuers } from './assertion-issuers.js'
 import type { ClientKeySets } from './client-keys.js'
 import type { TrustedTokens } from './trusted-tokens.js'
-import type { UpstreamProviders } from './upstream/providers.js'
+import type { UpstreamProviders } from './identity-providers/providers.js'
 
 /**
  * Everything the authorization server's endpoints read, precomputed once per

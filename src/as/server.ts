@@ -20,8 +20,8 @@ import { handleRegister } from './register.js'
 import { handleRevoke } from './revoke.js'
 import { handleToken } from './token.js'
 import { handleUserinfo } from './userinfo.js'
-import { upstreamCallback } from './upstream/callback.js'
-import { callbackPath } from './upstream/urls.js'
+import { upstreamCallback } from './identity-providers/callback.js'
+import { callbackPath } from './identity-providers/urls.js'
 
 interface Endpoint {
   /** `routeLabel` for metrics and the access log. */

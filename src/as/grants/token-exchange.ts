@@ -36,7 +36,7 @@ import type { AsContext } from '../context.js'
 import { issueAccessToken } from '../issue.js'
 import { checkResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
-import { upstreamSubject } from '../upstream/person.js'
+import { upstreamSubject } from '../identity-providers/person.js'
 import { verifyOwnAccessToken, type OwnAccessToken } from '../verify-token.js'
 import type { Grant, GrantRequest, TokenResponse } from './types.js'
 

@@ -1,4 +1,4 @@
-import { loginChoices, loginHeaders } from '../upstream/choices.js'
+import { loginChoices, loginHeaders } from '../identity-providers/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { AccessDenied, ConsentRequired, LoginRequired } from '../../errors.js'

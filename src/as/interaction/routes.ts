@@ -9,7 +9,7 @@ import { logout } from './logout.js'
 import { passkeyLogin, passkeyOptions, passkeys } from './passkeys.js'
 import { secondFactor } from './second-factor.js'
 import { totp } from './totp.js'
-import { upstreamStart } from '../upstream/start.js'
+import { upstreamStart } from '../identity-providers/start.js'
 
 /**
  * The authorization server's front channel: every path a browser visits,

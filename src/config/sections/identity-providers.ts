@@ -1,7 +1,7 @@
 /**
  * `authorization_server.identity_providers[]`: upstream OpenID Connect
  * providers people sign in with (docs/identity-providers.md). Discovery
- * happens at run time (src/as/upstream/providers.ts); here only the shape.
+ * happens at run time (src/as/identity-providers/providers.ts); here only the shape.
  */
 import type { Node } from 'yaml'
 import type { IdentityProviderAllowed, IdentityProviderConfig, UserConfig } from '../types.js'

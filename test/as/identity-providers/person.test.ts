@@ -1,5 +1,5 @@
 import t from 'tap'
-import { checkAllowed, mapClaims, providerOfSubject, upstreamSubject } from '../../../src/as/upstream/person.js'
+import { checkAllowed, mapClaims, providerOfSubject, upstreamSubject } from '../../../src/as/identity-providers/person.js'
 import type { IdentityProviderConfig } from '../../../src/config/types.js'
 
 t.test('sub: <provider id>:<upstream sub>, printable ASCII of at most 255 only', async (t) => {
