@@ -16,7 +16,7 @@ import { claimsForScope, findPersonBySub } from './claims.js'
 import type { AsHandler } from './context.js'
 import { hasScope } from './scope.js'
 import { verifyOwnAccessToken } from './verify-token.js'
-import { checkedTokenFromHeader } from '../tokens/bearer.js'
+import { checkedTokenFromHeader } from '../http/authorization.js'
 
 interface Presented {
   token: string

@@ -20,6 +20,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Clock } from '../clock.js'
 import type { DpopConfig } from '../config/types.js'
 import { InvalidDpopProof, UseDpopNonce } from '../errors.js'
+import { headerCount } from '../http/header-count.js'
 import type { Store } from '../store/types.js'
 import { htuMatches } from './htu.js'
 import { ProofKeyCache, ProofRejected, type SignedProof, verifyProofJws } from './jws.js'
@@ -61,13 +62,7 @@ export type ProofFace = 'token' | 'resource'
 export function proofHeader(req: IncomingMessage, face: ProofFace): string | null {
   const value = req.headers.dpop
   if (value === undefined) return null
-  let seen = 0
-  const raw = req.rawHeaders
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === 4 && name.toLowerCase() === 'dpop') seen++
-  }
-  if (seen !== 1 || typeof value !== 'string') {
+  if (headerCount(req, 'dpop') !== 1 || typeof value !== 'string') {
     throw new InvalidDpopProof('Exactly one DPoP header is allowed', { resource: face === 'resource', cause: 'repeated DPoP header' })
   }
   return value

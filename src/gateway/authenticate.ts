@@ -18,7 +18,7 @@ import { AccessTokenRevoked, InvalidDpopProof, InvalidRequest, InvalidToken, OAu
 import type { Logger } from '../log.js'
 import { hashToken } from '../store/hash.js'
 import type { Store } from '../store/types.js'
-import { checkBearerGrammar } from '../tokens/bearer.js'
+import { checkBearerGrammar } from '../http/authorization.js'
 import { looksLikeJwt } from '../tokens/jwt-shape.js'
 import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
 import type { JwksSource } from './jwks-client.js'

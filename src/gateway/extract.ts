@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http'
 import type { RouteConfig } from '../config/types.js'
 import { MissingToken } from '../errors.js'
 import { isFormContentType, readBody } from '../http/body.js'
-import { isB64token, malformedCredentials as malformed, tokenFromHeader } from '../tokens/bearer.js'
+import { isB64token, malformedCredentials as malformed, tokenFromHeader } from '../http/authorization.js'
 
 /** Where the token came from and what to forward instead of the raw request parts. */
 export interface ExtractedToken {

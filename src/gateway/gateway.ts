@@ -31,7 +31,7 @@ import { errorOnSocket, sendErrorWithId, type ErrorReplyOptions } from '../http/
 import { Authenticator, buildPolicy, buildTrustedIssuers, type DpopPresentation, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksSource } from './jwks-client.js'
-import { hostOf, normalizePath } from './normalize.js'
+import { hostOf, normalizePath } from '../http/request-target.js'
 import { answerAsFinalRecipient, isLastHop } from './max-forwards.js'
 import { ListFilter } from './mcp/list-filter.js'
 import { checkRequirement, McpRule, type McpJudgement } from './mcp/rule.js'

@@ -16,7 +16,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Config, RouteConfig } from '../config/types.js'
 import { MethodNotAllowed, type OAuthError } from '../errors.js'
-import { hostOf } from './normalize.js'
+import { hostOf } from '../http/request-target.js'
 
 /** RFC 9728 3: the well-known URI suffix. */
 export const WELL_KNOWN_PREFIX = '/.well-known/oauth-protected-resource'

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import { InvalidRequest, UriTooLong } from '../errors.js'
-import { hostOf } from '../gateway/normalize.js'
+import { headerCount } from './header-count.js'
+import { hostOf } from './request-target.js'
 
 /**
  * RFC 9112 3.2: a request with more than one Host header MUST be answered
@@ -8,14 +9,7 @@ import { hostOf } from '../gateway/normalize.js'
  * would route the same request differently.
  */
 export function assertSingleHost(req: IncomingMessage): void {
-  const raw = req.rawHeaders
-  let seen = 0
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) {
-      throw new InvalidRequest('The Host header is repeated')
-    }
-  }
+  if (headerCount(req, 'host') > 1) throw new InvalidRequest('The Host header is repeated')
 }
 
 /**

@@ -11,6 +11,7 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { InvalidRequest } from '../errors.js'
+import { headerCount } from './header-count.js'
 
 /** RFC 6750 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
@@ -70,13 +71,7 @@ export function tokenFromHeader(req: IncomingMessage): HeaderToken | null {
   if (value === undefined) return null
   // Node keeps only the first Authorization header; a second one must not
   // slip past us to an upstream (or a check) that reads the last.
-  let seen = 0
-  const raw = req.rawHeaders
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization') seen++
-  }
-  if (seen > 1) throw malformedCredentials('The Authorization header is repeated', 'repeated authorization header')
+  if (headerCount(req, 'authorization') > 1) throw malformedCredentials('The Authorization header is repeated', 'repeated authorization header')
   const dpop = !hasScheme(value, BEARER)
   if (dpop && !hasScheme(value, DPOP)) return null
   const schemeLength = dpop ? DPOP.length : BEARER.length

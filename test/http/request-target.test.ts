@@ -4,9 +4,9 @@
  * and tricks the upstream would read differently are refused.
  */
 import t from 'tap'
-import { hostOf, normalizePath, splitTarget } from '../../src/gateway/normalize.js'
+import { hostOf, normalizePath, splitTarget } from '../../src/http/request-target.js'
 import { InvalidRequest } from '../../src/errors.js'
-import { startGateway } from './fixture.js'
+import { startGateway } from '../gateway/fixture.js'
 
 t.test('normalizePath', async (t) => {
   const same = ['/', '/orders', '/orders/1', '/a/b.json', '/a/.well-known', '/a/b/']

@@ -1,5 +1,5 @@
 /**
- * One Authorization header parser for both faces (src/tokens/bearer.ts): the
+ * One Authorization header parser for both faces (src/http/authorization.ts): the
  * gateway's routes and the authorization server's UserInfo answer a malformed
  * or repeated header the same way, 400 invalid_request with a Bearer
  * challenge (RFC 6750 2.1, 3.1; docs/architecture.md "Bearer credentials").
