@@ -4,7 +4,7 @@
  * token response; the store sees only their hashes.
  */
 import { createHash } from 'node:crypto'
-import { randomId, randomToken } from '../tokens/random.js'
+import { randomId, randomToken } from '../crypto/random.js'
 import { labelKey } from '../metrics.js'
 import { signJwt } from '../keys/sign.js'
 import { epochSeconds } from '../clock.js'

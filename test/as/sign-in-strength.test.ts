@@ -12,7 +12,7 @@ import { epochSeconds } from '../../src/clock.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import { hashToken } from '../../src/store/hash.js'
 import type { SessionRecord } from '../../src/store/types.js'
-import { randomToken } from '../../src/tokens/random.js'
+import { randomToken } from '../../src/crypto/random.js'
 import {
   ALICE_PASSWORD,
   authorizeAs,

@@ -9,7 +9,7 @@
 import t from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { MemoryStore } from '../../src/store/memory.js'
-import { randomToken } from '../../src/tokens/random.js'
+import { randomToken } from '../../src/crypto/random.js'
 import { decodeJwt } from 'jose'
 import { Browser, parseForms } from '../helpers/browser.js'
 import { CLIENT_SECRET, WEB_CALLBACK, authParams, countCodes, frontYaml, pkce } from '../helpers/as-front.js'

@@ -31,7 +31,7 @@
 import { epochSeconds } from '../../clock.js'
 import { InvalidAssertionGrant, InvalidScope, InvalidTarget } from '../../errors.js'
 import { hashToken } from '../../store/hash.js'
-import { randomId } from '../../tokens/random.js'
+import { randomId } from '../../crypto/random.js'
 import type { AsContext } from '../context.js'
 import { startGrant } from '../issue.js'
 import { requestedResource } from '../resource.js'

@@ -8,7 +8,7 @@
 import type { IncomingMessage } from 'node:http'
 import { parseCookies, serializeCookie } from '../../http/cookies.js'
 import type { AsContext } from '../context.js'
-import { isTokenShaped } from '../../tokens/random.js'
+import { isTokenShaped } from '../../crypto/random.js'
 
 /** How long a person may take at the provider. */
 export const UPSTREAM_LOGIN_TTL_SEC = 600

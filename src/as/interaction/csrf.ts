@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import { safeEqual } from '../../crypto/secret.js'
 import { parseCookies, serializeCookie } from '../../http/cookies.js'
 import type { AsContext } from '../context.js'
-import { isTokenShaped, randomToken } from '../../tokens/random.js'
+import { isTokenShaped, randomToken } from '../../crypto/random.js'
 
 /**
  * Cross-site request forgery defences for the interaction forms.

@@ -5,7 +5,7 @@ import type { AsContext } from '../context.js'
 import { strengthOf } from '../sign-in-strength.js'
 import type { AuthorizationRequest } from './authorization-request.js'
 import type { ActiveSession } from './session.js'
-import { randomToken } from '../../tokens/random.js'
+import { randomToken } from '../../crypto/random.js'
 
 /**
  * Mint an authorization code (RFC 6749 4.1.2): 32 random bytes, base64url;

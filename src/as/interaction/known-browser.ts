@@ -3,7 +3,7 @@ import type { UserConfig } from '../../config/types.js'
 import { parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
 import type { AsContext } from '../context.js'
-import { isTokenShaped, randomToken } from '../../tokens/random.js'
+import { isTokenShaped, randomToken } from '../../crypto/random.js'
 
 /**
  * The known-browser cookie (OWASP's "device cookie"): a random token set at

@@ -7,7 +7,7 @@ import type { SessionRecord, UpstreamContinuation } from '../../store/types.js'
 import type { Person } from '../claims.js'
 import type { AsContext } from '../context.js'
 import type { SignInStrength } from '../sign-in-strength.js'
-import { isTokenShaped, randomToken } from '../../tokens/random.js'
+import { isTokenShaped, randomToken } from '../../crypto/random.js'
 
 /**
  * The browser login session at the authorization server. The cookie holds a

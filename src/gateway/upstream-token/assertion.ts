@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock.js'
 import { InvalidToken } from '../../errors.js'
-import { randomId } from '../../tokens/random.js'
+import { randomId } from '../../crypto/random.js'
 import type { TokenIdentity } from '../types.js'
 import { cappedExp, narrowedScope } from './scopes.js'
 import type { PreparedSigner } from './signer.js'
