@@ -22,7 +22,7 @@ import { ClientAuthenticationLocked, InvalidClient, InvalidClientAssertion, Inva
 import type { FormParams } from '../http/body.js'
 import { assertionClientId, CLIENT_ASSERTION_TYPE, verifyClientAssertion } from './client-assertion.js'
 import type { AsContext } from './context.js'
-import { clientAuthLimit } from './interaction/rate-limit.js'
+import { clientAuthLimit } from './throttle.js'
 
 /** Client authentication parameters every back-channel endpoint reads (and refuses repeated, RFC 6749 3.2). */
 export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_id', 'client_secret', 'client_assertion', 'client_assertion_type']

@@ -30,7 +30,7 @@ import { hashToken } from '../store/hash.js'
 import type { RegisteredClientMetadata, RegisteredClientRecord } from '../store/types.js'
 import { validateClientMetadata } from './client-metadata.js'
 import type { AsContext, AsHandler } from './context.js'
-import { addressBucket } from './interaction/rate-limit.js'
+import { addressBucket } from './throttle.js'
 
 /** A registration request is a small JSON object; anything bigger is not one. */
 const MAX_BODY = 16 * 1024

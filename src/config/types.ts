@@ -237,7 +237,7 @@ export interface AuthorizationServerConfig {
   session: { ttlSec: number }
   /** Remembered consent (`consent.remember`, default true; `consent.ttl`, default 30d). */
   consent: { remember: boolean; ttlSec: number }
-  /** Failed logins / client auth (`rate_limit.*`; see src/as/interaction/rate-limit.ts). */
+  /** Failed logins / client auth (`rate_limit.*`; see src/as/throttle.ts). */
   rateLimit: {
     /** Per (username, address), per known browser, and the per-username count past which untrusted clients wait. */
     loginMaxFailures: number

@@ -15,7 +15,7 @@ import { guardPage } from './failures.js'
 import { readFormParams } from './form.js'
 import { knownBrowserFor } from './known-browser.js'
 import { throttledMessage } from './login.js'
-import { LoginThrottle } from './rate-limit.js'
+import { LoginThrottle } from '../throttle.js'
 import { showError, showForbidden, showPage } from './respond.js'
 import { continueAfterSignIn } from './signed-in.js'
 import { pendingSession, startSession, type PendingSession } from './session.js'
@@ -24,7 +24,7 @@ import { pendingSession, startSession, type PendingSession } from './session.js'
  * /second-factor: after the password, a person with an authenticator app
  * gives a code from it (RFC 6238), or one of their recovery codes. The
  * browser holds a pending session (session.ts) that signs nobody in until
- * then. Guesses are throttled like passwords (rate-limit.ts LoginThrottle,
+ * then. Guesses are throttled like passwords (as/throttle.ts LoginThrottle,
  * under the name `otp:<username>`: never a lockout of the person, a doubling
  * wait that a browser they signed in with before does not share). A code is
  * accepted once: its time step is recorded for the person (`useOnce`), so

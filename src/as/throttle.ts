@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
-import { normalizeAddress, parseIPv6 } from '../../http/trusted-proxies.js'
-import { hashToken } from '../../store/hash.js'
-import type { AsContext } from '../context.js'
+import { normalizeAddress, parseIPv6 } from '../http/trusted-proxies.js'
+import { hashToken } from '../store/hash.js'
+import type { AsContext } from './context.js'
 
 /**
  * Failure throttling for everything that checks a secret a stranger can
