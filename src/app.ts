@@ -9,7 +9,7 @@ import { ConfigWatcher } from './config/watch.js'
 import type { Shared } from './context.js'
 import { ConfigError, formatProblem } from './errors.js'
 import type { ParserError } from './http/client-error.js'
-import { holdContinue } from './http/continue.js'
+import { holdContinue } from './http/expect-continue.js'
 import { createAccessLogger, createLogger, redactUrl, type Logger } from './log.js'
 import { Metrics } from './metrics.js'
 import { ProcessState, Runtime } from './runtime.js'
@@ -155,7 +155,7 @@ export class App {
     const handler = (req: IncomingMessage, res: ServerResponse): void => this.#dispatcher.onRequest(req, res, this.#runtime)
     this.#server = await createListenServer(config, handler)
     // Listening makes Node leave `100 Continue` to us: it is sent once the
-    // request is admitted on its headers and its body is wanted (http/continue.ts).
+    // request is admitted on its headers and its body is wanted (http/expect-continue.ts).
     this.#server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
       holdContinue(req, res)
       this.#dispatcher.onRequest(req, res, this.#runtime)

@@ -1,7 +1,7 @@
 import { MethodNotAllowed, OAuthError } from '../errors.js'
 import type { AsHandler } from './context.js'
 import { parseAuthorizationRequest } from './interaction/authorization-request.js'
-import { continueAuthorization } from './interaction/continue.js'
+import { continueAuthorization } from './interaction/authorization-steps.js'
 import { answerAuthorizationError } from './interaction/authorization-error.js'
 import { guardPage, guardRedirect } from './interaction/failures.js'
 import { readFormText } from './interaction/form.js'

@@ -16,7 +16,7 @@
  * - the client secret and the registration access token are stored only as
  *   hashes (scrypt and SHA-256) and shown once, in the 201 answer;
  * - an unused client is forgotten after `client_ttl` (the store's expiry);
- * - its consent page is always shown, with a caution (see continue.ts).
+ * - its consent page is always shown, with a caution (see interaction/authorization-steps.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../clock.js'

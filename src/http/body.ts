@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { ClientAborted, InvalidRequest, PayloadTooLarge } from '../errors.js'
-import { continueIfExpected } from './continue.js'
+import { continueIfExpected } from './expect-continue.js'
 
 /** Largest form body accepted at the authorization server's endpoints. */
 export const AS_BODY_LIMIT = 64 * 1024

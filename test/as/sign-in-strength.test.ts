@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 import { decodeJwt } from 'jose'
-import { STRONGER_SIGN_IN } from '../../src/as/interaction/continue.js'
+import { STRONGER_SIGN_IN } from '../../src/as/interaction/authorization-steps.js'
 import { epochSeconds } from '../../src/clock.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import { hashToken } from '../../src/store/hash.js'

@@ -11,7 +11,7 @@ import t from 'tap'
 import { decodeJwt } from 'jose'
 import * as OTPAuth from 'otpauth'
 import { CODE_FAILED, CODE_REUSED, RECOVERY_FAILED } from '../../src/as/interaction/second-factor.js'
-import { STRONGER_SIGN_IN_TOTP } from '../../src/as/interaction/continue.js'
+import { STRONGER_SIGN_IN_TOTP } from '../../src/as/interaction/authorization-steps.js'
 import { hashToken } from '../../src/store/hash.js'
 import {
   ALICE_PASSWORD,

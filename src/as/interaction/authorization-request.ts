@@ -129,7 +129,7 @@ export interface AuthorizationRequest {
   prompt: ReadonlySet<Prompt>
   /** OIDC max_age in seconds, or null. */
   maxAge: number | null
-  /** OIDC acr_values (preferred first), or null when not sent; honoured, never ignored (continue.ts). */
+  /** OIDC acr_values (preferred first), or null when not sent; honoured, never ignored (authorization-steps.ts). */
   acrValues: readonly string[] | null
   /** RFC 8707 resource, or null. */
   resource: string | null

@@ -5,7 +5,7 @@ import type { Dispatcher } from 'undici'
 import type { GatewayConfig, RouteConfig } from '../../config/types.js'
 import type { RequestContext } from '../../context.js'
 import { BadGateway, OAuthError, PayloadTooLarge, ServerError } from '../../errors.js'
-import { continueIfExpected } from '../../http/continue.js'
+import { continueIfExpected } from '../../http/expect-continue.js'
 import { answeredInFull, http2HasBody, isHttp2 } from '../../http/http2-request.js'
 import { errorOnSocket, sendErrorWithId } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
@@ -41,7 +41,7 @@ import { planRoutes, type RoutePlan, type RoutePlans } from './plan.js'
  * closing the pools).
  *
  * `Expect: 100-continue`: the client gets `100 Continue` only once the
- * request was admitted and its body is about to be streamed (http/continue.ts),
+ * request was admitted and its body is about to be streamed (http/expect-continue.ts),
  * and we drop `Expect` upstream (undici cannot send it), so the upstream
  * simply receives the body.
  * Other 1xx responses from the upstream (e.g. 103 Early Hints) are not relayed.
