@@ -14,7 +14,7 @@
 import { epochSeconds, type Clock } from '../clock.js'
 import type { AuthorizationServerConfig, ClientConfig } from '../config/types.js'
 import type { Store } from '../store/types.js'
-import { MetadataDocuments } from './metadata-document.js'
+import { MetadataDocuments } from './client-id-metadata-document.js'
 import { clientFromMetadata } from './self-registered.js'
 
 export class ClientDirectory {

@@ -1,7 +1,7 @@
 /**
  * The authorization server face: exact-path routing (a Map, no framework) to
  * the back-channel endpoints here and the front-channel pages of
- * `interaction/routes.ts`. Every failure goes through the one failure path
+ * `interaction/front-channel-routes.ts`. Every failure goes through the one failure path
  * (`http/failure.ts`) and is rendered by `sendError`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -12,10 +12,10 @@ import { sendError } from '../http/reply.js'
 import type { AsContext, AsHandler } from './context.js'
 import { CorsPolicy, type CorsMode } from './cors.js'
 import { handleDeviceAuthorization } from './device-authorization.js'
-import { frontChannelRoutes } from './interaction/routes.js'
+import { frontChannelRoutes } from './interaction/front-channel-routes.js'
 import { handleIntrospect } from './introspect.js'
 import { jwksHandler, staticJsonHandler } from './jwks.js'
-import { metadataDocument } from './metadata.js'
+import { metadataDocument } from './server-metadata.js'
 import { handleRegister } from './register.js'
 import { handleRevoke } from './revoke.js'
 import { handleToken } from './token.js'
@@ -71,7 +71,7 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
 
 /**
  * The authorization server face for one Runtime.
- * @param frontChannel the front-channel pages (default: `interaction/routes.ts`); paths relative to the issuer.
+ * @param frontChannel the front-channel pages (default: `interaction/front-channel-routes.ts`); paths relative to the issuer.
  */
 export function createAuthorizationServer(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler> = frontChannelRoutes): Face {
   const routes = routeTable(as, frontChannel)

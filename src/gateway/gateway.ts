@@ -38,7 +38,7 @@ import { checkRequirement, McpRule, type McpJudgement } from './mcp/rule.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './upstream/proxy.js'
 import { OpenExchanges } from './open-exchanges.js'
-import { RouteTable, stripPrefix, type RouteMatch } from './routes.js'
+import { RouteTable, stripPrefix, type RouteMatch } from './route-table.js'
 import type { ForwardRequest, TokenIdentity } from './types.js'
 
 /** What outlives a Runtime and is handed to every gateway the process builds. */

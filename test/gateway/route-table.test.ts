@@ -4,7 +4,7 @@
  */
 import t from 'tap'
 import type { RouteConfig } from '../../src/config/types.js'
-import { RouteTable, stripPrefix } from '../../src/gateway/routes.js'
+import { RouteTable, stripPrefix } from '../../src/gateway/route-table.js'
 
 interface R {
   name: string

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { metadataDocument } from '../../src/as/metadata.js'
+import { metadataDocument } from '../../src/as/server-metadata.js'
 import { send, startAs } from '../helpers/as-back.js'
 
 t.test('metadata documents', async (t) => {

@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net'
 import { ManualClock } from '../../src/clock.js'
 import { networkInterfaces } from 'node:os'
 import type { Socket } from 'node:net'
-import { documentUrlProblem, MetadataDocuments } from '../../src/as/metadata-document.js'
+import { documentUrlProblem, MetadataDocuments } from '../../src/as/client-id-metadata-document.js'
 import { authorizeUrl, authParams, frontYaml, get, startFront } from '../helpers/as-front.js'
 import { selfSignedCert } from '../helpers/tls.js'
 
