@@ -14,7 +14,7 @@ import type { SigningAlg } from '../keys/keyset.js'
 import { hashToken } from '../store/hash.js'
 import { accessTokenClaims, claimsForScope, findPersonBySub } from './claims.js'
 import type { AsContext } from './context.js'
-import type { TokenResponse } from './grants/types.js'
+import type { TokenResponse } from './grants/grant-handler.js'
 import { hasScope } from './scope.js'
 import { type SignInStrength, strengthClaims } from './sign-in-strength.js'
 

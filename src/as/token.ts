@@ -23,7 +23,7 @@ import { DEVICE_CODE_GRANT, deviceCodeGrant } from './grants/device-code.js'
 import { JWT_BEARER_GRANT, jwtBearerGrant } from './grants/jwt-bearer.js'
 import { refreshTokenGrant } from './grants/refresh-token.js'
 import { TOKEN_EXCHANGE_GRANT, tokenExchangeGrant } from './grants/token-exchange.js'
-import type { Grant } from './grants/types.js'
+import type { Grant } from './grants/grant-handler.js'
 
 /** The grants this server implements; the password grant is deliberately absent (RFC 9700 2.4). */
 export const GRANTS: ReadonlyMap<GrantType, Grant> = new Map<GrantType, Grant>([

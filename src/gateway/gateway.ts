@@ -39,7 +39,8 @@ import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './upstream/proxy.js'
 import { OpenExchanges } from './open-exchanges.js'
 import { RouteTable, stripPrefix, type RouteMatch } from './route-table.js'
-import type { ForwardRequest, TokenIdentity } from './types.js'
+import type { ForwardRequest } from './forward-request.js'
+import type { TokenIdentity } from './token-identity.js'
 
 /** What outlives a Runtime and is handed to every gateway the process builds. */
 export interface GatewayShared {

@@ -4,7 +4,7 @@ import type { IdentityHeaders } from '../config/types.js'
 import { peerAddress, type TrustedProxies } from '../http/trusted-proxies.js'
 import { forwardedElement } from './forwarded.js'
 import { responseHeaderName, responseHeaderValue } from './header-text.js'
-import type { TokenIdentity } from './types.js'
+import type { TokenIdentity } from './token-identity.js'
 
 /**
  * Which request headers reach the upstream and which response headers reach

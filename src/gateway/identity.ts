@@ -3,7 +3,7 @@
  * it speaks for, as the gateway tells the upstream.
  */
 import { confirmationJkt } from '../dpop/thumbprint.js'
-import type { TokenIdentity } from './types.js'
+import type { TokenIdentity } from './token-identity.js'
 import { grantedScopes } from './scope.js'
 
 function optionalString(claims: Readonly<Record<string, unknown>>, name: string): string | null | false {

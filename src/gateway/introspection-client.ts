@@ -15,7 +15,7 @@ import { AccessTokenExpired, StoreUnavailableError, TemporarilyUnavailable } fro
 import type { OpaqueTokenRecord, Store } from '../store/types.js'
 import { hashToken } from '../store/hash.js'
 import { TokenCache } from './token-cache.js'
-import type { TokenIdentity } from './types.js'
+import type { TokenIdentity } from './token-identity.js'
 import { identityFromClaims } from './identity.js'
 import { SpanKind, type Tracing } from '../telemetry/tracing.js'
 

@@ -27,7 +27,7 @@ import type { Clock } from '../clock.js'
 import type { Logger } from '../log.js'
 import { labelKey, type Metrics } from '../metrics.js'
 import type { RevocationEntry } from '../store/types.js'
-import type { TokenIdentity } from './types.js'
+import type { TokenIdentity } from './token-identity.js'
 
 /** Why an exchange was ended (the metric's `reason` label). */
 export type EndReason = 'revoked' | 'expired'

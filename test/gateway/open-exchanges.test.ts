@@ -11,7 +11,7 @@ import { createLogger } from '../../src/log.js'
 import { Metrics } from '../../src/metrics.js'
 import type { RevocationEntry } from '../../src/store/types.js'
 import { type EndReason, OpenExchanges } from '../../src/gateway/open-exchanges.js'
-import type { TokenIdentity } from '../../src/gateway/types.js'
+import type { TokenIdentity } from '../../src/gateway/token-identity.js'
 
 /** A revocation feed the test drives. */
 class Feed {

@@ -12,7 +12,8 @@ import type { GatewayConfig, RouteConfig } from '../../src/config/types.js'
 import type { RequestContext } from '../../src/context.js'
 import type { Logger } from '../../src/log.js'
 import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
-import type { ForwardRequest, TokenIdentity } from '../../src/gateway/types.js'
+import type { ForwardRequest } from '../../src/gateway/forward-request.js'
+import type { TokenIdentity } from '../../src/gateway/token-identity.js'
 import { contextExtras } from '../helpers/trace.js'
 
 /** Helpers shared by the proxy tests: real servers on 127.0.0.1, port 0. */

@@ -33,7 +33,7 @@ import { startGrant } from '../issue.js'
 import { grantIdForCode } from '../grant-id.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import { revokeGrant } from '../revocation.js'
-import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 import { strengthOf } from '../sign-in-strength.js'
 
 /** RFC 7636 4.1: code_verifier = 43*128unreserved. */

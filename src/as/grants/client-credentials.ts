@@ -7,7 +7,7 @@ import { UnauthorizedClient } from '../../errors.js'
 import { issueAccessToken } from '../issue.js'
 import { requestedResource } from '../resource.js'
 import { formatScope, requestedClientScope } from '../scope.js'
-import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 
 export const clientCredentialsGrant: Grant = {
   params: ['scope', 'resource'],

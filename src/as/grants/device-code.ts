@@ -17,7 +17,7 @@ import { hashToken } from '../../store/hash.js'
 import { startGrant } from '../issue.js'
 import { randomId, randomToken } from '../../crypto/random.js'
 import { audienceFor, requestedResource } from '../resource.js'
-import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 import { strengthOf } from '../sign-in-strength.js'
 
 /** RFC 8628 3.4 grant type URN. */

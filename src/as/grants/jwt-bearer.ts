@@ -38,7 +38,7 @@ import { requestedResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { checkAllowed, upstreamSubject } from '../identity-providers/person.js'
 import type { VerifiedAssertion } from '../assertion-issuers.js'
-import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 import { upstreamSignIn } from '../sign-in-strength.js'
 
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'

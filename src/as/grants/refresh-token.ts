@@ -16,7 +16,7 @@ import { randomToken } from '../../crypto/random.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { strengthOf } from '../sign-in-strength.js'
-import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 
 export const refreshTokenGrant: Grant = {
   params: ['refresh_token', 'scope', 'resource'],

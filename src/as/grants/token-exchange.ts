@@ -38,7 +38,7 @@ import { checkResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { upstreamSubject } from '../identity-providers/person.js'
 import { verifyOwnAccessToken, type OwnAccessToken } from '../verify-token.js'
-import type { Grant, GrantRequest, TokenResponse } from './types.js'
+import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange'
 /** RFC 8693 3: the token type identifiers bearward issues and accepts. */

@@ -1,7 +1,7 @@
 import type { Clock } from '../../clock.js'
 import { InvalidToken } from '../../errors.js'
 import { randomId } from '../../crypto/random.js'
-import type { TokenIdentity } from '../types.js'
+import type { TokenIdentity } from '../token-identity.js'
 import { cappedExp, narrowedScope } from './scopes.js'
 import type { PreparedSigner } from './signer.js'
 

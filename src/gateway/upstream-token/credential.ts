@@ -9,7 +9,7 @@
 import type { Clock } from '../../clock.js'
 import type { UpstreamTokenConfig } from '../../config/types.js'
 import type { KeySet } from '../../keys/keyset.js'
-import type { TokenIdentity } from '../types.js'
+import type { TokenIdentity } from '../token-identity.js'
 import { ASSERTION_TYP, AssertionSigner } from './assertion.js'
 import { ExchangeMinter } from './exchange.js'
 import { PreparedSigner } from './signer.js'
