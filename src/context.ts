@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Clock } from './clock.js'
-import type { Config } from './config/types.js'
+import type { Config } from './config/validated-config.js'
 import type { KeySet } from './keys/keyset.js'
 import type { TrustedProxies } from './http/trusted-proxies.js'
 import type { JwtIssuer } from './tokens/verify-jwt.js'

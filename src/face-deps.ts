@@ -3,7 +3,7 @@
  * config, the keys, and what is derived from them once for both faces (the
  * trusted-proxy matcher, the authorization server as a JWT issuer).
  */
-import type { Config } from './config/types.js'
+import type { Config } from './config/validated-config.js'
 import type { FaceDeps, Shared } from './context.js'
 import { TrustedProxies } from './http/trusted-proxies.js'
 import type { KeySet } from './keys/keyset.js'

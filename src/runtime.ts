@@ -1,4 +1,4 @@
-import type { Config } from './config/types.js'
+import type { Config } from './config/validated-config.js'
 import type { Face, GatewayFace, Shared } from './context.js'
 import { buildFaceDeps } from './face-deps.js'
 import { loadKeySet, generatePrivateJwk, signingKeyFromJwk, type KeySet, type SigningKey } from './keys/keyset.js'

@@ -20,7 +20,7 @@
 import { Agent } from 'undici'
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import type { Clock } from '../clock.js'
-import type { AssertionIssuerConfig } from '../config/types.js'
+import type { AssertionIssuerConfig } from '../config/validated-config.js'
 import { JwksClient, parseJwks } from '../gateway/jwks-client.js'
 import type { Logger } from '../log.js'
 import { StaticKeys, type KeyLookup } from '../tokens/verify-jwt.js'

@@ -2,7 +2,7 @@
  * Build the authorization server's per-Runtime context from the validated
  * config: lookups by client id and username are maps, computed once.
  */
-import type { AuthorizationServerConfig } from '../config/types.js'
+import type { AuthorizationServerConfig } from '../config/validated-config.js'
 import type { FaceDeps } from '../context.js'
 import { SecretVerifier } from '../crypto/secret.js'
 import { DpopVerifier } from '../dpop/verify-proof.js'

@@ -3,7 +3,7 @@
  * and /userinfo. A claim is released only when its scope was granted and the
  * user's config carries a value for it.
  */
-import type { UserConfig } from '../config/types.js'
+import type { UserConfig } from '../config/validated-config.js'
 import type { AsContext } from './context.js'
 import { providerOfSubject } from './identity-providers/person.js'
 

@@ -32,7 +32,7 @@
  */
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import { epochSeconds } from '../clock.js'
-import type { ClientConfig } from '../config/types.js'
+import type { ClientConfig } from '../config/validated-config.js'
 import { InvalidClientAssertion, TemporarilyUnavailable } from '../errors.js'
 import { hashToken } from '../store/hash.js'
 import type { AsContext } from './context.js'

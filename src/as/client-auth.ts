@@ -16,7 +16,7 @@
  * failure is 401 `invalid_client` with a Basic challenge (RFC 6749 5.2).
  */
 import type { IncomingMessage } from 'node:http'
-import type { ClientConfig } from '../config/types.js'
+import type { ClientConfig } from '../config/validated-config.js'
 import { DUMMY_HASH } from '../crypto/secret.js'
 import { ClientAuthenticationLocked, InvalidClient, InvalidClientAssertion, InvalidRequest } from '../errors.js'
 import type { FormParams } from '../http/body.js'

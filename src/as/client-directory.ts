@@ -12,7 +12,7 @@
  * ttl (a lookup per request must not become a store write per request).
  */
 import { epochSeconds, type Clock } from '../clock.js'
-import type { AuthorizationServerConfig, ClientConfig } from '../config/types.js'
+import type { AuthorizationServerConfig, ClientConfig } from '../config/validated-config.js'
 import type { Store } from '../store/types.js'
 import { MetadataDocuments } from './client-id-metadata-document.js'
 import { clientFromMetadata } from './self-registered.js'

@@ -26,7 +26,7 @@
 import { readFileSync } from 'node:fs'
 import { Agent, request } from 'undici'
 import type { Clock } from '../clock.js'
-import type { ClientConfig, ClientIdMetadataDocumentsConfig } from '../config/types.js'
+import type { ClientConfig, ClientIdMetadataDocumentsConfig } from '../config/validated-config.js'
 import { PublicAddresses, type PublicAddressOptions } from '../http/public-address.js'
 import { validateClientMetadata } from './client-metadata.js'
 import { clientFromMetadata } from './self-registered.js'

@@ -19,7 +19,7 @@
 import { readFileSync } from 'node:fs'
 import { Agent } from 'undici'
 import type { Clock } from '../clock.js'
-import type { ClientConfig, ClientIdMetadataDocumentsConfig } from '../config/types.js'
+import type { ClientConfig, ClientIdMetadataDocumentsConfig } from '../config/validated-config.js'
 import { JwksClient, parseJwks, type JwksSettings } from '../gateway/jwks-client.js'
 import type { Logger } from '../log.js'
 import { StaticKeys, type KeyLookup } from '../tokens/verify-jwt.js'

@@ -1,6 +1,6 @@
 import type { FailureReporting } from '../http/failure.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/types.js'
+import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/validated-config.js'
 import type { FaceDeps, RequestContext } from '../context.js'
 import type { SecretVerifier } from '../crypto/secret.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'

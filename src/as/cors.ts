@@ -13,7 +13,7 @@
  * @see https://fetch.spec.whatwg.org/#http-cors-protocol
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { ClientConfig } from '../config/types.js'
+import type { ClientConfig } from '../config/validated-config.js'
 
 export type CorsMode = 'public' | 'clients' | 'none'
 

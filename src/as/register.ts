@@ -20,7 +20,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../clock.js'
-import type { RegistrationConfig } from '../config/types.js'
+import type { RegistrationConfig } from '../config/validated-config.js'
 import { randomBase64url } from '../crypto/random.js'
 import { generateClientSecret, hashSecret, safeEqual } from '../crypto/secret.js'
 import { InvalidClientMetadata, InvalidRequest, InvalidToken, MethodNotAllowed, NotFound, RegistrationFull, TooManyRequests } from '../errors.js'

@@ -10,7 +10,7 @@
  * - opaque access token: deleted, and its jti listed as well.
  */
 import { epochSeconds } from '../clock.js'
-import type { ClientConfig } from '../config/types.js'
+import type { ClientConfig } from '../config/validated-config.js'
 import { InvalidRequest, MethodNotAllowed } from '../errors.js'
 import { readForm } from '../http/body.js'
 import { NO_STORE } from '../http/reply.js'

@@ -4,7 +4,7 @@
  */
 import { InvalidScope } from '../errors.js'
 import { SCOPE_TOKEN } from '../config/values.js'
-import type { ClientConfig } from '../config/types.js'
+import type { ClientConfig } from '../config/validated-config.js'
 
 /** Scopes the OpenID Connect layer defines; always known to the server (OIDC Core 5.4, 11). */
 export const OIDC_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline_access']

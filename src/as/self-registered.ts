@@ -5,7 +5,7 @@
  * out of: PKCE always, rotated refresh tokens, no introspection, no CORS,
  * and never a skipped consent.
  */
-import type { ClientConfig } from '../config/types.js'
+import type { ClientConfig } from '../config/validated-config.js'
 import type { RegisteredClientMetadata } from '../store/types.js'
 
 export function clientFromMetadata(

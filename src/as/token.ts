@@ -14,7 +14,7 @@ import { InvalidDpopProof, MethodNotAllowed, UnauthorizedClient, UnsupportedGran
 import { proofHeader } from '../dpop/verify-proof.js'
 import { readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
-import type { GrantType } from '../config/types.js'
+import type { GrantType } from '../config/validated-config.js'
 import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsHandler } from './context.js'
 import { authorizationCodeGrant } from './grants/authorization-code.js'

@@ -8,7 +8,7 @@
 import { Agent } from 'undici'
 import type { JWTPayload } from 'jose'
 import type { Clock } from '../clock.js'
-import type { IssuerConfig } from '../config/types.js'
+import type { IssuerConfig } from '../config/validated-config.js'
 import { JwksClient } from '../gateway/jwks-client.js'
 import type { Logger } from '../log.js'
 import { unverifiedIssuer, type JwtIssuer, type JwtVerifier } from '../tokens/verify-jwt.js'

@@ -4,7 +4,7 @@
  * port (tests use it).
  */
 import { isIP } from 'node:net'
-import type { ListenAddress } from './types.js'
+import type { ListenAddress } from './validated-config.js'
 import type { ParseResult } from './duration.js'
 
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/

@@ -10,7 +10,7 @@ import { LineCounter, parseDocument, type YAMLError } from 'yaml'
 import { ConfigError, type ConfigProblem } from '../errors.js'
 import type { Env } from './env.js'
 import { Reader } from './reader.js'
-import type { Config } from './types.js'
+import type { Config } from './validated-config.js'
 import { validateRoot } from './validate.js'
 
 export type { Env } from './env.js'

@@ -6,7 +6,7 @@
  */
 import { isMap, isScalar, type Node } from 'yaml'
 import type { ConfigProblem } from '../errors.js'
-import type { ClientTimeouts, Config, IssuerConfig, ListenAddress, LogConfig, StoreConfig, TlsConfig } from './types.js'
+import type { ClientTimeouts, Config, IssuerConfig, ListenAddress, LogConfig, StoreConfig, TlsConfig } from './validated-config.js'
 import { deepFreeze } from './freeze.js'
 import { parseListenAddress } from './listen.js'
 import type { MapView, Reader } from './reader.js'

@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os'
 import { isScalar, type Node } from 'yaml'
 import type { Reader } from './reader.js'
-import type { StoreConfig } from './types.js'
+import type { StoreConfig } from './validated-config.js'
 
 /** A bound that catches a typo (`workers: 80000`), far above any host's cores. */
 export const MAX_WORKERS = 1024

@@ -18,7 +18,7 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { Clock } from '../clock.js'
-import type { DpopConfig } from '../config/types.js'
+import type { DpopConfig } from '../config/validated-config.js'
 import { InvalidDpopProof, UseDpopNonce } from '../errors.js'
 import { headerCount } from '../http/header-count.js'
 import type { Store } from '../store/types.js'

@@ -12,7 +12,7 @@
  * temporarily_unavailable (keys, introspection or store out of reach).
  */
 import type { Clock } from '../clock.js'
-import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/types.js'
+import type { Config, GatewayConfig, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/validated-config.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
 import { AccessTokenRevoked, InvalidDpopProof, InvalidRequest, InvalidToken, OAuthError, TemporarilyUnavailable } from '../errors.js'
 import type { Logger } from '../log.js'

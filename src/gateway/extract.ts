@@ -6,7 +6,7 @@
  * (RFC 6750 3.1); no token at all is a bare challenge (RFC 6750 3).
  */
 import type { IncomingMessage } from 'node:http'
-import type { RouteConfig } from '../config/types.js'
+import type { RouteConfig } from '../config/validated-config.js'
 import { MissingToken } from '../errors.js'
 import { isFormContentType, readBody } from '../http/body.js'
 import { isB64token, malformedCredentials as malformed, tokenFromHeader } from '../http/authorization.js'

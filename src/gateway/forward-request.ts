@@ -1,4 +1,4 @@
-import type { RouteConfig } from '../config/types.js'
+import type { RouteConfig } from '../config/validated-config.js'
 import type { TokenIdentity } from './token-identity.js'
 import type { ResponseRewriter } from './upstream/rewrite.js'
 

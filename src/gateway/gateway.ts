@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
-import type { RouteConfig } from '../config/types.js'
+import type { RouteConfig } from '../config/validated-config.js'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { labelKey } from '../metrics.js'
 import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import type { IdentityHeaders } from '../config/types.js'
+import type { IdentityHeaders } from '../config/validated-config.js'
 import { peerAddress, type TrustedProxies } from '../http/trusted-proxies.js'
 import { forwardedElement } from './forwarded.js'
 import { responseHeaderName, responseHeaderValue } from './header-text.js'

@@ -10,7 +10,7 @@
  * is 503 temporarily_unavailable: our failure, not the client's token.
  */
 import { Pool } from 'undici'
-import type { GatewayConfig, IssuerConfig, RemoteIntrospectionConfig } from '../config/types.js'
+import type { GatewayConfig, IssuerConfig, RemoteIntrospectionConfig } from '../config/validated-config.js'
 import { AccessTokenExpired, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import type { OpaqueTokenRecord, Store } from '../store/types.js'
 import { hashToken } from '../store/hash.js'

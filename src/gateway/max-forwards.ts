@@ -7,7 +7,7 @@
  * token was checked like any other method's.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { RouteConfig } from '../config/types.js'
+import type { RouteConfig } from '../config/validated-config.js'
 import type { RequestContext } from '../context.js'
 import { canonicalHeaderName, parseMaxForwards } from './headers.js'
 

@@ -14,7 +14,7 @@
  * one is a map lookup and a write.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Config, RouteConfig } from '../config/types.js'
+import type { Config, RouteConfig } from '../config/validated-config.js'
 import { MethodNotAllowed, type OAuthError } from '../errors.js'
 import { hostOf } from '../http/request-target.js'
 

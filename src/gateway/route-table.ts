@@ -14,7 +14,7 @@
  * path and host: when none of the routes of that prefix takes the method,
  * the answer is 405 with Allow, not a fall-through to a laxer route.
  */
-import type { RouteConfig } from '../config/types.js'
+import type { RouteConfig } from '../config/validated-config.js'
 
 const SLASH = 0x2f
 

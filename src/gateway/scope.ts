@@ -3,7 +3,7 @@
  * the route lists for the method must be in the token. The rule per method
  * and its 403 answer are built once per route.
  */
-import type { RouteConfig } from '../config/types.js'
+import type { RouteConfig } from '../config/validated-config.js'
 import { InsufficientScope } from '../errors.js'
 
 const NO_SCOPES: readonly string[] = Object.freeze([])

@@ -23,7 +23,7 @@
  * @see https://www.rfc-editor.org/rfc/rfc9068#section-2.2.1
  */
 import { meetsAcr } from '../as/sign-in-strength.js'
-import type { AuthenticationRequirement, RouteConfig } from '../config/types.js'
+import type { AuthenticationRequirement, RouteConfig } from '../config/validated-config.js'
 import { InsufficientUserAuthentication, InvalidToken, type OAuthError, type StepUpShortfall } from '../errors.js'
 
 /** What the sign-in must be, compiled once: every part must hold, and the refusals are built ahead. */

@@ -14,7 +14,7 @@
  * to its end or the request closes.
  */
 import type { IncomingMessage } from 'node:http'
-import type { ClientTimeouts } from '../config/types.js'
+import type { ClientTimeouts } from '../config/validated-config.js'
 
 /** Which bound a body missed: the names of the config keys. */
 export type BodyTimeout = 'body_idle' | 'request'

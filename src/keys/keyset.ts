@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject, type JsonWebKey } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose'
-import type { KeySource } from '../config/types.js'
+import type { KeySource } from '../config/validated-config.js'
 
 /** Signing algorithms the authorization server can use, by key type. */
 export const SUPPORTED_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const

@@ -9,7 +9,7 @@ import {
 } from 'node:http2'
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
-import type { ClientTimeouts, Http2Config } from '../config/types.js'
+import type { ClientTimeouts, Http2Config } from '../config/validated-config.js'
 import type { Logger } from '../log.js'
 
 /**

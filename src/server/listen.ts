@@ -3,7 +3,7 @@ import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { readFile } from 'node:fs/promises'
 import { createSecureContext } from 'node:tls'
-import type { Config, ListenAddress } from '../config/types.js'
+import type { Config, ListenAddress } from '../config/validated-config.js'
 
 /** Binding the servers and the settings Node's server applies itself. */
 

@@ -1,4 +1,4 @@
-import type { Config, ListenAddress } from '../config/types.js'
+import type { Config, ListenAddress } from '../config/validated-config.js'
 
 /** What a reload can apply and what it leaves to a restart. */
 

@@ -3,7 +3,7 @@
  * (single node, Sentinel or Cluster). The Runtime owns the result and closes it.
  */
 import type { Clock } from '../clock.js'
-import type { StoreConfig } from '../config/types.js'
+import type { StoreConfig } from '../config/validated-config.js'
 import { MemoryStore } from './memory.js'
 import { RedisStore, type StoreLog } from './redis.js'
 import type { Store } from './types.js'

@@ -23,7 +23,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Sp
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace'
-import type { TracesConfig } from '../config/types.js'
+import type { TracesConfig } from '../config/validated-config.js'
 import { formatTraceparent, traceOf, TraceIds, tracestateOf, type TraceParent } from './trace-context.js'
 
 export { SpanKind, type Span } from '@opentelemetry/api'

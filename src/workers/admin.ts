@@ -6,7 +6,7 @@
  */
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { ListenAddress } from '../config/types.js'
+import type { ListenAddress } from '../config/validated-config.js'
 import type { Logger } from '../log.js'
 import { createAdminServer } from '../server/admin.js'
 import { listenOn, urlOf } from '../server/listen.js'

@@ -7,7 +7,7 @@
 import t from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { parseConfig } from '../../src/config/load.js'
-import type { RouteConfig } from '../../src/config/types.js'
+import type { RouteConfig } from '../../src/config/validated-config.js'
 import { OAuthError } from '../../src/errors.js'
 import { Authenticator, buildPolicy, type TrustedIssuer } from '../../src/gateway/authenticate.js'
 import { StaticKeys, type KeyLookup, type VerificationKey } from '../../src/tokens/verify-jwt.js'

@@ -3,7 +3,7 @@
  * wins (longest prefix, then host, then method), deterministically.
  */
 import t from 'tap'
-import type { RouteConfig } from '../../src/config/types.js'
+import type { RouteConfig } from '../../src/config/validated-config.js'
 import { RouteTable, stripPrefix } from '../../src/gateway/route-table.js'
 
 interface R {

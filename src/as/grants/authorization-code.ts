@@ -24,7 +24,7 @@
  */
 import { createHash } from 'node:crypto'
 import { epochSeconds } from '../../clock.js'
-import type { ClientConfig } from '../../config/types.js'
+import type { ClientConfig } from '../../config/validated-config.js'
 import { safeEqual } from '../../crypto/secret.js'
 import { InvalidGrant } from '../../errors.js'
 import type { CodeRecord } from '../../store/types.js'

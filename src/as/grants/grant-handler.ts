@@ -1,5 +1,5 @@
 /** The shape every grant handler of the token endpoint shares (RFC 6749 4, 5.1). */
-import type { ClientConfig } from '../../config/types.js'
+import type { ClientConfig } from '../../config/validated-config.js'
 import type { RequestContext } from '../../context.js'
 import type { FormParams } from '../../http/body.js'
 import type { AsContext } from '../context.js'

@@ -2,7 +2,7 @@
  * Who a person signed in at an upstream provider is at bearward: their `sub`,
  * the claims the provider's mapping keeps, and whether `allowed` lets them in.
  */
-import type { IdentityProviderAllowed, IdentityProviderConfig } from '../../config/types.js'
+import type { IdentityProviderAllowed, IdentityProviderConfig } from '../../config/validated-config.js'
 
 /** OIDC Core 2: a `sub` is at most 255 ASCII characters; printable only, as it reaches HTTP headers. */
 const UPSTREAM_SUB = /^[\x21-\x7e]{1,255}$/

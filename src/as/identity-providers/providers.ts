@@ -7,7 +7,7 @@
  * with its config position) and its button answers with an error page.
  */
 import * as oidc from 'openid-client'
-import type { IdentityProviderConfig } from '../../config/types.js'
+import type { IdentityProviderConfig } from '../../config/validated-config.js'
 import type { Logger } from '../../log.js'
 
 /** First retry after this long, doubling up to RETRY_MAX_MS. */

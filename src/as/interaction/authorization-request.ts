@@ -1,5 +1,5 @@
 import { JKT } from '../../dpop/thumbprint.js'
-import type { ClientConfig } from '../../config/types.js'
+import type { ClientConfig } from '../../config/validated-config.js'
 import {
   InvalidRequest,
   InvalidScope,

@@ -1,7 +1,7 @@
 import { loginChoices, loginHeaders } from '../identity-providers/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestContext } from '../../context.js'
-import type { ClientConfig } from '../../config/types.js'
+import type { ClientConfig } from '../../config/validated-config.js'
 import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import { FormParams } from '../../http/body.js'
 import type { DeviceRecord } from '../../store/types.js'

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import type { UserConfig } from '../../config/types.js'
+import type { UserConfig } from '../../config/validated-config.js'
 import { parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
 import type { AsContext } from '../context.js'

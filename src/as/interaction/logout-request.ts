@@ -8,7 +8,7 @@
  * issued to it: the proof that someone signed in to it here (otherwise
  * /logout is an open redirector for whoever registers).
  */
-import type { ClientConfig } from '../../config/types.js'
+import type { ClientConfig } from '../../config/validated-config.js'
 import { InvalidRequest } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
 import type { AsContext } from '../context.js'

@@ -3,7 +3,7 @@
  * its privacy policy and terms links (RFC 7591 2 `logo_uri`, `policy_uri`,
  * `tos_uri`), the same on every page that names it.
  */
-import type { ClientConfig } from '../../config/types.js'
+import type { ClientConfig } from '../../config/validated-config.js'
 import { PAGE_HEADERS } from '../../http/reply.js'
 import { html, type SafeHtml } from './html.js'
 

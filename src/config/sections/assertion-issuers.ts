@@ -13,7 +13,7 @@ import type { Node } from 'yaml'
 import { jwkSetProblem } from '../../keys/jwk-set.js'
 import { enumAt, keysAt } from '../contract.js'
 import type { Reader } from '../reader.js'
-import type { AssertionIssuerConfig, JwkSetDocument } from '../types.js'
+import type { AssertionIssuerConfig, JwkSetDocument } from '../validated-config.js'
 import { UniqueSet } from '../unique.js'
 import { checkProviderIssuer } from './identity-providers.js'
 

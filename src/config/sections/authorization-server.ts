@@ -3,7 +3,7 @@
  * seconds; the built-in OIDC scopes are always known.
  */
 import type { Node } from 'yaml'
-import type { AuthorizationServerConfig, KeySource } from '../types.js'
+import type { AuthorizationServerConfig, KeySource } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { SCOPE_TOKEN } from '../values.js'
 import { readAssertionIssuers } from './assertion-issuers.js'

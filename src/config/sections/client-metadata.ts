@@ -5,7 +5,7 @@
  * what a page renders, so each value is checked for what it could do there:
  * a logo is an image and never a script, links are web pages.
  */
-import type { ClientMetadata } from '../types.js'
+import type { ClientMetadata } from '../validated-config.js'
 import type { MapView, Reader } from '../reader.js'
 import { parseAbsoluteUrl } from '../values.js'
 import { uriCharacterProblem } from '../client-values.js'

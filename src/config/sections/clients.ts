@@ -4,7 +4,7 @@
  * tokens (RFC 9700 2.1.1, 4.14.2); confidential clients always have one.
  */
 import type { Node } from 'yaml'
-import type { AssertionIssuerConfig, ClientConfig, ClientType, GrantType, JwkSetDocument, TokenEndpointAuthMethod } from '../types.js'
+import type { AssertionIssuerConfig, ClientConfig, ClientType, GrantType, JwkSetDocument, TokenEndpointAuthMethod } from '../validated-config.js'
 import { jwkSetProblem } from '../../keys/jwk-set.js'
 import { checkSecretHashShape } from '../hash-format.js'
 import { demoSecretOf } from '../demo.js'

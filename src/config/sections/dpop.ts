@@ -5,7 +5,7 @@
  */
 import type { Node } from 'yaml'
 import { PROOF_ALGORITHMS, type ProofAlgorithm } from '../../dpop/jws.js'
-import type { DpopConfig } from '../types.js'
+import type { DpopConfig } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { enumAt, keysAt } from '../contract.js'
 

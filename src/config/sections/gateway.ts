@@ -3,7 +3,7 @@
  * RFC 6750). Route-level `realm` and `identity_headers` fall back to these.
  */
 import type { Node } from 'yaml'
-import type { GatewayConfig, IdentityHeaders } from '../types.js'
+import type { GatewayConfig, IdentityHeaders } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { UniqueSet } from '../unique.js'
 import { checkIpRange, HTTP_TOKEN } from '../values.js'

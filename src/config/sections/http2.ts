@@ -6,7 +6,7 @@
  * reload.
  */
 import type { Node } from 'yaml'
-import type { Http2Config } from '../types.js'
+import type { Http2Config } from '../validated-config.js'
 import type { MapView, Reader } from '../reader.js'
 import { keysAt } from '../contract.js'
 

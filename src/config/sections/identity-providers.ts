@@ -4,7 +4,7 @@
  * happens at run time (src/as/identity-providers/providers.ts); here only the shape.
  */
 import type { Node } from 'yaml'
-import type { IdentityProviderAllowed, IdentityProviderConfig, UserConfig } from '../types.js'
+import type { IdentityProviderAllowed, IdentityProviderConfig, UserConfig } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { SCOPE_TOKEN } from '../values.js'
 import { UniqueSet } from '../unique.js'

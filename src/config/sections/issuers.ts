@@ -5,7 +5,7 @@
  * taken from a token (RFC 8725 3.1); symmetric and `none` are refused.
  */
 import type { Node } from 'yaml'
-import type { IssuerConfig, RemoteIntrospectionConfig } from '../types.js'
+import type { IssuerConfig, RemoteIntrospectionConfig } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { UniqueSet } from '../unique.js'
 import { checkHttpUrl } from '../values.js'

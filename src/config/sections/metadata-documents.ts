@@ -7,7 +7,7 @@
 import type { Node } from 'yaml'
 import { isHostname } from '../listen.js'
 import type { Reader } from '../reader.js'
-import type { ClientIdMetadataDocumentsConfig } from '../types.js'
+import type { ClientIdMetadataDocumentsConfig } from '../validated-config.js'
 import { keysAt } from '../contract.js'
 
 export const METADATA_DOCUMENT_KEYS = keysAt('#/$defs/authorizationServer/properties/client_id_metadata_documents')

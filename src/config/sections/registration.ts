@@ -6,7 +6,7 @@
  * the store holds at most `max_clients` live ones.
  */
 import type { Node } from 'yaml'
-import type { RegistrationConfig } from '../types.js'
+import type { RegistrationConfig } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { keysAt } from '../contract.js'
 

@@ -4,8 +4,8 @@
  * kind, scope rules name methods the route matches.
  */
 import { isMap, isScalar, type Node } from 'yaml'
-import type { AuthenticationRequirement, GatewayConfig, IssuerConfig, McpRouteConfig, ProtectedResourceConfig, RouteConfig, RouteTokenKind } from '../types.js'
-import type { IdentityHeaders, UpstreamTokenConfig } from '../types.js'
+import type { AuthenticationRequirement, GatewayConfig, IssuerConfig, McpRouteConfig, ProtectedResourceConfig, RouteConfig, RouteTokenKind } from '../validated-config.js'
+import type { IdentityHeaders, UpstreamTokenConfig } from '../validated-config.js'
 import { childPath, type Located, type MapView, type Reader } from '../reader.js'
 import { checkRoutePath } from '../route-path.js'
 import { isHostname } from '../listen.js'

@@ -3,7 +3,7 @@
  * is propagated whatever this says; `traces` only adds the exporter.
  */
 import { isScalar, type Node } from 'yaml'
-import type { TracesConfig } from '../types.js'
+import type { TracesConfig } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { keysAt } from '../contract.js'
 import { checkHttpUrl } from '../values.js'

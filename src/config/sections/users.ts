@@ -1,6 +1,6 @@
 /** `authorization_server.users[]`: the accounts that can log in on the login page. */
 import type { Node } from 'yaml'
-import type { UserConfig } from '../types.js'
+import type { UserConfig } from '../validated-config.js'
 import { checkSecretHashShape } from '../hash-format.js'
 import { demoSecretOf } from '../demo.js'
 import type { Reader } from '../reader.js'

@@ -11,7 +11,7 @@
  * @see https://www.w3.org/TR/webauthn-3/#rp-id
  */
 import type { Node } from 'yaml'
-import type { WebAuthnConfig } from '../types.js'
+import type { WebAuthnConfig } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { keysAt } from '../contract.js'
 import { checkOrigin } from '../values.js'

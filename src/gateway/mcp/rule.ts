@@ -22,7 +22,7 @@
  * what the route and the tool need together (step-up.ts).
  */
 import type { IncomingMessage } from 'node:http'
-import type { McpRouteConfig, RouteConfig } from '../../config/types.js'
+import type { McpRouteConfig, RouteConfig } from '../../config/validated-config.js'
 import {
   InsufficientScope,
   InvalidRequest,

@@ -7,7 +7,7 @@
  * is stripped from what the client sent (src/gateway/headers.ts).
  */
 import type { Clock } from '../../clock.js'
-import type { UpstreamTokenConfig } from '../../config/types.js'
+import type { UpstreamTokenConfig } from '../../config/validated-config.js'
 import type { KeySet } from '../../keys/keyset.js'
 import type { TokenIdentity } from '../token-identity.js'
 import { ASSERTION_TYP, AssertionSigner } from './assertion.js'

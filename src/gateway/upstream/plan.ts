@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Pool, buildConnector } from 'undici'
-import type { GatewayConfig, RouteConfig } from '../../config/types.js'
+import type { GatewayConfig, RouteConfig } from '../../config/validated-config.js'
 import { redactUrl } from '../../log.js'
 import type { TrustedProxies } from '../../http/trusted-proxies.js'
 import { RequestHeaderPolicy } from '../headers.js'

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { checkAllowed, mapClaims, providerOfSubject, upstreamSubject } from '../../../src/as/identity-providers/person.js'
-import type { IdentityProviderConfig } from '../../../src/config/types.js'
+import type { IdentityProviderConfig } from '../../../src/config/validated-config.js'
 
 t.test('sub: <provider id>:<upstream sub>, printable ASCII of at most 255 only', async (t) => {
   t.equal(upstreamSubject('corp', '00u1abc'), 'corp:00u1abc')
