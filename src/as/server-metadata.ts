@@ -11,7 +11,7 @@ import { DEVICE_CODE_GRANT } from './grants/device-code.js'
 import { JWT_BEARER_GRANT } from './grants/jwt-bearer.js'
 import { TOKEN_EXCHANGE_GRANT } from './grants/token-exchange.js'
 import { OIDC_SCOPES } from './scope.js'
-import { OWN_ACR_VALUES } from './sign-in-strength.js'
+import { OWN_ACR_VALUES } from '../tokens/acr.js'
 
 /** Claims an ID token can carry besides the scope-released ones (OIDC Core 2). */
 const ID_TOKEN_CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'amr', 'acr', 'nonce', 'at_hash', 'azp']

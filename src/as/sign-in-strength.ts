@@ -3,14 +3,9 @@
  * (RFC 8176 method names) and `acr` a sign-in earns, which the session keeps
  * and every token of the grant carries (id_token, access token, introspection).
  *
- * bearward's own `acr` values, weakest first (docs/people.md):
- * - `pwd`: one factor, a password.
- * - `mfa`: two factors (a password and a second factor), or a passkey with
- *   user verification (the device's PIN or biometric is the second factor).
- * - `phr`: phishing-resistant: a passkey took part in the sign-in (and so it is `mfa` too).
- * A requested value is met by a sign-in at that level or above. A sign-in
- * at an upstream identity provider carries the provider's own `acr`, which
- * meets exactly that value (bearward cannot rank it).
+ * bearward's own `acr` values and how a requested one is met are in
+ * src/tokens/acr.ts. A sign-in at an upstream identity provider carries the
+ * provider's own `acr`, which meets exactly that value.
  *
  * @see https://www.rfc-editor.org/rfc/rfc8176#section-2
  * @see https://openid.net/specs/openid-connect-core-1_0.html#IDToken
@@ -22,14 +17,6 @@ export interface SignInStrength {
   amr: string[]
   /** The authentication context class, or absent when nothing is known (an upstream sign-in that did not say). */
   acr?: string
-}
-
-/** bearward's acr values, weakest first. */
-export const OWN_ACR_VALUES = ['pwd', 'mfa', 'phr'] as const
-export type OwnAcr = (typeof OWN_ACR_VALUES)[number]
-
-function ownLevel(acr: string | undefined): number {
-  return acr === undefined ? -1 : (OWN_ACR_VALUES as readonly string[]).indexOf(acr)
 }
 
 /** A password alone. */
@@ -64,21 +51,6 @@ function upstreamValue(v: unknown): v is string {
 export function upstreamSignIn(idToken: Readonly<Record<string, unknown>>): SignInStrength {
   const amr = Array.isArray(idToken.amr) && idToken.amr.length <= MAX_AMR && idToken.amr.every(upstreamValue) ? [...new Set(idToken.amr)] : []
   return upstreamValue(idToken.acr) ? { amr, acr: idToken.acr } : { amr }
-}
-
-/**
- * Whether a sign-in meets one of the requested acr values (OIDC `acr_values`,
- * RFC 9470 `acr_values`): one of ours at its level or above, or any value
- * exactly equal.
- */
-export function meetsAcr(strength: SignInStrength, requested: readonly string[]): boolean {
-  const level = ownLevel(strength.acr)
-  return requested.some((want) => want === strength.acr || (level >= 0 && ownLevel(want) >= 0 && level >= ownLevel(want)))
-}
-
-/** Whether any requested value is one this server can bring about by asking the person (one of its own). */
-export function ownAcrRequested(requested: readonly string[]): boolean {
-  return requested.some((want) => ownLevel(want) >= 0)
 }
 
 /** The strength of a record stored before sign-ins were recorded: nothing known. */

@@ -13,7 +13,7 @@
  * future, makes the token invalid rather than being guessed at.
  *
  * A token of the built-in authorization server is judged as that server
- * judges `acr_values` (src/as/sign-in-strength.ts): its own values are
+ * judges `acr_values` (src/tokens/acr.ts): its own values are
  * ranked, `pwd` < `mfa` < `phr`, so a passkey sign-in (`phr`) meets a route
  * that lists `mfa`, and the client sent to `/authorize` with `acr_values=mfa`
  * comes back with a token the route takes. Another issuer's values mean what
@@ -22,7 +22,7 @@
  * @see https://www.rfc-editor.org/rfc/rfc9470#section-3
  * @see https://www.rfc-editor.org/rfc/rfc9068#section-2.2.1
  */
-import { meetsAcr } from '../as/sign-in-strength.js'
+import { meetsAcr } from '../tokens/acr.js'
 import type { AuthenticationRequirement, RouteConfig } from '../config/validated-config.js'
 import { InsufficientUserAuthentication, InvalidToken, type OAuthError, type StepUpShortfall } from '../errors.js'
 

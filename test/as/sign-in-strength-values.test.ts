@@ -5,7 +5,8 @@
  * (a stranger's values: only short printable strings, nothing guessed).
  */
 import t from 'tap'
-import { meetsAcr, passkeySignIn, passwordSignIn, strengthClaims, strengthOf, upstreamSignIn } from '../../src/as/sign-in-strength.js'
+import { passkeySignIn, passwordSignIn, strengthClaims, strengthOf, upstreamSignIn } from '../../src/as/sign-in-strength.js'
+import { meetsAcr } from '../../src/tokens/acr.js'
 
 t.test('a password is pwd; a passkey is hwk or swk by where its key lives, with user verification, mfa and phr', async (t) => {
   t.same(passwordSignIn(), { amr: ['pwd'], acr: 'pwd' })

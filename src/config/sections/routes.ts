@@ -13,7 +13,7 @@ import { suggest } from '../suggest.js'
 import { UniqueSet } from '../unique.js'
 import { checkHttpUrl, checkOrigin, HTTP_TOKEN, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
 import { checkRealm, readIdentityHeaders } from './gateway.js'
-import { meetsAcr } from '../../as/sign-in-strength.js'
+import { meetsAcr } from '../../tokens/acr.js'
 import { enumAt, keysAt } from '../contract.js'
 
 export const ROUTE_KEYS = keysAt('#/$defs/route')
