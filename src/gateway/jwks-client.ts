@@ -19,13 +19,11 @@
  * types are kept; which algorithm a key may verify is decided per token
  * against the issuer's allow-list (`keyAccepts`).
  */
-import { createPublicKey, type JsonWebKey } from 'node:crypto'
 import { Agent, request } from 'undici'
-import type { JWK } from 'jose'
 import type { Clock } from '../clock.js'
 import type { IssuerConfig } from '../config/validated-config.js'
 import { TemporarilyUnavailable } from '../errors.js'
-import { publicMembers } from '../keys/keyset.js'
+import { parseJwks } from '../keys/jwk-set.js'
 import type { Logger } from '../log.js'
 import { SpanKind, type Tracing } from '../telemetry/tracing.js'
 import { indexByKid, pickKey, type KeyLookup, type VerificationKey } from '../tokens/verify-jwt.js'
@@ -50,31 +48,6 @@ export function freshnessSec(cacheControl: string | undefined, settings: Pick<Jw
     if (m !== null) ttl = Number(m[1])
   }
   return Math.min(settings.maxTtlSec, Math.max(settings.minTtlSec, ttl))
-}
-
-/**
- * The usable keys of a JWK Set document, or undefined when it is not one.
- * Keys for encryption, of symmetric type, or that fail to import are left out.
- */
-export function parseJwks(doc: unknown): VerificationKey[] | undefined {
-  if (typeof doc !== 'object' || doc === null || !Array.isArray((doc as { keys?: unknown }).keys)) return undefined
-  const keys: VerificationKey[] = []
-  for (const item of (doc as { keys: unknown[] }).keys) {
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) continue
-    const jwk = item as JWK
-    if (jwk.use !== undefined && jwk.use !== 'sig') continue
-    if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify'))) continue
-    if (jwk.kty !== 'RSA' && jwk.kty !== 'EC' && jwk.kty !== 'OKP') continue
-    if (jwk.kid !== undefined && typeof jwk.kid !== 'string') continue
-    if (jwk.alg !== undefined && typeof jwk.alg !== 'string') continue
-    try {
-      const key = createPublicKey({ key: publicMembers(jwk) as JsonWebKey, format: 'jwk' })
-      keys.push({ kid: jwk.kid, alg: jwk.alg, key })
-    } catch {
-      // A key we cannot import is a key we do not use.
-    }
-  }
-  return keys
 }
 
 async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<string> {

@@ -1,10 +1,14 @@
 /**
- * A client's (or a trusted issuer's) public JWK Set given inline (RFC 7517 5):
- * the one check that says whether it is usable, shared by the config reader
- * and client registration (RFC 7591 2 `jwks`), so a set refused at one door
- * is refused at the other.
+ * Public JWK Sets (RFC 7517 5): the keys a set holds that we can verify
+ * with, for a set fetched from a trusted issuer or given inline, and the one
+ * check that says whether an inline set is usable, shared by the config
+ * reader and client registration (RFC 7591 2 `jwks`), so a set refused at one
+ * door is refused at the other.
  */
-import { parseJwks } from '../gateway/jwks-client.js'
+import { createPublicKey, type JsonWebKey } from 'node:crypto'
+import type { JWK } from 'jose'
+import type { VerificationKey } from '../tokens/verify-jwt.js'
+import { publicMembers } from './keyset.js'
 
 /** More keys than this is not a client's key set. */
 export const MAX_JWKS_KEYS = 10
@@ -30,4 +34,29 @@ export function jwkSetProblem(doc: unknown): string | undefined {
   const usable = parseJwks(doc)
   if (usable === undefined || usable.length === 0) return 'the JWK Set has no usable public signature key (RSA, EC or OKP, `use: sig` when `use` is given)'
   return undefined
+}
+
+/**
+ * The usable keys of a JWK Set document, or undefined when it is not one.
+ * Keys for encryption, of symmetric type, or that fail to import are left out.
+ */
+export function parseJwks(doc: unknown): VerificationKey[] | undefined {
+  if (typeof doc !== 'object' || doc === null || !Array.isArray((doc as { keys?: unknown }).keys)) return undefined
+  const keys: VerificationKey[] = []
+  for (const item of (doc as { keys: unknown[] }).keys) {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) continue
+    const jwk = item as JWK
+    if (jwk.use !== undefined && jwk.use !== 'sig') continue
+    if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify'))) continue
+    if (jwk.kty !== 'RSA' && jwk.kty !== 'EC' && jwk.kty !== 'OKP') continue
+    if (jwk.kid !== undefined && typeof jwk.kid !== 'string') continue
+    if (jwk.alg !== undefined && typeof jwk.alg !== 'string') continue
+    try {
+      const key = createPublicKey({ key: publicMembers(jwk) as JsonWebKey, format: 'jwk' })
+      keys.push({ kid: jwk.kid, alg: jwk.alg, key })
+    } catch {
+      // A key we cannot import is a key we do not use.
+    }
+  }
+  return keys
 }
