@@ -75,8 +75,8 @@ export function createLogger(level: string, destination?: DestinationStream, bin
  * gateway builds itself (request id, method, path without query, route
  * name, status, duration): no header, body or token can reach it. It skips
  * the redaction pass, whose wildcard paths cost more than the rest of the
- * line together (about 17 of 23 µs per line on a 2-core bench machine,
- * docs/performance.md), on what is the default level's hottest log call.
+ * line together (docs/performance.md, "The access line skips pino's
+ * redaction pass"), on what is the default level's hottest log call.
  * Same destination and settings otherwise; its level is set with the root's.
  */
 export function createAccessLogger(root: Logger): Logger {

@@ -16,8 +16,7 @@
 
 /**
  * Characters of a key the Map hashes. V8 hashes a string over its whole
- * length, about 2 ns per character, and a JWT runs to hundreds: hashing the
- * tail alone (a JWT's tail is its signature, random to anyone without the
+ * length, and a JWT runs to hundreds of characters: hashing the tail alone (a JWT's tail is its signature, random to anyone without the
  * key) and comparing the whole key on a hit is much cheaper. Keys that share
  * a tail only displace each other; a hit always compares the whole key.
  */

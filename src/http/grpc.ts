@@ -3,7 +3,7 @@ import type { Http2ServerResponse } from 'node:http2'
 import type { OAuthError } from '../errors.js'
 
 /**
- * Refusals answered the gRPC way (issue #33). A gRPC client reads the
+ * Refusals answered the gRPC way. A gRPC client reads the
  * call's outcome from `grpc-status` and `grpc-message`, never from the HTTP
  * status: an HTTP 401 or a JSON body is a protocol error to it. So a
  * request that is gRPC (its content-type is `application/grpc` or

@@ -10,9 +10,10 @@ import { isIP, type Socket } from 'node:net'
  * authorization server to find the address its per-address throttles key on
  * (`ClientAddress`).
  *
- * The matcher is built once per Runtime (FaceDeps.trustedProxies). `node:net`'s BlockList does the same
- * job but costs ~3 µs per lookup (it allocates a SocketAddress each time);
- * comparing precomputed 32-bit words is a few dozen nanoseconds.
+ * The matcher is built once per Runtime (FaceDeps.trustedProxies). It
+ * compares precomputed 32-bit words rather than asking `node:net`'s
+ * BlockList, which allocates a SocketAddress per lookup (docs/performance.md,
+ * "Trusted-proxy ranges are compared as 32-bit words").
  */
 
 /** One IPv4 range: address and mask as unsigned 32-bit numbers. */

@@ -30,10 +30,9 @@ export function signOptions(key: SigningKey): { digest: string | null; key: Sign
 /**
  * Sign `payload` with `key`; the header gets alg and kid from the key, plus
  * `typ`. The signature is computed on libuv's thread pool (crypto.sign with
- * a callback), not on the event loop: an ES256 signature is ~30 µs and an
- * RS256 one ~1 ms of CPU, which the loop spends serving other requests
- * meanwhile; on the 2-core bench machine this raised /token throughput
- * (docs/performance.md).
+ * a callback), not on the event loop, so the loop serves other requests
+ * meanwhile (docs/performance.md, "Signatures are computed on libuv's
+ * thread pool").
  */
 export function signJwt(key: SigningKey, typ: string, payload: Readonly<Record<string, unknown>>): Promise<string> {
   const signingInput = `${encoder({ alg: key.alg, kid: key.kid, typ })}.${encoder(payload)}`

@@ -13,7 +13,7 @@ import type { ClientTimeouts, Http2Config } from '../config/validated-config.js'
 import type { Logger } from '../log.js'
 
 /**
- * HTTP/2 on `listen` (issue #33), beside HTTP/1.1 on the same port. The
+ * HTTP/2 on `listen`, beside HTTP/1.1 on the same port. The
  * http(s) server keeps every HTTP/1.1 connection as before; a connection
  * that speaks HTTP/2 (ALPN `h2` on TLS, or the client connection preface on
  * a plain listen with `http2.cleartext`) is handed to a node:http2 server

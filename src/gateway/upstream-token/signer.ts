@@ -10,9 +10,9 @@ import { signOptions } from '../../keys/sign.js'
  * minute), so only the payload is encoded and signed per call.
  *
  * The signature is computed on libuv's thread pool (`crypto.sign` with a
- * callback), as src/keys/sign.ts does for the authorization server: an RS256
- * signature is ~1 ms of CPU the event loop spends serving other requests
- * meanwhile.
+ * callback), as src/keys/sign.ts does for the authorization server, so the
+ * event loop serves other requests while an RSA signature is computed
+ * (docs/performance.md, "Signatures are computed on libuv's thread pool").
  *
  * @see https://www.rfc-editor.org/rfc/rfc7515#section-7.1
  */

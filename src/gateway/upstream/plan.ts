@@ -64,7 +64,7 @@ function asHttpUrl(upstream: string): URL {
 }
 
 /**
- * undici's connection options. HTTP/2 upstreams (issue #33): over TLS
+ * undici's connection options. HTTP/2 upstreams: over TLS
  * undici offers `h2` by ALPN (`allowH2`) and speaks whatever the upstream
  * picks; for h2c (`useH2c`, undici 7.10+) it takes every connection as
  * HTTP/2 from its first byte (RFC 9113 3.3, prior knowledge).

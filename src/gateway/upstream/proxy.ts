@@ -22,10 +22,10 @@ import { errorCode } from './failure.js'
 import { planRoutes, type RoutePlan, type RoutePlans } from './plan.js'
 
 /**
- * Forwarding (issue #5): one authorized request in, one upstream exchange out.
+ * Forwarding: one authorized request in, one upstream exchange out.
  *
  * HTTP goes through one undici Pool per upstream origin (keep-alive
- * connections, measured ~19k req/s against http-proxy's ~13k, docs/performance.md) via
+ * connections, docs/performance.md "Upstream requests go through undici pools") via
  * `pool.dispatch()` with a handler: no intermediate Readable per response,
  * and the upstream body is written to the client with backpressure
  * (RFC 9110 7.6 intermediaries). WebSocket upgrades go through node:http
