@@ -19,12 +19,18 @@ const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 const BEARER = 'bearer'
 const DPOP = 'dpop'
 
-/** A 400 about the credentials carries the Bearer challenge with error="invalid_request" (RFC 6750 3.1). */
+/**
+ * A 400 about the credentials carries the Bearer challenge with error="invalid_request".
+ * @see https://www.rfc-editor.org/rfc/rfc6750#section-3.1
+ */
 export function malformedCredentials(description: string, cause: string): InvalidRequest {
   return new InvalidRequest(description, { challenge: 'Bearer', cause })
 }
 
-/** Whether `token` is a b64token (RFC 6750 2.1). */
+/**
+ * Whether `token` is a b64token.
+ * @see https://www.rfc-editor.org/rfc/rfc6750#section-2.1
+ */
 export function isB64token(token: string): boolean {
   return B64TOKEN.test(token)
 }
@@ -54,6 +60,7 @@ export interface HeaderToken {
  * regex over a JWT of hundreds of characters costs more than the cache
  * lookup that proves a token was seen, and checked, before: the gateway's
  * Authenticator runs it only for tokens it has not validated.
+ * @see https://www.rfc-editor.org/rfc/rfc6750#section-2.1
  */
 export function checkBearerGrammar(token: string): void {
   if (!B64TOKEN.test(token)) throw malformedCredentials('The Authorization header is not a valid Bearer credential', 'bearer grammar')
@@ -65,6 +72,8 @@ export function checkBearerGrammar(token: string): void {
  * another scheme. A repeated header, or the scheme not followed by 1*SP and
  * a token, is invalid_request. The token's own grammar is left to
  * `checkBearerGrammar` (see there why).
+ * @see https://www.rfc-editor.org/rfc/rfc6750#section-2.1
+ * @see https://www.rfc-editor.org/rfc/rfc9449#section-7.1
  */
 export function tokenFromHeader(req: IncomingMessage): HeaderToken | null {
   const value = req.headers.authorization

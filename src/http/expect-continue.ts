@@ -14,7 +14,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 const PENDING = Symbol('bearward.continuePending')
 type Holding = IncomingMessage & { [PENDING]?: ServerResponse }
 
-/** The client asked for `100 Continue`: send it when the body is wanted, not before. */
+/**
+ * The client asked for `100 Continue`: send it when the body is wanted, not before.
+ * @see https://www.rfc-editor.org/rfc/rfc9110#section-10.1.1
+ */
 export function holdContinue(req: IncomingMessage, res: ServerResponse): void {
   ;(req as Holding)[PENDING] = res
 }

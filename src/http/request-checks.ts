@@ -7,6 +7,7 @@ import { hostOf } from './request-target.js'
  * RFC 9112 3.2: a request with more than one Host header MUST be answered
  * 400. Node keeps the first; a proxy in front may use the last, so the two
  * would route the same request differently.
+ * @see https://www.rfc-editor.org/rfc/rfc9112#section-3.2
  */
 export function assertSingleHost(req: IncomingMessage): void {
   if (headerCount(req, 'host') > 1) throw new InvalidRequest('The Host header is repeated')
@@ -16,6 +17,7 @@ export function assertSingleHost(req: IncomingMessage): void {
  * RFC 9112 3.2.2: an absolute-form target names its own host, and Host must
  * then agree with it; a request whose two hosts differ would be routed by
  * one and served by the other, so it is refused (400).
+ * @see https://www.rfc-editor.org/rfc/rfc9112#section-3.2.2
  */
 export function assertTargetAgreesWithHost(req: IncomingMessage, targetHost: string | null | undefined): void {
   if (targetHost === null || targetHost === undefined) return
@@ -31,7 +33,10 @@ export function assertTargetAgreesWithHost(req: IncomingMessage, targetHost: str
  */
 export const MAX_TARGET_LENGTH = 8 * 1024
 
-/** RFC 9110 15.5.15: a target longer than we read is 414. */
+/**
+ * A target longer than we read is 414.
+ * @see https://www.rfc-editor.org/rfc/rfc9110#section-15.5.15
+ */
 export function assertTargetLength(req: IncomingMessage): void {
   if ((req.url?.length ?? 0) > MAX_TARGET_LENGTH) throw new UriTooLong()
 }

@@ -91,6 +91,8 @@ function decodeEscapes(path: string): string {
  * Normalize an origin-form path (RFC 9112 3.2.1) for matching and forwarding.
  * A trailing slash is kept (`/a/` and `/a` may differ upstream); `/a/..`
  * becomes `/`. Throws InvalidRequest (400) for what is listed above.
+ * @see https://www.rfc-editor.org/rfc/rfc3986#section-6.2.2
+ * @see https://www.rfc-editor.org/rfc/rfc3986#section-5.2.4
  */
 export function normalizePath(path: string): string {
   if (isPlain(path)) return path
@@ -118,7 +120,10 @@ export function normalizePath(path: string): string {
   return '/' + out.join('/') + (trailingSlash ? '/' : '')
 }
 
-/** Lower-cased host of a Host header or authority, without port or trailing dot; null when absent or empty. */
+/**
+ * Lower-cased host of a Host header or authority, without port or trailing dot; null when absent or empty.
+ * @see https://www.rfc-editor.org/rfc/rfc9110#section-7.2
+ */
 export function hostOf(value: string | undefined): string | null {
   if (value === undefined || value === '') return null
   let end: number
@@ -159,6 +164,7 @@ const ABSOLUTE_FORM = /^https?:\/\/([^/?#@]+)([^?#]*)(?:\?([^#]*))?$/i
  * costs one indexOf. A malformed absolute-form target (userinfo, a path not
  * starting with `/`, another scheme) is kept whole as its raw path, which
  * matches nothing and which the gateway refuses with 400.
+ * @see https://www.rfc-editor.org/rfc/rfc9112#section-3.2
  */
 export function splitTarget(url: string): RequestTarget {
   if (url.charCodeAt(0) !== SLASH) {
