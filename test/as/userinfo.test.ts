@@ -68,7 +68,7 @@ t.test('/userinfo', async (t) => {
       t.match(r.headers.get('www-authenticate'), /^Bearer realm="bearward", error="invalid_token"/, why)
     }
     await expect('not-a-token', 'unknown opaque')
-    // A value outside the b64token grammar (`Bearer a b`) is 400 invalid_request, as at the gateway: test/tokens/bearer.test.ts.
+    // A value outside the b64token grammar (`Bearer a b`) is 400 invalid_request, as at the gateway: test/http/authorization.test.ts.
     const body = await tokensFor(h, { scope: 'openid' })
     const at = String(body.access_token)
     await expect(String(body.id_token), 'an id_token is not an access token (typ JWT)')
