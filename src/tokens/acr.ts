@@ -26,7 +26,7 @@ function ownLevel(acr: string | undefined): number {
  * RFC 9470 `acr_values`): one of ours at its level or above, or any value
  * exactly equal.
  */
-export function meetsAcr(strength: { readonly acr?: string }, requested: readonly string[]): boolean {
+export function meetsAcr(strength: { readonly amr?: readonly string[]; readonly acr?: string }, requested: readonly string[]): boolean {
   const level = ownLevel(strength.acr)
   return requested.some((want) => want === strength.acr || (level >= 0 && ownLevel(want) >= 0 && level >= ownLevel(want)))
 }
