@@ -1,6 +1,6 @@
 import t from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
@@ -10,9 +10,14 @@ import ts from 'typescript'
  * type-only alike, with the TypeScript parser (no regex over comments or
  * strings); a cycle fails with its path, e.g. `as/token.ts -> as/grants/x.ts
  * -> as/token.ts`.
+ *
+ * And no import points up the layers that docs/architecture.md's table
+ * names: the table is read from the page itself, so the page and the code
+ * cannot drift apart.
  */
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../src')
+const ARCHITECTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../docs/architecture.md')
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -72,6 +77,44 @@ function findCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   return cycles
 }
 
+/** A layer of the architecture page's table: its name and the files and folders (`as/`) it holds, top layer first. */
+interface Layer {
+  readonly name: string
+  readonly paths: readonly string[]
+}
+
+/** The rows of the table under `## Layers`: a name, then the files and folders of the layer, each in backquotes. */
+function layersOf(markdown: string): Layer[] {
+  const lines = markdown.split('\n')
+  const start = lines.indexOf('## Layers')
+  const layers: Layer[] = []
+  for (const line of lines.slice(start + 1)) {
+    if (line.startsWith('## ')) break
+    const cells = line.split('|').map((c) => c.trim())
+    if (!line.startsWith('|') || cells.length < 4 || cells[1] === 'layer' || /^-+$/.test(cells[1] ?? '')) continue
+    const paths = [...(cells[2] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? '')
+    layers.push({ name: cells[1] ?? '', paths })
+  }
+  return layers
+}
+
+/** The index of the layer that holds `path` (relative to src/, `/`-separated): the longest matching entry wins. */
+function layerIndex(layers: readonly Layer[], path: string): number | undefined {
+  let best: { index: number; length: number } | undefined
+  layers.forEach((layer, index) => {
+    for (const entry of layer.paths) {
+      const holds = entry.endsWith('/') ? path.startsWith(entry) : path === entry
+      if (holds && (best === undefined || entry.length > best.length)) best = { index, length: entry.length }
+    }
+  })
+  return best?.index
+}
+
+/** `src/as/x.ts` as `as/x.ts`, with `/` whatever the platform. */
+function srcPath(file: string): string {
+  return relative(SRC, file).split(sep).join('/')
+}
+
 t.test('the cycle finder finds a cycle, and none where there is none', async (t) => {
   t.same(
     findCycles(
@@ -119,4 +162,36 @@ t.test('src/ has no import cycle', async (t) => {
   t.same(unresolved, [], 'every relative import resolves to a source file (else the graph would miss edges)')
   const cycles = findCycles(graph).map((c) => c.map((f) => relative(SRC, f)).join(' -> '))
   t.same(cycles, [], 'no module reaches itself through its imports')
+})
+
+t.test('the layer table is read as the page writes it', async (t) => {
+  const layers = layersOf(
+    '# A\n\n## Layers\n\n| layer | folders | what |\n|---|---|---|\n| top | `a.ts`, `b/` | x |\n| low | `b/c.ts`, `d/` | y |\n\n## Next\n| z | `e/` | w |\n',
+  )
+  t.same(layers, [
+    { name: 'top', paths: ['a.ts', 'b/'] },
+    { name: 'low', paths: ['b/c.ts', 'd/'] },
+  ])
+  t.equal(layerIndex(layers, 'b/x.ts'), 0)
+  t.equal(layerIndex(layers, 'b/c.ts'), 1, 'a file named in a lower row belongs there, not to its folder')
+  t.equal(layerIndex(layers, 'e/f.ts'), undefined, 'only the Layers table counts')
+})
+
+t.test('src/ imports only down the layers of docs/architecture.md', async (t) => {
+  const layers = layersOf(readFileSync(ARCHITECTURE, 'utf8'))
+  t.ok(layers.length >= 5, `the layer table was found (${layers.map((l) => l.name).join(', ')})`)
+  const files = sourceFiles(SRC)
+  const unplaced = files.map(srcPath).filter((p) => layerIndex(layers, p) === undefined)
+  t.same(unplaced, [], 'every source file sits in a layer the page names')
+  const upward: string[] = []
+  for (const file of files) {
+    const from = layerIndex(layers, srcPath(file))
+    for (const target of importsOf(file, readFileSync(file, 'utf8')).map((s) => resolveSpecifier(file, s))) {
+      const to = layerIndex(layers, srcPath(target))
+      if (from !== undefined && to !== undefined && to < from) {
+        upward.push(`${srcPath(file)} (${layers[from]?.name}) -> ${srcPath(target)} (${layers[to]?.name})`)
+      }
+    }
+  }
+  t.same(upward, [], 'no import points from a lower layer to a higher one')
 })

@@ -2,14 +2,14 @@
  * Recognising access tokens this authorization server issued, for /userinfo,
  * /revoke and /introspect. A JWT is verified exactly as the gateway verifies
  * it for a `self` route (src/tokens/verify-jwt.ts with the one own-issuer
- * object of this Runtime); an opaque token is looked up by its hash.
+ * object of this Runtime); an opaque token through the lookup the gateway
+ * uses too (src/tokens/own-opaque-token.ts).
  */
 import type { JWTPayload } from 'jose'
-import { epochSeconds } from '../clock.js'
-import { hashToken } from '../store/hash.js'
 import type { OpaqueTokenRecord } from '../store/types.js'
 import { looksLikeJwt } from '../tokens/jwt-shape.js'
 import { readOwnAccessTokenClaims } from '../tokens/own-access-token.js'
+import { lookupOwnOpaqueToken } from '../tokens/own-opaque-token.js'
 import type { AsContext } from './context.js'
 
 /** The claims of one of our access tokens, whatever its format: an opaque record's fields, plus what only a JWT carries. */
@@ -92,8 +92,9 @@ function personClaims(as: AsContext, payload: JWTPayload): { claims?: Record<str
 }
 
 async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToken | null> {
-  const r = await as.store.getOpaqueToken(hashToken(token))
-  if (r === null || r.iss !== as.issuer || r.exp <= epochSeconds(as.clock)) return null
+  const found = await lookupOwnOpaqueToken(as.store, as.issuer, token, as.clock.now())
+  if (found.state !== 'active') return null
+  const r = found.record
   return {
     format: 'opaque',
     iss: r.iss,

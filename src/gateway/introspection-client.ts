@@ -1,9 +1,10 @@
 /**
- * Opaque access tokens (RFC 7662): validated by asking the
- * issuer. For the built-in authorization server that is a store lookup by
- * the token's hash; for a trusted issuer it is RFC 7662 introspection over a
- * keep-alive undici Pool, with Basic client authentication (RFC 7662 2.1,
- * RFC 6749 2.3.1). Only `active` equal to the boolean `true` is valid.
+ * Opaque access tokens (RFC 7662): validated by asking the issuer. For the
+ * built-in authorization server that is the store lookup its own endpoints
+ * use too (tokens/own-opaque-token.ts), so both faces agree on an expired
+ * token; for a trusted issuer it is RFC 7662 introspection over a keep-alive
+ * undici Pool, with Basic client authentication (RFC 7662 2.1, RFC 6749
+ * 2.3.1). Only `active` equal to the boolean `true` is valid.
  *
  * When the issuer cannot answer (unreachable, timeout, 5xx, an answer that
  * is not introspection JSON, our own client credentials refused) the result
@@ -14,6 +15,7 @@ import type { GatewayConfig, IssuerConfig, RemoteIntrospectionConfig } from '../
 import { AccessTokenExpired, StoreUnavailableError, TemporarilyUnavailable } from '../errors.js'
 import type { OpaqueTokenRecord, Store } from '../store/types.js'
 import { hashToken } from '../store/hash.js'
+import { lookupOwnOpaqueToken, ownOpaqueState, type OwnOpaqueLookup } from '../tokens/own-opaque-token.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './token-identity.js'
 import { identityFromClaims } from './identity.js'
@@ -129,24 +131,25 @@ export class StoreIntrospector implements OpaqueValidator {
   }
 
   async #lookup(token: string, audiences: readonly string[], nowMs: number): Promise<TokenIdentity | null> {
-    let stored: OpaqueTokenRecord | null
+    let lookup: OwnOpaqueLookup
     try {
-      stored = await this.#store.getOpaqueToken(hashToken(token))
+      lookup = await lookupOwnOpaqueToken(this.#store, this.#issuer, token, nowMs)
     } catch (err) {
       if (err instanceof StoreUnavailableError) throw unavailable('store unavailable for opaque token lookup')
       throw err
     }
-    if (stored === null) return null
-    const found = foundToken(this.issuerId, stored)
-    if (this.#ttlMs > 0 && stored.exp * 1000 > nowMs) this.#found.set(token, found, Math.min(stored.exp * 1000, nowMs + this.#ttlMs), nowMs)
+    if (lookup.state === 'expired') throw new AccessTokenExpired({ cause: 'opaque token expired' })
+    if (lookup.state !== 'active') return null
+    const found = foundToken(this.issuerId, lookup.record)
+    if (this.#ttlMs > 0) this.#found.set(token, found, Math.min(lookup.record.exp * 1000, nowMs + this.#ttlMs), nowMs)
     return this.#judge(found, audiences, nowMs)
   }
 
+  /** A found record judged again at `nowMs` (a cached one may have expired since), then against the route's audiences. */
   #judge(found: FoundToken, audiences: readonly string[], nowMs: number): TokenIdentity | null {
-    const record = found.record
-    if (record.iss !== this.#issuer) return null
-    if (record.exp * 1000 <= nowMs) throw new AccessTokenExpired({ cause: 'opaque token expired' })
-    if (!intersects(record.aud, audiences)) return null
+    const state = ownOpaqueState(found.record, this.#issuer, nowMs)
+    if (state === 'expired') throw new AccessTokenExpired({ cause: 'opaque token expired' })
+    if (state === 'foreign' || !intersects(found.record.aud, audiences)) return null
     return found.identity
   }
 
