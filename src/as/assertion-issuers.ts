@@ -1,7 +1,8 @@
 /**
  * JWTs of other issuers accepted as RFC 7523 assertions
  * (`authorization_server.assertion_issuers`): one Runtime's issuers, their
- * keys, and the checks both kinds share.
+ * keys, and the rules both kinds add to the checks every JWT assertion
+ * shares (jwt-assertion.ts).
  *
  * For every assertion, in order: the unverified `iss` names a configured
  * issuer of the expected kind (an `id-jag` issuer's JWT never authenticates a
@@ -18,7 +19,7 @@
  * @see https://datatracker.ietf.org/doc/draft-ietf-oauth-identity-assertion-authz-grant/
  */
 import { Agent } from 'undici'
-import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
+import type { JWTPayload } from 'jose'
 import type { Clock } from '../clock.js'
 import type { AssertionIssuerConfig } from '../config/validated-config.js'
 import { JwksClient } from '../gateway/jwks-client.js'
@@ -26,12 +27,10 @@ import { parseJwks } from '../keys/jwk-set.js'
 import type { Logger } from '../log.js'
 import { StaticKeys, type KeyLookup } from '../tokens/verify-jwt.js'
 import { CLIENT_JWKS_SETTINGS } from './client-keys.js'
+import { assertionParts, audienceContains, unverifiedIssuer, verifyJwtAssertion, type Refuse } from './jwt-assertion.js'
 
 /** The `typ` of an Identity Assertion JWT Authorization Grant. */
 export const ID_JAG_TYP = 'oauth-id-jag+jwt'
-
-const MAX_ASSERTION_BYTES = 16 * 1024
-const KEY_LOCATION_HEADERS = ['jku', 'x5u', 'jwk', 'x5c'] as const
 
 /** `typ` values each kind accepts (lower case; `application/` prefix allowed, RFC 7515 4.1.9). */
 const TYPES: Readonly<Record<AssertionIssuerConfig['kind'], ReadonlySet<string | undefined>>> = {
@@ -42,15 +41,8 @@ const TYPES: Readonly<Record<AssertionIssuerConfig['kind'], ReadonlySet<string |
 export interface VerifiedAssertion {
   readonly issuer: AssertionIssuerConfig
   readonly claims: JWTPayload & { sub: string; exp: number }
-}
-
-function decodePart(segment: string | undefined): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(segment ?? '', 'base64url').toString('utf8'))
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
-  } catch {
-    return undefined
-  }
+  /** The last second (epoch) it may be used: its `exp`. */
+  readonly usableUntil: number
 }
 
 /** The issuers of one Runtime and their keys. */
@@ -86,61 +78,43 @@ export class AssertionIssuers {
 
   /** The configured issuer of `kind` an assertion claims to come from (its unverified `iss`), or undefined. */
   issuerOf(assertion: string, kind: AssertionIssuerConfig['kind']): AssertionIssuerConfig | undefined {
-    const payload = decodePart(assertion.split('.')[1])
-    const iss = payload?.iss
-    if (typeof iss !== 'string') return undefined
-    const found = this.#byIssuer.get(iss)
+    const iss = unverifiedIssuer(assertion)
+    const found = iss === undefined ? undefined : this.#byIssuer.get(iss)
     return found?.config.kind === kind ? found.config : undefined
   }
 
   /**
-   * Verify `assertion` as a JWT of a configured issuer of `kind`; `refuse`
-   * makes the error each failure throws (the cause is logged, never sent).
-   * Rejects with TemporarilyUnavailable when the issuer's keys cannot be loaded.
+   * Verify `assertion` as a JWT of a configured issuer of `kind` (the shared
+   * checks of jwt-assertion.ts: the issuer's algorithms and keys, `aud`
+   * containing the issuer's `audience`); `refuse` makes the error each
+   * failure throws (the cause is logged, never sent). Rejects with
+   * TemporarilyUnavailable when the issuer's keys cannot be loaded.
    */
-  async verify(assertion: string, kind: AssertionIssuerConfig['kind'], refuse: (cause: string) => Error): Promise<VerifiedAssertion> {
-    if (assertion.length > MAX_ASSERTION_BYTES) throw refuse('too large')
-    const segments = assertion.split('.')
-    if (segments.length !== 3) throw refuse('not a compact JWS')
-    const header = decodePart(segments[0])
-    if (header === undefined) throw refuse('header is not a JSON object')
-    const config = this.issuerOf(assertion, kind)
-    if (config === undefined) throw refuse('unknown issuer')
-    const found = this.#byIssuer.get(config.issuer)
-    if (found === undefined) throw refuse('unknown issuer')
-    const alg = header.alg
-    if (typeof alg !== 'string' || !config.algorithms.includes(alg)) throw refuse('alg not allowed')
-    const typ = typeof header.typ === 'string' ? header.typ.toLowerCase().replace(/^application\//, '') : header.typ
-    if (typeof typ !== 'string' && typ !== undefined) throw refuse('typ is not a string')
-    if (!TYPES[kind].has(typ)) throw refuse('wrong typ')
-    for (const name of KEY_LOCATION_HEADERS) if (header[name] !== undefined) throw refuse(`header ${name} present`)
-    const kid = header.kid
-    if (kid !== undefined && typeof kid !== 'string') throw refuse('kid is not a string')
-    const key = await found.keys.resolve(kid, alg)
-    if (key === undefined) throw refuse('no key of the issuer for kid and alg')
-    let claims: JWTPayload
-    try {
-      const result = await jwtVerify(assertion, key.key, {
-        algorithms: [alg],
+  async verify(assertion: string, kind: AssertionIssuerConfig['kind'], refuse: Refuse): Promise<VerifiedAssertion> {
+    const parts = assertionParts(assertion, refuse)
+    const iss = typeof parts.payload.iss === 'string' ? parts.payload.iss : undefined
+    const found = iss === undefined ? undefined : this.#byIssuer.get(iss)
+    if (found === undefined || found.config.kind !== kind) throw refuse('unknown issuer')
+    const { config, keys } = found
+    const { claims, usableUntil } = await verifyJwtAssertion(
+      assertion,
+      parts,
+      {
+        algorithms: config.algorithms,
+        types: TYPES[kind],
+        wrongTypCause: 'wrong typ',
+        keys,
+        keyOwner: 'issuer',
         issuer: config.issuer,
-        audience: config.audience,
-        clockTolerance: this.#skew,
-        crit: {},
         requiredClaims: ['iss', 'sub', 'aud', 'exp'],
-        currentDate: new Date(this.#clock.now()),
-      })
-      claims = result.payload
-    } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) throw refuse('expired')
-      if (err instanceof joseErrors.JWTClaimValidationFailed && err.claim === 'aud') throw refuse('wrong aud')
-      const code = err instanceof joseErrors.JOSEError ? err.code : 'ERR_KEY_TYPE'
-      const claim = err instanceof joseErrors.JWTClaimValidationFailed ? ` (${err.claim})` : ''
-      throw refuse(`${code}${claim}`)
-    }
-    const now = Math.floor(this.#clock.now() / 1000)
-    if (typeof claims.iat === 'number' && claims.iat > now + this.#skew) throw refuse('iat in the future')
+        audience: audienceContains(config.audience, 'wrong aud'),
+        clock: this.#clock,
+        skewSec: this.#skew,
+      },
+      refuse,
+    )
     if (typeof claims.sub !== 'string' || claims.sub === '') throw refuse('no sub')
-    return { issuer: config, claims: claims as VerifiedAssertion['claims'] }
+    return { issuer: config, claims: claims as VerifiedAssertion['claims'], usableUntil }
   }
 
   /** Stop key fetches and release connections (at Runtime close). */

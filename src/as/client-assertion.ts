@@ -3,8 +3,9 @@
  * own key (RFC 7523 2.2 and 3, OIDC Core 9), sent as `client_assertion` with
  * `client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer`.
  *
- * What is checked, in this order (every failure is 401 invalid_client,
- * {@link InvalidClientAssertion}; the cause is only logged):
+ * What is checked, in this order, by the checks every JWT assertion shares
+ * (jwt-assertion.ts) with this kind's rules (every failure is 401
+ * invalid_client, {@link InvalidClientAssertion}; the cause is only logged):
  * 1. a compact JWS of at most 16 KiB; `alg` one of
  *    {@link CLIENT_ASSERTION_ALGS} (asymmetric only: never `none`, never an
  *    HMAC, so a public key can never be used as a shared secret); `typ`
@@ -30,58 +31,26 @@
  * @see https://www.rfc-editor.org/rfc/rfc7523#section-3
  * @see https://openid.net/specs/openid-connect-core-1_0.html#ClientAuthentication
  */
-import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
-import { epochSeconds } from '../clock.js'
 import type { ClientConfig } from '../config/validated-config.js'
 import { InvalidClientAssertion, TemporarilyUnavailable } from '../errors.js'
-import { hashToken } from '../store/hash.js'
+import type { KeyLookup } from '../tokens/verify-jwt.js'
 import type { AsContext } from './context.js'
+import { ASYMMETRIC_ALGS, assertionParts, singleAudience, singleUseJti, useJtiOnce, verifyJwtAssertion, type AssertionRules } from './jwt-assertion.js'
 
 /** RFC 7523 2.2: the `client_assertion_type` of a JWT client assertion. */
 export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
 
 /** `token_endpoint_auth_signing_alg_values_supported` (RFC 8414 2): asymmetric JWS algorithms only. */
-export const CLIENT_ASSERTION_ALGS: readonly string[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
+export const CLIENT_ASSERTION_ALGS: readonly string[] = ASYMMETRIC_ALGS
 
 /** The longest an assertion may still be valid when it arrives. */
 export const MAX_ASSERTION_LIFETIME_SEC = 300
 
-/** An assertion is a few hundred bytes; a much larger one is not one. */
-export const MAX_ASSERTION_BYTES = 16 * 1024
-
-/** `jti` is client-chosen: past this length it is refused rather than stored. */
-export const MAX_JTI_LENGTH = 256
-
-/** `typ` values a client assertion may carry (RFC 7523bis `client-authentication+jwt`). */
-const ASSERTION_TYPES: ReadonlySet<string> = new Set(['jwt', 'client-authentication+jwt', 'application/client-authentication+jwt'])
-
-const KEY_LOCATION_HEADERS = ['jku', 'x5u', 'jwk', 'x5c'] as const
-
-const ALGS: ReadonlySet<string> = new Set(CLIENT_ASSERTION_ALGS)
+/** `typ` values a client assertion may carry, as compared (RFC 7523bis `client-authentication+jwt`). */
+const ASSERTION_TYPES: ReadonlySet<string | undefined> = new Set([undefined, 'jwt', 'client-authentication+jwt'])
 
 function refuse(cause: string): InvalidClientAssertion {
   return new InvalidClientAssertion({ cause: `client assertion: ${cause}` })
-}
-
-/** A segment of a compact JWS as a JSON object, or undefined. */
-function decodePart(segment: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'))
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** The header and unverified payload of a compact JWS, or a refusal. */
-function parts(assertion: string): { header: Record<string, unknown>; payload: Record<string, unknown> } {
-  if (assertion.length > MAX_ASSERTION_BYTES) throw refuse('too large')
-  const segments = assertion.split('.')
-  if (segments.length !== 3) throw refuse('not a compact JWS')
-  const header = decodePart(segments[0] as string)
-  const payload = decodePart(segments[1] as string)
-  if (header === undefined || payload === undefined) throw refuse('header or payload is not a JSON object')
-  return { header, payload }
 }
 
 /**
@@ -90,7 +59,7 @@ function parts(assertion: string): { header: Record<string, unknown>; payload: R
  * and `sub` are compared with that client's id after the signature holds.
  */
 export function assertionClientId(assertion: string): string {
-  const { payload } = parts(assertion)
+  const { payload } = assertionParts(assertion, refuse)
   if (typeof payload.sub !== 'string' || payload.sub === '') throw refuse('no sub')
   return payload.sub
 }
@@ -100,29 +69,30 @@ function acceptedAudiences(as: AsContext, endpointUrl: string): ReadonlySet<stri
   return new Set([as.issuer, `${as.issuer}/token`, endpointUrl])
 }
 
-/** `aud` as one string: a string, or a list of exactly one. */
-function singleAudience(aud: unknown): string | undefined {
-  if (typeof aud === 'string') return aud
-  if (Array.isArray(aud) && aud.length === 1 && typeof aud[0] === 'string') return aud[0]
-  return undefined
-}
-
 /**
- * The last second (epoch) the assertion may be used: its `exp`, and no later
- * than {@link MAX_ASSERTION_LIFETIME_SEC} after its `iat`; without an `iat`,
- * `exp` itself must be that close. Throws when it is stale or from the future.
+ * The client's keys as the shared check reads them: a client without keys
+ * to use, or whose published set cannot be had, fails its own
+ * authentication (it is not our outage).
  */
-function lastUsableSecond(claims: JWTPayload, now: number, skew: number): number {
-  const exp = claims.exp as number
-  const iat = claims.iat
-  if (iat === undefined) {
-    if (exp - now > MAX_ASSERTION_LIFETIME_SEC + skew) throw refuse('exp too far ahead')
-    return exp
+function clientKeys(as: AsContext, client: ClientConfig): KeyLookup {
+  const keys = as.clientKeys.lookup(client)
+  if (typeof keys === 'string') {
+    return {
+      resolve: () => {
+        throw refuse(keys)
+      },
+    }
   }
-  if (typeof iat !== 'number') throw refuse('iat is not a number')
-  if (iat > now + skew) throw refuse('iat in the future')
-  if (now - iat > MAX_ASSERTION_LIFETIME_SEC + skew) throw refuse('iat too old')
-  return Math.min(exp, iat + MAX_ASSERTION_LIFETIME_SEC)
+  return {
+    resolve: async (kid, alg) => {
+      try {
+        return await keys.resolve(kid, alg)
+      } catch (err) {
+        if (err instanceof TemporarilyUnavailable) throw refuse('jwks_uri could not be fetched')
+        throw err
+      }
+    },
+  }
 }
 
 /**
@@ -131,54 +101,28 @@ function lastUsableSecond(claims: JWTPayload, now: number, skew: number): number
  * the store cannot say whether the jti was used (the caller fails closed).
  */
 export async function verifyClientAssertion(as: AsContext, client: ClientConfig, assertion: string, endpointUrl: string): Promise<void> {
-  const { header } = parts(assertion)
-  const alg = header.alg
-  if (typeof alg !== 'string' || !ALGS.has(alg)) throw refuse('alg not allowed')
-  if (header.typ !== undefined && (typeof header.typ !== 'string' || !ASSERTION_TYPES.has(header.typ.toLowerCase())))
-    throw refuse('typ is not a client assertion type')
-  for (const name of KEY_LOCATION_HEADERS) if (header[name] !== undefined) throw refuse(`header ${name} present`)
-  const kid = header.kid
-  if (kid !== undefined && typeof kid !== 'string') throw refuse('kid is not a string')
-
-  const keys = as.clientKeys.lookup(client)
-  if (typeof keys === 'string') throw refuse(keys)
-  let key: Awaited<ReturnType<typeof keys.resolve>>
-  try {
-    key = await keys.resolve(kid, alg)
-  } catch (err) {
-    // The client's published keys cannot be had: its authentication fails, it is not our outage.
-    if (err instanceof TemporarilyUnavailable) throw refuse('jwks_uri could not be fetched')
-    throw err
+  const parts = assertionParts(assertion, refuse)
+  const accepted = acceptedAudiences(as, endpointUrl)
+  const rules: AssertionRules = {
+    algorithms: CLIENT_ASSERTION_ALGS,
+    types: ASSERTION_TYPES,
+    wrongTypCause: 'typ is not a client assertion type',
+    keys: clientKeys(as, client),
+    keyOwner: 'client',
+    issuer: client.clientId,
+    subject: client.clientId,
+    requiredClaims: ['iss', 'sub', 'aud', 'exp', 'jti'],
+    // RFC 7523 3 point 3: one value, so an assertion made for another server cannot also name this one.
+    audience: (aud) => {
+      const one = singleAudience(aud)
+      if (one === undefined) return 'aud is not a single value'
+      return accepted.has(one) ? undefined : 'aud is not this server'
+    },
+    maxLifetimeSec: MAX_ASSERTION_LIFETIME_SEC,
+    clock: as.clock,
+    skewSec: as.config.gateway.clockSkewSec,
   }
-  if (key === undefined) throw refuse('no key of the client for kid and alg')
-
-  const skew = as.config.gateway.clockSkewSec
-  const now = epochSeconds(as.clock)
-  let claims: JWTPayload
-  try {
-    const result = await jwtVerify(assertion, key.key, {
-      algorithms: [alg],
-      issuer: client.clientId,
-      subject: client.clientId,
-      clockTolerance: skew,
-      crit: {},
-      requiredClaims: ['iss', 'sub', 'aud', 'exp', 'jti'],
-      currentDate: new Date(as.clock.now()),
-    })
-    claims = result.payload
-  } catch (err) {
-    if (err instanceof joseErrors.JWTExpired) throw refuse('expired')
-    const code = err instanceof joseErrors.JOSEError ? err.code : 'ERR_KEY_TYPE'
-    const claim = err instanceof joseErrors.JWTClaimValidationFailed ? ` (${err.claim})` : ''
-    throw refuse(`${code}${claim}`)
-  }
-
-  const aud = singleAudience(claims.aud)
-  if (aud === undefined) throw refuse('aud is not a single value')
-  if (!acceptedAudiences(as, endpointUrl).has(aud)) throw refuse('aud is not this server')
-  const usableUntil = lastUsableSecond(claims, now, skew)
-  const jti = claims.jti
-  if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) throw refuse('jti missing or too long')
-  const first = await as.store.useOnce(`client-assertion:${hashToken(`${client.clientId}\n${jti}`)}`, Math.max(1, usableUntil - now + skew))
-  if (!first) throw refuse('jti replayed')
+  const { claims, usableUntil } = await verifyJwtAssertion(assertion, parts, rules, refuse)
+  const jti = singleUseJti(claims, refuse)
+  if (!(await useJtiOnce(as.store, 'client-assertion', client.clientId, jti, usableUntil, rules))) throw refuse('jti replayed')
 }

@@ -30,7 +30,6 @@
  */
 import { epochSeconds } from '../../clock.js'
 import { InvalidAssertionGrant, InvalidScope, InvalidTarget } from '../../errors.js'
-import { hashToken } from '../../store/hash.js'
 import { randomId } from '../../crypto/random.js'
 import type { AsContext } from '../context.js'
 import { startGrant } from '../issue.js'
@@ -38,12 +37,11 @@ import { requestedResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { checkAllowed, upstreamSubject } from '../identity-providers/person.js'
 import type { VerifiedAssertion } from '../assertion-issuers.js'
+import { singleUseJti, useJtiOnce } from '../jwt-assertion.js'
 import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 import { upstreamSignIn } from '../sign-in-strength.js'
 
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
-
-const MAX_JTI_LENGTH = 256
 
 function refuse(cause: string): InvalidAssertionGrant {
   return new InvalidAssertionGrant({ cause: `id-jag: ${cause}` })
@@ -84,8 +82,7 @@ export const jwtBearerGrant: Grant = {
     const verified = await as.assertionIssuers.verify(assertion, 'id-jag', refuse)
     const { claims } = verified
     if (claims.client_id !== client.clientId) throw refuse('client mismatch: client_id claim is not the authenticated client')
-    const jti = claims.jti
-    if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) throw refuse('jti missing or too long')
+    const jti = singleUseJti(claims, refuse)
     const sub = personOf(as, verified)
 
     // Scope: never beyond the assertion's scope claim (when it has one), nor beyond the client's registration.
@@ -117,10 +114,10 @@ export const jwtBearerGrant: Grant = {
     }
 
     // Single use, recorded last: a refused request does not burn the assertion.
+    const timing = { clock: as.clock, skewSec: as.config.gateway.clockSkewSec }
+    if (!(await useJtiOnce(as.store, 'id-jag', verified.issuer.issuer, jti, verified.usableUntil, timing))) throw refuse('jti replayed')
+
     const now = epochSeconds(as.clock)
-    const skew = as.config.gateway.clockSkewSec
-    const first = await as.store.useOnce(`id-jag:${hashToken(`${verified.issuer.issuer}\n${jti}`)}`, Math.max(1, claims.exp - now + skew))
-    if (!first) throw refuse('jti replayed')
 
     const authTime = typeof claims.auth_time === 'number' ? claims.auth_time : typeof claims.iat === 'number' ? claims.iat : now
     return startGrant(as, {
