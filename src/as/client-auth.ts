@@ -14,6 +14,7 @@
  *   their lifetime by design, so their jti is not single use here.
  * Using two methods at once is `invalid_request` (RFC 6749 2.3); every other
  * failure is 401 `invalid_client` with a Basic challenge (RFC 6749 5.2).
+ * A refused assertion counts in the same failure limit as a wrong secret.
  */
 import type { IncomingMessage } from 'node:http'
 import type { ClientConfig } from '../config/validated-config.js'
@@ -22,7 +23,8 @@ import { ClientAuthenticationLocked, InvalidClient, InvalidClientAssertion, Inva
 import type { FormParams } from '../http/body.js'
 import { assertionClientId, CLIENT_ASSERTION_TYPE, verifyClientAssertion } from './client-assertion.js'
 import type { AsContext } from './context.js'
-import { clientAuthLimit } from './throttle.js'
+import { unverifiedPayload } from './jwt-assertion.js'
+import { clientAuthLimit, type FailureLimit } from './throttle.js'
 
 /** Client authentication parameters every back-channel endpoint reads (and refuses repeated, RFC 6749 3.2). */
 export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_id', 'client_secret', 'client_assertion', 'client_assertion_type']
@@ -134,6 +136,46 @@ async function workloadClient(as: AsContext, assertion: string, bodyClientId: st
   return client
 }
 
+/** The private_key_jwt client `clientId`, once its assertion holds. */
+async function keyedClient(as: AsContext, clientId: string, assertion: string, url: string): Promise<ClientConfig> {
+  const client = await as.findClient(clientId)
+  if (client === undefined) throw new InvalidClientAssertion({ cause: 'client assertion: unknown client' })
+  if (client.tokenEndpointAuthMethod !== 'private_key_jwt') {
+    throw new InvalidClientAssertion({ cause: 'client assertion: the client is not registered for private_key_jwt' })
+  }
+  await verifyClientAssertion(as, client, assertion, url)
+  return client
+}
+
+/**
+ * The name a workload token's failures count under: the client its
+ * (unverified) `sub` maps to, else its issuer. Only a counter key: the
+ * token is verified before anything trusts it.
+ */
+function workloadName(as: AsContext, assertion: string): string {
+  const issuer = as.assertionIssuers.issuerOf(assertion, 'workload')
+  const sub = unverifiedPayload(assertion)?.sub
+  const mapped = issuer !== undefined && typeof sub === 'string' && Object.hasOwn(issuer.subjects, sub) ? issuer.subjects[sub] : undefined
+  return mapped ?? issuer?.issuer ?? ''
+}
+
+/**
+ * Run an assertion check under the failure limit secrets have: refused
+ * without a check while locked, and a refused assertion (bad signature,
+ * wrong aud, replayed jti, unknown kid...) counts as a failure. An outage
+ * (keys or store unreachable) is not the client's failure and is not counted.
+ */
+async function counted(limit: FailureLimit, check: () => Promise<ClientConfig>): Promise<ClientConfig> {
+  const lockedFor = await limit.lockedFor()
+  if (lockedFor > 0) throw new ClientAuthenticationLocked(lockedFor)
+  try {
+    return await check()
+  } catch (err) {
+    if (err instanceof InvalidClientAssertion) await limit.fail()
+    throw err
+  }
+}
+
 /** The URL of the endpoint called (an assertion may name it as its `aud`): the issuer's origin and the request's path. */
 function endpointUrl(as: AsContext, req: IncomingMessage): string {
   const path = (req.url ?? '/').split('?')[0] ?? '/'
@@ -150,24 +192,25 @@ function endpointUrl(as: AsContext, req: IncomingMessage): string {
  * `client_auth_address_max_failures` in the window, that address gets 429
  * `invalid_client` with Retry-After, without a verification. The count is
  * never per client id alone: ids are public, and the real client, from its
- * own address, must not pay for a stranger's wrong secrets.
+ * own address, must not pay for a stranger's wrong secrets. A refused
+ * client assertion counts the same way, under the client it names (a
+ * workload token: the client its `sub` maps to), and is refused alike
+ * while its address is locked.
  *
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-2.3
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-3.2.1
  */
 export async function authenticateClient(req: IncomingMessage, form: FormParams, as: AsContext, options: ClientAuthOptions = {}): Promise<AuthenticatedClient> {
   const p = presented(req, form, as)
-  if (p.method === 'workload') return { client: await workloadClient(as, p.assertion, p.bodyClientId), method: 'private_key_jwt' }
-  const client = await as.findClient(p.clientId)
-
-  if (p.method === 'private_key_jwt') {
-    if (client === undefined) throw new InvalidClientAssertion({ cause: 'client assertion: unknown client' })
-    if (client.tokenEndpointAuthMethod !== 'private_key_jwt') {
-      throw new InvalidClientAssertion({ cause: 'client assertion: the client is not registered for private_key_jwt' })
-    }
-    await verifyClientAssertion(as, client, p.assertion, endpointUrl(as, req))
-    return { client, method: 'private_key_jwt' }
+  if (p.method === 'workload') {
+    const limit = clientAuthLimit(as, as.clientAddress.of(req), workloadName(as, p.assertion))
+    return { client: await counted(limit, () => workloadClient(as, p.assertion, p.bodyClientId)), method: 'private_key_jwt' }
   }
+  if (p.method === 'private_key_jwt') {
+    const limit = clientAuthLimit(as, as.clientAddress.of(req), p.clientId)
+    return { client: await counted(limit, () => keyedClient(as, p.clientId, p.assertion, endpointUrl(as, req))), method: 'private_key_jwt' }
+  }
+  const client = await as.findClient(p.clientId)
 
   if (p.secret === null) {
     if (client === undefined) throw new InvalidClient(undefined, { cause: 'unknown client' })

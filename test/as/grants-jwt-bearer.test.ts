@@ -47,6 +47,8 @@ t.test('assertion issuers: ID-JAG grants and workload identity', async (t) => {
   const jwks = (s: Signer): string => JSON.stringify({ keys: [s.jwk] })
   const h: Harness = await startAs({
     clock,
+    // Every refusal below comes from this one address: the throttle over them is client-auth-assertions.test.ts's.
+    rateLimit: { client_auth_max_failures: 1000, client_auth_address_max_failures: 1000 },
     asExtra: [
       '  identity_providers:',
       `    - { id: corp, name: Corp SSO, issuer: "${CORP}", client_id: bearward }`,

@@ -80,6 +80,8 @@ t.test('private_key_jwt for configured clients', async (t) => {
   const clock = new ManualClock(Date.now())
   const h: Harness = await startAs({
     clock,
+    // Every check below is sent many times from this one address: the throttle over them is client-auth-assertions.test.ts's.
+    rateLimit: { client_auth_max_failures: 1000, client_auth_address_max_failures: 1000 },
     clientsExtra: [
       '    - client_id: keyed',
       '      type: confidential',
