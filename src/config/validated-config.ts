@@ -112,8 +112,11 @@ export interface ClientConfig {
   jwks?: JwkSetDocument
   /** `private_key_jwt`: where the client publishes its public keys (`jwks_uri`); absent otherwise. */
   jwksUri?: string
-  /** RFC 8693 token exchange policy (`token_exchange`): the audiences it may exchange tokens for; absent: none. */
-  tokenExchange?: { audiences: string[] }
+  /**
+   * RFC 8693 token exchange policy (`token_exchange`): the audiences it may exchange tokens for, and
+   * whether an exchange also issues a refresh token (`refresh_tokens`, default false); absent: none.
+   */
+  tokenExchange?: { audiences: string[]; refreshTokens: boolean }
   /** Skip the consent page for this (first-party) client (`skip_consent`, default false). */
   skipConsent: boolean
   /** `require_mfa`: this client's authorizations need a two-factor sign-in (absent: false). */

@@ -85,7 +85,11 @@ t.test('token_exchange policy (RFC 8693): with its grant, and only then', async 
     ),
   )
   t.same(ok.problems, [], describe(ok.problems))
-  t.same(ok.config?.authorizationServer?.clients[0]?.tokenExchange, { audiences: ['https://api.example.com'] })
+  t.same(
+    ok.config?.authorizationServer?.clients[0]?.tokenExchange,
+    { audiences: ['https://api.example.com'], refreshTokens: false },
+    'no refresh tokens by default',
+  )
   t.same(ok.config?.authorizationServer?.clients[0]?.grantTypes, ['urn:ietf:params:oauth:grant-type:token-exchange'])
   const noPolicy = inspect(client(`secret_hash: "${HASH}"\ngrant_types: [token-exchange]`).replace('      grant_types: [client_credentials]\n', ''))
   t.match(
@@ -103,4 +107,23 @@ t.test('token_exchange policy (RFC 8693): with its grant, and only then', async 
     client(`secret_hash: "${HASH}"\ngrant_types: [token-exchange]\ntoken_exchange: { audiences: [] }`).replace('      grant_types: [client_credentials]\n', ''),
   )
   t.ok(at(empty.problems, 'authorization_server.clients[0].token_exchange.audiences').length > 0, describe(empty.problems))
+
+  const refreshing = inspect(
+    client(
+      `secret_hash: "${HASH}"\ngrant_types: [token-exchange, refresh_token]\ntoken_exchange: { audiences: [https://api.example.com], refresh_tokens: true }`,
+    ).replace('      grant_types: [client_credentials]\n', ''),
+  )
+  t.same(refreshing.problems, [], describe(refreshing.problems))
+  t.same(refreshing.config?.authorizationServer?.clients[0]?.tokenExchange, { audiences: ['https://api.example.com'], refreshTokens: true })
+  const cannotRedeem = inspect(
+    client(`secret_hash: "${HASH}"\ngrant_types: [token-exchange]\ntoken_exchange: { audiences: [https://api.example.com], refresh_tokens: true }`).replace(
+      '      grant_types: [client_credentials]\n',
+      '',
+    ),
+  )
+  t.match(
+    at(cannotRedeem.problems, 'authorization_server.clients[0].token_exchange.refresh_tokens'),
+    [{ message: /needs `refresh_token` in `grant_types`/ }],
+    describe(cannotRedeem.problems),
+  )
 })

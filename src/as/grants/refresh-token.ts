@@ -7,6 +7,8 @@
  * only then does the store rotate, atomically.
  * Presenting a replaced token makes the store revoke the whole family and the
  * access tokens issued under it; the answer is the same invalid_grant.
+ * A family a token exchange started is bound to its subject's grant
+ * (exchanged-family.ts): checked first, and answered as the exchange was.
  */
 import { epochSeconds } from '../../clock.js'
 import { InvalidDpopProof, InvalidGrant, InvalidScope } from '../../errors.js'
@@ -17,6 +19,7 @@ import { audienceFor, requestedResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { strengthOf } from '../sign-in-strength.js'
 import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
+import { checkSubjectGrant, exchangedRefreshResponse, exchangeOf, revokeSubjectGrant } from './exchanged-family.js'
 
 export const refreshTokenGrant: Grant = {
   params: ['refresh_token', 'scope', 'resource'],
@@ -32,6 +35,8 @@ export const refreshTokenGrant: Grant = {
     const grant = found.grant
     if (grant.clientId !== client.clientId) throw new InvalidGrant(undefined, { cause: 'refresh token issued to another client' })
     if (as.revocations.isRevoked(null, grant.grantId)) throw new InvalidGrant(undefined, { cause: 'grant revoked' })
+    const exchange = exchangeOf(grant)
+    if (exchange !== undefined) await checkSubjectGrant(as, grant, exchange)
     // RFC 9449 5: a public client's family is bound to the key of its first proof.
     if (grant.jkt !== undefined) {
       if (dpop === null) throw new InvalidDpopProof('This refresh token is DPoP-bound: send a DPoP proof', { cause: 'bound refresh token without a proof' })
@@ -49,16 +54,20 @@ export const refreshTokenGrant: Grant = {
     const now = epochSeconds(as.clock)
     const expiresAt = now + as.as.refreshToken.ttlSec
     // Rotation extends the family's life: its place on the account page (what withdrawal revokes) first.
-    if (next !== null) await as.store.noteAllowance(grant.sub, grant.clientId, { scopes: [], at: grant.createdAt, grantId: grant.grantId, until: expiresAt })
+    // An exchanged family is reached through its subject's grant, not the account page.
+    if (next !== null && exchange === undefined)
+      await as.store.noteAllowance(grant.sub, grant.clientId, { scopes: [], at: grant.createdAt, grantId: grant.grantId, until: expiresAt })
     // The access token issued below expires then: the rotation records it on the family in the same step.
     const accessExp = now + as.as.accessToken.ttlSec
     const result = await as.store.rotateRefresh(oldHash, next === null ? null : hashToken(next), expiresAt, grant.grantId, accessExp)
     if (result.status === 'reused') {
       // The store revoked the family and published it; apply it here at once too.
       as.revocations.add({ kind: 'grant', id: grant.grantId, exp: Math.max(result.grant.maxAccessExp, now) })
+      if (exchange !== undefined) await revokeSubjectGrant(as, exchange)
       throw new InvalidGrant(undefined, { cause: 'replaced refresh token reused; family revoked' })
     }
     if (result.status === 'missing') throw new InvalidGrant(undefined, { cause: 'refresh token no longer current' })
+    if (exchange !== undefined) return exchangedRefreshResponse(as, grant, exchange, { scope, audience, refreshToken: next, jkt: dpop?.jkt ?? null })
 
     return userTokenResponse(as, {
       grant: 'refresh_token',

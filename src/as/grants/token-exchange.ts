@@ -14,20 +14,22 @@
  *   it; type access_token or jwt) whose person an `identity_providers` entry
  *   with the same issuer names (`<id>:<sub>`, the sub a browser sign-in there
  *   gives); anything else is invalid_grant (the cause logged).
- * - `actor_token` (optional, access_token type, ours too): delegation. The new
- *   token's `act` is `{ sub: <actor's sub>, client_id }`, and an `act` the
- *   subject token already had nests inside it (RFC 8693 4.1: the current
- *   actor outermost). Without an actor token the exchanging client is the
- *   actor: `act: { sub: <client_id> }`.
- * - `may_act` in the subject token (RFC 8693 4.4) is honoured: its `sub`
- *   (and `client_id` when it names one) must be the actor's, else
- *   invalid_grant.
+ * - `actor_token` (optional; exchange-actor.ts): delegation. An access token
+ *   of ours gives `act: { sub, client_id }`; a JWT of a `workload` assertion
+ *   issuer gives `act: { sub, iss }`. An `act` the subject token already had
+ *   nests inside it (RFC 8693 4.1: the current actor outermost). Without an
+ *   actor token the exchanging client is the actor: `act: { sub: <client_id> }`.
+ * - `may_act` in the subject token (RFC 8693 4.4) is honoured: its `sub`,
+ *   its `iss` (absent: the subject token's issuer) and its `client_id` (when
+ *   it names one) must be the actor's, else invalid_grant.
  * - scope: the request's (default the subject token's), never beyond the
  *   subject token's: invalid_scope.
  * - What is issued: `issued_token_type` access_token, token_type Bearer (or
- *   DPoP with a proof), no refresh token. It keeps the subject token's
- *   `grant_id`, so revoking that grant (withdrawal on the account page, a
- *   replayed refresh token) revokes every token exchanged from it.
+ *   DPoP with a proof). It keeps the subject token's `grant_id`, so revoking
+ *   that grant (withdrawal on the account page, a replayed refresh token)
+ *   revokes every token exchanged from it. A refresh token only when the
+ *   client's policy has `refresh_tokens: true` and the subject token belongs
+ *   to a grant: a family bound to that grant (exchanged-family.ts).
  *
  * @see https://www.rfc-editor.org/rfc/rfc8693#section-2
  */
@@ -38,22 +40,23 @@ import { checkResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { upstreamSubject } from '../identity-providers/person.js'
 import { verifyOwnAccessToken, type OwnAccessToken } from '../verify-token.js'
+import { strengthOf } from '../sign-in-strength.js'
+import { ACCESS_TOKEN_TYPE, actorOf, clientActor, JWT_TOKEN_TYPE, mayActAllows } from './exchange-actor.js'
+import { startExchangedFamily } from './exchanged-family.js'
 import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange'
-/** RFC 8693 3: the token type identifiers bearward issues and accepts. */
-export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
 
 function refuse(cause: string): InvalidGrant {
   return new InvalidGrant(undefined, { cause: `token exchange: ${cause}` })
 }
 
-/** A token of ours of type access_token, or a refusal naming which one failed. */
-async function ownToken(as: AsContext, token: string, type: string | undefined, which: 'subject' | 'actor'): Promise<OwnAccessToken> {
-  if (type === undefined) throw new InvalidRequest(`${which}_token_type is required with ${which}_token`)
-  if (type !== ACCESS_TOKEN_TYPE) throw new InvalidRequest(`Only ${ACCESS_TOKEN_TYPE} is accepted as ${which}_token_type`)
+/** A subject token of ours of type access_token, or a refusal. */
+async function ownToken(as: AsContext, token: string, type: string | undefined): Promise<OwnAccessToken> {
+  if (type === undefined) throw new InvalidRequest('subject_token_type is required with subject_token')
+  if (type !== ACCESS_TOKEN_TYPE) throw new InvalidRequest(`Only ${ACCESS_TOKEN_TYPE} is accepted as subject_token_type`)
   const found = await verifyOwnAccessToken(as, token)
-  if (found === null) throw refuse(`${which} token invalid, expired or revoked`)
+  if (found === null) throw refuse('subject token invalid, expired or revoked')
   return found
 }
 
@@ -68,9 +71,6 @@ function targetAudience(as: AsContext, form: GrantRequest['form'], allowed: read
   return checkResource(target, as)
 }
 
-/** RFC 8693 3: a JWT of another issuer may also be named by its generic type. */
-const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt'
-
 function objectClaim(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
 }
@@ -78,7 +78,7 @@ function objectClaim(value: unknown): Record<string, unknown> | undefined {
 /** The subject token: ours, or a trusted issuer's access token for a person an identity provider maps. */
 async function subjectOf(as: AsContext, token: string, type: string | undefined): Promise<OwnAccessToken> {
   if (type === undefined || !as.trustedTokens.claims(token) || (type !== ACCESS_TOKEN_TYPE && type !== JWT_TOKEN_TYPE)) {
-    return ownToken(as, token, type, 'subject')
+    return ownToken(as, token, type)
   }
   const found = await as.trustedTokens.verify(token, as.jwtVerifier)
   if (found === null) throw refuse('subject token of a trusted issuer invalid or expired')
@@ -122,25 +122,21 @@ export const tokenExchangeGrant: Grant = {
 
     const subject = await subjectOf(as, form.require('subject_token'), form.get('subject_token_type'))
     const actorToken = form.get('actor_token')
-    const actor = actorToken === undefined ? null : await ownToken(as, actorToken, form.get('actor_token_type'), 'actor')
-    if (actor === null && form.get('actor_token_type') !== undefined) throw new InvalidRequest('actor_token_type without actor_token')
-
+    if (actorToken === undefined && form.get('actor_token_type') !== undefined) throw new InvalidRequest('actor_token_type without actor_token')
     // Who acts now: the actor token's subject, or the exchanging client itself.
-    const act: Record<string, unknown> = actor === null ? { sub: client.clientId } : { sub: actor.sub, client_id: actor.clientId }
+    const actor = actorToken === undefined ? clientActor(client.clientId) : await actorOf(as, actorToken, form.get('actor_token_type'), refuse)
+    const act: Record<string, unknown> = { ...actor.act }
     if (subject.act !== undefined) act.act = subject.act
-    if (subject.mayAct !== undefined) {
-      const maySub = subject.mayAct.sub
-      const mayClient = subject.mayAct.client_id
-      if (maySub !== act.sub || (mayClient !== undefined && mayClient !== (actor?.clientId ?? client.clientId))) {
-        throw refuse('the actor is not the one may_act names')
-      }
-    }
+    if (subject.mayAct !== undefined && !mayActAllows(as, subject.mayAct, subject.iss, actor)) throw refuse('the actor is not the one may_act names')
 
     const granted = parseScope(subject.scope)
     const requested = parseScope(form.get('scope'))
     if (!isSubset(requested, granted)) throw new InvalidScope('The requested scope exceeds the subject token')
     const scope = formatScope(requested.length > 0 ? requested : granted)
 
+    // Single use last: a refused exchange does not burn the actor's token.
+    await actor.commit()
+    const strength = strengthOf(subject)
     const issued = await issueAccessToken(as, {
       grant: 'token_exchange',
       sub: subject.sub,
@@ -148,9 +144,20 @@ export const tokenExchangeGrant: Grant = {
       scope,
       grantId: subject.grantId,
       authTime: subject.authTime,
+      strength,
       audience,
       jkt: dpop?.jkt ?? null,
       claims: { ...subject.claims, act },
+    })
+    const refreshToken = await startExchangedFamily(as, {
+      client,
+      subjectGrantId: subject.grantId,
+      sub: subject.sub,
+      scope,
+      audience,
+      act,
+      authTime: subject.authTime,
+      strength,
     })
     return {
       access_token: issued.token,
@@ -158,6 +165,7 @@ export const tokenExchangeGrant: Grant = {
       token_type: dpop === null ? 'Bearer' : 'DPoP',
       expires_in: issued.expiresIn,
       scope,
+      ...(refreshToken === null ? {} : { refresh_token: refreshToken }),
     }
   },
 }

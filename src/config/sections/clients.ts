@@ -178,7 +178,7 @@ function readClient(
   }
 
   const dpopBoundAccessTokens = c.opt('dpop_bound_access_tokens', r.bool(), false)
-  const tokenExchange = readTokenExchange(r, c, type, grantTypes.includes(TOKEN_EXCHANGE_GRANT))
+  const tokenExchange = readTokenExchange(r, c, type, grantTypes)
 
   if (clientId === undefined || type === undefined) return { clientId, client: undefined }
   const client: ClientConfig = {
@@ -242,8 +242,17 @@ function readClientKeys(r: Reader, c: MapView, usesKeys: boolean, workload: bool
   return { jwks: doc as unknown as JwkSetDocument }
 }
 
-/** `token_exchange: { audiences }`: only with the token-exchange grant, and that grant only with it. */
-function readTokenExchange(r: Reader, c: MapView, type: ClientType | undefined, hasGrant: boolean): { audiences: string[] } | undefined {
+/**
+ * `token_exchange: { audiences, refresh_tokens }`: only with the token-exchange grant, and that grant
+ * only with it; refresh tokens only for a client that may redeem them.
+ */
+function readTokenExchange(
+  r: Reader,
+  c: MapView,
+  type: ClientType | undefined,
+  grantTypes: readonly GrantType[],
+): { audiences: string[]; refreshTokens: boolean } | undefined {
+  const hasGrant = grantTypes.includes(TOKEN_EXCHANGE_GRANT)
   const node = c.get('token_exchange')
   if (node === undefined) {
     if (hasGrant)
@@ -258,7 +267,15 @@ function readTokenExchange(r: Reader, c: MapView, type: ClientType | undefined, 
   if (type === 'public') r.problem(node, c.pathOf('token_exchange'), 'a public client cannot exchange tokens: the exchange needs client authentication')
   const m = r.map(node, c.pathOf('token_exchange'), TOKEN_EXCHANGE_KEYS)
   const audiences = m?.req('audiences', r.list(r.str(), { nonEmpty: true }))
-  return audiences === undefined ? undefined : { audiences: dedupe(audiences) }
+  const refreshTokens = m?.opt('refresh_tokens', r.bool(), false) ?? false
+  if (m !== undefined && refreshTokens && !grantTypes.includes('refresh_token')) {
+    r.problem(
+      m.get('refresh_tokens'),
+      m.pathOf('refresh_tokens'),
+      '`refresh_tokens: true` needs `refresh_token` in `grant_types`: the client redeems them with it',
+    )
+  }
+  return audiences === undefined ? undefined : { audiences: dedupe(audiences), refreshTokens }
 }
 
 /** Each client a workload issuer vouches for is a configured confidential `private_key_jwt` client. */
