@@ -8,6 +8,7 @@ import { checkConfig, loadConfigSnapshot } from './config/load.js'
 import { ConfigError, formatProblem } from './errors.js'
 import { generateClientSecret, hashSecret } from './crypto/secret.js'
 import { generatePrivateJwk, SUPPORTED_ALGS, type SigningAlg } from './keys/keyset.js'
+import { handleSignals, shutdownBoundMs } from './server/lifecycle.js'
 
 const DEFAULT_CONFIG = 'config/gateway.yaml'
 
@@ -124,29 +125,16 @@ async function cmdStart(args: string[]): Promise<number> {
     return 1
   }
   reducerWarning(app.log)
-  let stopping = false
-  const stop = (signal: string): void => {
-    if (stopping) return
-    stopping = true
-    app.log.info({ signal }, 'shutting down')
-    // Backstop: shutdown steps are bounded, but a process that was asked to
-    // stop must stop even if one of them is not.
-    const bound = app.runtime.config.shutdownTimeoutMs + 15_000
-    setTimeout(() => {
-      process.stderr.write(`bearward: shutdown did not finish within ${bound} ms; exiting\n`)
-      process.exit(1)
-    }, bound)
-    app.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`bearward: error during shutdown: ${(err as Error).message}\n`)
-        process.exit(1)
-      },
-    )
-  }
-  process.on('SIGTERM', () => stop('SIGTERM'))
-  process.on('SIGINT', () => stop('SIGINT'))
-  process.on('SIGHUP', () => void app.reload())
+  handleSignals({
+    name: 'bearward',
+    close: async (signal) => {
+      app.log.info({ signal }, 'shutting down')
+      await app.close()
+      return 0
+    },
+    backstopMs: () => shutdownBoundMs(app.runtime.config.shutdownTimeoutMs),
+    reload: () => void app.reload(),
+  })
   return new Promise<number>(() => {
     // runs until a signal
   })

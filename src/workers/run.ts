@@ -4,8 +4,12 @@
  */
 import type { Server } from 'node:http'
 import type { ConfigSnapshot } from '../config/load.js'
+import { handleSignals, shutdownBoundMs } from '../server/lifecycle.js'
 import { startPrimaryAdmin } from './admin.js'
 import { Primary } from './primary.js'
+
+/** What the primary has, after its workers' bound, to close admin_listen and log how the shutdown went. */
+const PRIMARY_REPORT_MS = 5_000
 
 /** Runs until a signal; resolves with 1 only when the start failed (the reason is on stderr). */
 export async function runPrimary(configPath: string, snapshot: ConfigSnapshot, onStarted: (primary: Primary) => void): Promise<number> {
@@ -34,27 +38,20 @@ export async function runPrimary(configPath: string, snapshot: ConfigSnapshot, o
     `bearward listening on ${primary.listen ?? '?'} with ${config.workers} worker processes`,
   )
   onStarted(primary)
-  let stopping = false
-  const stop = (signal: string): void => {
-    if (stopping) return
-    stopping = true
-    log.info({ signal }, 'shutting down: draining every worker')
-    primary.stop().then(
-      async (code) => {
-        await closeAdmin()
-        log.info('bearward stopped')
-        log.flush()
-        process.exit(code)
-      },
-      (err: unknown) => {
-        process.stderr.write(`bearward: error during shutdown: ${(err as Error).message}\n`)
-        process.exit(1)
-      },
-    )
-  }
-  process.on('SIGTERM', () => stop('SIGTERM'))
-  process.on('SIGINT', () => stop('SIGINT'))
-  process.on('SIGHUP', () => void primary.reload())
+  handleSignals({
+    name: 'bearward',
+    close: async (signal) => {
+      log.info({ signal }, 'shutting down: draining every worker')
+      const code = await primary.stop()
+      await closeAdmin()
+      log.info('bearward stopped')
+      log.flush()
+      return code
+    },
+    // Beyond the workers' own bound (Primary.stop kills them there), so the primary has time to report it.
+    backstopMs: () => shutdownBoundMs(primary.config.shutdownTimeoutMs) + PRIMARY_REPORT_MS,
+    reload: () => void primary.reload(),
+  })
   return new Promise<number>(() => {
     // runs until a signal
   })

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto'
 import { App } from '../app.js'
 import { snapshotOfText } from '../config/load.js'
 import { ConfigError, formatProblem } from '../errors.js'
+import { handleSignals, ignoreHangup, shutdownBoundMs } from '../server/lifecycle.js'
 import { toWorker, type ConfigText, type ToPrimary, type ToWorker } from './messages.js'
 
 /** The environment variable that tells a forked process which worker it is (1..N). */
@@ -39,8 +40,8 @@ function nextMessage<T extends ToWorker['type']>(type: T): Promise<Extract<ToWor
 /** Run as worker process; resolves only with an exit code when it could not start. */
 export async function runWorker(configPath: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const index = env[WORKER_INDEX_ENV] ?? '?'
-  // SIGHUP is the primary's to act on (it reloads every worker); its default would end this process.
-  process.on('SIGHUP', () => undefined)
+  // SIGHUP is the primary's to act on (it reloads every worker).
+  ignoreHangup()
   const started = nextMessage('start')
   send({ type: 'hello' })
   const start = await started
@@ -69,27 +70,17 @@ export async function runWorker(configPath: string, env: NodeJS.ProcessEnv = pro
     return 1
   }
 
-  let stopping = false
-  const stop = (reason: string): void => {
-    if (stopping) return
-    stopping = true
-    app.log.info({ reason }, 'worker shutting down')
-    const bound = app.runtime.config.shutdownTimeoutMs + 15_000
-    setTimeout(() => {
-      process.stderr.write(`bearward worker ${index}: shutdown did not finish within ${bound} ms; exiting\n`)
-      process.exit(1)
-    }, bound).unref()
-    app.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`bearward worker ${index}: error during shutdown: ${(err as Error).message}\n`)
-        process.exit(1)
-      },
-    )
-  }
   // A signal sent to the whole process group (Ctrl-C, systemd) reaches workers too: they drain as on the primary's word.
-  process.on('SIGTERM', () => stop('SIGTERM'))
-  process.on('SIGINT', () => stop('SIGINT'))
+  const stop = handleSignals({
+    name: `bearward worker ${index}`,
+    close: async (reason) => {
+      app.log.info({ reason }, 'worker shutting down')
+      await app.close()
+      return 0
+    },
+    backstopMs: () => shutdownBoundMs(app.runtime.config.shutdownTimeoutMs),
+    reload: null,
+  })
 
   const onMessage = async (raw: unknown): Promise<void> => {
     const m = toWorker(raw)
