@@ -9,111 +9,22 @@
  */
 import { existsSync, statSync } from 'node:fs'
 import { isAbsolute, resolve as resolvePath } from 'node:path'
-import { isAlias, isMap, isScalar, isSeq, Scalar, type Document, type LineCounter, type Node, type YAMLMap } from 'yaml'
+import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type Node, type Scalar, type YAMLMap } from 'yaml'
 import type { ConfigProblem } from '../errors.js'
-import { parseDurationMs, formatDurationMs } from './duration.js'
+import { envReferenceOffset } from './env-offset.js'
 import { substituteEnv, type Env } from './env.js'
-import { parseSizeBytes } from './size.js'
+import { childPath, itemPath } from './key-path.js'
+import { MapView, type MapEntry } from './map-view.js'
+import type { Located, Read } from './read.js'
+import { readBool, readBytes, readDuration, readInt, readStr, readStrOrInt, REPORTED, type ScalarAccess } from './scalar-readers.js'
 import { suggest } from './suggest.js'
+import { kindOf, nullAt } from './yaml-node.js'
 
-/** Reads one value at `path`; undefined when refused (problem recorded). */
-export type Read<T> = (node: Node, path: string) => T | undefined
-
-/** A value with the node and path it was read from. */
-export interface Located<T> {
-  value: T
-  node: Node
-  path: string
-}
-
-/** Marks a value whose problem is already reported (bad `${VAR}`, wrong node kind). */
-const REPORTED: unique symbol = Symbol('reported')
+export { MapView } from './map-view.js'
+export type { Located, Read } from './read.js'
 
 /** Deep enough for any sane config; stops alias cycles and absurd nesting. */
 const MAX_DEPTH = 64
-
-/** `parent.key`, or `parent["odd key"]` when the key would not read as one word. */
-export function childPath(parent: string, key: string): string {
-  if (/^[A-Za-z0-9_:*+-]+$/.test(key)) return parent === '' ? key : `${parent}.${key}`
-  return `${parent}[${JSON.stringify(key)}]`
-}
-
-export function itemPath(parent: string, index: number): string {
-  return `${parent}[${index}]`
-}
-
-function kindOf(node: Node | undefined, value?: unknown): string {
-  if (isMap(node)) return 'a mapping'
-  if (isSeq(node)) return 'a list'
-  const v = value !== undefined ? value : isScalar(node) ? node.value : undefined
-  if (v === null || v === undefined) return 'an empty value'
-  if (typeof v === 'string') return 'a string'
-  if (typeof v === 'number') return Number.isInteger(v) ? 'a number' : 'a decimal number'
-  if (typeof v === 'boolean') return `\`${String(v)}\``
-  return 'an unsupported value'
-}
-
-interface Entry {
-  keyNode: Node
-  value: Node
-}
-
-/** The known keys of one mapping, after merge keys (`<<`) are applied. */
-export class MapView {
-  readonly node: Node | undefined
-  readonly path: string
-  readonly #reader: Reader
-  readonly #entries: Map<string, Entry>
-
-  constructor(reader: Reader, node: Node | undefined, path: string, entries: Map<string, Entry>) {
-    this.#reader = reader
-    this.node = node
-    this.path = path
-    this.#entries = entries
-  }
-
-  has(key: string): boolean {
-    return this.#entries.has(key)
-  }
-
-  /** The value node of `key`, when present. */
-  get(key: string): Node | undefined {
-    return this.#entries.get(key)?.value
-  }
-
-  /** True when `key` is present with an empty / `null` value. */
-  isNull(key: string): boolean {
-    const node = this.#reader.resolve(this.get(key))
-    return isScalar(node) && node.value === null
-  }
-
-  pathOf(key: string): string {
-    return childPath(this.path, key)
-  }
-
-  /** Optional key: `fallback` when absent (or refused: the problem is recorded). */
-  opt<T>(key: string, read: Read<T>, fallback: T): T {
-    const node = this.get(key)
-    if (node === undefined) return fallback
-    return read(node, this.pathOf(key)) ?? fallback
-  }
-
-  /** Optional key without a default. */
-  maybe<T>(key: string, read: Read<T>): T | undefined {
-    const node = this.get(key)
-    return node === undefined ? undefined : read(node, this.pathOf(key))
-  }
-
-  /** Required key: a problem at the mapping when absent. */
-  req<T>(key: string, read: Read<T>, hint = ''): T | undefined {
-    const node = this.get(key)
-    if (node === undefined) {
-      this.#reader.problem(this.node, this.pathOf(key), `missing required key \`${key}\`${hint}`)
-      return undefined
-    }
-    return read(node, this.pathOf(key))
-  }
-}
 
 export interface ReaderOptions {
   doc: Document.Parsed
@@ -186,44 +97,20 @@ export class Reader {
     return current ?? undefined
   }
 
-  // ---------------------------------------------------------------- scalars
-
   /** The scalar's value after `${VAR}` substitution, or REPORTED. */
   #scalarValue(node: Scalar, path: string): unknown {
     if (this.#scalars.has(node)) return this.#scalars.get(node)
     let value: unknown = node.value
     if (typeof value === 'string') {
       const sub = substituteEnv(value, this.#env)
-      for (const p of sub.problems) this.problem(node, path, p.message, this.#sourceOffset(node, value, p.index))
+      const [start, end] = node.range ?? [0, 0]
+      for (const p of sub.problems) this.problem(node, path, p.message, envReferenceOffset(this.#source.slice(start, end), value, p.index))
       if (sub.problems.length > 0) value = REPORTED
       else value = sub.value
       if (sub.replaced) this.#fromEnv.add(node)
     }
     this.#scalars.set(node, value)
     return value
-  }
-
-  /**
-   * Where the `${` at `index` of the parsed value sits in the source, so an
-   * env problem points at the reference itself: the n-th unescaped `${` of
-   * the value is the n-th unescaped `${` of the source text.
-   */
-  #sourceOffset(node: Scalar, value: string, index: number): number {
-    const ordinal = countRefs(value.slice(0, index))
-    const [start, end] = node.range ?? [0, 0]
-    const raw = this.#source.slice(start, end)
-    let seen = 0
-    for (let i = 0; i < raw.length - 1; i++) {
-      if (raw.startsWith('$${', i)) {
-        i += 2
-        continue
-      }
-      if (raw.startsWith('${', i)) {
-        if (seen === ordinal) return i
-        seen++
-      }
-    }
-    return 0
   }
 
   /** The scalar at `node` (aliases followed), or REPORTED after a type problem. */
@@ -236,83 +123,40 @@ export class Reader {
     return this.#scalarValue(resolved, path)
   }
 
-  /** True when the text of this value came from `${VAR}` substitution. */
-  #isFromEnv(node: Node): boolean {
-    const resolved = this.resolve(node)
-    return isScalar(resolved) && this.#fromEnv.has(resolved)
-  }
-
   /** A node to point at for a value (the alias target when aliased). */
   #at(node: Node): Node {
     return this.resolve(node) ?? node
   }
 
+  /** What the value readers (scalar-readers.ts) use of this reader. */
+  readonly #values: ScalarAccess = {
+    scalar: (node, path, expected) => this.#scalar(node, path, expected),
+    fromEnv: (node) => {
+      const resolved = this.resolve(node)
+      return isScalar(resolved) && this.#fromEnv.has(resolved)
+    },
+    refuse: (node, path, message) => {
+      this.problem(this.#at(node), path, message)
+      return undefined
+    },
+  }
+
   /** A string (non-empty unless `allowEmpty`), optionally checked by `check`. */
   str(opts: { allowEmpty?: boolean; check?: (value: string) => string | undefined; expected?: string } = {}): Read<string> {
-    const expected = opts.expected ?? 'a string'
-    return (node, path) => {
-      const value = this.#scalar(node, path, expected)
-      if (value === REPORTED) return undefined
-      if (typeof value !== 'string') {
-        this.problem(this.#at(node), path, `expected ${expected}, got ${kindOf(undefined, value)}`)
-        return undefined
-      }
-      if (!opts.allowEmpty && value.trim() === '') {
-        this.problem(this.#at(node), path, `expected ${expected}, got an empty string`)
-        return undefined
-      }
-      const reason = opts.check?.(value)
-      if (reason !== undefined) {
-        this.problem(this.#at(node), path, reason)
-        return undefined
-      }
-      return value
-    }
+    return readStr(this.#values, opts)
   }
 
   /** A string or a number (listen addresses accept a bare port). */
   strOrInt(): Read<string | number> {
-    return (node, path) => {
-      const value = this.#scalar(node, path, 'a string')
-      if (value === REPORTED) return undefined
-      if (typeof value === 'string' && this.#isFromEnv(node) && /^\d+$/.test(value.trim())) return Number(value.trim())
-      if (typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value))) return value
-      this.problem(this.#at(node), path, `expected a string, got ${kindOf(undefined, value)}`)
-      return undefined
-    }
+    return readStrOrInt(this.#values)
   }
 
   bool(): Read<boolean> {
-    return (node, path) => {
-      const value = this.#scalar(node, path, '`true` or `false`')
-      if (value === REPORTED) return undefined
-      if (typeof value === 'boolean') return value
-      if (typeof value === 'string' && this.#isFromEnv(node) && /^(?:true|false)$/i.test(value.trim())) return value.trim().toLowerCase() === 'true'
-      const hint = typeof value === 'string' && /^(?:yes|no|on|off|y|n)$/i.test(value) ? ' (YAML 1.2: yes/no/on/off are strings)' : ''
-      this.problem(this.#at(node), path, `expected \`true\` or \`false\`, got ${kindOf(undefined, value)}${hint}`)
-      return undefined
-    }
+    return readBool(this.#values)
   }
 
   int(opts: { min?: number; max?: number } = {}): Read<number> {
-    return (node, path) => {
-      const raw = this.#scalar(node, path, 'a whole number')
-      if (raw === REPORTED) return undefined
-      const value = typeof raw === 'string' && this.#isFromEnv(node) && /^[-+]?\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw
-      if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
-        this.problem(this.#at(node), path, `expected a whole number, got ${kindOf(undefined, value)}`)
-        return undefined
-      }
-      if (opts.min !== undefined && value < opts.min) {
-        this.problem(this.#at(node), path, `must be at least ${opts.min}, got ${value}`)
-        return undefined
-      }
-      if (opts.max !== undefined && value > opts.max) {
-        this.problem(this.#at(node), path, `must be at most ${opts.max}, got ${value}`)
-        return undefined
-      }
-      return value
-    }
+    return readInt(this.#values, opts)
   }
 
   /**
@@ -331,10 +175,7 @@ export class Reader {
       const aliased = opts.aliases?.[value]
       if (aliased !== undefined) return aliased
       const refusal = opts.refused?.[value]
-      if (refusal !== undefined) {
-        this.problem(this.#at(node), path, refusal)
-        return undefined
-      }
+      if (refusal !== undefined) return this.#values.refuse(node, path, refusal)
       const guess = suggest(value, [...values, ...Object.keys(opts.aliases ?? {})])
       const didYouMean = guess === undefined ? '' : `; did you mean \`${guess}\`?`
       this.problem(this.#at(node), path, `\`${value}\` is not ${opts.what ?? 'allowed here'}: expected one of ${allowed}${didYouMean}`)
@@ -342,67 +183,19 @@ export class Reader {
     }
   }
 
-  #duration(unitMs: number, opts: { min?: number; max?: number }, unitName: string): Read<number> {
-    return (node, path) => {
-      const value = this.#scalar(node, path, 'a duration like `30s`')
-      if (value === REPORTED) return undefined
-      if (typeof value !== 'string' && typeof value !== 'number') {
-        this.problem(this.#at(node), path, `expected a duration like \`30s\`, \`10m\`, \`1h\`, got ${kindOf(undefined, value)}`)
-        return undefined
-      }
-      const parsed = parseDurationMs(value)
-      if (!parsed.ok) {
-        this.problem(this.#at(node), path, parsed.reason)
-        return undefined
-      }
-      const ms = parsed.value
-      if (ms % unitMs !== 0) {
-        this.problem(this.#at(node), path, `must be a whole number of ${unitName}, got \`${String(value)}\``)
-        return undefined
-      }
-      const minMs = (opts.min ?? 0) * unitMs
-      if (ms < minMs) {
-        this.problem(this.#at(node), path, `must be at least ${formatDurationMs(minMs)}, got \`${String(value)}\``)
-        return undefined
-      }
-      if (opts.max !== undefined && ms > opts.max * unitMs) {
-        this.problem(this.#at(node), path, `must be at most ${formatDurationMs(opts.max * unitMs)}, got \`${String(value)}\``)
-        return undefined
-      }
-      return ms / unitMs
-    }
-  }
-
   /** A duration in whole seconds; `min`/`max` are seconds. */
   seconds(opts: { min?: number; max?: number } = {}): Read<number> {
-    return this.#duration(1000, opts, 'seconds')
+    return readDuration(this.#values, 1000, opts, 'seconds')
   }
 
   /** A duration in milliseconds; `min`/`max` are milliseconds. */
   millis(opts: { min?: number; max?: number } = {}): Read<number> {
-    return this.#duration(1, opts, 'milliseconds')
+    return readDuration(this.#values, 1, opts, 'milliseconds')
   }
 
   /** A size in bytes (`512kb`, `10mb`, or a number of bytes). */
   bytes(opts: { min?: number } = {}): Read<number> {
-    return (node, path) => {
-      const value = this.#scalar(node, path, 'a size like `10mb`')
-      if (value === REPORTED) return undefined
-      if (typeof value !== 'string' && typeof value !== 'number') {
-        this.problem(this.#at(node), path, `expected a size like \`512kb\` or \`10mb\`, got ${kindOf(undefined, value)}`)
-        return undefined
-      }
-      const parsed = parseSizeBytes(value)
-      if (!parsed.ok) {
-        this.problem(this.#at(node), path, parsed.reason)
-        return undefined
-      }
-      if (opts.min !== undefined && parsed.value < opts.min) {
-        this.problem(this.#at(node), path, `must be at least ${opts.min} bytes`)
-        return undefined
-      }
-      return parsed.value
-    }
+    return readBytes(this.#values, opts)
   }
 
   /**
@@ -415,14 +208,8 @@ export class Reader {
       if (value === undefined) return undefined
       const absolute = isAbsolute(value) ? value : resolvePath(this.baseDir, value)
       if (this.#checkFiles) {
-        if (!existsSync(absolute)) {
-          this.problem(this.#at(node), path, `file not found: ${absolute}`)
-          return undefined
-        }
-        if (!statSync(absolute).isFile()) {
-          this.problem(this.#at(node), path, `not a regular file: ${absolute}`)
-          return undefined
-        }
+        if (!existsSync(absolute)) return this.#values.refuse(node, path, `file not found: ${absolute}`)
+        if (!statSync(absolute).isFile()) return this.#values.refuse(node, path, `not a regular file: ${absolute}`)
       }
       return absolute
     }
@@ -434,10 +221,7 @@ export class Reader {
       const value = read(node, path)
       if (value === undefined) return undefined
       const reason = check(value)
-      if (reason !== undefined) {
-        this.problem(this.#at(node), path, reason)
-        return undefined
-      }
+      if (reason !== undefined) return this.#values.refuse(node, path, reason)
       return value
     }
   }
@@ -463,10 +247,7 @@ export class Reader {
     return (node, path) => {
       const items = this.items(node, path)
       if (items === undefined) return undefined
-      if (opts.nonEmpty && items.length === 0) {
-        this.problem(this.#at(node), path, opts.emptyMessage ?? 'must list at least one value')
-        return undefined
-      }
+      if (opts.nonEmpty && items.length === 0) return this.#values.refuse(node, path, opts.emptyMessage ?? 'must list at least one value')
       const out: Array<Located<T>> = []
       for (const item of items) {
         const value = read(item.node, item.path)
@@ -508,14 +289,14 @@ export class Reader {
     return [...entries].map(([key, e]) => ({ key, keyNode: e.keyNode, value: e.value, path: childPath(path, key) }))
   }
 
-  #mapEntries(node: Node, path: string, depth: number): Map<string, Entry> | undefined {
+  #mapEntries(node: Node, path: string, depth: number): Map<string, MapEntry> | undefined {
     const resolved = this.resolve(node)
     if (!isMap(resolved) || depth > MAX_DEPTH) {
       this.problem(resolved ?? node, path, `expected a mapping (\`key: value\` lines), got ${kindOf(resolved)}`)
       return undefined
     }
-    const own = new Map<string, Entry>()
-    const merged: Array<Map<string, Entry>> = []
+    const own = new Map<string, MapEntry>()
+    const merged: Array<Map<string, MapEntry>> = []
     for (const pair of (resolved as YAMLMap<unknown, unknown>).items) {
       const keyNode = this.resolve(pair.key)
       const value = (pair.value as Node | null) ?? nullAt(keyNode)
@@ -536,10 +317,10 @@ export class Reader {
     return own
   }
 
-  #mergeSources(value: Node, path: string, depth: number): Array<Map<string, Entry>> {
+  #mergeSources(value: Node, path: string, depth: number): Array<Map<string, MapEntry>> {
     const resolved = this.resolve(value)
     const sources = isSeq(resolved) ? resolved.items.map((i) => i as Node) : [value]
-    const out: Array<Map<string, Entry>> = []
+    const out: Array<Map<string, MapEntry>> = []
     for (const source of sources) {
       const entries = this.#mapEntries(source, `${path}.<<`, depth + 1)
       if (entries !== undefined) out.push(entries)
@@ -584,23 +365,4 @@ export class Reader {
     }
     return undefined
   }
-}
-
-/** An empty value standing in for a missing one (`key:` with nothing after). */
-function nullAt(near: Node | undefined): Node {
-  const s = new Scalar(null)
-  if (near?.range) s.range = [near.range[1], near.range[1], near.range[1]]
-  return s
-}
-
-function countRefs(text: string): number {
-  let n = 0
-  for (let i = 0; i < text.length - 1; i++) {
-    if (text.startsWith('$${', i)) {
-      i += 2
-      continue
-    }
-    if (text.startsWith('${', i)) n++
-  }
-  return n
 }
