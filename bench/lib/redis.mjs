@@ -27,8 +27,8 @@ export async function startRedis(logDir, name = 'redis') {
  * trips.
  */
 export async function redisCommandsPerRequest(port, n, fn) {
-  // EVALSHA is shown as the product's script name (dist/store/redis-scripts.js).
-  const scripts = await import(new URL('../../dist/store/redis-scripts.js', import.meta.url).href)
+  // EVALSHA is shown as the product's script name (dist/store/redis/all-scripts.js).
+  const scripts = await import(new URL('../../dist/store/redis/all-scripts.js', import.meta.url).href)
   const scriptNames = new Map(
     Object.values(scripts)
       .filter((v) => v && typeof v === 'object' && typeof v.sha === 'string')

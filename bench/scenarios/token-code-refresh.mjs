@@ -1,8 +1,8 @@
 // POST /token for the two user grants, against Redis:
 // - authorization_code exchange (with PKCE S256): codes are pre-minted straight
-//   into Redis with the product's own RedisStore.putCode (driving /authorize
+//   into Redis with the product's own RedisStore's codes.put (driving /authorize
 //   for each would measure the login page instead);
-// - refresh_token with rotation: grants pre-minted with RedisStore.createGrant,
+// - refresh_token with rotation: grants pre-minted with RedisStore's grants.create,
 //   each refresh token presented once (a second use is reuse and revokes).
 // Single-use values are minted per round, sized from the last measured rate.
 // Target: report req/s of each, and the Redis commands each request costs
@@ -72,7 +72,7 @@ export default {
       pool(n, 256, async () => {
         const code = randomBytes(32).toString('base64url')
         const t = now()
-        await store.putCode(
+        await store.codes.put(
           hashToken(code),
           {
             clientId: CLIENT,
@@ -106,7 +106,7 @@ export default {
           expiresAt: t + 30 * 86400,
           maxAccessExp: t,
         }
-        await store.createGrant(grant, hashToken(refresh))
+        await store.grants.create(grant, hashToken(refresh))
         return refresh
       })
 

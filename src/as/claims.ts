@@ -103,7 +103,7 @@ export async function findPersonBySub(as: AsContext, sub: string): Promise<Perso
   const local = findUserBySub(as, sub)
   if (local !== undefined) return local
   if (providerOfSubject(sub, as.upstream) === null) return undefined
-  const record = await as.store.getUpstreamPerson(sub)
+  const record = await as.store.upstream.getPerson(sub)
   if (record === null) return undefined
   return { username: sub, sub, claims: record.claims }
 }

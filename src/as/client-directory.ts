@@ -51,11 +51,11 @@ export class ClientDirectory {
     if (this.#documents !== null && clientId.startsWith('https://')) return this.#documents.find(clientId)
     const registration = this.#as.registration
     if (registration === null) return undefined
-    const record = await this.#store.getClient(clientId)
+    const record = await this.#store.clients.get(clientId)
     if (record === null) return undefined
     const now = epochSeconds(this.#clock)
     const ttl = registration.clientTtlSec
-    if (record.expiresAt - now < ttl - Math.max(1, Math.floor(ttl / 10))) await this.#store.touchClient(clientId, now + ttl)
+    if (record.expiresAt - now < ttl - Math.max(1, Math.floor(ttl / 10))) await this.#store.clients.touch(clientId, now + ttl)
     return clientFromMetadata(record.clientId, record.metadata, record.secretHash, 'registration', registration.scopes)
   }
 }

@@ -41,7 +41,7 @@ export const handleDeviceAuthorization: AsHandler = async (req, res, _ctx, as) =
   const deviceCode = newDeviceCode(expiresAt)
   for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
     const userCode = newUserCode()
-    const stored = await as.store.putDevice(deviceCodeHash(client.clientId, deviceCode), {
+    const stored = await as.store.devices.put(deviceCodeHash(client.clientId, deviceCode), {
       clientId: client.clientId,
       userCode,
       scope,

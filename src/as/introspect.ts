@@ -75,7 +75,7 @@ async function introspectAccessToken(as: AsContext, token: string): Promise<Intr
 
 async function introspectRefreshToken(as: AsContext, token: string): Promise<IntrospectionResponse | null> {
   if (looksLikeJwt(token)) return null
-  const found = await as.store.findRefresh(hashToken(token))
+  const found = await as.store.grants.findRefresh(hashToken(token))
   if (found === null || !found.current) return null
   const g = found.grant
   if (g.expiresAt <= epochSeconds(as.clock) || as.revocations.isRevoked(null, g.grantId)) return null

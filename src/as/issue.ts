@@ -86,7 +86,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
   let token: string
   if (as.as.accessToken.format === 'opaque') {
     token = randomToken()
-    await as.store.putOpaqueToken(hashToken(token), {
+    await as.store.opaqueTokens.put(hashToken(token), {
       iss: as.issuer,
       sub: input.sub,
       aud: [input.audience],
@@ -112,7 +112,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
     // RFC 9470 3 reads acr and auth_time from the token for step-up.
     token = await signJwt(as.keys.signing, 'at+jwt', { ...claims, iss: as.issuer, sub: input.sub, aud: input.audience, iat, exp, jti })
   }
-  if (input.grantId !== null && !(input.notedAccessExp !== undefined && exp <= input.notedAccessExp)) await as.store.noteAccessExp(input.grantId, exp)
+  if (input.grantId !== null && !(input.notedAccessExp !== undefined && exp <= input.notedAccessExp)) await as.store.grants.noteAccessExp(input.grantId, exp)
   as.metrics.tokensIssued.incKey(GRANT_LABELS[input.grant])
   return { token, jti, iat, exp, expiresIn }
 }
@@ -254,7 +254,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
   const expiresAt = refreshToken === null ? accessExp : now + as.as.refreshToken.ttlSec
   // Indexed first, so every grant that exists can be found (and withdrawn) on the person's account page;
   // in the same atomic step the store refuses an authorization the person withdrew after giving it.
-  const noted = await as.store.noteAllowance(input.sub, input.client.clientId, {
+  const noted = await as.store.allowances.note(input.sub, input.client.clientId, {
     scopes: input.scope.split(' ').filter((s) => s !== ''),
     at: now,
     grantId: input.grantId,
@@ -262,7 +262,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     ...(input.authorizedAtMs === undefined ? {} : { authorizedAtMs: input.authorizedAtMs }),
   })
   if (!noted) throw new InvalidGrant(undefined, { cause: 'the person withdrew this client after authorizing it' })
-  await as.store.createGrant(
+  await as.store.grants.create(
     {
       grantId: input.grantId,
       clientId: input.client.clientId,
@@ -290,7 +290,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     nonce: input.nonce,
     refreshToken,
     jkt: input.jkt,
-    // createGrant recorded maxAccessExp = accessExp: the access token below needs no second write.
+    // grants.create recorded maxAccessExp = accessExp: the access token below needs no second write.
     notedAccessExp: accessExp,
   })
 }

@@ -209,7 +209,7 @@ export async function useJtiOnce(
   rules: Pick<AssertionRules, 'clock' | 'skewSec'>,
 ): Promise<boolean> {
   const now = Math.floor(rules.clock.now() / 1000)
-  return store.useOnce(`${namespace}:${hashToken(`${signer}\n${jti}`)}`, Math.max(1, usableUntil - now + rules.skewSec))
+  return store.singleUse.use(`${namespace}:${hashToken(`${signer}\n${jti}`)}`, Math.max(1, usableUntil - now + rules.skewSec))
 }
 
 /** `aud` as one string: a string, or a list of exactly one. */

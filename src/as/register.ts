@@ -67,7 +67,7 @@ function clientInformation(as: AsContext, record: RegisteredClientRecord): Recor
 /** RFC 7591 3: POST /register. */
 async function register(req: IncomingMessage, res: ServerResponse, as: AsContext, registration: RegistrationConfig): Promise<void> {
   const address = addressBucket(as.clientAddress.of(req), as.as.rateLimit.ipv6Prefix)
-  if ((await as.store.hit(`register:${hashToken(address)}`, registration.windowSec)) > registration.perAddress) {
+  if ((await as.store.rateLimits.hit(`register:${hashToken(address)}`, registration.windowSec)) > registration.perAddress) {
     throw new TooManyRequests(registration.windowSec, 'Too many registrations from this address; try again later')
   }
   if (registration.initialAccessToken !== null) {
@@ -100,7 +100,7 @@ async function register(req: IncomingMessage, res: ServerResponse, as: AsContext
     issuedAt: now,
     expiresAt: now + registration.clientTtlSec,
   }
-  const seat = await as.store.putClientWithin(record, registration.maxClients)
+  const seat = await as.store.clients.putWithin(record, registration.maxClients)
   as.metrics.registeredClients.set(seat.live)
   if (!seat.stored) {
     as.metrics.registrationsRefused.inc()
@@ -124,7 +124,7 @@ async function authorizedRecord(req: IncomingMessage, as: AsContext, clientId: s
   const presented = bearer(req)
   if (presented === null) throw new InvalidToken('The registration access token is required', { cause: 'no registration access token' })
   if (clientId === null) throw new InvalidRequest('The request names no client_id')
-  const record = await as.store.getClient(clientId)
+  const record = await as.store.clients.get(clientId)
   if (record === null || !safeEqual(hashToken(presented), record.registrationTokenHash)) {
     throw new InvalidToken('The registration access token is invalid', {
       cause: record === null ? 'unknown registered client' : 'wrong registration access token',
@@ -149,8 +149,8 @@ export const handleRegister: AsHandler = async (req, res, ctx, as) => {
   }
   if (req.method === 'DELETE') {
     const record = await authorizedRecord(req, as, clientId)
-    await as.store.deleteClient(record.clientId)
-    as.metrics.registeredClients.set(await as.store.countClients())
+    await as.store.clients.delete(record.clientId)
+    as.metrics.registeredClients.set(await as.store.clients.count())
     res.statusCode = 204
     for (const [k, v] of Object.entries(NO_STORE)) res.setHeader(k, v)
     res.end()

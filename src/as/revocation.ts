@@ -10,12 +10,12 @@ import type { AsContext } from './context.js'
 
 /** Put an entry on the shared list, and on this instance's copy at once (pub/sub catches up the others). */
 export async function revokeEntry(as: AsContext, entry: RevocationEntry): Promise<void> {
-  await as.store.addRevocation(entry)
+  await as.store.revocations.add(entry)
   as.revocations.add(entry)
 }
 
 /** Revoke `grantId` until `until` (epoch seconds): its family and, through the list, every access token carrying it. */
 export async function revokeGrant(as: AsContext, grantId: string, until: number): Promise<void> {
-  await as.store.revokeGrant(grantId, until)
+  await as.store.grants.revoke(grantId, until)
   as.revocations.add({ kind: 'grant', id: grantId, exp: until })
 }

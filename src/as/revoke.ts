@@ -28,14 +28,14 @@ async function revokeAccessToken(as: AsContext, token: string, client: ClientCon
   const claims = await verifyOwnAccessToken(as, token, { includeRevoked: true })
   if (claims === null) return false
   if (claims.clientId !== client.clientId) return true
-  if (claims.format === 'opaque') await as.store.deleteOpaqueToken(hashToken(token))
+  if (claims.format === 'opaque') await as.store.opaqueTokens.delete(hashToken(token))
   await revokeEntry(as, { kind: 'jti', id: claims.jti, exp: claims.exp })
   return true
 }
 
 async function revokeRefreshToken(as: AsContext, token: string, client: ClientConfig): Promise<Found> {
   if (looksLikeJwt(token)) return false
-  const found = await as.store.findRefresh(hashToken(token))
+  const found = await as.store.grants.findRefresh(hashToken(token))
   if (found === null) return false
   if (found.grant.clientId !== client.clientId) return true
   await revokeGrant(as, found.grant.grantId, Math.max(found.grant.maxAccessExp, epochSeconds(as.clock)))

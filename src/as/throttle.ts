@@ -82,7 +82,7 @@ export class FailureLimit {
    * so a locked guesser learns nothing and costs no hash verification.
    */
   async lockedFor(): Promise<number> {
-    const windows = await Promise.all(this.#counters.map((c) => this.#as.store.hitWindow(c.key)))
+    const windows = await Promise.all(this.#counters.map((c) => this.#as.store.rateLimits.window(c.key)))
     let seconds = 0
     windows.forEach((w, i) => {
       if (w.count >= (this.#counters[i]?.max ?? Infinity)) seconds = Math.max(seconds, secondsUntil(this.#as, w.resetMs))
@@ -91,12 +91,12 @@ export class FailureLimit {
   }
 
   async fail(): Promise<void> {
-    await Promise.all(this.#counters.map((c) => this.#as.store.hit(c.key, this.#as.as.rateLimit.windowSec)))
+    await Promise.all(this.#counters.map((c) => this.#as.store.rateLimits.hit(c.key, this.#as.as.rateLimit.windowSec)))
   }
 
   /** Forget these counters: a success proves the secret to whoever they name. */
   async clear(): Promise<void> {
-    await Promise.all(this.#counters.map((c) => this.#as.store.clearHits(c.key)))
+    await Promise.all(this.#counters.map((c) => this.#as.store.rateLimits.clear(c.key)))
   }
 }
 
@@ -178,23 +178,23 @@ export class LoginThrottle {
     if (locked > 0) return { kind: 'locked', retryAfterSec: locked }
     if (this.#userKey === null) return { kind: 'go' }
     const { loginMaxFailures } = this.#as.as.rateLimit
-    const failures = await this.#as.store.hits(this.#userKey)
+    const failures = await this.#as.store.rateLimits.count(this.#userKey)
     if (failures < loginMaxFailures) return { kind: 'go' }
     // The first hit of a fresh window is the turn, and the window is the wait
     // the next attempt faces should this one fail too; everyone else waits.
     const turn = this.#turnKey(this.#userKey)
-    if ((await this.#as.store.hit(turn, this.#delaySec(failures + 1))) === 1) return { kind: 'go' }
-    const w = await this.#as.store.hitWindow(turn)
+    if ((await this.#as.store.rateLimits.hit(turn, this.#delaySec(failures + 1))) === 1) return { kind: 'go' }
+    const w = await this.#as.store.rateLimits.window(turn)
     return { kind: 'delayed', retryAfterSec: w.count === 0 ? 1 : secondsUntil(this.#as, w.resetMs) }
   }
 
   async fail(): Promise<void> {
     const user = this.#userKey
     if (user === null) return this.#own.fail()
-    const [, failures] = await Promise.all([this.#own.fail(), this.#as.store.hit(user, this.#as.as.rateLimit.windowSec)])
+    const [, failures] = await Promise.all([this.#own.fail(), this.#as.store.rateLimits.hit(user, this.#as.as.rateLimit.windowSec)])
     // The failure that reaches the limit starts the first wait itself (later
     // waits start when a turn is taken), so the wait follows it at once.
-    if (failures === this.#as.as.rateLimit.loginMaxFailures) await this.#as.store.hit(this.#turnKey(user), this.#delaySec(failures))
+    if (failures === this.#as.as.rateLimit.loginMaxFailures) await this.#as.store.rateLimits.hit(this.#turnKey(user), this.#delaySec(failures))
   }
 
   /** 1 s once `login_max_failures` is reached, doubling with each further failure, at most `login_delay_max`. */

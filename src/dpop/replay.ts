@@ -14,6 +14,6 @@ export const MAX_JTI_LENGTH = 256
  * the same `jti` do not collide. Rejects with StoreUnavailableError when the
  * store cannot answer (callers fail closed).
  */
-export function firstUse(store: Store, jkt: string, jti: string, ttlSec: number): Promise<boolean> {
-  return store.useOnce(`dpop:${jkt}:${jti}`, Math.max(1, ttlSec))
+export function firstUse(store: Pick<Store, 'singleUse'>, jkt: string, jti: string, ttlSec: number): Promise<boolean> {
+  return store.singleUse.use(`dpop:${jkt}:${jti}`, Math.max(1, ttlSec))
 }

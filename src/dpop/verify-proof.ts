@@ -74,14 +74,14 @@ export class DpopVerifier {
   readonly #allowed: ReadonlySet<string>
   readonly #config: DpopConfig
   readonly #clock: Clock
-  readonly #store: Store
+  readonly #store: Pick<Store, 'singleUse'>
   readonly #resource: boolean
   readonly #keys = new ProofKeyCache(KEY_CACHE_ENTRIES)
   readonly #nonces: DpopNonces | null
   /** `algs` of the DPoP challenge (RFC 9449 7.1), precomputed. */
   readonly #algs: string
 
-  constructor(config: DpopConfig, deps: { clock: Clock; store: Store }, face: ProofFace) {
+  constructor(config: DpopConfig, deps: { clock: Clock; store: Pick<Store, 'singleUse'> }, face: ProofFace) {
     this.#config = config
     this.algorithms = Object.freeze([...config.algs])
     this.#allowed = new Set(config.algs)

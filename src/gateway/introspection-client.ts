@@ -104,7 +104,7 @@ function foundToken(issuerId: string, record: OpaqueTokenRecord): FoundToken {
 /** The built-in authorization server's opaque tokens, looked up in the store on every use (revocation deletes them). */
 export class StoreIntrospector implements OpaqueValidator {
   readonly issuerId = 'self'
-  readonly #store: Store
+  readonly #store: Pick<Store, 'opaqueTokens'>
   readonly #issuer: string
   /**
    * Found records, by token (only tokens the store knows are kept, so keys
@@ -117,7 +117,7 @@ export class StoreIntrospector implements OpaqueValidator {
   readonly #found: TokenCache<FoundToken>
   readonly #ttlMs: number
 
-  constructor(store: Store, issuer: string, cache: { maxEntries: number; ttlSec: number } = { maxEntries: 0, ttlSec: 0 }) {
+  constructor(store: Pick<Store, 'opaqueTokens'>, issuer: string, cache: { maxEntries: number; ttlSec: number } = { maxEntries: 0, ttlSec: 0 }) {
     this.#store = store
     this.#issuer = issuer
     this.#found = new TokenCache(Math.max(1, cache.maxEntries))

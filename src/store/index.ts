@@ -5,10 +5,11 @@
 import type { Clock } from '../clock.js'
 import type { StoreConfig } from '../config/validated-config.js'
 import { MemoryStore } from './memory.js'
-import { RedisStore, type StoreLog } from './redis.js'
+import { RedisStore } from './redis.js'
+import type { StoreLog } from './redis/replies.js'
 import type { Store } from './types.js'
 
-export type { StoreLog } from './redis.js'
+export type { StoreLog } from './redis/replies.js'
 export { MemoryStore } from './memory.js'
 export { RedisStore } from './redis.js'
 export { RevocationList } from './revocation-list.js'

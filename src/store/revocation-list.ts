@@ -56,7 +56,7 @@ function emptyEntries(): Entries {
 
 /** In-memory revocation set kept in sync with the {@link Store}. */
 export class RevocationList {
-  readonly #store: Store
+  readonly #store: Pick<Store, 'revocations'>
   readonly #clock: Clock
   readonly #log: RevocationListLog | undefined
   #resyncMs: number
@@ -80,7 +80,7 @@ export class RevocationList {
   /** Told of every entry this copy learns (open exchanges end on it: src/gateway/open-exchanges.ts). */
   readonly #listeners = new Set<(entry: RevocationEntry) => void>()
 
-  constructor(store: Store, clock: Clock, log: RevocationListLog | undefined, resyncSec: number, options: RevocationListOptions = {}) {
+  constructor(store: Pick<Store, 'revocations'>, clock: Clock, log: RevocationListLog | undefined, resyncSec: number, options: RevocationListOptions = {}) {
     this.#store = store
     this.#clock = clock
     this.#log = log
@@ -251,14 +251,14 @@ export class RevocationList {
     try {
       // Subscribe before loading, so an entry added in between is not missed.
       if (!this.#unsubscribe) {
-        const unsubscribe = await this.#store.subscribeRevocations(
+        const unsubscribe = await this.#store.revocations.subscribe(
           (e) => this.add(e),
           (up) => this.#onFeed(up),
         )
         if (this.#stopped) await unsubscribe().catch(() => undefined)
         else this.#unsubscribe = unsubscribe
       }
-      const loaded = await this.#store.listRevocations()
+      const loaded = await this.#store.revocations.list()
       const nowSec = Math.floor(this.#clock.now() / 1000)
       await this.#reseed(loaded, nowSec)
       const next = emptyEntries()
@@ -305,7 +305,7 @@ export class RevocationList {
     }
     if (lost.length === 0) return
     try {
-      for (let i = 0; i < lost.length; i += RESEED_BATCH) await Promise.all(lost.slice(i, i + RESEED_BATCH).map((e) => this.#store.addRevocation(e)))
+      for (let i = 0; i < lost.length; i += RESEED_BATCH) await Promise.all(lost.slice(i, i + RESEED_BATCH).map((e) => this.#store.revocations.add(e)))
       this.#log?.warn({ entries: lost.length }, 'revocations the store had lost were written back')
     } catch (err) {
       // This instance still holds them; the next resync tries again. A failed write-back

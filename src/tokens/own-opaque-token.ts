@@ -32,7 +32,7 @@ export type OwnOpaqueLookup = { readonly state: 'active'; readonly record: Opaqu
  * at `nowMs`. Store failures propagate: each face answers them its own way.
  */
 export async function lookupOwnOpaqueToken(store: Pick<Store, 'getOpaqueToken'>, issuer: string, token: string, nowMs: number): Promise<OwnOpaqueLookup> {
-  const record = await store.getOpaqueToken(hashToken(token))
+  const record = await store.opaqueTokens.get(hashToken(token))
   if (record === null) return { state: 'unknown' }
   const state = ownOpaqueState(record, issuer, nowMs)
   return state === 'active' ? { state, record } : { state }

@@ -141,7 +141,7 @@ t.test('withdrawing: consent forgotten, refresh token dead, access token revoked
   const bobBrowser = (await signInAtAccount(f, 'bob', BOB_PASSWORD)).b
   const bob = await allowWeb(f, bobBrowser, 'user-0002')
   t.ok(await verifyOwnAccessToken(f.as, alice.access), 'the access token works before')
-  t.ok(await f.store.getConsent('alice', 'web'), 'consent remembered before')
+  t.ok(await f.store.consents.get('alice', 'web'), 'consent remembered before')
 
   const page = await get(`${f.url}/account`, cookieOf(b))
   const form = parseForms(page.text, `${f.url}/account`).find((x) => x.fields.client_id === 'web')
@@ -150,18 +150,18 @@ t.test('withdrawing: consent forgotten, refresh token dead, access token revoked
   t.equal(res.status, 303)
   t.equal(res.headers.get('location'), 'account?withdrawn=web')
 
-  t.equal(await f.store.getConsent('alice', 'web'), null, 'remembered consent forgotten')
-  t.equal(await f.store.findRefresh(hashToken(alice.refresh)), null, 'the refresh family is dead')
+  t.equal(await f.store.consents.get('alice', 'web'), null, 'remembered consent forgotten')
+  t.equal(await f.store.grants.findRefresh(hashToken(alice.refresh)), null, 'the refresh family is dead')
   t.ok(f.as.revocations.isRevoked(null, alice.grantId), 'the grant is on the revocation list')
   t.equal(await verifyOwnAccessToken(f.as, alice.access), null, 'its access token is refused')
   t.same(
-    (await f.store.listRevocations()).filter((e) => e.id === alice.grantId).map((e) => e.kind),
+    (await f.store.revocations.list()).filter((e) => e.id === alice.grantId).map((e) => e.kind),
     ['grant'],
     'in the shared list too',
   )
 
   t.ok(await verifyOwnAccessToken(f.as, bob.access), "bob's access to the same client is untouched")
-  t.ok(await f.store.findRefresh(hashToken(bob.refresh)))
+  t.ok(await f.store.grants.findRefresh(hashToken(bob.refresh)))
 
   const after = await get(`${f.url}/account?withdrawn=web`, cookieOf(b))
   t.match(after.text, /<p class="notice" role="status">You withdrew the access of <bdi>Example Web App<\/bdi>\.<\/p>/)
@@ -207,8 +207,8 @@ t.test('a code issued before "Withdraw access" is refused at /token afterwards: 
   t.equal(refused.json?.error, 'invalid_grant')
   t.notOk(refused.json !== null && 'access_token' in refused.json, 'no access token')
   t.notOk(refused.json !== null && 'refresh_token' in refused.json, 'no refresh token')
-  t.equal(await f.store.getGrant(grantIdForCode(hashToken(early.code))), null, 'no grant was created')
-  t.same(await f.store.listAllowances('alice'), [], 'the account page lists nothing for web again')
+  t.equal(await f.store.grants.get(grantIdForCode(hashToken(early.code))), null, 'no grant was created')
+  t.same(await f.store.allowances.list('alice'), [], 'the account page lists nothing for web again')
   t.equal((await exchange(early.code, early.verifier)).json?.error, 'invalid_grant', 'the code is spent: a second try is refused too')
 
   const later = await codeFor()
@@ -216,7 +216,7 @@ t.test('a code issued before "Withdraw access" is refused at /token afterwards: 
   t.equal(ok.status, 200, 'a code the person gave after withdrawing is exchanged')
   t.type(ok.json?.access_token, 'string')
   t.same(
-    (await f.store.listAllowances('alice')).map((a) => [a.clientId, a.grantIds]),
+    (await f.store.allowances.list('alice')).map((a) => [a.clientId, a.grantIds]),
     [['web', [grantIdForCode(hashToken(later.code))]]],
     'and only its grant is listed',
   )
@@ -248,8 +248,8 @@ t.test('withdraw is a POST with the session, its CSRF token and our origin; anyt
   const viaGet = await get(`${f.url}/account?client_id=web&csrf=${form.fields.csrf ?? ''}&withdraw=1`, cookieOf(b))
   t.equal(viaGet.status, 200, 'a GET only shows the page')
   t.ok(await verifyOwnAccessToken(f.as, alice.access), 'the access token still works')
-  t.ok(await f.store.findRefresh(hashToken(alice.refresh)), 'the refresh token still works')
-  t.ok(await f.store.getConsent('alice', 'web'), 'the consent is still remembered')
+  t.ok(await f.store.grants.findRefresh(hashToken(alice.refresh)), 'the refresh token still works')
+  t.ok(await f.store.consents.get('alice', 'web'), 'the consent is still remembered')
 })
 
 t.test('the notice never reflects the URL; other methods are 405', async (t) => {
@@ -272,17 +272,17 @@ t.test('the store failing mid-withdrawal: a 503 page, nothing half-done, and sen
   const page = await get(`${f.url}/account`, cookieOf(b))
   const form = parseForms(page.text, `${f.url}/account`).find((x) => x.fields.client_id === 'web')
   if (form === undefined) throw new Error('no withdraw form')
-  const listAllowances = f.store.listAllowances.bind(f.store)
-  f.store.listAllowances = async () => {
+  const listAllowances = f.store.allowances.list.bind(f.store.allowances)
+  f.store.allowances.list = async () => {
     throw new StoreUnavailableError('store unavailable')
   }
   const down = await b.submit(form)
   t.equal(down.status, 503)
   t.match(await down.text(), /Temporarily unavailable/)
   t.equal(f.as.metrics.storeErrors.get({ face: 'as' }), 1, 'an outage at a page is counted like one at an endpoint')
-  t.ok(await f.store.getConsent('alice', 'web'), 'nothing was forgotten')
+  t.ok(await f.store.consents.get('alice', 'web'), 'nothing was forgotten')
   t.ok(await verifyOwnAccessToken(f.as, alice.access), 'nothing was revoked')
-  f.store.listAllowances = listAllowances
+  f.store.allowances.list = listAllowances
   const again = await b.submit(form)
   t.equal(again.status, 303, 'sent again, it works')
   t.equal(await verifyOwnAccessToken(f.as, alice.access), null)

@@ -138,7 +138,7 @@ t.test('the cap on live registered clients (memory)', async (t) => {
   t.equal(full.headers.get('cache-control'), 'no-store')
   t.equal(h.metrics.registrationsRefused.get(), 1, 'the refusal is counted')
   t.match(h.metrics.render(), /\nbearward_registered_clients 2\n/, 'the live count is a gauge')
-  t.equal(await h.store.countClients(), 2, 'nothing was stored')
+  t.equal(await h.store.clients.count(), 2, 'nothing was stored')
 
   const id = String(first.json?.client_id)
   const deleted = await send(`${h.url}/register?client_id=${encodeURIComponent(id)}`, {
@@ -175,10 +175,10 @@ t.test('the cap on live registered clients holds on Redis across two instances',
   const statuses = replies.map((r) => r.status)
   t.equal(statuses.filter((s) => s === 201).length, 5, 'exactly five registered')
   t.equal(statuses.filter((s) => s === 503).length, 15, 'the others refused')
-  t.equal(await a.store.countClients(), 5)
+  t.equal(await a.store.clients.count(), 5)
   t.equal(a.metrics.registrationsRefused.get() + b.metrics.registrationsRefused.get(), 15, 'every refusal counted by the instance that refused it')
   const seated = replies.filter((r) => r.status === 201)
-  for (const r of seated) t.not(await b.store.getClient(String(r.json?.client_id)), null, 'each registered client is in the shared store')
+  for (const r of seated) t.not(await b.store.clients.get(String(r.json?.client_id)), null, 'each registered client is in the shared store')
   const gone = seated[0]
   t.equal(
     (

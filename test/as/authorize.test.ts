@@ -114,7 +114,7 @@ t.test('a redirect_uri may be omitted when the client has exactly one; the regis
   const b = new Browser()
   const callback = await authorizeAs(b, authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: undefined, scope: 'orders:read' })))
   t.equal(callback.origin + callback.pathname, 'https://first.example.com/cb')
-  const taken = await front.store.takeCode(hashToken(callback.searchParams.get('code') ?? ''))
+  const taken = await front.store.codes.take(hashToken(callback.searchParams.get('code') ?? ''))
   t.equal(taken.status, 'taken')
   if (taken.status !== 'taken') return
   t.equal(taken.record.redirectUri, null, 'recorded as omitted, so /token must omit it too')
@@ -210,13 +210,13 @@ t.test('scope', async (t) => {
   await t.test('omitted: the client’s scopes except openid and offline_access', async (t) => {
     const b = new Browser()
     const callback = await authorizeAs(b, authorizeUrl(front, authParams({ scope: undefined })))
-    const taken = await front.store.takeCode(hashToken(callback.searchParams.get('code') ?? ''))
+    const taken = await front.store.codes.take(hashToken(callback.searchParams.get('code') ?? ''))
     t.equal(taken.status === 'taken' && taken.record.scope, 'profile email orders:read orders:write')
   })
   await t.test('duplicates are granted once', async (t) => {
     const res = await get(authorizeUrl(front, authParams({ scope: 'orders:read openid orders:read' })), cookie())
     const code = new URL(res.headers.get('location') ?? '').searchParams.get('code') ?? ''
-    const taken = await front.store.takeCode(hashToken(code))
+    const taken = await front.store.codes.take(hashToken(code))
     t.equal(taken.status === 'taken' && taken.record.scope, 'orders:read openid')
   })
 })
@@ -283,7 +283,7 @@ t.test('other parameters', async (t) => {
     await refusedWithRedirect(t, [...Object.entries(authParams()), ['resource', API_AUDIENCE], ['resource', front.issuer]], 'invalid_target')
     const res = await get(authorizeUrl(front, authParams({ resource: API_AUDIENCE })), cookie())
     const code = new URL(res.headers.get('location') ?? '').searchParams.get('code') ?? ''
-    const taken = await front.store.takeCode(hashToken(code))
+    const taken = await front.store.codes.take(hashToken(code))
     t.equal(taken.status === 'taken' && taken.record.resource, API_AUDIENCE)
   })
   await t.test('prompt values', async (t) => {
@@ -326,7 +326,7 @@ t.test('success: 302 with code, state and iss; the stored code has everything /t
   t.match(code, /^[A-Za-z0-9_-]{43}$/, '32 random bytes, base64url')
   t.same([...callback.searchParams.keys()].sort(), ['code', 'iss', 'state'], 'nothing else on the front channel')
 
-  const taken = await f.store.takeCode(hashToken(code))
+  const taken = await f.store.codes.take(hashToken(code))
   t.equal(taken.status, 'taken')
   if (taken.status !== 'taken') return
   t.same(taken.record, {
@@ -345,7 +345,7 @@ t.test('success: 302 with code, state and iss; the stored code has everything /t
     expiresAt: loginAt + 60,
     issuedAtMs: loginMs,
   })
-  t.equal((await f.store.takeCode(hashToken(code))).status, 'used', 'single use')
+  t.equal((await f.store.codes.take(hashToken(code))).status, 'used', 'single use')
 
   await t.test('without state, the response has none', async (t) => {
     const res = await get(authorizeUrl(f, authParams({ state: undefined })), [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; '))
@@ -357,12 +357,12 @@ t.test('success: 302 with code, state and iss; the stored code has everything /t
     const res = await get(authorizeUrl(f, authParams()), [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; '))
     const fresh = new URL(res.headers.get('location') ?? '').searchParams.get('code') ?? ''
     f.clock.advance(61_000)
-    t.equal((await f.store.takeCode(hashToken(fresh))).status, 'missing')
+    t.equal((await f.store.codes.take(hashToken(fresh))).status, 'missing')
   })
   await t.test('the sub comes from the user (bob has sub user-0002)', async (t) => {
     const bob = new Browser()
     const cb = await authorizeAs(bob, authorizeUrl(f, authParams()), { username: 'bob', password: 'bob-password-0123456789' })
-    const r = await f.store.takeCode(hashToken(cb.searchParams.get('code') ?? ''))
+    const r = await f.store.codes.take(hashToken(cb.searchParams.get('code') ?? ''))
     t.equal(r.status === 'taken' && r.record.sub, 'user-0002')
   })
 })

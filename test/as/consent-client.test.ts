@@ -82,7 +82,7 @@ t.test('no logo and no links: no image, no widened CSP', async (t) => {
 
 t.test('the device approval page names the client with its logo', async (t) => {
   // The front-channel harness has no /device_authorization: the pending request is stored as that endpoint would.
-  const ok = await front.store.putDevice('device-hash-for-branded-tv-0123456789abcdefgh', {
+  const ok = await front.store.devices.put('device-hash-for-branded-tv-0123456789abcdefgh', {
     clientId: 'branded-tv',
     userCode: 'LMNPQRST',
     scope: 'orders:read',

@@ -56,7 +56,7 @@ t.test('the consent page: the client, the scopes in plain words, allow and deny'
     { name: 'decision', value: 'deny' },
   ])
   t.match(form.action, /\/consent$/)
-  t.equal(form.fields.csrf, (await front.store.getSession(hashToken(b.cookies.get('bw_session') ?? '')))?.csrf, 'the session’s CSRF token')
+  t.equal(form.fields.csrf, (await front.store.sessions.get(hashToken(b.cookies.get('bw_session') ?? '')))?.csrf, 'the session’s CSRF token')
   t.equal(res.headers.get('x-frame-options'), 'DENY', 'cannot be framed (clickjacking)')
   t.match(res.headers.get('content-security-policy'), /frame-ancestors 'none'/)
 })
@@ -71,7 +71,7 @@ t.test('deny: access_denied with state and iss, no code, nothing remembered', as
   t.equal(callback.searchParams.get('iss'), front.issuer)
   t.equal(callback.searchParams.get('code'), null)
   t.equal(codes.count, before, 'no code stored')
-  t.equal(await front.store.getConsent('user-0002', 'web'), null, 'no consent remembered')
+  t.equal(await front.store.consents.get('user-0002', 'web'), null, 'no consent remembered')
 })
 
 t.test('allow: a code, and the consent is remembered per user, client and scopes', async (t) => {
@@ -84,7 +84,7 @@ t.test('allow: a code, and the consent is remembered per user, client and scopes
   const callback = new URL(res.headers.get('location') ?? '')
   t.type(callback.searchParams.get('code'), 'string')
   t.equal(callback.searchParams.get('state'), authParams().state)
-  t.same(await f.store.getConsent('alice', 'web'), ['openid', 'orders:read'])
+  t.same(await f.store.consents.get('alice', 'web'), ['openid', 'orders:read'])
 
   const subset = await get(authorizeUrl(f, authParams({ scope: 'orders:read' })), cookieOf(b))
   t.equal(subset.status, 302, 'a subset of what was allowed: no page')
@@ -94,7 +94,7 @@ t.test('allow: a code, and the consent is remembered per user, client and scopes
   t.equal(wider.status, 200, 'a new scope: asked again')
   t.match(wider.text, /Change or cancel your orders/)
   await b.submit(formWith(wider.text, authorizeUrl(f, authParams()), 'decision'), { decision: 'allow' })
-  t.same(await f.store.getConsent('alice', 'web'), ['openid', 'orders:read', 'orders:write'], 'the union is remembered')
+  t.same(await f.store.consents.get('alice', 'web'), ['openid', 'orders:read', 'orders:write'], 'the union is remembered')
 
   const forced = await get(authorizeUrl(f, authParams({ scope: 'orders:read', prompt: 'consent' })), cookieOf(b))
   t.equal(forced.status, 200, 'prompt=consent asks although remembered')
@@ -134,7 +134,7 @@ t.test('consent.remember: false asks every time', async (t) => {
   t.teardown(() => f.close())
   const b = await signedIn(f)
   await authorizeAs(b, authorizeUrl(f, authParams()))
-  t.equal(await f.store.getConsent('alice', 'web'), null)
+  t.equal(await f.store.consents.get('alice', 'web'), null)
   const again = await get(authorizeUrl(f, authParams()), cookieOf(b))
   t.equal(again.status, 200)
   t.match(again.text, /name="decision"/)
@@ -162,7 +162,7 @@ t.test('POST /consent refusals: 403 for CSRF and Origin, nothing stored', async 
     ['no session', allow, { origin: front.issuer }],
     [
       'another session’s token',
-      { ...allow, csrf: (await front.store.getSession(hashToken((await signedIn()).cookies.get('bw_session') ?? '')))?.csrf ?? '' },
+      { ...allow, csrf: (await front.store.sessions.get(hashToken((await signedIn()).cookies.get('bw_session') ?? '')))?.csrf ?? '' },
       { cookie: session, origin: front.issuer },
     ],
   ]
@@ -174,7 +174,7 @@ t.test('POST /consent refusals: 403 for CSRF and Origin, nothing stored', async 
       t.equal(res.headers.get('location'), null)
       t.match(res.text, /not sent from this site, or it has expired/)
       t.equal(codes.count, before, 'no code')
-      t.equal(await front.store.getConsent('user-0002', 'web'), null, 'no consent')
+      t.equal(await front.store.consents.get('user-0002', 'web'), null, 'no consent')
     })
   }
   await t.test('no decision', async (t) => {
@@ -187,14 +187,14 @@ t.test('POST /consent refusals: 403 for CSRF and Origin, nothing stored', async 
     const res = await reply(postForm(form.action, { ...allow, request: evil }, { cookie: session, origin: front.issuer }))
     t.equal(res.status, 400)
     t.equal(res.headers.get('location'), null)
-    t.equal(await front.store.getConsent('user-0002', 'web'), null)
+    t.equal(await front.store.consents.get('user-0002', 'web'), null)
   })
   await t.test('a tampered scope is validated again', async (t) => {
     const wide = new URLSearchParams(authParams({ scope: 'orders:delete' })).toString()
     const res = await reply(postForm(form.action, { ...allow, request: wide }, { cookie: session, origin: front.issuer }))
     t.equal(res.status, 302)
     t.equal(new URL(res.headers.get('location') ?? '').searchParams.get('error'), 'invalid_scope')
-    t.equal(await front.store.getConsent('user-0002', 'web'), null)
+    t.equal(await front.store.consents.get('user-0002', 'web'), null)
   })
 })
 

@@ -22,7 +22,7 @@ t.test('POST /device_authorization', async (t) => {
     t.equal(body.verification_uri_complete, `${h.issuer}/device?user_code=${String(body.user_code)}`)
     t.equal(body.expires_in, 600)
     t.equal(body.interval, 5)
-    const stored = await h.store.getDeviceByUserCode(String(body.user_code).replace('-', ''))
+    const stored = await h.store.devices.getByUserCode(String(body.user_code).replace('-', ''))
     t.match(stored?.record, { clientId: 'tv', scope: 'orders:read', status: 'pending', sub: null, intervalSec: 5, lastPollMs: 0 })
   })
 
@@ -39,7 +39,7 @@ t.test('POST /device_authorization', async (t) => {
 
   t.test("no scope: the client's registered scopes", async (t) => {
     const r = await reply(postForm(url, { client_id: 'spa' }))
-    const stored = await h.store.getDeviceByUserCode(String(r.json?.user_code).replace('-', ''))
+    const stored = await h.store.devices.getByUserCode(String(r.json?.user_code).replace('-', ''))
     t.equal(stored?.record.scope, 'openid profile orders:read')
   })
 
@@ -70,21 +70,22 @@ t.test('POST /device_authorization', async (t) => {
   })
 })
 
-/** A store whose first `collisions` putDevice calls find the user code taken. */
+/** A store whose first `collisions` devices.put calls find the user code taken. */
 class CollidingStore extends MemoryStore {
   collisions: number
   attempts: string[] = []
   constructor(clock: ConstructorParameters<typeof MemoryStore>[0], collisions: number) {
     super(clock, { sweepIntervalMs: 0 })
     this.collisions = collisions
-  }
-  override async putDevice(deviceHash: string, record: DeviceRecord): Promise<boolean> {
-    this.attempts.push(record.userCode)
-    if (this.collisions > 0) {
-      this.collisions--
-      return false
+    const put = this.devices.put.bind(this.devices)
+    this.devices.put = async (deviceHash: string, record: DeviceRecord): Promise<boolean> => {
+      this.attempts.push(record.userCode)
+      if (this.collisions > 0) {
+        this.collisions--
+        return false
+      }
+      return put(deviceHash, record)
     }
-    return super.putDevice(deviceHash, record)
   }
 }
 

@@ -46,7 +46,7 @@ async function pendingDevice(f: Front = front, userCode?: string): Promise<strin
     intervalSec: 5,
     lastPollMs: 0,
   }
-  if (!(await f.store.putDevice(hashToken(`device-code-${counter}`), record))) throw new Error('user code in use')
+  if (!(await f.store.devices.put(hashToken(`device-code-${counter}`), record))) throw new Error('user code in use')
   return code
 }
 
@@ -124,13 +124,13 @@ t.test('approve: the store records approved with the user', async (t) => {
     form.buttons.map((x) => x.value),
     ['allow', 'deny'],
   )
-  t.equal((await front.store.getDeviceByUserCode(code))?.record.status, 'pending', 'nothing decided by viewing')
+  t.equal((await front.store.devices.getByUserCode(code))?.record.status, 'pending', 'nothing decided by viewing')
   const res = await b.submit(form, { decision: 'allow' })
   t.equal(res.status, 200)
   const result = await res.text()
   t.match(result, /Device connected/)
   t.match(result, /go back to your device/)
-  const stored = await front.store.getDeviceByUserCode(code)
+  const stored = await front.store.devices.getByUserCode(code)
   t.match(stored?.record, { status: 'approved', sub: 'alice', authTime: epochSeconds(front.clock) })
 
   await t.test('the code cannot be used again', async (t) => {
@@ -139,7 +139,7 @@ t.test('approve: the store records approved with the user', async (t) => {
     t.match(await again.text(), /already been used/)
     const post2 = await b.submit(form, { decision: 'deny' })
     t.equal(post2.status, 400)
-    t.equal((await front.store.getDeviceByUserCode(code))?.record.status, 'approved', 'unchanged')
+    t.equal((await front.store.devices.getByUserCode(code))?.record.status, 'approved', 'unchanged')
   })
 })
 
@@ -151,7 +151,7 @@ t.test('deny: the store records denied, without a user', async (t) => {
   const res = await b.submit(formWith(await page.text(), url, 'decision'), { decision: 'deny' })
   t.equal(res.status, 200)
   t.match(await res.text(), /Access denied/)
-  t.match((await front.store.getDeviceByUserCode(code))?.record, { status: 'denied', sub: null })
+  t.match((await front.store.devices.getByUserCode(code))?.record, { status: 'denied', sub: null })
 })
 
 t.test('the confirmation is shown even to a signed-in person (the code must be checked)', async (t) => {
@@ -161,7 +161,7 @@ t.test('the confirmation is shown even to a signed-in person (the code must be c
   t.equal(res.status, 303)
   const page = await get(`${front.url}/device?user_code=${pretty(code)}`, [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; '))
   t.match(page.text, /name="decision" value="allow"/)
-  t.equal((await front.store.getDeviceByUserCode(code))?.record.status, 'pending')
+  t.equal((await front.store.devices.getByUserCode(code))?.record.status, 'pending')
 })
 
 t.test('an expired code gets a clear message', async (t) => {
@@ -179,7 +179,7 @@ t.test('an expired code gets a clear message', async (t) => {
   const late = await b.submit(form, { decision: 'allow' })
   t.equal(late.status, 400)
   t.match(await late.text(), /expired/)
-  t.equal(await f.store.getDeviceByUserCode(code), null)
+  t.equal(await f.store.devices.getByUserCode(code), null)
 })
 
 t.test('wrong codes are limited per address (RFC 8628 5.1)', async (t) => {
@@ -221,14 +221,14 @@ t.test('POST /device refusals: 403 for CSRF and Origin, nothing decided', async 
   for (const [name, fields, headers] of cases) {
     const res = await reply(postForm(form.action, fields, headers))
     t.equal(res.status, 403, name)
-    t.equal((await front.store.getDeviceByUserCode(code))?.record.status, 'pending', `${name}: still pending`)
+    t.equal((await front.store.devices.getByUserCode(code))?.record.status, 'pending', `${name}: still pending`)
   }
   const { form: entryForm } = await entry()
   const noCookie = await reply(postForm(entryForm.action, { ...entryForm.fields, user_code: code }, { origin: front.issuer }))
   t.equal(noCookie.status, 403, 'the entry form needs its CSRF cookie too')
   const badDecision = await reply(postForm(form.action, { ...form.fields, decision: 'maybe' }, { cookie: session, origin: front.issuer }))
   t.equal(badDecision.status, 400)
-  t.equal((await front.store.getDeviceByUserCode(code))?.record.status, 'pending')
+  t.equal((await front.store.devices.getByUserCode(code))?.record.status, 'pending')
 })
 
 t.test('a device login that fails shows the device login again', async (t) => {

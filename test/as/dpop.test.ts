@@ -66,7 +66,7 @@ t.test('DPoP at the token endpoint', async (t) => {
     const wrongKey = await token(h, 'spa', { grant_type: 'refresh_token', refresh_token: rt }, { dpop: proofFor(h, other) })
     t.equal(wrongKey.status, 400)
     t.equal(wrongKey.json?.error, 'invalid_grant', 'a proof by another key is refused')
-    t.equal((await h.store.findRefresh(hashToken(rt)))?.current, true, 'the refusals did not rotate or revoke the family')
+    t.equal((await h.store.grants.findRefresh(hashToken(rt)))?.current, true, 'the refusals did not rotate or revoke the family')
 
     const ok = await token(h, 'spa', { grant_type: 'refresh_token', refresh_token: rt }, { dpop: proofFor(h, key) })
     t.equal(ok.status, 200, ok.text)
@@ -97,7 +97,7 @@ t.test('DPoP at the token endpoint', async (t) => {
   t.test('device code: bound to the key of the polling proof', async (t) => {
     const da = await reply(postForm(`${h.url}/device_authorization`, { client_id: 'tv', scope: 'orders:read' }))
     const userCode = String(da.json?.user_code).replace('-', '')
-    await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: Math.floor(h.clock.now() / 1000) })
+    await h.store.devices.decide(userCode, { approved: true, sub: 'alice', authTime: Math.floor(h.clock.now() / 1000) })
     const r = await token(h, 'tv', { grant_type: DEVICE_GRANT, device_code: String(da.json?.device_code) }, { dpop: proofFor(h, key) })
     t.equal(r.status, 200, r.text)
     t.equal(r.json?.token_type, 'DPoP')

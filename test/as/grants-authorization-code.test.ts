@@ -160,7 +160,7 @@ t.test('authorization_code grant', async (t) => {
     const claims = JSON.parse(Buffer.from(at.split('.')[1] ?? '', 'base64url').toString()) as { grant_id: string; jti: string }
     t.ok(h.revocations.isRevoked(null, claims.grant_id), 'the revocation list has the grant')
     t.ok(
-      (await h.store.listRevocations()).some((e) => e.kind === 'grant' && e.id === claims.grant_id),
+      (await h.store.revocations.list()).some((e) => e.kind === 'grant' && e.id === claims.grant_id),
       'the store lists it',
     )
     t.same(await introspect(h, at), { active: false })
@@ -175,14 +175,14 @@ t.test('authorization_code grant', async (t) => {
     // link of the grant id, found nothing to revoke, and the winner's tokens lived.
     const m = await mintCode(h)
     const codeHash = hashToken(m.code)
-    const taken = await h.store.takeCode(codeHash)
+    const taken = await h.store.codes.take(codeHash)
     t.equal(taken.status, 'taken', 'a first exchange is mid-flight: it took the code, created nothing yet')
     const replay = await token(h, 'web', codeParams(m))
     t.equal(replay.status, 400)
     t.same(replay.json, INVALID_GRANT)
     await settle()
     t.ok(h.revocations.isRevoked(null, grantIdForCode(codeHash)), 'the grant the code will produce is already revoked')
-    const entry = (await h.store.listRevocations()).find((e) => e.kind === 'grant' && e.id === grantIdForCode(codeHash))
+    const entry = (await h.store.revocations.list()).find((e) => e.kind === 'grant' && e.id === grantIdForCode(codeHash))
     t.ok(entry, 'and listed in the store for every instance')
     t.ok((entry?.exp ?? 0) >= Math.floor(h.clock.now() / 1000) + h.as.as.refreshToken.ttlSec, 'for as long as its refresh family could live')
   })
@@ -329,10 +329,10 @@ t.test('opaque access tokens', async (t) => {
   t.equal(r.status, 200)
   const at = String(r.json?.access_token)
   t.match(at, /^[A-Za-z0-9_-]{43}$/)
-  const stored = await h.store.getOpaqueToken(hashToken(at))
+  const stored = await h.store.opaqueTokens.get(hashToken(at))
   t.match(stored, { iss: h.issuer, sub: 'alice', clientId: 'web', aud: [h.issuer], scope: 'openid profile email orders:read' })
   t.equal(stored?.exp, (stored?.iat ?? 0) + 600)
-  t.equal(await h.store.getOpaqueToken(at), null, 'stored only under its hash')
+  t.equal(await h.store.opaqueTokens.get(at), null, 'stored only under its hash')
   const { payload } = await jwtVerify(String(r.json?.id_token), createLocalJWKSet(h.as.keys.jwks as { keys: [] }), {
     currentDate: new Date(h.clock.now()),
   })

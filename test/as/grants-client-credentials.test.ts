@@ -76,5 +76,5 @@ t.test('client_credentials with opaque tokens', async (t) => {
   const r = await token(h, 'service', { grant_type: 'client_credentials', scope: 'orders:write' })
   const at = String(r.json?.access_token)
   t.match(at, /^[A-Za-z0-9_-]{43}$/)
-  t.match(await h.store.getOpaqueToken(hashToken(at)), { sub: 'service', clientId: 'service', scope: 'orders:write', grantId: null })
+  t.match(await h.store.opaqueTokens.get(hashToken(at)), { sub: 'service', clientId: 'service', scope: 'orders:write', grantId: null })
 })

@@ -24,15 +24,15 @@ t.test('device_code grant', async (t) => {
 
     const fast = await poll(deviceCode)
     t.same(fast.json, { error: 'slow_down', error_description: 'Polling too fast; increase the interval by 5 seconds' })
-    t.equal((await h.store.getDeviceByUserCode(userCode))?.record.intervalSec, 10)
+    t.equal((await h.store.devices.getByUserCode(userCode))?.record.intervalSec, 10)
 
     wait(5)
     t.equal((await poll(deviceCode)).json?.error, 'slow_down', 'the old interval is now too fast')
-    t.equal((await h.store.getDeviceByUserCode(userCode))?.record.intervalSec, 15)
+    t.equal((await h.store.devices.getByUserCode(userCode))?.record.intervalSec, 15)
     wait(15)
     t.equal((await poll(deviceCode)).json?.error, 'authorization_pending', 'the grown interval is respected')
 
-    t.ok(await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: Math.floor(h.clock.now() / 1000) }))
+    t.ok(await h.store.devices.decide(userCode, { approved: true, sub: 'alice', authTime: Math.floor(h.clock.now() / 1000) }))
     wait(15)
     const ok = await poll(deviceCode)
     t.equal(ok.status, 200)
@@ -52,11 +52,11 @@ t.test('device_code grant', async (t) => {
   t.test('a device code approved before the person withdrew the client: invalid_grant at the poll, no grant', async (t) => {
     const now = Math.floor(h.clock.now() / 1000)
     // The person had allowed tv before, so the account page offers to withdraw it.
-    await h.store.noteAllowance('carol', 'tv', { scopes: ['orders:read'], at: now, grantId: null, until: now + 3600 })
+    await h.store.allowances.note('carol', 'tv', { scopes: ['orders:read'], at: now, grantId: null, until: now + 3600 })
     const { deviceCode, userCode } = await authorizeDevice(h)
-    t.ok(await h.store.decideDevice(userCode, { approved: true, sub: 'carol', authTime: now }))
+    t.ok(await h.store.devices.decide(userCode, { approved: true, sub: 'carol', authTime: now }))
     wait(1)
-    await h.store.withdrawAllowance('carol', 'tv', 600) // what POST /account does
+    await h.store.allowances.withdraw('carol', 'tv', 600) // what POST /account does
     wait(5)
     const issuedBefore = h.metrics.tokensIssued.get({ grant: 'device_code' })
     const r = await poll(deviceCode)
@@ -64,17 +64,17 @@ t.test('device_code grant', async (t) => {
     t.equal(r.json?.error, 'invalid_grant')
     t.notOk('access_token' in (r.json ?? {}), 'no access token')
     t.equal(h.metrics.tokensIssued.get({ grant: 'device_code' }), issuedBefore, 'nothing issued')
-    t.same(await h.store.listAllowances('carol'), [], 'no grant for tv came back')
+    t.same(await h.store.allowances.list('carol'), [], 'no grant for tv came back')
 
     const next = await authorizeDevice(h)
-    t.ok(await h.store.decideDevice(next.userCode, { approved: true, sub: 'carol', authTime: now }))
+    t.ok(await h.store.devices.decide(next.userCode, { approved: true, sub: 'carol', authTime: now }))
     wait(5)
     t.equal((await poll(next.deviceCode)).status, 200, 'an approval given after the withdrawal is honoured')
   })
 
   t.test('a client with openid and refresh_token gets them for its device grant', async (t) => {
     const { deviceCode, userCode } = await authorizeDevice(h, 'spa')
-    await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: 1 })
+    await h.store.devices.decide(userCode, { approved: true, sub: 'alice', authTime: 1 })
     const ok = await poll(deviceCode, 'spa')
     t.equal(ok.status, 200)
     t.ok(ok.json?.refresh_token)
@@ -83,7 +83,7 @@ t.test('device_code grant', async (t) => {
 
   t.test('denied is access_denied', async (t) => {
     const { deviceCode, userCode } = await authorizeDevice(h)
-    await h.store.decideDevice(userCode, { approved: false })
+    await h.store.devices.decide(userCode, { approved: false })
     const r = await poll(deviceCode)
     t.equal(r.status, 400)
     t.same(r.json, { error: 'access_denied', error_description: 'The resource owner denied the request' })
@@ -99,12 +99,12 @@ t.test('device_code grant', async (t) => {
 
   t.test("another client's device code is invalid_grant and changes nothing", async (t) => {
     const { deviceCode, userCode } = await authorizeDevice(h, 'tv')
-    await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: 1 })
-    const before = (await h.store.getDeviceByUserCode(userCode))?.record
+    await h.store.devices.decide(userCode, { approved: true, sub: 'alice', authTime: 1 })
+    const before = (await h.store.devices.getByUserCode(userCode))?.record
     const r = await poll(deviceCode, 'spa')
     t.equal(r.status, 400)
     t.equal(r.json?.error, 'invalid_grant')
-    t.same((await h.store.getDeviceByUserCode(userCode))?.record, before, 'not polled, not consumed')
+    t.same((await h.store.devices.getByUserCode(userCode))?.record, before, 'not polled, not consumed')
     t.equal((await poll(deviceCode, 'tv')).status, 200, 'the right client still gets its tokens')
   })
 

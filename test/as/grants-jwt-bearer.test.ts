@@ -139,7 +139,7 @@ t.test('assertion issuers: ID-JAG grants and workload identity', async (t) => {
     t.equal(claims.aud, h.issuer)
     t.type(claims.grant_id, 'string', 'a grant, withdrawable like a code flow one')
     t.equal(body.refresh_token, undefined, 'no refresh token: the client has no refresh_token grant')
-    t.same(await h.store.listAllowances('corp:user-123').then((a) => a.map((x) => x.clientId)), ['agent'], "on the person's account page")
+    t.same(await h.store.allowances.list('corp:user-123').then((a) => a.map((x) => x.clientId)), ['agent'], "on the person's account page")
   })
 
   t.test('the email rule finds a local user; the request may narrow the scope, never widen it', async (t) => {

@@ -48,15 +48,15 @@ t.test('grants on Redis', async (t) => {
     t.equal((await token(h, 'web', { grant_type: 'refresh_token', refresh_token: rt2 })).json?.error, 'invalid_grant')
     t.same(await introspect(h, String(second.json?.access_token)), { active: false })
     const grantId = String(decodeJwt(String(second.json?.access_token)).grant_id)
-    t.ok((await h.store.listRevocations()).some((e) => e.kind === 'grant' && e.id === grantId))
-    t.equal(await h.store.findRefresh(hashToken(rt2)), null)
+    t.ok((await h.store.revocations.list()).some((e) => e.kind === 'grant' && e.id === grantId))
+    t.equal(await h.store.grants.findRefresh(hashToken(rt2)), null)
   })
 
   t.test("device approval is consumed once; another client's poll changes nothing", async (t) => {
     const auth = await reply(postForm(`${h.url}/device_authorization`, { client_id: 'tv' }))
     const deviceCode = String(auth.json?.device_code)
     const userCode = String(auth.json?.user_code).replace('-', '')
-    await h.store.decideDevice(userCode, { approved: true, sub: 'alice', authTime: Math.floor(Date.now() / 1000) })
+    await h.store.devices.decide(userCode, { approved: true, sub: 'alice', authTime: Math.floor(Date.now() / 1000) })
     const stranger = await token(h, 'spa', { grant_type: DEVICE_GRANT, device_code: deviceCode })
     t.equal(stranger.json?.error, 'invalid_grant')
     const polls = await Promise.all(Array.from({ length: 10 }, () => token(h, 'tv', { grant_type: DEVICE_GRANT, device_code: deviceCode })))

@@ -28,9 +28,9 @@ t.test('refresh_token grant', async (t) => {
     t.not(rt2, rt1)
     t.equal(decodeJwt(String(body.access_token)).grant_id, decodeJwt(String(first.access_token)).grant_id)
     t.equal(decodeJwt(String(body.id_token)).nonce, undefined, 'no nonce at refresh')
-    const old = await h.store.findRefresh(hashToken(rt1))
+    const old = await h.store.grants.findRefresh(hashToken(rt1))
     t.equal(old?.current, false)
-    t.equal((await h.store.findRefresh(hashToken(rt2)))?.current, true)
+    t.equal((await h.store.grants.findRefresh(hashToken(rt2)))?.current, true)
     t.equal(h.metrics.tokensIssued.get({ grant: 'refresh_token' }) >= 1, true)
   })
 
@@ -60,7 +60,7 @@ t.test('refresh_token grant', async (t) => {
     const r = await refresh('web', rt, { scope: 'openid orders:read orders:write' })
     t.equal(r.status, 400)
     t.same(r.json, { error: 'invalid_scope', error_description: 'The requested scope exceeds the original grant' })
-    t.equal((await h.store.findRefresh(hashToken(rt)))?.current, true, 'not rotated')
+    t.equal((await h.store.grants.findRefresh(hashToken(rt)))?.current, true, 'not rotated')
     t.equal((await refresh('web', rt)).status, 200)
   })
 
@@ -82,7 +82,7 @@ t.test('refresh_token grant', async (t) => {
     t.same(r.json, INVALID_GRANT)
     const spa = await refresh('spa', rt)
     t.same(spa.json, INVALID_GRANT, 'a public client naming itself')
-    t.equal((await h.store.findRefresh(hashToken(rt)))?.current, true)
+    t.equal((await h.store.grants.findRefresh(hashToken(rt)))?.current, true)
     t.equal((await refresh('web', rt)).status, 200)
   })
 

@@ -17,7 +17,7 @@ for (const format of ['jwt', 'opaque'] as const) {
       t.equal(r.status, 200)
       t.equal(r.headers.get('cache-control'), 'no-store')
       const now = Math.floor(h.clock.now() / 1000)
-      const jti = format === 'jwt' ? decodeJwt(at).jti : (await h.store.getOpaqueToken(hashToken(at)))?.jti
+      const jti = format === 'jwt' ? decodeJwt(at).jti : (await h.store.opaqueTokens.get(hashToken(at)))?.jti
       t.same(r.json, {
         active: true,
         scope: 'openid orders:read',

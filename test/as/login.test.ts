@@ -126,7 +126,7 @@ t.test('a known-browser cookie is set at each successful sign-in', async (t) => 
   t.match(known?.attributes, /HttpOnly/)
   t.match(known?.attributes, /SameSite=Strict/, 'only our own form needs it')
   t.match(known?.attributes, /Max-Age=7776000/, 'known_browser_ttl, 90 days by default')
-  t.equal(await front.store.getKnownBrowser(hashToken(known?.value ?? '')), 'alice', 'the store knows whom it was issued for')
+  t.equal(await front.store.knownBrowsers.get(hashToken(known?.value ?? '')), 'alice', 'the store knows whom it was issued for')
 
   // The same browser signing in as bob keeps alice's token too (a shared computer).
   const page = await openLogin()
@@ -134,7 +134,7 @@ t.test('a known-browser cookie is set at each successful sign-in', async (t) => 
   const both = setCookies(again.headers).get('bw_known')?.value.split('.') ?? []
   t.equal(both.length, 2, 'two tokens')
   t.equal(both[1], known?.value, "alice's token kept, after bob's")
-  t.equal(await front.store.getKnownBrowser(hashToken(both[0] ?? '')), 'user-0002', "bob's sub")
+  t.equal(await front.store.knownBrowsers.get(hashToken(both[0] ?? '')), 'user-0002', "bob's sub")
 })
 
 t.test('one username guessed from many addresses: unknown browsers wait a doubling delay, capped; the owner is never locked out', async (t) => {
@@ -217,7 +217,7 @@ t.test('a known browser is limited by its own counter only', async (t) => {
   for (let i = 1; i <= 3; i++) t.equal((await attempt(mine, 'bob', `typo ${i}`, { ip: '192.0.2.70' })).status, 400, `typo ${i}`)
   const locked = await attempt(mine, 'bob', BOB_PASSWORD, { ip: '192.0.2.71' })
   assertThrottled(t, locked, { retryAfter: 300, text: LOCKED }, 'that browser, after login_max_failures typos, even elsewhere')
-  t.equal(await front.store.hits(`login:user:${hashToken('bob')}`), 0, "its failures are not counted against bob's username")
+  t.equal(await front.store.rateLimits.count(`login:user:${hashToken('bob')}`), 0, "its failures are not counted against bob's username")
   const fresh = await attempt(page, 'bob', BOB_PASSWORD, { ip: '192.0.2.70' })
   t.equal(fresh.status, 303, 'another browser at the same address is not affected')
   front.clock.advance(300_000)
@@ -235,7 +235,7 @@ t.test('one address guessing one username is locked out for the window, even wit
   t.match(right.text, /Try again in 5 minutes\./, 'the wait in minutes, rounded up')
   const elsewhere = await attempt(page, 'bob', BOB_PASSWORD, { ip: '203.0.116.2' })
   t.equal(elsewhere.status, 303, "from another address bob's own turn comes at once (the 1 s wait has passed)")
-  t.equal(await front.store.hits(`login:pair:${hashToken('bob')}:203.0.116.1`), 3, "bob's success elsewhere does not unlock the guessing address")
+  t.equal(await front.store.rateLimits.count(`login:pair:${hashToken('bob')}:203.0.116.1`), 3, "bob's success elsewhere does not unlock the guessing address")
 })
 
 t.test('one address guessing many usernames is locked out for the window (login_address_max_failures)', async (t) => {
@@ -281,7 +281,7 @@ t.test('CSRF and Origin: refused with 403 and nothing changes', async (t) => {
       t.equal(setCookies(res.headers).has('bw_session'), false, 'no session')
     })
   }
-  t.equal(await front.store.hits('login:ip:192.0.2.77'), 0, 'refused before counting: not even a failure was recorded')
+  t.equal(await front.store.rateLimits.count('login:ip:192.0.2.77'), 0, 'refused before counting: not even a failure was recorded')
   const ok = await attempt(page, 'alice', ALICE_PASSWORD, { ip, origin: null })
   t.equal(ok.status, 303, 'without Origin (older clients) the token alone decides')
 })
@@ -299,10 +299,10 @@ t.test('success: a new session in an HttpOnly, SameSite=Lax cookie; 303 onwards'
   t.match(session?.attributes, /Max-Age=28800/, 'session.ttl (8h default)')
   t.match(session?.attributes, /Path=\//)
   t.notMatch(session?.attributes, /Secure/, 'no Secure over plain http')
-  const record = await front.store.getSession(hashToken(session?.value ?? ''))
+  const record = await front.store.sessions.get(hashToken(session?.value ?? ''))
   t.match(record, { sub: 'alice', username: 'alice', authTime: epochSeconds(front.clock) })
   t.match(record?.csrf, /^[A-Za-z0-9_-]{43}$/)
-  t.equal(await front.store.getSession(session?.value ?? ''), null, 'stored under the hash only')
+  t.equal(await front.store.sessions.get(session?.value ?? ''), null, 'stored under the hash only')
 
   await t.test('the next authorization skips the login', async (t) => {
     const next = await get(authorizeUrl(front, authParams()), `bw_session=${session?.value ?? ''}`)
@@ -325,7 +325,7 @@ t.test('session fixation: a login always mints a new session id and deletes the 
   const b = new Browser()
   await authorizeAs(b, authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read' })))
   const first = b.cookies.get('bw_session') ?? ''
-  t.ok(await front.store.getSession(hashToken(first)))
+  t.ok(await front.store.sessions.get(hashToken(first)))
   // prompt=login asks again although a session exists
   const url = authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read', prompt: 'login' }))
   const page = await b.get(url)
@@ -336,8 +336,8 @@ t.test('session fixation: a login always mints a new session id and deletes the 
   t.equal(new URL(res.headers.get('location') ?? '').searchParams.has('code'), true, 'login satisfied prompt=login: straight to the client')
   const second = b.cookies.get('bw_session') ?? ''
   t.not(second, first)
-  t.equal(await front.store.getSession(hashToken(first)), null, 'old session deleted')
-  t.ok(await front.store.getSession(hashToken(second)))
+  t.equal(await front.store.sessions.get(hashToken(first)), null, 'old session deleted')
+  t.ok(await front.store.sessions.get(hashToken(second)))
 })
 
 t.test('max_age: a login older than max_age asks again', async (t) => {
@@ -355,7 +355,7 @@ t.test('max_age: a login older than max_age asks again', async (t) => {
   t.equal(new URL(none.headers.get('location') ?? '').searchParams.get('error'), 'login_required')
   const callback = await authorizeAs(b, authorizeUrl(front, { ...params, max_age: '0' }))
   t.type(callback.searchParams.get('code'), 'string', 'max_age=0 is satisfied by the login it forces')
-  const taken = await front.store.takeCode(hashToken(callback.searchParams.get('code') ?? ''))
+  const taken = await front.store.codes.take(hashToken(callback.searchParams.get('code') ?? ''))
   t.equal(taken.status === 'taken' && taken.record.authTime, epochSeconds(front.clock), 'auth_time of the new login')
 })
 
@@ -416,15 +416,15 @@ t.test('logout ends the session', async (t) => {
   const b = new Browser()
   await authorizeAs(b, authorizeUrl(front, authParams({ client_id: 'first', redirect_uri: 'https://first.example.com/cb', scope: 'orders:read' })))
   const id = b.cookies.get('bw_session') ?? ''
-  const record = await front.store.getSession(hashToken(id))
+  const record = await front.store.sessions.get(hashToken(id))
   const refused = await reply(postForm(`${front.url}/logout`, { csrf: 'wrong' }, { cookie: `bw_session=${id}`, origin: front.issuer }))
   t.equal(refused.status, 403)
-  t.ok(await front.store.getSession(hashToken(id)), 'still there')
+  t.ok(await front.store.sessions.get(hashToken(id)), 'still there')
   const res = await reply(postForm(`${front.url}/logout`, { csrf: record?.csrf ?? '' }, { cookie: `bw_session=${id}`, origin: front.issuer }))
   t.equal(res.status, 200)
   t.match(res.text, /signed out/)
   t.match(setCookies(res.headers).get('bw_session')?.attributes, /Max-Age=0/)
-  t.equal(await front.store.getSession(hashToken(id)), null)
+  t.equal(await front.store.sessions.get(hashToken(id)), null)
 })
 
 t.test('a store outage at login: temporarily_unavailable to the client, or a 503 page for a device', async (t) => {

@@ -59,7 +59,7 @@ async function signedIn(): Promise<Browser> {
   return b
 }
 const cookieOf = (b: Browser): string => [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-const sessionOf = (b: Browser) => front.store.getSession(hashToken(b.cookies.get('bw_session') ?? ''))
+const sessionOf = (b: Browser) => front.store.sessions.get(hashToken(b.cookies.get('bw_session') ?? ''))
 
 /** Refused with our page: 400, no Location. */
 function assertRefused(t: Test, res: { status: number; headers: Headers; text: string }, label: string): void {

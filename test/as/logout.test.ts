@@ -49,7 +49,7 @@ async function signedIn(username = 'alice', password?: string, f: Front = front)
 }
 
 const cookieOf = (b: Browser): string => [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-const sessionOf = (b: Browser, f: Front = front) => f.store.getSession(hashToken(b.cookies.get('bw_session') ?? ''))
+const sessionOf = (b: Browser, f: Front = front) => f.store.sessions.get(hashToken(b.cookies.get('bw_session') ?? ''))
 
 /** An ID token of this server for `sub`, issued to `clientId`. */
 function idToken(sub: string, clientId = 'rp', f: Front = front): Promise<string> {
@@ -71,7 +71,7 @@ async function assertErrorPage(t: Test, res: { status: number; headers: Headers;
 
 t.test('a valid id_token_hint of the signed-in person signs out at once and returns with state', async (t) => {
   const b = await signedIn()
-  await front.store.putConsent('alice', 'web', ['openid'], 3600)
+  await front.store.consents.put('alice', 'web', ['openid'], 3600)
   const res = await get(logoutUrl({ id_token_hint: await idToken('alice'), post_logout_redirect_uri: RP_BYE, state: 'st /+?&=%' }), cookieOf(b))
   t.equal(res.status, 303)
   const location = new URL(res.headers.get('location') ?? '')
@@ -79,7 +79,7 @@ t.test('a valid id_token_hint of the signed-in person signs out at once and retu
   t.equal(location.searchParams.get('state'), 'st /+?&=%', 'state exactly as sent')
   t.match(setCookies(res.headers).get('bw_session')?.attributes, /Max-Age=0/, 'the cookie is cleared')
   t.equal(await sessionOf(b), null, 'the session is gone from the store')
-  t.same(await front.store.getConsent('alice', 'web'), ['openid'], 'remembered consent stays')
+  t.same(await front.store.consents.get('alice', 'web'), ['openid'], 'remembered consent stays')
 })
 
 t.test('POST with the same parameters works too; a registered query is kept', async (t) => {
@@ -283,13 +283,13 @@ t.test('"Not you?" on the consent page signs out and returns to the same authori
   if (whoami === undefined) throw new Error('no "Not you?" form')
   t.same(whoami.buttons, [{ name: 'switch', value: '1' }])
   const aliceId = b.cookies.get('bw_session') ?? ''
-  t.ok(await front.store.getSession(hashToken(aliceId)))
+  t.ok(await front.store.sessions.get(hashToken(aliceId)))
   const switched = await b.submit(whoami)
   t.equal(switched.status, 303)
   const next = new URL(switched.headers.get('location') ?? '', url)
   t.equal(next.pathname, '/authorize')
   t.same(Object.fromEntries(next.searchParams), params, 'the same request, parameter for parameter')
-  t.equal(await front.store.getSession(hashToken(aliceId)), null, "alice's session is deleted")
+  t.equal(await front.store.sessions.get(hashToken(aliceId)), null, "alice's session is deleted")
   t.notOk(b.cookies.has('bw_session'), 'the session cookie is cleared')
 
   const callback = await authorizeAs(b, next.toString(), { username: 'bob', password: 'bob-password-0123456789' })
@@ -301,7 +301,7 @@ t.test('"Not you?" on the consent page signs out and returns to the same authori
 
 t.test('"Not you?" on the device approval page returns to that device code', async (t) => {
   const b = await signedIn()
-  const start = await front.store.putDevice(hashToken('device-code-for-logout-test-0123456789abcd'), {
+  const start = await front.store.devices.put(hashToken('device-code-for-logout-test-0123456789abcd'), {
     clientId: 'tv',
     userCode: 'BCDFGHJK',
     scope: 'orders:read',

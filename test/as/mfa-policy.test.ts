@@ -85,7 +85,7 @@ t.test('require_mfa: a person without a second factor sets one up, comes back, a
   )
   t.equal(decodeJwt(String(tokens.json?.id_token)).acr, 'mfa')
   t.same(decodeJwt(String(tokens.json?.access_token)).amr, ['pwd', 'otp', 'mfa'])
-  await front.store.deleteTotp('alice')
+  await front.store.totp.delete('alice')
 })
 
 t.test('prompt=none with a one-factor session: login_required; other clients are not asked', async (t) => {

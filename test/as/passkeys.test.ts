@@ -85,7 +85,7 @@ t.test('passkey-options: a challenge only for our own form', async (t) => {
   t.equal(options.userVerification, 'required', 'a passkey alone must verify the person')
   t.same(options.allowCredentials ?? [], [], 'discoverable: no credential ids are given away')
   t.same(
-    await front.store.takePasskeyChallenge(hashToken(options.challenge)),
+    await front.store.passkeys.takeChallenge(hashToken(options.challenge)),
     { purpose: 'sign-in', sub: null, expiresAt: Math.floor(front.clock.now() / 1000) + 300 },
     'kept under its hash for 5 minutes',
   )
@@ -155,8 +155,8 @@ t.test('the account page: passkeys are added and removed only by their owner, wi
     createdAt: now,
     lastUsedAt: null,
   }
-  await front.store.addPasskey({ ...record, credentialId: 'bobs', sub: 'bob' })
-  await front.store.addPasskey({ ...record, credentialId: 'alices', sub: 'alice', username: 'alice', name: 'Work <laptop>' })
+  await front.store.passkeys.add({ ...record, credentialId: 'bobs', sub: 'bob' })
+  await front.store.passkeys.add({ ...record, credentialId: 'alices', sub: 'alice', username: 'alice', name: 'Work <laptop>' })
   const listed = await (await b.get(`${front.url}/account`)).text()
   t.match(listed, '<h3>Work &lt;laptop&gt;</h3>', 'her passkey, its name escaped')
   t.notMatch(listed, "Bob's key", "not bob's")
@@ -168,20 +168,20 @@ t.test('the account page: passkeys are added and removed only by their owner, wi
     'another site: 403',
   )
   t.equal((await post(front, 'passkeys', { csrf: token, action: 'remove', credential_id: 'bobs' }, cookieOf(b))).status, 400, "bob's passkey: 400")
-  t.not(await front.store.getPasskey('bobs'), null, "bob's is untouched")
+  t.not(await front.store.passkeys.get('bobs'), null, "bob's is untouched")
   t.equal(
     (await post(front, 'passkeys', { csrf: token, action: 'add', name: 'x', credential: '{}' }, cookieOf(b))).headers.get('location'),
     'account?passkey=failed',
     'a non-credential is not added',
   )
   t.same(
-    (await front.store.listPasskeys('alice')).map((p) => p.credentialId),
+    (await front.store.passkeys.list('alice')).map((p) => p.credentialId),
     ['alices'],
     'nothing was added',
   )
   const renamed = await post(front, 'passkeys', { csrf: token, action: 'rename', credential_id: 'alices', name: '  Home\u0007 <desk>  ' }, cookieOf(b))
   t.equal(renamed.headers.get('location'), 'account?passkey=renamed', 'renamed')
-  t.equal((await front.store.getPasskey('alices'))?.name, 'Home <desk>', 'trimmed, control characters dropped')
+  t.equal((await front.store.passkeys.get('alices'))?.name, 'Home <desk>', 'trimmed, control characters dropped')
   t.match(await (await b.get(`${front.url}/account?passkey=renamed`)).text(), '<h3>Home &lt;desk&gt;</h3>')
   t.equal(
     (await post(front, 'passkeys', { csrf: token, action: 'rename', credential_id: 'alices', name: ' \u0007 ' }, cookieOf(b))).status,
@@ -193,7 +193,7 @@ t.test('the account page: passkeys are added and removed only by their owner, wi
     400,
     "renaming bob's: 400",
   )
-  t.equal((await front.store.getPasskey('bobs'))?.name, "Bob's key", "bob's keeps its name")
+  t.equal((await front.store.passkeys.get('bobs'))?.name, "Bob's key", "bob's keeps its name")
   t.equal(
     (await post(front, 'passkeys', { action: 'rename', credential_id: 'alices', name: 'x' }, cookieOf(b))).status,
     403,
@@ -202,6 +202,6 @@ t.test('the account page: passkeys are added and removed only by their owner, wi
   const removed = await post(front, 'passkeys', { csrf: token, action: 'remove', credential_id: 'alices' }, cookieOf(b))
   t.equal(removed.status, 303)
   t.equal(removed.headers.get('location'), 'account?passkey=removed')
-  t.equal(await front.store.getPasskey('alices'), null, 'hers is removed')
+  t.equal(await front.store.passkeys.get('alices'), null, 'hers is removed')
   t.match(await (await b.get(`${front.url}/account?passkey=removed`)).text(), 'The passkey was removed.')
 })

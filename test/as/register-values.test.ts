@@ -16,10 +16,10 @@ const front = await startFront(
 )
 t.teardown(() => front.close())
 const codes = countCodes(front.store)
-/** Every registration the store keeps goes through putClient. */
+/** Every registration the store keeps goes through clients.put. */
 let stored = 0
-const putClient = front.store.putClient.bind(front.store)
-front.store.putClient = async (...args: Parameters<typeof putClient>): Promise<void> => {
+const putClient = front.store.clients.put.bind(front.store.clients)
+front.store.clients.put = async (...args: Parameters<typeof putClient>): Promise<void> => {
   stored += 1
   return putClient(...args)
 }
@@ -112,7 +112,7 @@ t.test('the old 500 is gone: a client stored before these rules is refused with 
   for (const [name, ch] of BREAKING) {
     const clientId = `legacy-${name.replace(/[^A-Za-z0-9]/g, '')}`
     const uri = `https://evil.example/landing${ch}x`
-    await front.store.putClient({
+    await front.store.clients.put({
       clientId,
       secretHash: null,
       registrationTokenHash: hashToken('x'),

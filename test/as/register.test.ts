@@ -71,7 +71,7 @@ t.test('dynamic registration', async (t) => {
     })
     t.equal(body.client_secret, undefined, 'a public client has no secret')
     t.equal(body.unknown_member, undefined, 'unknown members are ignored (RFC 7591 2)')
-    const stored = await h.store.getClient(id)
+    const stored = await h.store.clients.get(id)
     t.equal(stored?.registrationTokenHash, hashToken(String(body.registration_access_token)))
     t.notMatch(JSON.stringify(stored), String(body.registration_access_token), 'the token itself is not stored')
 
@@ -95,7 +95,7 @@ t.test('dynamic registration', async (t) => {
     t.match(secret, /^[A-Za-z0-9_-]{43}$/)
     t.equal(res.json?.client_secret_expires_at, 0)
     t.same(res.json?.grant_types, ['authorization_code'], 'RFC 7591 2 default grant')
-    const stored = await h.store.getClient(id)
+    const stored = await h.store.clients.get(id)
     t.match(stored?.secretHash, /^scrypt\$/)
     t.notMatch(JSON.stringify(stored), secret)
     const m = await mintCode(h, {
@@ -184,10 +184,10 @@ t.test('dynamic registration', async (t) => {
       t.equal(res.status, 401, what)
       t.match(res.headers.get('www-authenticate'), /^Bearer /, what)
     }
-    t.not(await h.store.getClient(String(made.client_id)), null, 'the refused deletes changed nothing')
+    t.not(await h.store.clients.get(String(made.client_id)), null, 'the refused deletes changed nothing')
     const del = await send(uri, { method: 'DELETE', headers: { authorization: `Bearer ${rat}` } })
     t.equal(del.status, 204)
-    t.equal(await h.store.getClient(String(made.client_id)), null)
+    t.equal(await h.store.clients.get(String(made.client_id)), null)
     t.equal((await send(uri, { headers: { authorization: `Bearer ${rat}` } })).status, 401, 'a deleted client is unknown')
     const tok = await reply(postForm(`${h.url}/token`, { grant_type: 'refresh_token', refresh_token: 'x', client_id: String(made.client_id) }))
     t.equal(tok.json?.error, 'invalid_client', 'and /token no longer knows it')
@@ -206,8 +206,8 @@ t.test('dynamic registration', async (t) => {
     })
     t.equal((await reply(postForm(`${h.url}/token`, { ...codeParams(m), client_id: used }))).status, 200, 'used at 50 minutes')
     h.clock.advance(1000_000)
-    t.equal(await h.store.getClient(unused), null, 'unused for more than client_ttl: forgotten')
-    t.not(await h.store.getClient(used), null, 'the used one lives on')
+    t.equal(await h.store.clients.get(unused), null, 'unused for more than client_ttl: forgotten')
+    t.not(await h.store.clients.get(used), null, 'the used one lives on')
   })
 })
 
@@ -247,7 +247,7 @@ t.test('consent: always shown for a registered client, saying it registered itse
   const front = await startFront(await frontYaml({ asExtra: '  registration: { enabled: true, scopes: ["orders:read"] }' }))
   t.teardown(() => front.close())
   const now = Math.floor(front.clock.now() / 1000)
-  await front.store.putClient({
+  await front.store.clients.put({
     clientId: 'dyn-1',
     secretHash: null,
     registrationTokenHash: hashToken('x'),

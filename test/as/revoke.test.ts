@@ -35,11 +35,11 @@ for (const format of ['jwt', 'opaque'] as const) {
       await settle()
       t.same(await introspect(h, at), { active: false })
       t.equal((await introspect(h, String(body.refresh_token))).active, true)
-      if (format === 'opaque') t.equal(await h.store.getOpaqueToken(hashToken(at)), null, 'the opaque token is deleted')
+      if (format === 'opaque') t.equal(await h.store.opaqueTokens.get(hashToken(at)), null, 'the opaque token is deleted')
       else {
         const jti = String(decodeJwt(at).jti)
         t.ok(
-          (await h.store.listRevocations()).some((e) => e.kind === 'jti' && e.id === jti),
+          (await h.store.revocations.list()).some((e) => e.kind === 'jti' && e.id === jti),
           'its jti is listed',
         )
       }
@@ -61,10 +61,10 @@ for (const format of ['jwt', 'opaque'] as const) {
       t.equal((await introspect(h, String(body.access_token))).active, true)
       t.equal((await introspect(h, String(body.refresh_token))).active, true)
       const at = String(body.access_token)
-      const jti = format === 'jwt' ? String(decodeJwt(at).jti) : (await h.store.getOpaqueToken(hashToken(at)))?.jti
-      const grantId = (await h.store.findRefresh(hashToken(String(body.refresh_token))))?.grant.grantId
+      const jti = format === 'jwt' ? String(decodeJwt(at).jti) : (await h.store.opaqueTokens.get(hashToken(at)))?.jti
+      const grantId = (await h.store.grants.findRefresh(hashToken(String(body.refresh_token))))?.grant.grantId
       t.ok(jti !== undefined && grantId !== undefined, 'the tokens are still in the store')
-      const listed = (await h.store.listRevocations()).map((e) => e.id)
+      const listed = (await h.store.revocations.list()).map((e) => e.id)
       t.notOk(listed.includes(String(jti)) || listed.includes(String(grantId)), 'nothing of theirs is on the revocation list')
     })
 

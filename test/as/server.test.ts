@@ -50,8 +50,11 @@ t.test('an unreachable store is 503 temporarily_unavailable', async (t) => {
 })
 
 class BrokenStore extends MemoryStore {
-  override async takeCode(): Promise<TakeCodeResult> {
-    throw new TypeError('something unexpected')
+  constructor(...args: ConstructorParameters<typeof MemoryStore>) {
+    super(...args)
+    this.codes.take = async (): Promise<TakeCodeResult> => {
+      throw new TypeError('something unexpected')
+    }
   }
 }
 

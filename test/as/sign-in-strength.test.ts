@@ -63,7 +63,7 @@ async function tokensThroughPages(f: Front, b: Browser, over: Record<string, str
 /** A browser holding a session made as a sign-in of that strength would make it (the passkey ceremony itself runs in Chromium). */
 async function sessionOf(f: Front, strength: Pick<SessionRecord, 'amr' | 'acr'>, authTime = epochSeconds(f.clock)): Promise<Browser> {
   const id = randomToken()
-  await f.store.putSession(hashToken(id), { sub: 'alice', username: 'alice', authTime, csrf: randomToken(), ...strength }, 3600)
+  await f.store.sessions.put(hashToken(id), { sub: 'alice', username: 'alice', authTime, csrf: randomToken(), ...strength }, 3600)
   const b = new Browser()
   b.cookies.set('bw_session', id)
   return b
@@ -200,7 +200,7 @@ t.test('max_age', async (t) => {
     const loc = new URL(done.headers.get('location') ?? '')
     t.equal(loc.origin, 'https://first.example.com', 'the fresh sign-in satisfies it')
     t.equal(codes.count, 1)
-    const record = await front.store.takeCode(hashToken(loc.searchParams.get('code') ?? ''))
+    const record = await front.store.codes.take(hashToken(loc.searchParams.get('code') ?? ''))
     t.equal(record.status === 'taken' && record.record.authTime, signedInAt, 'the code carries the new sign-in time')
     t.same(record.status === 'taken' && record.record.amr, ['pwd'])
   })

@@ -71,7 +71,7 @@ t.test('set up on the account page: QR code and key, a first code turns it on, r
   t.notMatch(account.html, /<script(?! src="assets\/passkeys.js")|style=/, 'no inline script or style came with it')
   secret = (/<code class="secret" id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(account.html)?.[1] ?? '').replaceAll(' ', '')
   t.equal(secret.length, 32, 'a 160-bit key in base32')
-  const stored = await front.store.getTotp('alice')
+  const stored = await front.store.totp.get('alice')
   t.equal(stored?.confirmedAt, null, 'not on before a code confirms it')
 
   const wrong = String((Number(codeAt(secret, front.clock.now())) + 1) % 1_000_000).padStart(6, '0')
@@ -79,7 +79,7 @@ t.test('set up on the account page: QR code and key, a first code turns it on, r
   t.equal(refused.status, 303)
   account = await page(b, new URL(refused.headers.get('location') ?? '', front.url).pathname.slice(1) + '?totp=wrong')
   t.match(account.html, 'That code is not right.')
-  t.equal((await front.store.getTotp('alice'))?.confirmedAt, null)
+  t.equal((await front.store.totp.get('alice'))?.confirmedAt, null)
 
   const on = await b.submit(actionForm(account, 'confirm'), { code: codeAt(secret, front.clock.now()) })
   t.equal(on.status, 200)
@@ -87,7 +87,7 @@ t.test('set up on the account page: QR code and key, a first code turns it on, r
   recoveryCodes = [...html.matchAll(/<li><code>([a-z2-9]{5}-[a-z2-9]{5})<\/code><\/li>/g)].map((m) => m[1] ?? '')
   t.equal(recoveryCodes.length, 10, 'ten recovery codes')
   t.equal(new Set(recoveryCodes).size, 10)
-  const record = await front.store.getTotp('alice')
+  const record = await front.store.totp.get('alice')
   t.type(record?.confirmedAt, 'number')
   t.equal(record?.recovery.length, 10)
   t.ok(
@@ -122,7 +122,7 @@ t.test('after the password: a code, refused when wrong or used already; the sign
   t.equal(ok.status, 303)
   t.equal(ok.headers.get('location'), 'account')
   const sid = b.cookies.get('bw_session') ?? ''
-  const session = await front.store.getSession(hashToken(sid))
+  const session = await front.store.sessions.get(hashToken(sid))
   t.same(session?.amr, ['pwd', 'otp', 'mfa'])
   t.equal(session?.acr, 'mfa')
   t.equal(session?.pending, undefined)
@@ -166,7 +166,7 @@ t.test('guesses are throttled: after three wrong codes even the right one waits 
   const limited = await b.submit(formWith(p.html, p.url, 'code'), { code: codeAt(secret, front.clock.now()) })
   t.equal(limited.status, 429)
   t.ok(Number(limited.headers.get('retry-after')) > 0)
-  t.notOk(b.cookies.has('bw_session') && (await front.store.getSession(hashToken(b.cookies.get('bw_session') ?? '')))?.pending === undefined, 'not signed in')
+  t.notOk(b.cookies.has('bw_session') && (await front.store.sessions.get(hashToken(b.cookies.get('bw_session') ?? '')))?.pending === undefined, 'not signed in')
   front.clock.advance(6 * 60_000)
 })
 
@@ -195,7 +195,7 @@ t.test('acr_values=mfa: a password session is asked again; password and code mee
   // A password-only session of the same person (made before the app was on, say) is asked for more.
   const weak = new Browser()
   const sid = 'A'.repeat(43)
-  await front.store.putSession(
+  await front.store.sessions.put(
     hashToken(sid),
     { sub: 'alice', username: 'alice', authTime: Math.floor(front.clock.now() / 1000), amr: ['pwd'], acr: 'pwd', csrf: 'c'.repeat(43) },
     600,

@@ -66,9 +66,9 @@ t.test('a provider button is a form POST: cross-origin or without the CSRF token
   t.match(html, 'name="password"', 'the local form is still there')
   const button = parseForms(html, url).find((f) => f.fields.provider === 'corp')
   if (!button) throw new Error('no button')
-  const put = front.store.putUpstreamLogin.bind(front.store)
+  const put = front.store.upstream.putLogin.bind(front.store.upstream)
   let stored = 0
-  front.store.putUpstreamLogin = async (...args) => {
+  front.store.upstream.putLogin = async (...args) => {
     stored += 1
     return put(...args)
   }

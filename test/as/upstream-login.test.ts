@@ -190,7 +190,7 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
     t.equal(u.searchParams.get('state'), authParams().state)
     t.equal(codes.count, before, 'no code')
     t.notOk(sessionCookieOf(browser), 'no session')
-    t.equal(await store.getUpstreamPerson('corp:out@other.org'), null, 'nobody remembered')
+    t.equal(await store.upstream.getPerson('corp:out@other.org'), null, 'nobody remembered')
 
     const groups = await signIn(new Browser(), 'groups', 'ann')
     t.equal(groups.kind === 'page' && groups.status, 403, 'a claim rule (groups: admins) refuses a staff member')
@@ -249,7 +249,7 @@ t.test('identity providers: sign in upstream, come back, consent, tokens', async
       t.match(end.html, 'This sign-in could not be verified')
       t.equal(codes.count, before, 'no code')
       t.notOk(sessionCookieOf(browser), 'no session')
-      t.equal(await store.getUpstreamPerson('rogue:rogue-1'), null, 'nobody remembered')
+      t.equal(await store.upstream.getPerson('rogue:rogue-1'), null, 'nobody remembered')
     })
   }
 

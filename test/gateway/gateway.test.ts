@@ -381,14 +381,14 @@ t.test('gateway', async (t) => {
     const token = await gw.mint({ claims: { jti } })
     t.equal((await gw.get('/orders', token)).status, 200, 'validated and cached')
     const exp = Math.floor(gw.clock.now() / 1000) + 600
-    await gw.store.addRevocation({ kind: 'jti', id: jti, exp })
+    await gw.store.revocations.add({ kind: 'jti', id: jti, exp })
     const res = await gw.get('/orders', token)
     t.equal(res.status, 401)
     t.equal(res.headers['www-authenticate'], REVOKED)
 
     const grant = await gw.mint({ claims: { grant_id: 'grant-7' } })
     t.equal((await gw.get('/orders', grant)).status, 200)
-    await gw.store.addRevocation({ kind: 'grant', id: 'grant-7', exp })
+    await gw.store.revocations.add({ kind: 'grant', id: 'grant-7', exp })
     t.equal((await gw.get('/orders', grant)).status, 401, 'revoked grant')
   })
 
@@ -441,7 +441,7 @@ t.test('gateway', async (t) => {
     const m = gw.metrics.tokenValidations
     const valid = await gw.mint()
     const revoked = await gw.mint({ claims: { jti: 'jti-counted-as-revoked' } })
-    await gw.store.addRevocation({ kind: 'jti', id: 'jti-counted-as-revoked', exp: Math.floor(gw.clock.now() / 1000) + 600 })
+    await gw.store.revocations.add({ kind: 'jti', id: 'jti-counted-as-revoked', exp: Math.floor(gw.clock.now() / 1000) + 600 })
     const cases: Array<[string, () => Promise<{ status: number }>, number]> = [
       ['valid', async () => gw.get('/orders', valid), 200],
       ['missing', async () => gw.send('/orders'), 401],

@@ -191,7 +191,7 @@ gateway:
   t.test('revocation applies to introspected tokens too', async (t) => {
     idp.answers.set('tok-jti', active({ jti: 'remote-jti' }))
     t.equal((await gw.get('/opaque', 'tok-jti')).status, 200)
-    await gw.store.addRevocation({ kind: 'jti', id: 'remote-jti', exp: now() + 3600 })
+    await gw.store.revocations.add({ kind: 'jti', id: 'remote-jti', exp: now() + 3600 })
     t.equal((await gw.get('/opaque', 'tok-jti')).status, 401)
   })
 })
@@ -212,8 +212,8 @@ t.test('the built-in issuer: opaque tokens looked up in the store', async (t) =>
   })
   t.teardown(() => gw.close())
   const now = Math.floor(gw.clock.now() / 1000)
-  const put = (token: string, extra: Partial<Parameters<typeof gw.store.putOpaqueToken>[1]> = {}) =>
-    gw.store.putOpaqueToken(hashToken(token), {
+  const put = (token: string, extra: Partial<Parameters<typeof gw.store.opaqueTokens.put>[1]> = {}) =>
+    gw.store.opaqueTokens.put(hashToken(token), {
       iss: PUBLIC_URL,
       sub: 'carol',
       aud: [PUBLIC_URL],
@@ -243,15 +243,15 @@ t.test('the built-in issuer: opaque tokens looked up in the store', async (t) =>
   t.equal((await gw.get('/any', await gw.mint())).status, 200, 'and a JWT')
 
   // Revocation (what /revoke does: delete the record and list its jti) is enforced at once, cache or not.
-  await gw.store.deleteOpaqueToken(hashToken('opaque-good'))
-  await gw.store.addRevocation({ kind: 'jti', id: 'jti-opaque-good', exp: now + 3600 })
+  await gw.store.opaqueTokens.delete(hashToken('opaque-good'))
+  await gw.store.revocations.add({ kind: 'jti', id: 'jti-opaque-good', exp: now + 3600 })
   t.ok(await eventually(async () => (await gw.get('/self', 'opaque-good')).status === 401), 'revoked: refused although its lookup was cached')
   t.equal((await gw.get('/self', 'opaque-good')).json().error_description, 'The access token has been revoked')
 
   // A record that merely disappears is noticed when the cached lookup ends (introspection_cache.ttl, never past exp).
   await put('opaque-cached')
   t.equal((await gw.get('/self', 'opaque-cached')).status, 200)
-  await gw.store.deleteOpaqueToken(hashToken('opaque-cached'))
+  await gw.store.opaqueTokens.delete(hashToken('opaque-cached'))
   t.equal((await gw.get('/self', 'opaque-cached')).status, 200, 'served from the cached lookup: no store round trip per request')
   gw.clock.advance(61_000)
   t.equal((await gw.get('/self', 'opaque-cached')).status, 401, 'looked up again after the cache TTL')

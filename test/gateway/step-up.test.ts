@@ -288,7 +288,7 @@ t.test("bearward's own opaque tokens: the sign-in kept in the token record", asy
       grantId: null,
       ...signIn,
     }
-    await gw.store.putOpaqueToken(hashToken(token), record)
+    await gw.store.opaqueTokens.put(hashToken(token), record)
   }
   await stored('strong-and-fresh', { authTime: now, acr: 'mfa', amr: ['hwk', 'user'] })
   await stored('password-only', { authTime: now, acr: 'pwd' })

@@ -4,7 +4,7 @@
  * dispatcher (test/helpers/serve-runtime.ts), the embedded store (or a real
  * Redis), a ManualClock, real keys, and a set of clients covering every
  * registration variant. Codes and device approvals are created the way the
- * front channel creates them (store.putCode, store.decideDevice), so these
+ * front channel creates them (store.codes.put, store.devices.decide), so these
  * tests do not depend on the HTML pages.
  */
 import { createHash, randomBytes } from 'node:crypto'
@@ -219,7 +219,7 @@ export function pkce(): { verifier: string; challenge: string } {
 }
 
 /**
- * Issue an authorization code the way /authorize does (store.putCode of its
+ * Issue an authorization code the way /authorize does (store.codes.put of its
  * hash). Defaults: client `web`, user alice, scope openid profile email
  * orders:read, redirect_uri sent, S256 challenge.
  */
@@ -243,7 +243,7 @@ export async function mintCode(h: Harness, over: Partial<CodeRecord> = {}): Prom
     ...over,
   }
   const code = randomBytes(32).toString('base64url')
-  await h.store.putCode(hashToken(code), record, h.as.as.codeTtlSec)
+  await h.store.codes.put(hashToken(code), record, h.as.as.codeTtlSec)
   return { code, verifier, record }
 }
 

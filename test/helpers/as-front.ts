@@ -236,13 +236,13 @@ export async function loggedIn(front: Front, username = 'alice', password = ALIC
 }
 
 /**
- * Count store.putCode calls on this store (every code /authorize issues goes
+ * Count store.codes.put calls on this store (every code /authorize issues goes
  * through it), so a refusal can be shown to have stored nothing.
  */
 export function countCodes(store: MemoryStore): { readonly count: number } {
-  const original = store.putCode.bind(store)
+  const original = store.codes.put.bind(store.codes)
   let count = 0
-  store.putCode = async (...args: Parameters<MemoryStore['putCode']>): Promise<void> => {
+  store.codes.put = async (...args: Parameters<MemoryStore['codes']['put']>): Promise<void> => {
     count += 1
     return original(...args)
   }

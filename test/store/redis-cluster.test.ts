@@ -42,7 +42,7 @@ runStoreContract(t, 'redis cluster', async (clock) => {
 })
 
 /**
- * The revocation feed's own subscriber connection (src/store/redis-cluster.ts):
+ * The revocation feed's own subscriber connection (src/store/redis/cluster.ts):
  * when the node it sits on dies, the loss is reported at once (the gateway
  * stops trusting its list), the connection moves to a live node, and the
  * feed is reported back; messages published then arrive. Runs last: it
@@ -59,12 +59,12 @@ t.test('the feed reports the loss of its node, moves to a live node, and deliver
   })
   const feed: boolean[] = []
   const got: string[] = []
-  await store.subscribeRevocations(
+  await store.revocations.subscribe(
     (e) => got.push(e.id),
     (up) => feed.push(up),
   )
   const exp = Math.floor(clock.now() / 1000) + 600
-  await publisher.addRevocation({ kind: 'jti', id: 'before', exp })
+  await publisher.revocations.add({ kind: 'jti', id: 'before', exp })
   t.ok(await eventually(() => got.includes('before')), 'delivered before the kill')
 
   // The node holding the subscription: the one whose CLIENT LIST shows a connection with one channel.
@@ -86,7 +86,7 @@ t.test('the feed reports the loss of its node, moves to a live node, and deliver
   await eventually(
     async () => {
       try {
-        await publisher.addRevocation({ kind: 'jti', id: 'after', exp })
+        await publisher.revocations.add({ kind: 'jti', id: 'after', exp })
         return true
       } catch {
         return false

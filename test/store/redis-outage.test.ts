@@ -53,17 +53,17 @@ function everyKindOfCall(store: Store, clock: ManualClock): Record<string, () =>
   const g = grantRecord(clock)
   return {
     ping: () => store.ping(),
-    putCode: () => store.putCode(token().hash, codeRecord(clock), 60),
-    takeCode: () => store.takeCode(token().hash),
-    createGrant: () => store.createGrant(g, token().hash),
-    rotateRefresh: () => store.rotateRefresh(token().hash, token().hash, g.expiresAt),
-    revokeGrant: () => store.revokeGrant(g.grantId, g.maxAccessExp),
-    addRevocation: () => store.addRevocation({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 }),
-    listRevocations: () => store.listRevocations(),
-    getOpaqueToken: () => store.getOpaqueToken(token().hash),
-    pollDevice: () => store.pollDevice(token().hash, clock.now()),
-    getSession: () => store.getSession('sid'),
-    hit: () => store.hit('k', 60),
+    'codes.put': () => store.codes.put(token().hash, codeRecord(clock), 60),
+    'codes.take': () => store.codes.take(token().hash),
+    'grants.create': () => store.grants.create(g, token().hash),
+    'grants.rotate': () => store.grants.rotate(token().hash, token().hash, g.expiresAt),
+    'grants.revoke': () => store.grants.revoke(g.grantId, g.maxAccessExp),
+    'revocations.add': () => store.revocations.add({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 }),
+    'revocations.list': () => store.revocations.list(),
+    'opaqueTokens.get': () => store.opaqueTokens.get(token().hash),
+    'devices.poll': () => store.devices.poll(token().hash, clock.now()),
+    'sessions.get': () => store.sessions.get('sid'),
+    'rateLimits.hit': () => store.rateLimits.hit('k', 60),
   }
 }
 
@@ -88,7 +88,7 @@ t.test('redis down: calls fail fast, the store recovers by itself after a restar
   const seen: RevocationEntry[] = []
   const feed: boolean[] = []
   t.teardown(
-    await store.subscribeRevocations(
+    await store.revocations.subscribe(
       (e) => seen.push(e),
       (up) => feed.push(up),
     ),
@@ -102,7 +102,7 @@ t.test('redis down: calls fail fast, the store recovers by itself after a restar
   const until = Date.now() + 1500
   let calls = 0
   while (Date.now() < until) {
-    await failsFast(t, `burst ${++calls}`, () => Promise.all([store.ping(), store.hit('k', 60)]))
+    await failsFast(t, `burst ${++calls}`, () => Promise.all([store.ping(), store.rateLimits.hit('k', 60)]))
     await new Promise((r) => setTimeout(r, 100))
   }
   const downWarnings = lines.filter((l) => l.msg === 'store unreachable' && (l.obj as { connection?: string }).connection === 'main')
@@ -111,8 +111,8 @@ t.test('redis down: calls fail fast, the store recovers by itself after a restar
   await redis.restart()
   t.ok(await pollUntil(() => store.ping(), 10_000), 'ping succeeds again without any help')
   const code = token()
-  await store.putCode(code.hash, codeRecord(clock), 60)
-  t.equal((await store.takeCode(code.hash)).status, 'taken', 'transitions work again')
+  await store.codes.put(code.hash, codeRecord(clock), 60)
+  t.equal((await store.codes.take(code.hash)).status, 'taken', 'transitions work again')
 
   // The subscriber connection resubscribes on its own and says so: a message
   // published before that is not delivered, which is why the revocation
@@ -120,7 +120,7 @@ t.test('redis down: calls fail fast, the store recovers by itself after a restar
   t.ok(await eventually(() => feed.at(-1) === true, 10_000), 'the feed reports it is up again')
   t.same(feed, [true, false, true], 'up at subscribe, one loss, one recovery')
   const entry: RevocationEntry = { kind: 'jti', id: 'after-restart', exp: nowSec(clock) + 60 }
-  t.ok(await pollUntil(() => store.addRevocation(entry), 5000))
+  t.ok(await pollUntil(() => store.revocations.add(entry), 5000))
   t.ok(await eventually(() => seen.some((e) => e.id === 'after-restart'), 5000), 'pub/sub delivers after the restart')
   t.equal(lines.filter((l) => l.msg === 'store connected' && (l.obj as { connection?: string }).connection === 'main').length, 2, 'connected, then reconnected')
   t.notOk(JSON.stringify(lines).includes(redis.url), 'the URL (which may hold a password) is never logged')
@@ -135,8 +135,8 @@ t.test('redis unreachable from the start: calls fail fast, subscribing too', asy
   t.teardown(() => store.close())
   await failsFast(t, 'first ping', () => store.ping())
   await failsFast(t, 'second ping', () => store.ping())
-  await failsFast(t, 'subscribe', () => store.subscribeRevocations(() => undefined))
-  await failsFast(t, 'subscribe again', () => store.subscribeRevocations(() => undefined))
+  await failsFast(t, 'subscribe', () => store.revocations.subscribe(() => undefined))
+  await failsFast(t, 'subscribe again', () => store.revocations.subscribe(() => undefined))
   t.same(unhandled, [], 'no unhandled rejections')
 })
 
@@ -182,7 +182,7 @@ t.test('revocation feed: a cut link is reported at once, a silent one by the hea
   const reports: Array<{ up: boolean; at: number }> = []
   const seen: string[] = []
   t.teardown(
-    await store.subscribeRevocations(
+    await store.revocations.subscribe(
       (e) => seen.push(e.id),
       (up) => reports.push({ up, at: performance.now() }),
     ),
@@ -197,13 +197,13 @@ t.test('revocation feed: a cut link is reported at once, a silent one by the hea
   relay.cut()
   const lostAt = await feedReport(reports, false, cutAt, 2000)
   t.ok(lostAt - cutAt < 100, `cut reported after ${(lostAt - cutAt).toFixed(1)} ms`)
-  await publisher.addRevocation({ kind: 'jti', id: 'during-cut', exp: nowSec(clock) + 60 })
+  await publisher.revocations.add({ kind: 'jti', id: 'during-cut', exp: nowSec(clock) + 60 })
   const restoredAt = performance.now()
   relay.restore()
   const backAt = await feedReport(reports, true, restoredAt, 3000)
   t.ok(backAt - restoredAt < 1000, `return reported ${(backAt - restoredAt).toFixed(0)} ms after the link heals (reconnect backoff capped at 500 ms)`)
   t.notOk(seen.includes('during-cut'), 'the message published during the cut is lost (the resync the report triggers finds it)')
-  await publisher.addRevocation({ kind: 'jti', id: 'after-cut', exp: nowSec(clock) + 60 })
+  await publisher.revocations.add({ kind: 'jti', id: 'after-cut', exp: nowSec(clock) + 60 })
   t.ok(await eventually(() => seen.includes('after-cut'), 2000), 'subscribed again when the return is reported')
 
   const silencedAt = performance.now()

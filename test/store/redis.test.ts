@@ -96,7 +96,7 @@ t.test('redis: many commands sent before the first connection all wait for it, w
   })
   const store = makeRedisStore(new ManualClock(), prefix())
   t.teardown(() => store.close())
-  const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => store.hit(`early-${i}`, 60)))
+  const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => store.rateLimits.hit(`early-${i}`, 60)))
   t.same(answers, Array(50).fill(1), 'each of the 50 commands was answered once connected')
   t.same(
     warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')),
@@ -117,11 +117,11 @@ t.test('redis: tokens reach Redis only hashed', async (t) => {
   const dc = token()
   const sessionId = token()
   const g = grantRecord(clock)
-  await store.putCode(code.hash, codeRecord(clock), 60)
-  await store.takeCode(code.hash)
-  await store.createGrant(g, rt1.hash)
-  await store.rotateRefresh(rt1.hash, rt2.hash, g.expiresAt)
-  await store.putOpaqueToken(at.hash, {
+  await store.codes.put(code.hash, codeRecord(clock), 60)
+  await store.codes.take(code.hash)
+  await store.grants.create(g, rt1.hash)
+  await store.grants.rotate(rt1.hash, rt2.hash, g.expiresAt)
+  await store.opaqueTokens.put(at.hash, {
     iss: 'https://as.example',
     sub: 'alice',
     aud: ['x'],
@@ -132,10 +132,10 @@ t.test('redis: tokens reach Redis only hashed', async (t) => {
     exp: nowSec(clock) + 60,
     grantId: g.grantId,
   })
-  await store.putDevice(dc.hash, deviceRecord(clock, userCode()))
+  await store.devices.put(dc.hash, deviceRecord(clock, userCode()))
   // The session id is the cookie value; the store hashes it itself.
-  await store.putSession(sessionId.value, { sub: 'alice', username: 'alice', authTime: 0, csrf: 'c' }, 60)
-  t.ok(await store.getSession(sessionId.value), 'session readable by its id')
+  await store.sessions.put(sessionId.value, { sub: 'alice', username: 'alice', authTime: 0, csrf: 'c' }, 60)
+  t.ok(await store.sessions.get(sessionId.value), 'session readable by its id')
 
   const contents = await dump(keyPrefix)
   const everything = [...contents.keys(), ...contents.values()].join('\n')
@@ -155,26 +155,26 @@ t.test('redis: two key prefixes on one Redis do not see each other', async (t) =
     await b.close()
   })
   const code = token()
-  await a.putCode(code.hash, codeRecord(clock), 60)
-  t.same(await b.takeCode(code.hash), { status: 'missing' })
+  await a.codes.put(code.hash, codeRecord(clock), 60)
+  t.same(await b.codes.take(code.hash), { status: 'missing' })
   const g = grantRecord(clock)
   const rt = token()
-  await a.createGrant(g, rt.hash)
-  t.equal(await b.getGrant(g.grantId), null)
-  t.equal(await b.findRefresh(rt.hash), null)
-  await a.hit('k', 60)
-  t.equal(await b.hits('k'), 0)
+  await a.grants.create(g, rt.hash)
+  t.equal(await b.grants.get(g.grantId), null)
+  t.equal(await b.grants.findRefresh(rt.hash), null)
+  await a.rateLimits.hit('k', 60)
+  t.equal(await b.rateLimits.count('k'), 0)
 
   const seenB: RevocationEntry[] = []
   const seenA: RevocationEntry[] = []
-  t.teardown(await b.subscribeRevocations((e) => seenB.push(e)))
-  t.teardown(await a.subscribeRevocations((e) => seenA.push(e)))
-  await a.addRevocation({ kind: 'jti', id: 'only-a', exp: nowSec(clock) + 60 })
-  t.same(await b.listRevocations(), [])
+  t.teardown(await b.revocations.subscribe((e) => seenB.push(e)))
+  t.teardown(await a.revocations.subscribe((e) => seenA.push(e)))
+  await a.revocations.add({ kind: 'jti', id: 'only-a', exp: nowSec(clock) + 60 })
+  t.same(await b.revocations.list(), [])
   // Once A's own subscriber has the message, B's (same Redis, earlier subscription) would have it too.
   t.ok(await eventually(() => seenA.length === 1))
   t.same(seenB, [], 'not published on the other prefix channel')
-  t.equal((await a.takeCode(code.hash)).status, 'taken', 'a still has its code')
+  t.equal((await a.codes.take(code.hash)).status, 'taken', 'a still has its code')
 })
 
 t.test('redis: keys carry one hash tag each; a family lives in one key', async (t) => {
@@ -184,8 +184,8 @@ t.test('redis: keys carry one hash tag each; a family lives in one key', async (
   t.teardown(() => store.close())
   const g = grantRecord(clock)
   const rt = token()
-  await store.createGrant(g, rt.hash)
-  await store.rotateRefresh(rt.hash, token().hash, g.expiresAt)
+  await store.grants.create(g, rt.hash)
+  await store.grants.rotate(rt.hash, token().hash, g.expiresAt)
   const keys = [...(await dump(keyPrefix)).keys()].sort()
   t.same(
     keys.filter((k) => k.includes(':grant:')),
@@ -199,9 +199,9 @@ t.test('redis: scripts are reloaded after SCRIPT FLUSH (NOSCRIPT fallback)', asy
   const store = makeRedisStore(clock, prefix())
   t.teardown(() => store.close())
   const code = token()
-  await store.putCode(code.hash, codeRecord(clock), 60)
+  await store.codes.put(code.hash, codeRecord(clock), 60)
   await raw.script('FLUSH')
-  t.equal((await store.takeCode(code.hash)).status, 'taken')
+  t.equal((await store.codes.take(code.hash)).status, 'taken')
 })
 
 t.test('redis: Redis TTLs collect garbage at the record deadline', async (t) => {
@@ -210,8 +210,8 @@ t.test('redis: Redis TTLs collect garbage at the record deadline', async (t) => 
   const store = makeRedisStore(clock, keyPrefix)
   t.teardown(() => store.close())
   const code = token()
-  await store.putCode(code.hash, codeRecord(clock, 60), 60)
-  await store.putSession('sid', { sub: 'a', username: 'a', authTime: 0, csrf: 'c' }, 3600)
+  await store.codes.put(code.hash, codeRecord(clock, 60), 60)
+  await store.sessions.put('sid', { sub: 'a', username: 'a', authTime: 0, csrf: 'c' }, 3600)
   const codeTtl = await raw.pttl(`${keyPrefix}code:{${code.hash}}`)
   t.ok(codeTtl > 55_000 && codeTtl <= 60_000, `code key expires with the code (${codeTtl} ms)`)
   for (const key of (await dump(keyPrefix)).keys()) {
@@ -227,12 +227,12 @@ t.test('redis: a throwing revocation subscriber is logged, others still receive'
   t.teardown(() => store.close())
   const seen: string[] = []
   t.teardown(
-    await store.subscribeRevocations(() => {
+    await store.revocations.subscribe(() => {
       throw new Error('boom')
     }),
   )
-  t.teardown(await store.subscribeRevocations((e) => seen.push(e.id)))
-  await store.addRevocation({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 })
+  t.teardown(await store.revocations.subscribe((e) => seen.push(e.id)))
+  await store.revocations.add({ kind: 'jti', id: 'j', exp: nowSec(clock) + 60 })
   t.ok(await eventually(() => seen.length === 1))
   t.same(errors, ['revocation listener failed'])
 })

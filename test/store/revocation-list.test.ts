@@ -4,20 +4,20 @@ import { StoreUnavailableError } from '../../src/errors.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { RETRY_MS, RevocationList } from '../../src/store/revocation-list.js'
-import type { RevocationEntry, Store } from '../../src/store/types.js'
+import type { RevocationStore, Store } from '../../src/store/types.js'
 import { startRedis, type TestRedis } from '../helpers/redis.js'
 import { nowSec, type MakeStore } from './contract.js'
 import { eventually } from '../helpers/http.js'
 
 /** Behaviour to impose on a store seen through {@link faulty}. */
 interface Faults {
-  /** listRevocations and subscribeRevocations reject as if the store were unreachable. */
+  /** revocations.list and revocations.subscribe reject as if the store were unreachable. */
   down: boolean
-  /** subscribeRevocations succeeds but no message is ever delivered (a lost pub/sub). */
+  /** revocations.subscribe succeeds but no message is ever delivered (a lost pub/sub). */
   deaf: boolean
   /** Ids of the messages that arrived while deaf and were dropped. */
   dropped: string[]
-  /** When set, listRevocations waits for this before answering. */
+  /** When set, revocations.list waits for this before answering. */
   gate: Promise<void> | null
   /** The list's feed callback, to report a lost or restored connection as the Redis store does. */
   feed: ((up: boolean) => void) | null
@@ -26,26 +26,26 @@ interface Faults {
 /** The same store, with faults switched on and off by the test. */
 function faulty(store: Store): { store: Store; faults: Faults } {
   const faults: Faults = { down: false, deaf: false, dropped: [], gate: null, feed: null }
+  const revocations: RevocationStore = {
+    add: (entry) => store.revocations.add(entry),
+    list: async () => {
+      if (faults.down) throw new StoreUnavailableError()
+      const result = await store.revocations.list()
+      if (faults.gate) await faults.gate
+      return result
+    },
+    subscribe: async (fn, onFeed) => {
+      if (faults.down) throw new StoreUnavailableError()
+      faults.feed = onFeed ?? null
+      return store.revocations.subscribe((e) => {
+        if (faults.deaf) faults.dropped.push(e.id)
+        else fn(e)
+      })
+    },
+  }
   const wrapped = new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'listRevocations') {
-        return async () => {
-          if (faults.down) throw new StoreUnavailableError()
-          const result = await target.listRevocations()
-          if (faults.gate) await faults.gate
-          return result
-        }
-      }
-      if (prop === 'subscribeRevocations') {
-        return async (fn: (e: RevocationEntry) => void, onFeed?: (up: boolean) => void) => {
-          if (faults.down) throw new StoreUnavailableError()
-          faults.feed = onFeed ?? null
-          return target.subscribeRevocations((e) => {
-            if (faults.deaf) faults.dropped.push(e.id)
-            else fn(e)
-          })
-        }
-      }
+      if (prop === 'revocations') return revocations
       const value: unknown = Reflect.get(target, prop, receiver)
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
     },
@@ -66,8 +66,8 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
 
   t.test(`${name}: start loads what the store holds`, async (tt) => {
     const { clock, store, list } = await setup(tt)
-    await store.addRevocation({ kind: 'jti', id: 'j1', exp: nowSec(clock) + 60 })
-    await store.addRevocation({ kind: 'grant', id: 'g1', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'jti', id: 'j1', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'grant', id: 'g1', exp: nowSec(clock) + 60 })
     tt.equal(list.healthy, false, 'not healthy before loading')
     await list.start()
     tt.equal(list.healthy, true)
@@ -82,7 +82,7 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     const { clock, h, list } = await setup(tt)
     await list.start()
     const other = await h.peer()
-    await other.addRevocation({ kind: 'jti', id: 'remote', exp: nowSec(clock) + 60 })
+    await other.revocations.add({ kind: 'jti', id: 'remote', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => list.isRevoked('remote', null)), 'revoked within a bounded wait')
   })
 
@@ -100,10 +100,10 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
   t.test(`${name}: the grace period survives a resync after the store forgot the entry`, async (tt) => {
     const { clock, store, list } = await setup(tt, 3600, 30)
     await list.start()
-    await store.addRevocation({ kind: 'jti', id: 'j-grace', exp: nowSec(clock) + 10 })
+    await store.revocations.add({ kind: 'jti', id: 'j-grace', exp: nowSec(clock) + 10 })
     await list.resync()
     clock.advance(20_000)
-    tt.same(await store.listRevocations(), [], 'the store has forgotten it')
+    tt.same(await store.revocations.list(), [], 'the store has forgotten it')
     await list.resync()
     tt.equal(list.isRevoked('j-grace', null), true, 'the list has not')
   })
@@ -112,7 +112,7 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     const { clock, store, faults, list } = await setup(tt)
     await list.start()
     faults.deaf = true
-    await store.addRevocation({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => faults.dropped.includes('missed')), 'the message reached the subscription and was dropped')
     tt.equal(list.isRevoked('missed', null), false, 'the message was lost')
     tt.equal(await list.resync(), true)
@@ -121,16 +121,16 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
 
   t.test(`${name}: onRevoked tells each entry learnt: added here, by message, or found by a resync`, async (tt) => {
     const { clock, h, store, faults, list } = await setup(tt)
-    await store.addRevocation({ kind: 'jti', id: 'before', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'jti', id: 'before', exp: nowSec(clock) + 60 })
     await list.start()
     const told: string[] = []
     const unsubscribe = list.onRevoked((e) => told.push(`${e.kind}:${e.id}`))
     list.add({ kind: 'grant', id: 'here', exp: nowSec(clock) + 60 })
     const other = await h.peer()
-    await other.addRevocation({ kind: 'jti', id: 'remote', exp: nowSec(clock) + 60 })
+    await other.revocations.add({ kind: 'jti', id: 'remote', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => told.includes('jti:remote')), 'a message is told')
     faults.deaf = true
-    await store.addRevocation({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => faults.dropped.includes('missed')))
     await list.resync()
     tt.same(told, ['grant:here', 'jti:remote', 'jti:missed'], 'the lost one is told by the resync; what the list held before is not told again')
@@ -143,7 +143,7 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     const { clock, store, faults, list } = await setup(tt, 0.05)
     await list.start()
     faults.deaf = true
-    await store.addRevocation({ kind: 'grant', id: 'by-timer', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'grant', id: 'by-timer', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => list.isRevoked(null, 'by-timer')), 'picked up by the timer')
   })
 
@@ -193,20 +193,20 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     faults.down = false
     await list.resync()
     const other = await h.peer()
-    await other.addRevocation({ kind: 'jti', id: 'late', exp: nowSec(clock) + 60 })
+    await other.revocations.add({ kind: 'jti', id: 'late', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => list.isRevoked('late', null)))
   })
 
   t.test(`${name}: a lost feed makes the list unhealthy at once; its return resyncs and heals a missed message`, async (tt) => {
     const { clock, store, faults, list } = await setup(tt)
-    await store.addRevocation({ kind: 'jti', id: 'known', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'jti', id: 'known', exp: nowSec(clock) + 60 })
     await list.start()
     tt.equal(list.healthy, true)
     faults.feed?.(false)
     tt.equal(list.healthy, false, 'unhealthy in the same tick the store reports the loss')
     tt.equal(list.isRevoked('known', null), true, 'what it knew is still enforced')
     faults.deaf = true // the partition: the message is lost
-    await store.addRevocation({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'jti', id: 'missed', exp: nowSec(clock) + 60 })
     faults.deaf = false
     faults.feed?.(true)
     tt.ok(await eventually(() => list.healthy), 'healthy again after the resync the reconnect triggered')
@@ -263,7 +263,7 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     list.configure(0.05, { graceSec: 5 })
     tt.equal(list.resyncSec, 0.05)
     tt.equal(list.graceSec, 5)
-    await store.addRevocation({ kind: 'jti', id: 'by-new-period', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'jti', id: 'by-new-period', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => list.isRevoked('by-new-period', null)), 'picked up by the new period')
     list.add({ kind: 'jti', id: 'short-grace', exp: nowSec(clock) })
     clock.advance(6000)
@@ -276,11 +276,11 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
     await list.stop()
     // A subscriber that stays is the witness: once it has the message, the list would have had it too.
     let witnessed = false
-    const unsubscribe = await store.subscribeRevocations((e) => {
+    const unsubscribe = await store.revocations.subscribe((e) => {
       if (e.id === 'after-stop') witnessed = true
     })
     tt.teardown(unsubscribe)
-    await store.addRevocation({ kind: 'jti', id: 'after-stop', exp: nowSec(clock) + 60 })
+    await store.revocations.add({ kind: 'jti', id: 'after-stop', exp: nowSec(clock) + 60 })
     tt.ok(await eventually(() => witnessed), 'the revocation was published')
     tt.equal(list.isRevoked('after-stop', null), false, 'the stopped list did not receive it')
   })
@@ -319,7 +319,7 @@ t.test('redis: healthy flips with a real outage and back', async (t) => {
   t.teardown(() => store.close())
   const list = new RevocationList(store, clock, undefined, 3600)
   t.teardown(() => list.stop())
-  await store.addRevocation({ kind: 'jti', id: 'before', exp: nowSec(clock) + 600 })
+  await store.revocations.add({ kind: 'jti', id: 'before', exp: nowSec(clock) + 600 })
   await list.start()
   t.equal(list.healthy, true)
 
@@ -334,7 +334,7 @@ t.test('redis: healthy flips with a real outage and back', async (t) => {
   t.equal(list.healthy, true, 'healthy again after the restart')
   t.equal(list.isRevoked('before', null), true, 'a Redis restarted empty (no persistence) does not un-revoke a token')
   t.same(
-    (await store.listRevocations()).map((e) => e.id),
+    (await store.revocations.list()).map((e) => e.id),
     ['before'],
     'and the list wrote it back to the restarted Redis, for the instances that never had it',
   )
@@ -342,6 +342,6 @@ t.test('redis: healthy flips with a real outage and back', async (t) => {
   t.teardown(() => late.stop())
   await late.start()
   t.equal(late.isRevoked('before', null), true, 'an instance loading now finds it')
-  await store.addRevocation({ kind: 'jti', id: 'after', exp: nowSec(clock) + 600 })
+  await store.revocations.add({ kind: 'jti', id: 'after', exp: nowSec(clock) + 600 })
   t.ok(await eventually(() => list.isRevoked('after', null), 5000), 'pub/sub works again')
 })

@@ -10,7 +10,7 @@ import t from 'tap'
 import { decodeJwt } from 'jose'
 import { Redis } from 'ioredis'
 import { ManualClock } from '../../src/clock.js'
-import * as scripts from '../../src/store/redis-scripts.js'
+import * as scripts from '../../src/store/redis/all-scripts.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { startRedis } from '../helpers/redis.js'
 import { basic, codeParams, mintCode, startAs, token, tokensFor, type Harness } from '../helpers/as-back.js'
@@ -93,7 +93,7 @@ t.test('Redis commands per /token request', async (t) => {
     // records the new access token's expiry itself (no noteAccessExp after it).
     t.same(commands, ['hitWindows', 'get', 'hmget', 'noteAllowance', 'set', 'rotateRefresh'])
     const claims = decodeJwt(accessToken)
-    const grant = await h.store.getGrant(String(claims.grant_id))
+    const grant = await h.store.grants.get(String(claims.grant_id))
     t.ok(grant !== null && grant.maxAccessExp >= Number(claims.exp), 'the family outlives the new access token (a revocation covers it)')
     const again = await token(h, 'web', { grant_type: 'refresh_token', refresh_token: refresh })
     t.equal(again.json?.error, 'invalid_grant', 'the replaced token is refused')

@@ -100,7 +100,7 @@ agreeOnExpiry('Redis', async () => {
 t.test('a stored record is active until its exp, expired from it on, foreign under another issuer', async (t) => {
   const { h } = await startBothFaces(t)
   const token = String((await tokensFor(h)).access_token)
-  const record = await h.store.getOpaqueToken(hashToken(token))
+  const record = await h.store.opaqueTokens.get(hashToken(token))
   if (record === null) throw new Error('the opaque token was not stored')
   t.equal(ownOpaqueState(record, h.issuer, record.exp * 1000 - 1), 'active')
   t.equal(ownOpaqueState(record, h.issuer, record.exp * 1000), 'expired')

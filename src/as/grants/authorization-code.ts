@@ -3,7 +3,7 @@
  * "POST /token" validation sequence).
  *
  * Order and state, decided here:
- * - The code is taken with the store's atomic Issued → Used (`takeCode`), so
+ * - The code is taken with the store's atomic Issued → Used (`store.codes.take`), so
  *   of N concurrent exchanges exactly one gets to run the checks.
  * - When a check then fails (another client, redirect_uri, PKCE, resource),
  *   the code is put back as Issued with its remaining lifetime. docs/architecture.md's
@@ -81,7 +81,7 @@ export const authorizationCodeGrant: Grant = {
     const resource = requestedResource(form, as)
     const codeHash = hashToken(code)
 
-    const taken = await as.store.takeCode(codeHash)
+    const taken = await as.store.codes.take(codeHash)
     const now = epochSeconds(as.clock)
     if (taken.status === 'missing') throw new InvalidGrant(undefined, { cause: 'code unknown or expired' })
     if (taken.status === 'used') {
@@ -107,12 +107,12 @@ export const authorizationCodeGrant: Grant = {
       audience = audienceFor(as, resource, record.resource)
     } catch (err) {
       // docs/architecture.md: a failing check leaves the code Issued.
-      await as.store.putCode(codeHash, record, Math.max(1, record.expiresAt - now))
+      await as.store.codes.put(codeHash, record, Math.max(1, record.expiresAt - now))
       throw err
     }
 
     const grantId = grantIdForCode(codeHash)
-    await as.store.linkCodeGrant(codeHash, grantId)
+    await as.store.codes.linkGrant(codeHash, grantId)
     return startGrant(as, {
       grant: 'authorization_code',
       client,

@@ -45,7 +45,7 @@ export const deviceCodeGrant: Grant = {
   async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
     const deviceCode = form.require('device_code')
     const resource = requestedResource(form, as)
-    const poll = await as.store.pollDevice(deviceCodeHash(client.clientId, deviceCode), as.clock.now())
+    const poll = await as.store.devices.poll(deviceCodeHash(client.clientId, deviceCode), as.clock.now())
     const now = epochSeconds(as.clock)
     switch (poll.status) {
       case 'missing': {

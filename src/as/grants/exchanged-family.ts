@@ -75,7 +75,7 @@ export interface ExchangedFamilyInput {
 export async function startExchangedFamily(as: AsContext, input: ExchangedFamilyInput): Promise<string | null> {
   if (input.client.tokenExchange?.refreshTokens !== true || input.subjectGrantId === null) return null
   if (as.revocations.isRevoked(null, input.subjectGrantId)) return null
-  const subjectGrant = await as.store.getGrant(input.subjectGrantId)
+  const subjectGrant = await as.store.grants.get(input.subjectGrantId)
   if (subjectGrant === null) return null
   const now = epochSeconds(as.clock)
   const refreshToken = randomToken()
@@ -93,7 +93,7 @@ export async function startExchangedFamily(as: AsContext, input: ExchangedFamily
     maxAccessExp: now,
     exchange: { subjectGrantId: input.subjectGrantId, act: input.act },
   }
-  await as.store.createGrant(record, hashToken(refreshToken))
+  await as.store.grants.create(record, hashToken(refreshToken))
   return refreshToken
 }
 
@@ -102,7 +102,7 @@ export async function startExchangedFamily(as: AsContext, input: ExchangedFamily
  * stands, else the family ends here and the refresh is invalid_grant.
  */
 export async function checkSubjectGrant(as: AsContext, grant: GrantRecord, binding: ExchangeBinding): Promise<void> {
-  const ended = as.revocations.isRevoked(null, binding.subjectGrantId) || (await as.store.getGrant(binding.subjectGrantId)) === null
+  const ended = as.revocations.isRevoked(null, binding.subjectGrantId) || (await as.store.grants.get(binding.subjectGrantId)) === null
   if (!ended) return
   await revokeGrant(as, grant.grantId, Math.max(grant.maxAccessExp, epochSeconds(as.clock)))
   throw new InvalidGrant(undefined, { cause: "token exchange: the subject token's grant is revoked or ended" })
@@ -110,7 +110,7 @@ export async function checkSubjectGrant(as: AsContext, grant: GrantRecord, bindi
 
 /** A replaced token of an exchanged family came back: revoke the subject's grant, which its access tokens carry. */
 export async function revokeSubjectGrant(as: AsContext, binding: ExchangeBinding): Promise<void> {
-  const subjectGrant = await as.store.getGrant(binding.subjectGrantId)
+  const subjectGrant = await as.store.grants.get(binding.subjectGrantId)
   const now = epochSeconds(as.clock)
   await revokeGrant(as, binding.subjectGrantId, Math.max(subjectGrant?.maxAccessExp ?? 0, now + as.as.accessToken.ttlSec))
 }

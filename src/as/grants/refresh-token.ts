@@ -30,7 +30,7 @@ export const refreshTokenGrant: Grant = {
     const resource = requestedResource(form, as)
     const oldHash = hashToken(presented)
 
-    const found = await as.store.findRefresh(oldHash)
+    const found = await as.store.grants.findRefresh(oldHash)
     if (found === null) throw new InvalidGrant(undefined, { cause: 'refresh token unknown, expired or revoked' })
     const grant = found.grant
     if (grant.clientId !== client.clientId) throw new InvalidGrant(undefined, { cause: 'refresh token issued to another client' })
@@ -56,10 +56,10 @@ export const refreshTokenGrant: Grant = {
     // Rotation extends the family's life: its place on the account page (what withdrawal revokes) first.
     // An exchanged family is reached through its subject's grant, not the account page.
     if (next !== null && exchange === undefined)
-      await as.store.noteAllowance(grant.sub, grant.clientId, { scopes: [], at: grant.createdAt, grantId: grant.grantId, until: expiresAt })
+      await as.store.allowances.note(grant.sub, grant.clientId, { scopes: [], at: grant.createdAt, grantId: grant.grantId, until: expiresAt })
     // The access token issued below expires then: the rotation records it on the family in the same step.
     const accessExp = now + as.as.accessToken.ttlSec
-    const result = await as.store.rotateRefresh(oldHash, next === null ? null : hashToken(next), expiresAt, grant.grantId, accessExp)
+    const result = await as.store.grants.rotate(oldHash, next === null ? null : hashToken(next), expiresAt, grant.grantId, accessExp)
     if (result.status === 'reused') {
       // The store revoked the family and published it; apply it here at once too.
       as.revocations.add({ kind: 'grant', id: grant.grantId, exp: Math.max(result.grant.maxAccessExp, now) })

@@ -68,7 +68,7 @@ async function handleCallback(req: IncomingMessage, res: ServerResponse, ctx: Re
     fail(state === null ? 'no state' : 'state not bound to this browser')
     return showSignInExpired(res, [clear])
   }
-  const pending = await as.store.takeUpstreamLogin(hashToken(state))
+  const pending = await as.store.upstream.takeLogin(hashToken(state))
   if (pending === null || pending.provider !== providerId || pending.expiresAt <= epochSeconds(as.clock)) {
     fail('unknown, used or expired state')
     return showSignInExpired(res, [clear])
@@ -103,7 +103,7 @@ async function handleCallback(req: IncomingMessage, res: ServerResponse, ctx: Re
   const now = epochSeconds(as.clock)
   // The claims must outlive every session and refresh family that names this person.
   const keepSec = as.as.session.ttlSec + as.as.refreshToken.ttlSec
-  await as.store.putUpstreamPerson(sub, { provider: providerId, upstreamSub, claims, updatedAt: now }, keepSec)
+  await as.store.upstream.putPerson(sub, { provider: providerId, upstreamSub, claims, updatedAt: now }, keepSec)
   // The provider's amr/acr, when its id_token has them (the id_token's own claims, never UserInfo's).
   const { setCookie } = await startSession(as, { username: sub, sub, claims }, sessionIdOf(req, as), upstreamSignIn(outcome.idToken), providerId)
   ctx.log.info({ event: 'upstream_login', provider: providerId }, 'signed in through identity provider')

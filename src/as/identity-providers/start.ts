@@ -57,7 +57,7 @@ export const upstreamStart: AsHandler = async (req, res, ctx, as) => {
     const state = randomToken()
     const nonce = randomToken()
     const codeVerifier = oidc.randomPKCECodeVerifier()
-    await as.store.putUpstreamLogin(
+    await as.store.upstream.putLogin(
       hashToken(state),
       { provider: provider.config.id, nonce, codeVerifier, continuation: stored(continuation), expiresAt: epochSeconds(as.clock) + UPSTREAM_LOGIN_TTL_SEC },
       UPSTREAM_LOGIN_TTL_SEC,

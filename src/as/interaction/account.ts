@@ -74,7 +74,7 @@ const PASSKEY_NOTICES: Readonly<Record<string, string>> = {
 /** The passkeys section for a local person when passkeys are on; undefined otherwise. */
 async function passkeysOf(as: AsContext, session: ActiveSession): Promise<SafeHtml | undefined> {
   if (!as.as.webauthn.enabled || session.record.provider !== undefined) return undefined
-  const list = await as.store.listPasskeys(session.user.sub)
+  const list = await as.store.passkeys.list(session.user.sub)
   const views: PasskeyView[] = list.map((p) => ({
     credentialId: p.credentialId,
     name: p.name,
@@ -99,7 +99,7 @@ async function totpOf(
   carry: Readonly<Record<string, string>> = {},
 ): Promise<SafeHtml | undefined> {
   if (session.record.provider !== undefined) return undefined
-  const record = await as.store.getTotp(session.user.sub)
+  const record = await as.store.totp.get(session.user.sub)
   if (record === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
   if (record.confirmedAt === null) {
     const uri = totpUri(record.secret, session.user.username, as.as.webauthn.rpName)
@@ -130,7 +130,7 @@ async function showAccount(
   totpNotice?: string,
   setupFor?: string,
 ): Promise<void> {
-  const allowances = await as.store.listAllowances(session.user.sub)
+  const allowances = await as.store.allowances.list(session.user.sub)
   const apps: AppView[] = await Promise.all(
     allowances
       .sort((a, b) => b.allowedAt - a.allowedAt || a.clientId.localeCompare(b.clientId))
@@ -166,7 +166,7 @@ async function showAccount(
 async function revokeAll(as: AsContext, ids: readonly string[]): Promise<void> {
   const floor = epochSeconds(as.clock) + as.as.accessToken.ttlSec
   for (const id of ids) {
-    const grant = await as.store.getGrant(id)
+    const grant = await as.store.grants.get(id)
     await revokeGrant(as, id, Math.max(floor, grant?.maxAccessExp ?? 0))
   }
 }
@@ -184,10 +184,10 @@ const WITHDRAWAL_MEMORY_SEC = 600
  * finishes the job.
  */
 async function withdraw(as: AsContext, sub: string, clientId: string): Promise<number> {
-  const listed: AllowanceRecord | undefined = (await as.store.listAllowances(sub)).find((a) => a.clientId === clientId)
+  const listed: AllowanceRecord | undefined = (await as.store.allowances.list(sub)).find((a) => a.clientId === clientId)
   const first = listed?.grantIds ?? []
   await revokeAll(as, first)
-  const late = (await as.store.withdrawAllowance(sub, clientId, WITHDRAWAL_MEMORY_SEC)).filter((id) => !first.includes(id))
+  const late = (await as.store.allowances.withdraw(sub, clientId, WITHDRAWAL_MEMORY_SEC)).filter((id) => !first.includes(id))
   await revokeAll(as, late)
   return first.length + late.length
 }

@@ -75,14 +75,14 @@ function hasTwoFactors(session: ActiveSession): boolean {
 async function secondFactorsOf(as: AsContext, session: ActiveSession): Promise<{ totp: boolean; passkey: boolean }> {
   const methods = as.as.mfa?.methods ?? ['passkey', 'totp']
   const totp = methods.includes('totp') && (await hasTotp(as, session))
-  const passkey = methods.includes('passkey') && passkeySignInOffered(as) && (await as.store.listPasskeys(session.user.sub)).length > 0
+  const passkey = methods.includes('passkey') && passkeySignInOffered(as) && (await as.store.passkeys.list(session.user.sub)).length > 0
   return { totp, passkey }
 }
 
 /** The signed-in local person has an authenticator app turned on (their password and a code make `mfa`). */
 async function hasTotp(as: AsContext, session: ActiveSession): Promise<boolean> {
   if (session.record.provider !== undefined || !as.as.localLogin) return false
-  return ((await as.store.getTotp(session.user.sub))?.confirmedAt ?? null) !== null
+  return ((await as.store.totp.get(session.user.sub))?.confirmedAt ?? null) !== null
 }
 
 /**
@@ -94,7 +94,7 @@ export async function needsConsent(as: AsContext, request: AuthorizationRequest,
   if (request.prompt.has('consent') || request.client.selfRegistered !== undefined) return true
   if (request.client.skipConsent) return false
   if (!as.as.consent.remember) return true
-  const granted = await as.store.getConsent(session.user.sub, request.client.clientId)
+  const granted = await as.store.consents.get(session.user.sub, request.client.clientId)
   if (granted === null) return true
   return !request.scopes.every((s) => granted.includes(s))
 }

@@ -59,11 +59,11 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
 
   await guardRedirect(as, ctx, res, request.target, 302, async () => {
     if (as.as.consent.remember) {
-      const before = (await as.store.getConsent(signedIn.user.sub, request.client.clientId)) ?? []
+      const before = (await as.store.consents.get(signedIn.user.sub, request.client.clientId)) ?? []
       const scopes = [...new Set([...before, ...request.scopes])]
-      await as.store.putConsent(signedIn.user.sub, request.client.clientId, scopes, as.as.consent.ttlSec)
+      await as.store.consents.put(signedIn.user.sub, request.client.clientId, scopes, as.as.consent.ttlSec)
       const now = epochSeconds(as.clock)
-      await as.store.noteAllowance(signedIn.user.sub, request.client.clientId, {
+      await as.store.allowances.note(signedIn.user.sub, request.client.clientId, {
         scopes: request.scopes,
         at: now,
         grantId: null,

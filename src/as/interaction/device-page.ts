@@ -48,7 +48,7 @@ async function lookUp(req: IncomingMessage, as: AsContext, typed: string): Promi
   const lockedFor = await limit.lockedFor()
   if (lockedFor > 0) return { kind: 'limited', retryAfterSec: lockedFor }
   const userCode = normalizeUserCode(typed)
-  const found = userCode === null ? null : await as.store.getDeviceByUserCode(userCode)
+  const found = userCode === null ? null : await as.store.devices.getByUserCode(userCode)
   const client = found === null ? undefined : await as.findClient(found.record.clientId)
   if (userCode === null || found === null || client === undefined) {
     await limit.fail()
@@ -184,13 +184,13 @@ async function postDevice(req: IncomingMessage, res: ServerResponse, ctx: Reques
     if (showLookupFailure(req, res, as, lookup, typed)) return
     const decided =
       decision === 'allow'
-        ? await as.store.decideDevice(lookup.userCode, {
+        ? await as.store.devices.decide(lookup.userCode, {
             approved: true,
             sub: session.user.sub,
             authTime: session.record.authTime,
             ...strengthOf(session.record),
           })
-        : await as.store.decideDevice(lookup.userCode, { approved: false })
+        : await as.store.devices.decide(lookup.userCode, { approved: false })
     // Lost a race with expiry or with another decision on the same code.
     if (!decided) {
       const page = messagePage({ title: 'Code no longer valid', message: CODE_NOT_FOUND, link: { href: 'device', text: 'Enter another code' } })

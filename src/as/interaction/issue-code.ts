@@ -33,6 +33,6 @@ export async function issueCode(as: AsContext, request: AuthorizationRequest, se
     issuedAtMs: as.clock.now(),
   }
   if (request.dpopJkt !== null) record.dpopJkt = request.dpopJkt
-  await as.store.putCode(hashToken(code), record, as.as.codeTtlSec)
+  await as.store.codes.put(hashToken(code), record, as.as.codeTtlSec)
   return code
 }

@@ -44,7 +44,7 @@ function tokensOf(req: IncomingMessage, as: AsContext): string[] {
  */
 export async function knownBrowserFor(req: IncomingMessage, as: AsContext, user: UserConfig | undefined): Promise<KnownBrowser | null> {
   const tokens = tokensOf(req, as).map((token) => ({ token, hash: hashToken(token) }))
-  const subs = await Promise.all(tokens.map((t) => as.store.getKnownBrowser(t.hash)))
+  const subs = await Promise.all(tokens.map((t) => as.store.knownBrowsers.get(t.hash)))
   const i = user === undefined ? -1 : subs.indexOf(user.sub)
   return i === -1 ? null : (tokens[i] ?? null)
 }
@@ -57,7 +57,7 @@ export async function knownBrowserFor(req: IncomingMessage, as: AsContext, user:
 export async function rememberBrowser(req: IncomingMessage, as: AsContext, user: UserConfig, known: KnownBrowser | null): Promise<string> {
   const token = known?.token ?? randomToken()
   const ttlSec = as.as.rateLimit.knownBrowserTtlSec
-  await as.store.putKnownBrowser(hashToken(token), user.sub, ttlSec)
+  await as.store.knownBrowsers.put(hashToken(token), user.sub, ttlSec)
   const tokens = [token, ...tokensOf(req, as).filter((t) => t !== token)].slice(0, MAX_TOKENS)
   return serializeCookie(knownBrowserCookieName(as.secureCookies), tokens.join('.'), { secure: as.secureCookies, sameSite: 'Strict', maxAgeSec: ttlSec })
 }

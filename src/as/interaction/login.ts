@@ -107,7 +107,7 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
   const rememberCookie = await rememberBrowser(req, as, user, known)
 
   // A person with an authenticator app gives a code next (second-factor.ts); the password alone signs them in nowhere.
-  const totp = await as.store.getTotp(user.sub)
+  const totp = await as.store.totp.get(user.sub)
   if (totp !== null && totp.confirmedAt !== null) {
     const { setCookie } = await startPendingSession(as, user, sessionIdOf(req, as), storedContinuation(next))
     return redirect(res, 'second-factor', 303, [setCookie, rememberCookie])

@@ -99,14 +99,14 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
     if (action === 'rename') {
       const name = passkeyName(form.get('name'))
       if (name === null) return showError(res, new InvalidRequest('Give the passkey a name'))
-      if (!(await as.store.renamePasskey(session.user.sub, form.get('credential_id') ?? '', name))) {
+      if (!(await as.store.passkeys.rename(session.user.sub, form.get('credential_id') ?? '', name))) {
         return showError(res, new InvalidRequest('That passkey is not one of yours, or it was removed'))
       }
       return redirect(res, 'account?passkey=renamed', 303)
     }
     if (action === 'remove') {
       const id = form.get('credential_id') ?? ''
-      if (!(await as.store.removePasskey(session.user.sub, id)))
+      if (!(await as.store.passkeys.remove(session.user.sub, id)))
         return showError(res, new InvalidRequest('That passkey is not one of yours, or it was already removed'))
       ctx.log.info({ event: 'passkey_removed', sub: session.user.sub }, 'a person removed a passkey')
       return redirect(res, 'account?passkey=removed', 303)

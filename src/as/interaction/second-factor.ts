@@ -27,7 +27,7 @@ import { pendingSession, startSession, type PendingSession } from './session.js'
  * then. Guesses are throttled like passwords (as/throttle.ts LoginThrottle,
  * under the name `otp:<username>`: never a lockout of the person, a doubling
  * wait that a browser they signed in with before does not share). A code is
- * accepted once: its time step is recorded for the person (`useOnce`), so
+ * accepted once: its time step is recorded for the person (`store.singleUse.use`), so
  * the same code, seen over a shoulder or replayed, is refused in its window.
  */
 
@@ -54,7 +54,7 @@ async function useCode(as: AsContext, sub: string, totp: TotpRecord, typed: stri
   if (code === null) return 'wrong'
   const step = totpStep(totp.secret, code, as.clock.now())
   if (step === null) return 'wrong'
-  return (await as.store.useOnce(`totp:${hashToken(sub)}:${step}`, USED_STEP_TTL_SEC)) ? 'ok' : 'reused'
+  return (await as.store.singleUse.use(`totp:${hashToken(sub)}:${step}`, USED_STEP_TTL_SEC)) ? 'ok' : 'reused'
 }
 
 /** Whether `typed` is one of the person's unused recovery codes; it is then used up (and the use kept on the record). */
@@ -64,10 +64,10 @@ async function useRecoveryCode(as: AsContext, sub: string, totp: TotpRecord, typ
   for (const entry of totp.recovery) {
     if (entry.usedAt !== null || !(await as.secrets.verify(code, entry.hash))) continue
     // Single use across instances and concurrent tries: the first to record it wins.
-    if (!(await as.store.useOnce(`recovery:${hashToken(entry.hash)}`, USED_RECOVERY_TTL_SEC))) return false
+    if (!(await as.store.singleUse.use(`recovery:${hashToken(entry.hash)}`, USED_RECOVERY_TTL_SEC))) return false
     const now = epochSeconds(as.clock)
-    const latest = (await as.store.getTotp(sub)) ?? totp
-    await as.store.putTotp(sub, { ...latest, recovery: latest.recovery.map((r) => (r.hash === entry.hash ? { ...r, usedAt: now } : r)) })
+    const latest = (await as.store.totp.get(sub)) ?? totp
+    await as.store.totp.put(sub, { ...latest, recovery: latest.recovery.map((r) => (r.hash === entry.hash ? { ...r, usedAt: now } : r)) })
     return true
   }
   return false
@@ -94,7 +94,7 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
     if (!tokensMatch(pending.record.csrf, form.get('csrf'))) return showForbidden(res)
     const again = (status: number, error: string, headers?: Record<string, string>): void =>
       showPage(res, status, secondFactorPage({ csrf: pending.record.csrf, error }), headers ? { headers } : {})
-    const totp = await as.store.getTotp(pending.user.sub)
+    const totp = await as.store.totp.get(pending.user.sub)
     if (totp === null || totp.confirmedAt === null) return expired(res)
 
     const known = await knownBrowserFor(req, as, pending.user)

@@ -34,12 +34,12 @@ export interface ActiveSession {
 export async function currentSession(req: IncomingMessage, as: AsContext): Promise<ActiveSession | null> {
   const id = parseCookies(req.headers.cookie).get(sessionCookieName(as.secureCookies))
   if (!isTokenShaped(id)) return null
-  const record = await as.store.getSession(hashToken(id))
+  const record = await as.store.sessions.get(hashToken(id))
   if (record === null || record.pending !== undefined) return null
   if (record.provider !== undefined) {
     // An upstream person: their provider must still be configured, their claims still known.
     if (!as.upstream.has(record.provider)) return null
-    const person = await as.store.getUpstreamPerson(record.sub)
+    const person = await as.store.upstream.getPerson(record.sub)
     if (person === null || person.provider !== record.provider) return null
     return { id, record, user: { username: record.sub, sub: record.sub, claims: person.claims } }
   }
@@ -70,8 +70,8 @@ export async function startSession(
     csrf: randomToken(),
     ...(provider === undefined ? {} : { provider }),
   }
-  await as.store.putSession(hashToken(id), record, as.as.session.ttlSec)
-  if (previousId !== null) await as.store.deleteSession(hashToken(previousId))
+  await as.store.sessions.put(hashToken(id), record, as.as.session.ttlSec)
+  if (previousId !== null) await as.store.sessions.delete(hashToken(previousId))
   const setCookie = serializeCookie(sessionCookieName(as.secureCookies), id, {
     secure: as.secureCookies,
     maxAgeSec: as.as.session.ttlSec,
@@ -98,8 +98,8 @@ export async function startPendingSession(as: AsContext, user: Person, previousI
     pending: { next },
     csrf: randomToken(),
   }
-  await as.store.putSession(hashToken(id), record, PENDING_SESSION_TTL_SEC)
-  if (previousId !== null) await as.store.deleteSession(hashToken(previousId))
+  await as.store.sessions.put(hashToken(id), record, PENDING_SESSION_TTL_SEC)
+  if (previousId !== null) await as.store.sessions.delete(hashToken(previousId))
   return { setCookie: serializeCookie(sessionCookieName(as.secureCookies), id, { secure: as.secureCookies, maxAgeSec: PENDING_SESSION_TTL_SEC }) }
 }
 
@@ -114,7 +114,7 @@ export interface PendingSession {
 export async function pendingSession(req: IncomingMessage, as: AsContext): Promise<PendingSession | null> {
   const id = sessionIdOf(req, as)
   if (id === null) return null
-  const record = await as.store.getSession(hashToken(id))
+  const record = await as.store.sessions.get(hashToken(id))
   if (record?.pending === undefined || record.provider !== undefined) return null
   const user = as.users.get(record.username)
   if (user === undefined || user.sub !== record.sub) return null
@@ -129,6 +129,6 @@ export function sessionIdOf(req: IncomingMessage, as: AsContext): string | null 
 
 /** Delete the session and return the Set-Cookie that clears the cookie. */
 export async function endSession(as: AsContext, id: string | null): Promise<string> {
-  if (id !== null) await as.store.deleteSession(hashToken(id))
+  if (id !== null) await as.store.sessions.delete(hashToken(id))
   return serializeCookie(sessionCookieName(as.secureCookies), '', { secure: as.secureCookies, maxAgeSec: 0 })
 }

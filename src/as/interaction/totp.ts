@@ -47,33 +47,33 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
     carried === undefined ? `account?${extra}#totp` : `account?mfa=setup&request=${encodeURIComponent(carried)}${extra === '' ? '' : `&${extra}`}#totp`
   const now = epochSeconds(as.clock)
   if (action === 'start') {
-    const existing = await as.store.getTotp(sub)
+    const existing = await as.store.totp.get(sub)
     // One that is on stays on: turning it off is its own step.
     if (existing === null || existing.confirmedAt === null)
-      await as.store.putTotp(sub, { secret: newTotpSecret(), createdAt: now, confirmedAt: null, recovery: [] })
+      await as.store.totp.put(sub, { secret: newTotpSecret(), createdAt: now, confirmedAt: null, recovery: [] })
     return redirect(res, back(''), 303)
   }
   if (action === 'confirm') {
-    const pending = await as.store.getTotp(sub)
+    const pending = await as.store.totp.get(sub)
     if (pending === null || pending.confirmedAt !== null) return redirect(res, 'account', 303)
     const code = readTotpCode(form.get('code'))
     const step = code === null ? null : totpStep(pending.secret, code, as.clock.now())
     // The first code is used up like any other: it cannot sign anyone in afterwards.
-    if (step === null || !(await as.store.useOnce(`totp:${hashToken(sub)}:${step}`, TOTP_PERIOD_SEC * 4))) {
+    if (step === null || !(await as.store.singleUse.use(`totp:${hashToken(sub)}:${step}`, TOTP_PERIOD_SEC * 4))) {
       return redirect(res, back('totp=wrong'), 303)
     }
     const codes = newRecoveryCodes()
     const recovery = await Promise.all(codes.map(async (c) => ({ hash: await hashSecret(c), usedAt: null })))
-    await as.store.putTotp(sub, { ...pending, confirmedAt: now, recovery })
+    await as.store.totp.put(sub, { ...pending, confirmedAt: now, recovery })
     // The code just given is a second factor: the session now has two (what an mfa policy asked for).
-    await as.store.putSession(hashToken(session.id), { ...session.record, amr: ['pwd', 'otp', 'mfa'], acr: 'mfa' }, as.as.session.ttlSec)
+    await as.store.sessions.put(hashToken(session.id), { ...session.record, amr: ['pwd', 'otp', 'mfa'], acr: 'mfa' }, as.as.session.ttlSec)
     ctx.log.info({ event: 'totp_enabled', sub }, 'a person turned on an authenticator app')
     // Back to the authorization that asked for a second factor (/authorize validates it again).
     const next = carried === undefined ? undefined : { href: `authorize?${new URLSearchParams(carried).toString()}`, text: 'Continue to the application' }
     return showPage(res, 200, recoveryCodesPage(codes, next))
   }
   if (action === 'remove') {
-    await as.store.deleteTotp(sub)
+    await as.store.totp.delete(sub)
     ctx.log.info({ event: 'totp_removed', sub }, 'a person turned off their authenticator app')
     return redirect(res, 'account?totp=off', 303)
   }

@@ -54,12 +54,12 @@ export function userHandleOf(sub: string): Uint8Array<ArrayBuffer> {
 }
 
 async function keepChallenge(as: AsContext, challenge: string, purpose: PasskeyChallengeRecord['purpose'], sub: string | null): Promise<void> {
-  await as.store.putPasskeyChallenge(hashToken(challenge), { purpose, sub, expiresAt: epochSeconds(as.clock) + CHALLENGE_TTL_SEC }, CHALLENGE_TTL_SEC)
+  await as.store.passkeys.putChallenge(hashToken(challenge), { purpose, sub, expiresAt: epochSeconds(as.clock) + CHALLENGE_TTL_SEC }, CHALLENGE_TTL_SEC)
 }
 
 /** Options for navigator.credentials.create: a discoverable credential with user verification; the person's passkeys excluded. */
 export async function registrationOptions(as: AsContext, person: Person): Promise<PublicKeyCredentialCreationOptionsJSON> {
-  const existing = await as.store.listPasskeys(person.sub)
+  const existing = await as.store.passkeys.list(person.sub)
   const options = await generateRegistrationOptions({
     rpName: as.as.webauthn.rpName,
     rpID: as.as.webauthn.rpId,
@@ -89,7 +89,7 @@ export type Refusal = { ok: false; reason: string }
 async function takeChallenge(as: AsContext, clientDataJSON: string, purpose: PasskeyChallengeRecord['purpose'], sub: string | null): Promise<string | Refusal> {
   const challenge = challengeOf(clientDataJSON)
   if (challenge === null) return { ok: false, reason: 'no challenge in the client data' }
-  const record = await as.store.takePasskeyChallenge(hashToken(challenge))
+  const record = await as.store.passkeys.takeChallenge(hashToken(challenge))
   if (record === null) return { ok: false, reason: 'unknown, used or expired challenge' }
   if (record.purpose !== purpose || record.sub !== sub) return { ok: false, reason: 'challenge issued for another ceremony' }
   return challenge
@@ -106,7 +106,7 @@ export async function addPasskey(
   if (response === null) return { ok: false, reason: 'not a registration response' }
   const challenge = await takeChallenge(as, response.response.clientDataJSON, 'register', person.sub)
   if (typeof challenge !== 'string') return challenge
-  if ((await as.store.listPasskeys(person.sub)).length >= MAX_PASSKEYS) return { ok: false, reason: 'too many passkeys' }
+  if ((await as.store.passkeys.list(person.sub)).length >= MAX_PASSKEYS) return { ok: false, reason: 'too many passkeys' }
   let info: Awaited<ReturnType<typeof verifyRegistrationResponse>>
   try {
     info = await verifyRegistrationResponse({
@@ -134,7 +134,7 @@ export async function addPasskey(
     createdAt: epochSeconds(as.clock),
     lastUsedAt: null,
   }
-  if (!(await as.store.addPasskey(passkey))) return { ok: false, reason: 'credential id already registered' }
+  if (!(await as.store.passkeys.add(passkey))) return { ok: false, reason: 'credential id already registered' }
   return { ok: true, passkey }
 }
 
@@ -154,7 +154,7 @@ export async function signInWithPasskey(
   if (response === null) return { ok: false, reason: 'not an authentication response' }
   const challenge = await takeChallenge(as, response.response.clientDataJSON, 'sign-in', null)
   if (typeof challenge !== 'string') return challenge
-  const passkey = await as.store.getPasskey(response.id)
+  const passkey = await as.store.passkeys.get(response.id)
   if (passkey === null) return { ok: false, reason: 'unknown passkey' }
   const user = as.users.get(passkey.username)
   if (user === undefined || user.sub !== passkey.sub) return { ok: false, reason: 'the passkey belongs to no configured user' }
@@ -182,7 +182,7 @@ export async function signInWithPasskey(
   }
   if (!info.verified) return { ok: false, reason: 'assertion not verified' }
   const { newCounter, credentialBackedUp } = info.authenticationInfo
-  const used = await as.store.usePasskey(passkey.sub, passkey.credentialId, { counter: newCounter, backedUp: credentialBackedUp, at: epochSeconds(as.clock) })
+  const used = await as.store.passkeys.use(passkey.sub, passkey.credentialId, { counter: newCounter, backedUp: credentialBackedUp, at: epochSeconds(as.clock) })
   if (used === 'missing') return { ok: false, reason: 'the passkey was removed meanwhile' }
   if (used === 'regressed') return cloneWarning(ctx, passkey, `counter ${newCounter} is not above the stored one`)
   return { ok: true, person: user, passkey }

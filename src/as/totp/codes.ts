@@ -4,7 +4,7 @@
  *
  * A code is accepted in its own step and the one before or after (clock
  * drift between a phone and the server); the step it matched is returned so
- * the caller can refuse it a second time (`store.useOnce` per person and
+ * the caller can refuse it a second time (`store.singleUse.use` per person and
  * step). Recovery codes are 10 random groups a person can type, shown once
  * and stored as scrypt hashes (src/crypto/secret.ts).
  *

@@ -1,0 +1,65 @@
+/** RFC 7591 2: the metadata a registered client is known by, as the server accepted it. */
+export interface RegisteredClientMetadata {
+  redirect_uris: string[]
+  token_endpoint_auth_method: 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'
+  /** private_key_jwt (RFC 7523 2.2): the client's public keys, inline (a JWK Set) ... */
+  jwks?: { keys: Array<Record<string, unknown>> }
+  /** ... or where it publishes them (https). */
+  jwks_uri?: string
+  grant_types: Array<'authorization_code' | 'refresh_token'>
+  response_types: ['code']
+  client_name?: string
+  client_uri?: string
+  logo_uri?: string
+  policy_uri?: string
+  tos_uri?: string
+  scope?: string
+  contacts?: string[]
+  software_id?: string
+  software_version?: string
+  post_logout_redirect_uris?: string[]
+}
+
+/** What {@link ClientStore.putWithin} did. */
+export interface ClientSeat {
+  /** True when the record was stored. */
+  stored: boolean
+  /** Live registrations after the call (the new one included when stored). */
+  live: number
+  /** When refused: epoch ms at which the first live registration expires (room again, unless deleted sooner). */
+  freeAtMs: number
+}
+
+/** A client that registered itself (RFC 7591), kept until unused for `client_ttl`. */
+export interface RegisteredClientRecord {
+  clientId: string
+  /** scrypt hash of the client secret; null for a public (`none`) client. */
+  secretHash: string | null
+  /** SHA-256 of the RFC 7592 registration access token. */
+  registrationTokenHash: string
+  metadata: RegisteredClientMetadata
+  /** Epoch seconds of the registration (`client_id_issued_at`). */
+  issuedAt: number
+  /** Epoch seconds after which the client is forgotten (moved on by ClientStore.touch). */
+  expiresAt: number
+}
+
+/** Clients that registered themselves (RFC 7591), forgotten after `client_ttl` unused. */
+export interface ClientStore {
+  /** Store a new registration; it lives until `record.expiresAt`. */
+  put(record: RegisteredClientRecord): Promise<void>
+  /** The registration, or null when unknown, deleted or past its expiry. */
+  get(clientId: string): Promise<RegisteredClientRecord | null>
+  /** Move a live registration's expiry to `expiresAt` (it was used); no effect on an unknown or deleted one. */
+  touch(clientId: string, expiresAt: number): Promise<void>
+  /** Forget a registration; false when there was none. */
+  delete(clientId: string): Promise<boolean>
+  /**
+   * Store a new registration only while fewer than `maxLive` registrations
+   * are live (unexpired, undeleted), counted over every instance; atomic, so
+   * of N concurrent calls at the cap none gets past it.
+   */
+  putWithin(record: RegisteredClientRecord, maxLive: number): Promise<ClientSeat>
+  /** How many registrations are live. */
+  count(): Promise<number>
+}

@@ -1,0 +1,97 @@
+/** The contract of device authorization (RFC 8628) (src/store/devices/types.ts), run on every store. */
+import type { Test } from 'tap'
+import { token, nowSec, deviceRecord, userCode, type Setup } from './fixtures.js'
+
+export function devicesContract(t: Test, name: string, setup: Setup): void {
+  t.test(`${name}: device authorization`, async (tt) => {
+    tt.test('user codes are unique while live; lookup by user code', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      const rec = deviceRecord(clock, uc)
+      t2.equal(await store.devices.put(dc.hash, rec), true)
+      t2.equal(await store.devices.put(token().hash, deviceRecord(clock, uc)), false, 'user code in use')
+      t2.same(await store.devices.getByUserCode(uc), { deviceHash: dc.hash, record: rec })
+      t2.equal(await store.devices.getByUserCode(userCode()), null)
+      clock.advance(600_000)
+      t2.equal(await store.devices.getByUserCode(uc), null, 'expired')
+      t2.equal(await store.devices.put(token().hash, deviceRecord(clock, uc)), true, 'free again after expiry')
+    })
+
+    tt.test('approve once, then the first poll gets it and consumes it', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.devices.put(dc.hash, deviceRecord(clock, uc))
+      t2.equal(await store.devices.decide(uc, { approved: true, sub: 'alice', authTime: nowSec(clock) }), true)
+      t2.equal(await store.devices.decide(uc, { approved: false }), false, 'only from pending')
+      const r = await store.devices.poll(dc.hash, clock.now())
+      t2.equal(r.status, 'approved')
+      t2.match(r.status === 'approved' && r.record, { sub: 'alice', authTime: nowSec(clock), clientId: 'tv', scope: 'orders:read', decidedAtMs: clock.now() })
+      clock.advance(10_000)
+      t2.same(await store.devices.poll(dc.hash, clock.now()), { status: 'missing' }, 'consumed')
+    })
+
+    tt.test('an approval keeps how the person signed in (amr, acr) for the tokens', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.devices.put(dc.hash, deviceRecord(clock, uc))
+      t2.equal(await store.devices.getByUserCode(uc).then((f) => f?.record.amr), undefined, 'nothing before the approval')
+      await store.devices.decide(uc, { approved: true, sub: 'alice', authTime: nowSec(clock), amr: ['hwk', 'user', 'mfa'], acr: 'phr' })
+      const r = await store.devices.poll(dc.hash, clock.now())
+      t2.match(r.status === 'approved' && r.record, { sub: 'alice', amr: ['hwk', 'user', 'mfa'], acr: 'phr' })
+      const other = userCode()
+      const dc2 = token()
+      await store.devices.put(dc2.hash, deviceRecord(clock, other))
+      await store.devices.decide(other, { approved: true, sub: 'alice', authTime: nowSec(clock) })
+      const r2 = await store.devices.poll(dc2.hash, clock.now())
+      t2.equal(r2.status === 'approved' && (r2.record.amr ?? r2.record.acr), undefined, 'an approval that says nothing reads back as nothing')
+    })
+
+    tt.test('pending, slow_down grows the interval by 5, deny stays denied', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.devices.put(dc.hash, deviceRecord(clock, uc))
+      const t0 = clock.now()
+      const p1 = await store.devices.poll(dc.hash, t0)
+      t2.equal(p1.status, 'pending')
+      const p2 = await store.devices.poll(dc.hash, t0 + 1_000)
+      t2.equal(p2.status, 'slow_down')
+      t2.equal(p2.status === 'slow_down' && p2.record.intervalSec, 10)
+      const p3 = await store.devices.poll(dc.hash, t0 + 1_000 + 9_000)
+      t2.equal(p3.status, 'slow_down', 'the new interval (10 s) applies')
+      t2.equal(p3.status === 'slow_down' && p3.record.intervalSec, 15)
+      const p4 = await store.devices.poll(dc.hash, t0 + 10_000 + 15_000)
+      t2.equal(p4.status, 'pending')
+      t2.equal(p4.status === 'pending' && p4.record.lastPollMs, t0 + 25_000)
+      t2.equal(await store.devices.decide(uc, { approved: false }), true)
+      t2.equal((await store.devices.poll(dc.hash, t0 + 50_000)).status, 'denied')
+      t2.equal((await store.devices.poll(dc.hash, t0 + 100_000)).status, 'denied', 'stays denied')
+      t2.equal(await store.devices.decide(uc, { approved: true, sub: 'alice', authTime: 1 }), false)
+    })
+
+    tt.test('expired: poll is missing, decision refused', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.devices.put(dc.hash, deviceRecord(clock, uc, 60))
+      clock.advance(60_000)
+      t2.same(await store.devices.poll(dc.hash, clock.now()), { status: 'missing' })
+      t2.equal(await store.devices.decide(uc, { approved: true, sub: 'alice', authTime: 1 }), false)
+      t2.same(await store.devices.poll(token().hash, clock.now()), { status: 'missing' }, 'unknown')
+    })
+
+    tt.test('20 concurrent polls of an approved code: exactly one approved', async (t2) => {
+      const { clock, store } = await setup(t2)
+      const uc = userCode()
+      const dc = token()
+      await store.devices.put(dc.hash, deviceRecord(clock, uc))
+      await store.devices.decide(uc, { approved: true, sub: 'alice', authTime: nowSec(clock) })
+      const polls = await Promise.all(Array.from({ length: 20 }, () => store.devices.poll(dc.hash, clock.now())))
+      t2.equal(polls.filter((p) => p.status === 'approved').length, 1)
+      t2.equal(polls.filter((p) => p.status === 'missing').length, 19)
+    })
+  })
+}
