@@ -10,31 +10,20 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
-import type { RouteConfig } from '../config/validated-config.js'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
-import { labelKey } from '../metrics.js'
 import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'
-import {
-  AccessTokenExpired,
-  AccessTokenRevoked,
-  InsufficientScope,
-  InsufficientUserAuthentication,
-  InvalidRequest,
-  InvalidToken,
-  MethodNotAllowed,
-  MissingToken,
-  TemporarilyUnavailable,
-  type OAuthError,
-} from '../errors.js'
-import { answerFailure, type Failure, type FailureReporting } from '../http/failure.js'
+import { InsufficientScope, InsufficientUserAuthentication, InvalidRequest, InvalidToken, MethodNotAllowed } from '../errors.js'
 import { errorOnSocket, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
-import { Authenticator, buildPolicy, buildTrustedIssuers, type DpopPresentation, type RoutePolicy, type TrustedIssuer } from './authenticate.js'
+import { Authenticator, type DpopPresentation } from './authenticate.js'
+import { buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './route-policy.js'
+import { planRoute, type RoutePlan } from './route-plan.js'
+import { Refusals, type Refusal } from './refusals.js'
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksSource } from './jwks-client.js'
 import { hostOf, normalizePath } from '../http/request-target.js'
 import { answerAsFinalRecipient, isLastHop } from './max-forwards.js'
 import { ListFilter } from './mcp/list-filter.js'
-import { checkRequirement, McpRule, type McpJudgement } from './mcp/rule.js'
+import { checkRequirement, type McpJudgement } from './mcp/rule.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './upstream/proxy.js'
 import { OpenExchanges } from './open-exchanges.js'
@@ -48,83 +37,6 @@ export interface GatewayShared {
   readonly jwks: JwksSource
 }
 
-/** A route as the hot path needs it. */
-interface RoutePlan {
-  readonly route: RouteConfig
-  /** null for public routes. */
-  readonly policy: RoutePolicy | null
-  /** Reply options of a method without a scope rule of its own (and of non-token refusals). */
-  readonly reply: ErrorReplyOptions
-  /** Per method with a rule of its own: the challenge's `scope` differs. */
-  readonly replies: ReadonlyMap<string, ErrorReplyOptions>
-  /** Per-tool scopes of a route that fronts an MCP server, else null. */
-  readonly mcp: McpRule | null
-  /** The 405 a TRACE gets on this route; null when the route allows TRACE. */
-  readonly traceRefusal: MethodNotAllowed | null
-}
-
-/**
- * The reply options of each method of a route: realm, the RFC 9728
- * metadata URL, and the scopes the method needs (a 401's `scope`).
- */
-function replyOptions(route: RouteConfig, policy: RoutePolicy | null, metadataUrl: string | undefined, dpopAlgs: string): Pick<RoutePlan, 'reply' | 'replies'> {
-  // RFC 9449 7.1: a DPoP challenge, beside Bearer unless the route takes DPoP-bound tokens only.
-  const dpop = policy === null ? undefined : Object.freeze({ algs: dpopAlgs, bearer: route.dpop !== 'required', presented: false })
-  const make = (required: readonly string[]): ErrorReplyOptions =>
-    Object.freeze({
-      realm: route.realm,
-      ...(metadataUrl !== undefined ? { resourceMetadata: metadataUrl } : {}),
-      ...(required.length > 0 ? { scope: required.join(' ') } : {}),
-      ...(dpop !== undefined ? { dpop } : {}),
-    })
-  const replies = new Map<string, ErrorReplyOptions>()
-  if (policy === null) return { reply: make([]), replies }
-  for (const method of Object.keys(route.scopes)) {
-    if (method !== '*') replies.set(method, make(policy.scopes.required(method)))
-  }
-  if (replies.has('GET') && !replies.has('HEAD')) replies.set('HEAD', make(policy.scopes.required('HEAD')))
-  // No real method is empty: this reads the fallback rule.
-  return { reply: make(policy.scopes.required('')), replies }
-}
-
-/** What Allow lists for a route that takes any method but TRACE. */
-const ANY_BUT_TRACE: readonly string[] = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT']
-
-/** Rendered labels of `bearward_token_validations_total`, built once (the hot path uses incKey). */
-const RESULT = {
-  valid: labelKey({ result: 'valid' }),
-  missing: labelKey({ result: 'missing' }),
-  malformed: labelKey({ result: 'malformed' }),
-  invalid: labelKey({ result: 'invalid' }),
-  expired: labelKey({ result: 'expired' }),
-  revoked: labelKey({ result: 'revoked' }),
-  insufficientScope: labelKey({ result: 'insufficient_scope' }),
-  insufficientUserAuthentication: labelKey({ result: 'insufficient_user_authentication' }),
-  unavailable: labelKey({ result: 'unavailable' }),
-} as const
-
-/** The validation result a failure is counted as, by its class code; null for a bug (not a validation result). */
-function resultOf(failure: Failure): string | null {
-  if (failure.kind === 'internal') return null
-  const err = failure.answer
-  switch (err.code) {
-    case MissingToken.code:
-      return RESULT.missing
-    case AccessTokenExpired.code:
-      return RESULT.expired
-    case AccessTokenRevoked.code:
-      return RESULT.revoked
-    case InsufficientScope.code:
-      return RESULT.insufficientScope
-    case InsufficientUserAuthentication.code:
-      return RESULT.insufficientUserAuthentication
-    case TemporarilyUnavailable.code:
-      return RESULT.unavailable
-  }
-  // A DPoP proof failure at a resource is a 401 (invalid), at a token endpoint a 400 (malformed).
-  return err.status === 401 ? RESULT.invalid : RESULT.malformed
-}
-
 /** RFC 9112 6.1 / 6.3: both framing headers is how requests are smuggled past a proxy. */
 function hasConflictingFraming(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined && req.headers['content-length'] !== undefined
@@ -133,12 +45,6 @@ function hasConflictingFraming(req: IncomingMessage): boolean {
 /** A CORS preflight (Fetch standard, CORS-preflight request): carries no credentials by design. */
 function isPreflight(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined
-}
-
-/** A request we answer ourselves, with the reply options (realm) of its route. */
-interface Refusal {
-  readonly refusal: OAuthError
-  readonly reply: ErrorReplyOptions
 }
 
 /** What #decide concludes for a request a route took. */
@@ -162,21 +68,17 @@ class Gateway implements GatewayFace {
   readonly #metadata: ProtectedResources
   /** public_url's origin: a DPoP proof's `htu` is it plus the path the client used. */
   readonly #origin: string
-  readonly #failures: FailureReporting
+  readonly #refusals: Refusals
 
   constructor(deps: FaceDeps, shared: GatewayShared) {
     const { config } = deps
     this.#deps = deps
-    this.#failures = { face: 'gateway', metrics: deps.metrics, rootLog: deps.log, quiet: true }
+    this.#refusals = new Refusals({ face: 'gateway', metrics: deps.metrics, rootLog: deps.log, quiet: true }, deps.metrics)
     const issuers = buildTrustedIssuers({ config, own: deps.ownIssuer, store: deps.store, jwks: shared.jwks, tracing: deps.tracing })
     try {
       this.#metadata = new ProtectedResources(config)
-      const plans = config.routes.map((route): RoutePlan => {
-        const policy = route.public ? null : buildPolicy(route, issuers)
-        const mcp = policy !== null && route.mcp !== null ? new McpRule(route, policy.scopes, policy.stepUp) : null
-        const traceRefusal = route.allowTrace ? null : new MethodNotAllowed(route.match.methods ?? ANY_BUT_TRACE)
-        return { route, policy, mcp, traceRefusal, ...replyOptions(route, policy, this.#metadata.urlOf(route), config.dpop.algs.join(' ')) }
-      })
+      const dpopAlgs = config.dpop.algs.join(' ')
+      const plans = config.routes.map((route) => planRoute(route, issuers, this.#metadata.urlOf(route), dpopAlgs))
       this.#table = new RouteTable(plans, (p) => p.route.match)
       const dpop = new DpopVerifier(config.dpop, deps, 'resource')
       this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway, dpop, tracing: deps.tracing })
@@ -252,7 +154,7 @@ class Gateway implements GatewayFace {
     try {
       found = this.#route(req, ctx)
     } catch (err) {
-      return { refusal: this.#asOAuthError(err, ctx, false), reply: this.#defaultReply }
+      return { refusal: this.#refusals.answer(err, ctx, false), reply: this.#defaultReply }
     }
     if (found === null) return null
     const { plan, path } = found
@@ -269,7 +171,7 @@ class Gateway implements GatewayFace {
     if (mcp !== null) {
       // Header-only checks (Origin, Content-Type, revision): nothing is read yet.
       const refused = mcp.precheck(req)
-      if (refused !== null) return this.#refusal(refused, ctx, plan, req.method, null)
+      if (refused !== null) return this.#refusals.of(refused, ctx, plan, req.method, null)
     }
     return this.#extract(req, ctx, plan, policy, forwardPath, allowBody)
   }
@@ -281,12 +183,12 @@ class Gateway implements GatewayFace {
       if (extracted instanceof Promise) {
         return extracted.then(
           (e) => this.#judge(req, ctx, plan, policy, path, e, allowBody),
-          (err: unknown) => this.#refusal(err, ctx, plan, req.method, null),
+          (err: unknown) => this.#refusals.of(err, ctx, plan, req.method, null),
         )
       }
       return this.#judge(req, ctx, plan, policy, path, extracted, allowBody)
     } catch (err) {
-      return this.#refusal(err, ctx, plan, req.method, null)
+      return this.#refusals.of(err, ctx, plan, req.method, null)
     }
   }
 
@@ -331,11 +233,11 @@ class Gateway implements GatewayFace {
     const mcp = plan.mcp
     const short = err instanceof InsufficientScope || err instanceof InsufficientUserAuthentication
     if (!short || mcp === null || !allowBody || !mcp.applies(req)) {
-      return this.#refusal(err, ctx, plan, req.method, null, presented)
+      return this.#refusals.of(err, ctx, plan, req.method, null, presented)
     }
     return mcp.judge(req).then(
-      (judged) => this.#refusal(err, ctx, plan, req.method, judged, presented),
-      (bodyErr: unknown) => this.#refusal(bodyErr, ctx, plan, req.method, null, presented),
+      (judged) => this.#refusals.of(err, ctx, plan, req.method, judged, presented),
+      (bodyErr: unknown) => this.#refusals.of(bodyErr, ctx, plan, req.method, null, presented),
     )
   }
 
@@ -358,7 +260,7 @@ class Gateway implements GatewayFace {
     if (mcp === null || !allowBody || !mcp.applies(req)) return this.#admit(ctx, plan, path, extracted, identity, req.method, null)
     return mcp.judge(req).then(
       (judged) => this.#admit(ctx, plan, path, extracted, identity, req.method, judged),
-      (err: unknown) => this.#refusal(err, ctx, plan, req.method, null, presented),
+      (err: unknown) => this.#refusals.of(err, ctx, plan, req.method, null, presented),
     )
   }
 
@@ -387,10 +289,10 @@ class Gateway implements GatewayFace {
       const refusal =
         required.stepUp?.check(identity.claims, this.#deps.clock.now() / 1000, this.#deps.config.gateway.clockSkewSec, identity.issuerId === 'self') ??
         checkRequirement(required, identity.scopes)
-      if (refusal !== null) return this.#refusal(refusal, ctx, plan, method, mcp)
+      if (refusal !== null) return this.#refusals.of(refusal, ctx, plan, method, mcp)
     }
     ctx.clientId = identity.clientId
-    this.#deps.metrics.tokenValidations.incKey(RESULT.valid)
+    this.#refusals.countValid()
     const forward: ForwardRequest = { route: plan.route, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
     if (plan.route.upstreamToken !== null) forward.token = extracted.token
     const lists = mcp?.lists ?? null
@@ -400,24 +302,6 @@ class Gateway implements GatewayFace {
       forward.rewriter = new ListFilter(lists, (kind, name) => rule.visible(kind, name, identity.scopes), mcp?.modern ?? false)
     }
     return forward
-  }
-
-  /**
-   * A token failure as the refusal to render (counted by result); anything
-   * unexpected is rethrown. On an MCP route whose body calls a listed tool,
-   * a 401 or 403 names the route's and the tool's scopes together.
-   */
-  #refusal(err: unknown, ctx: RequestContext, plan: RoutePlan, method: string | undefined, mcp: McpJudgement | null, dpopPresented = false): Refusal {
-    const refusal = this.#asOAuthError(err, ctx, true)
-    const routeReply = plan.replies.get(method ?? 'GET') ?? plan.reply
-    // The client used the DPoP scheme: the error goes in the DPoP challenge (RFC 9449 7.1).
-    const reply = dpopPresented && routeReply.dpop !== undefined ? { ...routeReply, dpop: { ...routeReply.dpop, presented: true } } : routeReply
-    const required = mcp?.requirement ?? null
-    if (required === null) return { refusal, reply }
-    let named = refusal
-    if (refusal instanceof InsufficientScope) named = required.refusal
-    else if (refusal instanceof InsufficientUserAuthentication && required.stepUp !== null) named = required.stepUp.refusal(refusal.shortfall)
-    return { refusal: named, reply: { ...reply, scope: required.required.join(' ') } }
   }
 
   handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): boolean {
@@ -465,7 +349,7 @@ class Gateway implements GatewayFace {
 
   /** A failure outside judging (a bug, or the store failing while forwarding): answered when the answer has not started. */
   #failed(res: ServerResponse, ctx: RequestContext, err: unknown): void {
-    sendErrorWithId(res, ctx.id, answerFailure(err, ctx.log, this.#failures).answer)
+    sendErrorWithId(res, ctx.id, this.#refusals.answer(err, ctx, false))
   }
 
   async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, ctx: RequestContext): Promise<boolean> {
@@ -482,16 +366,6 @@ class Gateway implements GatewayFace {
     this.#exchanges.retire()
     this.#auth.clear()
     await Promise.all([this.#proxy.close(), ...[...this.#issuers.values()].map((i) => i.opaque?.close())])
-  }
-
-  /** The answer for a failure (the one failure path); while judging a token, counted by result. */
-  #asOAuthError(err: unknown, ctx: RequestContext, judging: boolean): OAuthError {
-    const failure = answerFailure(err, ctx.log, this.#failures)
-    if (judging) {
-      const result = resultOf(failure)
-      if (result !== null) this.#deps.metrics.tokenValidations.incKey(result)
-    }
-    return failure.answer
   }
 }
 
