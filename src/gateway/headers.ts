@@ -3,28 +3,19 @@ import type { TLSSocket } from 'node:tls'
 import type { IdentityHeaders } from '../config/validated-config.js'
 import { peerAddress, type TrustedProxies } from '../http/trusted-proxies.js'
 import { forwardedElement } from './forwarded.js'
-import { responseHeaderName, responseHeaderValue } from './header-text.js'
+import { claimHeaderValue } from './claim-header.js'
+import type { FlatHeaders } from './flat-headers.js'
+import { canonicalHeaderName, connectionNamed } from './header-names.js'
 import type { TokenIdentity } from './token-identity.js'
 
 /**
- * Which request headers reach the upstream and which response headers reach
- * the client. Hop-by-hop headers (RFC 9110 7.6.1) describe one connection and
- * are dropped in both directions, with every header the Connection header
- * names. The gateway then adds what only it can vouch for: the client's
- * address (X-Forwarded-*, RFC 7239 `Forwarded`) and who the token speaks for
- * (identity headers).
- *
- * Header names are compared after lower-casing and mapping `_` to `-`: many
- * upstream stacks (CGI-style environments, nginx with `underscores_in_headers`)
- * treat `X_Auth_Subject` and `X-Auth-Subject` as the same variable, so a
- * client-sent underscore variant could otherwise smuggle an identity past us.
+ * Which request headers reach the upstream (response-headers.ts has the
+ * other direction). Hop-by-hop headers (RFC 9110 7.6.1) describe one
+ * connection and are dropped, with every header the Connection header names.
+ * The gateway then adds what only it can vouch for: the client's address
+ * (X-Forwarded-*, RFC 7239 `Forwarded`) and who the token speaks for
+ * (identity headers). Names are compared canonical (header-names.ts).
  */
-
-/** Lower-case and map `_` to `-`: the name an upstream may read a header as. */
-export function canonicalHeaderName(name: string): string {
-  const lower = name.toLowerCase()
-  return lower.includes('_') ? lower.replaceAll('_', '-') : lower
-}
 
 /** What to do with one incoming request header. */
 const DROP = 0
@@ -101,72 +92,6 @@ export const CLIENT_IP_HEADERS: readonly string[] = [
 /** Every request header name the gateway never passes on as sent (docs/operating.md lists them). */
 export const ALWAYS_DROPPED_REQUEST_HEADERS: readonly string[] = REQUEST_DROPPED
 
-/**
- * Response headers never passed to the client: hop-by-hop ones (RFC 9110
- * 7.6.1) and X-Request-Id, which the gateway writes itself (it is the id our
- * logs carry). `Trailer` stays: it announces the trailer fields the client is
- * about to receive.
- */
-const RESPONSE_DROPPED: ReadonlySet<string> = new Set([
-  'x-request-id',
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'transfer-encoding',
-  'upgrade',
-])
-
-/**
- * Header names listed in a Connection header (RFC 9110 7.6.1), canonical.
- * null in the common case (`keep-alive`, `close`, `upgrade`, absent), so the
- * hot path allocates nothing.
- */
-export function connectionNamed(value: string | readonly string[] | undefined): Set<string> | null {
-  if (value === undefined) return null
-  const joined = typeof value === 'string' ? value : value.join(',')
-  if (joined.length <= 10) {
-    const lower = joined.toLowerCase()
-    if (lower === 'keep-alive' || lower === 'close' || lower === 'upgrade' || lower === '') return null
-  }
-  let names: Set<string> | null = null
-  for (const token of joined.split(',')) {
-    const name = canonicalHeaderName(token.trim())
-    if (name === '' || name === 'close' || name === 'keep-alive' || name === 'upgrade') continue
-    ;(names ??= new Set()).add(name)
-  }
-  return names
-}
-
-/** Printable ASCII and tabs, not starting or ending with whitespace: a value no proxy or upstream can read two ways. */
-const SAFE_HEADER_VALUE = /^[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?$/
-
-function scalarHeaderText(value: unknown): string | null {
-  const text = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : null
-  return text !== null && SAFE_HEADER_VALUE.test(text) ? text : null
-}
-
-/**
- * A token claim as a header value (`identity_headers.claims`): a string,
- * number or boolean as text, a list of them joined with ", "; null (no
- * header) for an absent claim, an object, or anything holding characters
- * outside printable ASCII, CR and LF above all: a claim comes from a person's
- * profile at an identity provider and must not be able to add a header line.
- */
-export function claimHeaderValue(value: unknown): string | null {
-  if (!Array.isArray(value)) return scalarHeaderText(value)
-  if (value.length === 0) return null
-  const parts: string[] = []
-  for (const item of value) {
-    const text = scalarHeaderText(item)
-    if (text === null) return null
-    parts.push(text)
-  }
-  return parts.join(', ')
-}
-
 /** Per-route settings the request header policy is built from. */
 export interface RequestHeaderOptions {
   /** Identity header names for this route (`identity_headers`). */
@@ -191,9 +116,6 @@ export interface UpstreamTrace {
   readonly traceparent: string
   readonly tracestate: string | null
 }
-
-/** Flat `[name, value, name, value, ...]` list, the form undici takes and Node's rawHeaders uses. */
-export type FlatHeaders = string[]
 
 /**
  * The request-side header rules of one route, precomputed per Runtime. One
@@ -383,66 +305,4 @@ export class RequestHeaderPolicy {
 export function parseMaxForwards(value: string | string[] | undefined): number | null {
   if (typeof value !== 'string' || !/^\d{1,9}$/.test(value.trim())) return null
   return Number(value.trim())
-}
-
-/**
- * The response headers to pass to the client, from the upstream's raw
- * header list (undici gives the bytes as received): everything but
- * hop-by-hop headers, those the upstream's Connection header names, and
- * X-Request-Id, which the gateway writes itself (it is the id our logs
- * carry). Names keep the upstream's case and order; repeated headers (several
- * Set-Cookie) stay separate lines. Bytes are read as latin1, the encoding
- * node:http writes header strings in, so every byte reaches the client as
- * the upstream sent it (header-text.ts decodes them).
- */
-export function responseHeaderList(raw: readonly (Buffer | string)[] | null): FlatHeaders {
-  const out: FlatHeaders = []
-  if (raw === null) return out
-  let connection: string | undefined
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = responseHeaderName(raw[i] as Buffer | string)
-    if (RESPONSE_DROPPED.has(name.lower)) {
-      if (name.lower === 'connection') {
-        const value = responseHeaderValue(name, raw[i + 1] as Buffer | string)
-        connection = connection === undefined ? value : `${connection}, ${value}`
-      }
-      // A dropped header's value is never decoded.
-      continue
-    }
-    out.push(name.text, responseHeaderValue(name, raw[i + 1] as Buffer | string))
-  }
-  const named = connectionNamed(connection)
-  if (named === null) return out
-  const kept: FlatHeaders = []
-  for (let i = 0; i < out.length; i += 2) {
-    const name = out[i] as string
-    if (!named.has(canonicalHeaderName(name))) kept.push(name, out[i + 1] as string)
-  }
-  return kept
-}
-
-/** A flat list as `[name, value]` pairs, the form `res.addTrailers` takes for repeats. */
-export function headerPairs(flat: FlatHeaders): [string, string][] {
-  const pairs: [string, string][] = []
-  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i] as string, flat[i + 1] as string])
-  return pairs
-}
-
-/**
- * A flat header list as an object for node:http / http-proxy (the WebSocket
- * path): lower-case names; repeated Cookie values joined with `; ` (RFC 6265
- * 5.4 allows one Cookie line), other repeats kept as arrays.
- */
-export function headerObject(flat: FlatHeaders): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {}
-  for (let i = 0; i < flat.length; i += 2) {
-    const name = (flat[i] as string).toLowerCase()
-    const value = flat[i + 1] as string
-    const prev = out[name]
-    if (prev === undefined) out[name] = value
-    else if (name === 'cookie') out[name] = `${prev as string}; ${value}`
-    else if (Array.isArray(prev)) prev.push(value)
-    else out[name] = [prev, value]
-  }
-  return out
 }

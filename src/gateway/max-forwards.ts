@@ -9,7 +9,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RouteConfig } from '../config/validated-config.js'
 import type { RequestContext } from '../context.js'
-import { canonicalHeaderName, parseMaxForwards } from './headers.js'
+import { canonicalHeaderName } from './header-names.js'
+import { parseMaxForwards } from './headers.js'
 
 /**
  * Fields a TRACE echo leaves out (RFC 9110 9.3.8: the final recipient SHOULD

@@ -2,17 +2,10 @@ import t from 'tap'
 import { forwardedElement } from '../../src/gateway/forwarded.js'
 import { TrustedProxies, normalizeAddress, parseIPv4, parseIPv6 } from '../../src/http/trusted-proxies.js'
 import type { IncomingMessage } from 'node:http'
-import {
-  ALWAYS_DROPPED_REQUEST_HEADERS,
-  CLIENT_IP_HEADERS,
-  RequestHeaderPolicy,
-  canonicalHeaderName,
-  connectionNamed,
-  headerObject,
-  headerPairs,
-  parseMaxForwards,
-  responseHeaderList,
-} from '../../src/gateway/headers.js'
+import { ALWAYS_DROPPED_REQUEST_HEADERS, CLIENT_IP_HEADERS, RequestHeaderPolicy, parseMaxForwards } from '../../src/gateway/headers.js'
+import { canonicalHeaderName, connectionNamed } from '../../src/gateway/header-names.js'
+import { headerObject, headerPairs } from '../../src/gateway/flat-headers.js'
+import { responseHeaderList } from '../../src/gateway/response-headers.js'
 
 t.test('canonicalHeaderName lower-cases and maps _ to -', async (t) => {
   t.equal(canonicalHeaderName('X_Auth_Subject'), 'x-auth-subject')

@@ -20,7 +20,7 @@
  * @see https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
  */
 import type { ServerResponse } from 'node:http'
-import type { FlatHeaders } from '../headers.js'
+import type { FlatHeaders } from '../flat-headers.js'
 import type { ResponseRewriter } from '../upstream/rewrite.js'
 
 export type ListKind = 'tools' | 'prompts' | 'resources' | 'templates'

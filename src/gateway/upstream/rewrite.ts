@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http'
  * likewise.
  */
 export interface ResponseRewriter {
-  /** `headers`: the flat `[name, value, ...]` list the proxy relays (gateway/headers.ts FlatHeaders). */
+  /** `headers`: the flat `[name, value, ...]` list the proxy relays (gateway/flat-headers.ts). */
   writeHead(res: ServerResponse, status: number, statusText: string | undefined, headers: string[]): void
   /** false: the client is full (res.write's answer), the upstream waits for drain. */
   write(res: ServerResponse, chunk: Buffer): boolean

@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream'
 import { BadGateway, GatewayTimeout } from '../../errors.js'
 import { errorOnSocket } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
-import { responseHeaderList } from '../headers.js'
+import { responseHeaderList } from '../response-headers.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import { closeFrame, FrameCutter, POLICY_VIOLATION } from './ws-frames.js'
 
