@@ -31,7 +31,7 @@ export type OwnOpaqueLookup = { readonly state: 'active'; readonly record: Opaqu
  * Look `token` up by its hash (the store never holds the value) and judge it
  * at `nowMs`. Store failures propagate: each face answers them its own way.
  */
-export async function lookupOwnOpaqueToken(store: Pick<Store, 'getOpaqueToken'>, issuer: string, token: string, nowMs: number): Promise<OwnOpaqueLookup> {
+export async function lookupOwnOpaqueToken(store: Pick<Store, 'opaqueTokens'>, issuer: string, token: string, nowMs: number): Promise<OwnOpaqueLookup> {
   const record = await store.opaqueTokens.get(hashToken(token))
   if (record === null) return { state: 'unknown' }
   const state = ownOpaqueState(record, issuer, nowMs)
