@@ -1,11 +1,11 @@
 import { epochSeconds } from '../../clock.js'
-import { AccessDenied, InvalidRequest, MethodNotAllowed, OAuthError, StoreUnavailableError, TemporarilyUnavailable } from '../../errors.js'
+import { AccessDenied, InvalidRequest, MethodNotAllowed, StoreUnavailableError, TemporarilyUnavailable } from '../../errors.js'
 import type { AsHandler } from '../context.js'
 import { parseAuthorizationRequest } from './authorization-request.js'
-import { tokensMatch, isSameOrigin } from './csrf.js'
+import { tokensMatch } from './csrf.js'
 import { answerAuthorizationError } from './authorization-error.js'
 import { guardRedirect } from './failures.js'
-import { readFormParams } from './form.js'
+import { readPageForm } from './form.js'
 import { issueCode } from './issue-code.js'
 import { redirect, showError, showForbidden } from './respond.js'
 import { currentSession, type ActiveSession } from './session.js'
@@ -19,19 +19,11 @@ import { currentSession, type ActiveSession } from './session.js'
  */
 export const consent: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
-  if (!isSameOrigin(req, as)) return showForbidden(res)
-  let csrf: string | undefined
-  let raw: string | undefined
-  let decision: string | undefined
-  try {
-    const form = await readFormParams(req)
-    csrf = form.get('csrf')
-    raw = form.get('request')
-    decision = form.get('decision')
-  } catch (err) {
-    if (err instanceof OAuthError) return showError(res, err)
-    throw err
-  }
+  const form = await readPageForm(req, res, as)
+  if (form === null) return
+  const csrf = form.get('csrf')
+  const raw = form.get('request')
+  const decision = form.get('decision')
   // Nothing is acted on before the CSRF check; the request is parsed first only
   // so that a store outage can be reported to a verified redirect URI.
   const parsed = raw === undefined ? null : await parseAuthorizationRequest(raw, as)

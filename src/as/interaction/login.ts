@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { DUMMY_HASH } from '../../crypto/secret.js'
-import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
+import { InvalidRequest, MethodNotAllowed } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
 import type { RequestContext } from '../../context.js'
 import type { AsContext, AsHandler } from '../context.js'
 import { readContinuation, storedContinuation, type Continuation } from './continuation.js'
-import { checkPreSessionCsrf, isSameOrigin } from './csrf.js'
+import { checkPreSessionCsrf } from './csrf.js'
 import { guardPage, guardRedirect } from './failures.js'
-import { readFormParams } from './form.js'
+import { readPageForm } from './form.js'
 import { knownBrowserFor, rememberBrowser } from './known-browser.js'
 import { LoginThrottle, waitInWords, type LoginVerdict } from '../throttle.js'
 import { redirect, showError, showForbidden } from './respond.js'
@@ -64,14 +64,9 @@ function readLoginForm(form: FormParams): LoginForm {
  */
 export const login: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
-  if (!isSameOrigin(req, as)) return showForbidden(res)
-  let form: LoginForm
-  try {
-    form = readLoginForm(await readFormParams(req))
-  } catch (err) {
-    if (err instanceof OAuthError) return showError(res, err)
-    throw err
-  }
+  const params = await readPageForm(req, res, as)
+  if (params === null) return
+  const form = readLoginForm(params)
   if (!checkPreSessionCsrf(req, as, form.csrf)) return showForbidden(res)
 
   if (!as.as.localLogin) return showError(res, new InvalidRequest('Sign-in with a username and password is turned off here; use one of the sign-in buttons'))
