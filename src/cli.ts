@@ -97,7 +97,7 @@ async function cmdStart(args: string[]): Promise<number> {
   if (values.help) return print(HELP.start)
   const file = configPath(values.config)
   // The server's modules load only here: the other commands (--version, hash-secret, keygen,
-  // check-config) answer without paying for them (~0.5 s of module loading per start).
+  // check-config) answer without paying for the server's module loading (docs/performance.md).
   // `workers` > 1: this process is the primary, or one of the workers it forked (docs/many-instances.md).
   if (cluster.isWorker) {
     const { runWorker } = await import('./workers/worker.js')

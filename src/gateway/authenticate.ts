@@ -82,7 +82,7 @@ function withScope(entries: readonly ScopedJwt[] | undefined, scope: string, ver
   return [...others.slice(-(MAX_SCOPES_PER_TOKEN - 1)), { scope, verified }]
 }
 
-/** Validations kept by the token itself (see Authenticator.#recent): ~0.5 MB of JWTs. */
+/** Validations kept by the token itself (see Authenticator.#recent). */
 const RECENT_TOKENS = 1024
 
 /** How often the fail-open warning may be logged. */
@@ -101,13 +101,13 @@ export class Authenticator {
    * By the token's SHA-256: the validations of that token, one per cache
    * scope (audience and trusted issuers) it was checked under. Not by the
    * token itself, although that saves the hash on a hit: JWTs run to hundreds
-   * of bytes, and raw keys raised peak RSS of the 100k-token memory
-   * benchmark from 194 to 212 MB (docs/performance.md).
+   * of bytes, and raw keys cost more memory than the hash saves time
+   * (docs/performance.md, "Which token caches hash the token").
    */
   readonly #verified: TokenCache<readonly ScopedJwt[]>
   /**
    * The most recently used validations again, by the token itself: a hit
-   * here skips the SHA-256 (0.5-1.2 µs per request). Small on purpose, so
+   * here skips the SHA-256. Small on purpose, so
    * the raw JWTs it holds stay under a megabyte (docs/performance.md).
    */
   readonly #recent: TokenCache<readonly ScopedJwt[]>

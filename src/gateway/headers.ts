@@ -160,7 +160,7 @@ export class RequestHeaderPolicy {
     // Sent in lower case: field names are case-insensitive (RFC 9110 5.1),
     // and undici checks a name outside its own table in lower case, so a
     // mixed-case name costs it a lower-casing and a second lookup on every
-    // request (about 50 ns a header, docs/performance.md).
+    // request (docs/performance.md, "Identity headers are written in lower case").
     const identity: [string, (id: TokenIdentity) => string | null][] = []
     if (subject !== '') identity.push([subject.toLowerCase(), (id) => id.sub])
     if (clientId !== '') identity.push([clientId.toLowerCase(), (id) => id.clientId])
