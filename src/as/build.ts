@@ -15,6 +15,7 @@ import { TrustedTokens } from './trusted-tokens.js'
 import type { AsContext } from './context.js'
 import { ClientAddress } from '../http/trusted-proxies.js'
 import { UpstreamProviders } from './identity-providers/providers.js'
+import { TotpSecrets } from './totp/secrets.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
@@ -63,6 +64,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     users: new Map(deps.as.users.map((u) => [u.username, u])),
     upstream,
     secrets: new SecretVerifier(),
+    totpSecrets: TotpSecrets.fromConfig(deps.as, deps.keys),
     secureCookies: config.publicUrl.startsWith('https:'),
     resources,
     dpop: {

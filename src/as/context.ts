@@ -11,6 +11,7 @@ import type { AssertionIssuers } from './assertion-issuers.js'
 import type { ClientKeySets } from './client-keys.js'
 import type { TrustedTokens } from './trusted-tokens.js'
 import type { UpstreamProviders } from './identity-providers/providers.js'
+import type { TotpSecrets } from './totp/secrets.js'
 
 /**
  * Everything the authorization server's endpoints read, precomputed once per
@@ -45,6 +46,8 @@ export interface AsContext extends FaceDeps {
   readonly upstream: UpstreamProviders
   /** Verifies client secrets and passwords (scrypt; repeat successes memoized). */
   readonly secrets: SecretVerifier
+  /** Seals and opens authenticator-app secrets in the store (`mfa.totp_encryption_key`, totp/secrets.ts). */
+  readonly totpSecrets: TotpSecrets
   /** Cookies get `Secure` when public_url is https. */
   readonly secureCookies: boolean
   /** Audiences of the configured routes: the values an RFC 8707 `resource` may name. */

@@ -234,8 +234,12 @@ export interface AuthorizationServerConfig {
   assertionIssuers: AssertionIssuerConfig[]
   /** Passkeys (`webauthn`), resolved against public_url; see docs/people.md. */
   webauthn: WebAuthnConfig
-  /** `mfa`: every authorization needs a two-factor sign-in (`required`); the second factors offered (`methods`). Absent: not required, both offered. */
-  mfa?: { required: boolean; methods: Array<'passkey' | 'totp'> }
+  /**
+   * `mfa`: every authorization needs a two-factor sign-in (`required`); the second factors offered (`methods`).
+   * `totpEncryptionKeys`: `totp_encryption_key` then `totp_previous_keys` (the first seals authenticator-app
+   * secrets, all open them); absent: keys derived from the signing keys. `mfa` absent: not required, both offered, derived keys.
+   */
+  mfa?: { required: boolean; methods: Array<'passkey' | 'totp'>; totpEncryptionKeys?: string[] }
   /** Login session (`session.ttl`, default 8h). */
   session: { ttlSec: number }
   /** Remembered consent (`consent.remember`, default true; `consent.ttl`, default 30d). */

@@ -1,3 +1,4 @@
+import { loginChoices, loginHeaders } from '../identity-providers/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestContext } from '../../context.js'
 import { epochSeconds } from '../../clock.js'
@@ -13,11 +14,11 @@ import { passkeySection, type PasskeyView } from '../views/passkeys.js'
 import { totpSection } from '../views/totp.js'
 import { qrSvg, totpUri } from '../totp/codes.js'
 import { passkeyPageHeaders } from '../passkeys/page-headers.js'
-import { tokensMatch } from './csrf.js'
+import { loginPage } from '../views/login.js'
+import { isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
 import { displayName } from './display-name.js'
 import { guardPage } from './failures.js'
-import { readPageForm } from './form.js'
-import { showLoginPage, type LoginShowing } from './login-page.js'
+import { readFormParams } from './form.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
 import { currentSession, type ActiveSession } from './session.js'
@@ -38,8 +39,23 @@ import { currentSession, type ActiveSession } from './session.js'
 export const ACCOUNT_NEXT = 'account'
 
 /** The login page for the account page (used by POST /login too, after a failure). */
-export function showAccountLogin(req: IncomingMessage, res: ServerResponse, as: AsContext, o: LoginShowing): void {
-  showLoginPage(req, res, as, { purpose: html`to see the applications you allowed.`, continuation: { next: ACCOUNT_NEXT } }, o)
+export function showAccountLogin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  as: AsContext,
+  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>> },
+): void {
+  const csrf = preSessionCsrf(req, as)
+  const page = loginPage({
+    ...loginChoices(as),
+    purpose: html`to see the applications you allowed.`,
+    csrf: csrf.token,
+    continuation: { next: ACCOUNT_NEXT },
+    ...(o.username !== undefined ? { username: o.username } : {}),
+    ...(o.error !== undefined ? { error: o.error } : {}),
+  })
+  const headers = loginHeaders(as, o.headers)
+  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(headers ? { headers } : {}) })
 }
 
 /** A client as the page shows it (configured, registered or a metadata document); one since removed is shown by its id. */
@@ -86,9 +102,12 @@ async function totpOf(
   const record = await as.store.totp.get(session.user.sub)
   if (record === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
   if (record.confirmedAt === null) {
-    const uri = totpUri(record.secret, session.user.username, as.as.webauthn.rpName)
+    // A set-up whose secret cannot be opened (logged) is offered again from the start.
+    const opened = as.totpSecrets.secretOf(as.log, session.user.sub, record)
+    if (opened === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
+    const uri = totpUri(opened.secret, session.user.username, as.as.webauthn.rpName)
     return totpSection(
-      { state: 'setting-up', secret: record.secret, qrSvg: await qrSvg(uri), ...(totpNotice === 'wrong' ? { error: TOTP_WRONG } : {}) },
+      { state: 'setting-up', secret: opened.secret, qrSvg: await qrSvg(uri), ...(totpNotice === 'wrong' ? { error: TOTP_WRONG } : {}) },
       session.record.csrf,
       carry,
     )
@@ -112,7 +131,7 @@ async function showAccount(
   withdrawn: string | undefined,
   passkey?: string,
   totpNotice?: string,
-  setupFor?: string,
+  setupFor?: Readonly<Record<string, string>>,
 ): Promise<void> {
   const allowances = await as.store.allowances.list(session.user.sub)
   const apps: AppView[] = await Promise.all(
@@ -123,7 +142,7 @@ async function showAccount(
   // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
   const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : (await as.findClient(withdrawn))?.name
   const passkeys = await passkeysOf(as, session)
-  const carry: Record<string, string> = setupFor === undefined ? {} : { request: setupFor }
+  const carry: Readonly<Record<string, string>> = setupFor ?? {}
   const totp = await totpOf(as, session, totpNotice, carry)
   const page = accountPage({
     signedInAs: displayName(session.user),
@@ -180,13 +199,18 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
   let withdrawn: string | undefined
   let passkey: string | undefined
   let totpNotice: string | undefined
-  let setupFor: string | undefined
+  let setupFor: Readonly<Record<string, string>> | undefined
   try {
     const query = FormParams.parse(ctx.rawQuery)
     withdrawn = query.get('withdrawn')
     passkey = query.get('passkey')
     totpNotice = query.get('totp')
-    if (query.get('mfa') === 'setup') setupFor = query.get('request')
+    if (query.get('mfa') === 'setup') {
+      // What the set-up leads back to: an authorization request, or a device's confirmation (device-mfa.ts).
+      const request = query.get('request')
+      const userCode = query.get('user_code')
+      setupFor = request !== undefined ? { request } : userCode !== undefined ? { user_code: userCode } : undefined
+    }
   } catch (err) {
     if (err instanceof OAuthError) return showError(res, err)
     throw err
@@ -199,10 +223,17 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
 }
 
 async function postAccount(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
-  const form = await readPageForm(req, res, as)
-  if (form === null) return
-  const csrf = form.get('csrf')
-  const clientId = form.get('client_id')
+  if (!isSameOrigin(req, as)) return showForbidden(res)
+  let csrf: string | undefined
+  let clientId: string | undefined
+  try {
+    const form = await readFormParams(req)
+    csrf = form.get('csrf')
+    clientId = form.get('client_id')
+  } catch (err) {
+    if (err instanceof OAuthError) return showError(res, err)
+    throw err
+  }
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)

@@ -1,18 +1,21 @@
+import { loginChoices, loginHeaders } from '../identity-providers/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { AccessDenied, ConsentRequired, LoginRequired } from '../../errors.js'
 import { passkeySignInOffered } from '../passkeys/page-headers.js'
 import { meetsAcr, ownAcrRequested } from '../../tokens/acr.js'
 import { strengthOf } from '../sign-in-strength.js'
+import type { ClientConfig } from '../../config/validated-config.js'
 import type { AsContext } from '../context.js'
 import { headersForClientLogo, isolated } from '../views/client.js'
 import { consentPage } from '../views/consent.js'
 import { html } from '../views/html.js'
+import { loginPage } from '../views/login.js'
 import { afterLogin, type AuthorizationRequest } from './authorization-request.js'
 import { answerAuthorizationError } from './authorization-error.js'
+import { preSessionCsrf } from './csrf.js'
 import { displayName } from './display-name.js'
 import { issueCode } from './issue-code.js'
-import { showLoginPage, type LoginShowing } from './login-page.js'
 import { redirect, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
 import type { ActiveSession } from './session.js'
@@ -60,17 +63,22 @@ function reachable(as: AsContext, request: AuthorizationRequest, hasTotp: boolea
 
 /** `authorization_server.mfa.required`, or the client's `require_mfa`. */
 export function mfaRequired(as: AsContext, request: AuthorizationRequest): boolean {
-  return as.as.mfa?.required === true || request.client.requireMfa === true
+  return mfaRequiredFor(as, request.client)
+}
+
+/** The same for a client without an authorization request (a device approval). */
+export function mfaRequiredFor(as: AsContext, client: ClientConfig): boolean {
+  return as.as.mfa?.required === true || client.requireMfa === true
 }
 
 /** Two factors: our `mfa` or above, or a provider that says so in its amr. */
-function hasTwoFactors(session: ActiveSession): boolean {
+export function hasTwoFactors(session: ActiveSession): boolean {
   const strength = strengthOf(session.record)
   return meetsAcr(strength, ['mfa']) || strength.amr.includes('mfa')
 }
 
 /** The second factors the person has set up among those `mfa.methods` offers. */
-async function secondFactorsOf(as: AsContext, session: ActiveSession): Promise<{ totp: boolean; passkey: boolean }> {
+export async function secondFactorsOf(as: AsContext, session: ActiveSession): Promise<{ totp: boolean; passkey: boolean }> {
   const methods = as.as.mfa?.methods ?? ['passkey', 'totp']
   const totp = methods.includes('totp') && (await hasTotp(as, session))
   const passkey = methods.includes('passkey') && passkeySignInOffered(as) && (await as.store.passkeys.list(session.user.sub)).length > 0
@@ -167,10 +175,26 @@ export async function continueAuthorization(
 }
 
 /** The login page for an authorization request. */
-export function showAuthorizationLogin(req: IncomingMessage, res: ServerResponse, as: AsContext, request: AuthorizationRequest, o: LoginShowing): void {
+export function showAuthorizationLogin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  as: AsContext,
+  request: AuthorizationRequest,
+  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>>; cookies?: readonly string[] },
+): void {
+  const csrf = preSessionCsrf(req, as)
   const username = o.username ?? request.loginHint ?? undefined
-  const purpose = html`to continue to <span class="client">${isolated(request.client.name)}</span>`
-  showLoginPage(req, res, as, { purpose, continuation: { request: request.raw } }, { ...o, ...(username !== undefined ? { username } : {}) })
+  const page = loginPage({
+    ...loginChoices(as),
+    purpose: html`to continue to <span class="client">${isolated(request.client.name)}</span>`,
+    csrf: csrf.token,
+    continuation: { request: request.raw },
+    ...(username !== undefined ? { username } : {}),
+    ...(o.error !== undefined ? { error: o.error } : {}),
+  })
+  const headers = loginHeaders(as, o.headers)
+  const cookies = [...(o.cookies ?? []), ...(csrf.setCookie ? [csrf.setCookie] : [])]
+  showPage(res, o.status, page, { cookies, ...(headers ? { headers } : {}) })
 }
 
 function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationRequest, session: ActiveSession): void {

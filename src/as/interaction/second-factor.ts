@@ -34,6 +34,8 @@ import { pendingSession, startSession, type PendingSession } from './session.js'
 export const CODE_FAILED = 'That code is not right. Enter the code your authenticator app shows now.'
 export const CODE_REUSED = 'That code was used already. Wait for the next one.'
 export const RECOVERY_FAILED = 'That recovery code is not right, or it was used already.'
+/** The secret could not be opened (wrong `mfa.totp_encryption_key`, a record moved from another person): no code is checked. */
+export const CODE_UNCHECKABLE = 'Codes from your authenticator app cannot be checked right now. Use a recovery code, or ask the people who run this service.'
 const SIGN_IN_EXPIRED = 'Your sign-in took too long or was finished elsewhere. Sign in again.'
 
 /** A code and the recovery-code form's answer earn the same: two factors. */
@@ -48,11 +50,11 @@ function expired(res: ServerResponse): void {
   showPage(res, 400, messagePage({ title: 'Sign in again', message: SIGN_IN_EXPIRED, link: { href: 'account', text: 'Sign in' } }))
 }
 
-/** Whether a code of `totp`'s secret typed now is right and unused (it is then used up). */
-async function useCode(as: AsContext, sub: string, totp: TotpRecord, typed: string | undefined): Promise<'ok' | 'wrong' | 'reused'> {
+/** Whether a code of `secret` typed now is right and unused (it is then used up). */
+async function useCode(as: AsContext, sub: string, secret: string, typed: string | undefined): Promise<'ok' | 'wrong' | 'reused'> {
   const code = readTotpCode(typed)
   if (code === null) return 'wrong'
-  const step = totpStep(totp.secret, code, as.clock.now())
+  const step = totpStep(secret, code, as.clock.now())
   if (step === null) return 'wrong'
   return (await as.store.singleUse.use(`totp:${hashToken(sub)}:${step}`, USED_STEP_TTL_SEC)) ? 'ok' : 'reused'
 }
@@ -71,6 +73,14 @@ async function useRecoveryCode(as: AsContext, sub: string, totp: TotpRecord, typ
     return true
   }
   return false
+}
+
+/** Seal a plain or older-key secret with the current key, unless the record changed meanwhile (set up again, removed). */
+async function reseal(as: AsContext, ctx: RequestContext, sub: string, read: TotpRecord, secret: string): Promise<void> {
+  const latest = await as.store.totp.get(sub)
+  if (latest === null || latest.secret !== read.secret) return
+  await as.store.totp.put(sub, { ...latest, secret: as.totpSecrets.seal(sub, secret) })
+  ctx.log.info({ event: 'totp_secret_resealed', sub }, 'an authenticator-app secret was sealed with the current key')
 }
 
 function fieldsOf(next: UpstreamContinuation): { request: string | undefined; userCode: string | undefined; next: string | undefined } {
@@ -113,12 +123,16 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
       }
       ctx.log.warn({ event: 'recovery_code_used', sub: pending.user.sub }, 'a person signed in with a recovery code')
     } else {
-      const result = await useCode(as, pending.user.sub, totp, form.get('code'))
+      // Fails closed: a secret this server cannot open (logged by secretOf) checks no code; recovery codes still do.
+      const opened = as.totpSecrets.secretOf(ctx.log, pending.user.sub, totp)
+      if (opened === null) return again(503, CODE_UNCHECKABLE)
+      const result = await useCode(as, pending.user.sub, opened.secret, form.get('code'))
       if (result !== 'ok') {
         await throttle.fail()
         ctx.log.info({ event: 'second_factor_failed', reason: result, sub: pending.user.sub }, 'an authenticator code was refused')
         return again(400, result === 'reused' ? CODE_REUSED : CODE_FAILED)
       }
+      if (opened.stale) await reseal(as, ctx, pending.user.sub, totp, opened.secret)
     }
     await throttle.succeed()
     await finish(req, res, as, pending)

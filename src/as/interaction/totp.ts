@@ -41,35 +41,44 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
   if (session === null || session.record.provider !== undefined || !tokensMatch(session.record.csrf, form.get('csrf'))) return showForbidden(res)
   const sub = session.user.sub
   const action = form.get('action')
-  // An authorization that asked for a second factor, carried through the set-up (mfa policy).
+  // An authorization that asked for a second factor, carried through the set-up (mfa policy); or a device approval's code.
   const carried = form.get('request')
-  const back = (extra: string): string =>
-    carried === undefined ? `account?${extra}#totp` : `account?mfa=setup&request=${encodeURIComponent(carried)}${extra === '' ? '' : `&${extra}`}#totp`
+  const carriedCode = carried === undefined ? form.get('user_code') : undefined
+  const setup =
+    carried !== undefined ? `request=${encodeURIComponent(carried)}` : carriedCode !== undefined ? `user_code=${encodeURIComponent(carriedCode)}` : undefined
+  const back = (extra: string): string => (setup === undefined ? `account?${extra}#totp` : `account?mfa=setup&${setup}${extra === '' ? '' : `&${extra}`}#totp`)
   const now = epochSeconds(as.clock)
   if (action === 'start') {
     const existing = await as.store.totp.get(sub)
     // One that is on stays on: turning it off is its own step.
     if (existing === null || existing.confirmedAt === null)
-      await as.store.totp.put(sub, { secret: newTotpSecret(), createdAt: now, confirmedAt: null, recovery: [] })
+      await as.store.totp.put(sub, { secret: as.totpSecrets.seal(sub, newTotpSecret()), createdAt: now, confirmedAt: null, recovery: [] })
     return redirect(res, back(''), 303)
   }
   if (action === 'confirm') {
     const pending = await as.store.totp.get(sub)
     if (pending === null || pending.confirmedAt !== null) return redirect(res, 'account', 303)
     const code = readTotpCode(form.get('code'))
-    const step = code === null ? null : totpStep(pending.secret, code, as.clock.now())
+    // An unreadable secret (logged) confirms nothing: the person starts the set-up again.
+    const opened = as.totpSecrets.secretOf(ctx.log, sub, pending)
+    const step = code === null || opened === null ? null : totpStep(opened.secret, code, as.clock.now())
     // The first code is used up like any other: it cannot sign anyone in afterwards.
-    if (step === null || !(await as.store.singleUse.use(`totp:${hashToken(sub)}:${step}`, TOTP_PERIOD_SEC * 4))) {
+    if (opened === null || step === null || !(await as.store.singleUse.use(`totp:${hashToken(sub)}:${step}`, TOTP_PERIOD_SEC * 4))) {
       return redirect(res, back('totp=wrong'), 303)
     }
     const codes = newRecoveryCodes()
     const recovery = await Promise.all(codes.map(async (c) => ({ hash: await hashSecret(c), usedAt: null })))
-    await as.store.totp.put(sub, { ...pending, confirmedAt: now, recovery })
+    await as.store.totp.put(sub, { ...pending, secret: as.totpSecrets.seal(sub, opened.secret), confirmedAt: now, recovery })
     // The code just given is a second factor: the session now has two (what an mfa policy asked for).
     await as.store.sessions.put(hashToken(session.id), { ...session.record, amr: ['pwd', 'otp', 'mfa'], acr: 'mfa' }, as.as.session.ttlSec)
     ctx.log.info({ event: 'totp_enabled', sub }, 'a person turned on an authenticator app')
     // Back to the authorization that asked for a second factor (/authorize validates it again).
-    const next = carried === undefined ? undefined : { href: `authorize?${new URLSearchParams(carried).toString()}`, text: 'Continue to the application' }
+    const next =
+      carried !== undefined
+        ? { href: `authorize?${new URLSearchParams(carried).toString()}`, text: 'Continue to the application' }
+        : carriedCode !== undefined
+          ? { href: `device?user_code=${encodeURIComponent(carriedCode)}`, text: 'Continue to connect your device' }
+          : undefined
     return showPage(res, 200, recoveryCodesPage(codes, next))
   }
   if (action === 'remove') {

@@ -51,13 +51,32 @@ export const AUTHORIZATION_SERVER_KEYS = keysAt('#/$defs/authorizationServer')
 const MFA_KEYS = keysAt('#/$defs/authorizationServer/properties/mfa')
 const MFA_METHODS = enumAt<'passkey' | 'totp'>('#/$defs/authorizationServer/properties/mfa/properties/methods/items')
 
-/** `mfa` (docs/people.md): absent unless configured, so the default (not required, both methods) needs no key. */
+/** A key for authenticator-app secrets shorter than this is not 256 bits of anything. */
+const MIN_TOTP_KEY_LENGTH = 32
+
+/** `mfa` (docs/people.md): absent unless configured, so the default (not required, both methods, derived keys) needs no key. */
 function readMfa(r: Reader, node: Node | undefined, path: string): Pick<AuthorizationServerConfig, 'mfa'> {
   if (node === undefined) return {}
   const m = r.map(node, path, MFA_KEYS)
   const both: Array<'passkey' | 'totp'> = ['passkey', 'totp']
   const methods = m?.opt('methods', r.list(r.oneOf(MFA_METHODS, { what: 'a second factor' }), { nonEmpty: true }), both) ?? both
-  return { mfa: { required: m?.opt('required', r.bool(), false) ?? false, methods: [...new Set(methods)] } }
+  const totpKey = r.str({
+    check: (v) =>
+      v.length >= MIN_TOTP_KEY_LENGTH
+        ? undefined
+        : `a key for authenticator-app secrets needs at least ${MIN_TOTP_KEY_LENGTH} characters; create one with \`openssl rand -base64 32\``,
+  })
+  const current = m?.maybe('totp_encryption_key', totpKey)
+  const previous = m?.opt('totp_previous_keys', r.list(totpKey), []) ?? []
+  if (current === undefined && previous.length > 0) {
+    r.problem(
+      m?.get('totp_previous_keys') ?? node,
+      `${path}.totp_previous_keys`,
+      'previous keys only open what they sealed: give the key that seals now as `totp_encryption_key`',
+    )
+  }
+  const keys = current === undefined ? {} : { totpEncryptionKeys: [current, ...previous.filter((k) => k !== current)] }
+  return { mfa: { required: m?.opt('required', r.bool(), false) ?? false, methods: [...new Set(methods)], ...keys } }
 }
 
 /** The keys of each small mapping under authorization_server. */
