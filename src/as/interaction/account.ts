@@ -1,4 +1,3 @@
-import { loginChoices, loginHeaders } from '../identity-providers/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestContext } from '../../context.js'
 import { epochSeconds } from '../../clock.js'
@@ -14,11 +13,11 @@ import { passkeySection, type PasskeyView } from '../views/passkeys.js'
 import { totpSection } from '../views/totp.js'
 import { qrSvg, totpUri } from '../totp/codes.js'
 import { passkeyPageHeaders } from '../passkeys/page-headers.js'
-import { loginPage } from '../views/login.js'
-import { isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
+import { tokensMatch } from './csrf.js'
 import { displayName } from './display-name.js'
 import { guardPage } from './failures.js'
-import { readFormParams } from './form.js'
+import { readPageForm } from './form.js'
+import { showLoginPage, type LoginShowing } from './login-page.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
 import { currentSession, type ActiveSession } from './session.js'
@@ -39,23 +38,8 @@ import { currentSession, type ActiveSession } from './session.js'
 export const ACCOUNT_NEXT = 'account'
 
 /** The login page for the account page (used by POST /login too, after a failure). */
-export function showAccountLogin(
-  req: IncomingMessage,
-  res: ServerResponse,
-  as: AsContext,
-  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>> },
-): void {
-  const csrf = preSessionCsrf(req, as)
-  const page = loginPage({
-    ...loginChoices(as),
-    purpose: html`to see the applications you allowed.`,
-    csrf: csrf.token,
-    continuation: { next: ACCOUNT_NEXT },
-    ...(o.username !== undefined ? { username: o.username } : {}),
-    ...(o.error !== undefined ? { error: o.error } : {}),
-  })
-  const headers = loginHeaders(as, o.headers)
-  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(headers ? { headers } : {}) })
+export function showAccountLogin(req: IncomingMessage, res: ServerResponse, as: AsContext, o: LoginShowing): void {
+  showLoginPage(req, res, as, { purpose: html`to see the applications you allowed.`, continuation: { next: ACCOUNT_NEXT } }, o)
 }
 
 /** A client as the page shows it (configured, registered or a metadata document); one since removed is shown by its id. */
@@ -223,17 +207,10 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
 }
 
 async function postAccount(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
-  if (!isSameOrigin(req, as)) return showForbidden(res)
-  let csrf: string | undefined
-  let clientId: string | undefined
-  try {
-    const form = await readFormParams(req)
-    csrf = form.get('csrf')
-    clientId = form.get('client_id')
-  } catch (err) {
-    if (err instanceof OAuthError) return showError(res, err)
-    throw err
-  }
+  const form = await readPageForm(req, res, as)
+  if (form === null) return
+  const csrf = form.get('csrf')
+  const clientId = form.get('client_id')
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)

@@ -1,4 +1,3 @@
-import { loginChoices, loginHeaders } from '../identity-providers/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { AccessDenied, ConsentRequired, LoginRequired } from '../../errors.js'
@@ -10,12 +9,11 @@ import type { AsContext } from '../context.js'
 import { headersForClientLogo, isolated } from '../views/client.js'
 import { consentPage } from '../views/consent.js'
 import { html } from '../views/html.js'
-import { loginPage } from '../views/login.js'
 import { afterLogin, type AuthorizationRequest } from './authorization-request.js'
 import { answerAuthorizationError } from './authorization-error.js'
-import { preSessionCsrf } from './csrf.js'
 import { displayName } from './display-name.js'
 import { issueCode } from './issue-code.js'
+import { showLoginPage, type LoginShowing } from './login-page.js'
 import { redirect, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
 import type { ActiveSession } from './session.js'
@@ -175,26 +173,10 @@ export async function continueAuthorization(
 }
 
 /** The login page for an authorization request. */
-export function showAuthorizationLogin(
-  req: IncomingMessage,
-  res: ServerResponse,
-  as: AsContext,
-  request: AuthorizationRequest,
-  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>>; cookies?: readonly string[] },
-): void {
-  const csrf = preSessionCsrf(req, as)
+export function showAuthorizationLogin(req: IncomingMessage, res: ServerResponse, as: AsContext, request: AuthorizationRequest, o: LoginShowing): void {
   const username = o.username ?? request.loginHint ?? undefined
-  const page = loginPage({
-    ...loginChoices(as),
-    purpose: html`to continue to <span class="client">${isolated(request.client.name)}</span>`,
-    csrf: csrf.token,
-    continuation: { request: request.raw },
-    ...(username !== undefined ? { username } : {}),
-    ...(o.error !== undefined ? { error: o.error } : {}),
-  })
-  const headers = loginHeaders(as, o.headers)
-  const cookies = [...(o.cookies ?? []), ...(csrf.setCookie ? [csrf.setCookie] : [])]
-  showPage(res, o.status, page, { cookies, ...(headers ? { headers } : {}) })
+  const purpose = html`to continue to <span class="client">${isolated(request.client.name)}</span>`
+  showLoginPage(req, res, as, { purpose, continuation: { request: request.raw } }, { ...o, ...(username !== undefined ? { username } : {}) })
 }
 
 function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationRequest, session: ActiveSession): void {

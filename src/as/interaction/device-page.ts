@@ -1,4 +1,3 @@
-import { loginChoices, loginHeaders } from '../identity-providers/choices.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RequestContext } from '../../context.js'
 import type { ClientConfig } from '../../config/validated-config.js'
@@ -11,13 +10,13 @@ import { headersForClientLogo } from '../views/client.js'
 import { consentPage } from '../views/consent.js'
 import { deviceEntryPage, deviceResultPage } from '../views/device.js'
 import { html } from '../views/html.js'
-import { loginPage } from '../views/login.js'
 import { messagePage } from '../views/message.js'
-import { checkPreSessionCsrf, isSameOrigin, preSessionCsrf, tokensMatch } from './csrf.js'
+import { checkPreSessionCsrf, preSessionCsrf, tokensMatch } from './csrf.js'
 import { deviceSignInFallsShort } from './device-mfa.js'
 import { displayName } from './display-name.js'
 import { guardPage } from './failures.js'
-import { readFormParams } from './form.js'
+import { readPageForm } from './form.js'
+import { showLoginPage, type LoginShowing } from './login-page.js'
 import { userCodeLimit, waitInWords } from '../throttle.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
@@ -95,24 +94,9 @@ function showLookupFailure(req: IncomingMessage, res: ServerResponse, as: AsCont
 }
 
 /** The login page for the device flow (used by POST /login too, after a failure). */
-export function showDeviceLogin(
-  req: IncomingMessage,
-  res: ServerResponse,
-  as: AsContext,
-  userCode: string,
-  o: { status: number; error?: string; username?: string; headers?: Readonly<Record<string, string>> },
-): void {
-  const csrf = preSessionCsrf(req, as)
-  const page = loginPage({
-    ...loginChoices(as),
-    purpose: html`to connect your device (code <span class="client">${formatUserCode(userCode)}</span>).`,
-    csrf: csrf.token,
-    continuation: { user_code: formatUserCode(userCode) },
-    ...(o.username !== undefined ? { username: o.username } : {}),
-    ...(o.error !== undefined ? { error: o.error } : {}),
-  })
-  const headers = loginHeaders(as, o.headers)
-  showPage(res, o.status, page, { cookies: csrf.setCookie ? [csrf.setCookie] : [], ...(headers ? { headers } : {}) })
+export function showDeviceLogin(req: IncomingMessage, res: ServerResponse, as: AsContext, userCode: string, o: LoginShowing): void {
+  const code = formatUserCode(userCode)
+  showLoginPage(req, res, as, { purpose: html`to connect your device (code <span class="client">${code}</span>).`, continuation: { user_code: code } }, o)
 }
 
 async function showDevice(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
@@ -155,19 +139,11 @@ async function showDevice(req: IncomingMessage, res: ServerResponse, ctx: Reques
  * records approved (with the user) or denied, once.
  */
 async function postDevice(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
-  if (!isSameOrigin(req, as)) return showForbidden(res)
-  let csrf: string | undefined
-  let typed: string | undefined
-  let decision: string | undefined
-  try {
-    const form = await readFormParams(req)
-    csrf = form.get('csrf')
-    typed = form.get('user_code')
-    decision = form.get('decision')
-  } catch (err) {
-    if (err instanceof OAuthError) return showError(res, err)
-    throw err
-  }
+  const form = await readPageForm(req, res, as)
+  if (form === null) return
+  const csrf = form.get('csrf')
+  const typed = form.get('user_code')
+  const decision = form.get('decision')
   if (decision === undefined) {
     if (!checkPreSessionCsrf(req, as, csrf)) return showForbidden(res)
     const input = typed
