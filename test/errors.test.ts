@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { connect, type AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { Writable } from 'node:stream'
 import * as errors from '../src/errors.js'
 import { OAuthError, StoreUnavailableError } from '../src/errors.js'
@@ -8,6 +8,7 @@ import { answerFailure, failureOf, type FailureReporting } from '../src/http/fai
 import { errorOnSocket, sendError } from '../src/http/reply.js'
 import { createLogger } from '../src/log.js'
 import { Metrics } from '../src/metrics.js'
+import { listen } from './helpers/http.js'
 
 /**
  * Every error class and the answer a client gets for it, rendered by the one
@@ -383,9 +384,9 @@ async function throwingServer(t: Test, report: FailureReporting, thrown: Map<str
       sendError(res, answerFailure(err, report.rootLog, report).answer)
     }
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const serverAt = await listen(server)
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return serverAt.url
 }
 
 t.test('every error class is listed, and every listed class exists', async (t) => {
@@ -485,9 +486,9 @@ t.test('the gateway face logs refusals only at debug, and store outages under fa
 t.test('on a raw connection (refused upgrade, unparsable request) the answer is the same one', async (t) => {
   const server = createServer()
   server.on('upgrade', (_req, socket) => errorOnSocket(socket, new errors.InsufficientScope(['chat']), { realm: 'chat' }, 'req-1'))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const serverAt = await listen(server)
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  const socket = connect((server.address() as AddressInfo).port, '127.0.0.1')
+  const socket = connect(serverAt.port, '127.0.0.1')
   socket.write('GET /chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')
   const chunks: Buffer[] = []
   for await (const chunk of socket) chunks.push(chunk as Buffer)

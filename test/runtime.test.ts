@@ -6,7 +6,6 @@
  */
 import t from 'tap'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { keysNeedingRestart } from '../src/server/reload-rules.js'
 import { ManualClock } from '../src/clock.js'
 import { parseConfig } from '../src/config/load.js'
@@ -19,6 +18,7 @@ import { ProcessState, Runtime } from '../src/runtime.js'
 import { MemoryStore } from '../src/store/memory.js'
 import { RevocationList } from '../src/store/revocation-list.js'
 import { Tracing } from '../src/telemetry/tracing.js'
+import { listen, eventually } from './helpers/http.js'
 
 /** A JWKS endpoint that counts fetches per path. */
 const hits = new Map<string, number>()
@@ -27,17 +27,11 @@ const jwksServer = createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' })
   res.end('{"keys":[]}')
 })
-await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve))
-const base = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}`
+const { url: base } = await listen(jwksServer)
 t.teardown(() => new Promise<void>((resolve) => jwksServer.close(() => resolve())))
 
-async function fetched(path: string, ms = 5000): Promise<boolean> {
-  const until = Date.now() + ms
-  while (Date.now() < until) {
-    if ((hits.get(path) ?? 0) > 0) return true
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  return false
+function fetched(path: string, ms = 5000): Promise<boolean> {
+  return eventually(() => (hits.get(path) ?? 0) > 0, ms, 10)
 }
 
 const corp = (cooldown: string): string => `

@@ -13,13 +13,13 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { AddressInfo } from 'node:net'
 import { ManualClock } from '../../src/clock.js'
 import { networkInterfaces } from 'node:os'
 import type { Socket } from 'node:net'
 import { documentUrlProblem, MetadataDocuments } from '../../src/as/client-id-metadata-document.js'
 import { authorizeUrl, authParams, frontYaml, get, startFront } from '../helpers/as-front.js'
 import { selfSignedCert } from '../helpers/tls.js'
+import { listen } from '../helpers/http.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse, base: string) => void
 
@@ -34,8 +34,7 @@ async function startDocServer(
     hits.push(req.url ?? '')
     handler(req, res, base)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as AddressInfo).port
+  const { port } = await listen(server)
   base = `https://localhost:${port}`
   return {
     base,
@@ -182,10 +181,10 @@ t.test('metadata documents', async (t) => {
     const target = createHttpServer((_req, res) => res.end('{}'))
     const targetHits: string[] = []
     target.on('request', (req: IncomingMessage) => targetHits.push(req.url ?? ''))
-    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve))
+    const targetAt = await listen(target)
     t.teardown(() => new Promise<void>((resolve) => target.close(() => resolve())))
     srv.handle((_req, res) => {
-      res.writeHead(302, { location: `http://127.0.0.1:${(target.address() as AddressInfo).port}/internal` })
+      res.writeHead(302, { location: `${targetAt.url}/internal` })
       res.end()
     })
     t.equal(await docs.find(`${srv.base}/redirect.json`), undefined)
@@ -246,9 +245,8 @@ t.test("end to end: a document URL naming this host's own interface address is r
     res.end('{}')
   })
   service.on('connection', (socket: Socket) => sockets.add(socket))
-  await new Promise<void>((resolve) => service.listen(0, '0.0.0.0', resolve))
+  const { port } = await listen(service, '0.0.0.0')
   t.teardown(() => new Promise<void>((resolve) => service.close(() => resolve())))
-  const port = (service.address() as AddressInfo).port
 
   const front = await startFront(await frontYaml({ asExtra: '  client_id_metadata_documents: { enabled: true }' }))
   t.teardown(() => front.close())

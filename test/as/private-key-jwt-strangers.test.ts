@@ -11,24 +11,18 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
 import { basic, mintCode, startAs, type Harness } from '../helpers/as-back.js'
-import { postForm, reply } from '../helpers/http.js'
+import { listen, postForm, reply } from '../helpers/http.js'
 import { selfSignedCert } from '../helpers/tls.js'
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
 const REDIRECT = 'http://127.0.0.1:7777/cb'
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void
-
-async function listen(server: ReturnType<typeof createServer> | ReturnType<typeof createHttpServer>): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return (server.address() as AddressInfo).port
-}
 
 t.test('private_key_jwt for registered and metadata document clients', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'bw-pkjwt-'))
@@ -41,7 +35,7 @@ t.test('private_key_jwt for registered and metadata document clients', async (t)
     hits.push(req.url ?? '')
     handler(req, res)
   })
-  const httpsPort = await listen(https)
+  const { port: httpsPort } = await listen(https)
   const base = `https://localhost:${httpsPort}`
   // A key server on loopback that no stranger may make us call.
   const loopbackHits: string[] = []
@@ -49,7 +43,7 @@ t.test('private_key_jwt for registered and metadata document clients', async (t)
     loopbackHits.push(req.url ?? '')
     res.end(JSON.stringify({ keys: [publicJwk] }))
   })
-  const loopbackPort = await listen(loopback)
+  const { port: loopbackPort } = await listen(loopback)
   t.teardown(async () => {
     https.closeAllConnections()
     await new Promise<void>((resolve) => https.close(() => resolve()))

@@ -11,14 +11,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import * as oauth from 'oauth4webapi'
 import { decodeJwt, exportJWK, exportPKCS8, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
 import { ManualClock } from '../../src/clock.js'
 import { basic, DEVICE_GRANT, send, startAs, type Harness, type Reply } from '../helpers/as-back.js'
 import { findAuthlibPython, runPython } from '../helpers/authlib.js'
-import { postForm, reply } from '../helpers/http.js'
+import { postForm, reply, listen } from '../helpers/http.js'
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
 const insecure = { [oauth.allowInsecureRequests]: true } as const
@@ -43,8 +42,7 @@ async function jwksServer(): Promise<{ url: string; set(keys: JWK[]): void; fetc
     res.setHeader('cache-control', 'max-age=3600')
     res.end(JSON.stringify({ keys }))
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as AddressInfo).port
+  const { port } = await listen(server)
   return {
     url: `http://127.0.0.1:${port}/jwks`,
     set: (k) => {

@@ -1,11 +1,10 @@
 import t from 'tap'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { createAuthorizationServer } from '../../src/as/server.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import type { TakeCodeResult } from '../../src/store/types.js'
 import { basic, codeParams, mintCode, send, startAs, token } from '../helpers/as-back.js'
-import { postForm, reply } from '../helpers/http.js'
+import { postForm, reply, listen } from '../helpers/http.js'
 import { contextExtras } from '../helpers/trace.js'
 
 t.test('routing: back channel, front channel, and unknown paths', async (t) => {
@@ -98,7 +97,7 @@ t.test('each endpoint sets its route label', async (t) => {
         server.close(() => resolve())
       }),
   )
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const base = serverAt.url
   for (const path of [
     '/token',
     '/revoke',

@@ -5,6 +5,7 @@ import { authorizeRequest, exchangeCode, signIn, startBrowserAs, submitAndWait }
 import { DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
 import { brandedWebClient } from '../helpers/logo.js'
 import { eventually } from '../helpers/http.js'
+import { basic } from '../helpers/client-auth.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000)
@@ -100,7 +101,7 @@ t.test('the account page in Chromium', async (t) => {
 
       const refresh = await fetch(`${as.issuer}/token`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`web:${DEMO_SECRET}`).toString('base64')}` },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('web', DEMO_SECRET) },
         body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token }),
       })
       t.equal(refresh.status, 400)

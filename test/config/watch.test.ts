@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { ConfigWatcher } from '../../src/config/watch.js'
+import { eventually } from '../helpers/http.js'
 
 const sha = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex')
 
@@ -103,7 +104,7 @@ t.test('a file written every 50 ms beside the config does not postpone a reload 
     await writer
   })
   // The writer's events are flowing before the config changes.
-  while (writes < 5) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.ok(await eventually(() => writes >= 5, 5000, 10), 'the sibling file is being written')
 
   const changed = nextChange(waiting, 4_000)
   const started = performance.now()

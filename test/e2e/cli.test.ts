@@ -1,10 +1,10 @@
 import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import { runCli, startBin, tempConfig } from '../helpers/bin.js'
 import { memoryReducerOff } from '../../src/cli.js'
 import { parseSecretHash, SecretVerifier } from '../../src/crypto/secret.js'
+import { listen } from '../helpers/http.js'
 
 t.test('--version and --help', async (t) => {
   // Independent commands run side by side: each is a process start, the bulk of this file's time.
@@ -83,8 +83,7 @@ t.test('check-config: ok for a good file; positioned errors and exit 1 for a bro
 
 t.test('start exits non-zero with a clear message when the port is taken', async (t) => {
   const blocker = createServer()
-  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
-  const port = (blocker.address() as AddressInfo).port
+  const { port } = await listen(blocker)
   const cfg = await tempConfig(`listen: 127.0.0.1:${port}\nadmin_listen: 127.0.0.1:0\nroutes: []\n`)
   t.teardown(async () => {
     blocker.close()

@@ -1,10 +1,9 @@
 import t from 'tap'
 import { connect, constants, createSecureServer, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
 import { readFileSync } from 'node:fs'
-import type { AddressInfo } from 'node:net'
 import { Agent, fetch as undiciFetch } from 'undici'
 import { startBin, tempConfig } from '../helpers/bin.js'
-import { eventually } from '../helpers/http.js'
+import { eventually, listen } from '../helpers/http.js'
 import { selfSignedCert } from '../helpers/tls.js'
 import { startUpstream } from '../helpers/upstream.js'
 
@@ -217,8 +216,8 @@ t.test('h2 by ALPN beside HTTP/1.1 on a TLS listen, to an HTTP/2 upstream over T
     res.addTrailers({ 'x-checksum': 'abc' })
     res.end(JSON.stringify({ version: req.httpVersion, url: req.url }))
   })
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
-  const upstreamUrl = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}`
+  const upstreamAt = await listen(upstream)
+  const upstreamUrl = `https://127.0.0.1:${upstreamAt.port}`
   await import('node:fs/promises').then((fs) =>
     fs.writeFile(
       cfg.file,

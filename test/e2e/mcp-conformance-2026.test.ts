@@ -38,6 +38,7 @@ import { join } from 'node:path'
 import { DEMO_SECRET } from '../helpers/as-config.js'
 import { startEverything2026Server } from '../helpers/mcp-everything-2026.js'
 import { CONFORMANCE_NEXT_CLI, listServerScenarios, runServerScenarios, startConformanceRig, type ConformanceCheck } from '../helpers/mcp-conformance.js'
+import { basic } from '../helpers/client-auth.js'
 
 const REVISION = '2026-07-28'
 
@@ -62,7 +63,7 @@ t.test('the 2026-07-28 conformance server scenarios pass through bearward exactl
   t.ok(scenarios.length >= 30, `the CLI lists server scenarios for ${REVISION} (${scenarios.length})`)
   const tokenRes = await fetch(`${base}/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`conformance:${DEMO_SECRET}`).toString('base64')}` },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('conformance', DEMO_SECRET) },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'mcp:tools tests:admin', resource: `${publicUrl}/mcp` }).toString(),
   })
   t.equal(tokenRes.status, 200, 'a token for the MCP route')

@@ -20,6 +20,7 @@ import { join } from 'node:path'
 import { DEMO_SECRET } from '../helpers/as-config.js'
 import { startEverythingServer } from '../helpers/mcp-everything.js'
 import { listServerScenarios, runServerScenarios, startConformanceRig, type ConformanceCheck } from '../helpers/mcp-conformance.js'
+import { basic } from '../helpers/client-auth.js'
 
 /** What a scenario's result is made of: each check's id and status, in order. */
 function outcome(checks: readonly ConformanceCheck[]): string[] {
@@ -39,7 +40,7 @@ t.test('the conformance server scenarios pass through bearward exactly as they p
   )
   const tokenRes = await fetch(`${base}/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`conformance:${DEMO_SECRET}`).toString('base64')}` },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('conformance', DEMO_SECRET) },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'mcp:tools tests:admin', resource: `${publicUrl}/mcp` }).toString(),
   })
   t.equal(tokenRes.status, 200, 'a token for the MCP route')

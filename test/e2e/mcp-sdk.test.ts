@@ -16,7 +16,6 @@ import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { AddressInfo } from 'node:net'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
@@ -25,10 +24,11 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { z } from 'zod'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { Browser, authorizeAsPerson } from '../helpers/browser.js'
-import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
+import { DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
 import { selfSignedCert } from '../helpers/tls.js'
-import { freePort } from '../helpers/http.js'
+import { freePort, listen } from '../helpers/http.js'
+import { basic } from '../helpers/client-auth.js'
+import { PersonAtTheBrowser, refusal } from '../helpers/mcp-sign-in.js'
 
 const REDIRECT = 'http://127.0.0.1:53682/callback'
 
@@ -59,25 +59,14 @@ async function startMcpServer(): Promise<{ url: string; seen: Array<{ method: st
         .catch(() => res.destroy())
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server }
+  const serverAt = await listen(server)
+  return { url: serverAt.url, seen, server }
 }
 
-/**
- * An OAuthClientProvider that keeps everything in memory and, asked to send
- * the person to the authorization URL, is the person: it signs in and
- * allows on the pages, and keeps the code the redirect carries.
- */
-class PersonDrivenProvider implements OAuthClientProvider {
-  readonly browser = new Browser()
-  readonly authorizationUrls: URL[] = []
-  #client: OAuthClientInformationMixed | undefined
-  #tokens: OAuthTokens | undefined
-  #verifier = ''
-  code: string | null = null
-
-  get redirectUrl(): string {
-    return REDIRECT
+/** The person at the browser (mcp-sign-in.ts) as an SDK 1.x provider that registers itself (RFC 7591). */
+class PersonDrivenProvider extends PersonAtTheBrowser<OAuthClientInformationMixed, OAuthTokens> implements OAuthClientProvider {
+  constructor() {
+    super(REDIRECT)
   }
 
   get clientMetadata(): OAuthClientMetadata {
@@ -90,53 +79,6 @@ class PersonDrivenProvider implements OAuthClientProvider {
       token_endpoint_auth_method: 'none',
     }
   }
-
-  clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.#client
-  }
-
-  saveClientInformation(info: OAuthClientInformationMixed): void {
-    this.#client = info
-  }
-
-  tokens(): OAuthTokens | undefined {
-    return this.#tokens
-  }
-
-  saveTokens(tokens: OAuthTokens): void {
-    this.#tokens = tokens
-  }
-
-  async redirectToAuthorization(url: URL): Promise<void> {
-    this.authorizationUrls.push(url)
-    const back = await authorizeAsPerson(this.browser, url.toString(), { username: 'alice', password: DEMO_PASSWORD })
-    if (back.origin + back.pathname !== REDIRECT) throw new Error(`the person was sent to ${back.toString()}`)
-    this.code = back.searchParams.get('code')
-  }
-
-  saveCodeVerifier(verifier: string): void {
-    this.#verifier = verifier
-  }
-
-  codeVerifier(): string {
-    return this.#verifier
-  }
-
-  /** The code of the last authorization, once. */
-  takeCode(): string {
-    const code = this.code
-    if (code === null) throw new Error('no authorization code')
-    this.code = null
-    return code
-  }
-}
-
-/** What `p` rejects with (null when it resolves). */
-function refusal(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => null,
-    (err: unknown) => err,
-  )
 }
 
 t.test('the MCP SDK client signs in through bearward to an SDK server', async (t) => {
@@ -251,7 +193,7 @@ routes:
   t.equal(other.seen.length, otherBefore, 'nothing reached that upstream')
   const robot = await fetch(`${base}/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`robot:${DEMO_SECRET}`).toString('base64')}` },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('robot', DEMO_SECRET) },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'mcp:tools', resource: `${base}/other` }).toString(),
   })
   const otherToken = String(((await robot.json()) as Record<string, unknown>).access_token)
@@ -284,8 +226,8 @@ t.test('the SDK client identifies itself with a Client ID Metadata Document inst
       }),
     )
   })
-  await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve))
-  docUrl = `https://localhost:${(docs.address() as AddressInfo).port}/clients/sdk.json`
+  const docsAt = await listen(docs)
+  docUrl = `https://localhost:${docsAt.port}/clients/sdk.json`
   const mcpServer = await startMcpServer()
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`

@@ -26,7 +26,6 @@ import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { AddressInfo } from 'node:net'
 import {
   Client,
   StreamableHTTPClientTransport,
@@ -41,11 +40,12 @@ import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as StreamableHTTPClientTransport1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { z } from 'zod'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
-import { Browser, authorizeAsPerson } from '../helpers/browser.js'
-import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
+import { DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
 import { selfSignedCert } from '../helpers/tls.js'
-import { eventually, freePort } from '../helpers/http.js'
+import { eventually, freePort, listen } from '../helpers/http.js'
 import { serveMcpHandler, type RunningMcpHandler } from '../helpers/mcp-sdk2.js'
+import { basic } from '../helpers/client-auth.js'
+import { PersonAtTheBrowser, refusal } from '../helpers/mcp-sign-in.js'
 
 const REDIRECT = 'http://127.0.0.1:53683/callback'
 const MODERN = '2026-07-28'
@@ -120,25 +120,13 @@ function ordersServer(ctx: McpRequestContext): McpServer {
 }
 
 /**
- * An OAuthClientProvider (SDK 2.x) identified by a Client ID Metadata
- * Document that keeps everything in memory and, asked to send the person to
- * the authorization URL, is the person: it signs in and allows, and keeps the
- * code the redirect carries. With `signIn` off it only records the URL (a
- * person who does not sign in again).
+ * The person at the browser (mcp-sign-in.ts) as an SDK 2.x provider
+ * identified by a Client ID Metadata Document. The SDK checks the redirect's
+ * `iss` (RFC 9207), so the test hands it the whole callback (takeCallback).
  */
-class DocumentClientProvider implements OAuthClientProvider {
-  readonly browser = new Browser()
-  readonly authorizationUrls: URL[] = []
-  signIn = true
-  #client: StoredOAuthClientInformation | undefined
-  #tokens: StoredOAuthTokens | undefined
-  #verifier = ''
-  #callback: URLSearchParams | null = null
-
-  constructor(readonly clientMetadataUrl: string) {}
-
-  get redirectUrl(): string {
-    return REDIRECT
+class DocumentClientProvider extends PersonAtTheBrowser<StoredOAuthClientInformation, StoredOAuthTokens> implements OAuthClientProvider {
+  constructor(readonly clientMetadataUrl: string) {
+    super(REDIRECT)
   }
 
   get clientMetadata(): OAuthClientMetadata {
@@ -150,54 +138,6 @@ class DocumentClientProvider implements OAuthClientProvider {
       token_endpoint_auth_method: 'none',
     }
   }
-
-  clientInformation(): StoredOAuthClientInformation | undefined {
-    return this.#client
-  }
-
-  saveClientInformation(info: StoredOAuthClientInformation): void {
-    this.#client = info
-  }
-
-  tokens(): StoredOAuthTokens | undefined {
-    return this.#tokens
-  }
-
-  saveTokens(tokens: StoredOAuthTokens): void {
-    this.#tokens = tokens
-  }
-
-  async redirectToAuthorization(url: URL): Promise<void> {
-    this.authorizationUrls.push(url)
-    if (!this.signIn) return
-    const back = await authorizeAsPerson(this.browser, url.toString(), { username: 'alice', password: DEMO_PASSWORD })
-    if (back.origin + back.pathname !== REDIRECT) throw new Error(`the person was sent to ${back.toString()}`)
-    this.#callback = back.searchParams
-  }
-
-  saveCodeVerifier(verifier: string): void {
-    this.#verifier = verifier
-  }
-
-  codeVerifier(): string {
-    return this.#verifier
-  }
-
-  /** The query of the last redirect back (code, state, iss: the SDK checks iss, RFC 9207), once. */
-  takeCallback(): URLSearchParams {
-    const callback = this.#callback
-    if (callback === null) throw new Error('no authorization response')
-    this.#callback = null
-    return callback
-  }
-}
-
-/** What `p` rejects with (null when it resolves). */
-function refusal(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => null,
-    (err: unknown) => err,
-  )
 }
 
 interface Setup {
@@ -228,8 +168,8 @@ async function setUp(t: Test): Promise<Setup> {
       }),
     )
   })
-  await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve))
-  docUrl = `https://localhost:${(docs.address() as AddressInfo).port}/clients/sdk2.json`
+  const docsAt = await listen(docs)
+  docUrl = `https://localhost:${docsAt.port}/clients/sdk2.json`
   const handler = createMcpHandler(ordersServer)
   const mcp = await serveMcpHandler(handler)
   const port = await freePort()
@@ -295,7 +235,7 @@ routes:
 async function robotToken(base: string, scope: string, path = '/mcp'): Promise<string> {
   const res = await fetch(`${base}/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`robot:${DEMO_SECRET}`).toString('base64')}` },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('robot', DEMO_SECRET) },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource: `${base}${path}` }).toString(),
   })
   if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`)

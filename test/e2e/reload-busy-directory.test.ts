@@ -47,7 +47,7 @@ async function busyNeighbour(t: Test, dir: string): Promise<{ readonly writes: n
     writing = false
     await loop
   })
-  while (state.writes < 5) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.ok(await eventually(() => state.writes >= 5, 5000, 10), 'the neighbour file is being written')
   return state
 }
 

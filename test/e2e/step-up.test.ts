@@ -7,12 +7,12 @@
  */
 import t from 'tap'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { randomUUID } from 'node:crypto'
 import { SignJWT } from 'jose'
 import { startBinOrCleanUp, tempConfig } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { newKey } from '../gateway/fixture.js'
+import { listen } from '../helpers/http.js'
 
 t.setTimeout(120_000)
 
@@ -25,7 +25,7 @@ t.test('a route demanding acr and max_age, with a remote issuer', async (t) => {
     res.setHeader('content-type', 'application/jwk-set+json')
     res.end(JSON.stringify({ keys: [key.publicJwk] }))
   })
-  await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve))
+  const jwksAt = await listen(jwks)
   const up = await startUpstream('pay')
   const cfg = await tempConfig(`
 listen: 127.0.0.1:0
@@ -36,7 +36,7 @@ log: { level: info }
 issuers:
   - id: idp
     issuer: ${ISSUER}
-    jwks_uri: http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json
+    jwks_uri: ${jwksAt.url}/jwks.json
     algorithms: [ES256]
 routes:
   - name: pay

@@ -1,9 +1,9 @@
 import t from 'tap'
 import { createServer, type IncomingMessage } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { eventually } from '../helpers/http.js'
+import { eventually, listen } from '../helpers/http.js'
+import { basic } from '../helpers/client-auth.js'
 
 /**
  * Traces through bin/bearward: the client's W3C trace context reaches the
@@ -54,9 +54,9 @@ async function startReceiver(): Promise<{ url: string; bodies: string[]; spans()
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { url } = await listen(server)
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     bodies,
     headers,
     spans: () => bodies.flatMap((b) => (JSON.parse(b) as OtlpExport).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))),
@@ -101,7 +101,7 @@ routes:
 async function tokenFrom(bin: RunningBin): Promise<string> {
   const res = await fetch(`${bin.url}/token`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`svc:${SECRET}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { authorization: basic('svc', SECRET), 'content-type': 'application/x-www-form-urlencoded' },
     body: 'grant_type=client_credentials&scope=orders%3Aread',
   })
   if (res.status !== 200) throw new Error(`token: ${res.status}`)

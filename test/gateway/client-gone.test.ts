@@ -7,8 +7,8 @@
  */
 import t from 'tap'
 import { createServer, request as httpRequest, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { mint, newKey, startGateway } from './fixture.js'
+import { listen, eventually } from '../helpers/http.js'
 
 const ISSUER = 'https://idp.example'
 const AUDIENCE = 'https://api.example'
@@ -22,7 +22,7 @@ t.test('a request whose client left while its keys were fetched is not forwarded
     fetches++
     held.push(res)
   })
-  await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve))
+  const jwksAt = await listen(jwks)
   const release = (): void => {
     for (const res of held.splice(0)) {
       res.setHeader('content-type', 'application/jwk-set+json')
@@ -48,7 +48,7 @@ t.test('a request whose client left while its keys were fetched is not forwarded
 issuers:
   - id: corp
     issuer: ${ISSUER}
-    jwks_uri: http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json
+    jwks_uri: ${jwksAt.url}/jwks.json
     algorithms: [ES256]
     jwks: { min_ttl: 60s, max_ttl: 1h, cooldown: 30s, stale: 1h, first_fetch_wait: 10s, timeout: 10s }
 `,
@@ -64,8 +64,7 @@ issuers:
   const req = httpRequest(`${gw.url}/corp/orders`, { headers: { authorization: `Bearer ${token}` }, agent: false })
   req.on('error', () => {})
   req.end()
-  for (let i = 0; i < 200 && fetches === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
-  t.ok(fetches > 0, 'the gateway is fetching the issuer keys')
+  t.ok(await eventually(() => fetches > 0, 2000, 10), 'the gateway is fetching the issuer keys')
   req.destroy()
   // The keys arrive only once the gateway's side of the connection has closed.
   await serverSawClose

@@ -7,9 +7,9 @@
 import t from 'tap'
 import { createHmac, createHash } from 'node:crypto'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { CompactSign, exportJWK, exportSPKI, SignJWT } from 'jose'
 import { mint, newKey, PUBLIC_URL, sendRaw, startGateway, type Harness } from './fixture.js'
+import { listen } from '../helpers/http.js'
 
 /** Every protected route takes DPoP-bound tokens too (dpop: allowed): its challenges say so (RFC 9449 7.1). */
 const ACCEPTS_DPOP = ', DPoP algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"'
@@ -166,9 +166,9 @@ t.test('gateway', async (t) => {
       res.setHeader('content-type', 'application/json')
       res.end(JSON.stringify({ keys: [attacker.publicJwk] }))
     })
-    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve))
+    const evilAt = await listen(evil)
     t.teardown(() => new Promise<void>((resolve) => evil.close(() => resolve())))
-    const jku = `http://127.0.0.1:${(evil.address() as AddressInfo).port}/jwks.json`
+    const jku = `${evilAt.url}/jwks.json`
     const cases = [
       { key: attacker, header: { jku, kid: 'attacker' } },
       { key: attacker, header: { jku, kid: gw.key.kid } },
@@ -495,7 +495,7 @@ t.test('WebSocket upgrades get the same checks', async (t) => {
   })
   await new Promise<void>((resolve) => wsUpstream.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => wsUpstream.close(() => resolve())))
-  const wsUrl = `http://127.0.0.1:${(wsUpstream.address() as AddressInfo).port}`
+  const wsUrl = wsUpstreamAt.url
   const gw = await startGateway({
     routes: () => `
   - name: chat

@@ -6,10 +6,9 @@
  */
 import t from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { hashToken } from '../../src/store/hash.js'
 import { startGateway, PUBLIC_URL } from './fixture.js'
-import { eventually } from '../helpers/http.js'
+import { eventually, listen } from '../helpers/http.js'
 
 const ISSUER = 'https://idp.example'
 const AUDIENCE = 'https://api.example'
@@ -41,9 +40,9 @@ async function startIntrospection(): Promise<{
       else answer(res)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const serverAt = await listen(server)
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/introspect`,
+    url: `${serverAt.url}/introspect`,
     seen,
     answers,
     close: () =>

@@ -8,7 +8,6 @@
 import t from 'tap'
 import { createHmac, randomUUID } from 'node:crypto'
 import { createServer, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { exportSPKI, SignJWT } from 'jose'
 import { ManualClock } from '../../src/clock.js'
 import { freshnessSec } from '../../src/gateway/jwks-client.js'
@@ -16,7 +15,7 @@ import { parseJwks } from '../../src/keys/jwk-set.js'
 import { ProcessState } from '../../src/runtime.js'
 import { createLogger } from '../../src/log.js'
 import type { SigningKey } from '../../src/keys/keyset.js'
-import { eventually } from '../helpers/http.js'
+import { eventually, listen } from '../helpers/http.js'
 import { mint, newKey, startGateway, type Harness, type MintOptions } from './fixture.js'
 
 const ISSUER = 'https://idp.example'
@@ -51,9 +50,9 @@ async function startJwks(keys: SigningKey[]): Promise<JwksServer> {
       answer(res)
     }
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const serverAt = await listen(server)
   const state: JwksServer = {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks.json`,
+    url: `${serverAt.url}/jwks.json`,
     fetches: 0,
     keys,
     mode: 'ok',

@@ -2,11 +2,11 @@ import t from 'tap'
 import { createServer as createNetServer, type Socket } from 'node:net'
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { once } from 'node:events'
-import type { AddressInfo } from 'node:net'
 import type { RequestContext } from '../../src/context.js'
 import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import { alice, gatewayConfig, listen, routeConfig, send, silentLog, startProxy, startUpstream } from './proxy-helpers.js'
 import { contextExtras } from '../helpers/trace.js'
+import { listen as listenOnPortZero } from '../helpers/http.js'
 
 /** A TCP server that accepts connections and never says anything. */
 async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
@@ -15,9 +15,9 @@ async function silentServer(): Promise<{ port: number; close(): Promise<void> }>
     sockets.add(s)
     s.on('close', () => sockets.delete(s))
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = await listenOnPortZero(server)
   return {
-    port: (server.address() as AddressInfo).port,
+    port,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy()

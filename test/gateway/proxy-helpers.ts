@@ -1,7 +1,6 @@
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { execFile } from 'node:child_process'
 import { mkdtemp, readFile } from 'node:fs/promises'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -15,6 +14,7 @@ import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import type { ForwardRequest } from '../../src/gateway/forward-request.js'
 import type { TokenIdentity } from '../../src/gateway/token-identity.js'
 import { contextExtras } from '../helpers/trace.js'
+import { listen as listenOnPortZero } from '../helpers/http.js'
 
 /** Helpers shared by the proxy tests: real servers on 127.0.0.1, port 0. */
 
@@ -87,10 +87,9 @@ export interface Listening {
 }
 
 export async function listen(server: Server): Promise<Listening> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  const { port, url } = await listenOnPortZero(server)
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     port,
     server,
     close: () =>

@@ -7,10 +7,10 @@
  */
 import t, { type Test } from 'tap'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { PUBLIC_URL, startGateway, type Harness, type Reply } from './fixture.js'
 import { StepUp, StepUpRule } from '../../src/gateway/step-up.js'
 import { hashToken } from '../../src/store/hash.js'
+import { listen } from '../helpers/http.js'
 
 /** Every protected route takes DPoP-bound tokens too (dpop: allowed): its challenges say so (RFC 9449 7.1). */
 const ACCEPTS_DPOP = ', DPoP algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"'
@@ -333,7 +333,7 @@ t.test('opaque tokens of a remote issuer: acr and auth_time from the introspecti
 issuers:
   - id: corp
     issuer: https://idp.example
-    introspection: { endpoint: http://127.0.0.1:${(idp.address() as AddressInfo).port}/introspect, client_id: gw, client_secret: s, timeout: 1s }
+    introspection: { endpoint: ${idpAt.url}/introspect, client_id: gw, client_secret: s, timeout: 1s }
 gateway:
   introspection_cache: { ttl: 60s, negative_ttl: 5s }
 `,

@@ -10,11 +10,10 @@
  */
 import t from 'tap'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { ManualClock } from '../../src/clock.js'
 import { backYaml, basic, codeParams, mintCode, token as tokenRequest, type Harness } from '../helpers/as-back.js'
-import { eventually, postForm } from '../helpers/http.js'
+import { eventually, postForm, listen } from '../helpers/http.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 import { openSocket, openStream, startStreamingUpstream, type StreamRequest, within, type StreamingUpstream } from '../helpers/streams.js'
 
@@ -311,7 +310,7 @@ t.test('a token of another issuer, introspected: jti, grant and exp come from th
       )
     })
   })
-  await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve))
+  const idpAt = await listen(idp)
   const served = await serveRuntime(
     `
 public_url: \${PUBLIC_URL}
@@ -319,7 +318,7 @@ gateway: { stream_expiry_grace: 1s }
 issuers:
   - id: corp
     issuer: https://idp.example
-    introspection: { endpoint: http://127.0.0.1:${(idp.address() as AddressInfo).port}/introspect, client_id: gw, client_secret: s3cret }
+    introspection: { endpoint: ${idpAt.url}/introspect, client_id: gw, client_secret: s3cret }
 routes:
   - { name: remote, match: { path: /remote }, upstream: "${up.url}", token: introspect, issuers: [corp], audience: https://api.example }
 `,

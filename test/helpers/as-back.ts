@@ -191,10 +191,9 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
 
 // -- requests ------------------------------------------------------------------
 
-/** RFC 6749 2.3.1: form-urlencode id and secret, then Basic. */
+/** `Authorization: Basic` for a client, with its own secret from SECRETS unless told otherwise. */
 export function basic(clientId: string, secret = SECRETS[clientId] ?? ''): string {
-  const enc = (v: string): string => encodeURIComponent(v).replace(/%20/g, '+')
-  return `Basic ${Buffer.from(`${enc(clientId)}:${enc(secret)}`).toString('base64')}`
+  return basicAuth(clientId, secret)
 }
 
 /** fetch and read the answer to the end. */

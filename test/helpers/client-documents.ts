@@ -7,10 +7,10 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { selfSignedCert } from './tls.js'
+import { listen } from './http.js'
 
 export interface ClientDocuments {
   /** `https://localhost:<port>` */
@@ -34,8 +34,8 @@ export async function startClientDocuments(): Promise<ClientDocuments> {
     }
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(body)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const base = `https://localhost:${(server.address() as AddressInfo).port}`
+  const { port } = await listen(server)
+  const base = `https://localhost:${port}`
   return {
     base,
     serve(path, document) {

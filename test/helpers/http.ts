@@ -1,9 +1,10 @@
 /**
- * The small network helpers every kind of test needs, once: a free port for
- * a process that must know its port before it starts, and a bounded poll for effects
- * that happen in another process or after a message crosses a connection.
+ * The small network helpers every kind of test needs, once: a server started
+ * on port 0, a free port for a process that must know its port before it
+ * starts, and a bounded poll for effects that happen in another process or
+ * after a message crosses a connection.
  */
-import { createServer } from 'node:net'
+import { createServer, type AddressInfo, type Server } from 'node:net'
 
 /**
  * Ports this helper hands out: below Linux's ephemeral range (32768–60999 by
@@ -42,6 +43,23 @@ export async function freePort(): Promise<number> {
     }
   }
   throw new Error(`no free port found in ${FREE_PORT_RANGE.first}-${FREE_PORT_RANGE.last} on 127.0.0.1 after 200 tries`)
+}
+
+/**
+ * Start `server` (any node:net server: http, https, http2, a raw TCP one) on
+ * `host`, port 0, and resolve once it is bound with the port the kernel
+ * picked and its base URL (`http://127.0.0.1:<port>`; an IPv6 host in brackets).
+ */
+export async function listen(server: Server, host = '127.0.0.1'): Promise<{ port: number; url: string }> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const { port } = server.address() as AddressInfo
+  return { port, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}` }
 }
 
 /**

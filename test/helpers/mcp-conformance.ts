@@ -16,14 +16,13 @@
 import { spawn } from 'node:child_process'
 import { readdir, readFile } from 'node:fs/promises'
 import { createServer, request, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { join, resolve } from 'node:path'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import type { Test } from 'tap'
 import { childEnv, startBin, tempConfig, type RunningBin } from './bin.js'
 import { demoHashes } from './as-config.js'
-import { freePort } from './http.js'
+import { freePort, listen } from './http.js'
 
 export const CONFORMANCE_CLI = resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js')
 /**
@@ -157,9 +156,9 @@ export async function startRelay(target: string): Promise<Relay> {
     res.on('close', () => out.destroy())
     req.pipe(out)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { url } = await listen(server)
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     relayed,
     get token() {
       return token

@@ -8,8 +8,8 @@
  * a refused request got through.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import type { McpHttpHandler } from '@modelcontextprotocol/server'
+import { listen } from './http.js'
 
 /** One request as the MCP server received it. */
 export interface SeenMcpRequest {
@@ -87,9 +87,9 @@ export async function serveMcpHandler(handler: McpHttpHandler): Promise<RunningM
         .catch(() => res.destroy())
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { url } = await listen(server)
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     seen,
     server,
     open,

@@ -8,7 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
 import { Redis } from 'ioredis'
-import { freePort } from './http.js'
+import { eventually, freePort } from './http.js'
 
 export interface TestRedis {
   /** redis://127.0.0.1:<port>/0 (or REDIS_URL). */
@@ -94,29 +94,28 @@ export async function askRedis<T>(port: number, fn: (c: Redis) => Promise<T>): P
   }
 }
 
+/** Whether one raw PING on `port` gets +PONG within half a second. */
+function pongs(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const sock = connect(port, '127.0.0.1')
+    let buf = ''
+    const done = (v: boolean): void => {
+      sock.destroy()
+      resolve(v)
+    }
+    sock.setTimeout(500, () => done(false))
+    sock.once('error', () => done(false))
+    sock.once('connect', () => sock.write('PING\r\n'))
+    sock.on('data', (d) => {
+      buf += d.toString('utf8')
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG'))
+    })
+  })
+}
+
 /** Resolves once a raw PING gets +PONG, or rejects after `timeoutMs`. */
 async function waitForPong(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const sock = connect(port, '127.0.0.1')
-      let buf = ''
-      const done = (v: boolean): void => {
-        sock.destroy()
-        resolve(v)
-      }
-      sock.setTimeout(500, () => done(false))
-      sock.once('error', () => done(false))
-      sock.once('connect', () => sock.write('PING\r\n'))
-      sock.on('data', (d) => {
-        buf += d.toString('utf8')
-        if (buf.includes('\r\n')) done(buf.startsWith('+PONG'))
-      })
-    })
-    if (ok) return
-    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
+  if (!(await eventually(() => pongs(port), timeoutMs, 25))) throw new Error(`redis-server on port ${port} did not answer PING`)
 }
 
 async function spawnOwn(prefix: string): Promise<TestRedis> {

@@ -14,7 +14,6 @@
  * (test/gateway/fixture.ts).
  */
 import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import type { JWK } from 'jose'
 import type { AsContext } from '../../src/as/context.js'
 import { ManualClock } from '../../src/clock.js'
@@ -30,6 +29,7 @@ import { MemoryStore } from '../../src/store/memory.js'
 import { RevocationList } from '../../src/store/revocation-list.js'
 import type { Store } from '../../src/store/types.js'
 import { Tracing } from '../../src/telemetry/tracing.js'
+import { listen } from './http.js'
 
 export interface ServeOptions {
   /** ManualClock at 2026-01-01 by default; Redis tests pass one that follows real time. */
@@ -105,8 +105,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
     if (runtime === null || dispatcher === null) return void socket.destroy()
     dispatcher.onUpgrade(req, socket, head, runtime)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const { url } = await listen(server)
   const publicUrl = o.env?.PUBLIC_URL ?? url + (o.basePath ?? '')
 
   const closeServer = (): Promise<void> =>

@@ -8,10 +8,10 @@
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
 import { WebSocket } from 'undici'
+import { listen } from './http.js'
 
 /** One connection the upstream served: when it opened and when it saw it close (performance.now()). */
 export interface UpstreamStream {
@@ -90,9 +90,9 @@ export async function startStreamingUpstream(): Promise<StreamingUpstream> {
       seen.closedAt = performance.now()
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { url } = await listen(server)
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     streams,
     server,
     close: () =>

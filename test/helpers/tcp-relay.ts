@@ -11,6 +11,7 @@
  *   (as TCP would retransmit them) and held connections are connected through.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net'
+import { listen } from './http.js'
 
 type Mode = 'open' | 'refuse' | 'blackhole' | 'silent'
 
@@ -87,12 +88,7 @@ export async function startTcpRelay(targetPort: number, targetHost = '127.0.0.1'
     // Black-holed or silent: accepted, but nothing behind it until restore().
     if (mode === 'open') connectThrough(pair)
   })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve())
-  })
-  const address = server.address()
-  const port = typeof address === 'object' && address !== null ? address.port : 0
+  const { port } = await listen(server)
 
   return {
     port,

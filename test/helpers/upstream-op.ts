@@ -6,11 +6,11 @@
  * - a rogue one, written here with jose, whose id_token can carry a wrong
  *   nonce, iss or aud, to show bearward refuses it.
  */
-import { once } from 'node:events'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT } from 'jose'
 import Provider from 'oidc-provider'
+import { listen as listenOn } from './http.js'
 
 export const OP_CLIENT_ID = 'bearward'
 export const OP_CLIENT_SECRET = 'upstream-client-secret-0123456789abcdef'
@@ -37,12 +37,10 @@ async function listen(): Promise<{ server: Server; origin: string; sockets: Set<
     sockets.add(s)
     s.on('close', () => sockets.delete(s))
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as AddressInfo
+  const { url: origin } = await listenOn(server)
   return {
     server,
-    origin: `http://127.0.0.1:${port}`,
+    origin,
     sockets,
     handle(h) {
       handler = h

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { listen } from './http.js'
 
 export interface SeenRequest {
   method: string
@@ -30,10 +30,9 @@ export async function startUpstream(
       res.end(payload)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  const { url } = await listen(server)
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     seen,
     server,
     close: () =>

@@ -9,10 +9,10 @@
  */
 import t, { type Test } from 'tap'
 import { createServer, type Server, type Socket } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import type { NetworkInterfaceInfo } from 'node:os'
 import { Agent, request } from 'undici'
 import { NonPublicAddressError, PublicAddresses, specialPurposeProblem } from '../../src/http/public-address.js'
+import { listen } from '../helpers/http.js'
 
 /** [address, the reason's words (a substring), or null when the address is public] */
 const TABLE: ReadonlyArray<readonly [string, string | null]> = [
@@ -190,7 +190,7 @@ async function countingServer(t: Test, host: string): Promise<{ port: number; co
     socket.on('error', () => undefined)
     socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}')
   })
-  await new Promise<void>((resolve) => server.listen(0, host, resolve))
+  const serverAt = await listen(server, host)
   t.teardown(
     () =>
       new Promise<void>((resolve) => {
@@ -198,7 +198,7 @@ async function countingServer(t: Test, host: string): Promise<{ port: number; co
         server.close(() => resolve())
       }),
   )
-  return { port: (server.address() as AddressInfo).port, connections: () => connections }
+  return { port: serverAt.port, connections: () => connections }
 }
 
 t.test('the connector: a refused literal or name never connects; an allowed host does', async (t) => {

@@ -15,10 +15,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { randomBytes } from 'node:crypto'
 import type { JWK } from 'jose'
 import { generatePrivateJwk, publicMembers } from '../../src/keys/keyset.js'
-import { connect, type AddressInfo, type Socket } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
-import { accessClaims, AT_HEADER, healthy, rawHttp, send, signEs256, startTarget, type RawResponse, type Target } from '../helpers/attack.js'
+import { accessClaims, AT_HEADER, basic, healthy, rawHttp, send, signEs256, startTarget, type RawResponse, type Target } from '../helpers/attack.js'
 import type { SeenRequest } from '../helpers/upstream.js'
+import { listen } from '../helpers/http.js'
 
 const BODY_IDLE_MS = 400
 const REQUEST_MS = 1500
@@ -55,9 +56,9 @@ async function startRecorder(): Promise<{ url: string; arrivals: Arrival[]; clos
       }),
     )
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const serverAt = await listen(server)
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: serverAt.url,
     arrivals,
     closed,
     close: () =>
@@ -88,9 +89,9 @@ async function startHeldJwks(): Promise<{
     held.set(which, res)
     waiting.get(which)?.()
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const serverAt = await listen(server)
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: serverAt.url,
     keys,
     fetched: (which) => (held.has(which) ? Promise.resolve() : new Promise((resolve) => waiting.set(which, resolve))),
     release(which) {
@@ -328,7 +329,7 @@ t.test('a slow but live upload within the limits succeeds', async (t) => {
   const form = `grant_type=client_credentials&scope=orders%3Aread`
   const as = await open()
   as.socket.write(
-    `POST /token HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Basic ${Buffer.from(`service:${target.secret}`).toString('base64')}\r\n` +
+    `POST /token HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: ${basic('service', target.secret)}\r\n` +
       `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n`,
   )
   for (const part of [form.slice(0, 10), form.slice(10, 30), form.slice(30)]) {
@@ -549,7 +550,7 @@ t.test('absolute-form targets reach the authorization server too', async (t) => 
   t.equal(jwks.status, 200)
   const form = 'grant_type=client_credentials&scope=orders%3Aread'
   const token = await raw(
-    `POST http://${authority}/token HTTP/1.1\r\nHost: ${authority}\r\nAuthorization: Basic ${Buffer.from(`service:${target.secret}`).toString('base64')}\r\n` +
+    `POST http://${authority}/token HTTP/1.1\r\nHost: ${authority}\r\nAuthorization: ${basic('service', target.secret)}\r\n` +
       `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}`,
     form,
   )
