@@ -13,6 +13,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { readFile } from 'node:fs/promises'
 import type { JWK } from 'jose'
+import { shutdownBoundMs } from '../server/lifecycle.js'
 import { keysNeedingRestart } from '../server/reload-rules.js'
 import { checkConfig, snapshotOfText, type ConfigSnapshot } from '../config/load.js'
 import { ConfigWatcher } from '../config/watch.js'
@@ -20,11 +21,12 @@ import type { Config } from '../config/validated-config.js'
 import { ConfigError, formatProblem } from '../errors.js'
 import { generatePrivateJwk, loadKeySet } from '../keys/keyset.js'
 import { createLogger, type Logger } from '../log.js'
-import { Counter, Gauge, Metrics } from '../metrics.js'
 import { nextFailureCount, restartDelayMs } from './backoff.js'
-import { toPrimary, type ConfigText, type ToPrimary, type ToWorker } from './messages.js'
-import { addableOnly, mergeExpositions, parseExposition, renderExposition, type Exposition, type MergePart } from './metrics-merge.js'
+import { toPrimary, type ConfigText, type ToWorker } from './messages.js'
+import { parseExposition, type Exposition } from './metrics-merge.js'
+import { PrimaryMetrics } from './primary-metrics.js'
 import { WORKER_INDEX_ENV } from './worker.js'
+import { WorkerQuestions } from './worker-questions.js'
 
 /** How long the primary waits for a worker's answer to /metrics or /readyz before going without it. */
 const ASK_TIMEOUT_MS = 1500
@@ -55,12 +57,6 @@ interface Slot {
   lastMetrics: Exposition | null
 }
 
-interface Pending {
-  resolve(m: ToPrimary | null): void
-  timer: NodeJS.Timeout
-  worker: Worker
-}
-
 export interface WorkerOutcome {
   worker: number
   pid: number | null
@@ -76,33 +72,22 @@ export class Primary {
   readonly #slots: Slot[]
   #ephemeralJwk: JWK | null = null
   #watcher: ConfigWatcher | null = null
-  #seq = 0
-  readonly #pending = new Map<number, Pending>()
+  readonly #questions = new WorkerQuestions((worker, message) => this.#send(worker, message))
   #reloading: Promise<boolean> | null = null
   #stopping = false
   #lastReloadError: string | null = null
-  /** Totals left by exited workers (counters and histograms only). */
-  #retired: Exposition = new Map()
   /** Set while the first workers start: the whole start fails if one of them does. */
   #initial: { resolve(): void; reject(err: Error): void } | null = null
   #listen: string | null = null
   #allExited: (() => void) | null = null
 
-  // The primary's own series; the workers' copies of the first two are left out of the merge.
-  readonly #reloads: Counter
-  readonly #configTime: Gauge
-  readonly #workersGauge = new Gauge('bearward_workers', 'Worker processes configured (`workers`)')
-  readonly #servingGauge = new Gauge('bearward_workers_serving', 'Worker processes started and serving')
-  readonly #restarts = new Counter('bearward_worker_restarts_total', 'Worker processes that exited unasked and were started again')
+  readonly #metrics = new PrimaryMetrics()
 
   constructor(configPath: string, snapshot: ConfigSnapshot, env: NodeJS.ProcessEnv = process.env) {
     this.#configPath = configPath
     this.#env = env
     this.#current = snapshot
     this.log = createLogger(snapshot.config.log.level, undefined, { role: 'primary', pid: process.pid })
-    const names = new Metrics()
-    this.#reloads = names.reloads
-    this.#configTime = names.configInfo
     this.#slots = Array.from({ length: snapshot.config.workers }, (_, i) => ({
       index: i + 1,
       worker: null,
@@ -129,8 +114,8 @@ export class Primary {
   async start(): Promise<void> {
     for (const w of this.#current.warnings) this.log.warn(`config: ${formatProblem(w)}`)
     await this.#prepareKeys(this.config)
-    this.#workersGauge.set(this.#slots.length)
-    this.#configTime.set(Math.floor(Date.now() / 1000))
+    this.#metrics.workers.set(this.#slots.length)
+    this.#metrics.configTime.set(Math.floor(Date.now() / 1000))
     const started = new Promise<void>((resolve, reject) => {
       this.#initial = { resolve, reject }
     })
@@ -208,7 +193,7 @@ export class Primary {
         slot.state = 'serving'
         slot.digest = m.digest
         this.#listen ??= m.listen
-        this.#servingGauge.set(this.#serving().length)
+        this.#metrics.serving.set(this.#serving().length)
         this.log.info({ worker: slot.index, worker_pid: worker.process.pid }, 'worker started')
         if (this.#initial !== null && this.#slots.every((s) => s.state === 'serving')) this.#initial.resolve()
         // A reload that happened while this worker started: it gets the text in use now.
@@ -219,37 +204,22 @@ export class Primary {
         this.log.error({ worker: slot.index, worker_pid: worker.process.pid, reason: m.message }, 'worker could not start')
         if (this.#initial !== null) this.#initial.reject(new Error(m.message))
         return
-      default: {
-        const pending = this.#pending.get(m.seq)
-        if (pending === undefined || pending.worker !== worker) return
-        this.#pending.delete(m.seq)
-        clearTimeout(pending.timer)
-        pending.resolve(m)
-      }
+      default:
+        this.#questions.answered(worker, m)
     }
   }
 
   #onExit(slot: Slot, worker: Worker, code: number | null, signal: string | null): void {
     if (slot.worker !== worker) return
-    for (const [seq, p] of this.#pending) {
-      if (p.worker !== worker) continue
-      this.#pending.delete(seq)
-      clearTimeout(p.timer)
-      p.resolve(null)
-    }
-    if (slot.lastMetrics !== null) {
-      this.#retired = mergeExpositions([
-        { exposition: this.#retired, worker: null },
-        { exposition: addableOnly(slot.lastMetrics), worker: null },
-      ])
-      slot.lastMetrics = null
-    }
+    this.#questions.forget(worker)
+    if (slot.lastMetrics !== null) this.#metrics.retire(slot.lastMetrics)
+    slot.lastMetrics = null
     const wasServing = slot.state === 'serving'
     if (slot.startTimer !== null) clearTimeout(slot.startTimer)
     slot.startTimer = null
     slot.worker = null
     slot.state = 'down'
-    this.#servingGauge.set(this.#serving().length)
+    this.#metrics.serving.set(this.#serving().length)
     const pid = worker.process.pid ?? null
     if (this.#stopping) {
       this.log.info({ worker: slot.index, worker_pid: pid, code, signal }, 'worker stopped')
@@ -263,7 +233,7 @@ export class Primary {
     const lived = Date.now() - slot.startedAt
     slot.failures = nextFailureCount(slot.failures, wasServing ? lived : 0)
     const delay = restartDelayMs(slot.failures)
-    this.#restarts.inc()
+    this.#metrics.restarts.inc()
     this.log.error(
       { worker: slot.index, worker_pid: pid, code, signal, lived_ms: lived, restart_in_ms: delay, exits_in_a_row: slot.failures },
       `worker ${slot.index} exited (${signal ?? `exit code ${String(code)}`}); restarting in ${delay} ms`,
@@ -275,30 +245,12 @@ export class Primary {
     return this.#slots.filter((s) => s.state === 'serving' && s.worker !== null)
   }
 
-  /** Send `message` (given its seq) and wait for the answer with that seq; null on timeout or exit. */
-  #ask(worker: Worker, make: (seq: number) => ToWorker, timeoutMs: number): Promise<ToPrimary | null> {
-    const seq = ++this.#seq
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(seq)
-        resolve(null)
-      }, timeoutMs)
-      timer.unref()
-      this.#pending.set(seq, { resolve, timer, worker })
-      if (!this.#send(worker, make(seq))) {
-        this.#pending.delete(seq)
-        clearTimeout(timer)
-        resolve(null)
-      }
-    })
-  }
-
   async #reloadWorker(slot: Slot): Promise<WorkerOutcome> {
     const worker = slot.worker
     const pid = worker?.process.pid ?? null
     if (worker === null || slot.state !== 'serving') return { worker: slot.index, pid, result: 'not running' }
     const config = this.#configText()
-    const answer = await this.#ask(worker, (seq) => ({ type: 'reload', seq, ...config }), RELOAD_TIMEOUT_MS)
+    const answer = await this.#questions.ask(worker, (seq) => ({ type: 'reload', seq, ...config }), RELOAD_TIMEOUT_MS)
     if (answer?.type !== 'reloaded') return { worker: slot.index, pid, result: 'no answer' }
     slot.digest = answer.digest
     return answer.ok ? { worker: slot.index, pid, result: 'ok' } : { worker: slot.index, pid, result: 'refused', error: answer.error ?? 'refused' }
@@ -331,7 +283,7 @@ export class Primary {
     } catch (err) {
       const message = (err as Error).message
       this.#lastReloadError = message
-      this.#reloads.inc({ result: 'error' })
+      this.#metrics.reloads.inc({ result: 'error' })
       this.log.error(
         { problems: err instanceof ConfigError ? err.problems : undefined },
         `config reload refused, no worker changed; still serving the previous config: ${message}`,
@@ -354,13 +306,13 @@ export class Primary {
     this.#watcher?.loaded(snapshot.digest)
     if (refused.length === 0) {
       this.#lastReloadError = null
-      this.#reloads.inc({ result: 'ok' })
-      this.#configTime.set(Math.floor(Date.now() / 1000))
+      this.#metrics.reloads.inc({ result: 'ok' })
+      this.#metrics.configTime.set(Math.floor(Date.now() / 1000))
       this.log.info({ routes: snapshot.config.routes.length, workers: outcomes }, 'config reloaded')
       return true
     }
     this.#lastReloadError = refused.map((o) => `worker ${o.worker}: ${o.error ?? o.result}`).join('; ')
-    this.#reloads.inc({ result: 'error' })
+    this.#metrics.reloads.inc({ result: 'error' })
     this.log.error({ workers: outcomes }, `config reload refused by ${refused.length} of ${outcomes.length} workers: ${this.#lastReloadError}`)
     return false
   }
@@ -371,7 +323,7 @@ export class Primary {
       this.#slots.map(async (slot): Promise<Record<string, unknown>> => {
         const worker = slot.worker
         if (worker === null || slot.state !== 'serving') return { worker: slot.index, status: slot.state === 'starting' ? 'starting' : 'down' }
-        const answer = await this.#ask(worker, (seq) => ({ type: 'ask', seq, what: 'readiness' }), ASK_TIMEOUT_MS)
+        const answer = await this.#questions.ask(worker, (seq) => ({ type: 'ask', seq, what: 'readiness' }), ASK_TIMEOUT_MS)
         if (answer?.type !== 'readiness') return { worker: slot.index, pid: worker.process.pid, status: 'no answer' }
         return { worker: slot.index, pid: worker.process.pid, ...answer.body, status: answer.ready ? 'ready' : 'unavailable' }
       }),
@@ -391,15 +343,11 @@ export class Primary {
     await Promise.all(
       this.#serving().map(async (slot) => {
         const worker = slot.worker as Worker
-        const answer = await this.#ask(worker, (seq) => ({ type: 'ask', seq, what: 'metrics' }), ASK_TIMEOUT_MS)
+        const answer = await this.#questions.ask(worker, (seq) => ({ type: 'ask', seq, what: 'metrics' }), ASK_TIMEOUT_MS)
         if (answer?.type === 'metrics' && slot.worker === worker) slot.lastMetrics = parseExposition(answer.text)
       }),
     )
-    const parts: MergePart[] = [{ exposition: this.#retired, worker: null }]
-    for (const slot of this.#slots) if (slot.lastMetrics !== null) parts.push({ exposition: slot.lastMetrics, worker: String(slot.index) })
-    const merged = renderExposition(mergeExpositions(parts, new Set([this.#reloads.name, this.#configTime.name])))
-    const own = [this.#reloads, this.#configTime, this.#workersGauge, this.#servingGauge, this.#restarts].map((m) => m.render()).join('\n')
-    return `${merged}${own}\n`
+    return this.#metrics.render(this.#slots.flatMap((slot) => (slot.lastMetrics === null ? [] : [{ worker: slot.index, exposition: slot.lastMetrics }])))
   }
 
   /** Drain every worker (each finishes its in-flight requests), then resolve with the exit code. */
@@ -421,7 +369,7 @@ export class Primary {
       // Not yet told its config, or its channel is gone: a signal does what the message would.
       if (slot.state !== 'serving' || !this.#send(worker, { type: 'shutdown' })) worker.process.kill('SIGTERM')
     }
-    const bound = this.config.shutdownTimeoutMs + 15_000
+    const bound = shutdownBoundMs(this.config.shutdownTimeoutMs)
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<'late'>((resolve) => {
       timer = setTimeout(() => resolve('late'), bound)
