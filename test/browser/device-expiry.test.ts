@@ -22,7 +22,9 @@ const heading = (page: Page): Promise<string | null> => page.locator('h1').textC
 t.test('an expired device code gets a clear message in Chromium', async (t) => {
   const browser = await launchChromium()
   t.teardown(() => browser.close())
-  const as = await startBrowserAs((yaml) => yaml.replace('authorization_server:\n', 'authorization_server:\n  device: { ttl: 2s, interval: 1s }\n'))
+  const as = await startBrowserAs((config) => {
+    config.authorization_server.device = { ttl: '2s', interval: '1s' }
+  })
   t.teardown(() => as.close())
   // Both codes expire while the client polls (the binary has no clock to move:
   // the expiry is awaited through the protocol, not with a fixed sleep).

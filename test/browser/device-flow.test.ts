@@ -49,7 +49,9 @@ function assertTokens(t: Test, answer: { status: number; body: Record<string, un
 t.test('the device flow in Chromium', async (t) => {
   const browser = await launchChromium()
   t.teardown(() => browser.close())
-  const as = await startBrowserAs((yaml) => yaml.replace('authorization_server:\n', 'authorization_server:\n  device: { interval: 1s }\n'))
+  const as = await startBrowserAs((config) => {
+    config.authorization_server.device = { interval: '1s' }
+  })
   t.teardown(() => as.close())
 
   for (const viewport of VIEWPORT_NAMES) {

@@ -73,12 +73,10 @@ async function knownBrowserCookie(context: BrowserContext): Promise<{ httpOnly: 
 t.test('the owner signs in from a browser that signed in before while an attacker hammers the username from many addresses', async (t) => {
   const browser = await launchChromium()
   t.teardown(() => browser.close())
-  const as = await startBrowserAs((yaml) =>
-    yaml.replace(
-      'authorization_server:\n',
-      'gateway: { trusted_proxies: [127.0.0.1] }\nauthorization_server:\n  rate_limit: { login_max_failures: 5, login_delay_max: 1m }\n',
-    ),
-  )
+  const as = await startBrowserAs((config) => {
+    config.gateway = { trusted_proxies: ['127.0.0.1'] }
+    config.authorization_server.rate_limit = { login_max_failures: 5, login_delay_max: '1m' }
+  })
   t.teardown(() => as.close())
 
   for (const viewport of VIEWPORT_NAMES) {

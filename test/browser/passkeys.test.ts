@@ -3,7 +3,7 @@ import { Redis } from 'ioredis'
 import type { CDPSession, Page, Request } from 'playwright-core'
 import { launchChromium, openPage, VIEWPORT_NAMES, type ViewportName } from '../helpers/chromium.js'
 import { startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
-import { DEMO_PASSWORD } from '../helpers/as-config.js'
+import { DEMO_PASSWORD, type DemoConfig } from '../helpers/as-config.js'
 import { startRedis } from '../helpers/redis.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
@@ -42,11 +42,11 @@ async function addAuthenticator(page: Page): Promise<{ cdp: CDPSession; authenti
 }
 
 /** The instance on `localhost` (an RP ID must be a domain) with the shared Redis store. */
-function onLocalhost(redisUrl: string, prefix: string): (yaml: string) => string {
-  return (yaml) =>
-    yaml
-      .replace(/public_url: http:\/\/127\.0\.0\.1:/, 'public_url: http://localhost:')
-      .replace(/^store: .*$/m, `store: { url: "${redisUrl}", key_prefix: "${prefix}" }`)
+function onLocalhost(redisUrl: string, prefix: string): (config: DemoConfig) => void {
+  return (config) => {
+    config.public_url = `http://localhost:${new URL(String(config.public_url)).port}`
+    config.store = { url: redisUrl, key_prefix: prefix }
+  }
 }
 
 t.test('passkeys in Chromium across two instances', async (t) => {

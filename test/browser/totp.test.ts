@@ -43,8 +43,9 @@ t.test('an authenticator app in Chromium', async (t) => {
   const browser = await launchChromium()
   t.teardown(() => browser.close())
   const { passwordHash } = await demoHashes()
-  const extra = VIEWPORT_NAMES.map((v) => `    - username: ${PERSON[v]}\n      password_hash: "${passwordHash}"\n`).join('')
-  const as = await startBrowserAs((yaml) => yaml.replace('  users:\n', `  users:\n${extra}`))
+  const as = await startBrowserAs((config) => {
+    config.authorization_server.users.unshift(...VIEWPORT_NAMES.map((v) => ({ username: PERSON[v], password_hash: passwordHash })))
+  })
   t.teardown(() => as.close())
   const fixedQr = await QRCode.toString(`otpauth://totp/bearward:person?secret=${SHOWN_KEY.replaceAll(' ', '')}&issuer=bearward`, { type: 'svg', margin: 2 })
 

@@ -48,29 +48,20 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
   t.teardown(rogue.stop)
   const downIssuer = `http://127.0.0.1:${await freePort()}`
   let issuer = ''
-  const as = await startBrowserAs((yaml) => {
-    issuer = /^public_url: (\S+)$/m.exec(yaml)?.[1] ?? ''
-    return yaml.replace(
-      '  users:\n',
-      `  identity_providers:
-    - id: corp
-      name: Corp SSO
-      issuer: ${op.issuer}
-      client_id: bearward
-      client_secret: "${OP_CLIENT_SECRET}"
-      allowed: { email_domains: [example.com] }
-    - id: rogue
-      name: Rogue SSO
-      issuer: ${rogue.issuer}
-      client_id: bearward
-      client_secret: rogue-secret
-    - id: down
-      name: Down SSO
-      issuer: ${downIssuer}
-      client_id: bearward
-      client_secret: down-secret
-  users:\n`,
-    )
+  const as = await startBrowserAs((config) => {
+    issuer = String(config.public_url)
+    config.authorization_server.identity_providers = [
+      {
+        id: 'corp',
+        name: 'Corp SSO',
+        issuer: op.issuer,
+        client_id: 'bearward',
+        client_secret: OP_CLIENT_SECRET,
+        allowed: { email_domains: ['example.com'] },
+      },
+      { id: 'rogue', name: 'Rogue SSO', issuer: rogue.issuer, client_id: 'bearward', client_secret: 'rogue-secret' },
+      { id: 'down', name: 'Down SSO', issuer: downIssuer, client_id: 'bearward', client_secret: 'down-secret' },
+    ]
   })
   t.teardown(() => as.close())
   op.serve([`${issuer}/login/upstream/corp/callback`])

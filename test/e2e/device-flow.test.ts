@@ -7,8 +7,8 @@ import { freePort } from '../helpers/http.js'
 import { pollOnce, pollUntilDecided, startDevice, type DeviceStart } from '../helpers/device-client.js'
 
 /** The demo config with a device code lifetime and a 1 s polling interval. */
-const deviceYaml = async (port: number, upstream: string, ttl: string): Promise<string> =>
-  (await asConfigYaml({ port, upstream })).replace('authorization_server:\n', `authorization_server:\n  device: { ttl: ${ttl}, interval: 1s }\n`)
+const deviceYaml = (port: number, upstream: string, ttl: string): Promise<string> =>
+  asConfigYaml({ port, upstream, override: { authorization_server: { device: { ttl, interval: '1s' } } } })
 
 /** A person at a browser: open the verification page, confirm the code, log in, decide. Returns the last page's text. */
 async function personApproves(start: DeviceStart, decision: 'allow' | 'deny', typeCode = false): Promise<string> {

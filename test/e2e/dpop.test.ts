@@ -11,24 +11,26 @@ import { join } from 'node:path'
 import t from 'tap'
 import * as oauth from 'oauth4webapi'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
-import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
+import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET, oneIssuer } from '../helpers/as-config.js'
+import type { ConfigTree } from '../helpers/config-tree.js'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { Browser, authorizeAsPerson, parseForms } from '../helpers/browser.js'
 import { makeProof, proofKeyPair, type ProofKeyPair } from '../helpers/dpop.js'
 import { startRedis } from '../helpers/redis.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { freePort } from '../helpers/http.js'
+import { basic } from '../helpers/client-auth.js'
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const
 
 /** A route that takes DPoP-bound tokens only, beside the default `orders` route that takes both. */
-const secureRoute = (upstream: string): string => `
-  - name: secure
-    match: { path: /secure }
-    upstream: ${upstream}
-    dpop: required
-    scopes: { GET: [orders:read] }
-`
+const secureRoute = (upstream: string): ConfigTree => ({
+  name: 'secure',
+  match: { path: '/secure' },
+  upstream,
+  dpop: 'required',
+  scopes: { GET: ['orders:read'] },
+})
 
 async function discover(bin: RunningBin): Promise<oauth.AuthorizationServer> {
   const issuer = new URL(bin.url.replace(/\/$/, ''))
@@ -85,7 +87,7 @@ function rawGet(url: string, headers: Array<[string, string]>, method = 'GET'): 
 t.test('DPoP with oauth4webapi through bin/bearward', async (t) => {
   const up = await startUpstream('orders')
   const port = await freePort()
-  const cfg = await tempConfig(await asConfigYaml({ port, upstream: up.url, extra: secureRoute(up.url) }))
+  const cfg = await tempConfig(await asConfigYaml({ port, upstream: up.url, routes: [secureRoute(up.url)] }))
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
     await bin.stop()
@@ -185,7 +187,7 @@ t.test('DPoP with oauth4webapi through bin/bearward', async (t) => {
       method: 'POST',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from(`service:${DEMO_SECRET}`).toString('base64')}`,
+        authorization: basic('service', DEMO_SECRET),
         dpop: makeProof(key, { htm: 'POST', htu: `${bin.url}/token` }),
       },
       body: 'grant_type=client_credentials&scope=orders:read',
@@ -193,7 +195,7 @@ t.test('DPoP with oauth4webapi through bin/bearward', async (t) => {
     const bound = ((await tokenRes.json()) as { access_token: string }).access_token
     const bearerRes = await fetch(`${bin.url}/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`service:${DEMO_SECRET}`).toString('base64')}` },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('service', DEMO_SECRET) },
       body: 'grant_type=client_credentials&scope=orders:read',
     })
     const plain = ((await bearerRes.json()) as { access_token: string }).access_token
@@ -300,11 +302,9 @@ t.test('the replay cache is shared by two instances on one redis-server', async 
   const cfgDir = await tempConfig('')
   const keyFile = join(cfgDir.dir, 'signing.jwk')
   await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
-  const yaml = async (port: number): Promise<string> =>
-    (await asConfigYaml({ port, upstream: up.url, store: redis.url, extra: secureRoute(up.url) }))
-      // One service behind one public URL (the proof's htu), one signing key, one store.
-      .replace(/public_url: .*/, `public_url: http://127.0.0.1:${portA}`)
-      .replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
+  // One service behind one public URL (the proof's htu), one signing key, one store.
+  const yaml = (port: number): Promise<string> =>
+    asConfigYaml({ port, upstream: up.url, store: redis.url, routes: [secureRoute(up.url)], override: oneIssuer(portA, keyFile) })
   const fileA = join(cfgDir.dir, 'a.yaml')
   const fileB = join(cfgDir.dir, 'b.yaml')
   await writeFile(fileA, await yaml(portA))
@@ -340,7 +340,7 @@ async function tokenFor(bin: RunningBin, key: ProofKeyPair): Promise<string> {
     method: 'POST',
     headers: {
       'content-type': 'application/x-www-form-urlencoded',
-      authorization: `Basic ${Buffer.from(`service:${DEMO_SECRET}`).toString('base64')}`,
+      authorization: basic('service', DEMO_SECRET),
       dpop: makeProof(key, { htm: 'POST', htu: `${bin.url}/token` }),
     },
     body: 'grant_type=client_credentials&scope=orders:read',

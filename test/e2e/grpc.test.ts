@@ -7,6 +7,8 @@ import { writeFile } from 'node:fs/promises'
 import { Agent, fetch as undiciFetch } from 'undici'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { selfSignedCert } from '../helpers/tls.js'
+import { basic } from '../helpers/client-auth.js'
+import { configYaml, type ConfigTree } from '../helpers/config-tree.js'
 
 /**
  * gRPC through bin/bearward (issue #33): a stock @grpc/grpc-js client, over
@@ -87,40 +89,32 @@ async function startGrpcUpstream(): Promise<{ port: number; calls: SeenCall[]; c
   return { port, calls, close: () => new Promise<void>((res) => server.tryShutdown(() => res())) }
 }
 
-function config(upstreamPort: number): string {
-  return `
-listen: 127.0.0.1:0
-admin_listen: 127.0.0.1:0
-public_url: http://127.0.0.1:8080
-store: memory
-log: { level: info }
-http2: { cleartext: true }
-authorization_server:
-  scopes: { echo: Use the echo service, admin: Administer }
-  clients:
-    - client_id: svc
-      type: confidential
-      secret_hash: "${SECRET_HASH}"
-      grant_types: [client_credentials]
-      scopes: [echo, admin]
-routes:
-  # One route per gRPC service: per-method scopes are path prefixes (/package.Service/Method).
-  - name: echo
-    match: { path: /bw.echo.Echo }
-    upstream: h2c://127.0.0.1:${upstreamPort}
-    scopes: { "*": [echo] }
-  - name: admin
-    match: { path: /bw.echo.Admin/Wipe }
-    upstream: h2c://127.0.0.1:${upstreamPort}
-    scopes: { "*": [admin] }
-`
+function config(upstreamPort: number): ConfigTree {
+  const upstream = `h2c://127.0.0.1:${upstreamPort}`
+  return {
+    listen: '127.0.0.1:0',
+    admin_listen: '127.0.0.1:0',
+    public_url: 'http://127.0.0.1:8080',
+    store: 'memory',
+    log: { level: 'info' },
+    http2: { cleartext: true },
+    authorization_server: {
+      scopes: { echo: 'Use the echo service', admin: 'Administer' },
+      clients: [{ client_id: 'svc', type: 'confidential', secret_hash: SECRET_HASH, grant_types: ['client_credentials'], scopes: ['echo', 'admin'] }],
+    },
+    // One route per gRPC service: per-method scopes are path prefixes (/package.Service/Method).
+    routes: [
+      { name: 'echo', match: { path: '/bw.echo.Echo' }, upstream, scopes: { '*': ['echo'] } },
+      { name: 'admin', match: { path: '/bw.echo.Admin/Wipe' }, upstream, scopes: { '*': ['admin'] } },
+    ],
+  }
 }
 
 async function tokenFrom(bin: RunningBin, scope: string, dispatcher?: Agent): Promise<string> {
   const res = await undiciFetch(`${bin.url}/token`, {
     ...(dispatcher === undefined ? {} : { dispatcher }),
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`svc:${SECRET}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { authorization: basic('svc', SECRET), 'content-type': 'application/x-www-form-urlencoded' },
     body: `grant_type=client_credentials&scope=${encodeURIComponent(scope)}`,
   })
   if (res.status !== 200) throw new Error(`token: ${res.status}`)
@@ -266,9 +260,12 @@ t.test('gRPC through bearward over TLS (ALPN h2)', async (t) => {
   const cert = selfSignedCert(cfg.dir, 'listen')
   await writeFile(
     cfg.file,
-    config(up.port)
-      .replace('http2: { cleartext: true }', `tls: { cert_file: ${cert.certFile}, key_file: ${cert.keyFile} }\nhttp2: { tls: true }`)
-      .replace('public_url: http://127.0.0.1:8080', 'public_url: https://127.0.0.1:8080'),
+    configYaml({
+      ...config(up.port),
+      public_url: 'https://127.0.0.1:8080',
+      tls: { cert_file: cert.certFile, key_file: cert.keyFile },
+      http2: { tls: true },
+    }),
   )
   const bin = await startBin(cfg.file)
   const credentials = grpc.credentials.createSsl(readFileSync(cert.certFile))

@@ -7,7 +7,7 @@
  * and a service's token (no person) sends none.
  */
 import t from 'tap'
-import { asConfigYaml } from '../helpers/as-config.js'
+import { ALICE_CLAIMS, asConfig, demoUser } from '../helpers/as-config.js'
 import { startBinOrCleanUp, tempConfig } from '../helpers/bin.js'
 import { freePort } from '../helpers/http.js'
 import { aliceTokens, serviceToken } from '../helpers/store-pair.js'
@@ -19,17 +19,17 @@ for (const format of ['jwt', 'opaque'] as const) {
   t.test(`${format} access tokens: the claims reach the upstream as headers`, async (t) => {
     const up = await startUpstream('orders')
     const port = await freePort()
-    const yaml = (
-      await asConfigYaml({
-        port,
-        upstream: up.url,
-        format,
-        extra: 'gateway:\n  identity_headers:\n    claims: { email: X-Auth-Email, groups: X-Auth-Groups }\n',
-      })
-    )
-      .replace(`access_token: { format: ${format}, ttl: 10m }`, `access_token: { format: ${format}, ttl: 10m, claims: [email, groups] }`)
-      .replace('email_verified: true }', 'email_verified: true, groups: [admins, ops] }')
-    const cfg = await tempConfig(yaml)
+    const config = await asConfig({
+      port,
+      upstream: up.url,
+      format,
+      override: {
+        gateway: { identity_headers: { claims: { email: 'X-Auth-Email', groups: 'X-Auth-Groups' } } },
+        authorization_server: { access_token: { claims: ['email', 'groups'] } },
+      },
+    })
+    demoUser(config, 'alice').claims = { ...ALICE_CLAIMS, groups: ['admins', 'ops'] }
+    const cfg = await tempConfig(config)
     const bin = await startBinOrCleanUp(cfg.file, async () => {
       await up.close()
       await cfg.cleanup()

@@ -10,6 +10,7 @@ import t from 'tap'
 import { writeFile } from 'node:fs/promises'
 import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from '../helpers/bin.js'
+import type { ConfigTree } from '../helpers/config-tree.js'
 import { Browser } from '../helpers/browser.js'
 import { eventually, freePort } from '../helpers/http.js'
 import { basic, form } from '../helpers/store-pair.js'
@@ -35,15 +36,16 @@ for (const [op, id] of [
 }
 const dead = async (): Promise<string> => `http://127.0.0.1:${await freePort()}`
 
-const provider = (id: string, name: string, issuer: string): string => `    - id: ${id}
-      name: ${name}
-      issuer: ${issuer}
-      client_id: bearward
-      client_secret: "${OP_CLIENT_SECRET}"
-      claims: { email: email }
-`
-const configWith = async (...providers: string[]): Promise<string> =>
-  (await asConfigYaml({ port, upstream: up.url })).replace('  users:\n', `  identity_providers:\n${providers.join('')}  users:\n`)
+const provider = (id: string, name: string, issuer: string): ConfigTree => ({
+  id,
+  name,
+  issuer,
+  client_id: 'bearward',
+  client_secret: OP_CLIENT_SECRET,
+  claims: { email: 'email' },
+})
+const configWith = (...providers: ConfigTree[]): Promise<string> =>
+  asConfigYaml({ port, upstream: up.url, override: { authorization_server: { identity_providers: providers } } })
 
 const cfg = await tempConfig(await configWith(provider('corp', 'Corp SSO', opA.issuer), provider('lab', 'Lab SSO', await dead())))
 const bin: RunningBin = await startBinOrCleanUp(cfg.file, async () => {

@@ -4,22 +4,23 @@ import { startUpstream } from '../helpers/upstream.js'
 import { Browser, authorizeAsPerson } from '../helpers/browser.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
 import { freePort } from '../helpers/http.js'
+import { basic } from '../helpers/client-auth.js'
 
 /** Tokens, secrets, passwords and cookies never reach the log, even at trace level. */
 t.test('the log of a run that used tokens, a secret and a password contains none of them', async (t) => {
   const up = await startUpstream('orders')
   const port = await freePort()
-  const yaml = (await asConfigYaml({ port, upstream: up.url })).replace('log: { level: info }', 'log: { level: trace }')
+  const yaml = await asConfigYaml({ port, upstream: up.url, override: { log: { level: 'trace' } } })
   const cfg = await tempConfig(yaml)
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
     await up.close()
     await cfg.cleanup()
   })
-  const basic = `Basic ${Buffer.from(`service:${DEMO_SECRET}`).toString('base64')}`
+  const serviceAuth = basic('service', DEMO_SECRET)
   const tokenRes = await fetch(`${bin.url}/token`, {
     method: 'POST',
-    headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { authorization: serviceAuth, 'content-type': 'application/x-www-form-urlencoded' },
     body: 'grant_type=client_credentials&scope=orders%3Aread',
   })
   t.equal(tokenRes.status, 200)
@@ -29,7 +30,7 @@ t.test('the log of a run that used tokens, a secret and a password contains none
   t.equal((await fetch(`${bin.url}/orders/1`, { headers: { authorization: `Bearer ${token}x` } })).status, 401)
   const wrong = await fetch(`${bin.url}/token`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from('service:wrong-secret-123').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { authorization: basic('service', 'wrong-secret-123'), 'content-type': 'application/x-www-form-urlencoded' },
     body: 'grant_type=client_credentials',
   })
   t.equal(wrong.status, 401)

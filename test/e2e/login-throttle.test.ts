@@ -20,16 +20,22 @@ import { ManualClock } from '../../src/clock.js'
 import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
 import { basic, openLoginForm, postLogin, send, type SentResponse } from '../helpers/attack.js'
 import { tempConfig } from '../helpers/bin.js'
+import type { ConfigTree } from '../helpers/config-tree.js'
 import { startRedis } from '../helpers/redis.js'
 import { freePort } from '../helpers/http.js'
 
 /** Start one App on `store` with the e2e config; its base URL and a way to stop it. */
-async function startApp(t: Test, clock: ManualClock, store: string): Promise<string> {
+async function startApp(t: Test, clock: ManualClock, store: string | ConfigTree): Promise<string> {
   const port = await freePort()
-  const yaml = (await asConfigYaml({ port, upstream: 'http://127.0.0.1:9', store })).replace(
-    'authorization_server:\n',
-    'gateway: { trusted_proxies: [127.0.0.1] }\nauthorization_server:\n  rate_limit: { login_max_failures: 5, login_delay_max: 1m, client_auth_max_failures: 10, window: 15m }\n',
-  )
+  const yaml = await asConfigYaml({
+    port,
+    upstream: 'http://127.0.0.1:9',
+    store,
+    override: {
+      gateway: { trusted_proxies: ['127.0.0.1'] },
+      authorization_server: { rate_limit: { login_max_failures: 5, login_delay_max: '1m', client_auth_max_failures: 10, window: '15m' } },
+    },
+  })
   const cfg = await tempConfig(yaml)
   const quiet = new Writable({ write: (_c, _e, done) => done() })
   const app = await App.start({ configPath: cfg.file, clock, watch: false, logDestination: quiet })
@@ -127,7 +133,7 @@ t.test('two instances sharing a real redis-server', async (t) => {
   const redis = await startRedis()
   t.teardown(() => redis.stop())
   const clock = new ManualClock(Date.now())
-  const store = `{ url: "${redis.url}", key_prefix: "${redis.prefix}" }`
+  const store = { url: redis.url, key_prefix: redis.prefix }
   const g1 = await startApp(t, clock, store)
   const g2 = await startApp(t, clock, store)
   await scenarios(t, clock, g1, g2)

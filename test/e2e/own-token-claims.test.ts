@@ -26,7 +26,7 @@ t.test('our own access tokens: one claim rule for the gateway, /userinfo and /in
   const keyFile = join(cfg.dir, 'signing.jwk')
   await writeFile(keyFile, JSON.stringify(jwk))
   const port = await freePort()
-  const yaml = (await asConfigYaml({ port, upstream: up.url })).replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
+  const yaml = await asConfigYaml({ port, upstream: up.url, override: { authorization_server: { keys: [{ file: keyFile }] } } })
   const file = join(cfg.dir, 'gateway.yaml')
   await writeFile(file, yaml)
   const bin: RunningBin = await startBinOrCleanUp(file, async () => {

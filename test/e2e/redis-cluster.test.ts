@@ -22,7 +22,7 @@ const cluster = await startRedisCluster({ nodeTimeoutMs: 500 })
 const prefix = cluster.prefix
 const up = await startUpstream('orders')
 const { a, b, stop } = await startStorePair({
-  store: `{ url: "${cluster.url}", cluster: [${cluster.seeds.map((s) => `"${s}"`).join(', ')}], key_prefix: "${prefix}", replica_wait: { replicas: 1, timeout: 500ms } }`,
+  store: { url: cluster.url, cluster: [...cluster.seeds], key_prefix: prefix, replica_wait: { replicas: 1, timeout: '500ms' } },
   upstream: up.url,
   cleanup: async () => {
     await up.close()

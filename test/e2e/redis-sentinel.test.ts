@@ -18,7 +18,7 @@ t.setTimeout(180_000)
 const redis = await startRedisSentinel({ downAfterMs: 1000, failoverTimeoutMs: 2000 })
 const up = await startUpstream('orders')
 const { a, b, stop } = await startStorePair({
-  store: `{ sentinels: [${redis.sentinels.map((s) => `"${s}"`).join(', ')}], name: ${MASTER_NAME}, key_prefix: "${redis.prefix}", replica_wait: { replicas: 1, timeout: 500ms } }`,
+  store: { sentinels: [...redis.sentinels], name: MASTER_NAME, key_prefix: redis.prefix, replica_wait: { replicas: 1, timeout: '500ms' } },
   upstream: up.url,
   cleanup: async () => {
     await up.close()

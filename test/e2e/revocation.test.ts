@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { Browser, authorizeAsPerson } from '../helpers/browser.js'
-import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
+import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET, oneIssuer } from '../helpers/as-config.js'
+import { mergeConfig } from '../helpers/config-tree.js'
 import { startRedis } from '../helpers/redis.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { createHash, randomBytes } from 'node:crypto'
@@ -26,19 +27,15 @@ t.test('revocation shared by every instance', async (t) => {
   const cfgDir = await tempConfig('')
   const keyFile = join(cfgDir.dir, 'signing.jwk')
   await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
-  const extraRoute = `
-  - name: orders-open
-    match: { path: /open-orders }
-    upstream: ${up.url}
-    scopes: { GET: [orders:read] }
-    store_unavailable: open
-`
-  const yaml = async (port: number): Promise<string> =>
-    (await asConfigYaml({ port, upstream: up.url, store: redis.url, extra: extraRoute }))
-      // Both instances are one issuer behind one public URL, with one key.
-      .replace(/public_url: .*/, `public_url: http://127.0.0.1:${portA}`)
-      .replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
-      .replace('log: { level: info }', 'log: { level: info }\ngateway: { revocation_resync: 1s }')
+  const openRoute = { name: 'orders-open', match: { path: '/open-orders' }, upstream: up.url, scopes: { GET: ['orders:read'] }, store_unavailable: 'open' }
+  const yaml = (port: number): Promise<string> =>
+    asConfigYaml({
+      port,
+      upstream: up.url,
+      store: redis.url,
+      routes: [openRoute],
+      override: mergeConfig(oneIssuer(portA, keyFile), { gateway: { revocation_resync: '1s' } }),
+    })
   const fileA = join(cfgDir.dir, 'a.yaml')
   const fileB = join(cfgDir.dir, 'b.yaml')
   await writeFile(fileA, await yaml(portA))

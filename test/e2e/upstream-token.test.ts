@@ -11,7 +11,7 @@ import t from 'tap'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import { createRemoteJWKSet, errors as joseErrors, exportJWK, generateKeyPair, jwtVerify, SignJWT, type JWTPayload } from 'jose'
-import { asConfigYaml } from '../helpers/as-config.js'
+import { asConfig } from '../helpers/as-config.js'
 import { runCli, startBinOrCleanUp, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { eventually, freePort } from '../helpers/http.js'
 import { serviceToken } from '../helpers/store-pair.js'
@@ -75,21 +75,32 @@ t.test('upstream tokens and assertions signed by bearward, verified by the upstr
   })
 
   const port = await freePort()
-  const routes = `    upstream_token: exchange
-  - name: short
-    match: { path: /short }
-    upstream: ${up.url}
-    scopes: { GET: [orders:read] }
-    upstream_token: exchange
-    upstream_token_lifetime: 2s
-  - name: signed
-    match: { path: /signed }
-    upstream: ${up.url}/base
-    scopes: { GET: [orders:read], POST: [orders:write] }
-    upstream_token: assertion
-    upstream_assertion: { header: X-Bearward-Assertion }
-`
-  const cfg = await tempConfig(await asConfigYaml({ port, upstream: up.url, extra: routes }))
+  const config = await asConfig({
+    port,
+    upstream: up.url,
+    routes: [
+      {
+        name: 'short',
+        match: { path: '/short' },
+        upstream: up.url,
+        scopes: { GET: ['orders:read'] },
+        upstream_token: 'exchange',
+        upstream_token_lifetime: '2s',
+      },
+      {
+        name: 'signed',
+        match: { path: '/signed' },
+        upstream: `${up.url}/base`,
+        scopes: { GET: ['orders:read'], POST: ['orders:write'] },
+        upstream_token: 'assertion',
+        upstream_assertion: { header: 'X-Bearward-Assertion' },
+      },
+    ],
+  })
+  // The demo's `orders` route passes an exchanged token upstream too.
+  const orders = config.routes[0]!
+  orders.upstream_token = 'exchange'
+  const cfg = await tempConfig(config)
   const bin: RunningBin = await startBinOrCleanUp(cfg.file, async () => {
     await up.close()
     await cfg.cleanup()

@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
-import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
+import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET, oneIssuer } from '../helpers/as-config.js'
 import { startBin, tempConfig } from '../helpers/bin.js'
 import { Browser, authorizeAsPerson, parseForms } from '../helpers/browser.js'
 import { startRedis } from '../helpers/redis.js'
@@ -27,10 +27,7 @@ t.test('withdrawing an application: its tokens are refused by every instance wit
   const dir = await tempConfig('')
   const keyFile = join(dir.dir, 'signing.jwk')
   await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
-  const yaml = async (port: number): Promise<string> =>
-    (await asConfigYaml({ port, upstream: up.url, store: redis.url }))
-      .replace(/public_url: .*/, `public_url: http://127.0.0.1:${portA}`)
-      .replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
+  const yaml = (port: number): Promise<string> => asConfigYaml({ port, upstream: up.url, store: redis.url, override: oneIssuer(portA, keyFile) })
   await writeFile(join(dir.dir, 'a.yaml'), await yaml(portA))
   await writeFile(join(dir.dir, 'b.yaml'), await yaml(portB))
   const a = await startBin(join(dir.dir, 'a.yaml'))

@@ -8,11 +8,13 @@ import t from 'tap'
 import { request } from 'node:http'
 import { rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
+import { asConfig, DEMO_SECRET } from '../helpers/as-config.js'
+import { configYaml, mergeConfig, type ConfigTree } from '../helpers/config-tree.js'
 import { runCli, startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { eventually } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { startUpstream } from '../helpers/upstream.js'
+import { basic } from '../helpers/client-auth.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 
 // Two worker processes and a primary starting on a shared 2-core machine: more than tap's default per-file timeout.
@@ -38,12 +40,12 @@ function send(url: string, options: { method?: string; headers?: Record<string, 
   })
 }
 
-const basic = `Basic ${Buffer.from(`service:${DEMO_SECRET}`).toString('base64')}`
+const serviceAuth = basic('service', DEMO_SECRET)
 
 async function serviceToken(bin: RunningBin): Promise<string> {
   const res = await send(`${bin.url}/token`, {
     method: 'POST',
-    headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { authorization: serviceAuth, 'content-type': 'application/x-www-form-urlencoded' },
     body: 'grant_type=client_credentials&scope=orders%3Aread',
   })
   if (res.status !== 200) throw new Error(`token: ${res.status} ${res.body}`)
@@ -117,20 +119,16 @@ t.test('workers: 2 on one redis-server', async (t) => {
   })
   const dir = await tempConfig('')
   const file = join(dir.dir, 'gateway.yaml')
-  const routes = (more: string): string => `
-  - name: pub
-    match: { path: /pub }
-    upstream: ${up.url}
-    public: true
-  - name: slow
-    match: { path: /slow }
-    upstream: ${up.url}
-    public: true
-${more}`
+  const publicRoute = (name: string): ConfigTree => ({ name, match: { path: `/${name}` }, upstream: up.url, public: true })
   // No signing keys: the primary hands every worker the one ephemeral key.
-  const base = (await asConfigYaml({ port: 0, upstream: up.url, store: `{ url: "${redis.url}", key_prefix: "${redis.prefix}" }`, extra: routes('') }))
-    .replace(/public_url: .*/, 'public_url: http://bearward.test')
-    .replace('log: { level: info }', 'log: { level: info }\nworkers: 2\nshutdown_timeout: 20s')
+  const config = await asConfig({
+    port: 0,
+    upstream: up.url,
+    store: { url: redis.url, key_prefix: redis.prefix },
+    routes: [publicRoute('pub'), publicRoute('slow')],
+    override: { public_url: 'http://bearward.test', workers: 2, shutdown_timeout: '20s' },
+  })
+  const base = configYaml(config)
   await writeFile(file, base)
   const bin = await startBin(file, {}, 120_000)
   let stopped = false
@@ -193,7 +191,7 @@ ${more}`
   await t.test('a changed file reaches both workers; a bad one is refused by the primary and no worker changes', async (t) => {
     const before = primaryLines('config reloaded').length
     const workersBefore = workerLines('config reloaded').length
-    await writeFile(file, base.replace(routes(''), routes(`  - name: added\n    match: { path: /added }\n    upstream: ${up.url}\n    public: true\n`)))
+    await writeFile(file, configYaml({ ...config, routes: [...config.routes, publicRoute('added')] }))
     const reloaded = await bin.waitForLog((e) => fromPrimary(e) && e.msg === 'config reloaded' && primaryLines('config reloaded').length > before, 30_000)
     t.same(
       (reloaded.workers as Array<{ worker: number; result: string }>).map((w) => [w.worker, w.result]),
@@ -210,7 +208,7 @@ ${more}`
 
     const workerRefusals = workerLines('config reload refused').length
     const workerReloads = workerLines('config reloaded').length
-    await writeFile(file, base.replace('workers: 2', 'workers: 2\nroutes_typo: 1'))
+    await writeFile(file, configYaml({ ...config, routes_typo: 1 }))
     const refused = await bin.waitForLog((e) => fromPrimary(e) && String(e.msg).startsWith('config reload refused, no worker changed'), 30_000)
     t.match(String(refused.msg), /gateway\.yaml:\d+:\d+/, 'the refusal names the position')
     const ready = await readyz(bin)
@@ -268,7 +266,7 @@ ${more}`
     // A config with a key file; the file then goes away, so a new worker cannot build its Runtime.
     const keyFile = join(dir.dir, 'signing.jwk')
     await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
-    const keyed = base.replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
+    const keyed = configYaml(mergeConfig(config, { authorization_server: { keys: [{ file: keyFile }] } }))
     const before = primaryLines('config reloaded').length
     await writeFile(file, keyed)
     t.ok(await eventually(() => primaryLines('config reloaded').length > before, 30_000, 50), 'the keyed config is in use')

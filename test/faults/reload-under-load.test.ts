@@ -1,16 +1,17 @@
 import t from 'tap'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { writeFile, rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Agent, request } from 'undici'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
+import { asConfig, DEMO_SECRET } from '../helpers/as-config.js'
+import { configYaml, mergeConfig } from '../helpers/config-tree.js'
 import { selfSignedCert } from '../helpers/tls.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
-import { eventually, freePort } from '../helpers/http.js'
+import { eventually, freePort, listen } from '../helpers/http.js'
+import { basic } from '../helpers/client-auth.js'
 
 // Real binaries under load on a 2-core machine shared with the rest of the
 // suite: more than tap's default per-file timeout. Each step has its own bound.
@@ -62,8 +63,7 @@ t.test('a reload that fails late changes nothing; a good one applies; restart-on
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end('{"keys":[]}')
   })
-  await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve))
-  const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}`
+  const { url: jwksUrl } = await listen(jwks)
   const adminPort = await freePort()
   const write = async (o: { certFile: string; corp: boolean; resync?: string; adminPort?: number }): Promise<void> => {
     const corp = o.corp
@@ -252,9 +252,8 @@ t.test('adding a signing key and reloading rotates without failing tokens signed
   const newKey = join(cfg.dir, 'new.jwk')
   await writeFile(oldKey, JSON.stringify(await generatePrivateJwk('ES256', 'old')))
   await writeFile(newKey, JSON.stringify(await generatePrivateJwk('ES256', 'new')))
-  const base = await asConfigYaml({ port, upstream: up.url })
-  const withKeys = (files: string[]): string =>
-    base.replace('authorization_server:\n', `authorization_server:\n  keys: [${files.map((f) => `{ file: ${f} }`).join(', ')}]\n`)
+  const base = await asConfig({ port, upstream: up.url })
+  const withKeys = (files: string[]): string => configYaml(mergeConfig(base, { authorization_server: { keys: files.map((file) => ({ file })) } }))
   await writeFile(cfg.file, withKeys([oldKey]))
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
@@ -265,7 +264,7 @@ t.test('adding a signing key and reloading rotates without failing tokens signed
   const issue = async (): Promise<string> => {
     const res = await fetch(`${bin.url}/token`, {
       method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from(`service:${DEMO_SECRET}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { authorization: basic('service', DEMO_SECRET), 'content-type': 'application/x-www-form-urlencoded' },
       body: 'grant_type=client_credentials&scope=orders%3Aread',
     })
     return ((await res.json()) as { access_token: string }).access_token

@@ -9,23 +9,19 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Agent, request } from 'undici'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
-import { asConfigYaml, DEMO_SECRET } from '../helpers/as-config.js'
+import { asConfigYaml, DEMO_SECRET, oneIssuer } from '../helpers/as-config.js'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startRedis, type TestRedis } from '../helpers/redis.js'
 import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js'
 import { startUpstream, type SeenRequest } from '../helpers/upstream.js'
-import { freePort } from '../helpers/http.js'
-
-const basic = (id: string, secret: string): string => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`
+import { basic } from '../helpers/client-auth.js'
+import type { ConfigTree } from '../helpers/config-tree.js'
+import { freePort, eventually } from '../helpers/http.js'
 
 /** A route beside the default `orders` (fail closed) that fails open. */
-export const OPEN_ROUTE = (upstream: string): string => `
-  - name: orders-open
-    match: { path: /open-orders }
-    upstream: ${upstream}
-    scopes: { GET: [orders:read] }
-    store_unavailable: open
-`
+export const OPEN_ROUTE = (upstream: string): ConfigTree[] => [
+  { name: 'orders-open', match: { path: '/open-orders' }, upstream, scopes: { GET: ['orders:read'] }, store_unavailable: 'open' },
+]
 
 export interface Instance {
   bin: RunningBin
@@ -53,7 +49,7 @@ export interface Rig {
  * One Redis, and one bearward per entry of `via` (`relay`: through its own
  * TCP relay; `direct`), all one issuer with one signing key, one upstream.
  */
-export async function startRig(via: Array<'relay' | 'direct'>, extraRoutes: (upstream: string) => string = () => ''): Promise<Rig> {
+export async function startRig(via: Array<'relay' | 'direct'>, extraRoutes: (upstream: string) => ConfigTree[] = () => []): Promise<Rig> {
   const redis = await startRedis({ own: true })
   const up = await startUpstream('orders')
   const cfg = await tempConfig('')
@@ -75,10 +71,13 @@ export async function startRig(via: Array<'relay' | 'direct'>, extraRoutes: (ups
     for (const [i, how] of via.entries()) {
       const relay = how === 'relay' ? await startTcpRelay(redis.port) : null
       if (relay) relays.push(relay)
-      const yaml = (await asConfigYaml({ port: ports[i]!, upstream: up.url, store: relay ? relay.url : redis.url, extra: extraRoutes(up.url) }))
-        // One issuer behind one public URL, with one key, as a deployment of several instances is.
-        .replace(/public_url: .*/, `public_url: http://127.0.0.1:${ports[0]}`)
-        .replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
+      const yaml = await asConfigYaml({
+        port: ports[i]!,
+        upstream: up.url,
+        store: relay ? relay.url : redis.url,
+        routes: extraRoutes(up.url),
+        override: oneIssuer(ports[0]!, keyFile),
+      })
       const file = join(cfg.dir, `g${i + 1}.yaml`)
       await writeFile(file, yaml)
       // A generous start bound: the fault suite runs beside everything else on a busy machine.
@@ -238,10 +237,16 @@ export function forwardedSeqs(seen: readonly SeenRequest[], prefix: string, name
 
 /** Poll `check` until it holds, at most `ms`; resolves to performance.now() when it first held, or rejects. */
 export async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<number> {
-  const deadline = performance.now() + ms
-  for (;;) {
-    if (await check()) return performance.now()
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
+  let heldAt = 0
+  const held = await eventually(
+    async () => {
+      if (!(await check())) return false
+      heldAt = performance.now()
+      return true
+    },
+    ms,
+    10,
+  )
+  if (!held) throw new Error(`${what}: not within ${ms} ms`)
+  return heldAt
 }

@@ -12,14 +12,17 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { JWK } from 'jose'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
-import { asConfigYaml, DEMO_SECRET, demoHashes } from './as-config.js'
+import { asConfig, DEMO_SECRET, demoHashes } from './as-config.js'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
 import { parseForms, type HtmlForm } from './browser.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
+import { basic } from './client-auth.js'
+import { configYaml, mergeConfig, yamlList, yamlTree, yamlValue } from './config-tree.js'
 import { eventually, freePort, postForm } from './http.js'
 
-/** Re-exported so suites that import it from here keep working; it lives in http.ts. */
+/** Re-exported so suites that import them from here keep working; they live in http.ts and client-auth.ts. */
 export { postForm } from './http.js'
+export { basic } from './client-auth.js'
 
 /** An answer read off a raw socket. `status` is 0 when nothing parseable came back. */
 export interface RawResponse {
@@ -124,16 +127,6 @@ export function send(url: string, o: { method?: string; headers?: Record<string,
   })
 }
 
-/** RFC 6749 2.3.1: id and secret are form-urlencoded, then joined by `:` and base64-encoded. */
-export function formEncode(value: string): string {
-  return encodeURIComponent(value).replace(/%20/g, '+')
-}
-
-/** `Authorization: Basic` for a client, encoded the RFC 6749 2.3.1 way. */
-export function basic(id: string, secret: string): string {
-  return `Basic ${Buffer.from(`${formEncode(id)}:${formEncode(secret)}`).toString('base64')}`
-}
-
 /** A fresh PKCE pair (RFC 7636 4.1, 4.2). */
 export function pkce(): { verifier: string; challenge: string } {
   const verifier = randomBytes(32).toString('base64url')
@@ -161,21 +154,24 @@ export function signEs256(jwk: JWK, header: Record<string, unknown>, payload: un
 /** Words that would mean an error answer leaks internals. */
 export const INTERNAL_WORDS = /jose|JWS|JWT[A-Z]|stack|at [A-Za-z.]+ \(|node_modules|ERR_[A-Z_]+|TypeError|SyntaxError|\/work\//
 
-/** Options for {@link startTarget}. */
+/**
+ * Options for {@link startTarget}: pieces of YAML as the suites write them,
+ * each read into data and placed in the config by key.
+ */
 export interface TargetOptions {
-  /** Extra YAML list items under `authorization_server.clients` (indented 4 spaces, starting with `- client_id:`). */
+  /** Extra list items for `authorization_server.clients` (`- client_id: ...`). */
   clients?: string
-  /** Extra YAML list items under `authorization_server.users`. */
+  /** Extra list items for `authorization_server.users`. */
   users?: string
-  /** Extra routes (list items under `routes`), given the upstream's URL. */
+  /** Extra routes (list items for `routes`), given the upstream's URL. */
   routes?: (upstream: string) => string
-  /** Replaces the default `rate_limit` (e.g. `{ login_max_failures: 5, client_auth_max_failures: 1000 }`). */
+  /** `authorization_server.rate_limit` as flow YAML (e.g. `{ login_max_failures: 5, client_auth_max_failures: 1000 }`). */
   rateLimit?: string
-  /** `gateway:` section body as flow YAML (e.g. `{ trusted_proxies: [127.0.0.1] }`). */
+  /** The `gateway:` section as flow YAML (e.g. `{ trusted_proxies: [127.0.0.1] }`). */
   gateway?: string
-  /** `device:` flow YAML for the authorization server. */
+  /** `authorization_server.device` as flow YAML. */
   device?: string
-  /** Extra top-level YAML (e.g. `client_timeouts: { body_idle: 300ms }`). */
+  /** Extra top-level keys (e.g. `client_timeouts: { body_idle: 300ms }`). */
   top?: string
   format?: 'jwt' | 'opaque'
 }
@@ -206,15 +202,15 @@ export async function startTarget(o: TargetOptions = {}): Promise<Target> {
   const key = await generatePrivateJwk('ES256', 'k1')
   const keyFile = join(cfg.dir, 'signing.jwk')
   await writeFile(keyFile, JSON.stringify(key))
-  const asLines = [`  keys: [{ file: ${keyFile} }]`]
-  if (o.rateLimit) asLines.push(`  rate_limit: ${o.rateLimit}`)
-  if (o.device) asLines.push(`  device: ${o.device}`)
-  let yaml = (await asConfigYaml({ port, upstream: up.url, ...(o.format ? { format: o.format } : {}), ...(o.routes ? { extra: o.routes(up.url) } : {}) }))
-    .replace('authorization_server:\n', `authorization_server:\n${asLines.join('\n')}\n`)
-    .replace('  users:\n', `${o.clients ?? ''}\n  users:\n${o.users ?? ''}\n`)
-  if (o.gateway) yaml = yaml.replace('authorization_server:\n', `gateway: ${o.gateway}\nauthorization_server:\n`)
-  if (o.top) yaml = yaml.replace('authorization_server:\n', `${o.top}\nauthorization_server:\n`)
-  await writeFile(cfg.file, yaml)
+  const config = await asConfig({ port, upstream: up.url, ...(o.format ? { format: o.format } : {}), routes: yamlList(o.routes?.(up.url) ?? '') })
+  const as = config.authorization_server
+  as.keys = [{ file: keyFile }]
+  if (o.rateLimit) as.rate_limit = yamlValue(o.rateLimit)
+  if (o.device) as.device = yamlValue(o.device)
+  as.clients.push(...yamlList(o.clients ?? ''))
+  as.users.push(...yamlList(o.users ?? ''))
+  if (o.gateway) config.gateway = yamlValue(o.gateway)
+  await writeFile(cfg.file, configYaml(o.top ? mergeConfig(config, yamlTree(o.top)) : config))
   const bin = await startBinOrCleanUp(cfg.file, async () => {
     await up.close()
     await cfg.cleanup()

@@ -3,6 +3,7 @@ import { mkdtemp, writeFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
+import { configYaml, type ConfigTree } from './config-tree.js'
 
 export const BIN = resolve('bin/bearward')
 
@@ -32,11 +33,15 @@ export interface RunningBin {
   exited: Promise<number | null>
 }
 
-/** A temporary directory holding a config file; removed by cleanup(). */
-export async function tempConfig(yaml: string, name = 'gateway.yaml'): Promise<{ dir: string; file: string; cleanup(): Promise<void> }> {
+/**
+ * A temporary directory holding a config file; removed by cleanup(). The
+ * config is YAML text, or data (as-config.ts's asConfig, changed by key)
+ * written out with the `yaml` package.
+ */
+export async function tempConfig(config: string | ConfigTree, name = 'gateway.yaml'): Promise<{ dir: string; file: string; cleanup(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'bearward-'))
   const file = join(dir, name)
-  await writeFile(file, yaml)
+  await writeFile(file, typeof config === 'string' ? config : configYaml(config))
   return { dir, file, cleanup: () => rm(dir, { recursive: true, force: true }) }
 }
 

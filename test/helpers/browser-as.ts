@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { Page } from 'playwright-core'
 import { startBin, tempConfig, type RunningBin } from './bin.js'
-import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
+import { basic } from './client-auth.js'
+import { asConfig, demoClient, demoHashes, DEMO_PASSWORD, DEMO_SECRET, type DemoConfig } from './as-config.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
 import { freePort } from './http.js'
 
@@ -34,9 +35,9 @@ const CLIENT_PAGE = '<!doctype html><html lang="en"><title>Example Web App</titl
 
 /**
  * Start the client's receiver and `bin/bearward` whose `web` client
- * redirects to it. `edit` may change the YAML (e.g. a short device ttl).
+ * redirects to it. `edit` may change the config by key (e.g. a short device ttl).
  */
-export async function startBrowserAs(edit: (yaml: string) => string = (y) => y): Promise<BrowserAs> {
+export async function startBrowserAs(edit: (config: DemoConfig) => void = () => undefined): Promise<BrowserAs> {
   const client = await startUpstream('client', (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(CLIENT_PAGE) })
     res.end(CLIENT_PAGE)
@@ -44,11 +45,11 @@ export async function startBrowserAs(edit: (yaml: string) => string = (y) => y):
   const callback = `${client.url}/callback`
   const port = await freePort()
   const { passwordHash } = await demoHashes()
-  const people = PEOPLE.map((p) => `    - username: ${p}\n      password_hash: "${passwordHash}"\n`).join('')
-  const yaml = edit(
-    (await asConfigYaml({ port, upstream: client.url })).replace('http://127.0.0.1:5555/callback', callback).replace('  users:\n', `  users:\n${people}`),
-  )
-  const cfg = await tempConfig(yaml)
+  const config = await asConfig({ port, upstream: client.url })
+  demoClient(config, 'web').redirect_uris = [callback]
+  config.authorization_server.users.unshift(...PEOPLE.map((username) => ({ username, password_hash: passwordHash })))
+  edit(config)
+  const cfg = await tempConfig(config)
   const cleanup = async (): Promise<void> => {
     await client.close()
     await cfg.cleanup()
@@ -104,7 +105,7 @@ export function exchangeCode(as: BrowserAs, code: string, verifier: string): Pro
     method: 'POST',
     headers: {
       'content-type': 'application/x-www-form-urlencoded',
-      authorization: `Basic ${Buffer.from(`web:${DEMO_SECRET}`).toString('base64')}`,
+      authorization: basic('web', DEMO_SECRET),
     },
     body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: as.callback, code_verifier: verifier }),
   })

@@ -14,9 +14,11 @@ import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
 import { Browser, authorizeAsPerson, parseForms } from './browser.js'
-import { asConfigYaml, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
+import { basic } from './client-auth.js'
+import { jsonTree } from './config-tree.js'
+import { asConfig, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startUpstream } from './upstream.js'
-import { freePort, postForm } from './http.js'
+import { freePort, postForm, listen } from './http.js'
 
 /** Re-exported so suites that import it from here keep working; it lives in http.ts. */
 export { postForm } from './http.js'
@@ -58,12 +60,6 @@ export interface ConformanceServerOptions {
   keys?: JWK[]
 }
 
-/** Replace `anchor` once, or fail: a silent no-op would run the suite against a config nobody meant. */
-function mustReplace(text: string, anchor: string, replacement: string): string {
-  if (!text.includes(anchor)) throw new Error(`as-config.ts changed: ${JSON.stringify(anchor)} not found`)
-  return text.replace(anchor, replacement)
-}
-
 export interface ConformanceServer {
   bin: RunningBin
   /** The issuer identifier exactly as configured (public_url). */
@@ -87,31 +83,32 @@ export async function startConformanceServer(o: ConformanceServerOptions = {}): 
   const issuer = origin + (o.issuerPath ?? '')
   const { secretHash } = await demoHashes()
   const keyedPublic = { ...(await exportJWK((await keyedClientKeys).publicKey)), kid: 'keyed-1', alg: 'ES256', use: 'sig' }
-  const base = await asConfigYaml({ port, upstream: upstream.url })
-  const keys = o.keys ? `  keys:\n${o.keys.map((k) => `    - jwk: ${JSON.stringify(k)}\n`).join('')}` : ''
-  let yaml = mustReplace(base, `public_url: ${origin}\n`, `public_url: ${issuer}\n`)
-  yaml = mustReplace(yaml, 'authorization_server:\n', `authorization_server:\n  device: { ttl: 2m, interval: 1s }\n${keys}`)
-  yaml = mustReplace(
-    yaml,
-    '  clients:\n',
-    `  clients:
-    - client_id: ${POST_CLIENT_ID}
-      type: confidential
-      secret_hash: "${secretHash}"
-      token_endpoint_auth_method: client_secret_post
-      grant_types: [client_credentials]
-      scopes: [orders:read]
-      introspect: true
-    - client_id: ${KEY_CLIENT_ID}
-      type: confidential
-      token_endpoint_auth_method: private_key_jwt
-      jwks: { keys: [${JSON.stringify(keyedPublic)}] }
-      grant_types: [client_credentials]
-      scopes: [orders:read]
-      introspect: true
-`,
+  const config = await asConfig({ port, upstream: upstream.url })
+  config.public_url = issuer
+  const as = config.authorization_server
+  as.device = { ttl: '2m', interval: '1s' }
+  if (o.keys) as.keys = o.keys.map((k) => ({ jwk: jsonTree(k) }))
+  as.clients.unshift(
+    {
+      client_id: POST_CLIENT_ID,
+      type: 'confidential',
+      secret_hash: secretHash,
+      token_endpoint_auth_method: 'client_secret_post',
+      grant_types: ['client_credentials'],
+      scopes: ['orders:read'],
+      introspect: true,
+    },
+    {
+      client_id: KEY_CLIENT_ID,
+      type: 'confidential',
+      token_endpoint_auth_method: 'private_key_jwt',
+      jwks: { keys: [jsonTree(keyedPublic)] },
+      grant_types: ['client_credentials'],
+      scopes: ['orders:read'],
+      introspect: true,
+    },
   )
-  const cfg = await tempConfig(yaml)
+  const cfg = await tempConfig(config)
   const bin = await startBinOrCleanUp(cfg.file, async () => {
     await upstream.close()
     await cfg.cleanup()
@@ -408,8 +405,7 @@ export async function startLoopbackReceiver(): Promise<LoopbackReceiver> {
     res.writeHead(200, { 'content-type': 'text/plain' })
     res.end('You can close this window.')
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const { port } = server.address() as AddressInfo
+  const { port } = await listen(server)
   return {
     redirectUri: `http://127.0.0.1:${port}/callback`,
     received,
@@ -454,10 +450,9 @@ export async function personDecidesDevice(verificationUriComplete: string, decis
 // ---------------------------------------------------------------------------
 // Small HTTP helpers
 
-/** `Authorization: Basic` per RFC 6749 2.3.1 (id and secret form-urlencoded first). */
+/** The `Authorization: Basic` header of client-auth.ts, as a headers object to spread. */
 export function basicAuth(clientId: string, secret: string): Record<string, string> {
-  const enc = (s: string): string => encodeURIComponent(s).replace(/%20/g, '+')
-  return { authorization: `Basic ${Buffer.from(`${enc(clientId)}:${enc(secret)}`).toString('base64')}` }
+  return { authorization: basic(clientId, secret) }
 }
 
 /**

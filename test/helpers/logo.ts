@@ -1,4 +1,5 @@
 import { crc32, deflateSync } from 'node:zlib'
+import { demoClient, type DemoConfig } from './as-config.js'
 
 /**
  * A real PNG (RGB, 8 bits) of `size`×`size` pixels: a diagonal two-colour
@@ -41,20 +42,18 @@ export function logoDataUrl(size = 48): string {
 }
 
 /**
- * Edit the YAML of `startBrowserAs` (as-config.ts): the `web` client gets an
+ * Edit the config of `startBrowserAs` (as-config.ts): the `web` client gets an
  * inline logo, privacy policy and terms links, and a post-logout redirect URI
  * (`/bye`) on the same test server as its redirect_uri.
  */
-export function brandedWebClient(yaml: string): string {
-  const client = /redirect_uris: \[(http:\/\/127\.0\.0\.1:\d+)\/callback\]/.exec(yaml)?.[1]
-  if (client === undefined) throw new Error('no web redirect URI in the config')
-  return yaml.replace(
-    '      name: Example Web App\n',
-    `      name: Example Web App
-      logo_uri: "${logoDataUrl()}"
-      policy_uri: https://app.example.com/privacy
-      tos_uri: https://app.example.com/terms
-      post_logout_redirect_uris: [${client}/bye]
-`,
-  )
+export function brandedWebClient(config: DemoConfig): void {
+  const web = demoClient(config, 'web')
+  const redirect = Array.isArray(web.redirect_uris) ? web.redirect_uris[0] : undefined
+  if (typeof redirect !== 'string') throw new Error('no web redirect URI in the config')
+  Object.assign(web, {
+    logo_uri: logoDataUrl(),
+    policy_uri: 'https://app.example.com/privacy',
+    tos_uri: 'https://app.example.com/terms',
+    post_logout_redirect_uris: [new URL('/bye', redirect).href],
+  })
 }

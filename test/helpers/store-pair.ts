@@ -9,9 +9,11 @@ import { createHash, randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
-import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
+import { asConfigYaml, DEMO_PASSWORD, DEMO_SECRET, oneIssuer } from './as-config.js'
 import { startBinOrCleanUp, tempConfig, type RunningBin } from './bin.js'
 import { Browser, authorizeAsPerson } from './browser.js'
+import { basic } from './client-auth.js'
+import type { ConfigTree } from './config-tree.js'
 import { freePort } from './http.js'
 
 export interface StorePair {
@@ -22,8 +24,8 @@ export interface StorePair {
 }
 
 export interface StorePairOptions {
-  /** The `store:` value, in YAML flow form (e.g. `{ cluster: [...], replica_wait: {...} }`). */
-  store: string
+  /** The `store:` value: a Redis URL, or the map form (e.g. `{ cluster: [...], replica_wait: {...} }`). */
+  store: string | ConfigTree
   /** The upstream's base URL (the route `/orders` goes there). */
   upstream: string
   /** The caller's own cleanup (its upstream, its Redis), run after the instances stop, on failure too. */
@@ -40,10 +42,7 @@ export async function startStorePair(o: StorePairOptions): Promise<StorePair> {
   const keyFile = join(cfg.dir, 'signing.jwk')
   await writeFile(keyFile, JSON.stringify(await generatePrivateJwk('ES256', 'k1')))
   const portA = await freePort()
-  const yaml = async (port: number): Promise<string> =>
-    (await asConfigYaml({ port, upstream: o.upstream, store: o.store }))
-      .replace(/public_url: .*/, `public_url: http://127.0.0.1:${portA}`)
-      .replace('authorization_server:\n', `authorization_server:\n  keys: [{ file: ${keyFile} }]\n`)
+  const yaml = (port: number): Promise<string> => asConfigYaml({ port, upstream: o.upstream, store: o.store, override: oneIssuer(portA, keyFile) })
   const fileA = join(cfg.dir, 'a.yaml')
   const fileB = join(cfg.dir, 'b.yaml')
   await writeFile(fileA, await yaml(portA))
@@ -63,9 +62,8 @@ export async function startStorePair(o: StorePairOptions): Promise<StorePair> {
   }
 }
 
-/** RFC 6749 2.3.1: client id and secret form-urlencoded, then Basic. */
-export const basic = (id: string, secret: string): string =>
-  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`
+/** Re-exported so the files that import it from here keep working; it lives in client-auth.ts. */
+export { basic } from './client-auth.js'
 
 /** POST a form with an optional Authorization header, bounded at 10 s (a stuck instance fails the test, not the run). */
 export function form(url: string, body: Record<string, string>, auth?: string): Promise<Response> {

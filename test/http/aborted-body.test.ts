@@ -10,7 +10,7 @@ import { connect } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { asConfigYaml } from '../helpers/as-config.js'
-import { eventually } from '../helpers/http.js'
+import { eventually, listen } from '../helpers/http.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 
 /** An upstream that records each request as it arrives (before its body ends). */
@@ -22,9 +22,9 @@ async function startRecordingUpstream(): Promise<{ url: string; arrived: Incomin
     req.on('end', () => res.end('ok'))
     req.on('error', () => undefined)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { url } = await listen(server)
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     arrived,
     close: () =>
       new Promise<void>((resolve) => {
@@ -71,9 +71,12 @@ const sample = (served: ServedRuntime, series: string): number | undefined => {
 
 t.test('a request body the client abandons: no level-50 line, a quiet one, counted per face', async (t) => {
   const up = await startRecordingUpstream()
-  const yaml = (
-    await asConfigYaml({ port: 0, upstream: up.url, extra: `  - name: upload\n    match: { path: /upload }\n    upstream: ${up.url}\n    public: true\n` })
-  ).replace(/public_url: .*/, 'public_url: ${PUBLIC_URL}')
+  const yaml = await asConfigYaml({
+    port: 0,
+    upstream: up.url,
+    routes: [{ name: 'upload', match: { path: '/upload' }, upstream: up.url, public: true }],
+    override: { public_url: '${PUBLIC_URL}' },
+  })
   // At debug: the gateway logs its line there (its volume can be a client's line rate).
   const served = await serveRuntime(yaml, { logLevel: 'debug' })
   t.teardown(async () => {
