@@ -89,7 +89,7 @@ t.test('each endpoint sets its route label', async (t) => {
       if (!handled) res.end()
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const serverAt = await listen(server)
   t.teardown(
     () =>
       new Promise<void>((resolve) => {

@@ -493,7 +493,7 @@ t.test('WebSocket upgrades get the same checks', async (t) => {
       .digest('base64')
     socket.end(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`)
   })
-  await new Promise<void>((resolve) => wsUpstream.listen(0, '127.0.0.1', resolve))
+  const wsUpstreamAt = await listen(wsUpstream)
   t.teardown(() => new Promise<void>((resolve) => wsUpstream.close(() => resolve())))
   const wsUrl = wsUpstreamAt.url
   const gw = await startGateway({

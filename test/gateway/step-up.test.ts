@@ -320,7 +320,7 @@ t.test('opaque tokens of a remote issuer: acr and auth_time from the introspecti
       res.end(JSON.stringify(answers.get(token) ?? { active: false }))
     })
   })
-  await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve))
+  const idpAt = await listen(idp)
   t.teardown(
     () =>
       new Promise<void>((resolve) => {

@@ -13,6 +13,7 @@ import { hashSecret } from '../../src/crypto/secret.js'
 import { generatePrivateJwk, type SigningAlg } from '../../src/keys/keyset.js'
 import { hashToken } from '../../src/store/hash.js'
 import type { CodeRecord, Store } from '../../src/store/types.js'
+import { basic as basicAuth } from './client-auth.js'
 import { postForm, reply, type Reply } from './http.js'
 import { serveRuntime, type ServedRuntime } from './serve-runtime.js'
 
