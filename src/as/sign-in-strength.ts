@@ -25,12 +25,26 @@ export function passwordSignIn(): SignInStrength {
 }
 
 /**
- * A passkey alone, with user verification (always required here). A synced
- * passkey (WebAuthn "multi-device", its private key in a password manager's
+ * The RFC 8176 method of a passkey: a synced passkey (WebAuthn
+ * "multi-device", backup eligible: its private key in a password manager's
  * cloud) is a software-secured key, `swk`; a device-bound one, `hwk`.
  */
+function passkeyMethod(deviceType: 'singleDevice' | 'multiDevice'): 'swk' | 'hwk' {
+  return deviceType === 'multiDevice' ? 'swk' : 'hwk'
+}
+
+/** A passkey alone, with user verification (always required here): the device's PIN or biometric is the second factor. */
 export function passkeySignIn(deviceType: 'singleDevice' | 'multiDevice'): SignInStrength {
-  return { amr: [deviceType === 'multiDevice' ? 'swk' : 'hwk', 'user', 'mfa'], acr: 'phr' }
+  return { amr: [passkeyMethod(deviceType), 'user', 'mfa'], acr: 'phr' }
+}
+
+/**
+ * A password, then a passkey as the second factor (user verification
+ * preferred, not required: the password is the other factor). A passkey took
+ * part, so it is phishing-resistant: `phr`.
+ */
+export function passwordAndPasskey(deviceType: 'singleDevice' | 'multiDevice'): SignInStrength {
+  return { amr: ['pwd', passkeyMethod(deviceType), 'mfa'], acr: 'phr' }
 }
 
 /** Longest amr list, and longest method name or acr, taken from an upstream id_token. */

@@ -237,3 +237,18 @@ export function clientAuthLimit(as: AsContext, address: string, clientId: string
     { key: `client-auth:ip:${bucket}`, max: clientAuthAddressMaxFailures },
   ])
 }
+
+/**
+ * Requests to /passkey-options, counted per address whatever comes of them
+ * (`passkey_options_per_address` per window): each challenge handed out is
+ * kept in the store for minutes, so without a bound a stranger could grow
+ * the store at will. The count is one atomic hit, so a burst of parallel
+ * requests cannot overshoot it. 0 when this request may go on, else the
+ * seconds until the window ends (the Retry-After).
+ */
+export async function passkeyOptionsWait(as: AsContext, address: string): Promise<number> {
+  const key = `passkey-options:ip:${bucketOf(as, address)}`
+  const { windowSec, passkeyOptionsPerAddress } = as.as.rateLimit
+  if ((await as.store.rateLimits.hit(key, windowSec)) <= passkeyOptionsPerAddress) return 0
+  return secondsUntil(as, (await as.store.rateLimits.window(key)).resetMs)
+}

@@ -259,6 +259,8 @@ export interface AuthorizationServerConfig {
     /** Per address, whatever the client ids (`client_auth_address_max_failures`). */
     clientAuthAddressMaxFailures: number
     windowSec: number
+    /** Challenges `/passkey-options` hands out per address per window (`passkey_options_per_address`): each is kept in the store. */
+    passkeyOptionsPerAddress: number
     /** IPv6 addresses are counted by their network of this many bits (`ipv6_prefix`, default 64), registration included. */
     ipv6Prefix: number
   }

@@ -14,6 +14,7 @@ import { redirect, showError, showForbidden } from './respond.js'
 import { passwordSignIn } from '../sign-in-strength.js'
 import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
 import { sessionIdOf, startPendingSession, startSession } from './session.js'
+import { passkeySecondFactorDue } from './passkey-second-factor.js'
 
 /** The same text whether the username or the password was wrong (no account enumeration). */
 export const LOGIN_FAILED = 'The username or password is incorrect.'
@@ -102,8 +103,9 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
   const rememberCookie = await rememberBrowser(req, as, user, known)
 
   // A person with an authenticator app gives a code next (second-factor.ts); the password alone signs them in nowhere.
+  // A person with a passkey gives it next when the authorization needs more than a password (passkey-second-factor.ts).
   const totp = await as.store.totp.get(user.sub)
-  if (totp !== null && totp.confirmedAt !== null) {
+  if ((totp !== null && totp.confirmedAt !== null) || (await passkeySecondFactorDue(as, user.sub, next))) {
     const { setCookie } = await startPendingSession(as, user, sessionIdOf(req, as), storedContinuation(next))
     return redirect(res, 'second-factor', 303, [setCookie, rememberCookie])
   }

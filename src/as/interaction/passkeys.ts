@@ -1,26 +1,32 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Forbidden, InvalidRequest, MethodNotAllowed, NotFound, OAuthError } from '../../errors.js'
+import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server'
+import { Forbidden, InvalidRequest, MethodNotAllowed, NotFound, OAuthError, TooManyRequests } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
 import { answerFailure } from '../../http/failure.js'
 import { NO_STORE, sendError, sendJson } from '../../http/reply.js'
 import type { AsHandler } from '../context.js'
-import { addPasskey, passkeyName, registrationOptions, signInOptions, signInWithPasskey } from '../passkeys/ceremony.js'
+import { addPasskey, authenticationOptions, passkeyName, registrationOptions, verifyAssertion } from '../passkeys/ceremony.js'
 import { passkeySignInOffered } from '../passkeys/page-headers.js'
 import { passkeySignIn } from '../sign-in-strength.js'
+import { passkeyOptionsWait } from '../throttle.js'
 import { continuationFields, readContinuation } from './continuation.js'
 import { checkPreSessionCsrf, isSameOrigin, tokensMatch } from './csrf.js'
 import { guardPage, guardRedirect } from './failures.js'
 import { readFormParams } from './form.js'
 import { knownBrowserFor, rememberBrowser } from './known-browser.js'
 import { redirect, showError, showForbidden } from './respond.js'
-import { currentSession, sessionIdOf, startSession, type ActiveSession } from './session.js'
+import { passkeySecondFactorOffered } from './passkey-second-factor.js'
+import { currentSession, pendingSession, sessionIdOf, startSession, type ActiveSession } from './session.js'
 import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
 
 /**
  * The passkey endpoints (docs/people.md):
  * - POST /passkey-options: the options (and a fresh challenge) for the
  *   passkey script, as JSON; `purpose=register` needs the session and its
- *   CSRF token, `purpose=sign-in` the login form's pre-session token.
+ *   CSRF token, `purpose=sign-in` the login form's pre-session token,
+ *   `purpose=second-factor` the pending sign-in and its token. Each address
+ *   gets `rate_limit.passkey_options_per_address` answers per window (429
+ *   with Retry-After past it): every challenge is kept in the store.
  * - POST /passkeys: the account page adds (`action=add`, the credential the
  *   script created), renames (`action=rename`) or removes (`action=remove`)
  *   one of the person's passkeys.
@@ -58,18 +64,33 @@ export const passkeyOptions: AsHandler = async (req, res, ctx, as) => {
   if (form === null) return
   const purpose = form.get('purpose')
   const csrf = form.get('csrf')
+  // Only a request that would get a challenge is counted: a refused one stores nothing.
+  const answer = async (options: () => Promise<PublicKeyCredentialCreationOptionsJSON | PublicKeyCredentialRequestOptionsJSON>): Promise<void> => {
+    const wait = await passkeyOptionsWait(as, as.clientAddress.of(req))
+    if (wait > 0) {
+      ctx.log.warn({ event: 'passkey_options_rate_limited', retryAfterSec: wait }, 'passkey options refused: too many from this address')
+      return sendError(res, new TooManyRequests(wait, 'Too many passkey requests from this address; try again later'))
+    }
+    sendJson(res, 200, await options(), NO_STORE)
+  }
   try {
     if (purpose === 'sign-in') {
       if (!passkeySignInOffered(as)) return sendError(res, new NotFound())
       if (!checkPreSessionCsrf(req, as, csrf)) return sendError(res, new Forbidden())
-      return sendJson(res, 200, await signInOptions(as), NO_STORE)
+      return await answer(() => authenticationOptions(as, { purpose: 'sign-in' }))
+    }
+    if (purpose === 'second-factor') {
+      const pending = await pendingSession(req, as)
+      if (pending === null || !tokensMatch(pending.record.csrf, csrf)) return sendError(res, new Forbidden())
+      if (!(await passkeySecondFactorOffered(as, pending.user.sub))) return sendError(res, new NotFound())
+      return await answer(() => authenticationOptions(as, { purpose: 'second-factor', person: pending.user }))
     }
     if (purpose === 'register') {
       const session = localPerson(await currentSession(req, as))
       if (session === null || !tokensMatch(session.record.csrf, csrf)) return sendError(res, new Forbidden())
-      return sendJson(res, 200, await registrationOptions(as, session.user), NO_STORE)
+      return await answer(() => registrationOptions(as, session.user))
     }
-    sendError(res, new InvalidRequest('purpose must be register or sign-in'))
+    sendError(res, new InvalidRequest('purpose must be register, sign-in or second-factor'))
   } catch (err) {
     // A store outage is 503, a bug 500: logged and counted like every failure.
     sendError(res, answerFailure(err, ctx.log, as.failures).answer)
@@ -126,7 +147,7 @@ export const passkeyLogin: AsHandler = async (req, res, ctx, as) => {
   const next = await readContinuation(res, as, continuationFields(form))
   if (next === null) return
   const attempt = async (): Promise<void> => {
-    const result = await signInWithPasskey(as, ctx, form.get('credential'))
+    const result = await verifyAssertion(as, ctx, form.get('credential'), { purpose: 'sign-in' })
     if (!result.ok) {
       ctx.log.info({ event: 'passkey_login_failed', reason: result.reason }, 'passkey sign-in refused')
       return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })

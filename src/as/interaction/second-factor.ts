@@ -8,7 +8,6 @@ import type { AsContext, AsHandler } from '../context.js'
 import type { SignInStrength } from '../sign-in-strength.js'
 import { readRecoveryCode, readTotpCode, TOTP_PERIOD_SEC, totpStep } from '../totp/codes.js'
 import { messagePage } from '../views/message.js'
-import { secondFactorPage } from '../views/totp.js'
 import { readContinuation } from './continuation.js'
 import { isSameOrigin, tokensMatch } from './csrf.js'
 import { guardPage } from './failures.js'
@@ -19,10 +18,18 @@ import { LoginThrottle } from '../throttle.js'
 import { showError, showForbidden, showPage } from './respond.js'
 import { continueAfterSignIn } from './signed-in.js'
 import { pendingSession, startSession, type PendingSession } from './session.js'
+import {
+  passkeyAfterPassword,
+  PASSKEY_SECOND_FACTOR_FAILED,
+  passkeySecondFactorOffered,
+  showSecondFactorPage,
+  type SecondFactorOffer,
+} from './passkey-second-factor.js'
 
 /**
  * /second-factor: after the password, a person with an authenticator app
- * gives a code from it (RFC 6238), or one of their recovery codes. The
+ * gives a code from it (RFC 6238), or one of their recovery codes; a person
+ * with a passkey may give that instead (passkey-second-factor.ts). The
  * browser holds a pending session (session.ts) that signs nobody in until
  * then. Guesses are throttled like passwords (as/throttle.ts LoginThrottle,
  * under the name `otp:<username>`: never a lockout of the person, a doubling
@@ -102,10 +109,15 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
     const pending = await pendingSession(req, as)
     if (pending === null) return expired(res)
     if (!tokensMatch(pending.record.csrf, form.get('csrf'))) return showForbidden(res)
-    const again = (status: number, error: string, headers?: Record<string, string>): void =>
-      showPage(res, status, secondFactorPage({ csrf: pending.record.csrf, error }), headers ? { headers } : {})
     const totp = await as.store.totp.get(pending.user.sub)
-    if (totp === null || totp.confirmedAt === null) return expired(res)
+    const offer = await offerOf(as, pending, totp)
+    const again = (status: number, error: string, headers?: Record<string, string>): void =>
+      showSecondFactorPage(res, as, offer, pending.record.csrf, { status, error, ...(headers ? { headers } : {}) })
+    if (form.get('credential') !== undefined && offer.passkey) {
+      const strength = await passkeyAfterPassword(as, ctx, pending, form.get('credential'))
+      return strength === null ? again(400, PASSKEY_SECOND_FACTOR_FAILED) : finish(req, res, as, pending, strength)
+    }
+    if (totp === null || totp.confirmedAt === null) return offer.passkey ? again(400, PASSKEY_SECOND_FACTOR_FAILED) : expired(res)
 
     const known = await knownBrowserFor(req, as, pending.user)
     const throttle = new LoginThrottle(as, as.clientAddress.of(req), `otp:${pending.user.username}`, known?.hash ?? null)
@@ -139,11 +151,22 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
   })
 }
 
+/** The second factors the person has here: an authenticator app that is on, a passkey (when they count). */
+async function offerOf(as: AsContext, pending: PendingSession, totp: TotpRecord | null): Promise<SecondFactorOffer> {
+  return { totp: totp !== null && totp.confirmedAt !== null, passkey: await passkeySecondFactorOffered(as, pending.user.sub) }
+}
+
 /** The second factor is given: the real session (new id, the pending one gone), then what the sign-in continues. */
-async function finish(req: IncomingMessage, res: ServerResponse, as: AsContext, pending: PendingSession): Promise<void> {
+async function finish(
+  req: IncomingMessage,
+  res: ServerResponse,
+  as: AsContext,
+  pending: PendingSession,
+  strength: SignInStrength = PASSWORD_AND_CODE,
+): Promise<void> {
   const next = await readContinuation(res, as, fieldsOf(pending.next))
   if (next === null) return
-  const { session, setCookie } = await startSession(as, pending.user, pending.id, PASSWORD_AND_CODE)
+  const { session, setCookie } = await startSession(as, pending.user, pending.id, strength)
   await continueAfterSignIn(req, res, as, next, session, [setCookie])
 }
 
@@ -154,6 +177,8 @@ export const secondFactor: AsHandler = async (req, res, ctx, as) => {
   await guardPage(as, ctx, res, async () => {
     const pending = await pendingSession(req, as)
     if (pending === null) return expired(res)
-    showPage(res, 200, secondFactorPage({ csrf: pending.record.csrf }))
+    const offer = await offerOf(as, pending, await as.store.totp.get(pending.user.sub))
+    if (!offer.totp && !offer.passkey) return expired(res)
+    showSecondFactorPage(res, as, offer, pending.record.csrf, { status: 200 })
   })
 }

@@ -1,13 +1,16 @@
 /**
  * The two WebAuthn ceremonies, with @simplewebauthn/server doing the
  * cryptography: adding a passkey (registration) for a signed-in person, and
- * signing in with one alone (authentication with a discoverable credential,
- * user verification required, so the passkey is both factors).
+ * authentication, for one of two uses: signing in with a passkey alone (a
+ * discoverable credential, user verification required, so the passkey is
+ * both factors) or as the second factor after a password (the person's own
+ * credentials allowed, user verification preferred).
  *
  * Challenges: random, handed out by `passkey-options`, kept in the store
  * under their hash for CHALLENGE_TTL_SEC and taken (deleted) by the first
  * response that names them, valid or not: a challenge is answered once.
- * Registration challenges are bound to the person they were issued to.
+ * Registration and second-factor challenges are bound to the person they
+ * were issued to.
  * @see https://www.w3.org/TR/webauthn-3/#sctn-cryptographic-challenges
  */
 import { createHash } from 'node:crypto'
@@ -57,6 +60,11 @@ async function keepChallenge(as: AsContext, challenge: string, purpose: PasskeyC
   await as.store.passkeys.putChallenge(hashToken(challenge), { purpose, sub, expiresAt: epochSeconds(as.clock) + CHALLENGE_TTL_SEC }, CHALLENGE_TTL_SEC)
 }
 
+/** The person's passkeys as credential descriptors: ids, with the transports their browser reported as hints. */
+function descriptorsOf(passkeys: readonly PasskeyRecord[]): Array<{ id: string; transports: PasskeyRecord['transports'] }> {
+  return passkeys.map((p) => ({ id: p.credentialId, transports: p.transports }))
+}
+
 /** Options for navigator.credentials.create: a discoverable credential with user verification; the person's passkeys excluded. */
 export async function registrationOptions(as: AsContext, person: Person): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const existing = await as.store.passkeys.list(person.sub)
@@ -68,17 +76,38 @@ export async function registrationOptions(as: AsContext, person: Person): Promis
     userDisplayName: typeof person.claims.name === 'string' ? person.claims.name : person.username,
     timeout: TIMEOUT_MS,
     attestationType: 'none',
-    excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: p.transports })),
+    excludeCredentials: descriptorsOf(existing),
     authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
   })
   await keepChallenge(as, options.challenge, 'register', person.sub)
   return options
 }
 
-/** Options for navigator.credentials.get: any discoverable credential of this RP, user verification required. */
-export async function signInOptions(as: AsContext): Promise<PublicKeyCredentialRequestOptionsJSON> {
-  const options = await generateAuthenticationOptions({ rpID: as.as.webauthn.rpId, timeout: TIMEOUT_MS, userVerification: 'required' })
-  await keepChallenge(as, options.challenge, 'sign-in', null)
+/**
+ * What an authentication is for: a passkey alone (`sign-in`), or a passkey
+ * of `person` after their password (`second-factor`).
+ */
+export type AssertionUse = { purpose: 'sign-in' } | { purpose: 'second-factor'; person: Person }
+
+function subOf(use: AssertionUse): string | null {
+  return use.purpose === 'second-factor' ? use.person.sub : null
+}
+
+/**
+ * Options for navigator.credentials.get. Alone: any discoverable credential
+ * of this RP (no ids given away), user verification required. As a second
+ * factor: the person's own credentials, user verification preferred.
+ * @see https://www.w3.org/TR/webauthn-3/#dictdef-publickeycredentialrequestoptions
+ */
+export async function authenticationOptions(as: AsContext, use: AssertionUse): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  const own = use.purpose === 'second-factor' ? await as.store.passkeys.list(use.person.sub) : null
+  const options = await generateAuthenticationOptions({
+    rpID: as.as.webauthn.rpId,
+    timeout: TIMEOUT_MS,
+    userVerification: own === null ? 'required' : 'preferred',
+    ...(own === null ? {} : { allowCredentials: descriptorsOf(own) }),
+  })
+  await keepChallenge(as, options.challenge, use.purpose, subOf(use))
   return options
 }
 
@@ -139,23 +168,28 @@ export async function addPasskey(
 }
 
 /**
- * Verify a sign-in with a passkey alone: the challenge (taken once), the
- * credential (known, of a local user still configured with the same sub, the
- * user handle that person's), the signature with user verification, then the
- * signature counter moved forward atomically. A counter that did not move
- * (a cloned authenticator, or a replay) is logged as a warning and refused.
+ * Verify an authentication: the challenge (taken once, issued for this use
+ * and person), the credential (known, the person's own when it is a second
+ * factor, of a local user still configured with the same sub, the user
+ * handle that person's), the signature (with user verification when the
+ * passkey is alone), then the signature counter moved forward atomically. A
+ * counter that did not move (a cloned authenticator, or a replay) is logged
+ * as a warning and refused.
+ * @see https://www.w3.org/TR/webauthn-3/#sctn-verifying-assertion
  */
-export async function signInWithPasskey(
+export async function verifyAssertion(
   as: AsContext,
   ctx: RequestContext,
   posted: string | undefined,
+  use: AssertionUse,
 ): Promise<{ ok: true; person: Person; passkey: PasskeyRecord } | Refusal> {
   const response = readAssertion(posted)
   if (response === null) return { ok: false, reason: 'not an authentication response' }
-  const challenge = await takeChallenge(as, response.response.clientDataJSON, 'sign-in', null)
+  const challenge = await takeChallenge(as, response.response.clientDataJSON, use.purpose, subOf(use))
   if (typeof challenge !== 'string') return challenge
   const passkey = await as.store.passkeys.get(response.id)
   if (passkey === null) return { ok: false, reason: 'unknown passkey' }
+  if (use.purpose === 'second-factor' && passkey.sub !== use.person.sub) return { ok: false, reason: "another person's passkey" }
   const user = as.users.get(passkey.username)
   if (user === undefined || user.sub !== passkey.sub) return { ok: false, reason: 'the passkey belongs to no configured user' }
   const handle = response.response.userHandle
@@ -173,7 +207,7 @@ export async function signInWithPasskey(
         counter: passkey.counter,
         transports: passkey.transports,
       },
-      requireUserVerification: true,
+      requireUserVerification: use.purpose === 'sign-in',
     })
   } catch (err) {
     const message = (err as Error).message

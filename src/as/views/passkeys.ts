@@ -1,5 +1,5 @@
 import { html, type SafeHtml } from './html.js'
-import { hiddenFields } from './layout.js'
+import { hiddenFields, renderPage } from './layout.js'
 
 /**
  * The passkey parts of the pages. Each is a plain form that the passkey
@@ -75,13 +75,61 @@ ${hiddenFields({ csrf, action: 'add', credential: '' })}<div class="field">
 `
 }
 
-/** The login page's passkey sign-in: a button, and the browser's autofill where it offers passkeys there. */
-export function passkeySignIn(csrf: string, continuation: Readonly<Record<string, string>>): SafeHtml {
-  return html`<form class="passkey" method="post" action="passkey-login" data-passkey="sign-in" hidden>
-${hiddenFields({ csrf, ...continuation, credential: '' })}<p class="alert" role="alert" data-passkey-error hidden></p>
+/**
+ * A form the passkey script completes with an authentication (`purpose`,
+ * the data-passkey the script reads); `heading` goes inside the form, hidden
+ * with it where the script cannot run.
+ */
+function authenticationForm(o: {
+  action: string
+  purpose: 'sign-in' | 'second-factor'
+  fields: Readonly<Record<string, string>>
+  label: string
+  button: 'primary' | 'secondary'
+  heading?: string
+}): SafeHtml {
+  return html`<form class="passkey" method="post" action="${o.action}" data-passkey="${o.purpose}" hidden>
+${o.heading === undefined ? '' : html`<h2>${o.heading}</h2>\n`}${hiddenFields({ ...o.fields, credential: '' })}<p class="alert" role="alert" data-passkey-error hidden></p>
 <div class="actions">
-<button class="secondary" type="submit">Sign in with a passkey</button>
+<button class="${o.button}" type="submit">${o.label}</button>
 </div>
 </form>
 `
+}
+
+/** The login page's passkey sign-in: a button, and the browser's autofill where it offers passkeys there. */
+export function passkeySignIn(csrf: string, continuation: Readonly<Record<string, string>>): SafeHtml {
+  return authenticationForm({
+    action: 'passkey-login',
+    purpose: 'sign-in',
+    fields: { csrf, ...continuation },
+    label: 'Sign in with a passkey',
+    button: 'secondary',
+  })
+}
+
+/**
+ * After the password, the passkey as the second factor: a button whose
+ * ceremony asks the browser for one of the person's own passkeys (the
+ * options name them), posted to `second-factor`, and the script.
+ */
+export function passkeySecondFactor(csrf: string, button: 'primary' | 'secondary', heading?: string): SafeHtml {
+  const form = authenticationForm({
+    action: 'second-factor',
+    purpose: 'second-factor',
+    fields: { csrf },
+    label: 'Use your passkey',
+    button,
+    ...(heading === undefined ? {} : { heading }),
+  })
+  return html`${form}${passkeyScript()}`
+}
+
+/** The second-factor page of a person whose only second factor is a passkey. */
+export function passkeySecondFactorPage(o: { csrf: string; error?: string }): string {
+  const body = html`<h1>Use your passkey</h1>
+<p class="lead">Your password was right. This application also asks for your passkey: your device will ask for its screen lock, or for your security key.</p>
+${o.error ? html`<p class="alert" role="alert" id="form-error">${o.error}</p>` : ''}
+${passkeySecondFactor(o.csrf, 'primary')}<p class="fine section-note">If this browser cannot use your passkey, sign in on a device that can.</p>`
+  return renderPage('Use your passkey', body)
 }

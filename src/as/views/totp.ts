@@ -25,6 +25,8 @@ function svgMarkup(svg: string): SafeHtml {
 export interface SecondFactorPageOptions {
   csrf: string
   error?: string
+  /** The person's passkey offered too (views/passkeys.ts passkeySecondFactor), between the code and the recovery code. */
+  passkey?: SafeHtml
 }
 
 /** After the password: a code from the authenticator app, or one of the recovery codes. */
@@ -42,7 +44,7 @@ ${hiddenFields({ csrf: o.csrf })}<div class="field">
 <button class="primary" type="submit">Continue</button>
 </div>
 </form>
-<h2>Lost your phone?</h2>
+${o.passkey ?? ''}<h2>Lost your phone?</h2>
 <form method="post" action="second-factor">
 ${hiddenFields({ csrf: o.csrf })}<div class="field">
 <label for="recovery-code">Recovery code</label>

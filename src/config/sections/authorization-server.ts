@@ -211,6 +211,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
       clientAuthMaxFailures: rate?.opt('client_auth_max_failures', r.int({ min: 1 }), 10) ?? 10,
       clientAuthAddressMaxFailures: rate?.opt('client_auth_address_max_failures', r.int({ min: 1 }), 50) ?? 50,
       windowSec: rate?.opt('window', r.seconds({ min: 1 }), 900) ?? 900,
+      passkeyOptionsPerAddress: rate?.opt('passkey_options_per_address', r.int({ min: 1 }), 100) ?? 100,
       ipv6Prefix: rate?.opt('ipv6_prefix', r.int({ min: 32, max: 128 }), 64) ?? 64,
     },
     device: { ttlSec: deviceTtlSec, intervalSec },
