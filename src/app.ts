@@ -16,7 +16,7 @@ import { ProcessState, Runtime } from './runtime.js'
 import { createAdminServer, processReadiness, type Readiness } from './server/admin.js'
 import { answerClientError } from './server/connection.js'
 import { RequestDispatcher } from './server/dispatch.js'
-import { applyServerTimeouts, createListenServer, listenOn, secureContextOptions, urlOf } from './server/listen.js'
+import { applyServerTimeouts, createListenServer, destroyOpenSockets, listenOn, secureContextOptions, urlOf } from './server/listen.js'
 import { Http2Front, routeConnections } from './server/http2.js'
 import { adaptHttp2Request } from './http/http2-request.js'
 import { keysNeedingRestart, revocationGraceSec } from './server/reload-rules.js'
@@ -277,6 +277,7 @@ export class App {
     this.#h2?.closeIdle()
     await runtime.drain(timeout)
     server?.closeAllConnections()
+    if (server !== null) destroyOpenSockets(server)
     this.#h2?.destroyAll()
     await closed
     await new Promise<void>((resolve) => (this.#admin ? this.#admin.close(() => resolve()) : resolve()))

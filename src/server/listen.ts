@@ -1,6 +1,6 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { readFile } from 'node:fs/promises'
 import { createSecureContext } from 'node:tls'
 import type { Config, ListenAddress } from '../config/validated-config.js'
@@ -76,11 +76,15 @@ export async function createListenServer(config: Config, handler: (req: Incoming
     // allowHalfOpen: the TLS socket outlives the client's FIN (see httpAllowHalfOpen below).
     // With `http2.tls`, ALPN offers h2 first; server/http2.ts takes those connections.
     const alpn = config.http2.tls ? { ALPNProtocols: ['h2', 'http/1.1'] } : {}
-    server = createHttpsServer({ cert, key, allowHalfOpen: true, ...alpn, ...options }, handler)
+    // A handshake gets the time a request head gets: Node's default (120 s) would let a
+    // client that stops mid-handshake hold a socket that long.
+    const handshakeTimeout = config.clientTimeouts.headersMs
+    server = createHttpsServer({ cert, key, allowHalfOpen: true, handshakeTimeout, ...alpn, ...options }, handler)
   } else {
     server = createHttpServer(options, handler)
   }
   applyServerTimeouts(server, config)
+  trackSockets(server)
   // A client that half-closes after its request (shuts its write side, as
   // some clients and load balancers do) still reads: without this Node
   // ends the socket at the client's FIN, and the answer, and possibly a
@@ -88,4 +92,28 @@ export async function createListenServer(config: Config, handler: (req: Incoming
   // answer instead.
   ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
   return server
+}
+
+/** Every raw connection of a `listen` server, from accept to close. */
+const OPEN_SOCKETS = Symbol('bearward.openSockets')
+type TrackingServer = Server & { [OPEN_SOCKETS]?: Set<Socket> }
+
+/**
+ * Keep the server's raw sockets: Node's closeAllConnections() reaches only
+ * connections its HTTP parser has seen, so a TLS client that stopped
+ * mid-handshake (half-open, as `allowHalfOpen` keeps it) would hold
+ * server.close(), and so shutdown, until the backstop.
+ */
+function trackSockets(server: Server): void {
+  const open = new Set<Socket>()
+  ;(server as TrackingServer)[OPEN_SOCKETS] = open
+  server.on('connection', (socket: Socket) => {
+    open.add(socket)
+    socket.once('close', () => open.delete(socket))
+  })
+}
+
+/** Destroy whatever sockets of `server` are still open (shutdown, after the drain). */
+export function destroyOpenSockets(server: Server): void {
+  for (const socket of (server as TrackingServer)[OPEN_SOCKETS] ?? []) socket.destroy()
 }
