@@ -83,7 +83,9 @@ export class StepUp {
       if (typeof authTime !== 'number' || !Number.isFinite(authTime)) return malformed('auth_time claim is not a number')
       // A sign-in after now would pass every max_age for as long as the token lives.
       if (authTime > nowSec + skewSec) return malformed('auth_time in the future')
-      if (nowSec - authTime > this.maxAgeSec + skewSec) return this.#refusals.tooOld
+      // Whole seconds, as auth_time and max_age are and as /authorize counts them, so the
+      // gateway never refuses a sign-in that /authorize would still take as recent.
+      if (Math.floor(nowSec) - authTime > this.maxAgeSec + skewSec) return this.#refusals.tooOld
     }
     return null
   }

@@ -365,3 +365,10 @@ gateway:
   t.equal(res.status, 401, 'eleven minutes later the same answer is too old')
   t.match(res.headers['www-authenticate'], /More recent authentication is required/)
 })
+
+t.test('StepUp: max_age counts whole seconds, as /authorize does', async (t) => {
+  const tenSeconds = new StepUp([{ acr: null, maxAgeSec: 10 }])
+  // 10.9 s after a sign-in at 1000: /authorize (floor(now) - auth_time = 10) still takes it as recent.
+  t.equal(tenSeconds.check({ auth_time: 1000 }, 1010.9, 0), null, 'a part of a second past max_age: still recent')
+  t.equal(tenSeconds.check({ auth_time: 1000 }, 1011, 0)?.description, 'More recent authentication is required', 'a whole second past: too old')
+})
