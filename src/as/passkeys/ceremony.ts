@@ -111,6 +111,11 @@ export async function authenticationOptions(as: AsContext, use: AssertionUse): P
   return options
 }
 
+/** What every response must have been made for: this challenge, one of our origins, our RP ID. */
+function expected(as: AsContext, challenge: string): { expectedChallenge: string; expectedOrigin: string[]; expectedRPID: string } {
+  return { expectedChallenge: challenge, expectedOrigin: as.as.webauthn.origins, expectedRPID: as.as.webauthn.rpId }
+}
+
 /** Why a ceremony was refused, for the log (the page says less). */
 export type Refusal = { ok: false; reason: string }
 
@@ -138,13 +143,7 @@ export async function addPasskey(
   if ((await as.store.passkeys.list(person.sub)).length >= MAX_PASSKEYS) return { ok: false, reason: 'too many passkeys' }
   let info: Awaited<ReturnType<typeof verifyRegistrationResponse>>
   try {
-    info = await verifyRegistrationResponse({
-      response,
-      expectedChallenge: challenge,
-      expectedOrigin: as.as.webauthn.origins,
-      expectedRPID: as.as.webauthn.rpId,
-      requireUserVerification: true,
-    })
+    info = await verifyRegistrationResponse({ response, ...expected(as, challenge), requireUserVerification: true })
   } catch (err) {
     return { ok: false, reason: `registration not verified: ${(err as Error).message}` }
   }
@@ -198,9 +197,7 @@ export async function verifyAssertion(
   try {
     info = await verifyAuthenticationResponse({
       response,
-      expectedChallenge: challenge,
-      expectedOrigin: as.as.webauthn.origins,
-      expectedRPID: as.as.webauthn.rpId,
+      ...expected(as, challenge),
       credential: {
         id: passkey.credentialId,
         publicKey: new Uint8Array(Buffer.from(passkey.publicKey, 'base64url')),

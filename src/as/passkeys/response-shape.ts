@@ -38,6 +38,11 @@ function outer(c: Json): Json | null {
   return object(c.response)
 }
 
+/** The outer fields of a credential as the library takes them: the id twice, no extension results. */
+function credentialFields(c: Json): { id: string; rawId: string; type: 'public-key'; clientExtensionResults: Record<string, never> } {
+  return { id: c.id as string, rawId: c.id as string, type: 'public-key', clientExtensionResults: {} }
+}
+
 /** A registration response (navigator.credentials.create), or null when it is not one. */
 export function readRegistration(text: string | undefined): RegistrationResponseJSON | null {
   const c = parse(text)
@@ -46,10 +51,7 @@ export function readRegistration(text: string | undefined): RegistrationResponse
   const transports = r.transports === undefined ? [] : r.transports
   if (!Array.isArray(transports) || transports.length > 8 || !transports.every((t) => typeof t === 'string' && TRANSPORTS.has(t))) return null
   return {
-    id: c.id as string,
-    rawId: c.id as string,
-    type: 'public-key',
-    clientExtensionResults: {},
+    ...credentialFields(c),
     response: {
       clientDataJSON: r.clientDataJSON,
       attestationObject: r.attestationObject,
@@ -64,10 +66,7 @@ export function readAssertion(text: string | undefined): AuthenticationResponseJ
   const r = c && outer(c)
   if (!c || !r || !b64(r.clientDataJSON) || !b64(r.authenticatorData) || !b64(r.signature) || !b64(r.userHandle, true)) return null
   return {
-    id: c.id as string,
-    rawId: c.id as string,
-    type: 'public-key',
-    clientExtensionResults: {},
+    ...credentialFields(c),
     response: {
       clientDataJSON: r.clientDataJSON,
       authenticatorData: r.authenticatorData,
