@@ -214,3 +214,7 @@ const out = {
 out.table = formatTable(SCENARIOS.flatMap((n) => out.scenarios[n]?.rows ?? []))
 writeFileSync(file, JSON.stringify(out, null, 2) + '\n')
 log(`wrote ${file}; configs, server logs${opts.cpuProf ? ', CPU profiles (cpuprof/)' : ''} in ${ctx.workDir}`)
+// Every server the run started was stopped by ctx.close(); what can still
+// be open here is a keep-alive socket of the runner's own fetches (the OTLP
+// sink's stats), which once held a finished run open for ten minutes.
+process.exit(0)
