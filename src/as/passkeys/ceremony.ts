@@ -14,13 +14,11 @@
  * @see https://www.w3.org/TR/webauthn-3/#sctn-cryptographic-challenges
  */
 import { createHash } from 'node:crypto'
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
+import type {
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
 } from '@simplewebauthn/server'
 import { epochSeconds } from '../../clock.js'
 import type { RequestContext } from '../../context.js'
@@ -29,6 +27,17 @@ import type { PasskeyChallengeRecord, PasskeyRecord } from '../../store/types.js
 import type { Person } from '../claims.js'
 import type { AsContext } from '../context.js'
 import { challengeOf, readAssertion, readRegistration } from './response-shape.js'
+
+/**
+ * @simplewebauthn/server, loaded at the first ceremony: it is the heaviest
+ * import of the process (docs/performance.md), and most deployments and
+ * every gateway-only one never hold a passkey ceremony.
+ */
+let webauthnLibrary: Promise<typeof import('@simplewebauthn/server')> | null = null
+function webauthn(): Promise<typeof import('@simplewebauthn/server')> {
+  webauthnLibrary ??= import('@simplewebauthn/server')
+  return webauthnLibrary
+}
 
 /** How long a page may take between asking for options and answering (WebAuthn's recommended ceremony timeout). */
 export const CHALLENGE_TTL_SEC = 300
@@ -68,7 +77,7 @@ function descriptorsOf(passkeys: readonly PasskeyRecord[]): Array<{ id: string; 
 /** Options for navigator.credentials.create: a discoverable credential with user verification; the person's passkeys excluded. */
 export async function registrationOptions(as: AsContext, person: Person): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const existing = await as.store.passkeys.list(person.sub)
-  const options = await generateRegistrationOptions({
+  const options = await (await webauthn()).generateRegistrationOptions({
     rpName: as.as.webauthn.rpName,
     rpID: as.as.webauthn.rpId,
     userName: person.username,
@@ -101,7 +110,7 @@ function subOf(use: AssertionUse): string | null {
  */
 export async function authenticationOptions(as: AsContext, use: AssertionUse): Promise<PublicKeyCredentialRequestOptionsJSON> {
   const own = use.purpose === 'second-factor' ? await as.store.passkeys.list(use.person.sub) : null
-  const options = await generateAuthenticationOptions({
+  const options = await (await webauthn()).generateAuthenticationOptions({
     rpID: as.as.webauthn.rpId,
     timeout: TIMEOUT_MS,
     userVerification: own === null ? 'required' : 'preferred',
@@ -143,7 +152,7 @@ export async function addPasskey(
   if ((await as.store.passkeys.list(person.sub)).length >= MAX_PASSKEYS) return { ok: false, reason: 'too many passkeys' }
   let info: Awaited<ReturnType<typeof verifyRegistrationResponse>>
   try {
-    info = await verifyRegistrationResponse({ response, ...expected(as, challenge), requireUserVerification: true })
+    info = await (await webauthn()).verifyRegistrationResponse({ response, ...expected(as, challenge), requireUserVerification: true })
   } catch (err) {
     return { ok: false, reason: `registration not verified: ${(err as Error).message}` }
   }
@@ -195,7 +204,7 @@ export async function verifyAssertion(
   if (handle !== undefined && handle !== Buffer.from(userHandleOf(passkey.sub)).toString('base64url')) return { ok: false, reason: 'user handle mismatch' }
   let info: Awaited<ReturnType<typeof verifyAuthenticationResponse>>
   try {
-    info = await verifyAuthenticationResponse({
+    info = await (await webauthn()).verifyAuthenticationResponse({
       response,
       ...expected(as, challenge),
       credential: {
