@@ -20,9 +20,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { IncomingMessage } from 'node:http'
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
-import { resourceFromAttributes } from '@opentelemetry/resources'
-import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace'
+import type { TracerProvider } from '@opentelemetry/sdk-trace'
 import type { TracesConfig } from '../config/validated-config.js'
 import { formatTraceparent, traceOf, TraceIds, tracestateOf, type TraceParent } from './trace-context.js'
 
@@ -89,19 +87,31 @@ export class Tracing {
   readonly #tracer: Tracer | null
   readonly #current = new AsyncLocalStorage<Span>()
 
-  constructor(settings: ExportSettings | null, version = '0') {
-    if (settings === null) {
-      this.#provider = null
-      this.#tracer = null
-      return
-    }
+  /** Tracing that records spans through `provider`; null: trace context only, nothing recorded. */
+  constructor(provider: TracerProvider | null, version = '0') {
+    this.#provider = provider
+    this.#tracer = provider === null ? null : provider.getTracer('bearward', version)
+  }
+
+  /**
+   * Tracing for `settings` (null: no exporter). The OpenTelemetry SDK is
+   * imported only when spans are exported: a process that exports none
+   * does not pay for loading it.
+   */
+  static async create(settings: ExportSettings | null, version = '0'): Promise<Tracing> {
+    if (settings === null) return new Tracing(null, version)
+    const [{ OTLPTraceExporter }, { resourceFromAttributes }, sdk] = await Promise.all([
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/sdk-trace'),
+    ])
     const exporter = new OTLPTraceExporter({ url: settings.url, headers: { ...settings.headers } })
-    this.#provider = new TracerProvider({
+    const provider = new sdk.TracerProvider({
       resource: resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': version }),
-      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sample) }),
-      spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 1000 })],
+      sampler: new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(settings.sample) }),
+      spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: 1000 })],
     })
-    this.#tracer = this.#provider.getTracer('bearward', version)
+    return new Tracing(provider, version)
   }
 
   /** Whether spans are recorded and exported. */
