@@ -1,13 +1,13 @@
 import * as oidc from 'openid-client'
 import { epochSeconds } from '../../clock.js'
-import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
+import { InvalidRequest, MethodNotAllowed } from '../../errors.js'
 import { hashToken } from '../../store/hash.js'
 import type { UpstreamContinuation } from '../../store/types.js'
 import type { AsHandler } from '../context.js'
 import { continuationFields, readContinuation, type Continuation } from '../interaction/continuation.js'
-import { checkPreSessionCsrf, isSameOrigin } from '../interaction/csrf.js'
+import { checkPreSessionCsrf } from '../interaction/csrf.js'
 import { guardPage } from '../interaction/failures.js'
-import { readFormParams } from '../interaction/form.js'
+import { readPageForm } from '../interaction/form.js'
 import { redirect, showError, showForbidden } from '../interaction/respond.js'
 import { randomToken } from '../../crypto/random.js'
 import { showProviderUnavailable } from './pages.js'
@@ -31,14 +31,8 @@ function stored(c: Continuation): UpstreamContinuation {
  */
 export const upstreamStart: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
-  if (!isSameOrigin(req, as)) return showForbidden(res)
-  let form: Awaited<ReturnType<typeof readFormParams>>
-  try {
-    form = await readFormParams(req)
-  } catch (err) {
-    if (err instanceof OAuthError) return showError(res, err)
-    throw err
-  }
+  const form = await readPageForm(req, res, as)
+  if (form === null) return
   if (!checkPreSessionCsrf(req, as, form.get('csrf'))) return showForbidden(res)
   const provider = as.upstream.get(form.get('provider') ?? '')
   if (provider === undefined) return showError(res, new InvalidRequest('This way of signing in is not offered here'))

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import type { RequestContext } from '../../context.js'
-import { MethodNotAllowed, OAuthError } from '../../errors.js'
+import { MethodNotAllowed } from '../../errors.js'
 import { hashToken } from '../../store/hash.js'
 import type { TotpRecord, UpstreamContinuation } from '../../store/types.js'
 import type { AsContext, AsHandler } from '../context.js'
@@ -9,9 +9,9 @@ import type { SignInStrength } from '../sign-in-strength.js'
 import { readRecoveryCode, readTotpCode, TOTP_PERIOD_SEC, totpStep } from '../totp/codes.js'
 import { messagePage } from '../views/message.js'
 import { readContinuation } from './continuation.js'
-import { isSameOrigin, tokensMatch } from './csrf.js'
+import { tokensMatch } from './csrf.js'
 import { guardPage } from './failures.js'
-import { readFormParams } from './form.js'
+import { readPageForm } from './form.js'
 import { knownBrowserFor } from './known-browser.js'
 import { throttledMessage } from './login.js'
 import { LoginThrottle } from '../throttle.js'
@@ -97,14 +97,8 @@ function fieldsOf(next: UpstreamContinuation): { request: string | undefined; us
 }
 
 async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
-  if (!isSameOrigin(req, as)) return showForbidden(res)
-  let form: Awaited<ReturnType<typeof readFormParams>>
-  try {
-    form = await readFormParams(req)
-  } catch (err) {
-    if (err instanceof OAuthError) return showError(res, err)
-    throw err
-  }
+  const form = await readPageForm(req, res, as)
+  if (form === null) return
   await guardPage(as, ctx, res, async () => {
     const pending = await pendingSession(req, as)
     if (pending === null) return expired(res)
