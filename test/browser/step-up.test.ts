@@ -13,7 +13,7 @@ t.setTimeout(300_000)
 
 /**
  * The step-up walk of RFC 9470 in Chromium, through bin/bearward: a route
- * demands `authentication: { acr: [mfa], max_age: 10s }`; a person with an
+ * demands `authentication: { acr: [mfa], max_age: 5s }`; a person with an
  * authenticator app authorizes the `web` client, whose token is refused once
  * the sign-in is older than max_age (401 `insufficient_user_authentication`
  * with `acr_values` and `max_age`, and nothing reaches the upstream); the
@@ -25,7 +25,7 @@ t.setTimeout(300_000)
  * @see https://www.rfc-editor.org/rfc/rfc9470#section-4
  */
 
-const MAX_AGE_SEC = 10
+const MAX_AGE_SEC = 5
 /** The people of PEOPLE (browser-as.ts) this file takes, one per width: each needs its own app and consent. */
 const PERSON: Record<ViewportName, string> = { phone: 'judy', desktop: 'ken' }
 
