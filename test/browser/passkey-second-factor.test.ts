@@ -6,6 +6,7 @@ import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
 import { authorizeRequest, startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
 import { Browser, parseForms } from '../helpers/browser.js'
 import { launchChromium, openPage, VIEWPORT_NAMES, type ViewportName } from '../helpers/chromium.js'
+import { addAuthenticator } from '../helpers/webauthn.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000)
@@ -26,23 +27,6 @@ t.setTimeout(300_000)
 const PERSON: Record<ViewportName, string> = { phone: 'pia', desktop: 'quin' }
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
-
-/** A virtual platform authenticator for `page` (WebAuthn Level 3 automation through CDP). */
-async function addAuthenticator(page: Page): Promise<{ cdp: CDPSession; authenticatorId: string }> {
-  const cdp = await page.context().newCDPSession(page)
-  await cdp.send('WebAuthn.enable', { enableUI: false })
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  })
-  return { cdp, authenticatorId }
-}
 
 type Credential = { credentialId: string; isResidentCredential: boolean; rpId: string; privateKey: string; userHandle: string; signCount: number }
 

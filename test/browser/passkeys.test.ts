@@ -1,7 +1,8 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
-import type { CDPSession, Page, Request } from 'playwright-core'
+import type { Page, Request } from 'playwright-core'
 import { launchChromium, openPage, VIEWPORT_NAMES, type ViewportName } from '../helpers/chromium.js'
+import { addAuthenticator } from '../helpers/webauthn.js'
 import { startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
 import { DEMO_PASSWORD, type DemoConfig } from '../helpers/as-config.js'
 import { startRedis } from '../helpers/redis.js'
@@ -23,23 +24,6 @@ t.setTimeout(300_000)
 const PERSON: Record<ViewportName, string> = { phone: 'leo', desktop: 'mia' }
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
-
-/** A virtual platform authenticator for `page` (WebAuthn Level 3 automation through CDP). */
-async function addAuthenticator(page: Page): Promise<{ cdp: CDPSession; authenticatorId: string }> {
-  const cdp = await page.context().newCDPSession(page)
-  await cdp.send('WebAuthn.enable', { enableUI: false })
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  })
-  return { cdp, authenticatorId }
-}
 
 /** The instance on `localhost` (an RP ID must be a domain) with the shared Redis store. */
 function onLocalhost(redisUrl: string, prefix: string): (config: DemoConfig) => void {

@@ -12,7 +12,7 @@ import t from 'tap'
 import { createServer } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { ManualClock } from '../../src/clock.js'
-import { backYaml, basic, codeParams, mintCode, token as tokenRequest, type Harness } from '../helpers/as-back.js'
+import { backYaml, basic, codeParams, mintCode, token as tokenRequest, harnessOf, type Harness } from '../helpers/as-back.js'
 import { eventually, postForm, listen } from '../helpers/http.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 import { openSocket, openStream, startStreamingUpstream, type StreamRequest, within, type StreamingUpstream } from '../helpers/streams.js'
@@ -41,17 +41,7 @@ async function serve(
   served.revocations.onRevoked(() => {
     reachedAt = performance.now()
   })
-  const h: Harness = {
-    url: served.publicUrl,
-    issuer: served.publicUrl,
-    as: served.as,
-    clock: served.clock,
-    store: served.store,
-    revocations: served.revocations,
-    metrics: served.metrics,
-    logs: served.logs,
-    close: () => served.close(),
-  }
+  const h = harnessOf(served)
   return { served, h, reached: () => reachedAt }
 }
 

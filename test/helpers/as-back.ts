@@ -177,6 +177,11 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
     basePath: o.basePath,
     signingKey: () => generatePrivateJwk(o.alg ?? 'ES256'),
   })
+  return harnessOf(served)
+}
+
+/** A Harness over a runtime a test served itself (its own config or store). */
+export function harnessOf(served: ServedRuntime): Harness {
   return {
     url: served.publicUrl,
     issuer: served.publicUrl,

@@ -10,7 +10,7 @@ import { ManualClock } from '../../src/clock.js'
 import { hashToken } from '../../src/store/hash.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { ownOpaqueState } from '../../src/tokens/own-opaque-token.js'
-import { backYaml, introspect, tokensFor, type Harness } from '../helpers/as-back.js'
+import { backYaml, introspect, tokensFor, harnessOf, type Harness } from '../helpers/as-back.js'
 import { reply } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { serveRuntime, type ServeOptions } from '../helpers/serve-runtime.js'
@@ -33,17 +33,7 @@ async function startBothFaces(t: Test, o: Pick<ServeOptions, 'clock' | 'store'> 
   const yaml = (await backYaml({ format: 'opaque' })) + route
   const served = await serveRuntime(yaml, o)
   t.teardown(() => served.close())
-  const h: Harness = {
-    url: served.publicUrl,
-    issuer: served.publicUrl,
-    as: served.as,
-    clock: served.clock,
-    store: served.store,
-    revocations: served.revocations,
-    metrics: served.metrics,
-    logs: served.logs,
-    close: () => served.close(),
-  }
+  const h = harnessOf(served)
   return { h, upstream }
 }
 
