@@ -1,5 +1,7 @@
 import { pino, destination as pinoDestination, symbols as pinoSymbols, type Logger, type DestinationStream } from 'pino'
 
+import { BatchedLines } from './log-batch.js'
+
 export type { Logger }
 
 /**
@@ -35,26 +37,30 @@ export const REDACT_PATHS: readonly string[] = [
 ]
 
 /**
- * Log lines wait in memory until this many bytes are buffered (about 30
- * access lines), or until the next {@link LOG_FLUSH_INTERVAL_MS}, then go out
- * in one write. One write per line cost the default level (`info`, one
- * access line per request) a system call and a thread-pool round trip per
- * request (docs/performance.md).
+ * Log lines wait in memory until this many characters are batched (about 250
+ * access lines; 64 KiB is also what a Linux pipe holds), or until {@link LOG_FLUSH_INTERVAL_MS} has passed since the
+ * first of them, then go out in one write. One write per line cost the
+ * default level (`info`, one access line per request) a system call and a
+ * thread-pool round trip per request (docs/performance.md).
  */
-export const LOG_BUFFER_BYTES = 8192
+export const LOG_BUFFER_BYTES = 65_536
 
 /**
- * The longest a buffered line waits. What is buffered is also written on
+ * The longest a batched line waits. What is batched is also written on
  * process exit, whether by `process.exit` (SIGTERM, SIGINT), the end of the
- * event loop or an uncaught exception (pino writes it synchronously on
+ * event loop or an uncaught exception (log-batch.ts flushes synchronously on
  * 'exit'); only a process killed outright (SIGKILL, an OOM kill) loses what
- * it had buffered: at most this interval's lines (docs/performance.md).
+ * it had batched: at most this interval's lines (docs/performance.md).
  */
 export const LOG_FLUSH_INTERVAL_MS = 100
 
-/** stdout, buffered (see {@link LOG_BUFFER_BYTES}), flushed on an interval and at exit. */
+/**
+ * stdout, batched (see {@link LOG_BUFFER_BYTES}), flushed on an interval and
+ * at exit. The batches go to pino's asynchronous destination with no buffer
+ * of its own (log-batch.ts says why).
+ */
 export function bufferedStdout(): DestinationStream {
-  return pinoDestination({ fd: 1, sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS })
+  return new BatchedLines(pinoDestination({ fd: 1, sync: false, minLength: 0 }), { maxChars: LOG_BUFFER_BYTES, maxWaitMs: LOG_FLUSH_INTERVAL_MS })
 }
 
 /** `bindings`: fields on every line besides `service` (a worker process's index and pid). */
