@@ -7,17 +7,24 @@
  * token still working.
  *
  * One registry per gateway (per Runtime). Every forwarded exchange with a
- * token is registered until it closes, by its `jti`, its grant id and the
- * second its access ends (`exp` + `gateway.stream_expiry_grace`). The
- * revocation list tells the registry of every entry it learns (its own
- * revocations, pub/sub messages from other instances, a resync that finds
- * what a lost message carried), and the matching exchanges are ended at
- * once; one timer, armed for the earliest deadline, ends the expired ones.
+ * token is registered until it closes, with the second its access ends
+ * (`exp` + `gateway.stream_expiry_grace`). The revocation list tells the
+ * registry of every entry it learns (its own revocations, pub/sub messages
+ * from other instances, a resync that finds what a lost message carried),
+ * and the open exchanges of that token or grant are ended at once; one
+ * timer, armed for the earliest deadline, ends the expired ones.
  *
- * The hot path pays one small object per exchange and a few Map operations:
- * the lists are intrusive (each entry carries its own links), so opening and
- * closing an exchange allocates no Set or array, and the timer is re-armed
- * only when a deadline earlier than every other one arrives.
+ * The hot path pays one small object per exchange and two links: the list
+ * is intrusive (each entry carries its own links), so opening and closing an
+ * exchange allocates nothing else, and the timer is re-armed only when a
+ * deadline earlier than every other one arrives. There is no index (by jti,
+ * grant or deadline): a Map keyed by jti sees a new key for nearly every
+ * request, and that churn made V8's scavenges promote what the requests had
+ * allocated, costing more than everything else the registry does
+ * (docs/performance.md, "Open exchanges: one list, no index"). A revocation
+ * or a deadline walks the open exchanges instead: there are as many as
+ * requests in flight plus open streams, and both events are rare next to
+ * requests.
  *
  * A registry whose Runtime was swapped out by a reload stays subscribed
  * until its last exchange closes (`retire`): a WebSocket tunnel opened under
@@ -64,12 +71,6 @@ const MESSAGE: Readonly<Record<EndReason, string>> = {
   expired: 'open exchange ended: its access token expired',
 }
 
-/** Which of an entry's three lists a link belongs to. */
-const JTI = 0
-const GRANT = 1
-const DUE = 2
-type ListIndex = typeof JTI | typeof GRANT | typeof DUE
-
 /** Where an ended exchange's log line goes: the request's logger, bound only when read. */
 export interface LogSource {
   readonly log: Logger
@@ -85,13 +86,9 @@ export class OpenExchange {
   readonly dueSec: number
   readonly route: string
   readonly logs: LogSource
-  // Links of the jti, grant and deadline lists: fields, not arrays, so an entry is one allocation.
-  jtiPrev: OpenExchange | null = null
-  jtiNext: OpenExchange | null = null
-  grantPrev: OpenExchange | null = null
-  grantNext: OpenExchange | null = null
-  duePrev: OpenExchange | null = null
-  dueNext: OpenExchange | null = null
+  // Links of the registry's list: fields, so an entry is one allocation.
+  prev: OpenExchange | null = null
+  next: OpenExchange | null = null
   open = true
 
   constructor(registry: OpenExchanges, target: Endable, identity: TokenIdentity, dueSec: number, route: string, logs: LogSource) {
@@ -110,34 +107,14 @@ export class OpenExchange {
   }
 }
 
-function prevOf(e: OpenExchange, list: ListIndex): OpenExchange | null {
-  return list === JTI ? e.jtiPrev : list === GRANT ? e.grantPrev : e.duePrev
-}
-
-function nextOf(e: OpenExchange, list: ListIndex): OpenExchange | null {
-  return list === JTI ? e.jtiNext : list === GRANT ? e.grantNext : e.dueNext
-}
-
-function setPrev(e: OpenExchange, list: ListIndex, to: OpenExchange | null): void {
-  if (list === JTI) e.jtiPrev = to
-  else if (list === GRANT) e.grantPrev = to
-  else e.duePrev = to
-}
-
-function setNext(e: OpenExchange, list: ListIndex, to: OpenExchange | null): void {
-  if (list === JTI) e.jtiNext = to
-  else if (list === GRANT) e.grantNext = to
-  else e.dueNext = to
-}
-
-/** The open exchanges of one gateway, by token id, grant id and deadline. */
+/** The open exchanges of one gateway. */
 export class OpenExchanges {
   readonly #clock: Clock
   readonly #revocations: RevocationFeed
   readonly #metrics: Pick<Metrics, 'exchangesEnded'>
   readonly #graceSec: number
-  /** Heads of the lists, by jti, by grant id, by deadline second. */
-  readonly #heads: [Map<string, OpenExchange>, Map<string, OpenExchange>, Map<number, OpenExchange>] = [new Map(), new Map(), new Map()]
+  /** The newest open exchange; the others follow through `next`. */
+  #first: OpenExchange | null = null
   #size = 0
   #timer: NodeJS.Timeout | null = null
   /** The second the timer is armed for (Infinity when none). */
@@ -167,9 +144,7 @@ export class OpenExchanges {
   open(target: Endable, identity: TokenIdentity, route: string, logs: LogSource): OpenExchange {
     const entry = new OpenExchange(this, target, identity, identity.exp + this.#graceSec, route, logs)
     this.#size++
-    if (entry.jti !== null) this.#link(JTI, this.#heads[JTI], entry.jti, entry)
-    if (entry.grantId !== null) this.#link(GRANT, this.#heads[GRANT], entry.grantId, entry)
-    this.#link(DUE, this.#heads[DUE], entry.dueSec, entry)
+    this.#link(entry)
     if (this.#revocations.isRevoked(entry.jti, entry.grantId)) this.#end(entry, 'revoked')
     else if (entry.dueSec < this.#armedSec) this.#arm(entry.dueSec)
     return entry
@@ -188,40 +163,39 @@ export class OpenExchanges {
   remove(entry: OpenExchange): void {
     entry.open = false
     this.#size--
-    if (entry.jti !== null) this.#unlink(JTI, this.#heads[JTI], entry.jti, entry)
-    if (entry.grantId !== null) this.#unlink(GRANT, this.#heads[GRANT], entry.grantId, entry)
-    this.#unlink(DUE, this.#heads[DUE], entry.dueSec, entry)
+    this.#unlink(entry)
     if (this.#size === 0 && this.#retired) this.#release()
   }
 
-  #link<K>(list: ListIndex, heads: Map<K, OpenExchange>, key: K, entry: OpenExchange): void {
-    const head = heads.get(key)
-    if (head !== undefined) {
-      setNext(entry, list, head)
-      setPrev(head, list, entry)
+  #link(entry: OpenExchange): void {
+    const first = this.#first
+    if (first !== null) {
+      entry.next = first
+      first.prev = entry
     }
-    heads.set(key, entry)
+    this.#first = entry
   }
 
-  #unlink<K>(list: ListIndex, heads: Map<K, OpenExchange>, key: K, entry: OpenExchange): void {
-    const prev = prevOf(entry, list)
-    const next = nextOf(entry, list)
-    if (prev !== null) setNext(prev, list, next)
-    else if (next !== null) heads.set(key, next)
-    else heads.delete(key)
-    if (next !== null) setPrev(next, list, prev)
-    setPrev(entry, list, null)
-    setNext(entry, list, null)
+  #unlink(entry: OpenExchange): void {
+    const { prev, next } = entry
+    if (prev !== null) prev.next = next
+    else this.#first = next
+    if (next !== null) next.prev = prev
+    entry.prev = null
+    entry.next = null
   }
 
-  /** End every exchange of a list (entries unlink themselves as they end). */
-  #endAll<K>(heads: Map<K, OpenExchange>, key: K, reason: EndReason): void {
-    for (let entry = heads.get(key); entry !== undefined; entry = heads.get(key)) this.#end(entry, reason)
+  /** The open exchanges that `matches`, collected first: ending one unlinks it, and a target may close others as it ends. */
+  #select(matches: (entry: OpenExchange) => boolean): OpenExchange[] {
+    const selected: OpenExchange[] = []
+    for (let entry = this.#first; entry !== null; entry = entry.next) if (matches(entry)) selected.push(entry)
+    return selected
   }
 
-  #revoked(entry: RevocationEntry): void {
-    if (entry.kind === 'jti') this.#endAll(this.#heads[JTI], entry.id, 'revoked')
-    else this.#endAll(this.#heads[GRANT], entry.id, 'revoked')
+  /** End the open exchanges of the revoked token or grant. */
+  #revoked(revoked: RevocationEntry): void {
+    const matching = revoked.kind === 'jti' ? this.#select((e) => e.jti === revoked.id) : this.#select((e) => e.grantId === revoked.id)
+    for (const entry of matching) if (entry.open) this.#end(entry, 'revoked')
   }
 
   #end(entry: OpenExchange, reason: EndReason): void {
@@ -250,12 +224,9 @@ export class OpenExchanges {
     this.#timer = null
     this.#armedSec = Number.POSITIVE_INFINITY
     const nowMs = this.#clock.now()
-    const heads = this.#heads[DUE]
+    for (const entry of this.#select((e) => e.dueSec * 1000 <= nowMs)) if (entry.open) this.#end(entry, 'expired')
     let next = Number.POSITIVE_INFINITY
-    for (const dueSec of [...heads.keys()]) {
-      if (dueSec * 1000 <= nowMs) this.#endAll(heads, dueSec, 'expired')
-      else if (dueSec < next) next = dueSec
-    }
+    for (let entry = this.#first; entry !== null; entry = entry.next) if (entry.dueSec < next) next = entry.dueSec
     if (next !== Number.POSITIVE_INFINITY) this.#arm(next)
   }
 

@@ -5,7 +5,7 @@
  * when its last exchange closed.
  */
 import t from 'tap'
-import { ManualClock } from '../../src/clock.js'
+import { type Clock, ManualClock, systemClock } from '../../src/clock.js'
 import { eventually } from '../helpers/http.js'
 import { createLogger } from '../../src/log.js'
 import { Metrics } from '../../src/metrics.js'
@@ -63,7 +63,7 @@ function identity(over: Partial<TokenIdentity> = {}): TokenIdentity {
   }
 }
 
-function setup(graceSec = 30, clock = new ManualClock(1_700_000_000_000)) {
+function setup(graceSec = 30, clock: Clock = new ManualClock(1_700_000_000_000)) {
   const feed = new Feed()
   const metrics = new Metrics()
   const registry = new OpenExchanges({ clock, revocations: feed, metrics, graceSec })
@@ -125,6 +125,52 @@ t.test('exchanges end at exp plus grace, the earliest first', async (t) => {
   t.same([soon.ended, later.ended], [['expired'], []])
   t.equal(metrics.exchangesEnded.get({ reason: 'expired' }), 1)
   t.equal(registry.size, 1)
+})
+
+t.test('the timer, woken for an exchange that closed meanwhile, arms for the next deadline still open', async (t) => {
+  // Real time: the registry's one timer waits on it (deadlines are whole seconds, so this takes 1-2 s).
+  const { registry } = setup(0, systemClock)
+  const nowSec = Math.floor(Date.now() / 1000)
+  const [gone, next, far] = [new Target(), new Target(), new Target()]
+  const first = registry.open(gone, identity({ jti: 'g', exp: nowSec - 5 }), 'orders', logs)
+  registry.open(far, identity({ jti: 'f', exp: nowSec + 3600 }), 'orders', logs)
+  registry.open(next, identity({ jti: 'n', exp: nowSec + 1 }), 'orders', logs)
+  // Closed before its timer (armed with no delay) fires: the timer finds nothing due and re-arms.
+  first.close()
+  t.ok(await eventually(() => next.ended.length > 0, 4000), 'the next deadline still open ends when due')
+  t.ok(Date.now() >= (nowSec + 1) * 1000, 'not before it')
+  t.same([gone.ended, next.ended, far.ended], [[], ['expired'], []], 'the closed one is not ended, the far one is not reached')
+  t.equal(registry.size, 1)
+})
+
+t.test('a revocation among many open exchanges ends exactly those of its token or grant', async (t) => {
+  const { feed, metrics, registry } = setup()
+  const targets = Array.from({ length: 300 }, () => new Target())
+  const entries = targets.map((target, i) =>
+    registry.open(target, identity({ jti: `j${i % 30}`, grantId: `g${i % 7}`, exp: 2_000_000_000 + i }), 'orders', logs),
+  )
+  // Some close on their own first, as finished requests do.
+  for (let i = 0; i < entries.length; i += 4) entries[i]?.close()
+  feed.revoke({ kind: 'jti', id: 'j3', exp: 0 })
+  const byJti = targets.flatMap((target, i) => (target.ended.length > 0 ? [i] : []))
+  t.same(
+    byJti,
+    targets.flatMap((_, i) => (i % 30 === 3 && i % 4 !== 0 ? [i] : [])),
+    'every open exchange of jti j3, and no other',
+  )
+  feed.revoke({ kind: 'grant', id: 'g5', exp: 0 })
+  const ended = targets.flatMap((target, i) => (target.ended.length > 0 ? [i] : []))
+  t.same(
+    ended,
+    targets.flatMap((_, i) => ((i % 30 === 3 || i % 7 === 5) && i % 4 !== 0 ? [i] : [])),
+    'then every open exchange of grant g5 as well',
+  )
+  t.ok(
+    targets.every((target) => target.ended.length <= 1),
+    'no exchange is ended twice',
+  )
+  t.equal(metrics.exchangesEnded.get({ reason: 'revoked' }), ended.length)
+  t.equal(registry.size, 300 - 75 - ended.length)
 })
 
 t.test('a retired registry stays subscribed until its last exchange closes', async (t) => {
