@@ -276,6 +276,12 @@ export class App {
     server?.closeIdleConnections()
     this.#h2?.closeIdle()
     await runtime.drain(timeout)
+    if (runtime.inflight > 0) {
+      this.log.warn(
+        { in_flight: runtime.inflight, shutdown_timeout_ms: timeout },
+        'requests still in flight at the shutdown deadline: closing their connections',
+      )
+    }
     server?.closeAllConnections()
     if (server !== null) destroyOpenSockets(server)
     this.#h2?.destroyAll()

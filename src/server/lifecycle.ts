@@ -43,14 +43,16 @@ export function handleSignals(plan: ShutdownPlan, proc: ProcessHandle = process)
   const stop = (reason: string): void => {
     if (stopping) return
     stopping = true
-    // Unref'd: the backstop is there to end a process that something still holds open,
-    // never to be that something itself, so it cannot delay a process whose work is done.
+    // Held (not unref'd) until close() settles, when it is cleared: the shutdown's own
+    // waits are unref'd timers and promises, and a process whose loop emptied while one
+    // of them was pending would end there, silently, without closing the store, flushing
+    // spans or saying it stopped (an upstream exchange that never settled did that).
+    // Whatever close() waits for, the process now waits with it, at most `bound`.
     const bound = plan.backstopMs()
     const backstop = setTimeout(() => {
       proc.stderr.write(`${plan.name}: shutdown did not finish within ${bound} ms; exiting\n`)
       proc.exit(1)
     }, bound)
-    backstop.unref()
     let closing: Promise<number>
     try {
       closing = plan.close(reason)
