@@ -87,7 +87,7 @@ export class BatchedLines implements DestinationStream {
       this.#timer = null
     }
     if (this.#lines.length === 0) return
-    const batch = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join('')
+    const batch = this.#lines.join('')
     this.#lines = []
     this.#chars = 0
     if (this.#sink.destroyed === true) return

@@ -1,5 +1,4 @@
 import { pino, destination as pinoDestination, symbols as pinoSymbols, type Logger, type DestinationStream } from 'pino'
-
 import { BatchedLines } from './log-batch.js'
 
 export type { Logger }
@@ -37,11 +36,12 @@ export const REDACT_PATHS: readonly string[] = [
 ]
 
 /**
- * Log lines wait in memory until this many characters are batched (about 250
- * access lines; 64 KiB is also what a Linux pipe holds), or until {@link LOG_FLUSH_INTERVAL_MS} has passed since the
- * first of them, then go out in one write. One write per line cost the
- * default level (`info`, one access line per request) a system call and a
- * thread-pool round trip per request (docs/performance.md).
+ * Log lines wait in memory until this many characters are batched (about
+ * 250 access lines; 64 KiB is also what a Linux pipe holds), or until
+ * {@link LOG_FLUSH_INTERVAL_MS} has passed since the first of them, then go
+ * out in one write. One write per line cost the default level (`info`, one
+ * access line per request) a system call and a thread-pool round trip per
+ * request (docs/performance.md).
  */
 export const LOG_BUFFER_BYTES = 65_536
 

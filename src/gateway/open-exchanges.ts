@@ -194,8 +194,8 @@ export class OpenExchanges {
 
   /** End the open exchanges of the revoked token or grant. */
   #revoked(revoked: RevocationEntry): void {
-    const matching = revoked.kind === 'jti' ? this.#select((e) => e.jti === revoked.id) : this.#select((e) => e.grantId === revoked.id)
-    for (const entry of matching) if (entry.open) this.#end(entry, 'revoked')
+    const matches = revoked.kind === 'jti' ? (e: OpenExchange) => e.jti === revoked.id : (e: OpenExchange) => e.grantId === revoked.id
+    for (const entry of this.#select(matches)) if (entry.open) this.#end(entry, 'revoked')
   }
 
   #end(entry: OpenExchange, reason: EndReason): void {
@@ -224,9 +224,14 @@ export class OpenExchanges {
     this.#timer = null
     this.#armedSec = Number.POSITIVE_INFINITY
     const nowMs = this.#clock.now()
-    for (const entry of this.#select((e) => e.dueSec * 1000 <= nowMs)) if (entry.open) this.#end(entry, 'expired')
+    // One walk: the due ones to end, and the earliest deadline of the rest.
+    const due: OpenExchange[] = []
     let next = Number.POSITIVE_INFINITY
-    for (let entry = this.#first; entry !== null; entry = entry.next) if (entry.dueSec < next) next = entry.dueSec
+    for (let entry = this.#first; entry !== null; entry = entry.next) {
+      if (entry.dueSec * 1000 <= nowMs) due.push(entry)
+      else if (entry.dueSec < next) next = entry.dueSec
+    }
+    for (const entry of due) if (entry.open) this.#end(entry, 'expired')
     if (next !== Number.POSITIVE_INFINITY) this.#arm(next)
   }
 
