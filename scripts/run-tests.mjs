@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 
-const DIAGNOSTIC_LINES = 12
+const DIAGNOSTIC_LINES = 40
 
 const tapPackage = createRequire(import.meta.url).resolve('tap/package.json')
 const tapBin = join(dirname(tapPackage), JSON.parse(readFileSync(tapPackage, 'utf8')).bin.tap)

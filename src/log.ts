@@ -1,5 +1,5 @@
-import { pino, destination as pinoDestination, symbols as pinoSymbols, type Logger, type DestinationStream } from 'pino'
-import { BatchedLines } from './log-batch.js'
+import { pino, symbols as pinoSymbols, type Logger, type DestinationStream } from 'pino'
+import { BatchedLines, PIPE_BUF } from './log-batch.js'
 
 export type { Logger }
 
@@ -37,13 +37,12 @@ export const REDACT_PATHS: readonly string[] = [
 
 /**
  * Log lines wait in memory until this many characters are batched (about
- * 250 access lines; 64 KiB is also what a Linux pipe holds), or until
+ * 16 access lines, and what one atomic pipe write holds: PIPE_BUF), or until
  * {@link LOG_FLUSH_INTERVAL_MS} has passed since the first of them, then go
  * out in one write. One write per line cost the default level (`info`, one
- * access line per request) a system call and a thread-pool round trip per
- * request (docs/performance.md).
+ * access line per request) a system call per request (docs/performance.md).
  */
-export const LOG_BUFFER_BYTES = 65_536
+export const LOG_BUFFER_BYTES = PIPE_BUF
 
 /**
  * The longest a batched line waits. What is batched is also written on
@@ -55,12 +54,26 @@ export const LOG_BUFFER_BYTES = 65_536
 export const LOG_FLUSH_INTERVAL_MS = 100
 
 /**
- * stdout, batched (see {@link LOG_BUFFER_BYTES}), flushed on an interval and
- * at exit. The batches go to pino's asynchronous destination with no buffer
- * of its own (log-batch.ts says why).
+ * What stdout may hold back when it is non-blocking and its reader stops
+ * reading, before whole batches are dropped (and counted in a warning once
+ * it reads again). A blocking stdout, the usual kind, blocks instead.
  */
+export const LOG_BACKLOG_BYTES = 16 * 1024 * 1024
+
+/** The warning written when the backlog overflowed: a line as pino writes one. */
+function droppedLine(count: number): string {
+  return `{"level":40,"time":"${new Date().toISOString()}","service":"bearward","pid":${process.pid},"dropped":${count},"msg":"log lines dropped: stdout was not reading"}\n`
+}
+
+/** stdout, batched (see {@link LOG_BUFFER_BYTES}), flushed on an interval and at exit (log-batch.ts says how). */
 export function bufferedStdout(): DestinationStream {
-  return new BatchedLines(pinoDestination({ fd: 1, sync: false, minLength: 0 }), { maxChars: LOG_BUFFER_BYTES, maxWaitMs: LOG_FLUSH_INTERVAL_MS })
+  return BatchedLines.toFd(1, {
+    maxChars: LOG_BUFFER_BYTES,
+    maxWaitMs: LOG_FLUSH_INTERVAL_MS,
+    maxBacklogBytes: LOG_BACKLOG_BYTES,
+    retryMs: 10,
+    droppedLine,
+  })
 }
 
 /** `bindings`: fields on every line besides `service` (a worker process's index and pid). */

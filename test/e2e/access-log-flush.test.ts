@@ -1,5 +1,5 @@
 /**
- * Log lines are buffered (src/log.ts: up to 8 KiB or 100 ms) and written in
+ * Log lines are buffered (src/log.ts: up to 4 KiB or 100 ms) and written in
  * batches. Whatever was logged must still come out when the process stops:
  * on SIGTERM (bin/bearward drains and exits), and when it dies of an
  * uncaught exception. Only a process killed outright (SIGKILL, an OOM kill)
@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { childEnv, startBin, tempConfig } from '../helpers/bin.js'
 import { eventually } from '../helpers/http.js'
 import { startUpstream } from '../helpers/upstream.js'
@@ -81,22 +81,37 @@ t.test('every request answered before SIGTERM has its access line in the output'
   )
 })
 
-t.test('a process that dies of an uncaught exception loses no line it logged', async (t) => {
+/**
+ * The real App (dist/app.js) in a process of its own: N requests to itself,
+ * then a throw nobody catches. With `busyPool`, the middle of the run waits
+ * out one batch interval while every libuv thread-pool thread is busy (as
+ * scrypt secret checks or DNS lookups keep it), so a batch is written while
+ * nothing on the pool can run; an asynchronous write would still be queued
+ * there when the process dies, and come out after the lines written at exit.
+ */
+async function crashAfterRequests(t: Test, busyPool: boolean): Promise<void> {
   const cfg = await tempConfig(config('http://127.0.0.1:1'))
   t.teardown(() => cfg.cleanup())
-  // The real App (dist/app.js) in a process of its own: N requests to itself, then a throw nobody catches.
   const script = join(cfg.dir, 'crash.mjs')
   const N = 25
   await writeFile(
     script,
     `
+import { pbkdf2 } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { App } from ${JSON.stringify(resolve('dist/app.js'))}
+import { LOG_FLUSH_INTERVAL_MS } from ${JSON.stringify(resolve('dist/log.js'))}
 const app = await App.start({ configPath: ${JSON.stringify(cfg.file)}, watch: false })
 const base = app.addresses().listen
 for (let i = 0; i < ${N}; i++) {
   const res = await fetch(base + '/nowhere/' + i)
   await res.arrayBuffer()
   if (res.status !== 404) process.exit(3)
+  if (${busyPool} && i === 12) {
+    const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4)
+    for (let k = 0; k < threads; k++) pbkdf2('x', 'y', 2_000_000, 32, 'sha256', () => undefined)
+    await sleep(LOG_FLUSH_INTERVAL_MS * 1.5)
+  }
 }
 // The server wrote each line when its response closed, before the client read it; crash at once.
 setImmediate(() => {
@@ -123,4 +138,8 @@ setImmediate(() => {
     lines.every((e) => e.status === 404 && e.route === 'not_found'),
     'each as the request ended',
   )
-})
+}
+
+t.test('a process that dies of an uncaught exception loses no line it logged', (t) => crashAfterRequests(t, false))
+
+t.test('nor when the thread pool is busy as it dies: every line, in order', (t) => crashAfterRequests(t, true))
