@@ -1,7 +1,6 @@
 import t from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
 /**
@@ -16,8 +15,8 @@ import ts from 'typescript'
  * cannot drift apart.
  */
 
-const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../src')
-const ARCHITECTURE = resolve(dirname(fileURLToPath(import.meta.url)), '../docs/architecture.md')
+const SRC = resolve('src')
+const ARCHITECTURE = resolve('docs/architecture.md')
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

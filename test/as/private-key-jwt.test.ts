@@ -10,7 +10,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import t, { type Test } from 'tap'
 import * as oauth from 'oauth4webapi'
 import { decodeJwt, exportJWK, exportPKCS8, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
@@ -267,7 +267,7 @@ t.test('private_key_jwt for configured clients', async (t) => {
     t.teardown(() => rm(dir, { recursive: true, force: true }))
     const keyFile = join(dir, 'client.pem')
     await writeFile(keyFile, await exportPKCS8(python.privateKey))
-    const script = new URL('../fixtures/authlib/private_key_jwt.py', import.meta.url).pathname
+    const script = resolve('test/fixtures/authlib/private_key_jwt.py')
     const out = JSON.parse(await runPython(py, [script, 'keyed-python', keyFile, tokenUrl, `${h.url}/revoke`])) as {
       token: { access_token: string; token_type: string; scope: string }
       revocation_status: number
