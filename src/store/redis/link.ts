@@ -10,6 +10,9 @@ import { describe, type StoreLog } from './replies.js'
 
 export type Client = Redis | Cluster
 
+/** How long a connection ioredis ended waits before it is connected again (see Link's #revive). */
+export const REVIVE_DELAY_MS = 250
+
 /**
  * One ioredis connection (or cluster) and what we know of its health. Commands
  * are only written while it is `ready`; before the first connection a command
@@ -36,6 +39,8 @@ export class Link {
   #closing = false
   /** Connections made so far (the revocation feed subscribes anew on each). */
   #generation = 0
+  /** The pending reconnect of a connection ioredis ended (see #revive). */
+  #reviveTimer: NodeJS.Timeout | null = null
   /**
    * Commands waiting for the connection, each settled by the next ready,
    * error or end. One set of client listeners serves them all (a listener per
@@ -73,7 +78,33 @@ export class Link {
       this.#settleWaiters(new StoreUnavailableError())
     })
     client.on('close', () => this.#fail(null))
-    client.on('end', () => this.#settleWaiters(new StoreUnavailableError()))
+    client.on('end', () => {
+      this.#settleWaiters(new StoreUnavailableError())
+      if (!this.#closing) this.#revive()
+    })
+  }
+
+  /**
+   * ioredis ended the connection for good, and we did not close it: it gives
+   * up when its connector fails outright. With Sentinel, that happens when a
+   * sentinel's failover notice (`+switch-master`) arrives while a reconnect is
+   * under way: the notice closes the connector the reconnect is using, the
+   * reconnect fails with "Connection is closed", and the client ends. Left
+   * alone, the store would stay unreachable until a restart (seen: 90 s of
+   * 503 after a failover, in test/e2e/redis-sentinel.test.ts, about one run
+   * in fifteen). A store that is not closing connects again after a pause,
+   * for as long as it ends.
+   */
+  #revive(): void {
+    this.#fail(new Error('the connection ended; reconnecting'))
+    const timer = setTimeout(() => {
+      if (this.#closing || this.client.status !== 'end') return
+      this.#log?.info({ connection: this.#name }, 'store connection ended; connecting again')
+      // A failure ends the client again, and this runs again.
+      this.client.connect().catch(() => undefined)
+    }, REVIVE_DELAY_MS)
+    timer.unref()
+    this.#reviveTimer = timer
   }
 
   /** Connected, and answering. */
@@ -138,6 +169,7 @@ export class Link {
   async close(): Promise<void> {
     this.#closing = true
     this.#heartbeat.stop()
+    if (this.#reviveTimer !== null) clearTimeout(this.#reviveTimer)
     const c = this.client
     if (c.status === 'ready') {
       try {
