@@ -7,8 +7,8 @@
  * queued there writes what it still holds before that batch, or, when the
  * pool is busy (scrypt, DNS), after it: lines out of order
  * (test/e2e/access-log-flush.test.ts). A batch written here is written when
- * this returns, so the `exit` flush only has what is still batched. A write
- * of one 4 KiB batch to a pipe costs about 2 µs (0.1 µs a line;
+ * this returns, so the `exit` flush only has what is still batched. A 4 KiB
+ * write to a pipe costs about 2 µs (0.1 µs a line;
  * docs/performance.md), less than the thread-pool round trip it replaces.
  *
  * Why at most PIPE_BUF bytes a write, cut at line ends: workers share the

@@ -1,5 +1,5 @@
 /**
- * Log lines are buffered (src/log.ts: up to 4 KiB or 100 ms) and written in
+ * Log lines are buffered (src/log.ts: up to 64 KiB or 100 ms) and written in
  * batches. Whatever was logged must still come out when the process stops:
  * on SIGTERM (bin/bearward drains and exits), and when it dies of an
  * uncaught exception. Only a process killed outright (SIGKILL, an OOM kill)
