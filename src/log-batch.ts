@@ -95,9 +95,10 @@ export class BatchedLines implements DestinationStream {
   #lines: string[] = []
   #chars = 0
   #timer: NodeJS.Timeout | null = null
-  /** What a full non-blocking descriptor has not taken yet, oldest first; the first may be partly written. */
+  /** What the descriptor has not taken yet, oldest first; the first may be partly written (up to #backlogOffset). */
   #backlog: Buffer[] = []
   #backlogOffset = 0
+  /** The backlog's size in bytes, what is already written of its first buffer included. */
   #backlogBytes = 0
   #retry: NodeJS.Timeout | null = null
   #dropped = 0
@@ -149,17 +150,8 @@ export class BatchedLines implements DestinationStream {
     this.#lines = []
     this.#chars = 0
     if (this.#broken) return
-    if (this.#backlog.length > 0) {
-      this.#enqueue(bytes)
-      return
-    }
-    const written = this.#writeFrom(bytes, 0)
-    if (written < bytes.length) {
-      this.#backlog.push(bytes)
-      this.#backlogOffset = written
-      this.#backlogBytes = bytes.length - written
-      this.#armRetry()
-    }
+    this.#enqueue(bytes)
+    if (!this.#drain()) this.#armRetry()
   }
 
   /** Writes `bytes` from `offset` until done or the descriptor is full; where it stopped. */
@@ -178,8 +170,9 @@ export class BatchedLines implements DestinationStream {
     return bytes.length
   }
 
+  /** Behind whatever waits; dropped (and counted) past the bound, unless nothing waits at all. */
   #enqueue(bytes: Buffer): void {
-    if (this.#backlogBytes + bytes.length > this.#options.maxBacklogBytes) {
+    if (this.#backlog.length > 0 && this.#backlogBytes + bytes.length > this.#options.maxBacklogBytes) {
       this.#dropped += countLines(bytes)
       return
     }
@@ -198,28 +191,26 @@ export class BatchedLines implements DestinationStream {
 
   /** Writes the backlog, then the dropped-lines note; true once nothing waits. */
   #drain(): boolean {
-    while (this.#backlog.length > 0) {
-      const head = this.#backlog[0] as Buffer
+    while (!this.#broken) {
+      const head = this.#backlog[0]
+      if (head === undefined) {
+        if (this.#dropped === 0) break
+        // Everything kept is out: say what was not, as the last line of the backlog.
+        const note = Buffer.from(this.#options.droppedLine(this.#dropped), 'utf8')
+        this.#backlog.push(note)
+        this.#backlogBytes += note.length
+        this.#dropped = 0
+        continue
+      }
       const written = this.#writeFrom(head, this.#backlogOffset)
       if (this.#broken) break
-      this.#backlogBytes -= written - this.#backlogOffset
       if (written < head.length) {
         this.#backlogOffset = written
         return false
       }
       this.#backlog.shift()
+      this.#backlogBytes -= head.length
       this.#backlogOffset = 0
-    }
-    if (this.#dropped > 0 && !this.#broken) {
-      const note = Buffer.from(this.#options.droppedLine(this.#dropped), 'utf8')
-      this.#dropped = 0
-      const written = this.#writeFrom(note, 0)
-      if (written < note.length) {
-        this.#backlog.push(note)
-        this.#backlogOffset = written
-        this.#backlogBytes = note.length - written
-        return false
-      }
     }
     for (const done of this.#whenDrained.splice(0)) done()
     return true

@@ -12,7 +12,7 @@ import { EventEmitter, once } from 'node:events'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { type BatchOptions, BatchedLines, PIPE_BUF } from '../src/log-batch.js'
 
 /** Errors as fs.writeSync throws them. */
@@ -33,6 +33,7 @@ class Descriptor extends EventEmitter {
   calls = 0
   readonly write = (data: Buffer, offset: number, length: number): number => {
     this.calls++
+    this.emit('called')
     if (this.dead) throw errno('EPIPE')
     if (this.full) throw errno('EAGAIN')
     const took = this.shortBy === null ? length : Math.min(length, this.shortBy)
@@ -50,6 +51,18 @@ class Descriptor extends EventEmitter {
 const line = (i: number): string => `{"n":${String(i).padStart(4, '0')}}\n`
 const LINE = line(0).length
 const lines = (from: number, to: number): string => Array.from({ length: to - from }, (_, i) => line(from + i)).join('')
+
+/**
+ * The batcher's timers do not hold the process open (exit flushes): a test
+ * that waits for one must. Closes the batcher at the end.
+ */
+function keepAlive(t: Test, batcher: BatchedLines): void {
+  const alive = setInterval(() => undefined, 1000)
+  t.teardown(() => {
+    clearInterval(alive)
+    batcher.close()
+  })
+}
 
 function options(overrides: Partial<BatchOptions>): BatchOptions {
   return {
@@ -80,12 +93,7 @@ t.test('lines wait until a batch is full, then go out as one write, in order', a
 t.test('a line never waits longer than maxWaitMs when few come', async (t) => {
   const fd = new Descriptor()
   const batcher = new BatchedLines(fd.write, options({ maxWaitMs: 20 }))
-  // The batcher's timer does not hold the process open (exit flushes): this test's wait must.
-  const alive = setInterval(() => undefined, 1000)
-  t.teardown(() => {
-    clearInterval(alive)
-    batcher.close()
-  })
+  keepAlive(t, batcher)
   const started = performance.now()
   batcher.write(line(1))
   batcher.write(line(2))
@@ -140,12 +148,7 @@ t.test('a short write: the rest goes out next, nothing lost', async (t) => {
 t.test('a full non-blocking descriptor: lines wait in the backlog, in order, and flush calls back once it took them', async (t) => {
   const fd = new Descriptor()
   const batcher = new BatchedLines(fd.write, options({ maxChars: LINE * 4, retryMs: 5 }))
-  // The retry timer does not hold the process open (exit flushes): this test's wait must.
-  const alive = setInterval(() => undefined, 1000)
-  t.teardown(() => {
-    clearInterval(alive)
-    batcher.close()
-  })
+  keepAlive(t, batcher)
   fd.full = true
   for (let i = 0; i < 20; i++) batcher.write(line(i))
   let flushed = false
@@ -154,16 +157,8 @@ t.test('a full non-blocking descriptor: lines wait in the backlog, in order, and
   })
   t.same(fd.writes, [], 'nothing taken while full')
   t.notOk(flushed, 'flush has not called back')
-  const callsWhileFull = fd.calls
   // The retry timer keeps trying; make room once it has tried again.
-  await new Promise<void>((res) => {
-    const check = setInterval(() => {
-      if (fd.calls > callsWhileFull) {
-        clearInterval(check)
-        res()
-      }
-    }, 1)
-  })
+  await once(fd, 'called')
   t.notOk(flushed, 'still full after a retry: no callback')
   fd.full = false
   await once(fd, 'written')
@@ -176,11 +171,7 @@ t.test('a full non-blocking descriptor: lines wait in the backlog, in order, and
 t.test('past the backlog bound whole batches are dropped, then counted in one line when the reader is back', async (t) => {
   const fd = new Descriptor()
   const batcher = new BatchedLines(fd.write, options({ maxChars: LINE * 2, maxBacklogBytes: LINE * 6, retryMs: 5 }))
-  const alive = setInterval(() => undefined, 1000)
-  t.teardown(() => {
-    clearInterval(alive)
-    batcher.close()
-  })
+  keepAlive(t, batcher)
   fd.full = true
   for (let i = 0; i < 20; i++) batcher.write(line(i))
   t.equal(batcher.dropped, 14, 'three batches of two kept (the bound), seven dropped')
