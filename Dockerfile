@@ -11,8 +11,13 @@ RUN npm run build
 
 # Runtime stage: production dependencies only, non-root.
 FROM node:24-bookworm-slim
+# BEARWARD_LISTEN: the example config listens on loopback unless told
+# otherwise; in a container that is the network's address. With the example's
+# public demo secrets still in it, bearward then refuses to start until a real
+# config is mounted (or BEARWARD_ALLOW_DEMO=1 says the demo is meant).
 ENV NODE_ENV=production \
-    BEARWARD_CONFIG=/etc/bearward/gateway.yaml
+    BEARWARD_CONFIG=/etc/bearward/gateway.yaml \
+    BEARWARD_LISTEN=0.0.0.0:8080
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force

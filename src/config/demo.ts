@@ -13,3 +13,17 @@ export const DEMO_SECRET_HASHES: ReadonlyMap<string, string> = new Map([
 export function demoSecretOf(hash: string): string | undefined {
   return DEMO_SECRET_HASHES.get(hash)
 }
+
+/** The environment variable that lets the demo secrets serve a network address. */
+export const ALLOW_DEMO_ENV = 'BEARWARD_ALLOW_DEMO'
+
+/** What still uses a demo secret: `client \`web\``, `user \`demo\``. */
+export function demoSecretUsers(
+  clients: readonly { clientId: string; secretHash: string | null }[],
+  users: readonly { username: string; passwordHash: string }[],
+): string[] {
+  const found: string[] = []
+  for (const c of clients) if (c.secretHash !== null && DEMO_SECRET_HASHES.has(c.secretHash)) found.push(`client \`${c.clientId}\``)
+  for (const u of users) if (DEMO_SECRET_HASHES.has(u.passwordHash)) found.push(`user \`${u.username}\``)
+  return found
+}

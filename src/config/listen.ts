@@ -37,3 +37,12 @@ export function parseListenAddress(input: string): ParseResult<ListenAddress> {
   }
   return { ok: true, value: { host, port: Number(portText) } }
 }
+
+/**
+ * True when `host` can only be reached from this machine. Listen hosts only
+ * (no brackets): a DNS name other than localhost may resolve anywhere.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const lower = host.toLowerCase()
+  return lower === 'localhost' || lower.endsWith('.localhost') || lower === '::1' || /^127(?:\.\d{1,3}){3}$/.test(lower)
+}

@@ -82,6 +82,11 @@ export class Reader {
     this.warnings.push({ file: this.file, ...this.position(node), path, message })
   }
 
+  /** An environment variable's value, for switches such as `BEARWARD_ALLOW_DEMO` that are not config keys. */
+  envValue(name: string): string | undefined {
+    return this.#env[name]
+  }
+
   /** "line N", for messages that point back at an earlier definition. */
   lineOf(node: Node | undefined): string {
     return `line ${this.position(node).line}`

@@ -8,7 +8,8 @@ import { isMap, isScalar, type Node } from 'yaml'
 import type { ConfigProblem } from '../errors.js'
 import type { ClientTimeouts, Config, IssuerConfig, ListenAddress, LogConfig, StoreConfig, TlsConfig } from './validated-config.js'
 import { deepFreeze } from './freeze.js'
-import { parseListenAddress } from './listen.js'
+import { isLoopbackHost, parseListenAddress } from './listen.js'
+import { ALLOW_DEMO_ENV, demoSecretUsers } from './demo.js'
 import type { MapView, Reader } from './reader.js'
 import { readAuthorizationServer } from './sections/authorization-server.js'
 import { readDpop } from './sections/dpop.js'
@@ -111,6 +112,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
           gateway,
         })
 
+  refuseDemoOnNetwork(r, top, listen, authorizationServer)
   if (r.problems.length > 0) return { config: null, problems: r.problems, warnings: r.warnings }
   const config: Config = {
     file,
@@ -133,6 +135,24 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     traces,
   }
   return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
+}
+
+/**
+ * The demo secrets are published in the example config: on a loopback listen
+ * they only warn (so `npm start` works on a fresh machine), on any other
+ * address they would hand the network a known password, so the config is
+ * refused unless BEARWARD_ALLOW_DEMO=1 says the operator means it.
+ */
+function refuseDemoOnNetwork(r: Reader, top: MapView, listen: ListenAddress, as: Config['authorizationServer'] | undefined): void {
+  if (as === null || as === undefined || isLoopbackHost(listen.host)) return
+  const users = demoSecretUsers(as.clients, as.users)
+  if (users.length === 0 || r.envValue(ALLOW_DEMO_ENV) === '1') return
+  r.problem(
+    top.get('listen') ?? top.node,
+    top.pathOf('listen'),
+    `${users.join(', ')} still use${users.length === 1 ? 's' : ''} a public DEMO secret, and \`${listen.host}\` serves the network: ` +
+      `replace the secrets (printf '%s' NEW_SECRET | bearward hash-secret), listen on 127.0.0.1, or set ${ALLOW_DEMO_ENV}=1 to serve the demo anyway`,
+  )
 }
 
 /** `host:port`, `[v6]:port`, or a bare port number (all interfaces). */

@@ -144,7 +144,7 @@ t.test('the example config loads, with the documented warnings', async (t) => {
   t.same(problems, [])
   t.ok(config)
   t.match(config, {
-    listen: { host: '0.0.0.0', port: 8080 },
+    listen: { host: '127.0.0.1', port: 8080 },
     adminListen: { host: '127.0.0.1', port: 9090 },
     publicUrl: 'http://localhost:8080',
     store: { kind: 'memory' },
@@ -186,6 +186,31 @@ t.test('the example config loads, with the documented warnings', async (t) => {
     warnings.every((w) => w.file === EXAMPLE && w.line > 1),
     warnings.map(formatProblem).join('\n'),
   )
+})
+
+t.test('the demo secrets are refused on a network listen unless BEARWARD_ALLOW_DEMO=1 (the image with no config mounted)', async (t) => {
+  // The Docker image sets BEARWARD_LISTEN=0.0.0.0:8080 and falls back to the example config.
+  const image = await checkConfig(EXAMPLE, { BEARWARD_LISTEN: '0.0.0.0:8080' })
+  t.equal(image.config, null, 'the image does not start on the demo config')
+  t.equal(image.problems.length, 1)
+  t.equal(image.problems[0]?.path, 'listen')
+  t.match(image.problems[0]?.message, /client `demo-web`, client `demo-service`, user `demo` still use a public DEMO secret/)
+  t.match(image.problems[0]?.message, /BEARWARD_ALLOW_DEMO=1/, 'the message says what to do')
+  const allowed = await checkConfig(EXAMPLE, { BEARWARD_LISTEN: '0.0.0.0:8080', BEARWARD_ALLOW_DEMO: '1' })
+  t.same(allowed.problems, [], 'the operator may insist')
+  t.match(allowed.config?.listen, { host: '0.0.0.0', port: 8080 })
+  t.equal((await checkConfig(EXAMPLE, { BEARWARD_LISTEN: '0.0.0.0:8080', BEARWARD_ALLOW_DEMO: 'yes' })).config, null, 'only 1 says so')
+
+  const demoUser = (listen: string): string =>
+    `listen: ${listen.startsWith('[') ? `"${listen}"` : listen}\nauthorization_server:\n  users:\n    - username: demo\n      password_hash: "scrypt$16384$8$1$Xg4RwaADC0DMb75lzB2hIw$4DPebt_jLGmC_340SLD_j-d605lpJ8SBvJnUCSZrQT0"\n`
+  for (const loopback of ['127.0.0.1:8080', '127.8.9.10:0', 'localhost:8080', '[::1]:8080']) {
+    t.same(inspect(demoUser(loopback)).problems, [], `${loopback} only warns`)
+  }
+  for (const network of ['0.0.0.0:8080', '[::]:8080', '10.1.2.3:8080', 'gateway.example.com:8080', '8080']) {
+    t.match(inspect(demoUser(network)).problems, [{ path: 'listen', message: /user `demo` still uses a public DEMO secret/ }], `${network} is refused`)
+  }
+  const realUser = `listen: 0.0.0.0:8080\nauthorization_server:\n  users:\n    - username: ann\n      password_hash: "${HASH}"\n`
+  t.same(inspect(realUser).problems, [], 'a real password on the network is fine')
 })
 
 t.test('the example demo hashes are real scrypt hashes of the documented demo secrets', async (t) => {

@@ -81,6 +81,25 @@ t.test('check-config: ok for a good file; positioned errors and exit 1 for a bro
   t.match(bin.stderr, /invalid config/)
 })
 
+t.test('the image with no config mounted refuses to serve the demo secrets to the network', async (t) => {
+  // What the Docker image runs: the example config with BEARWARD_LISTEN=0.0.0.0:… (Dockerfile's ENV).
+  const dockerfile = await readFile('Dockerfile', 'utf8')
+  t.match(dockerfile, /BEARWARD_LISTEN=0\.0\.0\.0:8080/, 'the image listens on every interface')
+  const instructions = dockerfile
+    .split('\n')
+    .filter((line) => !line.trimStart().startsWith('#'))
+    .join('\n')
+  t.notMatch(instructions, /BEARWARD_ALLOW_DEMO/, 'and does not allow the demo itself')
+  const refused = await runCli(['start', '-c', 'config/gateway.yaml'], undefined, { BEARWARD_LISTEN: '0.0.0.0:0' })
+  t.equal(refused.code, 1, 'start refuses')
+  t.match(refused.stderr, /listen: .*public DEMO secret.*BEARWARD_ALLOW_DEMO=1/)
+  t.notMatch(refused.stderr, /demo-secret|demo-password/, 'the error names who uses a demo secret, not the secret')
+  const check = await runCli(['check-config', '-c', 'config/gateway.yaml'], undefined, { BEARWARD_LISTEN: '0.0.0.0:0' })
+  t.equal(check.code, 1, 'check-config says the same')
+  const allowed = await runCli(['check-config', '-c', 'config/gateway.yaml'], undefined, { BEARWARD_LISTEN: '0.0.0.0:0', BEARWARD_ALLOW_DEMO: '1' })
+  t.equal(allowed.code, 0, `BEARWARD_ALLOW_DEMO=1 lets it load: ${allowed.stderr}`)
+})
+
 t.test('start exits non-zero with a clear message when the port is taken', async (t) => {
   const blocker = createServer()
   const { port } = await listen(blocker)
