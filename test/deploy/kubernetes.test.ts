@@ -1,5 +1,7 @@
 import t from 'tap'
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { connect } from 'node:net'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -7,6 +9,7 @@ import { basename, dirname, join, posix } from 'node:path'
 import { promisify } from 'node:util'
 import { parse, parseAllDocuments, stringify } from 'yaml'
 import { BIN, childEnv, startBin } from '../helpers/bin.js'
+import { eventually, freePort } from '../helpers/http.js'
 
 /**
  * deploy/kubernetes/ as an operator applies it: every manifest is valid
@@ -95,6 +98,7 @@ function selects(selector: Obj, labels: Obj): boolean {
 }
 
 const dockerfile = readFileSync('Dockerfile', 'utf8')
+const manyInstances = readFileSync('docs/many-instances.md', 'utf8')
 
 for (const dir of [ROOT, `${ROOT}/sidecar`]) {
   t.test(`${dir}: every manifest is valid against the Kubernetes schemas`, async (t) => {
@@ -171,23 +175,40 @@ for (const dir of [ROOT, `${ROOT}/sidecar`]) {
     )
     t.ok(obj(container.resources, 'resources').limits, 'resource limits are set')
 
-    // Every Secret the pod names is in the manifests.
-    const secretNames = new Set(byKind(manifests, 'Secret').map((m) => obj(m.doc.metadata, 'm').name))
-    for (const v of list(podSpec(deployment).volumes))
-      if (v.secret !== undefined) t.ok(secretNames.has(obj(v.secret, 'secret').secretName), 'the key Secret exists')
-    for (const e of list(container.envFrom)) t.ok(secretNames.has(obj(e.secretRef, 'secretRef').name), 'the env Secret exists')
+    // No Secret is applied with the manifests: `kubectl apply -k` would replace the operator's own Secrets
+    // with placeholders. Each Secret the pod names has its shape in examples/ and its `kubectl create` in the docs.
+    t.same(
+      byKind(manifests, 'Secret').map((m) => m.file),
+      [],
+      'the kustomization applies no Secret',
+    )
+    const exampleSecrets = new Set(byKind(manifestsIn(`${ROOT}/examples`), 'Secret').map((m) => obj(m.doc.metadata, 'm').name))
+    const named = [
+      ...list(podSpec(deployment).volumes).flatMap((v) => (v.secret === undefined ? [] : [String(obj(v.secret, 'secret').secretName)])),
+      ...list(container.envFrom).map((e) => String(obj(e.secretRef, 'secretRef').name)),
+    ]
+    for (const name of named) {
+      t.ok(exampleSecrets.has(name), `examples/secrets.yaml shows the Secret ${name}`)
+      t.match(manyInstances, `kubectl create secret generic ${name}`, `docs/many-instances.md says how to create ${name}`)
+    }
   })
 }
 
-/** The ConfigMap's config with what a test machine must differ in: loopback port 0, the memory store, a real key file. */
-async function runnable(dir: string): Promise<{ file: string; env: NodeJS.ProcessEnv; cleanup(): Promise<void> }> {
+/**
+ * The ConfigMap's config with what a test machine must differ in: loopback port 0, a real key file, and the
+ * memory store, or `redisPort`: the config's own store URL (and so its password) with its host:port moved there.
+ */
+async function runnable(dir: string, redisPort?: number): Promise<{ file: string; env: NodeJS.ProcessEnv; cleanup(): Promise<void> }> {
   const manifests = manifestsIn(dir).filter((m) => dirname(m.file) === dir)
   const [configMap] = byKind(manifests, 'ConfigMap')
   const config = parse(String(obj(configMap?.doc.data, 'data')['gateway.yaml'])) as Obj
   const tmp = await mkdtemp(join(tmpdir(), 'bearward-k8s-'))
   config.listen = '127.0.0.1:0'
   config.admin_listen = '127.0.0.1:0'
-  if (config.store !== undefined) config.store = 'memory'
+  if (redisPort !== undefined) {
+    const store = obj(config.store, 'store')
+    store.url = String(store.url).replace(/@[^@/:]+:\d+\//, `@127.0.0.1:${redisPort}/`)
+  } else if (config.store !== undefined) config.store = 'memory'
   const as = config.authorization_server as Obj | undefined
   if (as !== undefined) {
     const { stdout } = await execFileP(process.execPath, [BIN, 'keys', 'generate'], { env: childEnv() })
@@ -225,4 +246,74 @@ t.test('the ConfigMap configs pass check-config, and the gateway one starts and 
     body: 'grant_type=client_credentials&scope=orders%3Aread',
   })
   t.equal(token.status, 200, "the ConfigMap's client gets a token with the secret whose hash the Secret holds")
+})
+
+t.test('with-redis: the overlay adds the Redis the base config names, and bearward uses it with its password', async (t) => {
+  const dir = `${ROOT}/with-redis`
+  const kustomization = parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as { resources: string[] }
+  t.same(kustomization.resources, ['../', 'redis.yaml'], 'the base and the Redis')
+  const manifests = manifestsIn(dir).filter((m) => dirname(m.file) === dir)
+  for (const m of manifests) await t.resolves(validate(m.doc), `${String(m.doc.kind)} ${String(obj(m.doc.metadata, 'metadata').name)}`)
+  const [redis] = byKind(manifests, 'Deployment').map((m) => m.doc)
+  const [service] = byKind(manifests, 'Service').map((m) => m.doc)
+  if (redis === undefined || service === undefined) throw new Error('with-redis has no Redis Deployment and Service')
+
+  const base = manifestsIn(ROOT).filter((m) => dirname(m.file) === ROOT)
+  const [bearward] = byKind(base, 'Deployment').map((m) => m.doc)
+  const [configMap] = byKind(base, 'ConfigMap')
+  const storeUrl = String(obj((parse(String(obj(configMap?.doc.data, 'data')['gateway.yaml'])) as Obj).store, 'store').url)
+  const [, host, port] = /@([^@/:]+):(\d+)\//.exec(storeUrl) ?? []
+  t.equal(obj(service.metadata, 'metadata').name, host, 'the Service is the host the store URL names')
+  const servicePort = list(obj(service.spec, 'spec').ports)[0]
+  t.equal(servicePort?.port, Number(port), 'on the port it names')
+  t.ok(selects(obj(obj(service.spec, 'spec').selector, 'selector'), podLabels(redis)), 'the Service selects the Redis pod')
+  const container = list(podSpec(redis).containers)[0] ?? {}
+  t.ok(
+    list(container.ports).some((p) => p.name === servicePort?.targetPort),
+    'targetPort is a named container port',
+  )
+  const passwordRef = obj(obj(list(container.env).find((e) => e.name === 'REDIS_PASSWORD')?.valueFrom, 'valueFrom').secretKeyRef, 'secretKeyRef')
+  const bearwardEnv = list(bearwardContainer(bearward ?? {}).envFrom).map((e) => obj(e.secretRef, 'secretRef').name)
+  t.ok(bearwardEnv.includes(passwordRef.name), 'Redis reads its password from the Secret bearward reads')
+  t.equal(passwordRef.key, 'REDIS_PASSWORD', 'the same variable the store URL uses')
+  t.match(storeUrl, /\$\{REDIS_PASSWORD\}@/, 'the store URL carries it')
+  const args = (container.args as string[]) ?? []
+  t.equal(args[args.indexOf('--maxmemory-policy') + 1], 'noeviction', 'a revoked jti is never evicted')
+  t.equal(args[args.indexOf('--requirepass') + 1], '$(REDIS_PASSWORD)', 'a password is required')
+
+  // Run it: redis-server with the container's arguments as the kubelet expands them, and the base config at it.
+  const password = randomBytes(12).toString('hex')
+  const redisPort = await freePort()
+  const data = await mkdtemp(join(tmpdir(), 'bearward-k8s-redis-'))
+  const expanded = args.map((a) => (a === '$(REDIS_PASSWORD)' ? password : a === '/data' ? data : a))
+  const server = spawn('redis-server', [...expanded, '--port', String(redisPort), '--bind', '127.0.0.1'], { stdio: 'ignore' })
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()))
+  server.once('error', (err) => t.fail(`redis-server: ${err.message} (apt-get install -y redis-server)`))
+  t.teardown(async () => {
+    server.kill('SIGKILL')
+    await exited
+    await rm(data, { recursive: true, force: true })
+  })
+  const accepts = (): Promise<boolean> =>
+    new Promise((resolve) => {
+      const sock = connect(redisPort, '127.0.0.1', () => {
+        sock.destroy()
+        resolve(true)
+      })
+      sock.once('error', () => resolve(false))
+    })
+  t.ok(await eventually(accepts, 5000), 'redis-server listens')
+  const r = await runnable(ROOT, redisPort)
+  t.teardown(r.cleanup)
+  const bin = await startBin(r.file, { ...r.env, REDIS_PASSWORD: password })
+  t.teardown(() => bin.stop())
+  const ready = await fetch(`${bin.admin}/readyz`)
+  t.equal(ready.status, 200, "ready on the overlay's Redis")
+  t.match(await ready.json(), { store: 'redis' })
+  const token = await fetch(`${bin.url}/token`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${Buffer.from('orders-service:demo-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials&scope=orders%3Aread',
+  })
+  t.equal(token.status, 200, 'a token is issued through it')
 })
