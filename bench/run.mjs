@@ -14,8 +14,10 @@
 // pair's own ratio (report.mjs pairedRatio: a subject runs next to its
 // baseline, and each pair holds both orders once). Rounds come in even
 // numbers for that reason. Prints a table and writes
-// bench/results/<YYYY-MM-DD>.json (merged with the scenarios of an earlier
-// run that day).
+// bench/results/<YYYY-MM-DD>-<commit>.json (merged with the scenarios of an
+// earlier run of the same build that day): runs are labelled by date and the
+// commit they measured, `+dirty` when the work tree had uncommitted changes.
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -193,16 +195,18 @@ if (foreign.length > 0) {
 }
 
 const date = new Date().toISOString().slice(0, 10)
+const commit = measuredCommit()
 const dir = fileURLToPath(new URL('./results/', import.meta.url))
 mkdirSync(dir, { recursive: true })
 // A smoke run (--quick) or a profiled one (slowed by the profiler) stays out of the dated results.
-const file = opts.cpuProf || opts.quick ? join(ctx.workDir, 'results.json') : join(dir, `${date}.json`)
+const file = opts.cpuProf || opts.quick ? join(ctx.workDir, 'results.json') : join(dir, `${date}-${commit}.json`)
 const previous = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { scenarios: {} }
 const args = process.argv.slice(2).join(' ')
 const command = process.env.npm_lifecycle_event === 'bench' ? `npm run bench${args ? ' -- ' + args : ''}` : `node bench/run.mjs${args ? ' ' + args : ''}`
 const entry = (name) => ({ ...details[name], command, at: new Date().toISOString(), params: opts })
 const out = {
   date,
+  commit,
   node: process.version,
   cpu: cpus()[0]?.model ?? 'unknown',
   cores: cpus().length,
@@ -210,6 +214,14 @@ const out = {
   lastCommand: command,
   params: opts,
   scenarios: { ...previous.scenarios, ...Object.fromEntries(Object.keys(details).map((n) => [n, entry(n)])) },
+}
+/** The short commit of the build measured, `+dirty` when the work tree differs from it; `unknown` outside git. */
+function measuredCommit() {
+  const git = (...a) => spawnSync('git', a, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' })
+  const head = git('rev-parse', '--short=7', 'HEAD')
+  if (head.status !== 0) return 'unknown'
+  const dirty = git('status', '--porcelain', '--untracked-files=no').stdout.trim() !== ''
+  return `${head.stdout.trim()}${dirty ? '+dirty' : ''}`
 }
 out.table = formatTable(SCENARIOS.flatMap((n) => out.scenarios[n]?.rows ?? []))
 writeFileSync(file, JSON.stringify(out, null, 2) + '\n')
