@@ -217,6 +217,67 @@ export class LoginThrottle {
   }
 }
 
+/**
+ * Guesses at a person's second factor (authenticator-app codes, recovery
+ * codes) after their right password, at /second-factor.
+ *
+ * Only someone who knows the password gets this far, so here a count per
+ * person may lock: it is what bounds a stranger who has the password, however
+ * many sign-ins, browsers and addresses they use (each password sign-in used
+ * to start a fresh count). The owner is kept in by the known-browser cookie,
+ * which only a complete sign-in (every factor) sets:
+ *
+ * - a browser holding a known-browser cookie issued for this person is judged
+ *   by that cookie's own counter only (`login_max_failures` per window), so a
+ *   stranger's failures never slow the owner's usual browser;
+ * - any other browser is refused for the rest of the window once the person
+ *   has `login_max_failures` failures from browsers they never completed a
+ *   sign-in with (whatever the session, browser or address), or its address
+ *   (an IPv6 one by its network) has `login_address_max_failures`, whatever
+ *   the people.
+ *
+ * While refused the code is not checked, even a right one. A success clears
+ * only a known browser's own counter: the per-person count may be a
+ * stranger's, and clearing it would hand them a fresh allowance each time the
+ * owner signs in.
+ */
+export class SecondFactorThrottle {
+  readonly #limit: FailureLimit
+  readonly #known: boolean
+
+  /** @param knownBrowserHash hash of the known-browser cookie issued for this person, or null. */
+  constructor(as: AsContext, address: string, sub: string, knownBrowserHash: string | null) {
+    const { loginMaxFailures, loginAddressMaxFailures } = as.as.rateLimit
+    this.#known = knownBrowserHash !== null
+    this.#limit =
+      knownBrowserHash !== null
+        ? new FailureLimit(as, [{ key: `2fa:browser:${knownBrowserHash}`, max: loginMaxFailures }])
+        : new FailureLimit(as, [
+            { key: `2fa:person:${hashToken(sub)}`, max: loginMaxFailures },
+            { key: `2fa:ip:${bucketOf(as, address)}`, max: loginAddressMaxFailures },
+          ])
+  }
+
+  /** True when the attempt is judged by a known-browser cookie. */
+  get known(): boolean {
+    return this.#known
+  }
+
+  /** Seconds to wait (the Retry-After), or 0 when the code may be checked. */
+  lockedFor(): Promise<number> {
+    return this.#limit.lockedFor()
+  }
+
+  fail(): Promise<void> {
+    return this.#limit.fail()
+  }
+
+  /** The code was right: a known browser's own counter starts again; the per-person and per-address counts stay. */
+  async succeed(): Promise<void> {
+    if (this.#known) await this.#limit.clear()
+  }
+}
+
 /** RFC 8628 5.1: wrong user codes, counted per client address, so codes cannot be guessed. */
 export function userCodeLimit(as: AsContext, address: string): FailureLimit {
   return new FailureLimit(as, [{ key: `device:ip:${bucketOf(as, address)}`, max: as.as.rateLimit.loginMaxFailures }])
