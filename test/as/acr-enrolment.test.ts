@@ -73,11 +73,20 @@ t.test('acr_values=phr for a person with an authenticator app, mfa.methods [totp
   const f = await startFront(await frontYaml({ asExtra: `${WEBAUTHN}  mfa: { methods: [totp] }\n` }))
   t.teardown(() => f.close())
   const now = Math.floor(f.clock.now() / 1000)
-  await f.store.totp.put('user-0002', { secret: f.as.totpSecrets.seal('user-0002', 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'), createdAt: now, confirmedAt: now, recovery: [] })
+  await f.store.totp.put('user-0002', {
+    secret: f.as.totpSecrets.seal('user-0002', 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'),
+    createdAt: now,
+    confirmedAt: now,
+    recovery: [],
+  })
   const b = new Browser()
   // A session with both his factors: still short of phr.
   const sid = 'S'.repeat(43)
-  await f.store.sessions.put(hashToken(sid), { sub: 'user-0002', username: 'bob', authTime: now, amr: ['pwd', 'otp', 'mfa'], acr: 'mfa', csrf: 'c'.repeat(43) }, 600)
+  await f.store.sessions.put(
+    hashToken(sid),
+    { sub: 'user-0002', username: 'bob', authTime: now, amr: ['pwd', 'otp', 'mfa'], acr: 'mfa', csrf: 'c'.repeat(43) },
+    600,
+  )
   b.cookies.set('bw_session', sid)
   const res = await b.get(authorizeUrl(f, authParams({ client_id: 'first', redirect_uri: FIRST_CB, acr_values: 'phr' })))
   t.equal(res.status, 302)

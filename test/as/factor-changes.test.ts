@@ -15,7 +15,18 @@ import * as OTPAuth from 'otpauth'
 import { CONFIRM_NEEDED } from '../../src/as/interaction/factors.js'
 import { hashToken } from '../../src/store/hash.js'
 import type { PasskeyRecord, SessionRecord } from '../../src/store/types.js'
-import { ALICE_PASSWORD, authorizeUrl, authParams, BOB_PASSWORD, Browser, formWith, frontYaml, parseForms, startFront, type Front } from '../helpers/as-front.js'
+import {
+  ALICE_PASSWORD,
+  authorizeUrl,
+  authParams,
+  BOB_PASSWORD,
+  Browser,
+  formWith,
+  frontYaml,
+  parseForms,
+  startFront,
+  type Front,
+} from '../helpers/as-front.js'
 
 const WEBAUTHN = '  webauthn: { rp_id: localhost, origins: ["http://localhost:8080"] }\n'
 const front: Front = await startFront(await frontYaml({ asExtra: WEBAUTHN }))
@@ -50,7 +61,10 @@ async function passwordSession(f: Front, username: string, password: string): Pr
 /** A browser holding a session of `username` signed in with `amr`/`acr` at `authTime` (what a passkey sign-in leaves, say). */
 async function sessionOf(f: Front, username: string, sub: string, strength: Pick<SessionRecord, 'amr' | 'acr'>, authTime: number): Promise<Browser> {
   const b = new Browser()
-  const sid = Buffer.from(`${username}-${authTime}-${String(strength.acr)}`).toString('base64url').padEnd(43, 'x').slice(0, 43)
+  const sid = Buffer.from(`${username}-${authTime}-${String(strength.acr)}`)
+    .toString('base64url')
+    .padEnd(43, 'x')
+    .slice(0, 43)
   await f.store.sessions.put(hashToken(sid), { sub, username, authTime, csrf: 'c'.repeat(43), ...strength }, 3600)
   b.cookies.set('bw_session', sid)
   return b
