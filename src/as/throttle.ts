@@ -231,50 +231,61 @@ export class LoginThrottle {
  *   by that cookie's own counter only (`login_max_failures` per window), so a
  *   stranger's failures never slow the owner's usual browser;
  * - any other browser is refused for the rest of the window once the person
- *   has `login_max_failures` failures from browsers they never completed a
- *   sign-in with (whatever the session, browser or address), or its address
- *   (an IPv6 one by its network) has `login_address_max_failures`, whatever
- *   the people.
+ *   has had `login_max_failures` attempts from browsers they never completed
+ *   a sign-in with (whatever the session, browser or address), or its address
+ *   (an IPv6 one by its network) has `login_address_max_failures` failures,
+ *   whatever the people.
  *
- * While refused the code is not checked, even a right one. A success clears
- * only a known browser's own counter: the per-person count may be a
- * stranger's, and clearing it would hand them a fresh allowance each time the
- * owner signs in.
+ * While refused the code is not checked, even a right one.
  */
 export class SecondFactorThrottle {
-  readonly #limit: FailureLimit
-  readonly #known: boolean
+  readonly #as: AsContext
+  /** Counted before the code is checked: the person's (or the known browser's) attempts. */
+  readonly #attempts: FailureCounter
+  /** Counted after a wrong code: the address's failures (null for a known browser). */
+  readonly #address: FailureLimit | null
 
   /** @param knownBrowserHash hash of the known-browser cookie issued for this person, or null. */
   constructor(as: AsContext, address: string, sub: string, knownBrowserHash: string | null) {
     const { loginMaxFailures, loginAddressMaxFailures } = as.as.rateLimit
-    this.#known = knownBrowserHash !== null
-    this.#limit =
-      knownBrowserHash !== null
-        ? new FailureLimit(as, [{ key: `2fa:browser:${knownBrowserHash}`, max: loginMaxFailures }])
-        : new FailureLimit(as, [
-            { key: `2fa:person:${hashToken(sub)}`, max: loginMaxFailures },
-            { key: `2fa:ip:${bucketOf(as, address)}`, max: loginAddressMaxFailures },
-          ])
+    this.#as = as
+    this.#attempts = { key: knownBrowserHash !== null ? `2fa:browser:${knownBrowserHash}` : `2fa:person:${hashToken(sub)}`, max: loginMaxFailures }
+    this.#address = knownBrowserHash !== null ? null : new FailureLimit(as, [{ key: `2fa:ip:${bucketOf(as, address)}`, max: loginAddressMaxFailures }])
   }
 
   /** True when the attempt is judged by a known-browser cookie. */
   get known(): boolean {
-    return this.#known
+    return this.#address === null
   }
 
-  /** Seconds to wait (the Retry-After), or 0 when the code may be checked. */
-  lockedFor(): Promise<number> {
-    return this.#limit.lockedFor()
+  /**
+   * Take one attempt before the code is checked: seconds to wait (the
+   * Retry-After) when refused, else 0. The per-person (or known-browser)
+   * count is taken here, atomically, rather than after a failure: checked
+   * first and counted after, a burst of guesses sent at once all passed the
+   * check before the first was counted.
+   */
+  async attempt(): Promise<number> {
+    const addressWait = (await this.#address?.lockedFor()) ?? 0
+    if (addressWait > 0) return addressWait
+    const { rateLimits } = this.#as.store
+    if ((await rateLimits.hit(this.#attempts.key, this.#as.as.rateLimit.windowSec)) <= this.#attempts.max) return 0
+    return secondsUntil(this.#as, (await rateLimits.window(this.#attempts.key)).resetMs)
   }
 
-  fail(): Promise<void> {
-    return this.#limit.fail()
+  /** The code was wrong (its attempt is counted already): the address's count. */
+  async fail(): Promise<void> {
+    await this.#address?.fail()
   }
 
-  /** The code was right: a known browser's own counter starts again; the per-person and per-address counts stay. */
+  /**
+   * The code was right: a known browser's count starts again. The person's
+   * count stays for its window (it may hold a stranger's guesses; clearing it
+   * when the owner signs in would hand the stranger a new allowance), and so
+   * does the address's.
+   */
   async succeed(): Promise<void> {
-    if (this.#known) await this.#limit.clear()
+    if (this.#address === null) await this.#as.store.rateLimits.clear(this.#attempts.key)
   }
 }
 

@@ -74,10 +74,14 @@ class Client {
 
   /** A code at the pending sign-in's page: its status and page. */
   async code(code: string): Promise<{ status: number; html: string; res: Response }> {
-    const page = await this.get('second-factor')
-    const csrf = formWith(page.html, `${this.base}/second-factor`, 'code').fields.csrf ?? ''
-    const res = await this.post('second-factor', { csrf, code })
+    const res = await this.post('second-factor', { csrf: await this.codeCsrf(), code })
     return { status: res.status, html: await res.text(), res }
+  }
+
+  /** The pending sign-in's CSRF token, from its code page. */
+  async codeCsrf(): Promise<string> {
+    const page = await this.get('second-factor')
+    return formWith(page.html, `${this.base}/second-factor`, 'code').fields.csrf ?? ''
   }
 }
 
@@ -109,6 +113,8 @@ async function attackAndOwner(t: Test, served: ServedRuntime): Promise<void> {
   t.ok(known, 'the complete sign-in makes her browser known')
   t.equal(await served.store.knownBrowsers.get(hashToken(known)), 'alice')
   owner.cookies.delete('bw_session')
+  // That was before: a new window (her sign-in from a browser not yet known counted one attempt in the old one).
+  served.clock.advance(served.as.as.rateLimit.windowSec * 1000)
 
   // The stranger has the password: each round drops every cookie, signs in again and guesses.
   let checked = 0
@@ -159,8 +165,24 @@ async function attackAndOwner(t: Test, served: ServedRuntime): Promise<void> {
   t.equal((await later.code(wrongCodeAt(served.clock.now()))).status, 400, 'checked again in the next window')
 }
 
+/** Wrong codes sent all at once from one pending sign-in: no more are checked than the limit allows. */
+async function burst(t: Test, served: ServedRuntime): Promise<void> {
+  served.clock.advance(served.as.as.rateLimit.windowSec * 1000)
+  const stranger = new Client(served.url, '203.0.113.50')
+  await stranger.password()
+  const csrf = await stranger.codeCsrf()
+  const wrong = wrongCodeAt(served.clock.now())
+  const answers = await Promise.all(Array.from({ length: 25 }, () => stranger.post('second-factor', { csrf, code: wrong })))
+  const statuses = answers.map((r) => r.status)
+  await Promise.all(answers.map((r) => r.arrayBuffer()))
+  t.equal(statuses.filter((s) => s === 400).length, served.as.as.rateLimit.loginMaxFailures, 'only the allowed number were checked')
+  t.equal(statuses.filter((s) => s === 429).length, 25 - served.as.as.rateLimit.loginMaxFailures, 'the rest refused unchecked')
+}
+
 t.test('memory store: a stranger with the password gets login_max_failures code guesses per person per window', async (t) => {
-  await attackAndOwner(t, await serve(t))
+  const served = await serve(t)
+  await attackAndOwner(t, served)
+  await burst(t, served)
 })
 
 t.test('Redis: the same limit holds across instances sharing the store', async (t) => {
@@ -169,5 +191,7 @@ t.test('Redis: the same limit holds across instances sharing the store', async (
   // Redis judges TTLs by its own clock: start the manual clock at real time and move it only forward.
   const clock = new ManualClock(Date.now())
   const store = (c: ManualClock): Store => new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock: c })
-  await attackAndOwner(t, await serve(t, store, clock))
+  const served = await serve(t, store, clock)
+  await attackAndOwner(t, served)
+  await burst(t, served)
 })

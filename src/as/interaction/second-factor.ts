@@ -123,7 +123,7 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
 
     const known = await knownBrowserFor(req, as, pending.user)
     const throttle = new SecondFactorThrottle(as, as.clientAddress.of(req), pending.user.sub, known?.hash ?? null)
-    const wait = await throttle.lockedFor()
+    const wait = await throttle.attempt()
     if (wait > 0) {
       ctx.log.warn({ event: 'second_factor_rate_limited', knownBrowser: throttle.known, sub: pending.user.sub }, 'second factor refused: too many failures')
       return again(429, codesLockedMessage(wait), { 'retry-after': String(wait) })
