@@ -16,7 +16,7 @@ import { ManualClock } from '../../src/clock.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { hashToken } from '../../src/store/hash.js'
 import type { Store } from '../../src/store/types.js'
-import { ALICE_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
+import { ALICE_PASSWORD, BOB_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
 import { startRedis } from '../helpers/redis.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 
@@ -194,4 +194,34 @@ t.test('Redis: the same limit holds across instances sharing the store', async (
   const served = await serve(t, store, clock)
   await attackAndOwner(t, served)
   await burst(t, served)
+})
+
+t.test('the per-address count takes a /64 as one address, whatever the people', async (t) => {
+  const yaml = (await frontYaml({ topExtra: 'gateway: { trusted_proxies: [127.0.0.1] }' })).replace(
+    'rate_limit: { login_max_failures: 3, login_address_max_failures: 6,',
+    'rate_limit: { login_max_failures: 5, login_address_max_failures: 6,',
+  )
+  const served = await serveRuntime(yaml)
+  t.teardown(() => served.close())
+  const now = Math.floor(served.clock.now() / 1000)
+  for (const sub of ['alice', 'user-0002']) {
+    await served.store.totp.put(sub, { secret: served.as.totpSecrets.seal(sub, SECRET), createdAt: now, confirmedAt: now, recovery: [] })
+  }
+  const wrong = wrongCodeAt(served.clock.now())
+  // Five wrong codes for alice from addresses all over 2001:db8:5:6::/64.
+  for (let i = 1; i <= 5; i++) {
+    const c = new Client(served.url, `2001:db8:5:6::${i.toString(16)}`)
+    await c.password()
+    t.equal((await c.code(wrong)).status, 400)
+  }
+  const bobFrom = async (address: string): Promise<number> => {
+    const c = new Client(served.url, address)
+    const page = await c.get('account')
+    const csrf = formWith(page.html, `${served.url}/account`, 'password').fields.csrf ?? ''
+    t.equal((await c.post('login', { csrf, username: 'bob', password: BOB_PASSWORD, next: 'account' })).status, 303)
+    return (await c.code(wrong)).status
+  }
+  t.equal(await bobFrom('2001:db8:5:6:ffff::1'), 400, "bob's first wrong code from that /64: the sixth for it")
+  t.equal(await bobFrom('2001:db8:5:6:1:2:3:4'), 429, 'then that /64 is refused, whatever the address in it and the person')
+  t.equal(await bobFrom('2001:db8:5:7::1'), 400, 'the next /64 is not')
 })

@@ -137,3 +137,24 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
     })
   }
 })
+
+t.test('acr_values=mfa where no second factor can be set up: access_denied with a description at the client', async (t) => {
+  const browser = await launchChromium()
+  t.teardown(() => browser.close())
+  // Passkeys are off (an IP-address public_url) and mfa.methods names only them: nothing could meet mfa.
+  const as: BrowserAs = await startBrowserAs((config) => {
+    config.authorization_server.mfa = { methods: ['passkey'] }
+  })
+  t.teardown(() => as.close())
+  const { context, page } = await openPage(browser, 'desktop')
+  t.teardown(() => context.close())
+  const request = authorizeRequest(as, 'openid orders:read', { acr_values: 'mfa' })
+  await page.goto(request.url)
+  await signIn(page, { username: 'leo', password: DEMO_PASSWORD })
+  const back = new URL(page.url())
+  t.equal(`${back.origin}${back.pathname}`, as.callback, 'back at the client, not the login page again')
+  t.equal(back.searchParams.get('error'), 'access_denied')
+  t.match(back.searchParams.get('error_description') ?? '', /acr_values needs a second factor/)
+  t.equal(back.searchParams.get('state'), request.state)
+  t.equal(back.searchParams.get('code'), null)
+})
