@@ -217,6 +217,78 @@ export class LoginThrottle {
   }
 }
 
+/**
+ * Guesses at a person's second factor (authenticator-app codes, recovery
+ * codes) after their right password, at /second-factor.
+ *
+ * Only someone who knows the password gets this far, so here a count per
+ * person may lock: it is what bounds a stranger who has the password, however
+ * many sign-ins, browsers and addresses they use (each password sign-in used
+ * to start a fresh count). The owner is kept in by the known-browser cookie,
+ * which only a complete sign-in (every factor) sets:
+ *
+ * - a browser holding a known-browser cookie issued for this person is judged
+ *   by that cookie's own counter only (`login_max_failures` per window), so a
+ *   stranger's failures never slow the owner's usual browser;
+ * - any other browser is refused for the rest of the window once the person
+ *   has had `login_max_failures` attempts from browsers they never completed
+ *   a sign-in with (whatever the session, browser or address), or its address
+ *   (an IPv6 one by its network) has `login_address_max_failures` failures,
+ *   whatever the people.
+ *
+ * While refused the code is not checked, even a right one.
+ */
+export class SecondFactorThrottle {
+  readonly #as: AsContext
+  /** Counted before the code is checked: the person's (or the known browser's) attempts. */
+  readonly #attempts: FailureCounter
+  /** Counted after a wrong code: the address's failures (null for a known browser). */
+  readonly #address: FailureLimit | null
+
+  /** @param knownBrowserHash hash of the known-browser cookie issued for this person, or null. */
+  constructor(as: AsContext, address: string, sub: string, knownBrowserHash: string | null) {
+    const { loginMaxFailures, loginAddressMaxFailures } = as.as.rateLimit
+    this.#as = as
+    this.#attempts = { key: knownBrowserHash !== null ? `2fa:browser:${knownBrowserHash}` : `2fa:person:${hashToken(sub)}`, max: loginMaxFailures }
+    this.#address = knownBrowserHash !== null ? null : new FailureLimit(as, [{ key: `2fa:ip:${bucketOf(as, address)}`, max: loginAddressMaxFailures }])
+  }
+
+  /** True when the attempt is judged by a known-browser cookie. */
+  get known(): boolean {
+    return this.#address === null
+  }
+
+  /**
+   * Take one attempt before the code is checked: seconds to wait (the
+   * Retry-After) when refused, else 0. The per-person (or known-browser)
+   * count is taken here, atomically, rather than after a failure: checked
+   * first and counted after, a burst of guesses sent at once all passed the
+   * check before the first was counted.
+   */
+  async attempt(): Promise<number> {
+    const addressWait = (await this.#address?.lockedFor()) ?? 0
+    if (addressWait > 0) return addressWait
+    const { rateLimits } = this.#as.store
+    if ((await rateLimits.hit(this.#attempts.key, this.#as.as.rateLimit.windowSec)) <= this.#attempts.max) return 0
+    return secondsUntil(this.#as, (await rateLimits.window(this.#attempts.key)).resetMs)
+  }
+
+  /** The code was wrong (its attempt is counted already): the address's count. */
+  async fail(): Promise<void> {
+    await this.#address?.fail()
+  }
+
+  /**
+   * The code was right: a known browser's count starts again. The person's
+   * count stays for its window (it may hold a stranger's guesses; clearing it
+   * when the owner signs in would hand the stranger a new allowance), and so
+   * does the address's.
+   */
+  async succeed(): Promise<void> {
+    if (this.#address === null) await this.#as.store.rateLimits.clear(this.#attempts.key)
+  }
+}
+
 /** RFC 8628 5.1: wrong user codes, counted per client address, so codes cannot be guessed. */
 export function userCodeLimit(as: AsContext, address: string): FailureLimit {
   return new FailureLimit(as, [{ key: `device:ip:${bucketOf(as, address)}`, max: as.as.rateLimit.loginMaxFailures }])

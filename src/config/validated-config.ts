@@ -240,8 +240,11 @@ export interface AuthorizationServerConfig {
    * secrets, all open them); absent: keys derived from the signing keys. `mfa` absent: not required, both offered, derived keys.
    */
   mfa?: { required: boolean; methods: Array<'passkey' | 'totp'>; totpEncryptionKeys?: string[] }
-  /** Login session (`session.ttl`, default 8h). */
-  session: { ttlSec: number }
+  /**
+   * Login session (`session.ttl`, default 8h). `factorChangeMaxAgeSec`: a factor is added, replaced or removed only
+   * by a session that proved the person's strongest factor at most this long ago (`session.factor_change_max_age`, default 10m).
+   */
+  session: { ttlSec: number; factorChangeMaxAgeSec: number }
   /** Remembered consent (`consent.remember`, default true; `consent.ttl`, default 30d). */
   consent: { remember: boolean; ttlSec: number }
   /** Failed logins / client auth (`rate_limit.*`; see src/as/throttle.ts). */

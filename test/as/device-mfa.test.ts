@@ -14,7 +14,7 @@ import { MFA_SETUP } from '../../src/as/interaction/account.js'
 import { STRONGER_SIGN_IN_TOTP } from '../../src/as/interaction/authorization-steps.js'
 import { DEVICE_CODE_GRANT } from '../../src/as/grants/device-code.js'
 import { hashToken } from '../../src/store/hash.js'
-import { ALICE_PASSWORD, Browser, formWith, frontYaml, parseForms, startFront, type Front } from '../helpers/as-front.js'
+import { ALICE_PASSWORD, BOB_PASSWORD, Browser, formWith, frontYaml, parseForms, startFront, type Front } from '../helpers/as-front.js'
 import { postForm, reply } from '../helpers/http.js'
 
 const ADMIN_TV = `    - client_id: tv-admin
@@ -135,7 +135,17 @@ t.test('required and missing: the person sets up an authenticator app and comes 
   const next = /<a href="(device\?user_code=[^"]+)"[^>]*>Continue to connect your device<\/a>/.exec(recoveryPage)?.[1]
   t.equal(next, `device?user_code=${encodeURIComponent(userCode)}`, 'the recovery codes page leads back to the device')
 
-  const confirm = await page(f, b, next ?? '')
+  // Turning the app on does not raise the session (issue #38 item 7): the device asks for a sign-in that uses it.
+  t.equal((await f.store.sessions.get(hashToken(b.cookies.get('bw_session') ?? '')))?.acr, 'pwd', 'the session is still one factor')
+  const again = await page(f, b, next ?? '')
+  t.match(again.html, STRONGER_SIGN_IN_TOTP, 'sign in again, with the new app')
+  f.clock.advance(30_000)
+  const password = await b.submit(formWith(again.html, again.url, 'password'), { username: 'bob', password: BOB_PASSWORD })
+  t.equal(password.headers.get('location'), 'second-factor')
+  const codePage = await page(f, b, 'second-factor')
+  const signedIn = await b.submit(formWith(codePage.html, codePage.url, 'code'), { code: codeAt(secret, f.clock.now()) })
+  t.equal(signedIn.status, 303)
+  const confirm = await page(f, b, signedIn.headers.get('location') ?? '')
   t.equal(confirm.status, 200)
   t.match(confirm.html, 'name="decision"', 'now the confirmation')
   t.equal((await allow(b, confirm)).status, 200)

@@ -9,6 +9,8 @@ import t from 'tap'
 import * as OTPAuth from 'otpauth'
 import { decodeJwt } from 'jose'
 import { MFA_SETUP } from '../../src/as/interaction/account.js'
+import { STRONGER_SIGN_IN_TOTP } from '../../src/as/interaction/authorization-steps.js'
+import { hashToken } from '../../src/store/hash.js'
 import { parseConfig } from '../../src/config/load.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import {
@@ -71,8 +73,21 @@ t.test('require_mfa: a person without a second factor sets one up, comes back, a
   const back = /<a href="(authorize\?[^"]+)">Continue to the application<\/a>/.exec(await on.text())?.[1]?.replaceAll('&amp;', '&')
   t.ok(back, 'a way back to the application')
 
-  const done = await b.get(new URL(back ?? '', `${front.url}/`).toString())
-  t.equal(done.status, 302)
+  // Turning the app on does not raise the session (issue #38 item 7): the next sign-in, with a code, is mfa.
+  t.equal((await front.store.sessions.get(hashToken(b.cookies.get('bw_session') ?? '')))?.acr, 'pwd', 'the session is still one factor')
+  const backUrl = new URL(back ?? '', `${front.url}/`).toString()
+  const again = await b.get(backUrl)
+  t.equal(again.status, 200)
+  const againHtml = await again.text()
+  t.match(againHtml, STRONGER_SIGN_IN_TOTP, 'sign in again, with the new app')
+  t.equal(codes.count, 0, 'still no code')
+  front.clock.advance(30_000)
+  const password = await b.submit(formWith(againHtml, backUrl, 'password'), { username: 'alice', password: ALICE_PASSWORD })
+  t.equal(password.headers.get('location'), 'second-factor')
+  const codePage = await b.get(`${front.url}/second-factor`)
+  const next = OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), timestamp: front.clock.now() })
+  const done = await b.submit(formWith(await codePage.text(), `${front.url}/second-factor`, 'code'), { code: next })
+  t.equal(done.status, 303)
   const callback = new URL(done.headers.get('location') ?? '')
   t.equal(callback.origin + callback.pathname, ADMIN_CB)
   const basic = { authorization: `Basic ${Buffer.from(`admin:${CLIENT_SECRET}`).toString('base64')}` }

@@ -157,6 +157,11 @@ t.test('the account page: passkeys are added and removed only by their owner, wi
   }
   await front.store.passkeys.add({ ...record, credentialId: 'bobs', sub: 'bob' })
   await front.store.passkeys.add({ ...record, credentialId: 'alices', sub: 'alice', username: 'alice', name: 'Work <laptop>' })
+  // As if she had signed in with that passkey: adding and removing need a recent sign-in with her strongest factor.
+  const sid = hashToken(b.cookies.get('bw_session') ?? '')
+  const signedInRecord = await front.store.sessions.get(sid)
+  if (signedInRecord === null) throw new Error('no session')
+  await front.store.sessions.put(sid, { ...signedInRecord, amr: ['hwk', 'user', 'mfa'], acr: 'phr' }, 600)
   const listed = await (await b.get(`${front.url}/account`)).text()
   t.match(listed, '<h3>Work &lt;laptop&gt;</h3>', 'her passkey, its name escaped')
   t.notMatch(listed, "Bob's key", "not bob's")

@@ -16,7 +16,8 @@ t.setTimeout(300_000)
  * A device approval under a client's `require_mfa`, in Chromium at a phone's
  * and a laptop's width (src/as/interaction/device-mfa.ts): a person without a
  * second factor who opens the device's link and signs in is taken to set up
- * an authenticator app, and from the recovery codes back to the device's
+ * an authenticator app, and from the recovery codes back to the device, where
+ * a sign-in with the new app (here a recovery code) leads to the
  * confirmation; a browser still holding a password-only session of that
  * person is asked to sign in again, with the password and a code. Each time
  * the device's tokens say `acr: mfa`. Every page passes PageChecker.check.
@@ -77,6 +78,12 @@ t.test('require_mfa on a device client, in Chromium', async (t) => {
       const fixedCodes = Object.fromEntries(codes.map((c, i) => [c, `abcde-fgh${'jkmnpqrstu'[i]}${i}`.slice(0, 11)]))
       await checker.check(t, 'device-mfa-recovery-codes', { replace: fixedCodes })
       await submitAndWait(page, () => page.getByRole('link', { name: 'Continue to connect your device' }).click())
+      // Turning the app on did not make the session two-factor: a sign-in that uses it does (issue #38 item 7).
+      await t.resolves(page.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 2000 }), 'asked to sign in with the new app')
+      await signIn(page, { username: person, password: DEMO_PASSWORD })
+      t.equal(await heading(page), 'Enter your code')
+      await page.getByLabel('Recovery code').fill(codes[0] ?? '')
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Use a recovery code' }).click())
       t.equal(await heading(page), 'Connect a device to your account?', 'back at the device confirmation')
       t.equal(await page.getByLabel('Device code').textContent(), first.user_code)
       await submitAndWait(page, () => page.getByRole('button', { name: 'Allow' }).click())

@@ -81,7 +81,7 @@ t.test('step-up in Chromium: too old a sign-in is refused, a second factor again
       const { context, page, checker } = await openPage(browser, viewport)
       t.teardown(() => context.close())
 
-      // The person turns on an authenticator app (the code just given makes the session two-factor).
+      // The person turns on an authenticator app, then signs in with it (setting it up does not make the session two-factor).
       await page.goto(`${as.issuer}/account`)
       await signIn(page, { username: person, password: DEMO_PASSWORD })
       await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
@@ -90,6 +90,13 @@ t.test('step-up in Chromium: too old a sign-in is refused, a second factor again
       await page.getByLabel('Code from the app').fill(enrolled)
       await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
       t.equal(await heading(page), 'Your recovery codes')
+      const recovery = await page.locator('.recovery-codes code').allTextContents()
+      await page.goto(`${as.issuer}/account?sign_in=again`)
+      await signIn(page, { username: person, password: DEMO_PASSWORD })
+      t.equal(await heading(page), 'Enter your code')
+      await page.getByLabel('Recovery code').fill(recovery[0] ?? '')
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Use a recovery code' }).click())
+      t.equal(await heading(page), 'Your account')
 
       // The client's first authorization: consent, the code, a token that meets acr mfa.
       const first = authorizeRequest(as, 'openid orders:read')

@@ -103,7 +103,7 @@ routes:
       identityProviders: [],
       webauthn: { enabled: true, rpId: 'localhost', rpName: 'bearward', origins: ['http://localhost:8080'] },
       assertionIssuers: [],
-      session: { ttlSec: 8 * 3600 },
+      session: { ttlSec: 8 * 3600, factorChangeMaxAgeSec: 600 },
       consent: { remember: true, ttlSec: 30 * 86400 },
       rateLimit: {
         loginMaxFailures: 5,

@@ -140,6 +140,8 @@ export interface Front {
   as: AsContext
   store: MemoryStore
   clock: ManualClock
+  /** Every log line written, as parsed JSON, in order. */
+  logs: Record<string, unknown>[]
   close(): Promise<void>
 }
 
@@ -164,6 +166,7 @@ export async function startFront(yaml?: string, o: { publicUrl?: string; clock?:
     as: served.as,
     store: memory,
     clock: served.clock,
+    logs: served.logs,
     close: () => served.close(),
   }
 }

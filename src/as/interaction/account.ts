@@ -6,7 +6,7 @@ import { FormParams } from '../../http/body.js'
 import type { AllowanceRecord } from '../../store/types.js'
 import type { AsContext, AsHandler } from '../context.js'
 import { revokeGrant } from '../revocation.js'
-import { accountPage, type AppView } from '../views/account.js'
+import { accountPage, confirmSection, type AppView, type FactorAddedView } from '../views/account.js'
 import { headersForClientLogo, isolated, type ClientView } from '../views/client.js'
 import { html, type SafeHtml } from '../views/html.js'
 import { passkeySection, type PasskeyView } from '../views/passkeys.js'
@@ -21,6 +21,8 @@ import { showLoginPage, type LoginShowing } from './login-page.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
 import { currentSession, type ActiveSession } from './session.js'
+import { factorChange } from './factors.js'
+import { totpSetUpOffered } from './enrolment.js'
 
 /**
  * /account: a signed-in person sees the applications they allowed and can
@@ -56,7 +58,7 @@ const PASSKEY_NOTICES: Readonly<Record<string, string>> = {
 }
 
 /** The passkeys section for a local person when passkeys are on; undefined otherwise. */
-async function passkeysOf(as: AsContext, session: ActiveSession): Promise<SafeHtml | undefined> {
+async function passkeysOf(as: AsContext, session: ActiveSession, carry: Readonly<Record<string, string>>, canChange: boolean): Promise<SafeHtml | undefined> {
   if (!as.as.webauthn.enabled || session.record.provider !== undefined) return undefined
   const list = await as.store.passkeys.list(session.user.sub)
   const views: PasskeyView[] = list.map((p) => ({
@@ -66,7 +68,25 @@ async function passkeysOf(as: AsContext, session: ActiveSession): Promise<SafeHt
     lastUsedAt: p.lastUsedAt,
     synced: p.deviceType === 'multiDevice',
   }))
-  return passkeySection(views, session.record.csrf)
+  return passkeySection(views, session.record.csrf, carry, canChange)
+}
+
+/** How long the account page tells of a newly added way of signing in. */
+const FACTOR_ADDED_NOTICE_SEC = 14 * 86_400
+
+/**
+ * The ways of signing in added in the last {@link FACTOR_ADDED_NOTICE_SEC}:
+ * a person who did not add one sees it at once (the log has `factor_added`).
+ */
+async function factorsAddedOf(as: AsContext, session: ActiveSession): Promise<FactorAddedView[]> {
+  if (session.record.provider !== undefined) return []
+  const since = epochSeconds(as.clock) - FACTOR_ADDED_NOTICE_SEC
+  const totp = await as.store.totp.get(session.user.sub)
+  const passkeys = as.as.webauthn.enabled ? await as.store.passkeys.list(session.user.sub) : []
+  return [
+    ...(totp?.confirmedAt != null && totp.confirmedAt >= since ? [{ what: 'An authenticator app', at: totp.confirmedAt }] : []),
+    ...passkeys.filter((p) => p.createdAt >= since).map((p) => ({ what: `The passkey “${p.name}”`, at: p.createdAt })),
+  ].sort((a, b) => b.at - a.at)
 }
 
 /** The status line after turning the authenticator app off (`?totp=off`). */
@@ -74,16 +94,24 @@ const TOTP_OFF = 'The authenticator app is off. Your password alone signs you in
 const TOTP_WRONG = 'That code is not right. Enter the code the app shows now.'
 /** The application being signed in to needs a second factor the person has not set up (`?mfa=setup`). */
 export const MFA_SETUP = 'The application you are signing in to needs a second step after your password. Set up an authenticator app below to continue.'
+/** The same where only a passkey can be set up (`mfa.methods: [passkey]`). */
+export const MFA_SETUP_PASSKEY = 'The application you are signing in to needs a second step after your password. Add a passkey below to continue.'
 
 /** The authenticator-app section for a local person; undefined for a person of an upstream provider. */
 async function totpOf(
   as: AsContext,
   session: ActiveSession,
   totpNotice: string | undefined,
-  carry: Readonly<Record<string, string>> = {},
+  carry: Readonly<Record<string, string>>,
+  canChange: boolean,
 ): Promise<SafeHtml | undefined> {
   if (session.record.provider !== undefined) return undefined
   const record = await as.store.totp.get(session.user.sub)
+  // Set up only where `mfa.methods` offers it; one that is on is shown (and can be turned off) whatever the methods.
+  const offered = (as.as.mfa?.methods ?? ['totp']).includes('totp')
+  if (!canChange && (record === null || record.confirmedAt === null))
+    return offered ? totpSection({ state: 'none' }, session.record.csrf, carry, false) : undefined
+  if ((record === null || record.confirmedAt === null) && !offered) return undefined
   if (record === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
   if (record.confirmedAt === null) {
     // A set-up whose secret cannot be opened (logged) is offered again from the start.
@@ -105,6 +133,8 @@ async function totpOf(
       lastRecoveryUse: used.length === 0 ? null : Math.max(...used),
     },
     session.record.csrf,
+    {},
+    canChange,
   )
 }
 
@@ -116,6 +146,8 @@ async function showAccount(
   passkey?: string,
   totpNotice?: string,
   setupFor?: Readonly<Record<string, string>>,
+  confirmRefused = false,
+  passkeyOnly = false,
 ): Promise<void> {
   const allowances = await as.store.allowances.list(session.user.sub)
   const apps: AppView[] = await Promise.all(
@@ -125,9 +157,13 @@ async function showAccount(
   )
   // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
   const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : (await as.findClient(withdrawn))?.name
-  const passkeys = await passkeysOf(as, session)
   const carry: Readonly<Record<string, string>> = setupFor ?? {}
-  const totp = await totpOf(as, session, totpNotice, carry)
+  const local = session.record.provider === undefined
+  const change = local ? await factorChange(as, session) : null
+  const canChange = change?.ok === true
+  const passkeys = await passkeysOf(as, session, carry, canChange)
+  const totp = await totpOf(as, session, totpNotice, passkeyOnly ? {} : carry, canChange)
+  const factorsAdded = await factorsAddedOf(as, session)
   const page = accountPage({
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,
@@ -139,7 +175,9 @@ async function showAccount(
     ...(passkeys !== undefined ? { passkeys } : {}),
     ...(totp !== undefined ? { totp } : {}),
     ...(totpNotice === 'off' ? { notice: TOTP_OFF } : {}),
-    ...(setupFor !== undefined ? { notice: MFA_SETUP } : {}),
+    ...(setupFor !== undefined ? { notice: totpSetUpOffered(as) && !passkeyOnly ? MFA_SETUP : MFA_SETUP_PASSKEY } : {}),
+    ...(factorsAdded.length > 0 ? { factorsAdded } : {}),
+    ...(change !== null && !change.ok ? { confirm: confirmSection(change.need, confirmRefused) } : {}),
   })
   const headers = headersForClientLogo(...apps.map((a) => a.client))
   showPage(res, 200, page, { headers: passkeys === undefined ? headers : { ...headers, ...passkeyPageHeaders(as, headers['content-security-policy']) } })
@@ -184,12 +222,20 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
   let passkey: string | undefined
   let totpNotice: string | undefined
   let setupFor: Readonly<Record<string, string>> | undefined
+  let confirmRefused = false
+  let signInAgain = false
+  // `mfa=passkey`: the authorization asks for what only a passkey meets (`acr_values=phr`).
+  let passkeyOnly = false
   try {
     const query = FormParams.parse(ctx.rawQuery)
+    confirmRefused = query.get('confirm') === 'needed'
+    signInAgain = query.get('sign_in') === 'again'
     withdrawn = query.get('withdrawn')
     passkey = query.get('passkey')
     totpNotice = query.get('totp')
-    if (query.get('mfa') === 'setup') {
+    const mfa = query.get('mfa')
+    passkeyOnly = mfa === 'passkey'
+    if (mfa === 'setup' || mfa === 'passkey') {
       // What the set-up leads back to: an authorization request, or a device's confirmation (device-mfa.ts).
       const request = query.get('request')
       const userCode = query.get('user_code')
@@ -202,7 +248,9 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null) return showAccountLogin(req, res, as, { status: 200 })
-    await showAccount(res, as, session, withdrawn, passkey, totpNotice, setupFor)
+    // "Sign in again" (Confirm it's you): the login page although signed in; the new sign-in replaces the session.
+    if (signInAgain && session.record.provider === undefined) return showAccountLogin(req, res, as, { status: 200 })
+    await showAccount(res, as, session, withdrawn, passkey, totpNotice, setupFor, confirmRefused, passkeyOnly)
   })
 }
 

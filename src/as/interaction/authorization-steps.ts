@@ -16,6 +16,7 @@ import { issueCode } from './issue-code.js'
 import { showLoginPage, type LoginShowing } from './login-page.js'
 import { redirect, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
+import { enrolmentPath } from './enrolment.js'
 import type { ActiveSession } from './session.js'
 
 /**
@@ -57,6 +58,24 @@ function reachable(as: AsContext, request: AuthorizationRequest, hasTotp: boolea
   if (wanted.includes('pwd') && as.as.localLogin) return true
   if (!ownAcrRequested(wanted)) return as.upstream.list().length > 0
   return passkeySignInOffered(as) || (hasTotp && wanted.includes('mfa'))
+}
+
+/**
+ * For a local person whose session falls short of the request's own
+ * acr_values: the level (`mfa` or `phr`) they cannot reach by signing in
+ * again with the factors they have (a passkey meets either, an authenticator
+ * app `mfa`), or null when they can (or when the request is for values only
+ * an identity provider can meet, whose buttons are on the login page).
+ */
+async function ownFactorsFallShort(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<'mfa' | 'phr' | null> {
+  const wanted = request.acrValues ?? []
+  if (session.record.provider !== undefined || !as.as.localLogin || !ownAcrRequested(wanted)) return null
+  if (!wanted.every((w) => ownAcrRequested([w])) && as.upstream.list().length > 0) return null
+  const passkey = passkeySignInOffered(as) && (await as.store.passkeys.list(session.user.sub)).length > 0
+  if (passkey) return null
+  const mfa = meetsAcr({ acr: 'mfa' }, wanted)
+  if (mfa && (await hasTotp(as, session))) return null
+  return mfa ? 'mfa' : 'phr'
 }
 
 /** `authorization_server.mfa.required`, or the client's `require_mfa`. */
@@ -139,6 +158,20 @@ export async function continueAuthorization(
   if (tooWeak(request, session)) {
     // Never silently ignored: ask for a stronger sign-in, or tell the client none can be had here.
     if (request.prompt.has('none')) return redirect(res, target.error(new LoginRequired('The sign-in does not meet acr_values')), o.redirectStatus, o.cookies)
+    const short = await ownFactorsFallShort(as, request, session)
+    if (short !== null) {
+      // Signing in again with what the person has cannot meet it (the login page would come back forever): a first
+      // second factor is set up where mfa.methods offer one that meets it, or the client is told none can be had.
+      const path = enrolmentPath(as, short, { request: request.raw })
+      if (path !== null) return redirect(res, path, o.freshLogin ? 303 : o.redirectStatus, o.cookies)
+      const why = short === 'phr' ? 'a passkey' : 'a second factor'
+      return redirect(
+        res,
+        target.error(new AccessDenied(`acr_values needs ${why}, which this person has not set up and cannot set up here`)),
+        o.redirectStatus,
+        o.cookies,
+      )
+    }
     const totp = await hasTotp(as, session)
     if (!reachable(as, request, totp)) {
       return redirect(res, target.error(new AccessDenied('No sign-in offered here meets acr_values')), o.redirectStatus, o.cookies)
@@ -158,8 +191,16 @@ export async function continueAuthorization(
       const error = factors.totp ? STRONGER_SIGN_IN_TOTP : STRONGER_SIGN_IN
       return showAuthorizationLogin(req, res, as, request, { status: o.freshLogin ? 400 : 200, error, cookies: o.cookies })
     }
-    // No second factor yet: set one up on the account page, which leads back here.
-    return redirect(res, `account?mfa=setup&request=${encodeURIComponent(request.raw)}#totp`, o.freshLogin ? 303 : o.redirectStatus, o.cookies)
+    // No second factor yet: set one up on the account page, which leads back here; or none can be set up here.
+    const path = enrolmentPath(as, 'mfa', { request: request.raw })
+    if (path === null)
+      return redirect(
+        res,
+        target.error(new AccessDenied('A two-factor sign-in is required, and no second factor can be set up here')),
+        o.redirectStatus,
+        o.cookies,
+      )
+    return redirect(res, path, o.freshLogin ? 303 : o.redirectStatus, o.cookies)
   }
   if (await needsConsent(as, request, session)) {
     if (request.prompt.has('none')) return redirect(res, target.error(new ConsentRequired()), o.redirectStatus, o.cookies)

@@ -5,6 +5,7 @@ import type { AsContext } from '../context.js'
 import { messagePage } from '../views/message.js'
 import { hasTwoFactors, mfaRequiredFor, secondFactorsOf, STRONGER_SIGN_IN, STRONGER_SIGN_IN_TOTP } from './authorization-steps.js'
 import { redirect, showPage } from './respond.js'
+import { enrolmentPath } from './enrolment.js'
 import type { ActiveSession } from './session.js'
 
 /**
@@ -20,6 +21,8 @@ import type { ActiveSession } from './session.js'
 
 export const DEVICE_PROVIDER_ONE_FACTOR =
   'This device needs a sign-in with two factors, and the provider you signed in with did not report one. Sign in another way, or ask the people who run this service.'
+
+export const DEVICE_NO_SET_UP = 'This device needs a sign-in with two factors, and no second factor can be set up here. Ask the people who run this service.'
 
 export interface DeviceSignIn {
   client: ClientConfig
@@ -48,6 +51,11 @@ export async function deviceSignInFallsShort(res: ServerResponse, as: AsContext,
     return true
   }
   // No second factor yet: set one up, then back to this device's confirmation (the account page carries the code).
-  redirect(res, `account?mfa=setup&user_code=${encodeURIComponent(formatUserCode(o.userCode))}#totp`, o.redirectStatus)
+  const path = enrolmentPath(as, 'mfa', { userCode: formatUserCode(o.userCode) })
+  if (path === null) {
+    showPage(res, 403, messagePage({ title: 'A stronger sign-in is needed', message: DEVICE_NO_SET_UP, link: { href: 'device', text: 'Enter another code' } }))
+    return true
+  }
+  redirect(res, path, o.redirectStatus)
   return true
 }

@@ -15,6 +15,7 @@ import { passwordSignIn } from '../sign-in-strength.js'
 import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
 import { sessionIdOf, startPendingSession, startSession } from './session.js'
 import { passkeySecondFactorDue } from './passkey-second-factor.js'
+import { completeSignIn } from './factors.js'
 
 /** The same text whether the username or the password was wrong (no account enumeration). */
 export const LOGIN_FAILED = 'The username or password is incorrect.'
@@ -60,8 +61,10 @@ function readLoginForm(form: FormParams): LoginForm {
  * validated again, then the throttle (LoginThrottle: 429 with Retry-After and
  * the password left unchecked), then the password (scrypt; a dummy hash for
  * unknown users, so timing does not tell which exist). Success mints a new
- * session (never reusing an old id), remembers the browser for this user (the
- * known-browser cookie) and answers 303 to the next step.
+ * session (never reusing an old id), or a pending one when a second factor
+ * is due, and answers 303 to the next step. The browser is remembered for
+ * this user (the known-browser cookie) only by a complete sign-in: here when
+ * the person has no factor but the password, else after the second factor.
  */
 export const login: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
@@ -100,15 +103,17 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
     return again(400, LOGIN_FAILED)
   }
   await throttle.succeed()
-  const rememberCookie = await rememberBrowser(req, as, user, known)
 
   // A person with an authenticator app gives a code next (second-factor.ts); the password alone signs them in nowhere.
   // A person with a passkey gives it next when the authorization needs more than a password (passkey-second-factor.ts).
+  // The browser becomes known (the known-browser cookie) only once every factor is given: never on the password alone.
   const totp = await as.store.totp.get(user.sub)
   if ((totp !== null && totp.confirmedAt !== null) || (await passkeySecondFactorDue(as, user.sub, next))) {
     const { setCookie } = await startPendingSession(as, user, sessionIdOf(req, as), storedContinuation(next))
-    return redirect(res, 'second-factor', 303, [setCookie, rememberCookie])
+    return redirect(res, 'second-factor', 303, [setCookie])
   }
-  const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), passwordSignIn())
-  await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
+  const strength = passwordSignIn()
+  const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), strength)
+  const cookies = (await completeSignIn(as, user.sub, strength.amr)) ? [setCookie, await rememberBrowser(req, as, user, known)] : [setCookie]
+  await continueAfterSignIn(req, res, as, next, session, cookies)
 }

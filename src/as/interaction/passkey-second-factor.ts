@@ -43,9 +43,15 @@ export function wantsSecondFactor(as: AsContext, request: AuthorizationRequest):
   return wanted !== null && ownAcrRequested(wanted) && !meetsAcr(passwordSignIn(), wanted)
 }
 
-/** After a right password: the passkey is asked for next, rather than a password-only session that the authorization would refuse. */
+/**
+ * After a right password: the passkey is asked for next, rather than a
+ * password-only session that the authorization would refuse, or, at the
+ * account page (where factors are changed, which needs the strongest factor:
+ * factors.ts), one that could change nothing.
+ */
 export async function passkeySecondFactorDue(as: AsContext, sub: string, next: Continuation): Promise<boolean> {
-  return next.kind === 'authorize' && wantsSecondFactor(as, next.request) && (await passkeySecondFactorOffered(as, sub))
+  const wanted = next.kind === 'account' || (next.kind === 'authorize' && wantsSecondFactor(as, next.request))
+  return wanted && (await passkeySecondFactorOffered(as, sub))
 }
 
 /** The second factors a pending sign-in's page offers. */

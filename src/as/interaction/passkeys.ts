@@ -16,6 +16,7 @@ import { readFormParams } from './form.js'
 import { knownBrowserFor, rememberBrowser } from './known-browser.js'
 import { redirect, showError, showForbidden } from './respond.js'
 import { passkeySecondFactorOffered } from './passkey-second-factor.js'
+import { CONFIRM_NEEDED, factorChange } from './factors.js'
 import { currentSession, pendingSession, sessionIdOf, startSession, type ActiveSession } from './session.js'
 import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
 
@@ -29,7 +30,9 @@ import { continueAfterSignIn, showLoginAgain } from './signed-in.js'
  *   with Retry-After past it): every challenge is kept in the store.
  * - POST /passkeys: the account page adds (`action=add`, the credential the
  *   script created), renames (`action=rename`) or removes (`action=remove`)
- *   one of the person's passkeys.
+ *   one of the person's passkeys. Adding and removing (and the registration
+ *   options) need a recent sign-in with the person's strongest factor
+ *   (factors.ts); adding never changes the current session's acr/amr.
  * - POST /passkey-login: sign in with a passkey alone, then continue like the
  *   password form.
  * Every POST must come from our origin with the right CSRF token (403 and
@@ -88,6 +91,8 @@ export const passkeyOptions: AsHandler = async (req, res, ctx, as) => {
     if (purpose === 'register') {
       const session = localPerson(await currentSession(req, as))
       if (session === null || !tokensMatch(session.record.csrf, csrf)) return sendError(res, new Forbidden())
+      // No ceremony for a passkey the server would not add (factors.ts): the authenticator would keep an orphan.
+      if (!(await factorChange(as, session)).ok) return sendError(res, new Forbidden())
       return await answer(() => registrationOptions(as, session.user))
     }
     sendError(res, new InvalidRequest('purpose must be register, sign-in or second-factor'))
@@ -108,14 +113,26 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
     const session = localPerson(await currentSession(req, as))
     if (session === null || !tokensMatch(session.record.csrf, form.get('csrf'))) return showForbidden(res)
     const action = form.get('action')
+    if (action === 'add' || action === 'remove') {
+      // Adding or removing a factor needs a recent sign-in with the strongest one the person has (factors.ts).
+      const change = await factorChange(as, session)
+      if (!change.ok) {
+        ctx.log.info(
+          { event: 'factor_change_refused', factor: 'passkey', action, need: change.need, sub: session.user.sub },
+          'a factor change needs a recent sign-in with the strongest factor',
+        )
+        return redirect(res, CONFIRM_NEEDED, 303)
+      }
+    }
     if (action === 'add') {
       const added = await addPasskey(as, session.user, form.get('credential'), form.get('name') ?? '')
       if (!added.ok) {
         ctx.log.info({ event: 'passkey_refused', reason: added.reason }, 'a passkey was not added')
         return redirect(res, 'account?passkey=failed', 303)
       }
-      ctx.log.info({ event: 'passkey_added', sub: session.user.sub }, 'a person added a passkey')
-      return redirect(res, 'account?passkey=added', 303)
+      // The session keeps the acr/amr of its sign-in: the passkey counts from the next sign-in that uses it.
+      ctx.log.info({ event: 'factor_added', factor: 'passkey', sub: session.user.sub }, 'a person added a passkey')
+      return redirect(res, afterAdding(form), 303)
     }
     if (action === 'rename') {
       const name = passkeyName(form.get('name'))
@@ -129,11 +146,25 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
       const id = form.get('credential_id') ?? ''
       if (!(await as.store.passkeys.remove(session.user.sub, id)))
         return showError(res, new InvalidRequest('That passkey is not one of yours, or it was already removed'))
-      ctx.log.info({ event: 'passkey_removed', sub: session.user.sub }, 'a person removed a passkey')
+      ctx.log.info({ event: 'factor_removed', factor: 'passkey', sub: session.user.sub }, 'a person removed a passkey')
       return redirect(res, 'account?passkey=removed', 303)
     }
     showError(res, new InvalidRequest('Choose to add, rename or remove a passkey'))
   })
+}
+
+/**
+ * Where an added passkey leads: back to the authorization or device approval
+ * that asked for a second factor (`mfa=setup` carries it; it is validated
+ * again there, and a sign-in with the new passkey is asked for), else the
+ * account page.
+ */
+function afterAdding(form: FormParams): string {
+  const request = form.get('request')
+  if (request !== undefined) return `authorize?${new URLSearchParams(request).toString()}`
+  const userCode = form.get('user_code')
+  if (userCode !== undefined) return `device?user_code=${encodeURIComponent(userCode)}`
+  return 'account?passkey=added'
 }
 
 /** POST /passkey-login: sign in with a passkey alone. */

@@ -12,9 +12,8 @@ import { readContinuation } from './continuation.js'
 import { tokensMatch } from './csrf.js'
 import { guardPage } from './failures.js'
 import { readPageForm } from './form.js'
-import { knownBrowserFor } from './known-browser.js'
-import { throttledMessage } from './login.js'
-import { LoginThrottle } from '../throttle.js'
+import { knownBrowserFor, rememberBrowser } from './known-browser.js'
+import { SecondFactorThrottle, waitInWords } from '../throttle.js'
 import { showError, showForbidden, showPage } from './respond.js'
 import { continueAfterSignIn } from './signed-in.js'
 import { pendingSession, startSession, type PendingSession } from './session.js'
@@ -31,9 +30,11 @@ import {
  * gives a code from it (RFC 6238), or one of their recovery codes; a person
  * with a passkey may give that instead (passkey-second-factor.ts). The
  * browser holds a pending session (session.ts) that signs nobody in until
- * then. Guesses are throttled like passwords (as/throttle.ts LoginThrottle,
- * under the name `otp:<username>`: never a lockout of the person, a doubling
- * wait that a browser they signed in with before does not share). A code is
+ * then. Guesses are counted per person across sign-ins, browsers and
+ * addresses (as/throttle.ts SecondFactorThrottle): past the limit even the
+ * right code waits, except in a browser that completed a sign-in as this
+ * person before, which has its own count. Only this complete sign-in makes
+ * the browser known (never the password alone). A code is
  * accepted once: its time step is recorded for the person (`store.singleUse.use`), so
  * the same code, seen over a shoulder or replayed, is refused in its window.
  */
@@ -43,6 +44,13 @@ export const CODE_REUSED = 'That code was used already. Wait for the next one.'
 export const RECOVERY_FAILED = 'That recovery code is not right, or it was used already.'
 /** The secret could not be opened (wrong `mfa.totp_encryption_key`, a record moved from another person): no code is checked. */
 export const CODE_UNCHECKABLE = 'Codes from your authenticator app cannot be checked right now. Use a recovery code, or ask the people who run this service.'
+/** The page text while codes are refused: how long, and that the person's usual browser is not affected. */
+export function codesLockedMessage(retryAfterSec: number): string {
+  return (
+    `Too many wrong codes have been entered for this account. Try again in ${waitInWords(retryAfterSec)}. ` +
+    'A browser you have completed a sign-in with before is not affected.'
+  )
+}
 const SIGN_IN_EXPIRED = 'Your sign-in took too long or was finished elsewhere. Sign in again.'
 
 /** A code and the recovery-code form's answer earn the same: two factors. */
@@ -114,11 +122,11 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
     if (totp === null || totp.confirmedAt === null) return offer.passkey ? again(400, PASSKEY_SECOND_FACTOR_FAILED) : expired(res)
 
     const known = await knownBrowserFor(req, as, pending.user)
-    const throttle = new LoginThrottle(as, as.clientAddress.of(req), `otp:${pending.user.username}`, known?.hash ?? null)
-    const verdict = await throttle.check()
-    if (verdict.kind !== 'go') {
-      ctx.log.warn({ event: 'second_factor_rate_limited', reason: verdict.kind, sub: pending.user.sub }, 'second factor refused: too many failures')
-      return again(429, throttledMessage(verdict), { 'retry-after': String(verdict.retryAfterSec) })
+    const throttle = new SecondFactorThrottle(as, as.clientAddress.of(req), pending.user.sub, known?.hash ?? null)
+    const wait = await throttle.attempt()
+    if (wait > 0) {
+      ctx.log.warn({ event: 'second_factor_rate_limited', knownBrowser: throttle.known, sub: pending.user.sub }, 'second factor refused: too many failures')
+      return again(429, codesLockedMessage(wait), { 'retry-after': String(wait) })
     }
     const recovery = form.get('recovery_code')
     if (recovery !== undefined) {
@@ -161,7 +169,9 @@ async function finish(
   const next = await readContinuation(res, as, fieldsOf(pending.next))
   if (next === null) return
   const { session, setCookie } = await startSession(as, pending.user, pending.id, strength)
-  await continueAfterSignIn(req, res, as, next, session, [setCookie])
+  // Every factor is given: only now is this browser known for the person (it then has its own count of guesses).
+  const rememberCookie = await rememberBrowser(req, as, pending.user, await knownBrowserFor(req, as, pending.user))
+  await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
 }
 
 /** GET shows the page for a pending sign-in; POST checks the code. */

@@ -13,6 +13,7 @@ import { guardPage } from './failures.js'
 import { readFormParams } from './form.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { currentSession } from './session.js'
+import { CONFIRM_NEEDED, factorChange } from './factors.js'
 
 /**
  * POST /totp, from the account page (same origin, the session's CSRF token),
@@ -22,6 +23,10 @@ import { currentSession } from './session.js'
  * - `action=confirm` with `code`: a right code from the app turns it on and
  *   answers the ten recovery codes, shown this once (only their hashes are kept);
  * - `action=remove`: turns it off (or cancels the set-up), recovery codes included.
+ * Each needs a recent sign-in with the person's strongest factor (factors.ts;
+ * otherwise 303 to the account page, which asks for it), and setting one up
+ * needs `mfa.methods` to offer it. Turning it on never changes the current
+ * session's acr/amr: the next sign-in with a code is `mfa`.
  */
 export const totp: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') return showError(res, new MethodNotAllowed(['POST']))
@@ -41,6 +46,18 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
   if (session === null || session.record.provider !== undefined || !tokensMatch(session.record.csrf, form.get('csrf'))) return showForbidden(res)
   const sub = session.user.sub
   const action = form.get('action')
+  if ((action === 'start' || action === 'confirm') && !(as.as.mfa?.methods ?? ['totp']).includes('totp')) {
+    return showError(res, new InvalidRequest('An authenticator app is not offered here'))
+  }
+  // Adding, replacing or removing a factor needs a recent sign-in with the strongest one the person has (factors.ts).
+  const change = await factorChange(as, session)
+  if (!change.ok) {
+    ctx.log.info(
+      { event: 'factor_change_refused', factor: 'totp', action, need: change.need, sub },
+      'a factor change needs a recent sign-in with the strongest factor',
+    )
+    return redirect(res, CONFIRM_NEEDED, 303)
+  }
   // An authorization that asked for a second factor, carried through the set-up (mfa policy); or a device approval's code.
   const carried = form.get('request')
   const carriedCode = carried === undefined ? form.get('user_code') : undefined
@@ -69,9 +86,9 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
     const codes = newRecoveryCodes()
     const recovery = await Promise.all(codes.map(async (c) => ({ hash: await hashSecret(c), usedAt: null })))
     await as.store.totp.put(sub, { ...pending, secret: as.totpSecrets.seal(sub, opened.secret), confirmedAt: now, recovery })
-    // The code just given is a second factor: the session now has two (what an mfa policy asked for).
-    await as.store.sessions.put(hashToken(session.id), { ...session.record, amr: ['pwd', 'otp', 'mfa'], acr: 'mfa' }, as.as.session.ttlSec)
-    ctx.log.info({ event: 'totp_enabled', sub }, 'a person turned on an authenticator app')
+    // The session keeps the acr/amr of its sign-in: a factor counts from the next sign-in that uses it, never from its
+    // set-up (else a password-only session would make itself `mfa` with an app of the stranger's choosing).
+    ctx.log.info({ event: 'factor_added', factor: 'totp', sub }, 'a person turned on an authenticator app')
     // Back to the authorization that asked for a second factor (/authorize validates it again).
     const next =
       carried !== undefined
@@ -83,7 +100,7 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
   }
   if (action === 'remove') {
     await as.store.totp.delete(sub)
-    ctx.log.info({ event: 'totp_removed', sub }, 'a person turned off their authenticator app')
+    ctx.log.info({ event: 'factor_removed', factor: 'totp', sub }, 'a person turned off their authenticator app')
     return redirect(res, 'account?totp=off', 303)
   }
   showError(res, new InvalidRequest('Choose to set up, turn on or turn off the authenticator app'))

@@ -4,6 +4,8 @@ import { html, type HtmlValue, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 import { passkeyScript } from './passkeys.js'
 
+const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+
 /** One application the person allowed. */
 export interface AppView {
   clientId: string
@@ -24,9 +26,49 @@ export interface AccountPageOptions {
   passkeys?: SafeHtml
   /** The authenticator-app section (views/totp.ts), for a local person. */
   totp?: SafeHtml
+  /** Ways of signing in added lately ("A passkey was added on ..."), so a person sees one they did not add. */
+  factorsAdded?: readonly FactorAddedView[]
+  /** Why the factor sections cannot change anything now, and the way to sign in again (see {@link confirmSection}). */
+  confirm?: SafeHtml
 }
 
-const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+/** A way of signing in added lately, as the account page tells of it. */
+export interface FactorAddedView {
+  what: string
+  /** Epoch seconds. */
+  at: number
+}
+
+/**
+ * The account page's "Confirm it's you": adding, replacing or removing a way
+ * of signing in needs a recent sign-in with `need` (the person's strongest).
+ * @param refused a change was just refused for this reason
+ */
+export function confirmSection(need: 'passkey' | 'totp' | 'password', refused: boolean): SafeHtml {
+  const how = need === 'passkey' ? 'with your passkey' : need === 'totp' ? 'with your password and a code from your authenticator app' : 'with your password'
+  return html`<section id="confirm">
+<h2>Confirm it’s you</h2>
+${
+  refused
+    ? html`<p class="alert" role="alert">Nothing was changed.</p>
+`
+    : ''
+}<p>To add, replace or remove a way of signing in, sign in again ${how} first. This keeps someone who learned your password from adding their own.</p>
+<p><a href="account?sign_in=again">Sign in again</a></p>
+</section>
+`
+}
+
+function factorsAdded(list: readonly FactorAddedView[]): SafeHtml {
+  return html`<div class="notice" role="status">
+${list.map((f) => {
+  const when = new Date(f.at * 1000)
+  return html`<p>${f.what} was added to your account on <time datetime="${when.toISOString()}">${DATE.format(when)}</time>.</p>
+`
+})}<p>If that was not you, remove it and change your password.</p>
+</div>
+`
+}
 
 function app(a: AppView, csrf: string): SafeHtml {
   const when = new Date(a.allowedAt * 1000)
@@ -58,6 +100,7 @@ export function accountPage(o: AccountPageOptions): string {
   const body = html`<h1>Your account</h1>
 <p class="lead">Signed in as <strong>${o.signedInAs}</strong>.</p>
 ${o.notice ? html`<p class="notice" role="status">${o.notice}</p>` : ''}
+${o.factorsAdded !== undefined && o.factorsAdded.length > 0 ? factorsAdded(o.factorsAdded) : ''}
 <h2>Applications you allowed</h2>
 ${
   o.apps.length === 0
@@ -66,7 +109,7 @@ ${
 <ul class="apps">
 ${o.apps.map((a) => app(a, o.csrf))}</ul>`
 }
-${o.passkeys ?? ''}${
+${o.confirm ?? ''}${o.passkeys ?? ''}${
   o.totp
     ? html`<section id="totp">
 ${o.totp}</section>

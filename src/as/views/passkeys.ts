@@ -35,7 +35,7 @@ function when(sec: number): SafeHtml {
   return html`<time datetime="${d.toISOString()}">${DATE.format(d)}</time>`
 }
 
-function passkey(p: PasskeyView, i: number, csrf: string): SafeHtml {
+function passkey(p: PasskeyView, i: number, csrf: string, canChange: boolean): SafeHtml {
   return html`<li>
 <h3>${p.name}</h3>
 <p class="when">Added on ${when(p.createdAt)}${p.lastUsedAt === null ? html`, not used yet` : html`, last used on ${when(p.lastUsedAt)}`}${p.synced ? html` · synced` : ''}</p>
@@ -48,22 +48,36 @@ ${hiddenFields({ csrf, action: 'rename', credential_id: p.credentialId })}<div c
 <button class="secondary" type="submit" aria-label="Rename passkey ${p.name}">Rename</button>
 </div>
 </form>
-<form method="post" action="passkeys">
+${
+  canChange
+    ? html`<form method="post" action="passkeys">
 ${hiddenFields({ csrf, action: 'remove', credential_id: p.credentialId })}<div class="actions">
 <button class="danger" type="submit" aria-label="Remove passkey ${p.name}">Remove</button>
 </div>
 </form>
-</li>
+`
+    : ''
+}</li>
 `
 }
 
-/** The account page's passkeys: the list, each with Rename and Remove, and the form that adds one. */
-export function passkeySection(passkeys: readonly PasskeyView[], csrf: string): SafeHtml {
-  return html`<h2>Passkeys</h2>
+/**
+ * The account page's passkeys: the list, each with Rename and Remove, and the form that adds one.
+ * @param carry hidden fields the add form carries (`request` or `user_code`: what a second factor was set up for)
+ * @param canChange false: no Add or Remove (a factor change needs a recent sign-in with the person's strongest factor)
+ */
+export function passkeySection(passkeys: readonly PasskeyView[], csrf: string, carry: Readonly<Record<string, string>> = {}, canChange = true): SafeHtml {
+  const list =
+    passkeys.length === 0
+      ? html`<p>You have no passkeys yet.</p>`
+      : html`<ul class="apps passkeys">\n${passkeys.map((p, i) => passkey(p, i, csrf, canChange))}</ul>`
+  const head = html`<h2>Passkeys</h2>
 <p class="fine section-note">A passkey signs you in with this device's screen lock or a security key, without your password.</p>
-${passkeys.length === 0 ? html`<p>You have no passkeys yet.</p>` : html`<ul class="apps passkeys">\n${passkeys.map((p, i) => passkey(p, i, csrf))}</ul>`}
-<form method="post" action="passkeys" data-passkey="register" hidden>
-${hiddenFields({ csrf, action: 'add', credential: '' })}<div class="field">
+${list}
+`
+  if (!canChange) return head
+  return html`${head}<form method="post" action="passkeys" data-passkey="register" hidden>
+${hiddenFields({ csrf, action: 'add', credential: '', ...carry })}<div class="field">
 <label for="passkey-name">Name of the new passkey</label>
 <input id="passkey-name" name="name" type="text" maxlength="60" autocomplete="off" value="Passkey" required>
 </div>

@@ -72,11 +72,21 @@ function grouped(secret: string): string {
 /**
  * @param carry hidden fields the set-up forms carry along (`request`: the
  *   authorization the person goes back to once the app is on).
+ * @param canChange false: the state only, no forms (a factor change needs a
+ *   recent sign-in with the person's strongest factor).
  */
-export function totpSection(v: TotpView, csrf: string, carry: Readonly<Record<string, string>> = {}): SafeHtml {
+export function totpSection(v: TotpView, csrf: string, carry: Readonly<Record<string, string>> = {}, canChange = true): SafeHtml {
   const head = html`<h2>Authenticator app</h2>
 <p class="fine section-note">A second step after your password: a 6-digit code from an app on your phone.</p>
 `
+  // Without a recent sign-in with the strongest factor nothing here can change (the page's "Confirm it's you" says how).
+  if (!canChange) {
+    return v.state === 'on'
+      ? html`${head}<p>On since ${when(v.confirmedAt)}. ${v.recoveryLeft} of 10 recovery codes unused.</p>
+`
+      : html`${head}<p>You have not set up an authenticator app.</p>
+`
+  }
   if (v.state === 'none') {
     return html`${head}<p>You have not set up an authenticator app.</p>
 <form method="post" action="totp">

@@ -198,7 +198,10 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     identityProviders,
     webauthn: readWebAuthn(r, as.get('webauthn'), as.pathOf('webauthn'), publicUrl),
     ...readMfa(r, as.get('mfa'), as.pathOf('mfa')),
-    session: { ttlSec: session?.opt('ttl', r.seconds({ min: 1 }), 8 * 3600) ?? 8 * 3600 },
+    session: {
+      ttlSec: session?.opt('ttl', r.seconds({ min: 1 }), 8 * 3600) ?? 8 * 3600,
+      factorChangeMaxAgeSec: session?.opt('factor_change_max_age', r.seconds({ min: 1, max: 86_400 }), 600) ?? 600,
+    },
     consent: {
       remember: consent?.opt('remember', r.bool(), true) ?? true,
       ttlSec: consent?.opt('ttl', r.seconds({ min: 1 }), 30 * 86400) ?? 30 * 86400,

@@ -1,7 +1,11 @@
 /**
  * Known browsers on Redis.
  *
- * Keys: `p kb:{cookie hash}` string {v: sub, e: expires ms}.
+ * Keys: `p kbc:{cookie hash}` string {v: sub, e: expires ms}. The earlier
+ * `p kb:` records are not read: they were written after a password alone,
+ * and a browser is known only after a complete sign-in (every factor), so a
+ * stranger who had only the password cannot keep a cookie that passes for
+ * the owner's browser. They expire on their own.
  */
 import type { RedisConnection } from '../redis/connection.js'
 import type { KnownBrowserStore } from './types.js'
@@ -14,10 +18,10 @@ export class RedisKnownBrowsers implements KnownBrowserStore {
   }
 
   async put(tokenHash: string, sub: string, ttlSec: number): Promise<void> {
-    await this.#r.putExpiring(this.#r.key('kb', tokenHash), sub, ttlSec)
+    await this.#r.putExpiring(this.#r.key('kbc', tokenHash), sub, ttlSec)
   }
 
   async get(tokenHash: string): Promise<string | null> {
-    return this.#r.getExpiring<string>(this.#r.key('kb', tokenHash))
+    return this.#r.getExpiring<string>(this.#r.key('kbc', tokenHash))
   }
 }

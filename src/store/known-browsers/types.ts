@@ -1,4 +1,4 @@
-/** Browsers known to have signed a person in (OWASP "device cookies"). */
+/** Browsers known to have completed a sign-in of a person, every factor given (OWASP "device cookies"). */
 export interface KnownBrowserStore {
   /**
    * Remember that the browser holding the cookie whose hash is `tokenHash`
