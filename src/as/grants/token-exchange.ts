@@ -23,7 +23,7 @@
  *   its `iss` (absent: the subject token's issuer) and its `client_id` (when
  *   it names one) must be the actor's, else invalid_grant.
  * - scope: the request's (default the subject token's), never beyond the
- *   subject token's: invalid_scope.
+ *   subject token's nor the exchanging client's `scopes`: invalid_scope.
  * - What is issued: `issued_token_type` access_token, token_type Bearer (or
  *   DPoP with a proof). It keeps the subject token's `grant_id`, so revoking
  *   that grant (withdrawal on the account page, a replayed refresh token)
@@ -132,7 +132,11 @@ export const tokenExchangeGrant: Grant = {
     const granted = parseScope(subject.scope)
     const requested = parseScope(form.get('scope'))
     if (!isSubset(requested, granted)) throw new InvalidScope('The requested scope exceeds the subject token')
-    const scope = formatScope(requested.length > 0 ? requested : granted)
+    // Never beyond the exchanging client's registration either, as every grant is capped (RFC 6749 3.3).
+    if (!isSubset(requested, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+    const scope = formatScope((requested.length > 0 ? requested : granted).filter((s) => client.scopes.includes(s)))
+    // A subject token whose scope the client may use none of gives nothing: a token without scope is no answer.
+    if (scope === '' && granted.length > 0) throw new InvalidScope("None of the subject token's scope is available to this client")
 
     // Single use last: a refused exchange does not burn the actor's token.
     await actor.commit()
