@@ -252,6 +252,12 @@ t.test('token exchange', async (t) => {
     t.equal(wider.json?.error, 'invalid_scope')
     const forged = await exchange({ subject_token: `${(await foreign(corp)).slice(0, -4)}AAAA` })
     t.equal(forged.json?.error, 'invalid_grant')
+
+    // Its acr is the other issuer's: spelt like ours and not in the provider's acr_values, it is left out.
+    const acrOf = async (acr: string): Promise<unknown> =>
+      decodeJwt(String((await exchange({ subject_token: await foreign(corp, { acr, amr: ['pwd'] }) })).json?.access_token)).acr
+    t.equal(await acrOf('mfa'), undefined, "the issuer's mfa is not ours")
+    t.equal(await acrOf('urn:corp:loa:3'), 'urn:corp:loa:3', 'another value keeps its spelling, met only by itself')
   })
   t.test('refresh_tokens: a family bound to the subject grant; refresh rotates and keeps act, audience and scope', async (t) => {
     const person = await tokensFor(h)

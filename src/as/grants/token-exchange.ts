@@ -40,7 +40,7 @@ import { checkResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { upstreamSubject } from '../identity-providers/person.js'
 import { verifyOwnAccessToken, type OwnAccessToken } from '../verify-token.js'
-import { strengthOf } from '../sign-in-strength.js'
+import { strengthClaims, strengthOf, upstreamSignIn } from '../sign-in-strength.js'
 import { ACCESS_TOKEN_TYPE, actorOf, clientActor, JWT_TOKEN_TYPE, mayActAllows } from './exchange-actor.js'
 import { startExchangedFamily } from './exchanged-family.js'
 import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
@@ -105,6 +105,8 @@ async function subjectOf(as: AsContext, token: string, type: string | undefined)
     // A foreign token has no grant here: revoking it at its issuer cannot reach what was exchanged.
     grantId: null,
     authTime: typeof claims.auth_time === 'number' ? claims.auth_time : null,
+    // How the person signed in there, its acr ours only through the provider's `acr_values` (sign-in-strength.ts).
+    ...strengthClaims(upstreamSignIn(claims, provider?.acrValues ?? {})),
     ...(act === undefined ? {} : { act }),
     ...(mayAct === undefined ? {} : { mayAct }),
   }
