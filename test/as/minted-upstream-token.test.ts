@@ -126,4 +126,25 @@ t.test('a minted upstream token is refused by bearward everywhere but at its ups
     const mintedAgain = await exchange({ subject_token: token, resource: API_AUDIENCE })
     t.equal(mintedAgain.status, 400)
   })
+
+  t.test("an exchanged token never outlives its subject, so exchanging again cannot stretch a chain past the subject's revocation", async (t) => {
+    // A client's own token (no grant): revoking it by jti cannot reach what was exchanged from it, so its life bounds theirs.
+    const service = await reply(postForm(`${h.url}/token`, { grant_type: 'client_credentials', scope: 'orders:read' }, { authorization: basic('service') }))
+    t.equal(service.status, 200)
+    const subject = String(service.json?.access_token)
+    const subjectExp = Number(decodeJwt(subject).exp)
+    h.clock.advance(300_000)
+    const first = await exchange({ subject_token: subject, resource: API_AUDIENCE })
+    t.equal(first.status, 200, 'exchanged')
+    const exchanged = String(first.json?.access_token)
+    t.equal(decodeJwt(exchanged).exp, subjectExp, "capped at the subject token's exp")
+    t.equal(first.json?.expires_in, 300, 'expires_in says so')
+    h.clock.advance(200_000)
+    const again = await exchange({ subject_token: exchanged, resource: API_AUDIENCE })
+    t.equal(again.status, 200)
+    t.equal(decodeJwt(String(again.json?.access_token)).exp, subjectExp, 'exchanging the exchanged token gains no time')
+    // Past the subject's exp and the gateway's clock skew (30 s).
+    h.clock.advance(140_000)
+    t.equal((await get('/exchanged', String(again.json?.access_token))).status, 401, 'the whole chain ends with its subject')
+  })
 })

@@ -25,9 +25,10 @@
  * - scope: the request's (default the subject token's), never beyond the
  *   subject token's nor the exchanging client's `scopes`: invalid_scope.
  * - What is issued: `issued_token_type` access_token, token_type Bearer (or
- *   DPoP with a proof). It keeps the subject token's `grant_id`, so revoking
- *   that grant (withdrawal on the account page, a replayed refresh token)
- *   revokes every token exchanged from it. A refresh token only when the
+ *   DPoP with a proof), expiring no later than the subject token (so
+ *   exchanging it again never stretches the chain). It keeps the subject
+ *   token's `grant_id`, so revoking that grant (withdrawal on the account
+ *   page, a replayed refresh token) revokes every token exchanged from it. A refresh token only when the
  *   client's policy has `refresh_tokens: true` and the subject token belongs
  *   to a grant: a family bound to that grant (exchanged-family.ts).
  *
@@ -154,6 +155,9 @@ export const tokenExchangeGrant: Grant = {
       audience,
       jkt: dpop?.jkt ?? null,
       claims: { ...subject.claims, act },
+      // Never beyond the subject token: revoking that one token (its jti) cannot reach what was exchanged from it, and
+      // exchanging the exchanged token again must not stretch the chain past its subject.
+      notAfter: subject.exp,
     })
     const refreshToken = await startExchangedFamily(as, {
       client,
