@@ -16,6 +16,7 @@ import type { AuthorizationServerConfig, ClientConfig } from '../config/validate
 import type { Store } from '../store/types.js'
 import { MetadataDocuments } from './client-id-metadata-document.js'
 import { clientFromMetadata } from './self-registered.js'
+import { selfDescribedClientScopes } from './scope.js'
 
 export class ClientDirectory {
   readonly #configured: ReadonlyMap<string, ClientConfig>
@@ -56,6 +57,6 @@ export class ClientDirectory {
     const now = epochSeconds(this.#clock)
     const ttl = registration.clientTtlSec
     if (record.expiresAt - now < ttl - Math.max(1, Math.floor(ttl / 10))) await this.#store.clients.touch(clientId, now + ttl)
-    return clientFromMetadata(record.clientId, record.metadata, record.secretHash, 'registration', registration.scopes)
+    return clientFromMetadata(record.clientId, record.metadata, record.secretHash, 'registration', selfDescribedClientScopes(registration.scopes))
   }
 }

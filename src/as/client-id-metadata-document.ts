@@ -29,6 +29,7 @@ import type { Clock } from '../clock.js'
 import type { ClientConfig, ClientIdMetadataDocumentsConfig } from '../config/validated-config.js'
 import { PublicAddresses, type PublicAddressOptions } from '../http/public-address.js'
 import { validateClientMetadata } from './client-metadata.js'
+import { selfDescribedClientScopes } from './scope.js'
 import { clientFromMetadata } from './self-registered.js'
 
 /** The draft's guidance: documents are small, and a slow host must not hold a sign-in. */
@@ -79,7 +80,7 @@ export class MetadataDocuments {
   readonly #pending = new Map<string, Promise<ClientConfig | null>>()
 
   constructor(config: ClientIdMetadataDocumentsConfig, clock: Clock, options: DocumentFetchOptions = {}) {
-    this.#scopes = config.scopes
+    this.#scopes = selfDescribedClientScopes(config.scopes)
     this.#clock = clock
     this.#timeoutMs = options.timeoutMs ?? FETCH_TIMEOUT_MS
     // The address check lives in the connector: what is checked is what is connected to.

@@ -12,7 +12,7 @@
  *   no controls, line separators, bidi controls or zero-width characters.
  * - only the authorization code grant (and refresh): a client nobody vetted
  *   gets nothing without a person's consent.
- * - scopes within `registration.scopes`.
+ * - scopes within `registration.scopes` (and `openid`, `offline_access`: scope.ts); a refusal names the scope.
  * - texts people see (name, logo, links) pass the checks configured clients'
  *   do (`src/config/sections/client-metadata.ts`).
  * Unknown members are ignored (RFC 7591 2: "MUST ignore").
@@ -20,6 +20,7 @@
 import { clientTextProblem, MAX_CLIENT_URI, redirectUriProblem, uriCharacterProblem } from '../config/client-values.js'
 import { checkLogoUri, checkPageUri, checkPostLogoutRedirectUri } from '../config/sections/client-metadata.js'
 import { InvalidClientMetadata, InvalidRedirectUri } from '../errors.js'
+import { SCOPE_TOKEN } from '../config/values.js'
 import { jwkSetProblem } from '../keys/jwk-set.js'
 import type { RegisteredClientMetadata } from '../store/types.js'
 import { strangerJwksUriProblem } from './client-keys.js'
@@ -90,6 +91,9 @@ function clientKeys(input: Record<string, unknown>, method: string): Pick<Regist
   return { jwks: jwks as NonNullable<RegisteredClientMetadata['jwks']> }
 }
 
+/** The longest scope a registration may name (and a refusal repeat). */
+const MAX_NAMED_SCOPE = 200
+
 export interface MetadataRules {
   /** The most a self-registered client may ask for (`registration.scopes`). */
   allowedScopes: readonly string[]
@@ -128,8 +132,13 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
   if (scopeText !== undefined && scopeText !== null) {
     if (typeof scopeText !== 'string') throw new InvalidClientMetadata('scope must be a space-separated string')
     const scopes = [...new Set(scopeText.split(' ').filter((s) => s !== ''))]
-    const refused = scopes.filter((s) => !rules.allowedScopes.includes(s))
-    if (refused.length > 0) throw new InvalidClientMetadata('scope names a scope this server does not let registered clients ask for')
+    // Checked before any is named: the description may only hold RFC 6749 3.3's characters, which exclude `"` and `\`.
+    if (!scopes.every((s) => SCOPE_TOKEN.test(s) && s.length <= MAX_NAMED_SCOPE))
+      throw new InvalidClientMetadata(`scope is not a list of scope tokens (RFC 6749 3.3) of at most ${MAX_NAMED_SCOPE} characters`)
+    const refused = scopes.find((s) => !rules.allowedScopes.includes(s))
+    if (refused !== undefined) {
+      throw new InvalidClientMetadata(`scope \`${refused}\` is not one this server lets registered clients ask for; allowed: ${rules.allowedScopes.join(' ')}`)
+    }
     scope = scopes.length > 0 ? scopes.join(' ') : undefined
   }
 

@@ -27,11 +27,13 @@ export interface DeviceAuthorizationResponse {
 }
 
 /** @see https://www.rfc-editor.org/rfc/rfc8628#section-3.1 */
-export const handleDeviceAuthorization: AsHandler = async (req, res, _ctx, as) => {
+export const handleDeviceAuthorization: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') throw new MethodNotAllowed(['POST'])
   const form = await readForm(req)
   form.assertNoRepeats(['scope', ...CLIENT_AUTH_PARAMS])
   const { client } = await authenticateClient(req, form, as)
+  // The request's span names the client only once it is authenticated: a refused one could name anyone (docs/telemetry.md).
+  ctx.clientId = client.clientId
   if (!client.grantTypes.includes(DEVICE_CODE_GRANT)) {
     throw new UnauthorizedClient('The client is not allowed to use the device authorization grant')
   }

@@ -96,11 +96,13 @@ async function introspectRefreshToken(as: AsContext, token: string): Promise<Int
 }
 
 /** @see https://www.rfc-editor.org/rfc/rfc7662#section-2 */
-export const handleIntrospect: AsHandler = async (req, res, _ctx, as) => {
+export const handleIntrospect: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') throw new MethodNotAllowed(['POST'])
   const form = await readForm(req)
   form.assertNoRepeats(['token', 'token_type_hint', ...CLIENT_AUTH_PARAMS])
   const { client } = await authenticateClient(req, form, as, { confidentialOnly: true })
+  // The request's span names the client only once it is authenticated: a refused one could name anyone (docs/telemetry.md).
+  ctx.clientId = client.clientId
   if (!client.introspect) throw new InvalidClient('This client may not use introspection', { cause: 'introspect not allowed' })
   const token = form.get('token')
   if (token === undefined) throw new InvalidRequest('Parameter token is required')

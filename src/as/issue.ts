@@ -55,6 +55,8 @@ export interface AccessTokenInput {
    * this very response): a token expiring no later needs no store write.
    */
   notedAccessExp?: number
+  /** Epoch seconds the token may not outlive (a token exchange's subject token's `exp`); default: `access_token.ttl` from now. */
+  notAfter?: number
 }
 
 export interface IssuedAccessToken {
@@ -79,8 +81,8 @@ export interface IssuedAccessToken {
  */
 export async function issueAccessToken(as: AsContext, input: AccessTokenInput): Promise<IssuedAccessToken> {
   const iat = epochSeconds(as.clock)
-  const expiresIn = as.as.accessToken.ttlSec
-  const exp = iat + expiresIn
+  const exp = Math.min(iat + as.as.accessToken.ttlSec, input.notAfter ?? Number.POSITIVE_INFINITY)
+  const expiresIn = exp - iat
   const jti = randomId()
   const jkt = input.jkt ?? null
   let token: string

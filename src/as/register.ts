@@ -12,7 +12,7 @@
  *   see RegistrationFull), so nobody fills the store; an
  *   `initial_access_token` closes the door to strangers;
  * - the metadata passes `validateClientMetadata` (redirect URIs, grants,
- *   scopes within `registration.scopes`);
+ *   scopes within `registration.scopes`, plus `openid` and `offline_access`);
  * - the client secret and the registration access token are stored only as
  *   hashes (scrypt and SHA-256) and shown once, in the 201 answer;
  * - an unused client is forgotten after `client_ttl` (the store's expiry);
@@ -29,6 +29,7 @@ import { NO_STORE, sendJson } from '../http/reply.js'
 import { hashToken } from '../store/hash.js'
 import type { RegisteredClientMetadata, RegisteredClientRecord } from '../store/types.js'
 import { validateClientMetadata } from './client-metadata.js'
+import { selfDescribedClientScopes } from './scope.js'
 import type { AsContext, AsHandler } from './context.js'
 import { addressBucket } from './throttle.js'
 
@@ -84,7 +85,7 @@ async function register(req: IncomingMessage, res: ServerResponse, as: AsContext
   } catch {
     throw new InvalidClientMetadata('The request body is not valid JSON')
   }
-  const metadata: RegisteredClientMetadata = validateClientMetadata(input, { allowedScopes: registration.scopes })
+  const metadata: RegisteredClientMetadata = validateClientMetadata(input, { allowedScopes: selfDescribedClientScopes(registration.scopes) })
 
   const clientId = randomBase64url(16)
   // A public client has no secret, and a private_key_jwt client needs none: it signs with its key.

@@ -43,11 +43,13 @@ async function revokeRefreshToken(as: AsContext, token: string, client: ClientCo
 }
 
 /** @see https://www.rfc-editor.org/rfc/rfc7009#section-2 */
-export const handleRevoke: AsHandler = async (req, res, _ctx, as) => {
+export const handleRevoke: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') throw new MethodNotAllowed(['POST'])
   const form = await readForm(req)
   form.assertNoRepeats(['token', 'token_type_hint', ...CLIENT_AUTH_PARAMS])
   const { client } = await authenticateClient(req, form, as)
+  // The request's span names the client only once it is authenticated: a refused one could name anyone (docs/telemetry.md).
+  ctx.clientId = client.clientId
   const token = form.get('token')
   if (token === undefined) throw new InvalidRequest('Parameter token is required')
   // The hint only orders the search (RFC 7009 2.1); an unknown hint searches every type.

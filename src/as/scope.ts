@@ -10,6 +10,22 @@ import type { ClientConfig } from '../config/validated-config.js'
 export const OIDC_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'offline_access']
 
 /**
+ * The protocol scopes the metadata advertises (`scopes_supported`) that a
+ * client describing itself (RFC 7591 registration, a Client ID Metadata
+ * Document) may always ask for, besides the operator's list: `openid` (an ID
+ * token naming the person, OIDC Core 3.1.2.1) and `offline_access` (a
+ * refresh token, OIDC Core 11). Stock MCP clients add `offline_access` to the
+ * scope they register with whenever the metadata lists it. `profile` and
+ * `email` release the person's data, so they stay the operator's to open.
+ */
+export const SELF_DESCRIBED_CLIENT_PROTOCOL_SCOPES: readonly string[] = ['openid', 'offline_access']
+
+/** The most a self-described client may ask for: the configured scopes and the protocol scopes above. */
+export function selfDescribedClientScopes(configured: readonly string[]): string[] {
+  return [...new Set([...configured, ...SELF_DESCRIBED_CLIENT_PROTOCOL_SCOPES])]
+}
+
+/**
  * Split a scope parameter into its distinct tokens, in first-seen order.
  * A token outside the RFC 6749 3.3 grammar is `invalid_scope`.
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-3.3

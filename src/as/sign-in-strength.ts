@@ -4,8 +4,12 @@
  * and every token of the grant carries (id_token, access token, introspection).
  *
  * bearward's own `acr` values and how a requested one is met are in
- * src/tokens/acr.ts. A sign-in at an upstream identity provider carries the
- * provider's own `acr`, which meets exactly that value.
+ * src/tokens/acr.ts. A sign-in at an upstream identity provider (or an
+ * ID-JAG, or a trusted issuer's token exchanged here) carries the provider's
+ * `acr` mapped to ours by its `acr_values`; a value the map does not name
+ * keeps its spelling, which meets exactly that value, unless it is spelt like
+ * one of ours: then it is left out, since another issuer's `mfa` says nothing
+ * bearward can rank (docs/step-up.md).
  *
  * @see https://www.rfc-editor.org/rfc/rfc8176#section-2
  * @see https://openid.net/specs/openid-connect-core-1_0.html#IDToken
@@ -47,6 +51,8 @@ export function passwordAndPasskey(deviceType: 'singleDevice' | 'multiDevice'): 
   return { amr: ['pwd', passkeyMethod(deviceType), 'mfa'], acr: 'phr' }
 }
 
+import { OWN_ACR_VALUES } from '../tokens/acr.js'
+
 /** Longest amr list, and longest method name or acr, taken from an upstream id_token. */
 const MAX_AMR = 10
 const MAX_VALUE_LENGTH = 200
@@ -57,14 +63,27 @@ function upstreamValue(v: unknown): v is string {
 }
 
 /**
- * What an upstream provider's id_token says about its sign-in: its `amr`
- * (when an array of short printable strings) and `acr` (when a short
- * printable string). Anything else is dropped, never guessed at: the token
- * then carries no acr, which meets no requested value.
+ * Another issuer's `acr` as ours: the value `acrValues` maps it to; else the
+ * value itself, unless it is spelt like one of ours (then undefined: left
+ * out, so it can never be ranked as bearward's own level).
  */
-export function upstreamSignIn(idToken: Readonly<Record<string, unknown>>): SignInStrength {
+export function foreignAcr(value: string, acrValues: Readonly<Record<string, string>>): string | undefined {
+  if (Object.hasOwn(acrValues, value)) return acrValues[value]
+  return (OWN_ACR_VALUES as readonly string[]).includes(value) ? undefined : value
+}
+
+/**
+ * What an upstream provider's id_token (or an ID-JAG, or a trusted issuer's
+ * access token) says about its sign-in: its `amr` (when an array of short
+ * printable strings) and `acr` (when a short printable string, through
+ * {@link foreignAcr} with the provider's `acr_values`). Anything else is
+ * dropped, never guessed at: the token then carries no acr, which meets no
+ * requested value.
+ */
+export function upstreamSignIn(idToken: Readonly<Record<string, unknown>>, acrValues: Readonly<Record<string, string>>): SignInStrength {
   const amr = Array.isArray(idToken.amr) && idToken.amr.length <= MAX_AMR && idToken.amr.every(upstreamValue) ? [...new Set(idToken.amr)] : []
-  return upstreamValue(idToken.acr) ? { amr, acr: idToken.acr } : { amr }
+  const acr = upstreamValue(idToken.acr) ? foreignAcr(idToken.acr, acrValues) : undefined
+  return acr === undefined ? { amr } : { amr, acr }
 }
 
 /** The strength of a record stored before sign-ins were recorded: nothing known. */

@@ -50,6 +50,8 @@ export const handleToken: AsHandler = async (req, res, ctx, as) => {
   form.assertNoRepeats([...grant.params.filter((p) => p !== 'resource' && p !== 'audience'), ...CLIENT_AUTH_PARAMS])
   const proof = proofHeader(req, 'token')
   const { client } = await authenticateClient(req, form, as)
+  // The request's span names the client only once it is authenticated: a refused one could name anyone (docs/telemetry.md).
+  ctx.clientId = client.clientId
   if (!client.grantTypes.includes(grantType as GrantType)) throw new UnauthorizedClient()
   let dpop: { jkt: string } | null = null
   if (proof !== null) dpop = await as.dpop.token.verify(proof, { method: 'POST', url: `${as.issuer}/token` })

@@ -167,6 +167,11 @@ export interface IdentityProviderConfig {
   allowed: IdentityProviderAllowed | null
   /** bearward claim name → upstream claim name. */
   claims: Record<string, string>
+  /**
+   * `acr_values`: the provider's acr value → bearward's own (src/tokens/acr.ts).
+   * An unmapped value spelt like one of ours is left out of our tokens (src/as/sign-in-strength.ts).
+   */
+  acrValues: Readonly<Record<string, 'pwd' | 'mfa' | 'phr'>>
   /** Where it is in the config (`authorization_server.identity_providers[1]`), for reports. */
   position: string
 }

@@ -51,7 +51,7 @@ t.test('assertion issuers: ID-JAG grants and workload identity', async (t) => {
     rateLimit: { client_auth_max_failures: 1000, client_auth_address_max_failures: 1000 },
     asExtra: [
       '  identity_providers:',
-      `    - { id: corp, name: Corp SSO, issuer: "${CORP}", client_id: bearward }`,
+      `    - { id: corp, name: Corp SSO, issuer: "${CORP}", client_id: bearward, acr_values: { "urn:corp:loa:2": mfa } }`,
       '  assertion_issuers:',
       `    - { issuer: "${CORP}", kind: id-jag, jwks: ${jwks(corp)} }`,
       `    - { issuer: "${MAIL_IDP}", kind: id-jag, jwks: ${jwks(mail)}, person: { claim: email } }`,
@@ -158,6 +158,20 @@ t.test('assertion issuers: ID-JAG grants and workload identity', async (t) => {
     const nothing = await grant(await idJag({ claims: { scope: 'profile' } }))
     t.equal(nothing.status, 400, 'a scope the client may use none of grants nothing')
     t.equal(nothing.json?.error, 'invalid_scope')
+  })
+
+  t.test("an ID-JAG's acr is ours only through its identity provider's acr_values; an unmapped mfa is left out", async (t) => {
+    const acrOf = async (assertion: string): Promise<unknown> => {
+      const r = await grant(assertion)
+      t.equal(r.status, 200, r.text)
+      return decodeJwt(String(r.json?.access_token)).acr
+    }
+    t.equal(await acrOf(await idJag({ claims: { acr: 'urn:corp:loa:2' } })), 'mfa', "mapped by the corp provider's acr_values")
+    t.equal(await acrOf(await idJag({ claims: { acr: 'mfa' } })), undefined, 'the literal mfa, unmapped: left out')
+    t.equal(await acrOf(await idJag({ claims: { acr: 'urn:corp:other' } })), 'urn:corp:other', 'another value keeps its spelling')
+    const viaMail = (acr: string): Promise<string> => idJag({ by: mail, iss: MAIL_IDP, claims: { sub: 'opaque-42', email: 'alice@example.com', acr } })
+    t.equal(await acrOf(await viaMail('phr')), undefined, 'an issuer with no identity provider maps nothing: its phr is left out')
+    t.equal(await acrOf(await viaMail('urn:mail:gold')), 'urn:mail:gold')
   })
 
   t.test('each refusal of an ID-JAG: invalid_grant, ERR_INVALID_ASSERTION_GRANT, its cause logged', async (t) => {

@@ -1,7 +1,13 @@
 import t from 'tap'
 import { decodeJwt } from 'jose'
 import { hashToken } from '../../src/store/hash.js'
-import { API_AUDIENCE, introspect, settle, startAs, token, tokensFor } from '../helpers/as-back.js'
+import { API_AUDIENCE, introspect, settle, startAs, token, tokensFor, mintCode, codeParams, type Reply } from '../helpers/as-back.js'
+import { ManualClock } from '../../src/clock.js'
+import { hashSecret } from '../../src/crypto/secret.js'
+import { MemoryStore } from '../../src/store/memory.js'
+import { postForm, reply } from '../helpers/http.js'
+
+const NARROWED_SECRET = 'narrowed-secret-0123456789abcdefghijklmn'
 
 const INVALID_GRANT = {
   error: 'invalid_grant',
@@ -125,4 +131,32 @@ t.test('refresh_token grant', async (t) => {
     const narrowed = await refresh('web', String(free.refresh_token), { resource: API_AUDIENCE })
     t.equal(decodeJwt(String(narrowed.json?.access_token)).aud, API_AUDIENCE)
   })
+})
+
+t.test("a refresh never gives more than the client's scopes as configured now (narrowed since the grant)", async (t) => {
+  const clock = new ManualClock(Date.UTC(2026, 0, 1))
+  const shared = new MemoryStore(clock, { sweepIntervalMs: 0 })
+  const hash = await hashSecret(NARROWED_SECRET)
+  const client = (scopes: string): string =>
+    `    - { client_id: narrowed, type: confidential, secret_hash: "${hash}", redirect_uris: [https://narrowed.example.com/cb], grant_types: [authorization_code, refresh_token], scopes: ${scopes} }`
+  // One store, two configs: before and after the operator took orders:write away from the client (a reload).
+  const before = await startAs({ clock, store: () => shared, clientsExtra: client('[openid, orders:read, orders:write]') })
+  const after = await startAs({ clock, store: () => shared, clientsExtra: client('[openid, orders:read]') })
+  t.teardown(async () => {
+    await after.close()
+    await before.close()
+  })
+  const auth = { authorization: `Basic ${Buffer.from(`narrowed:${NARROWED_SECRET}`).toString('base64')}` }
+  const code = await mintCode(before, { clientId: 'narrowed', scope: 'openid orders:read orders:write' })
+  const issued = (await reply(postForm(`${before.url}/token`, codeParams(code), auth))).json ?? {}
+  t.equal(issued.scope, 'openid orders:read orders:write')
+  const refresh = (extra: Record<string, string> = {}): Promise<Reply> =>
+    reply(postForm(`${after.url}/token`, { grant_type: 'refresh_token', refresh_token: String(issued.refresh_token), ...extra }, auth))
+  const wider = await refresh({ scope: 'orders:write' })
+  t.equal(wider.status, 400, 'orders:write asked for by name')
+  t.equal(wider.json?.error, 'invalid_scope')
+  const r = await refresh()
+  t.equal(r.status, 200, r.text)
+  t.equal(r.json?.scope, 'openid orders:read', 'what the grant had, within what the client may have now')
+  t.equal(decodeJwt(String(r.json?.access_token)).scope, 'openid orders:read')
 })

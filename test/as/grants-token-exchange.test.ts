@@ -54,8 +54,9 @@ t.test('token exchange', async (t) => {
       `    - { issuer: "${K8S}", kind: workload, jwks: ${JSON.stringify({ keys: [k8sJwk] })}, subjects: { "${PLANNER}": planner } }`,
     ].join('\n'),
     clientsExtra: [
-      `    - { client_id: exchanger, type: confidential, secret_hash: "${hash}", grant_types: [token-exchange], token_exchange: { audiences: ["${API_AUDIENCE}"] } }`,
-      `    - { client_id: refresher, type: confidential, secret_hash: "${hash}", grant_types: [token-exchange, refresh_token], token_exchange: { audiences: ["${API_AUDIENCE}"], refresh_tokens: true } }`,
+      `    - { client_id: exchanger, type: confidential, secret_hash: "${hash}", grant_types: [token-exchange], scopes: [openid, profile, email, orders:read, orders:write], token_exchange: { audiences: ["${API_AUDIENCE}"] } }`,
+      `    - { client_id: refresher, type: confidential, secret_hash: "${hash}", grant_types: [token-exchange, refresh_token], scopes: [openid, profile, email, orders:read, orders:write], token_exchange: { audiences: ["${API_AUDIENCE}"], refresh_tokens: true } }`,
+      `    - { client_id: reader, type: confidential, secret_hash: "${hash}", grant_types: [token-exchange], scopes: [orders:read], token_exchange: { audiences: ["${API_AUDIENCE}"] } }`,
       '    - { client_id: planner, type: confidential, token_endpoint_auth_method: private_key_jwt, grant_types: [client_credentials], scopes: [orders:read] }',
     ].join('\n'),
   })
@@ -180,6 +181,22 @@ t.test('token exchange', async (t) => {
     t.equal(decodeJwt(String(byDefault.json?.access_token)).aud, API_AUDIENCE, "the policy's only audience by default")
   })
 
+  t.test("the exchanging client's scopes cap what it gets, as for every grant", async (t) => {
+    const readerAuth = `Basic ${Buffer.from(`reader:${SECRET}`).toString('base64')}`
+    const subjectToken = String((await tokensFor(h, { scope: 'openid orders:read orders:write' })).access_token)
+    const write = await exchange({ subject_token: subjectToken, scope: 'orders:write' }, readerAuth)
+    t.equal(write.status, 400, 'a client allowed only orders:read cannot get orders:write')
+    t.equal(write.json?.error, 'invalid_scope')
+    t.notOk(write.json?.access_token)
+    const byDefault = await exchange({ subject_token: subjectToken }, readerAuth)
+    t.equal(byDefault.status, 200, byDefault.text)
+    t.equal(byDefault.json?.scope, 'orders:read', "the subject token's scope within the client's")
+    t.equal(decodeJwt(String(byDefault.json?.access_token)).scope, 'orders:read')
+    const none = await exchange({ subject_token: String((await tokensFor(h, { scope: 'openid' })).access_token) }, readerAuth)
+    t.equal(none.status, 400, 'nothing of the subject token is available to this client')
+    t.equal(none.json?.error, 'invalid_scope')
+  })
+
   t.test('refusals: bad subject token, token types, clients without a policy', async (t) => {
     const garbage = await exchange({ subject_token: 'not-a-token' })
     t.equal(garbage.status, 400)
@@ -235,6 +252,12 @@ t.test('token exchange', async (t) => {
     t.equal(wider.json?.error, 'invalid_scope')
     const forged = await exchange({ subject_token: `${(await foreign(corp)).slice(0, -4)}AAAA` })
     t.equal(forged.json?.error, 'invalid_grant')
+
+    // Its acr is the other issuer's: spelt like ours and not in the provider's acr_values, it is left out.
+    const acrOf = async (acr: string): Promise<unknown> =>
+      decodeJwt(String((await exchange({ subject_token: await foreign(corp, { acr, amr: ['pwd'] }) })).json?.access_token)).acr
+    t.equal(await acrOf('mfa'), undefined, "the issuer's mfa is not ours")
+    t.equal(await acrOf('urn:corp:loa:3'), 'urn:corp:loa:3', 'another value keeps its spelling, met only by itself')
   })
   t.test('refresh_tokens: a family bound to the subject grant; refresh rotates and keeps act, audience and scope', async (t) => {
     const person = await tokensFor(h)

@@ -32,14 +32,24 @@ t.test('a requested value is met at its level or above, or by the same value', a
 })
 
 t.test("an upstream id_token's amr and acr: kept when well formed, dropped otherwise", async (t) => {
-  t.same(upstreamSignIn({ amr: ['pwd', 'otp', 'pwd'], acr: 'urn:example:silver' }), { amr: ['pwd', 'otp'], acr: 'urn:example:silver' })
-  t.same(upstreamSignIn({}), { amr: [] }, 'none: nothing claimed')
-  t.same(upstreamSignIn({ amr: 'pwd', acr: 2 }), { amr: [] }, 'wrong types')
-  t.same(upstreamSignIn({ amr: ['pwd', 7] }), { amr: [] }, 'a list with a non-string')
-  t.same(upstreamSignIn({ amr: Array.from({ length: 11 }, (_, i) => `m${i}`) }), { amr: [] }, 'too many')
-  t.same(upstreamSignIn({ amr: ['a b'], acr: 'x\ny' }), { amr: [] }, 'not printable')
-  t.same(upstreamSignIn({ acr: 'x'.repeat(201) }), { amr: [] }, 'too long')
-  t.same(upstreamSignIn({ acr: 'phr' }), { amr: [], acr: 'phr' }, "a provider's value with our name passes as the provider said it")
+  t.same(upstreamSignIn({ amr: ['pwd', 'otp', 'pwd'], acr: 'urn:example:silver' }, {}), { amr: ['pwd', 'otp'], acr: 'urn:example:silver' })
+  t.same(upstreamSignIn({}, {}), { amr: [] }, 'none: nothing claimed')
+  t.same(upstreamSignIn({ amr: 'pwd', acr: 2 }, {}), { amr: [] }, 'wrong types')
+  t.same(upstreamSignIn({ amr: ['pwd', 7] }, {}), { amr: [] }, 'a list with a non-string')
+  t.same(upstreamSignIn({ amr: Array.from({ length: 11 }, (_, i) => `m${i}`) }, {}), { amr: [] }, 'too many')
+  t.same(upstreamSignIn({ amr: ['a b'], acr: 'x\ny' }, {}), { amr: [] }, 'not printable')
+  t.same(upstreamSignIn({ acr: 'x'.repeat(201) }, {}), { amr: [] }, 'too long')
+})
+
+t.test('an upstream acr counts as ours only through acr_values; one spelt like ours, unmapped, is left out', async (t) => {
+  for (const ours of ['pwd', 'mfa', 'phr']) t.same(upstreamSignIn({ acr: ours }, {}), { amr: [] }, `${ours}, unmapped: left out`)
+  t.same(upstreamSignIn({ acr: 'mfa' }, { 'urn:corp:loa:2': 'mfa' }), { amr: [] }, 'a map that does not name it')
+  t.same(upstreamSignIn({ acr: 'urn:corp:loa:2' }, { 'urn:corp:loa:2': 'mfa' }), { amr: [], acr: 'mfa' }, 'mapped')
+  t.same(upstreamSignIn({ acr: 'mfa' }, { mfa: 'mfa' }), { amr: [], acr: 'mfa' }, "mapped to itself: the operator's word")
+  t.same(upstreamSignIn({ acr: 'toString' }, {}), { amr: [], acr: 'toString' }, 'a prototype name is a value like any other')
+  t.same(upstreamSignIn({ acr: 'MFA' }, {}), { amr: [], acr: 'MFA' }, 'another spelling is not ours: kept, met only by itself')
+  t.notOk(meetsAcr(upstreamSignIn({ acr: 'MFA' }, {}), ['mfa']))
+  t.notOk(meetsAcr(upstreamSignIn({ acr: 'phr' }, {}), ['mfa']), 'an unmapped phr meets no mfa request')
 })
 
 t.test('records of an older version read as nothing known; claims leave out what is unknown', async (t) => {

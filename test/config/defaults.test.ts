@@ -359,6 +359,7 @@ t.test('the full fixture sets every key', async (t) => {
         scopes: ['openid', 'profile', 'email', 'groups'],
         allowed: { emailDomains: ['example.com'], claim: { name: 'groups', values: ['staff', 'admins'] } },
         claims: { name: 'name', email: 'email', groups: 'groups' },
+        acrValues: { 'urn:corp:loa:2': 'mfa' },
         position: 'authorization_server.identity_providers[0]',
       },
       {
@@ -370,6 +371,7 @@ t.test('the full fixture sets every key', async (t) => {
         scopes: ['openid', 'profile', 'email'],
         allowed: null,
         claims: { name: 'name', preferred_username: 'preferred_username', email: 'email', email_verified: 'email_verified' },
+        acrValues: {},
         position: 'authorization_server.identity_providers[1]',
       },
     ],

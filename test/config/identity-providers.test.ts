@@ -64,3 +64,29 @@ authorization_server:
   t.match(at(problems, 'authorization_server.identity_providers[2].allowed'), [{ message: /omit `allowed` to let everyone in/ }])
   t.match(at(problems, 'authorization_server.identity_providers[3].allowed.email_domains[0]'), [{ message: /without `@`/ }])
 })
+
+t.test("acr_values maps a provider's acr to one of ours, and only to ours", async (t) => {
+  const ok = inspect(
+    `authorization_server:\n  identity_providers:${provider('\n      acr_values: { "urn:corp:loa:2": mfa, "corp-key": phr, __proto__: pwd }')}\n`,
+  )
+  t.same(ok.problems, [], describe(ok.problems))
+  const acrValues = ok.config?.authorizationServer?.identityProviders[0]?.acrValues
+  t.same(
+    Object.entries(acrValues ?? {}),
+    [
+      ['urn:corp:loa:2', 'mfa'],
+      ['corp-key', 'phr'],
+      ['__proto__', 'pwd'],
+    ],
+    'every key kept, __proto__ as a plain key',
+  )
+  t.equal(Object.getPrototypeOf(acrValues), null, 'a map without a prototype')
+  const bad = inspect(`authorization_server:\n  identity_providers:${provider('\n      acr_values: { "urn:corp:loa:2": gold, "a\\"b": mfa }')}\n`)
+  t.match(at(bad.problems, 'authorization_server.identity_providers[0].acr_values.urn:corp:loa:2'), [
+    { message: /one of bearward's acr values: pwd, mfa, phr/ },
+  ])
+  t.ok(
+    bad.problems.some((p) => /is not an acr value/.test(p.message)),
+    describe(bad.problems),
+  )
+})

@@ -174,6 +174,19 @@ t.test('with telemetry.traces, spans reach an OTLP receiver: parentage, names, a
   const upstreamParent = TRACEPARENT.exec(String(up.seen.at(-1)?.headers.traceparent))?.[2]
   const refused = await fetch(`${bin.url}/orders/8`, { headers: { traceparent: `00-${TRACE}-${PARENT}-01` } })
   t.equal(refused.status, 401)
+  // A client that fails authentication: the client_id it claims is the attacker's choice, never put on the span.
+  const wrongSecret = await fetch(`${bin.url}/token`, {
+    method: 'POST',
+    headers: { authorization: basic('svc', 'not-the-secret'), 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials',
+  })
+  t.equal(wrongSecret.status, 401)
+  const stranger = await fetch(`${bin.url}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials&client_id=attacker-chosen',
+  })
+  t.equal(stranger.status, 401)
   // SIGTERM flushes what the batch processor holds.
   t.equal(await bin.stop('SIGTERM'), 0)
   t.ok(await eventually(() => receiver.spans().some((s) => s.name === 'GET /orders' && attr(s, 'http.response.status_code') === 401)), 'spans arrived')
@@ -203,9 +216,13 @@ t.test('with telemetry.traces, spans reach an OTLP receiver: parentage, names, a
   t.equal(attr(upstream, 'server.address'), '127.0.0.1')
   t.equal(attr(upstream, 'url.path'), '/orders/7')
 
-  const tokenSpan = spans.find((s) => s.name === 'POST /token')
+  const tokenSpan = spans.find((s) => s.name === 'POST /token' && attr(s, 'http.response.status_code') === 200)
   t.ok(tokenSpan, 'the authorization server endpoint has its server span')
   t.equal(attr(tokenSpan, 'http.route'), '/token')
+  t.equal(attr(tokenSpan, 'bearward.client_id'), 'svc', 'the authenticated client')
+  const unauthenticated = spans.filter((s) => s.name === 'POST /token' && attr(s, 'http.response.status_code') === 401)
+  t.equal(unauthenticated.length, 2, 'failed client authentications are traced')
+  for (const span of unauthenticated) t.equal(attr(span, 'bearward.client_id'), undefined, 'no client_id the client did not prove')
   t.ok(
     spans.some((s) => s.parentSpanId === tokenSpan?.spanId && attr(s, 'db.system.name') === 'bearward.memory'),
     'its store calls are its children',

@@ -51,7 +51,11 @@ t.test('upstream tokens and assertions signed by bearward, verified by the upstr
       }
       const auth = req.headers.authorization ?? ''
       if (!auth.startsWith('Bearer ')) return { ok: false, why: 'no token' }
-      const { payload, protectedHeader } = await jwtVerify(auth.slice('Bearer '.length), jwks, { issuer, audience: upstreamOrigin, typ: 'at+jwt' })
+      const { payload, protectedHeader } = await jwtVerify(auth.slice('Bearer '.length), jwks, {
+        issuer,
+        audience: upstreamOrigin,
+        typ: 'bearward-upstream+jwt',
+      })
       return { ok: true, claims: payload, typ: protectedHeader.typ }
     } catch (err) {
       return { ok: false, why: err instanceof joseErrors.JOSEError ? err.code : String(err) }
@@ -130,7 +134,7 @@ t.test('upstream tokens and assertions signed by bearward, verified by the upstr
     )
     t.equal(seen.headers.dpop, undefined, 'nor its DPoP header')
     t.equal(seen.headers['x-bearward-assertion'], undefined, 'a client-sent assertion header is stripped')
-    t.equal(v.typ, 'at+jwt')
+    t.equal(v.typ, 'bearward-upstream+jwt', 'a typ of its own: bearward never takes it for one of its access tokens')
     t.match(v.claims, { iss: bin.url, sub: 'service', aud: up.url, client_id: 'service', scope: 'orders:read', act: { sub: 'service' } })
     const c = v.claims as JWTPayload
     t.equal((c.exp ?? 0) - (c.iat ?? 0), 60, 'lives 60 s by default')
@@ -174,7 +178,7 @@ t.test('upstream tokens and assertions signed by bearward, verified by the upstr
       ...(JSON.parse(Buffer.from(good.split('.')[1] ?? '', 'base64url').toString('utf8')) as JWTPayload),
       scope: 'orders:read orders:write',
     })
-      .setProtectedHeader({ alg, kid, typ: 'at+jwt' })
+      .setProtectedHeader({ alg, kid, typ: 'bearward-upstream+jwt' })
       .sign(other.privateKey)
     const refused = await direct(`Bearer ${forged}`)
     t.equal(refused.status, 401)
@@ -237,7 +241,11 @@ t.test('upstream tokens and assertions signed by bearward, verified by the upstr
     const hs = upgrades[upgrades.length - 1]
     const auth = hs?.headers.authorization ?? ''
     t.not(auth, `Bearer ${token}`, 'not the client’s token')
-    const { payload } = await jwtVerify(auth.slice(7), jwks as ReturnType<typeof createRemoteJWKSet>, { issuer: bin.url, audience: up.url, typ: 'at+jwt' })
+    const { payload } = await jwtVerify(auth.slice(7), jwks as ReturnType<typeof createRemoteJWKSet>, {
+      issuer: bin.url,
+      audience: up.url,
+      typ: 'bearward-upstream+jwt',
+    })
     t.match(payload, { sub: 'service', act: { sub: 'service' } })
   })
 })

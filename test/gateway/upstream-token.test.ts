@@ -19,7 +19,7 @@ import type { TokenIdentity } from '../../src/gateway/token-identity.js'
 import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import { AssertionSigner } from '../../src/gateway/upstream-token/assertion.js'
 import { upstreamCredential } from '../../src/gateway/upstream-token/credential.js'
-import { ExchangeMinter } from '../../src/gateway/upstream-token/exchange.js'
+import { ExchangeMinter, MINTED_TOKEN_TYP } from '../../src/gateway/upstream-token/exchange.js'
 import { cappedExp, narrowedScope } from '../../src/gateway/upstream-token/scopes.js'
 import { PreparedSigner } from '../../src/gateway/upstream-token/signer.js'
 import { TrustedProxies } from '../../src/http/trusted-proxies.js'
@@ -82,7 +82,7 @@ t.test('ExchangeMinter: one signature per token and lifetime, renewed before exp
   const key = await signingKeyFromJwk(await generatePrivateJwk('ES256', 'k1'))
   const jwks = createLocalJWKSet({ keys: [key.publicJwk] })
   const clock = new ManualClock()
-  const { signer, count } = counting(new PreparedSigner(key, 'at+jwt'))
+  const { signer, count } = counting(new PreparedSigner(key, MINTED_TOKEN_TYP))
   const minter = new ExchangeMinter({ signer, clock, issuer: ISSUER, audience: AUDIENCE, scopes: ['orders:read', 'payments'], lifetimeSec: 60 })
 
   // Two requests at once: one signature, one token.
@@ -91,8 +91,8 @@ t.test('ExchangeMinter: one signature per token and lifetime, renewed before exp
   t.equal(a, b)
   t.match(a, /^Bearer /)
   const jwt = (a as string).slice('Bearer '.length)
-  const { payload } = await jwtVerify(jwt, jwks, { issuer: ISSUER, audience: AUDIENCE, typ: 'at+jwt', currentDate: new Date(clock.now()) })
-  t.match(payload, { sub: 'alice', client_id: 'web', act: { sub: 'web' }, scope: 'orders:read' })
+  const { payload } = await jwtVerify(jwt, jwks, { issuer: ISSUER, audience: AUDIENCE, typ: MINTED_TOKEN_TYP, currentDate: new Date(clock.now()) })
+  t.match(payload, { sub: 'alice', client_id: 'web', act: { sub: 'web' }, scope: 'orders:read', grant_id: 'g1' })
   t.equal((payload.exp ?? 0) - (payload.iat ?? 0), 60)
 
   const again = minter.value('tok-1', identity())
@@ -121,7 +121,7 @@ t.test('ExchangeMinter: one signature per token and lifetime, renewed before exp
 
 t.test('ExchangeMinter: the cache is bounded', async (t) => {
   const key = await signingKeyFromJwk(await generatePrivateJwk('ES256', 'k1'))
-  const { signer, count } = counting(new PreparedSigner(key, 'at+jwt'))
+  const { signer, count } = counting(new PreparedSigner(key, MINTED_TOKEN_TYP))
   const minter = new ExchangeMinter({ signer, clock: new ManualClock(), issuer: ISSUER, audience: AUDIENCE, scopes: [], lifetimeSec: 60, maxEntries: 2 })
   for (const tok of ['a', 'b', 'c']) await minter.value(tok, identity())
   t.equal(count(), 3)

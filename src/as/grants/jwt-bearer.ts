@@ -19,7 +19,9 @@
  *   the `resource` claim bounds the audience the same way.
  * The grant then starts as a code flow's would (startGrant): the same `sub`,
  * claims, account-page entry and grant id; `auth_time` is the assertion's
- * when it carries one, else its `iat`.
+ * when it carries one, else its `iat`; `amr`, and `acr` through the identity
+ * provider's `acr_values` (sign-in-strength.ts: an unmapped value spelt like
+ * one of ours is left out).
  *
  * Every refusal is 400 invalid_grant (ERR_INVALID_ASSERTION_GRANT) with its
  * cause in the log; scope and resource refusals are invalid_scope and
@@ -29,6 +31,7 @@
  * @see https://datatracker.ietf.org/doc/draft-ietf-oauth-identity-assertion-authz-grant/
  */
 import { epochSeconds } from '../../clock.js'
+import type { IdentityProviderConfig } from '../../config/validated-config.js'
 import { InvalidAssertionGrant, InvalidScope, InvalidTarget } from '../../errors.js'
 import { randomId } from '../../crypto/random.js'
 import type { AsContext } from '../context.js'
@@ -54,10 +57,18 @@ function stringList(value: unknown): string[] | undefined {
   return undefined
 }
 
+/** An issuer without an identity provider entry maps no acr value to ours. */
+const NO_ACR_MAPPING: Readonly<Record<string, string>> = Object.freeze({})
+
+/** The identity provider with the assertion's issuer, when there is one. */
+function providerOf(as: AsContext, verified: VerifiedAssertion): IdentityProviderConfig | undefined {
+  return as.as.identityProviders.find((p) => p.issuer === verified.issuer.issuer)
+}
+
 /** The bearward `sub` of the person the assertion names, or a refusal. */
 function personOf(as: AsContext, verified: VerifiedAssertion): string {
   const { issuer, claims } = verified
-  const provider = as.as.identityProviders.find((p) => p.issuer === issuer.issuer)
+  const provider = providerOf(as, verified)
   if (provider !== undefined) {
     const verdict = checkAllowed(provider.allowed, claims)
     if (!verdict.allowed) throw refuse(`person not allowed by identity provider ${provider.id}: ${verdict.reason}`)
@@ -127,8 +138,9 @@ export const jwtBearerGrant: Grant = {
       sub,
       scope,
       authTime,
-      // The IdP's word on how the person signed in, as for an upstream sign-in (ID-JAG carries acr/amr).
-      strength: upstreamSignIn(claims),
+      // The IdP's word on how the person signed in, as for an upstream sign-in (ID-JAG carries acr/amr): its acr
+      // counts as ours only through the `acr_values` of the identity provider with the same issuer.
+      strength: upstreamSignIn(claims, providerOf(as, verified)?.acrValues ?? NO_ACR_MAPPING),
       resource: audience === as.issuer ? null : audience,
       audience,
       nonce: null,

@@ -45,7 +45,9 @@ export const refreshTokenGrant: Grant = {
 
     const granted = parseScope(grant.scope)
     if (!isSubset(requestedScope, granted)) throw new InvalidScope('The requested scope exceeds the original grant')
-    const scope = requestedScope.length === 0 ? grant.scope : formatScope(requestedScope)
+    // Never beyond what the client is registered for now: a scope the operator took from it since the grant is gone.
+    if (!isSubset(requestedScope, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+    const scope = formatScope((requestedScope.length === 0 ? granted : requestedScope).filter((s) => client.scopes.includes(s)))
     const audience = audienceFor(as, resource, grant.resource)
 
     // Public clients always rotate (RFC 9700 4.14.2: sender-constrained or rotated).

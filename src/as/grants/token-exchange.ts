@@ -23,11 +23,12 @@
  *   its `iss` (absent: the subject token's issuer) and its `client_id` (when
  *   it names one) must be the actor's, else invalid_grant.
  * - scope: the request's (default the subject token's), never beyond the
- *   subject token's: invalid_scope.
+ *   subject token's nor the exchanging client's `scopes`: invalid_scope.
  * - What is issued: `issued_token_type` access_token, token_type Bearer (or
- *   DPoP with a proof). It keeps the subject token's `grant_id`, so revoking
- *   that grant (withdrawal on the account page, a replayed refresh token)
- *   revokes every token exchanged from it. A refresh token only when the
+ *   DPoP with a proof), expiring no later than the subject token (so
+ *   exchanging it again never stretches the chain). It keeps the subject
+ *   token's `grant_id`, so revoking that grant (withdrawal on the account
+ *   page, a replayed refresh token) revokes every token exchanged from it. A refresh token only when the
  *   client's policy has `refresh_tokens: true` and the subject token belongs
  *   to a grant: a family bound to that grant (exchanged-family.ts).
  *
@@ -40,7 +41,7 @@ import { checkResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { upstreamSubject } from '../identity-providers/person.js'
 import { verifyOwnAccessToken, type OwnAccessToken } from '../verify-token.js'
-import { strengthOf } from '../sign-in-strength.js'
+import { strengthClaims, strengthOf, upstreamSignIn } from '../sign-in-strength.js'
 import { ACCESS_TOKEN_TYPE, actorOf, clientActor, JWT_TOKEN_TYPE, mayActAllows } from './exchange-actor.js'
 import { startExchangedFamily } from './exchanged-family.js'
 import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
@@ -105,6 +106,8 @@ async function subjectOf(as: AsContext, token: string, type: string | undefined)
     // A foreign token has no grant here: revoking it at its issuer cannot reach what was exchanged.
     grantId: null,
     authTime: typeof claims.auth_time === 'number' ? claims.auth_time : null,
+    // How the person signed in there, its acr ours only through the provider's `acr_values` (sign-in-strength.ts).
+    ...strengthClaims(upstreamSignIn(claims, provider?.acrValues ?? {})),
     ...(act === undefined ? {} : { act }),
     ...(mayAct === undefined ? {} : { mayAct }),
   }
@@ -132,7 +135,11 @@ export const tokenExchangeGrant: Grant = {
     const granted = parseScope(subject.scope)
     const requested = parseScope(form.get('scope'))
     if (!isSubset(requested, granted)) throw new InvalidScope('The requested scope exceeds the subject token')
-    const scope = formatScope(requested.length > 0 ? requested : granted)
+    // Never beyond the exchanging client's registration either, as every grant is capped (RFC 6749 3.3).
+    if (!isSubset(requested, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+    const scope = formatScope((requested.length > 0 ? requested : granted).filter((s) => client.scopes.includes(s)))
+    // A subject token whose scope the client may use none of gives nothing: a token without scope is no answer.
+    if (scope === '' && granted.length > 0) throw new InvalidScope("None of the subject token's scope is available to this client")
 
     // Single use last: a refused exchange does not burn the actor's token.
     await actor.commit()
@@ -148,6 +155,9 @@ export const tokenExchangeGrant: Grant = {
       audience,
       jkt: dpop?.jkt ?? null,
       claims: { ...subject.claims, act },
+      // Never beyond the subject token: revoking that one token (its jti) cannot reach what was exchanged from it, and
+      // exchanging the exchanged token again must not stretch the chain past its subject.
+      notAfter: subject.exp,
     })
     const refreshToken = await startExchangedFamily(as, {
       client,

@@ -104,8 +104,9 @@ async function handleCallback(req: IncomingMessage, res: ServerResponse, ctx: Re
   // The claims must outlive every session and refresh family that names this person.
   const keepSec = as.as.session.ttlSec + as.as.refreshToken.ttlSec
   await as.store.upstream.putPerson(sub, { provider: providerId, upstreamSub, claims, updatedAt: now }, keepSec)
-  // The provider's amr/acr, when its id_token has them (the id_token's own claims, never UserInfo's).
-  const { setCookie } = await startSession(as, { username: sub, sub, claims }, sessionIdOf(req, as), upstreamSignIn(outcome.idToken), providerId)
+  // The provider's amr/acr, when its id_token has them (the id_token's own claims, never UserInfo's); its acr through `acr_values`.
+  const strength = upstreamSignIn(outcome.idToken, provider.config.acrValues)
+  const { setCookie } = await startSession(as, { username: sub, sub, claims }, sessionIdOf(req, as), strength, providerId)
   ctx.log.info({ event: 'upstream_login', provider: providerId }, 'signed in through identity provider')
   redirect(res, continueUrl(as, pending.continuation), 303, [setCookie, clear])
 }

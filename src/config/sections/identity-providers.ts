@@ -9,6 +9,7 @@ import type { Reader } from '../reader.js'
 import { SCOPE_TOKEN } from '../values.js'
 import { UniqueSet } from '../unique.js'
 import { enumAt, keysAt } from '../contract.js'
+import { OWN_ACR_VALUES, type OwnAcr } from '../../tokens/acr.js'
 
 export const IDENTITY_PROVIDER_KEYS = keysAt('#/$defs/identityProvider')
 export const ALLOWED_KEYS = keysAt('#/$defs/identityProvider/properties/allowed')
@@ -76,10 +77,12 @@ export function readIdentityProviders(r: Reader, node: Node, path: string): Iden
     }
     const allowed = p.has('allowed') && !p.isNull('allowed') ? readAllowed(r, p.get('allowed'), p.pathOf('allowed')) : null
     const claims = p.has('claims') ? readClaimMapping(r, p.get('claims'), p.pathOf('claims')) : { ...DEFAULT_CLAIM_MAPPING }
+    const acrValues = p.has('acr_values') ? readAcrValues(r, p.get('acr_values'), p.pathOf('acr_values')) : {}
     if (id === undefined) continue
     ids.add(id, p.get('id'), p.pathOf('id'))
-    if (name === undefined || issuer === undefined || clientId === undefined || claims === undefined || allowed === undefined) continue
-    providers.push({ id, name, issuer, clientId, clientSecret, scopes, allowed, claims, position: item.path })
+    if (name === undefined || issuer === undefined || clientId === undefined || claims === undefined || allowed === undefined || acrValues === undefined)
+      continue
+    providers.push({ id, name, issuer, clientId, clientSecret, scopes, allowed, claims, acrValues, position: item.path })
   }
   return providers
 }
@@ -129,6 +132,39 @@ function readClaimMapping(r: Reader, node: Node | undefined, path: string): Reco
       continue
     }
     mapping[e.key] = upstream
+  }
+  return ok ? mapping : undefined
+}
+
+/** An acr value as it travels (RFC 9470 3: space-separated in a quoted `acr_values`), at most as long as one kept from an id_token. */
+const ACR_VALUE = /^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/
+
+/**
+ * `acr_values: { <the provider's value>: pwd | mfa | phr }`: which of the
+ * provider's sign-ins count as which of ours. Nothing is assumed: a value
+ * the map does not name never passes for one of ours (docs/step-up.md).
+ */
+function readAcrValues(r: Reader, node: Node | undefined, path: string): Record<string, OwnAcr> | undefined {
+  if (node === undefined) return {}
+  const entries = r.entries(node, path)
+  if (entries === undefined) return undefined
+  // No prototype: a provider's value such as `__proto__` is a key like any other.
+  const mapping = Object.create(null) as Record<string, OwnAcr>
+  let ok = true
+  for (const e of entries) {
+    if (!ACR_VALUE.test(e.key)) {
+      r.problem(e.keyNode, e.path, `\`${e.key}\` is not an acr value (printable ASCII without spaces, \`"\` or \`\\\`, at most 200 characters)`)
+      ok = false
+      continue
+    }
+    const ours = r.str({
+      check: (v) => ((OWN_ACR_VALUES as readonly string[]).includes(v) ? undefined : `map to one of bearward's acr values: ${OWN_ACR_VALUES.join(', ')}`),
+    })(e.value, e.path)
+    if (ours === undefined) {
+      ok = false
+      continue
+    }
+    mapping[e.key] = ours as OwnAcr
   }
   return ok ? mapping : undefined
 }

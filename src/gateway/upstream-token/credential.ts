@@ -11,7 +11,7 @@ import type { UpstreamTokenConfig } from '../../config/validated-config.js'
 import type { KeySet } from '../../keys/keyset.js'
 import type { TokenIdentity } from '../token-identity.js'
 import { ASSERTION_TYP, AssertionSigner } from './assertion.js'
-import { ExchangeMinter } from './exchange.js'
+import { ExchangeMinter, MINTED_TOKEN_TYP } from './exchange.js'
 import { PreparedSigner } from './signer.js'
 
 /** The header an assertion travels in when `upstream_assertion.header` is not set; stripped from every client request. */
@@ -68,7 +68,7 @@ export function upstreamCredential(
   const key = deps.keys.signing
   if (cfg.mode === 'exchange') {
     const minter = new ExchangeMinter({
-      signer: new PreparedSigner(key, 'at+jwt'),
+      signer: new PreparedSigner(key, MINTED_TOKEN_TYP),
       clock: deps.clock,
       issuer: deps.issuer,
       audience: cfg.audience,

@@ -8,13 +8,21 @@ import type { PreparedSigner } from './signer.js'
 
 /**
  * `upstream_token: exchange`: the upstream gets, instead of the client's
- * token, a short-lived JWT access token of bearward's (RFC 9068, `typ:
- * at+jwt`) for its own audience, as if the gateway had exchanged the
- * client's token for it (RFC 8693): the same `sub`, the token's scopes
- * narrowed to the route's, and `act` naming the client that acts for the
- * subject (RFC 8693 4.1). `client_id` stays the original client, so an
- * upstream that authorizes by client (or reads the identity headers) keeps
- * working unchanged, and `act` says the same thing in the RFC's terms.
+ * token, a short-lived JWT access token of bearward's (RFC 9068's claims)
+ * for its own audience, as if the gateway had exchanged the client's token
+ * for it (RFC 8693): the same `sub`, the token's scopes narrowed to the
+ * route's, `act` naming the client that acts for the subject (RFC 8693
+ * 4.1), and the client token's `grant_id`. `client_id` stays the original
+ * client, so an upstream that authorizes by client (or reads the identity
+ * headers) keeps working unchanged, and `act` says the same thing in the
+ * RFC's terms.
+ *
+ * Its `typ` is {@link MINTED_TOKEN_TYP}, never `at+jwt` (RFC 8725 3.11):
+ * every check of bearward's own access tokens (src/tokens/verify-jwt.ts, at
+ * both faces) requires `at+jwt`, so a minted token is good at its upstream
+ * only. Were it one of ours, the upstream (or whoever read it there) could
+ * present it at /introspect or /userinfo, or exchange it at /token for a
+ * token of bearward's own audience.
  *
  * A minted token is cached by the client's token until shortly before its
  * `exp`, so a client that reuses its token costs one signature per
@@ -26,6 +34,9 @@ import type { PreparedSigner } from './signer.js'
  * @see https://www.rfc-editor.org/rfc/rfc9068#section-2.2
  * @see https://www.rfc-editor.org/rfc/rfc8693#section-4.1
  */
+
+/** The `typ` of a minted token's header: an access token for one upstream, not one bearward accepts. */
+export const MINTED_TOKEN_TYP = 'bearward-upstream+jwt'
 
 /** Minted tokens kept per route. Keys are client tokens (hundreds of bytes each, like the gateway's recent-token cache), so the bound is memory. */
 export const MAX_MINTED_TOKENS = 10_000
@@ -100,6 +111,8 @@ export class ExchangeMinter {
       scope: narrowedScope(identity.scopes, this.#allowed),
     }
     if (identity.clientId !== null) claims.act = { sub: identity.clientId }
+    // The person's grant, as every token exchanged from theirs carries it: an upstream can tell which authorization it serves.
+    if (identity.grantId !== null) claims.grant_id = identity.grantId
     const value = `Bearer ${await this.#signer.sign(claims)}`
     this.#cache.set(token, value, (exp - this.#marginSec) * 1000, this.#clock.now())
     return value
