@@ -280,12 +280,15 @@ export class SecondFactorThrottle {
 
   /**
    * The code was right: a known browser's count starts again. The person's
-   * count stays for its window (it may hold a stranger's guesses; clearing it
-   * when the owner signs in would hand the stranger a new allowance), and so
-   * does the address's.
+   * count gives back this attempt only: it may hold a stranger's guesses
+   * (clearing it when the owner signs in would hand the stranger a new
+   * allowance), but the owner's own right codes, from browsers not yet
+   * known, must not use it up. The address's count stays.
    */
   async succeed(): Promise<void> {
-    if (this.#address === null) await this.#as.store.rateLimits.clear(this.#attempts.key)
+    const { rateLimits } = this.#as.store
+    if (this.#address === null) await rateLimits.clear(this.#attempts.key)
+    else await rateLimits.unhit(this.#attempts.key)
   }
 }
 

@@ -196,6 +196,40 @@ t.test('Redis: the same limit holds across instances sharing the store', async (
   await burst(t, served)
 })
 
+t.test("right codes from browsers not yet known never use up the person's allowance", async (t) => {
+  // The count is taken before the code is checked (so a burst cannot overshoot it); a right code gives
+  // its attempt back. Without that, a person signing in from fresh browsers (private windows, a new
+  // laptop) was locked out of her own account after login_max_failures right codes in one window.
+  for (const [name, store] of [['memory', undefined] as const, ['Redis', 'redis'] as const]) {
+    await t.test(name, async (t) => {
+      let clock: ManualClock | undefined
+      let makeStore: ((c: ManualClock) => Store) | undefined
+      if (store === 'redis') {
+        const redis = await startRedis()
+        t.teardown(() => redis.stop())
+        clock = new ManualClock(Date.now())
+        makeStore = (c) => new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock: c })
+      }
+      const served = await serve(t, makeStore, clock)
+      const max = served.as.as.rateLimit.loginMaxFailures
+      for (let i = 0; i < max + 3; i++) {
+        served.clock.advance(30_000) // each sign-in with the next code (a code is taken once)
+        const fresh = new Client(served.url, '192.0.2.44')
+        t.equal((await fresh.password()).status, 303)
+        const done = await fresh.code(codeAt(served.clock.now()))
+        t.equal(done.status, 303, `sign-in ${i + 1} of ${max + 3} from a new browser`)
+      }
+      const key = `2fa:person:${hashToken('alice')}`
+      t.equal(await served.store.rateLimits.count(key), 0, "the person's count holds none of her right codes")
+      // A wrong guess still counts: the allowance is the limit's, not more.
+      const stranger = new Client(served.url, '198.51.100.99')
+      await stranger.password()
+      t.equal((await stranger.code(wrongCodeAt(served.clock.now()))).status, 400)
+      t.equal(await served.store.rateLimits.count(key), 1)
+    })
+  }
+})
+
 t.test('the per-address count takes a /64 as one address, whatever the people', async (t) => {
   const yaml = (await frontYaml({ topExtra: 'gateway: { trusted_proxies: [127.0.0.1] }' })).replace(
     'rate_limit: { login_max_failures: 3, login_address_max_failures: 6,',

@@ -71,6 +71,8 @@ async function ownFactorsFallShort(as: AsContext, request: AuthorizationRequest,
   const wanted = request.acrValues ?? []
   if (session.record.provider !== undefined || !as.as.localLogin || !ownAcrRequested(wanted)) return null
   if (!wanted.every((w) => ownAcrRequested([w])) && as.upstream.list().length > 0) return null
+  // A password sign-in meets it (`acr_values=pwd` for a session that predates acr): the login page, not a set-up.
+  if (meetsAcr({ acr: 'pwd' }, wanted)) return null
   const passkey = passkeySignInOffered(as) && (await as.store.passkeys.list(session.user.sub)).length > 0
   if (passkey) return null
   const mfa = meetsAcr({ acr: 'mfa' }, wanted)

@@ -42,6 +42,12 @@ export class MemoryRateLimits implements RateLimitStore, MemoryFamily {
     return w && this.#s.nowMs() < w.resetMs ? { count: w.count, resetMs: w.resetMs } : { count: 0, resetMs: 0 }
   }
 
+  async unhit(key: string): Promise<void> {
+    this.#s.open()
+    const w = this.#windows.get(key)
+    if (w && this.#s.nowMs() < w.resetMs && w.count > 0) w.count -= 1
+  }
+
   async clear(key: string): Promise<void> {
     this.#s.open()
     this.#windows.delete(key)

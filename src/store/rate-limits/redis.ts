@@ -5,7 +5,7 @@
  */
 import type { RedisConnection } from '../redis/connection.js'
 import { list, num } from '../redis/replies.js'
-import { HIT, HIT_WINDOWS } from './scripts.js'
+import { HIT, HIT_WINDOWS, UNHIT } from './scripts.js'
 import type { HitWindow, RateLimitStore } from './types.js'
 
 /** window() calls of one tick, answered by one read. */
@@ -90,6 +90,11 @@ export class RedisRateLimits implements RateLimitStore {
       const reset = flat[2 * i + 1]
       return count && reset && now < Number(reset) ? { count: Number(count), resetMs: Number(reset) } : { count: 0, resetMs: 0 }
     })
+  }
+
+  async unhit(key: string): Promise<void> {
+    const r = this.#r
+    await r.do((c) => r.eval(c, UNHIT, [this.#key(key)], [r.clock.now()]))
   }
 
   async clear(key: string): Promise<void> {

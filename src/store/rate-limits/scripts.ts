@@ -26,6 +26,21 @@ return redis.call('HINCRBY', KEYS[1], 'c', 1)
 )
 
 /**
+ * One hit given back (see HIT). KEYS[1] = counter {c, r}; ARGV: 1 now ms.
+ * Only within the window, never below 0.
+ */
+export const UNHIT = script(
+  'unhit',
+  `
+local r = redis.call('HGET', KEYS[1], 'r')
+if not r or tonumber(ARGV[1]) >= tonumber(r) then return 0 end
+local c = tonumber(redis.call('HGET', KEYS[1], 'c') or '0')
+if c <= 0 then return 0 end
+return redis.call('HINCRBY', KEYS[1], 'c', -1)
+`,
+)
+
+/**
  * Several fixed-window counters (see HIT) read in one command: KEYS are the
  * counters; returns {c1, r1, c2, r2, ...} (false where a field is absent).
  * Single node only (the keys may lie in different cluster slots): a failure

@@ -13,5 +13,11 @@ export interface RateLimitStore {
   count(key: string): Promise<number>
   /** Current count and when its window ends (epoch ms; 0 when there is no window), for an honest Retry-After. */
   window(key: string): Promise<HitWindow>
+  /**
+   * Give back one hit of the current window (never below 0; nothing when the
+   * window is over): for a limit counted before the attempt is judged, whose
+   * successes should not use up the allowance.
+   */
+  unhit(key: string): Promise<void>
   clear(key: string): Promise<void>
 }
