@@ -1,5 +1,5 @@
-import type { IncomingMessage } from 'node:http'
-import type { Http2ServerRequest } from 'node:http2'
+import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2'
 import { InvalidRequest } from '../errors.js'
 
 /**
@@ -22,6 +22,14 @@ import { InvalidRequest } from '../errors.js'
 /** Set on an HTTP/2 request whose Host and `:authority` disagree; the dispatcher refuses it. */
 const CONFLICT = Symbol('bearward.authorityConflict')
 type Adapted = IncomingMessage & { [CONFLICT]?: true }
+
+/**
+ * The methods Node's HTTP/1.1 parser accepts (llhttp's table), spelled as it
+ * takes them: case-sensitively. Over HTTP/2 `:method` is any token, and a
+ * rule written for `DELETE` never sees `delete`, while the upstream's
+ * framework may upper-case it and run the DELETE the policy never judged.
+ */
+const HTTP1_METHODS: ReadonlySet<string> = new Set(METHODS)
 
 /** True for a request that arrived over HTTP/2. */
 export function isHttp2(req: IncomingMessage): boolean {
@@ -55,6 +63,17 @@ export function assertAuthorityAgreesWithHost(req: IncomingMessage): void {
 }
 
 /**
+ * An HTTP/2 `:method` outside the set HTTP/1.1's parser accepts is refused
+ * (400, the answer HTTP/1.1 gives a method its parser cannot read), before
+ * any route or endpoint runs: both protocols then carry the same methods,
+ * spelled the same, to every rule and every upstream.
+ * @see https://www.rfc-editor.org/rfc/rfc9110#section-9.1
+ */
+export function assertHttp1Method(req: IncomingMessage): void {
+  if (!HTTP1_METHODS.has(req.method ?? '')) throw new InvalidRequest('The request method is not one this server accepts')
+}
+
+/**
  * Whether an HTTP/2 request has a body still to come: HTTP/2 frames bodies
  * itself, so one may arrive with neither Content-Length nor
  * Transfer-Encoding (gRPC's never carry a length). A request whose HEADERS
@@ -73,4 +92,18 @@ export function http2HasBody(req: IncomingMessage): boolean {
  */
 export function answeredInFull(res: { readonly writableFinished: boolean; readonly writableEnded: boolean }): boolean {
   return res.writableFinished && res.writableEnded
+}
+
+/**
+ * Whether `res` can no longer carry an answer: it ended, or its connection
+ * (HTTP/1.1) or stream (HTTP/2) is gone. node:http2's compatibility
+ * response has no `destroyed`, and its `req.socket.writable` is the
+ * stream's writable side, false from the start for a HEAD request, whose
+ * answer (a head without a body) is still to be sent.
+ */
+export function cannotAnswer(req: IncomingMessage, res: ServerResponse): boolean {
+  if (res.writableEnded) return true
+  if (!isHttp2(req)) return res.destroyed || !req.socket.writable
+  const stream = (res as unknown as Http2ServerResponse).stream as Http2ServerResponse['stream'] | undefined
+  return stream === undefined || stream.destroyed || stream.closed
 }

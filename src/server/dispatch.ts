@@ -6,7 +6,7 @@ import { NotFound, RequestTimeout } from '../errors.js'
 import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeouts.js'
 import { answerFailure, reportAbortedBody, type Face, type FailureReporting } from '../http/failure.js'
 import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
-import { answeredInFull, assertAuthorityAgreesWithHost, http2HasBody, isHttp2 } from '../http/http2-request.js'
+import { answeredInFull, assertAuthorityAgreesWithHost, assertHttp1Method, http2HasBody, isHttp2 } from '../http/http2-request.js'
 import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
 import { writeAccessLine, type Logger } from '../log.js'
 import type { Runtime } from '../runtime.js'
@@ -129,6 +129,8 @@ export class RequestDispatcher {
    */
   #dispatch(req: IncomingMessage, res: ServerResponse, ctx: Context, runtime: Runtime): void {
     try {
+      // HTTP/1.1's parser already refused any other method.
+      if (isHttp2(req)) assertHttp1Method(req)
       assertSingleHost(req)
       assertAuthorityAgreesWithHost(req)
       assertTargetLength(req)

@@ -7,9 +7,11 @@ import {
   type Http2Session,
   type ServerHttp2Stream,
 } from 'node:http2'
-import type { Server } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { ClientTimeouts, Http2Config } from '../config/validated-config.js'
+import type { ClientTimeouts, Config, Http2Config } from '../config/validated-config.js'
+import { holdContinue } from '../http/expect-continue.js'
+import { adaptHttp2Request } from '../http/http2-request.js'
 import type { Logger } from '../log.js'
 
 /**
@@ -194,4 +196,21 @@ function sniffPreface(socket: Socket, timeoutMs: number, decided: (h2: boolean) 
   const onClose = (): void => clearTimeout(timer)
   socket.on('data', onData)
   socket.once('close', onClose)
+}
+
+/**
+ * HTTP/2 beside HTTP/1.1 on `server` (the `listen` server): its requests,
+ * made to read like HTTP/1.1 ones (http/http2-request.ts), go to `onRequest`,
+ * the handler HTTP/1.1 requests go to; `Expect: 100-continue` is held as on
+ * HTTP/1.1 (http/expect-continue.ts).
+ */
+export function serveHttp2(server: Server, config: Config, log: Logger, onRequest: (req: IncomingMessage, res: ServerResponse) => void): Http2Front {
+  const front = new Http2Front(config.http2, config.clientTimeouts, log, (req, res) => onRequest(adaptHttp2Request(req), res as unknown as ServerResponse))
+  front.server.on('checkContinue', (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    const request = adaptHttp2Request(req)
+    holdContinue(request, res as unknown as ServerResponse)
+    onRequest(request, res as unknown as ServerResponse)
+  })
+  routeConnections(server, front, config.tls !== null, config.clientTimeouts.headersMs)
+  return front
 }

