@@ -1,5 +1,5 @@
 import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2'
+import { constants as h2constants, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2'
 import { InvalidRequest } from '../errors.js'
 
 /**
@@ -106,4 +106,24 @@ export function cannotAnswer(req: IncomingMessage, res: ServerResponse): boolean
   if (!isHttp2(req)) return res.destroyed || !req.socket.writable
   const stream = (res as unknown as Http2ServerResponse).stream as Http2ServerResponse['stream'] | undefined
   return stream === undefined || stream.destroyed || stream.closed
+}
+
+/**
+ * End an answer that cannot be completed (the upstream failed mid-body, the
+ * token was revoked or expired, the request body timed out) so the client
+ * cannot take what it received for the whole answer. On HTTP/1.1 the
+ * connection is closed: a chunked body misses its last chunk, a sized one
+ * its length. On HTTP/2 the stream is reset with INTERNAL_ERROR: a
+ * destroy() without an error resets it with NO_ERROR, which Node's client
+ * (and others) read as a normal end of the body, and CANCEL, which Node's
+ * client reports as no error either.
+ * @see https://www.rfc-editor.org/rfc/rfc9113#section-8.1
+ */
+export function cutResponse(res: ServerResponse): void {
+  if (!isHttp2(res.req)) {
+    res.destroy()
+    return
+  }
+  const stream = (res as unknown as Http2ServerResponse).stream as Http2ServerResponse['stream'] | undefined
+  if (stream !== undefined && !stream.destroyed) stream.close(h2constants.NGHTTP2_INTERNAL_ERROR)
 }

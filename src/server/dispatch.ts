@@ -6,7 +6,7 @@ import { NotFound, RequestTimeout } from '../errors.js'
 import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeouts.js'
 import { answerFailure, reportAbortedBody, type Face, type FailureReporting } from '../http/failure.js'
 import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
-import { answeredInFull, assertAuthorityAgreesWithHost, assertHttp1Method, http2HasBody, isHttp2 } from '../http/http2-request.js'
+import { answeredInFull, assertAuthorityAgreesWithHost, assertHttp1Method, cutResponse, http2HasBody, isHttp2 } from '../http/http2-request.js'
 import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
 import { writeAccessLine, type Logger } from '../log.js'
 import type { Runtime } from '../runtime.js'
@@ -90,7 +90,7 @@ export class RequestDispatcher {
     ctx.log.info({ timeout: which }, 'request body timed out')
     ctx.closeListener?.onRequestAbandoned?.()
     if (!res.headersSent) sendErrorWithId(res, ctx.id, new RequestTimeout())
-    else if (!res.writableFinished) res.destroy()
+    else if (!res.writableFinished) cutResponse(res)
     else req.socket.destroy()
   }
 
