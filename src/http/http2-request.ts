@@ -12,7 +12,11 @@ import { InvalidRequest } from '../errors.js'
  *   and served differently, as with two Host headers on HTTP/1.1);
  * - `rawHeaders` without the pseudo-header fields (`:method`, `:path`,
  *   `:scheme`, `:authority`), which no header rule knows and no upstream
- *   may receive as fields, and with the Host the rules then see.
+ *   may receive as fields, and with the Host the rules then see;
+ * - the `cookie` fields HTTP/2 lets a client split (RFC 9113 8.2.3) joined
+ *   into one with "; " before they reach an HTTP/1.1 upstream, where two
+ *   Cookie lines are not allowed (RFC 6265 5.4); `headers.cookie` is
+ *   joined so by node:http2 already.
  *
  * Method, path and scheme stay where the faces read them (`req.method`,
  * `req.url`); the path is `:path` and is normalised and judged like an
@@ -48,9 +52,20 @@ export function adaptHttp2Request(h2: Http2ServerRequest): IncomingMessage {
   }
   const raw = h2.rawHeaders
   const plain: string[] = []
+  // Where the one Cookie field stands in `plain`, its crumbs joined (-1: none yet).
+  let cookieAt = -1
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
-    if (name.charCodeAt(0) !== 58 /* ':' */) plain.push(name, raw[i + 1] as string)
+    if (name.charCodeAt(0) === 58 /* ':' */) continue
+    const value = raw[i + 1] as string
+    if (name === 'cookie') {
+      if (cookieAt !== -1) {
+        plain[cookieAt] = `${plain[cookieAt] as string}; ${value}`
+        continue
+      }
+      cookieAt = plain.length + 1
+    }
+    plain.push(name, value)
   }
   if (host === undefined && typeof authority === 'string' && authority !== '') plain.push('host', authority)
   Object.defineProperty(req, 'rawHeaders', { value: plain, configurable: true, enumerable: true })

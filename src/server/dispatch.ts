@@ -7,7 +7,7 @@ import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeout
 import { answerFailure, reportAbortedBody, type Face, type FailureReporting } from '../http/failure.js'
 import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
 import { answeredInFull, assertAuthorityAgreesWithHost, assertHttp1Method, cutResponse, http2HasBody, isHttp2 } from '../http/http2-request.js'
-import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
+import { assertHostWithoutUserinfo, assertSingleHost, assertTargetAgreesWithHost, assertTargetLength, assertWebSocketUpgrade } from '../http/request-checks.js'
 import { writeAccessLine, type Logger } from '../log.js'
 import type { Runtime } from '../runtime.js'
 import { trackRequest } from './connection.js'
@@ -133,6 +133,7 @@ export class RequestDispatcher {
       if (isHttp2(req)) assertHttp1Method(req)
       assertSingleHost(req)
       assertAuthorityAgreesWithHost(req)
+      assertHostWithoutUserinfo(req)
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
       const as = runtime.as
@@ -173,7 +174,9 @@ export class RequestDispatcher {
     socket.on('close', leave)
     const ctx = this.#context(req, runtime)
     try {
+      assertWebSocketUpgrade(req)
       assertSingleHost(req)
+      assertHostWithoutUserinfo(req)
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
     } catch (err) {

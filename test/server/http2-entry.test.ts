@@ -10,8 +10,9 @@
 import t, { type Test } from 'tap'
 import type { ClientHttp2Session } from 'node:http2'
 import { METHODS } from 'node:http'
-import { startGateway, sendRaw, type Harness } from '../gateway/fixture.js'
-import { h2Request, openSession, type H2Reply } from '../helpers/http2.js'
+import { startGateway, send, sendRaw, type Harness } from '../gateway/fixture.js'
+import { h2Request, openSession, rawH2Request, type H2Reply } from '../helpers/http2.js'
+import { eventually } from '../helpers/http.js'
 
 function routes(up: string): string {
   return `
@@ -117,4 +118,69 @@ t.test('an HTTP/2 :method HTTP/1.1 would not parse is refused at the entry', asy
     t.match(raw, /^HTTP\/1\.1 400 /)
     t.equal(gw.upstream.seen.length, before)
   })
+})
+
+t.test('what an HTTP/2 request carries reaches the upstream as HTTP/1.1 would carry it', async (t) => {
+  const gw: Harness = await startGateway({ routes, extra: 'http2: { cleartext: true }' })
+  t.teardown(() => gw.close())
+  const session: ClientHttp2Session = await openSession(gw.url)
+  t.teardown(() => session.destroy())
+
+  t.test('split cookie fields are joined into one Cookie line with "; " (RFC 9113 8.2.3)', async (t) => {
+    const got = await h2Request(session, { ':path': '/public/c', cookie: ['a=1', 'b=2', 'c=3'] })
+    t.equal(got.status, 200)
+    const raw = gw.upstream.seen.at(-1)?.rawHeaders ?? []
+    const cookies = raw.filter((_, i) => i % 2 === 1 && raw[i - 1]?.toLowerCase() === 'cookie')
+    t.same(cookies, ['a=1; b=2; c=3'], 'one Cookie line')
+  })
+
+  t.test('http2-settings is not forwarded, on either protocol', async (t) => {
+    // node:http2's client refuses to send it; an attacker's client does not.
+    const before = gw.upstream.seen.length
+    const socket = await rawH2Request(gw.url, [
+      [':method', 'GET'],
+      [':scheme', 'http'],
+      [':authority', 'gw.test'],
+      [':path', '/public/s'],
+      ['http2-settings', 'AAMAAABkAAQAoAAAAAIAAAAA'],
+    ])
+    t.teardown(() => socket.destroy())
+    t.ok(await eventually(() => gw.upstream.seen.length > before), 'the request was forwarded')
+    t.equal(gw.upstream.seen.at(-1)?.url, '/public/s')
+    t.equal(gw.upstream.seen.at(-1)?.headers['http2-settings'], undefined)
+    const h1 = await send(gw.url, '/public/s1', { headers: { 'http2-settings': 'AAMAAABk' } })
+    t.equal(h1.status, 200)
+    t.equal(gw.upstream.seen.at(-1)?.headers['http2-settings'], undefined)
+  })
+
+  t.test('an :authority or Host with userinfo is refused (RFC 9113 8.3.1, RFC 9112 3.2)', async (t) => {
+    const before = gw.upstream.seen.length
+    for (const authority of ['evil@gw.test', 'user:pass@gw.test', '@gw.test']) {
+      const got = await h2Request(session, { ':path': '/public/u', ':authority': authority })
+      t.equal(got.status, 400, `:authority ${authority}`)
+      t.match(JSON.parse(got.body), { error: 'invalid_request' })
+    }
+    const h1 = await send(gw.url, '/public/u', { headers: { host: 'evil@gw.test' } })
+    t.equal(h1.status, 400, 'Host with userinfo over HTTP/1.1')
+    t.equal(gw.upstream.seen.length, before, 'nothing reached the upstream')
+    const ok = await h2Request(session, { ':path': '/public/u', ':authority': 'gw.test:8080' })
+    t.equal(ok.status, 200)
+    t.equal(gw.upstream.seen.at(-1)?.headers['x-forwarded-host'], 'gw.test:8080')
+  })
+})
+
+t.test('an HTTP/1.1 Upgrade: h2c is answered 400, saying why, not closed unanswered', async (t) => {
+  const gw: Harness = await startGateway({ routes, extra: 'http2: { cleartext: true }' })
+  t.teardown(() => gw.close())
+  const before = gw.upstream.seen.length
+  for (const target of ['/public/x', '/orders/1', '/token', '/nowhere']) {
+    const raw = await sendRaw(
+      gw.url,
+      `GET ${target} HTTP/1.1\r\nHost: gw.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n`,
+    )
+    t.match(raw, /^HTTP\/1\.1 400 /, `${target}: 400`)
+    t.match(raw, /"error":"invalid_request"/)
+    t.match(raw, /h2c/, 'the answer says why')
+  }
+  t.equal(gw.upstream.seen.length, before)
 })
