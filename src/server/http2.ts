@@ -29,7 +29,9 @@ import type { Logger } from '../log.js'
  * with ENHANCE_YOUR_CALM before any handler sees it), resets (a client that
  * resets more than `max_resets` streams within `reset_window` is sent GOAWAY
  * ENHANCE_YOUR_CALM and dropped: the rapid-reset attack, CVE-2023-44487,
- * costs the server each stream it opens and the client nothing), and idle
+ * costs the server each stream it opens and the client nothing; and since
+ * connections cost the client little more, the connections of one client
+ * address share `max_resets_per_address`, past which all of them go), and idle
  * connections (closed after `client_timeouts.keep_alive` without an open stream).
  *
  * @see https://www.rfc-editor.org/rfc/rfc9113#section-3.4
@@ -50,13 +52,24 @@ export function prefaceVerdict(head: Buffer): 'h2' | 'http/1.1' | null {
   return n === H2_PREFACE.length ? 'h2' : null
 }
 
-/** What a session carries for the bounds: its open streams and its resets in the current window. */
-interface SessionState {
-  open: number
+/** Resets counted in a window: a connection's, or a client address's over all its connections. */
+interface ResetCount {
   resets: number
   windowStart: number
+}
+
+/** What a session carries for the bounds: its open streams and its resets in the current window. */
+interface SessionState extends ResetCount {
+  open: number
   /** GOAWAY was sent: the resets that follow are not counted or logged again. */
   goneAway: boolean
+  /** Its client's address, whose connections share a reset budget. */
+  address: string
+}
+
+/** A client address's sessions and their resets together. */
+interface AddressState extends ResetCount {
+  sessions: Set<Http2Session>
 }
 
 export type Http2Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void
@@ -67,6 +80,8 @@ export class Http2Front {
   readonly #settings: Http2Config
   readonly #log: Logger
   readonly #sessions = new Map<Http2Session, SessionState>()
+  /** By client address, while it has a session open. */
+  readonly #addresses = new Map<string, AddressState>()
   readonly #now: () => number
 
   constructor(settings: Http2Config, timeouts: ClientTimeouts, log: Logger, handler: Http2Handler, now: () => number = Date.now) {
@@ -97,9 +112,23 @@ export class Http2Front {
   }
 
   #onSession(session: Http2Session): void {
-    const state: SessionState = { open: 0, resets: 0, windowStart: this.#now(), goneAway: false }
+    const address = session.socket?.remoteAddress ?? ''
+    const state: SessionState = { open: 0, resets: 0, windowStart: this.#now(), goneAway: false, address }
     this.#sessions.set(session, state)
-    session.on('close', () => this.#sessions.delete(session))
+    let peer = this.#addresses.get(address)
+    if (peer === undefined) {
+      peer = { resets: 0, windowStart: state.windowStart, sessions: new Set() }
+      this.#addresses.set(address, peer)
+    }
+    peer.sessions.add(session)
+    const shared = peer
+    session.on('close', () => {
+      this.#sessions.delete(session)
+      shared.sessions.delete(session)
+      // The count outlives the address's connections until its window ends: else a client
+      // would reset its budget by closing them all and connecting again.
+      if (shared.sessions.size === 0) this.#forgetLater(address, shared)
+    })
     session.on('stream', (stream: ServerHttp2Stream) => {
       state.open++
       stream.once('close', () => state.open--)
@@ -111,14 +140,47 @@ export class Http2Front {
   #onReset(session: Http2Session, state: SessionState): void {
     if (state.goneAway) return
     const now = this.#now()
-    if (now - state.windowStart >= this.#settings.resetWindowMs) {
-      state.windowStart = now
-      state.resets = 0
+    const overConnection = this.#count(state, now) > this.#settings.maxResets
+    const peer = this.#addresses.get(state.address)
+    const overAddress = peer !== undefined && this.#count(peer, now) > this.#settings.maxResetsPerAddress
+    if (overAddress) {
+      // Every connection of the address: the budget is theirs together.
+      this.#log.warn(
+        { resets: peer.resets, connections: peer.sessions.size, window_ms: this.#settings.resetWindowMs },
+        'http2 client address reset too many streams; its connections closed',
+      )
+      for (const s of peer.sessions) this.#goAway(s)
+      return
     }
-    if (++state.resets <= this.#settings.maxResets) return
-    if (session.destroyed || session.closed) return
-    state.goneAway = true
+    if (!overConnection) return
     this.#log.warn({ resets: state.resets, window_ms: this.#settings.resetWindowMs }, 'http2 client reset too many streams; connection closed')
+    this.#goAway(session)
+  }
+
+  /** Forget an address without connections once its reset window has passed, unless it came back. */
+  #forgetLater(address: string, peer: AddressState): void {
+    const left = peer.windowStart + this.#settings.resetWindowMs - this.#now()
+    const forget = (): void => {
+      if (peer.sessions.size === 0 && this.#addresses.get(address) === peer) this.#addresses.delete(address)
+    }
+    if (left <= 0) forget()
+    else setTimeout(forget, left).unref()
+  }
+
+  /** One more reset in `count`'s window (a new window once the last one passed); returns the count. */
+  #count(count: ResetCount, now: number): number {
+    if (now - count.windowStart >= this.#settings.resetWindowMs) {
+      count.windowStart = now
+      count.resets = 0
+    }
+    return ++count.resets
+  }
+
+  /** GOAWAY ENHANCE_YOUR_CALM, then the session is dropped. */
+  #goAway(session: Http2Session): void {
+    const state = this.#sessions.get(session)
+    if (state === undefined || state.goneAway || session.destroyed || session.closed) return
+    state.goneAway = true
     session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM)
     // After the GOAWAY is written; the streams still open are cut.
     setImmediate(() => session.destroy())
