@@ -61,7 +61,10 @@ export function assertTargetLength(req: IncomingMessage): void {
  */
 export function assertWebSocketUpgrade(req: IncomingMessage): void {
   const protocol = req.headers.upgrade?.trim().toLowerCase()
-  if (protocol === 'websocket') return
+  if (protocol === 'websocket') {
+    if (req.method === 'GET') return
+    throw new InvalidRequest('A WebSocket handshake is a GET request')
+  }
   if (protocol?.startsWith('h2c') === true) {
     throw new InvalidRequest('Upgrade to h2c is not supported: speak HTTP/2 with prior knowledge, or HTTP/1.1 without Upgrade')
   }

@@ -58,6 +58,40 @@ interface ResetCount {
   windowStart: number
 }
 
+/** `::ffff:a.b.c.d`: an IPv4 client on a dual-stack listen. */
+const IPV4_MAPPED = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i
+
+/**
+ * The client address whose connections share a reset budget: an IPv4
+ * address (IPv4-mapped IPv6 read as IPv4), or an IPv6 address's /64, which
+ * one client holds whole (RFC 6177): a budget per IPv6 address would be a
+ * budget per connection to a client that picks a new source address for
+ * each.
+ */
+export function resetBudgetKey(address: string): string {
+  if (!address.includes(':')) return address
+  const mapped = IPV4_MAPPED.exec(address)
+  if (mapped !== null) return mapped[1] as string
+  const zone = address.indexOf('%')
+  const plain = (zone === -1 ? address : address.slice(0, zone)).toLowerCase()
+  const gap = plain.indexOf('::')
+  const head = (gap === -1 ? plain : plain.slice(0, gap)).split(':').filter((g) => g !== '')
+  const tail =
+    gap === -1
+      ? []
+      : plain
+          .slice(gap + 2)
+          .split(':')
+          .filter((g) => g !== '')
+  // A dotted IPv4 tail stands for two groups (RFC 4291 2.2).
+  const tailGroups = tail.length + (tail.at(-1)?.includes('.') === true ? 1 : 0)
+  const groups = gap === -1 ? head : [...head, ...new Array<string>(Math.max(0, 8 - head.length - tailGroups)).fill('0'), ...tail]
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`
+}
+
 /** What a session carries for the bounds: its open streams and its resets in the current window. */
 interface SessionState extends ResetCount {
   open: number
@@ -112,7 +146,7 @@ export class Http2Front {
   }
 
   #onSession(session: Http2Session): void {
-    const address = session.socket?.remoteAddress ?? ''
+    const address = resetBudgetKey(session.socket?.remoteAddress ?? '')
     const state: SessionState = { open: 0, resets: 0, windowStart: this.#now(), goneAway: false, address }
     this.#sessions.set(session, state)
     let peer = this.#addresses.get(address)

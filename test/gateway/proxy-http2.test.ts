@@ -126,6 +126,15 @@ t.test('a cut answer is reset with an error code, never NO_ERROR', async (t) => 
     const chunked = await h2Request(session, { ':path': '/raw/cut' })
     t.equal(chunked.rstCode, constants.NGHTTP2_INTERNAL_ERROR, 'a chunked body cut alike')
     t.notOk(chunked.ended)
+    // A clean FIN before the last chunk, or before Content-Length bytes: cut alike.
+    raw.answer({ bytes: 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7\r\npartial\r\n', close: 'end' })
+    const fin = await h2Request(session, { ':path': '/raw/fin' })
+    t.equal(fin.rstCode, constants.NGHTTP2_INTERNAL_ERROR, 'a chunked body ended by FIN')
+    t.notOk(fin.ended)
+    raw.answer({ bytes: 'HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial', close: 'end' })
+    const short = await h2Request(session, { ':path': '/raw/fin' })
+    t.equal(short.rstCode, constants.NGHTTP2_INTERNAL_ERROR, 'a sized body ended short by FIN')
+    t.notOk(short.ended)
   })
 
   await t.test('the token is revoked while the answer streams', async (t) => {

@@ -182,5 +182,13 @@ t.test('an HTTP/1.1 Upgrade: h2c is answered 400, saying why, not closed unanswe
     t.match(raw, /"error":"invalid_request"/)
     t.match(raw, /h2c/, 'the answer says why')
   }
+  for (const [line, why] of [
+    ['POST /public/x HTTP/1.1\r\nHost: gw.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 0', /GET/],
+    ['GET /public/x HTTP/1.1\r\nHost: gw.test\r\nConnection: Upgrade\r\nUpgrade: TLS/1.2', /WebSocket/],
+  ] as const) {
+    const raw = await sendRaw(gw.url, `${line}\r\n\r\n`)
+    t.match(raw, /^HTTP\/1\.1 400 /, `${line.split('\r\n')[0]} with ${line.split('Upgrade: ')[1]?.split('\r')[0]}: 400`)
+    t.match(raw, why)
+  }
   t.equal(gw.upstream.seen.length, before)
 })

@@ -10,6 +10,7 @@ import { constants, type ClientHttp2Session } from 'node:http2'
 import { startGateway, type Harness } from '../gateway/fixture.js'
 import { eventually } from '../helpers/http.js'
 import { h2Request, openSession } from '../helpers/http2.js'
+import { resetBudgetKey } from '../../src/server/http2.js'
 
 t.test('resets spread over connections from one address are counted together', async (t) => {
   const gw: Harness = await startGateway({
@@ -100,4 +101,17 @@ t.test('resets spread over connections from one address are counted together', a
   sessions.push(fresh)
   const served = await h2Request(fresh, { ':path': '/public/after' })
   t.equal(served.status, 200, 'requests are still served')
+})
+
+t.test('the address a reset budget is kept for: IPv4, or an IPv6 /64 (one client holds it whole)', async (t) => {
+  t.equal(resetBudgetKey('192.0.2.7'), '192.0.2.7')
+  t.equal(resetBudgetKey('::ffff:192.0.2.7'), '192.0.2.7', 'IPv4-mapped reads as IPv4')
+  t.equal(resetBudgetKey('::FFFF:192.0.2.7'), '192.0.2.7')
+  const a = resetBudgetKey('2001:db8:1:2:a::1')
+  t.equal(a, resetBudgetKey('2001:db8:1:2:b:c:d:e'), 'a new source address in the same /64 shares the budget')
+  t.equal(a, resetBudgetKey('2001:0DB8:0001:0002::9'), 'however it is spelled')
+  t.equal(a, resetBudgetKey('2001:db8:1:2::1%eth0'), 'a zone index changes nothing')
+  t.not(a, resetBudgetKey('2001:db8:1:3::1'), 'another /64 is another client')
+  t.equal(resetBudgetKey('::1'), resetBudgetKey('0:0:0:0:0:0:0:2'))
+  t.not(resetBudgetKey('2001:db8::1'), resetBudgetKey('2001:db9::1'))
 })
