@@ -26,11 +26,11 @@ export interface RawUpstream {
 
 export const OK_ANSWER: RawAnswer = { bytes: 'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok' }
 
-/** A chunked 200 with `head` fields, the body `hello` and `trailers` (each a raw `name: value` line, written as given). */
-export function chunkedAnswer(head: readonly string[], trailers: readonly string[]): string {
+/** A chunked answer (200 unless told) with `head` fields, the body `hello` and `trailers` (each a raw `name: value` line, written as given). */
+export function chunkedAnswer(head: readonly string[], trailers: readonly string[], status = 200): string {
   const fields = head.map((line) => `${line}\r\n`).join('')
   const trailer = trailers.map((line) => `${line}\r\n`).join('')
-  return `HTTP/1.1 200 OK\r\n${fields}transfer-encoding: chunked\r\nconnection: close\r\n\r\n5\r\nhello\r\n0\r\n${trailer}\r\n`
+  return `HTTP/1.1 ${status} X\r\n${fields}transfer-encoding: chunked\r\nconnection: close\r\n\r\n5\r\nhello\r\n0\r\n${trailer}\r\n`
 }
 
 export async function startRawUpstream(): Promise<RawUpstream> {

@@ -94,6 +94,10 @@ t.test('an HTTP/2 :method HTTP/1.1 would not parse is refused at the entry', asy
       const got = await h2Request(session, { ':method': method, ':path': '/public/m' })
       t.not(got.status, 400, `${method}: ${got.status}`)
     }
+    const before = gw.upstream.seen.length + unparsed
+    const connect = await h2Request(session, { ':method': 'CONNECT', ':authority': 'gw.test:443' })
+    t.equal(connect.status, 405, 'CONNECT: 405 from node:http2')
+    t.equal(gw.upstream.seen.length + unparsed, before, 'nothing reached the upstream')
   })
 
   t.test('HEAD over HTTP/2 is forwarded and answered (it hung: a HEAD stream reads as a closed connection)', async (t) => {
