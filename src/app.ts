@@ -1,5 +1,4 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { systemClock, type Clock } from './clock.js'
@@ -17,8 +16,7 @@ import { createAdminServer, processReadiness, type Readiness } from './server/ad
 import { answerClientError } from './server/connection.js'
 import { RequestDispatcher } from './server/dispatch.js'
 import { applyServerTimeouts, createListenServer, destroyOpenSockets, listenOn, secureContextOptions, urlOf } from './server/listen.js'
-import { Http2Front, routeConnections } from './server/http2.js'
-import { adaptHttp2Request } from './http/http2-request.js'
+import { serveHttp2, type Http2Front } from './server/http2.js'
 import { keysNeedingRestart, revocationGraceSec } from './server/reload-rules.js'
 import { createStore } from './store/index.js'
 import { RevocationList } from './store/revocation-list.js'
@@ -174,22 +172,9 @@ export class App {
     this.log.info({ listen: where.listen, admin: where.admin, public_url: config.publicUrl }, `${who} listening on ${where.listen}`)
   }
 
-  /**
-   * HTTP/2 beside HTTP/1.1 on `listen` (server/http2.ts): its requests,
-   * made to read like HTTP/1.1 ones, go to the same dispatcher.
-   */
+  /** HTTP/2 beside HTTP/1.1 on `listen` (server/http2.ts), to the same dispatcher. */
   #serveHttp2(server: Server, config: Config): void {
-    const h2Request = (req: Http2ServerRequest): IncomingMessage => adaptHttp2Request(req)
-    const h2 = new Http2Front(config.http2, config.clientTimeouts, this.log, (req, res) =>
-      this.#dispatcher.onRequest(h2Request(req), res as unknown as ServerResponse, this.#runtime),
-    )
-    h2.server.on('checkContinue', (req: Http2ServerRequest, res: Http2ServerResponse) => {
-      const request = h2Request(req)
-      holdContinue(request, res as unknown as ServerResponse)
-      this.#dispatcher.onRequest(request, res as unknown as ServerResponse, this.#runtime)
-    })
-    routeConnections(server, h2, config.tls !== null, config.clientTimeouts.headersMs)
-    this.#h2 = h2
+    this.#h2 = serveHttp2(server, config, this.log, (req, res) => this.#dispatcher.onRequest(req, res, this.#runtime))
   }
 
   /** What /readyz answers: ready, or the reasons not to send traffic here (also asked by a primary of its workers). */

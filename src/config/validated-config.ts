@@ -543,6 +543,8 @@ export interface Http2Config {
   maxHeaderListBytes: number
   /** Streams a client may reset within `resetWindowMs` before the connection is closed (`max_resets`, default 200). */
   maxResets: number
+  /** Streams the connections of one client address may reset together within `resetWindowMs` (`max_resets_per_address`, default 400). */
+  maxResetsPerAddress: number
   /** The window `maxResets` is counted in (`reset_window`, default 10s). */
   resetWindowMs: number
 }

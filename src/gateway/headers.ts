@@ -56,6 +56,9 @@ const REQUEST_DROPPED: readonly string[] = [
   'proxy-connection',
   'trailer',
   'transfer-encoding',
+  // Connection-specific (RFC 7540 3.2.1): the h2c upgrade's settings for
+  // this hop, which no upstream connection shares.
+  'http2-settings',
   'expect',
   'content-length',
   // The policy judged the request line's method; an upstream framework that

@@ -2,6 +2,7 @@ import { STATUS_CODES, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { OAuthError } from '../errors.js'
 import { isGrpcRequest, sendGrpcError } from './grpc.js'
+import { cutResponse } from './http2-request.js'
 
 /**
  * The one place where a failure becomes an HTTP answer: status, JSON body,
@@ -140,7 +141,7 @@ export function errorAnswer(err: OAuthError, options: ErrorReplyOptions = {}): E
 /** Answer with an OAuthError (see errorAnswer). An answer already started is destroyed instead. */
 export function sendError(res: ServerResponse, err: OAuthError, options: ErrorReplyOptions = {}): void {
   if (res.headersSent) {
-    res.destroy()
+    cutResponse(res)
     return
   }
   const answer = errorAnswer(err, options)

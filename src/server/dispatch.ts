@@ -6,8 +6,8 @@ import { NotFound, RequestTimeout } from '../errors.js'
 import { announcesBody, watchBody, type BodyTimeout } from '../http/body-timeouts.js'
 import { answerFailure, reportAbortedBody, type Face, type FailureReporting } from '../http/failure.js'
 import { errorOnSocket, sendErrorWithId } from '../http/reply.js'
-import { answeredInFull, assertAuthorityAgreesWithHost, http2HasBody, isHttp2 } from '../http/http2-request.js'
-import { assertSingleHost, assertTargetAgreesWithHost, assertTargetLength } from '../http/request-checks.js'
+import { answeredInFull, assertAuthorityAgreesWithHost, assertHttp1Method, cutResponse, http2HasBody, isHttp2 } from '../http/http2-request.js'
+import { assertHostWithoutUserinfo, assertSingleHost, assertTargetAgreesWithHost, assertTargetLength, assertWebSocketUpgrade } from '../http/request-checks.js'
 import { writeAccessLine, type Logger } from '../log.js'
 import type { Runtime } from '../runtime.js'
 import { trackRequest } from './connection.js'
@@ -90,7 +90,7 @@ export class RequestDispatcher {
     ctx.log.info({ timeout: which }, 'request body timed out')
     ctx.closeListener?.onRequestAbandoned?.()
     if (!res.headersSent) sendErrorWithId(res, ctx.id, new RequestTimeout())
-    else if (!res.writableFinished) res.destroy()
+    else if (!res.writableFinished) cutResponse(res)
     else req.socket.destroy()
   }
 
@@ -129,8 +129,11 @@ export class RequestDispatcher {
    */
   #dispatch(req: IncomingMessage, res: ServerResponse, ctx: Context, runtime: Runtime): void {
     try {
+      // HTTP/1.1's parser already refused any other method.
+      if (isHttp2(req)) assertHttp1Method(req)
       assertSingleHost(req)
       assertAuthorityAgreesWithHost(req)
+      assertHostWithoutUserinfo(req)
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
       const as = runtime.as
@@ -171,7 +174,9 @@ export class RequestDispatcher {
     socket.on('close', leave)
     const ctx = this.#context(req, runtime)
     try {
+      assertWebSocketUpgrade(req)
       assertSingleHost(req)
+      assertHostWithoutUserinfo(req)
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
     } catch (err) {

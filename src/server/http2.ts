@@ -7,9 +7,11 @@ import {
   type Http2Session,
   type ServerHttp2Stream,
 } from 'node:http2'
-import type { Server } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { ClientTimeouts, Http2Config } from '../config/validated-config.js'
+import type { ClientTimeouts, Config, Http2Config } from '../config/validated-config.js'
+import { holdContinue } from '../http/expect-continue.js'
+import { adaptHttp2Request } from '../http/http2-request.js'
 import type { Logger } from '../log.js'
 
 /**
@@ -27,7 +29,9 @@ import type { Logger } from '../log.js'
  * with ENHANCE_YOUR_CALM before any handler sees it), resets (a client that
  * resets more than `max_resets` streams within `reset_window` is sent GOAWAY
  * ENHANCE_YOUR_CALM and dropped: the rapid-reset attack, CVE-2023-44487,
- * costs the server each stream it opens and the client nothing), and idle
+ * costs the server each stream it opens and the client nothing; and since
+ * connections cost the client little more, the connections of one client
+ * address share `max_resets_per_address`, past which all of them go), and idle
  * connections (closed after `client_timeouts.keep_alive` without an open stream).
  *
  * @see https://www.rfc-editor.org/rfc/rfc9113#section-3.4
@@ -48,13 +52,58 @@ export function prefaceVerdict(head: Buffer): 'h2' | 'http/1.1' | null {
   return n === H2_PREFACE.length ? 'h2' : null
 }
 
-/** What a session carries for the bounds: its open streams and its resets in the current window. */
-interface SessionState {
-  open: number
+/** Resets counted in a window: a connection's, or a client address's over all its connections. */
+interface ResetCount {
   resets: number
   windowStart: number
+}
+
+/** `::ffff:a.b.c.d`: an IPv4 client on a dual-stack listen. */
+const IPV4_MAPPED = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i
+
+/**
+ * The client address whose connections share a reset budget: an IPv4
+ * address (IPv4-mapped IPv6 read as IPv4), or an IPv6 address's /64, which
+ * one client holds whole (RFC 6177): a budget per IPv6 address would be a
+ * budget per connection to a client that picks a new source address for
+ * each.
+ */
+export function resetBudgetKey(address: string): string {
+  if (!address.includes(':')) return address
+  const mapped = IPV4_MAPPED.exec(address)
+  if (mapped !== null) return mapped[1] as string
+  const zone = address.indexOf('%')
+  const plain = (zone === -1 ? address : address.slice(0, zone)).toLowerCase()
+  const gap = plain.indexOf('::')
+  const head = (gap === -1 ? plain : plain.slice(0, gap)).split(':').filter((g) => g !== '')
+  const tail =
+    gap === -1
+      ? []
+      : plain
+          .slice(gap + 2)
+          .split(':')
+          .filter((g) => g !== '')
+  // A dotted IPv4 tail stands for two groups (RFC 4291 2.2).
+  const tailGroups = tail.length + (tail.at(-1)?.includes('.') === true ? 1 : 0)
+  const groups = gap === -1 ? head : [...head, ...new Array<string>(Math.max(0, 8 - head.length - tailGroups)).fill('0'), ...tail]
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`
+}
+
+/** What a session carries for the bounds: its open streams and its resets in the current window. */
+interface SessionState extends ResetCount {
+  open: number
   /** GOAWAY was sent: the resets that follow are not counted or logged again. */
   goneAway: boolean
+  /** Its client's address, whose connections share a reset budget. */
+  address: string
+}
+
+/** A client address's sessions and their resets together. */
+interface AddressState extends ResetCount {
+  sessions: Set<Http2Session>
 }
 
 export type Http2Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void
@@ -65,6 +114,8 @@ export class Http2Front {
   readonly #settings: Http2Config
   readonly #log: Logger
   readonly #sessions = new Map<Http2Session, SessionState>()
+  /** By client address, while it has a session open. */
+  readonly #addresses = new Map<string, AddressState>()
   readonly #now: () => number
 
   constructor(settings: Http2Config, timeouts: ClientTimeouts, log: Logger, handler: Http2Handler, now: () => number = Date.now) {
@@ -95,9 +146,23 @@ export class Http2Front {
   }
 
   #onSession(session: Http2Session): void {
-    const state: SessionState = { open: 0, resets: 0, windowStart: this.#now(), goneAway: false }
+    const address = resetBudgetKey(session.socket?.remoteAddress ?? '')
+    const state: SessionState = { open: 0, resets: 0, windowStart: this.#now(), goneAway: false, address }
     this.#sessions.set(session, state)
-    session.on('close', () => this.#sessions.delete(session))
+    let peer = this.#addresses.get(address)
+    if (peer === undefined) {
+      peer = { resets: 0, windowStart: state.windowStart, sessions: new Set() }
+      this.#addresses.set(address, peer)
+    }
+    peer.sessions.add(session)
+    const shared = peer
+    session.on('close', () => {
+      this.#sessions.delete(session)
+      shared.sessions.delete(session)
+      // The count outlives the address's connections until its window ends: else a client
+      // would reset its budget by closing them all and connecting again.
+      if (shared.sessions.size === 0) this.#forgetLater(address, shared)
+    })
     session.on('stream', (stream: ServerHttp2Stream) => {
       state.open++
       stream.once('close', () => state.open--)
@@ -109,14 +174,47 @@ export class Http2Front {
   #onReset(session: Http2Session, state: SessionState): void {
     if (state.goneAway) return
     const now = this.#now()
-    if (now - state.windowStart >= this.#settings.resetWindowMs) {
-      state.windowStart = now
-      state.resets = 0
+    const overConnection = this.#count(state, now) > this.#settings.maxResets
+    const peer = this.#addresses.get(state.address)
+    const overAddress = peer !== undefined && this.#count(peer, now) > this.#settings.maxResetsPerAddress
+    if (overAddress) {
+      // Every connection of the address: the budget is theirs together.
+      this.#log.warn(
+        { resets: peer.resets, connections: peer.sessions.size, window_ms: this.#settings.resetWindowMs },
+        'http2 client address reset too many streams; its connections closed',
+      )
+      for (const s of peer.sessions) this.#goAway(s)
+      return
     }
-    if (++state.resets <= this.#settings.maxResets) return
-    if (session.destroyed || session.closed) return
-    state.goneAway = true
+    if (!overConnection) return
     this.#log.warn({ resets: state.resets, window_ms: this.#settings.resetWindowMs }, 'http2 client reset too many streams; connection closed')
+    this.#goAway(session)
+  }
+
+  /** Forget an address without connections once its reset window has passed, unless it came back. */
+  #forgetLater(address: string, peer: AddressState): void {
+    const left = peer.windowStart + this.#settings.resetWindowMs - this.#now()
+    const forget = (): void => {
+      if (peer.sessions.size === 0 && this.#addresses.get(address) === peer) this.#addresses.delete(address)
+    }
+    if (left <= 0) forget()
+    else setTimeout(forget, left).unref()
+  }
+
+  /** One more reset in `count`'s window (a new window once the last one passed); returns the count. */
+  #count(count: ResetCount, now: number): number {
+    if (now - count.windowStart >= this.#settings.resetWindowMs) {
+      count.windowStart = now
+      count.resets = 0
+    }
+    return ++count.resets
+  }
+
+  /** GOAWAY ENHANCE_YOUR_CALM, then the session is dropped. */
+  #goAway(session: Http2Session): void {
+    const state = this.#sessions.get(session)
+    if (state === undefined || state.goneAway || session.destroyed || session.closed) return
+    state.goneAway = true
     session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM)
     // After the GOAWAY is written; the streams still open are cut.
     setImmediate(() => session.destroy())
@@ -194,4 +292,21 @@ function sniffPreface(socket: Socket, timeoutMs: number, decided: (h2: boolean) 
   const onClose = (): void => clearTimeout(timer)
   socket.on('data', onData)
   socket.once('close', onClose)
+}
+
+/**
+ * HTTP/2 beside HTTP/1.1 on `server` (the `listen` server): its requests,
+ * made to read like HTTP/1.1 ones (http/http2-request.ts), go to `onRequest`,
+ * the handler HTTP/1.1 requests go to; `Expect: 100-continue` is held as on
+ * HTTP/1.1 (http/expect-continue.ts).
+ */
+export function serveHttp2(server: Server, config: Config, log: Logger, onRequest: (req: IncomingMessage, res: ServerResponse) => void): Http2Front {
+  const front = new Http2Front(config.http2, config.clientTimeouts, log, (req, res) => onRequest(adaptHttp2Request(req), res as unknown as ServerResponse))
+  front.server.on('checkContinue', (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    const request = adaptHttp2Request(req)
+    holdContinue(request, res as unknown as ServerResponse)
+    onRequest(request, res as unknown as ServerResponse)
+  })
+  routeConnections(server, front, config.tls !== null, config.clientTimeouts.headersMs)
+  return front
 }

@@ -47,7 +47,15 @@ routes:
     trustIncomingRequestId: false,
     shutdownTimeoutMs: 10_000,
     clientTimeouts: { headersMs: 20_000, bodyIdleMs: 15_000, requestMs: 300_000, keepAliveMs: 65_000 },
-    http2: { tls: false, cleartext: false, maxConcurrentStreams: 100, maxHeaderListBytes: 16384, maxResets: 200, resetWindowMs: 10_000 },
+    http2: {
+      tls: false,
+      cleartext: false,
+      maxConcurrentStreams: 100,
+      maxHeaderListBytes: 16384,
+      maxResets: 200,
+      maxResetsPerAddress: 400,
+      resetWindowMs: 10_000,
+    },
     authorizationServer: {
       keys: [],
       accessToken: { format: 'jwt', ttlSec: 600, claims: [] },
@@ -300,7 +308,15 @@ t.test('the full fixture sets every key', async (t) => {
     trustIncomingRequestId: true,
     shutdownTimeoutMs: 30_000,
     clientTimeouts: { headersMs: 5_000, bodyIdleMs: 2_000, requestMs: 120_000, keepAliveMs: 30_000 },
-    http2: { tls: false, cleartext: false, maxConcurrentStreams: 100, maxHeaderListBytes: 16384, maxResets: 200, resetWindowMs: 10_000 },
+    http2: {
+      tls: false,
+      cleartext: false,
+      maxConcurrentStreams: 100,
+      maxHeaderListBytes: 16384,
+      maxResets: 200,
+      maxResetsPerAddress: 400,
+      resetWindowMs: 10_000,
+    },
     gateway: {
       realm: 'example',
       clockSkewSec: 60,

@@ -18,11 +18,22 @@ t.test('http2 is off by default and read with its bounds', async (t) => {
     maxConcurrentStreams: 100,
     maxHeaderListBytes: 16 * 1024,
     maxResets: 200,
+    maxResetsPerAddress: 400,
     resetWindowMs: 10_000,
   })
-  const { config, problems } = inspect('http2: { cleartext: true, max_concurrent_streams: 50, max_header_list_size: 32kb, max_resets: 10, reset_window: 1s }\n')
+  const { config, problems } = inspect(
+    'http2: { cleartext: true, max_concurrent_streams: 50, max_header_list_size: 32kb, max_resets: 10, max_resets_per_address: 30, reset_window: 1s }\n',
+  )
   t.same(problems, [], describe(problems))
-  t.same(config?.http2, { tls: false, cleartext: true, maxConcurrentStreams: 50, maxHeaderListBytes: 32 * 1024, maxResets: 10, resetWindowMs: 1000 })
+  t.same(config?.http2, {
+    tls: false,
+    cleartext: true,
+    maxConcurrentStreams: 50,
+    maxHeaderListBytes: 32 * 1024,
+    maxResets: 10,
+    maxResetsPerAddress: 30,
+    resetWindowMs: 1000,
+  })
 })
 
 t.test('upstreams: h2c:// speaks HTTP/2, https:// with http2: true', async (t) => {

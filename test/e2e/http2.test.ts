@@ -6,6 +6,7 @@ import { startBin, tempConfig } from '../helpers/bin.js'
 import { eventually, listen } from '../helpers/http.js'
 import { selfSignedCert } from '../helpers/tls.js'
 import { startUpstream } from '../helpers/upstream.js'
+import { chunkedAnswer, startRawUpstream } from '../helpers/raw-upstream.js'
 
 /**
  * HTTP/2 clients through bin/bearward (issue #33): h2 by ALPN beside
@@ -261,4 +262,40 @@ routes:
   const h1 = await undiciFetch(`${bin.url}/h2/z`, { dispatcher })
   t.equal(h1.status, 200, 'an HTTP/1.1 client on the same port')
   t.same(await h1.json(), { version: '2.0', url: '/h2/z' })
+})
+
+t.test('an upstream trailer HTTP/2 cannot carry does not end the process (issue #38)', async (t) => {
+  const raw = await startRawUpstream()
+  const cfg = await tempConfig(`
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+http2: { cleartext: true }
+routes:
+  - name: raw
+    match: { path: /raw }
+    upstream: ${raw.url}
+    public: true
+`)
+  const bin = await startBin(cfg.file)
+  let exitCode: number | null | undefined
+  void bin.exited.then((code) => (exitCode = code))
+  t.teardown(async () => {
+    await bin.stop()
+    await raw.close()
+    await cfg.cleanup()
+  })
+  const session = connect(bin.url)
+  t.teardown(() => session.destroy())
+  session.on('error', () => undefined)
+  await opened(session)
+  for (const trailers of [['http2-settings: AAMAAABk'], ['content-type: a/b', 'content-type: c/d'], ['etag: "1"', 'etag: "2"']]) {
+    raw.answer({ bytes: chunkedAnswer(['content-type: text/plain'], trailers) })
+    const got = await request(session, { ':path': '/raw/x' })
+    t.equal(got.status, 200, `${trailers.join(', ')}: answered`)
+    t.equal(got.body, 'hello')
+    t.equal(got.rstCode, constants.NGHTTP2_NO_ERROR)
+  }
+  const after = await fetch(`${bin.url}/raw/after`)
+  t.equal(after.status, 200, 'bearward still serves')
+  t.equal(exitCode, undefined, 'and has not exited')
 })

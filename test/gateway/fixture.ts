@@ -127,7 +127,7 @@ export interface Harness {
   /** The HTTP server the gateway answers on (to watch its connections). */
   server: Server
   key: SigningKey
-  upstream: { url: string; seen: SeenRequest[] }
+  upstream: { url: string; seen: SeenRequest[]; server: Server }
   /** Everything the server logged, one JSON line each. */
   readonly logs: string[]
   send(target: string, options?: SendOptions): Promise<Reply>

@@ -25,6 +25,7 @@ import { createAccessLogger, createLogger } from '../../src/log.js'
 import { Metrics } from '../../src/metrics.js'
 import { ProcessState, Runtime } from '../../src/runtime.js'
 import { RequestDispatcher } from '../../src/server/dispatch.js'
+import { serveHttp2, type Http2Front } from '../../src/server/http2.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RevocationList } from '../../src/store/revocation-list.js'
 import type { Store } from '../../src/store/types.js'
@@ -70,6 +71,8 @@ export interface ServedRuntime {
   metrics: Metrics
   revocations: RevocationList
   server: Server
+  /** The HTTP/2 side of `server` when the config sets `http2.cleartext` (h2c with prior knowledge, as bin/bearward serves it); else null. */
+  http2: Http2Front | null
   /** Every log line written, as parsed JSON, in order. */
   logs: Record<string, unknown>[]
   close(): Promise<void>
@@ -108,8 +111,10 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
   const { url } = await listen(server)
   const publicUrl = o.env?.PUBLIC_URL ?? url + (o.basePath ?? '')
 
+  let h2: Http2Front | null = null
   const closeServer = (): Promise<void> =>
     new Promise<void>((resolve) => {
+      h2?.destroyAll()
       server.closeAllConnections()
       server.close(() => resolve())
     })
@@ -125,6 +130,8 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
     built.commit()
     runtime = built
     dispatcher = new RequestDispatcher(shared, createAccessLogger(log))
+    const served = dispatcher
+    if (config.http2.cleartext) h2 = serveHttp2(server, config, log, (req, res) => served.onRequest(req, res, built))
     const liveRevocations = revocations
     return {
       url,
@@ -142,6 +149,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
       metrics,
       revocations: liveRevocations,
       server,
+      http2: h2,
       logs,
       async close() {
         await closeServer()

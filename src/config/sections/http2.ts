@@ -2,8 +2,8 @@
  * `http2`: HTTP/2 on `listen` (docs/http2-grpc.md). Off unless asked: `tls`
  * offers `h2` by ALPN beside `http/1.1` on a TLS listen, `cleartext` takes
  * h2c with prior knowledge (RFC 9113 3.3) beside HTTP/1.1 on a plain one.
- * The bounds are per connection and apply to connections opened after a
- * reload.
+ * The bounds are per connection (resets per client address too) and apply
+ * to connections opened after a reload.
  */
 import type { Node } from 'yaml'
 import type { Http2Config } from '../validated-config.js'
@@ -21,6 +21,8 @@ export const DEFAULT_HTTP2: Readonly<Http2Config> = Object.freeze({
   // The same 16 KiB Node's HTTP/1.1 parser allows a request head.
   maxHeaderListBytes: 16 * 1024,
   maxResets: 200,
+  // Two connections' worth: one address's connections together (a client that spreads its resets over many).
+  maxResetsPerAddress: 400,
   resetWindowMs: 10_000,
 })
 
@@ -36,6 +38,7 @@ export function readHttp2(r: Reader, top: MapView, tlsOn: boolean): Http2Config 
     maxConcurrentStreams: m.opt('max_concurrent_streams', r.int({ min: 1, max: 1000 }), d.maxConcurrentStreams),
     maxHeaderListBytes: m.opt('max_header_list_size', r.bytes({ min: 1024 }), d.maxHeaderListBytes),
     maxResets: m.opt('max_resets', r.int({ min: 1 }), d.maxResets),
+    maxResetsPerAddress: m.opt('max_resets_per_address', r.int({ min: 1 }), d.maxResetsPerAddress),
     resetWindowMs: m.opt('reset_window', r.millis({ min: 100 }), d.resetWindowMs),
   }
   if (config.tls && !tlsOn) r.problem(m.get('tls'), m.pathOf('tls'), '`http2.tls` offers h2 by ALPN on a TLS listen: set `tls` too, or use `http2.cleartext`')

@@ -3,7 +3,8 @@ import type { Dispatcher } from 'undici'
 import type { RequestContext, ResponseCloseListener } from '../../context.js'
 import { sendErrorWithId } from '../../http/reply.js'
 import { isGrpcRequest } from '../../http/grpc.js'
-import { answeredInFull } from '../../http/http2-request.js'
+import { answeredInFull, cannotAnswer, cutResponse, isHttp2 } from '../../http/http2-request.js'
+import { clientFields } from '../client-fields.js'
 import { headerObject, headerPairs, type FlatHeaders } from '../flat-headers.js'
 import { responseHeaderList } from '../response-headers.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
@@ -100,6 +101,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   readonly #grpc: boolean
   /** The grpc-* status fields of a Trailers-Only upstream answer, sent as trailers at the end; null: none. */
   #grpcTrailers: FlatHeaders | null = null
+  /** The client speaks HTTP/2: the fields relayed are those it can carry (client-fields.ts). */
+  readonly #http2: boolean
 
   constructor(
     req: IncomingMessage,
@@ -118,6 +121,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     this.#limit = limit
     this.#done = done
     this.#grpc = isGrpcRequest(req)
+    this.#http2 = isHttp2(req)
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -128,13 +132,14 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusText?: string): void {
     if (statusCode < 200) return
     try {
-      const out = responseHeaderList(rawList(controller.rawHeaders, headers))
+      const relayed = responseHeaderList(rawList(controller.rawHeaders, headers))
+      const out = this.#http2 ? clientFields(relayed, true, false) : relayed
       // Ours, not the upstream's (responseHeaderList dropped that): it is the id our logs carry.
       out.push('x-request-id', this.#ctx.id)
       if (this.#grpc) this.#grpcTrailers = takeGrpcStatus(out)
       if (this.#rewriter !== null) this.#rewriter.writeHead(this.#res, statusCode, statusText, out)
       // HTTP/2 has no reason phrase (RFC 9113 8.3.2); node:http2 warns at one.
-      else if (statusText && this.#req.httpVersionMajor !== 2) this.#res.writeHead(statusCode, statusText, out)
+      else if (statusText && !this.#http2) this.#res.writeHead(statusCode, statusText, out)
       else this.#res.writeHead(statusCode, out)
     } catch (err) {
       // A header Node refuses to write (invalid characters): the upstream's answer is unusable.
@@ -172,12 +177,13 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     // A gRPC Trailers-Only answer's status, moved out of its head: sent as the trailers it stands for.
     if ((raw === null || raw.length === 0) && this.#grpcTrailers !== null) raw = this.#grpcTrailers
     if (raw !== null && raw.length > 0) {
+      // Only what the client's protocol can carry: node:http2 would throw on the rest where nothing catches it.
+      const fields = clientFields(responseHeaderList(raw), this.#http2, true)
       try {
-        const fields = responseHeaderList(raw)
         // node:http2's addTrailers takes an object only (a list of pairs would be sent as fields named 0, 1...).
-        res.addTrailers(this.#req.httpVersionMajor === 2 ? headerObject(fields) : headerPairs(fields))
+        if (fields.length > 0) res.addTrailers(this.#http2 ? headerObject(fields) : headerPairs(fields))
       } catch {
-        // An invalid trailer is dropped; the body already went out complete.
+        // What node:http still refuses is dropped; the body already went out complete.
       }
     }
     if (this.#rewriter === null) {
@@ -188,7 +194,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
       this.#rewriter.end(res)
     } catch (err) {
       this.#ctx.log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err) }, 'upstream response could not be rewritten')
-      if (res.headersSent) res.destroy()
+      if (res.headersSent) cutResponse(res)
       else sendErrorWithId(res, this.#ctx.id, upstreamFailure(err))
     }
   }
@@ -196,11 +202,12 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.#settled = true
     const res = this.#res
-    if (this.#clientGone || err instanceof ClientGone || res.destroyed) return
+    // node:http2's compatibility response has no `destroyed`: its stream tells.
+    if (this.#clientGone || err instanceof ClientGone || res.destroyed || (this.#http2 && cannotAnswer(this.#req, res))) return
     if (res.headersSent) {
       // Reset mid-body: the client must not mistake a truncated body for a whole one.
       this.#ctx.log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err) }, 'upstream failed mid-response')
-      res.destroy()
+      cutResponse(res)
       return
     }
     const failure = upstreamFailure(err)
@@ -230,7 +237,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
    * the close that follows aborts the upstream exchange.
    */
   endExchange(_reason: EndReason): void {
-    this.#res.destroy()
+    cutResponse(this.#res)
   }
 
   /** `res` closed: finished normally, or the client went away first. */

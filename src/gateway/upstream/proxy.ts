@@ -6,7 +6,7 @@ import type { GatewayConfig, RouteConfig } from '../../config/validated-config.j
 import type { RequestContext } from '../../context.js'
 import { BadGateway, OAuthError, PayloadTooLarge, ServerError } from '../../errors.js'
 import { continueIfExpected } from '../../http/expect-continue.js'
-import { answeredInFull, http2HasBody, isHttp2 } from '../../http/http2-request.js'
+import { answeredInFull, cannotAnswer, http2HasBody, isHttp2 } from '../../http/http2-request.js'
 import { errorOnSocket, sendErrorWithId } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
 import { formatTraceparent } from '../../telemetry/trace-context.js'
@@ -150,7 +150,7 @@ export class UpstreamProxy {
     // in flight and hold every later close() for its full timeout. Likewise
     // a request already answered meanwhile (its body timed out: 408), or
     // whose connection can no longer carry an answer.
-    if (res.destroyed || res.writableEnded || !req.socket.writable) return
+    if (cannotAnswer(req, res)) return
     const plan = this.#plan(fwd.route)
     if (plan === undefined) {
       ctx.log.error({ route: fwd.route.name }, 'no upstream plan for route')
