@@ -16,7 +16,7 @@ export interface ExtractedToken {
   readonly token: string
   /** The query to forward: without `access_token` when the token came from it. */
   readonly query: string
-  /** The form body read to find the token (forwarded as is), or null when the body was not read. */
+  /** The form body read to find the token, without its `access_token` (what is forwarded), or null when the body was not read. */
   readonly body: Buffer | null
   /**
    * The token was checked against the b64token grammar here. A header token
@@ -82,22 +82,57 @@ export function mayCarryFormToken(req: IncomingMessage): boolean {
 }
 
 /**
- * Read the form body (at most `limit` bytes, else 413) and find its
- * `access_token` (null when absent or empty). The body is returned whole so
- * it can be forwarded unchanged.
+ * Take `access_token` out of a raw form body (RFC 6750 2.2), as
+ * {@link takeQueryToken} does for the query: the token (null when absent or
+ * empty) and the body without it, every other parameter the bytes the client
+ * sent, in order (split on the `&` byte, so bytes that are not UTF-8 pass
+ * unchanged). The upstream never receives the token: with `upstream_token`
+ * it gets a credential of its own, with passthrough only the Authorization
+ * header the client sent, and only with `forward_authorization`.
  */
-export async function readBodyToken(req: IncomingMessage, limit: number): Promise<{ token: string | null; body: Buffer }> {
-  const body = await readBody(req, limit)
+export function takeBodyToken(body: Buffer): { token: string | null; body: Buffer } {
   let token: string | null = null
   let found = 0
-  for (const [name, value] of new URLSearchParams(body.toString('utf8'))) {
-    if (name !== 'access_token') continue
+  const kept: Buffer[] = []
+  let start = 0
+  while (start <= body.length) {
+    let end = body.indexOf(AMPERSAND, start)
+    if (end === -1) end = body.length
+    const part = body.subarray(start, end)
+    start = end + 1
+    const eq = part.indexOf(EQUALS)
+    // The name is decoded as URLSearchParams would, so what is taken out is what was judged.
+    if (formDecode(part.subarray(0, eq === -1 ? part.length : eq).toString('utf8')) !== 'access_token') {
+      kept.push(part)
+      continue
+    }
     found++
+    const value = eq === -1 ? '' : formDecode(part.subarray(eq + 1).toString('utf8'))
+    if (value === undefined) throw malformed('The access_token body parameter is malformed', 'bad percent-encoding in access_token')
     if (value !== '') token = value
   }
+  if (found === 0) return { token: null, body }
   if (found > 1) throw malformed('The access_token parameter is repeated', 'repeated access_token in body')
   if (token !== null) checkTokenValue(token, 'body')
-  return { token, body }
+  const joined: Buffer[] = []
+  for (const [i, part] of kept.entries()) {
+    if (i > 0) joined.push(AMPERSAND_BYTES)
+    joined.push(part)
+  }
+  return { token, body: Buffer.concat(joined) }
+}
+
+const AMPERSAND = 0x26
+const EQUALS = 0x3d
+const AMPERSAND_BYTES = Buffer.from('&')
+
+/**
+ * Read the form body (at most `limit` bytes, else 413) and take its
+ * `access_token` out (null when absent or empty): the body returned is the
+ * one to forward, without the token ({@link takeBodyToken}).
+ */
+export async function readBodyToken(req: IncomingMessage, limit: number): Promise<{ token: string | null; body: Buffer }> {
+  return takeBodyToken(await readBody(req, limit))
 }
 
 /**

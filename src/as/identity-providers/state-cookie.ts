@@ -6,7 +6,7 @@
  * browser back with a top-level GET from its own site.
  */
 import type { IncomingMessage } from 'node:http'
-import { parseCookies, serializeCookie } from '../../http/cookies.js'
+import { ownCookieName, parseCookies, serializeCookie } from '../../http/cookies.js'
 import type { AsContext } from '../context.js'
 import { isTokenShaped } from '../../crypto/random.js'
 
@@ -14,7 +14,7 @@ import { isTokenShaped } from '../../crypto/random.js'
 export const UPSTREAM_LOGIN_TTL_SEC = 600
 
 function cookieName(secure: boolean): string {
-  return secure ? '__Host-bw_upstream' : 'bw_upstream'
+  return ownCookieName('bw_upstream', secure)
 }
 
 export function stateCookie(as: AsContext, state: string): string {

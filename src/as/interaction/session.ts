@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { epochSeconds } from '../../clock.js'
-import { parseCookies, serializeCookie } from '../../http/cookies.js'
+import { ownCookieName, parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
 import type { UserConfig } from '../../config/validated-config.js'
 import type { SessionRecord, UpstreamContinuation } from '../../store/types.js'
@@ -18,7 +18,7 @@ import { isTokenShaped, randomToken } from '../../crypto/random.js'
 
 /** Name of the session cookie; `__Host-` prefixed under https (no Domain, Path=/, Secure). */
 export function sessionCookieName(secure: boolean): string {
-  return secure ? '__Host-bw_session' : 'bw_session'
+  return ownCookieName('bw_session', secure)
 }
 
 export interface ActiveSession {

@@ -6,6 +6,7 @@ import { isGrpcRequest } from '../../http/grpc.js'
 import { answeredInFull } from '../../http/http2-request.js'
 import { headerObject, headerPairs, type FlatHeaders } from '../flat-headers.js'
 import { responseHeaderList } from '../response-headers.js'
+import { dropOwnSetCookies } from '../own-cookies.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
@@ -129,6 +130,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     if (statusCode < 200) return
     try {
       const out = responseHeaderList(rawList(controller.rawHeaders, headers))
+      dropOwnSetCookies(out, this.#ctx.log, this.#plan.name)
       // Ours, not the upstream's (responseHeaderList dropped that): it is the id our logs carry.
       out.push('x-request-id', this.#ctx.id)
       if (this.#grpc) this.#grpcTrailers = takeGrpcStatus(out)
@@ -174,6 +176,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     if (raw !== null && raw.length > 0) {
       try {
         const fields = responseHeaderList(raw)
+        dropOwnSetCookies(fields, this.#ctx.log, this.#plan.name)
         // node:http2's addTrailers takes an object only (a list of pairs would be sent as fields named 0, 1...).
         res.addTrailers(this.#req.httpVersionMajor === 2 ? headerObject(fields) : headerPairs(fields))
       } catch {
