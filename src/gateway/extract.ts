@@ -7,8 +7,9 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { RouteConfig } from '../config/validated-config.js'
-import { MissingToken } from '../errors.js'
+import { MissingToken, UnsupportedMediaType } from '../errors.js'
 import { isFormContentType, readBody } from '../http/body.js'
+import { http2HasBody, isHttp2 } from '../http/http2-request.js'
 import { isB64token, malformedCredentials as malformed, tokenFromHeader } from '../http/authorization.js'
 
 /** Where the token came from and what to forward instead of the raw request parts. */
@@ -72,13 +73,17 @@ export function takeQueryToken(rawQuery: string): { token: string | null; query:
 /**
  * RFC 6750 2.2: a body token is considered only for a single-part
  * application/x-www-form-urlencoded body, on a method whose body has
- * defined semantics (never GET).
+ * defined semantics (never GET), over HTTP/1.1 and HTTP/2 alike.
  */
 export function mayCarryFormToken(req: IncomingMessage): boolean {
   if (req.method === 'GET' || req.method === 'HEAD') return false
   if (!isFormContentType(req.headers['content-type'])) return false
+  if (req.headers['transfer-encoding'] !== undefined) return true
   const length = req.headers['content-length']
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+  if (length !== undefined) return length !== '0'
+  // HTTP/2 frames a body itself, with or without a length (RFC 9113 8.1.1):
+  // one left unread here would carry its token to the upstream unjudged.
+  return isHttp2(req) && http2HasBody(req)
 }
 
 /**
@@ -139,8 +144,9 @@ export async function readBodyToken(req: IncomingMessage, limit: number): Promis
  * The token of a request to `route`, from exactly one place. `allowBody` is
  * false for upgrades (no body to read). Throws MissingToken (401 with a bare
  * challenge) when there is none, InvalidRequest (400) when it is malformed,
- * repeated or sent more than one way, PayloadTooLarge (413) for a form body
- * over `max_body`. Synchronous unless a form body has to be read.
+ * repeated or sent more than one way, UnsupportedMediaType (400) for a
+ * content-encoded form body, PayloadTooLarge (413) for a form body over
+ * `max_body`. Synchronous unless a form body has to be read.
  */
 export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): ExtractedToken | Promise<ExtractedToken> {
   const header = tokenFromHeader(req)
@@ -170,6 +176,20 @@ export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery:
   return found(token, ways, query, null, grammarChecked, dpop)
 }
 
+/**
+ * A form body under a Content-Encoding (RFC 9110 8.4) other than `identity`
+ * is bytes the gateway cannot read for a token while the upstream, once it
+ * decodes them, may find one: refused rather than forwarded unjudged.
+ */
+function refuseEncodedForm(req: IncomingMessage): void {
+  const encoding = req.headers['content-encoding']
+  if (encoding === undefined) return
+  for (const coding of encoding.split(',')) {
+    const c = coding.trim().toLowerCase()
+    if (c !== '' && c !== 'identity') throw new UnsupportedMediaType('A form body that may carry an access token must not be content-encoded')
+  }
+}
+
 async function withBodyToken(
   req: IncomingMessage,
   route: RouteConfig,
@@ -179,6 +199,7 @@ async function withBodyToken(
   grammarChecked: boolean,
   dpop: boolean,
 ): Promise<ExtractedToken> {
+  refuseEncodedForm(req)
   const fromBody = await readBodyToken(req, route.maxBodyBytes)
   if (fromBody.token !== null) return found(fromBody.token, ways + 1, query, fromBody.body, true, false)
   return found(token, ways, query, fromBody.body, grammarChecked, dpop)

@@ -16,6 +16,7 @@ import t from 'tap'
 import { connect, type ClientHttp2Session, type IncomingHttpHeaders as H2Headers } from 'node:http2'
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
+import { gzipSync } from 'node:zlib'
 import { listen } from '../helpers/http.js'
 import { openLoginForm, postLogin, rawHttp, send, serviceToken, startTarget, type Target } from '../helpers/attack.js'
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
@@ -184,6 +185,27 @@ t.test('a form-body token in a chunked body never reaches the upstream; bytes th
   }
 })
 
+t.test('a compressed form body, which the gateway cannot read for a token, is refused where body tokens are taken', async (t) => {
+  const token = await serviceToken(target)
+  for (const encoding of ['gzip', 'deflate, identity', 'GZIP']) {
+    const before = seen.length
+    const res = await fetch(`${target.url}/form-exchange/x`, {
+      method: 'POST',
+      headers: { 'content-type': FORM, 'content-encoding': encoding, authorization: `Bearer ${token}` },
+      body: gzipSync(`note=hi&access_token=${token}`),
+    })
+    t.equal(res.status, 400, `${encoding}: refused`)
+    t.match(await res.text(), /invalid_request/)
+    t.equal(seen.length, before, `${encoding}: nothing forwarded`)
+  }
+  const plain = await fetch(`${target.url}/form-exchange/x`, {
+    method: 'POST',
+    headers: { 'content-type': FORM, 'content-encoding': 'identity' },
+    body: `note=hi&access_token=${token}`,
+  })
+  t.equal(plain.status, 200, '`identity` is no encoding')
+})
+
 t.test('a repeated form-body token is refused and nothing reaches the upstream', async (t) => {
   const token = await serviceToken(target)
   const before = seen.length
@@ -280,6 +302,35 @@ t.test("over HTTP/2, bearward's cookies are removed from every cookie field and 
 
   const answer = await h2({ ':method': 'GET', ':path': '/app/set-cookie' })
   t.same(answer.headers['set-cookie'], keptCookies, 'only the upstream’s own cookies reach the client')
+})
+
+/** An HTTP/2 request with a body and no content-length (HTTP/2 frames it; RFC 9113 8.1.1). */
+function h2Post(path: string, headers: Record<string, string>, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', ':path': path, 'content-type': FORM, ...headers })
+    req.on('response', (h) => {
+      req.resume()
+      req.on('end', () => resolve(Number(h[':status'])))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+t.test('over HTTP/2, a form-body token without a content-length is read and taken out like any other', async (t) => {
+  const token = await serviceToken(target)
+  for (const route of ['form-exchange', 'form-passthrough']) {
+    const got = await received(async () => t.equal(await h2Post(`/${route}/h2`, {}, `note=hi&access_token=${token}`), 200, `${route}: the body token is found`))
+    t.equal(got?.body.toString(), 'note=hi', `${route}: the body without the token`)
+    t.same(valuesOf(got, 'content-length'), ['7'], `${route}: Content-Length`)
+  }
+  const before = seen.length
+  t.equal(
+    await h2Post('/form-passthrough/h2', { authorization: `Bearer ${token}` }, `note=hi&access_token=${token}`),
+    400,
+    'header and body: more than one way',
+  )
+  t.equal(seen.length, before, 'nothing forwarded')
 })
 
 /** A WebSocket handshake through the gateway; resolves with the response head the client read. */
