@@ -26,9 +26,14 @@ export interface CookieOptions {
   sameSite?: 'Lax' | 'Strict'
 }
 
-/** Serialize an HttpOnly cookie. `maxAgeSec: 0` deletes it. */
-export function serializeCookie(name: string, value: string, o: CookieOptions): string {
-  const parts = [`${name}=${encodeURIComponent(value)}`, `Path=${o.path ?? '/'}`, 'HttpOnly', `SameSite=${o.sameSite ?? 'Lax'}`]
+/**
+ * Serialize one of our HttpOnly cookies, named `cookie` (`__Host-` prefixed
+ * when `o.secure`, {@link ownCookieName}). `maxAgeSec: 0` deletes it. Only a
+ * name in {@link OWN_COOKIES} can be set, so the gateway's list of what to
+ * keep from upstreams cannot miss one.
+ */
+export function serializeCookie(cookie: OwnCookie, value: string, o: CookieOptions): string {
+  const parts = [`${ownCookieName(cookie, o.secure)}=${encodeURIComponent(value)}`, `Path=${o.path ?? '/'}`, 'HttpOnly', `SameSite=${o.sameSite ?? 'Lax'}`]
   if (o.maxAgeSec !== undefined) parts.push(`Max-Age=${Math.max(0, Math.floor(o.maxAgeSec))}`)
   if (o.secure) parts.push('Secure')
   return parts.join('; ')

@@ -18,11 +18,11 @@ function cookieName(secure: boolean): string {
 }
 
 export function stateCookie(as: AsContext, state: string): string {
-  return serializeCookie(cookieName(as.secureCookies), state, { secure: as.secureCookies, maxAgeSec: UPSTREAM_LOGIN_TTL_SEC })
+  return serializeCookie('bw_upstream', state, { secure: as.secureCookies, maxAgeSec: UPSTREAM_LOGIN_TTL_SEC })
 }
 
 export function clearStateCookie(as: AsContext): string {
-  return serializeCookie(cookieName(as.secureCookies), '', { secure: as.secureCookies, maxAgeSec: 0 })
+  return serializeCookie('bw_upstream', '', { secure: as.secureCookies, maxAgeSec: 0 })
 }
 
 export function stateOfCookie(req: IncomingMessage, as: AsContext): string | null {

@@ -37,7 +37,7 @@ export function preSessionCsrf(req: IncomingMessage, as: AsContext): PreSessionC
   const existing = parseCookies(req.headers.cookie).get(name)
   if (isTokenShaped(existing)) return { token: existing, setCookie: null }
   const token = randomToken()
-  return { token, setCookie: serializeCookie(name, token, { secure: as.secureCookies }) }
+  return { token, setCookie: serializeCookie('bw_csrf', token, { secure: as.secureCookies }) }
 }
 
 /** True when the form's token equals the pre-session cookie. */

@@ -59,5 +59,5 @@ export async function rememberBrowser(req: IncomingMessage, as: AsContext, user:
   const ttlSec = as.as.rateLimit.knownBrowserTtlSec
   await as.store.knownBrowsers.put(hashToken(token), user.sub, ttlSec)
   const tokens = [token, ...tokensOf(req, as).filter((t) => t !== token)].slice(0, MAX_TOKENS)
-  return serializeCookie(knownBrowserCookieName(as.secureCookies), tokens.join('.'), { secure: as.secureCookies, sameSite: 'Strict', maxAgeSec: ttlSec })
+  return serializeCookie('bw_known', tokens.join('.'), { secure: as.secureCookies, sameSite: 'Strict', maxAgeSec: ttlSec })
 }
