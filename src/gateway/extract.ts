@@ -7,8 +7,9 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { RouteConfig } from '../config/validated-config.js'
-import { MissingToken } from '../errors.js'
+import { MissingToken, UnsupportedMediaType } from '../errors.js'
 import { isFormContentType, readBody } from '../http/body.js'
+import { http2HasBody, isHttp2 } from '../http/http2-request.js'
 import { isB64token, malformedCredentials as malformed, tokenFromHeader } from '../http/authorization.js'
 
 /** Where the token came from and what to forward instead of the raw request parts. */
@@ -16,7 +17,7 @@ export interface ExtractedToken {
   readonly token: string
   /** The query to forward: without `access_token` when the token came from it. */
   readonly query: string
-  /** The form body read to find the token (forwarded as is), or null when the body was not read. */
+  /** The form body read to find the token, without its `access_token` (what is forwarded), or null when the body was not read. */
   readonly body: Buffer | null
   /**
    * The token was checked against the b64token grammar here. A header token
@@ -72,40 +73,80 @@ export function takeQueryToken(rawQuery: string): { token: string | null; query:
 /**
  * RFC 6750 2.2: a body token is considered only for a single-part
  * application/x-www-form-urlencoded body, on a method whose body has
- * defined semantics (never GET).
+ * defined semantics (never GET), over HTTP/1.1 and HTTP/2 alike.
  */
 export function mayCarryFormToken(req: IncomingMessage): boolean {
   if (req.method === 'GET' || req.method === 'HEAD') return false
   if (!isFormContentType(req.headers['content-type'])) return false
+  if (req.headers['transfer-encoding'] !== undefined) return true
   const length = req.headers['content-length']
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+  if (length !== undefined) return length !== '0'
+  // HTTP/2 frames a body itself, with or without a length (RFC 9113 8.1.1):
+  // one left unread here would carry its token to the upstream unjudged.
+  return isHttp2(req) && http2HasBody(req)
 }
 
 /**
- * Read the form body (at most `limit` bytes, else 413) and find its
- * `access_token` (null when absent or empty). The body is returned whole so
- * it can be forwarded unchanged.
+ * Take `access_token` out of a raw form body (RFC 6750 2.2), as
+ * {@link takeQueryToken} does for the query: the token (null when absent or
+ * empty) and the body without it, every other parameter the bytes the client
+ * sent, in order (split on the `&` byte, so bytes that are not UTF-8 pass
+ * unchanged). The upstream never receives the token: with `upstream_token`
+ * it gets a credential of its own, with passthrough only the Authorization
+ * header the client sent, and only with `forward_authorization`.
  */
-export async function readBodyToken(req: IncomingMessage, limit: number): Promise<{ token: string | null; body: Buffer }> {
-  const body = await readBody(req, limit)
+export function takeBodyToken(body: Buffer): { token: string | null; body: Buffer } {
   let token: string | null = null
   let found = 0
-  for (const [name, value] of new URLSearchParams(body.toString('utf8'))) {
-    if (name !== 'access_token') continue
+  const kept: Buffer[] = []
+  let start = 0
+  while (start <= body.length) {
+    let end = body.indexOf(AMPERSAND, start)
+    if (end === -1) end = body.length
+    const part = body.subarray(start, end)
+    start = end + 1
+    const eq = part.indexOf(EQUALS)
+    // The name is decoded as URLSearchParams would, so what is taken out is what was judged.
+    if (formDecode(part.subarray(0, eq === -1 ? part.length : eq).toString('utf8')) !== 'access_token') {
+      kept.push(part)
+      continue
+    }
     found++
+    const value = eq === -1 ? '' : formDecode(part.subarray(eq + 1).toString('utf8'))
+    if (value === undefined) throw malformed('The access_token body parameter is malformed', 'bad percent-encoding in access_token')
     if (value !== '') token = value
   }
+  if (found === 0) return { token: null, body }
   if (found > 1) throw malformed('The access_token parameter is repeated', 'repeated access_token in body')
   if (token !== null) checkTokenValue(token, 'body')
-  return { token, body }
+  const joined: Buffer[] = []
+  for (const [i, part] of kept.entries()) {
+    if (i > 0) joined.push(AMPERSAND_BYTES)
+    joined.push(part)
+  }
+  return { token, body: Buffer.concat(joined) }
+}
+
+const AMPERSAND = 0x26
+const EQUALS = 0x3d
+const AMPERSAND_BYTES = Buffer.from('&')
+
+/**
+ * Read the form body (at most `limit` bytes, else 413) and take its
+ * `access_token` out (null when absent or empty): the body returned is the
+ * one to forward, without the token ({@link takeBodyToken}).
+ */
+export async function readBodyToken(req: IncomingMessage, limit: number): Promise<{ token: string | null; body: Buffer }> {
+  return takeBodyToken(await readBody(req, limit))
 }
 
 /**
  * The token of a request to `route`, from exactly one place. `allowBody` is
  * false for upgrades (no body to read). Throws MissingToken (401 with a bare
  * challenge) when there is none, InvalidRequest (400) when it is malformed,
- * repeated or sent more than one way, PayloadTooLarge (413) for a form body
- * over `max_body`. Synchronous unless a form body has to be read.
+ * repeated or sent more than one way, UnsupportedMediaType (400) for a
+ * content-encoded form body, PayloadTooLarge (413) for a form body over
+ * `max_body`. Synchronous unless a form body has to be read.
  */
 export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery: string, allowBody: boolean): ExtractedToken | Promise<ExtractedToken> {
   const header = tokenFromHeader(req)
@@ -135,6 +176,20 @@ export function extractToken(req: IncomingMessage, route: RouteConfig, rawQuery:
   return found(token, ways, query, null, grammarChecked, dpop)
 }
 
+/**
+ * A form body under a Content-Encoding (RFC 9110 8.4) other than `identity`
+ * is bytes the gateway cannot read for a token while the upstream, once it
+ * decodes them, may find one: refused rather than forwarded unjudged.
+ */
+function refuseEncodedForm(req: IncomingMessage): void {
+  const encoding = req.headers['content-encoding']
+  if (encoding === undefined) return
+  for (const coding of encoding.split(',')) {
+    const c = coding.trim().toLowerCase()
+    if (c !== '' && c !== 'identity') throw new UnsupportedMediaType('A form body that may carry an access token must not be content-encoded')
+  }
+}
+
 async function withBodyToken(
   req: IncomingMessage,
   route: RouteConfig,
@@ -144,6 +199,7 @@ async function withBodyToken(
   grammarChecked: boolean,
   dpop: boolean,
 ): Promise<ExtractedToken> {
+  refuseEncodedForm(req)
   const fromBody = await readBodyToken(req, route.maxBodyBytes)
   if (fromBody.token !== null) return found(fromBody.token, ways + 1, query, fromBody.body, true, false)
   return found(token, ways, query, fromBody.body, grammarChecked, dpop)

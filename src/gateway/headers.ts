@@ -6,6 +6,7 @@ import { forwardedElement } from './forwarded.js'
 import { claimHeaderValue } from './claim-header.js'
 import type { FlatHeaders } from './flat-headers.js'
 import { canonicalHeaderName, connectionNamed } from './header-names.js'
+import { withoutOwnCookies } from './own-cookies.js'
 import type { TokenIdentity } from './token-identity.js'
 
 /**
@@ -29,6 +30,7 @@ const XF_HOST = 7
 const FORWARDED = 8
 const CLIENT_IP = 9
 const MAX_FORWARDS = 10
+const COOKIE = 11
 type Rule =
   | typeof DROP
   | typeof AUTHORIZATION
@@ -41,6 +43,7 @@ type Rule =
   | typeof FORWARDED
   | typeof CLIENT_IP
   | typeof MAX_FORWARDS
+  | typeof COOKIE
 
 /**
  * Request headers never copied as sent: hop-by-hop ones (RFC 9110 7.6.1, plus
@@ -153,6 +156,8 @@ export class RequestHeaderPolicy {
     this.#rules.set('forwarded', FORWARDED)
     for (const name of CLIENT_IP_HEADERS) this.#rules.set(name, CLIENT_IP)
     this.#rules.set('max-forwards', MAX_FORWARDS)
+    // bearward's own sign-in cookies are the person's session at the authorization server (own-cookies.ts).
+    this.#rules.set('cookie', COOKIE)
     const { subject, clientId, scope, issuer, claims } = options.identityHeaders
     for (const name of [subject, clientId, scope, issuer, ...Object.values(claims), ...options.alsoStrip]) {
       if (name !== '') this.#rules.set(canonicalHeaderName(name), DROP)
@@ -256,6 +261,11 @@ export class RequestHeaderPolicy {
           // decremented by each hop (the gateway answers a 0 itself).
           maxForwards ??= value
           break
+        case COOKIE: {
+          const kept = withoutOwnCookies(value)
+          if (kept !== null && (named === null || !named.has(key))) out.push(name, kept)
+          break
+        }
       }
     }
 

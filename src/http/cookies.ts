@@ -26,10 +26,58 @@ export interface CookieOptions {
   sameSite?: 'Lax' | 'Strict'
 }
 
-/** Serialize an HttpOnly cookie. `maxAgeSec: 0` deletes it. */
-export function serializeCookie(name: string, value: string, o: CookieOptions): string {
-  const parts = [`${name}=${encodeURIComponent(value)}`, `Path=${o.path ?? '/'}`, 'HttpOnly', `SameSite=${o.sameSite ?? 'Lax'}`]
+/**
+ * Serialize one of our HttpOnly cookies, named `cookie` (`__Host-` prefixed
+ * when `o.secure`, {@link ownCookieName}). `maxAgeSec: 0` deletes it. Only a
+ * name in {@link OWN_COOKIES} can be set, so the gateway's list of what to
+ * keep from upstreams cannot miss one.
+ */
+export function serializeCookie(cookie: OwnCookie, value: string, o: CookieOptions): string {
+  const parts = [`${ownCookieName(cookie, o.secure)}=${encodeURIComponent(value)}`, `Path=${o.path ?? '/'}`, 'HttpOnly', `SameSite=${o.sameSite ?? 'Lax'}`]
   if (o.maxAgeSec !== undefined) parts.push(`Max-Age=${Math.max(0, Math.floor(o.maxAgeSec))}`)
   if (o.secure) parts.push('Secure')
   return parts.join('; ')
+}
+
+/**
+ * Every cookie the authorization server sets, by its base name: the sign-in
+ * session, the pre-session CSRF token, the known-browser token and an
+ * identity provider's pending-sign-in state. The one list the gateway reads
+ * to keep them from upstreams (gateway/own-cookies.ts): a cookie added to the
+ * authorization server is named here or nowhere.
+ */
+export const OWN_COOKIES = ['bw_session', 'bw_csrf', 'bw_known', 'bw_upstream'] as const
+
+/** One of {@link OWN_COOKIES}. */
+export type OwnCookie = (typeof OWN_COOKIES)[number]
+
+const OWN_COOKIE_SET: ReadonlySet<string> = new Set(OWN_COOKIES)
+
+/**
+ * The name the authorization server sets `base` under: `__Host-` prefixed
+ * under https (no Domain, Path=/, Secure), so a sibling subdomain cannot plant one.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc6265bis#section-4.1.3.2 (draft-ietf-httpbis-rfc6265bis, `__Host-`)
+ */
+export function ownCookieName(base: OwnCookie, secure: boolean): string {
+  return secure ? `__Host-${base}` : base
+}
+
+/**
+ * Whether a cookie named `name` is, or could be read as, one of ours: any
+ * case, surrounding whitespace, and a `__Host-` or `__Secure-` prefix in any
+ * case (browsers match the prefixes case-insensitively). Wider than what the
+ * authorization server reads, on purpose: a cookie under such a name is never
+ * an upstream's own.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc6265bis#section-4.1.3 (draft-ietf-httpbis-rfc6265bis, cookie name prefixes)
+ */
+export function isOwnCookieName(name: string): boolean {
+  let n = name.trim().toLowerCase()
+  for (;;) {
+    if (n.startsWith('__host-')) n = n.slice('__host-'.length)
+    else if (n.startsWith('__secure-')) n = n.slice('__secure-'.length)
+    else break
+  }
+  return OWN_COOKIE_SET.has(n)
 }

@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import { InvalidRequest } from '../../src/errors.js'
-import { takeQueryToken } from '../../src/gateway/extract.js'
+import { takeBodyToken, takeQueryToken } from '../../src/gateway/extract.js'
 import { grantedScopes, ScopeRule } from '../../src/gateway/scope.js'
 
 t.test('takeQueryToken removes exactly the access_token parameter', async (t) => {
@@ -18,6 +18,29 @@ t.test('takeQueryToken removes exactly the access_token parameter', async (t) =>
   t.throws(() => takeQueryToken('access_token=a%20b'), InvalidRequest, 'outside the b64token grammar')
   t.throws(() => takeQueryToken('access_token=%E0%A4%A'), InvalidRequest, 'malformed percent-encoding in the token')
   t.same(takeQueryToken('%E0%A4%A=x&access_token=a'), { token: 'a', query: '%E0%A4%A=x' }, 'other parameters are not judged')
+})
+
+t.test('takeBodyToken removes exactly the access_token parameter, every other byte kept (issue #38)', async (t) => {
+  const take = (body: string | Buffer) => {
+    const out = takeBodyToken(typeof body === 'string' ? Buffer.from(body, 'latin1') : body)
+    return { token: out.token, body: out.body.toString('latin1') }
+  }
+  t.same(take(''), { token: null, body: '' })
+  t.same(take('note=hi&access_token=abc'), { token: 'abc', body: 'note=hi' })
+  t.same(take('access_token=abc'), { token: 'abc', body: '' })
+  t.same(take('a=%2F+x&access_token=abc.def-_~%2B%2F%3D&b&&=&'), { token: 'abc.def-_~+/=', body: 'a=%2F+x&b&&=&' })
+  t.same(
+    take('a=1&access%5Ftoken=abc&%61ccess_token+=x'),
+    { token: 'abc', body: 'a=1&%61ccess_token+=x' },
+    'an encoded name is the parameter; `access_token ` is another',
+  )
+  t.same(take('access_token=&z=1'), { token: null, body: 'z=1' }, 'empty counts as absent, still removed')
+  t.same(take('n=\xe9\xff%FF&access_token=abc&m=\x00'), { token: 'abc', body: 'n=\xe9\xff%FF&m=\x00' }, 'bytes that are not UTF-8 pass unchanged')
+  t.throws(() => take('access_token=a&access%5ftoken=b'), InvalidRequest, 'repeated')
+  t.throws(() => take('access_token=a%20b'), InvalidRequest, 'outside the b64token grammar')
+  t.throws(() => take('access_token=%E0%A4%A'), InvalidRequest, 'malformed percent-encoding in the token')
+  const untouched = Buffer.from('a=1&b=2')
+  t.equal(takeBodyToken(untouched).body, untouched, 'a body without a token is forwarded as the same bytes')
 })
 
 t.test('granted scopes from scope or scp', async (t) => {

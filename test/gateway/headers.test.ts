@@ -189,3 +189,29 @@ t.test('RequestHeaderPolicy: path-override and client-IP headers, Max-Forwards',
   t.equal(parseMaxForwards(undefined), null)
   t.ok(ALWAYS_DROPPED_REQUEST_HEADERS.includes('x-original-url'))
 })
+
+t.test("RequestHeaderPolicy removes bearward's own cookies from each Cookie line, upgrades too (issue #38)", async (t) => {
+  const policy = new RequestHeaderPolicy({
+    identityHeaders: { subject: 'X-Auth-Subject', clientId: 'X-Auth-Client-Id', scope: 'X-Auth-Scope', issuer: 'X-Auth-Issuer', claims: {} },
+    alsoStrip: [],
+    forwardAuthorization: true,
+    preserveHost: false,
+    upstreamHost: 'up:80',
+    trustedProxies: new TrustedProxies([]),
+  })
+  const pairs: Array<[string, string]> = [
+    ['Cookie', 'a=1; bw_session=s; b=2'],
+    ['COOKIE', '__Host-bw_csrf=c'],
+    ['cookie', 'c=3; __Secure-BW_KNOWN=k'],
+    ['Upgrade', 'websocket'],
+  ]
+  const headers: Record<string, string> = {}
+  for (const [name, value] of pairs) headers[name.toLowerCase()] = value
+  const req = { method: 'GET', rawHeaders: pairs.flat(), headers, socket: { remoteAddress: '192.0.2.7' } } as unknown as IncomingMessage
+  for (const upgrade of [false, true]) {
+    const out = policy.build(req, null, null, upgrade)
+    const cookies = out.flatMap((n, i) => (i % 2 === 0 && n.toLowerCase() === 'cookie' ? [out[i + 1]] : []))
+    t.same(cookies, ['a=1; b=2', 'c=3'], `upgrade ${upgrade}: the other cookies, line by line`)
+    if (upgrade) t.equal(headerObject(out).cookie, 'a=1; b=2; c=3', 'one Cookie line for node:http')
+  }
+})

@@ -6,7 +6,7 @@
  * browser back with a top-level GET from its own site.
  */
 import type { IncomingMessage } from 'node:http'
-import { parseCookies, serializeCookie } from '../../http/cookies.js'
+import { ownCookieName, parseCookies, serializeCookie } from '../../http/cookies.js'
 import type { AsContext } from '../context.js'
 import { isTokenShaped } from '../../crypto/random.js'
 
@@ -14,15 +14,15 @@ import { isTokenShaped } from '../../crypto/random.js'
 export const UPSTREAM_LOGIN_TTL_SEC = 600
 
 function cookieName(secure: boolean): string {
-  return secure ? '__Host-bw_upstream' : 'bw_upstream'
+  return ownCookieName('bw_upstream', secure)
 }
 
 export function stateCookie(as: AsContext, state: string): string {
-  return serializeCookie(cookieName(as.secureCookies), state, { secure: as.secureCookies, maxAgeSec: UPSTREAM_LOGIN_TTL_SEC })
+  return serializeCookie('bw_upstream', state, { secure: as.secureCookies, maxAgeSec: UPSTREAM_LOGIN_TTL_SEC })
 }
 
 export function clearStateCookie(as: AsContext): string {
-  return serializeCookie(cookieName(as.secureCookies), '', { secure: as.secureCookies, maxAgeSec: 0 })
+  return serializeCookie('bw_upstream', '', { secure: as.secureCookies, maxAgeSec: 0 })
 }
 
 export function stateOfCookie(req: IncomingMessage, as: AsContext): string | null {

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { safeEqual } from '../../crypto/secret.js'
-import { parseCookies, serializeCookie } from '../../http/cookies.js'
+import { ownCookieName, parseCookies, serializeCookie } from '../../http/cookies.js'
 import type { AsContext } from '../context.js'
 import { isTokenShaped, randomToken } from '../../crypto/random.js'
 
@@ -19,7 +19,7 @@ import { isTokenShaped, randomToken } from '../../crypto/random.js'
 
 /** Name of the pre-session CSRF cookie. */
 export function csrfCookieName(secure: boolean): string {
-  return secure ? '__Host-bw_csrf' : 'bw_csrf'
+  return ownCookieName('bw_csrf', secure)
 }
 
 /** The pre-session token for a login form, and the Set-Cookie to send when it is new. */
@@ -37,7 +37,7 @@ export function preSessionCsrf(req: IncomingMessage, as: AsContext): PreSessionC
   const existing = parseCookies(req.headers.cookie).get(name)
   if (isTokenShaped(existing)) return { token: existing, setCookie: null }
   const token = randomToken()
-  return { token, setCookie: serializeCookie(name, token, { secure: as.secureCookies }) }
+  return { token, setCookie: serializeCookie('bw_csrf', token, { secure: as.secureCookies }) }
 }
 
 /** True when the form's token equals the pre-session cookie. */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { UserConfig } from '../../config/validated-config.js'
-import { parseCookies, serializeCookie } from '../../http/cookies.js'
+import { ownCookieName, parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
 import type { AsContext } from '../context.js'
 import { isTokenShaped, randomToken } from '../../crypto/random.js'
@@ -23,7 +23,7 @@ const MAX_TOKENS = 4
 
 /** Name of the known-browser cookie. */
 export function knownBrowserCookieName(secure: boolean): string {
-  return secure ? '__Host-bw_known' : 'bw_known'
+  return ownCookieName('bw_known', secure)
 }
 
 /** A token of the browser's cookie that the store knows for the user signing in. */
@@ -59,5 +59,5 @@ export async function rememberBrowser(req: IncomingMessage, as: AsContext, user:
   const ttlSec = as.as.rateLimit.knownBrowserTtlSec
   await as.store.knownBrowsers.put(hashToken(token), user.sub, ttlSec)
   const tokens = [token, ...tokensOf(req, as).filter((t) => t !== token)].slice(0, MAX_TOKENS)
-  return serializeCookie(knownBrowserCookieName(as.secureCookies), tokens.join('.'), { secure: as.secureCookies, sameSite: 'Strict', maxAgeSec: ttlSec })
+  return serializeCookie('bw_known', tokens.join('.'), { secure: as.secureCookies, sameSite: 'Strict', maxAgeSec: ttlSec })
 }

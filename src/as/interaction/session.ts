@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { epochSeconds } from '../../clock.js'
-import { parseCookies, serializeCookie } from '../../http/cookies.js'
+import { ownCookieName, parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
 import type { UserConfig } from '../../config/validated-config.js'
 import type { SessionRecord, UpstreamContinuation } from '../../store/types.js'
@@ -18,7 +18,7 @@ import { isTokenShaped, randomToken } from '../../crypto/random.js'
 
 /** Name of the session cookie; `__Host-` prefixed under https (no Domain, Path=/, Secure). */
 export function sessionCookieName(secure: boolean): string {
-  return secure ? '__Host-bw_session' : 'bw_session'
+  return ownCookieName('bw_session', secure)
 }
 
 export interface ActiveSession {
@@ -72,7 +72,7 @@ export async function startSession(
   }
   await as.store.sessions.put(hashToken(id), record, as.as.session.ttlSec)
   if (previousId !== null) await as.store.sessions.delete(hashToken(previousId))
-  const setCookie = serializeCookie(sessionCookieName(as.secureCookies), id, {
+  const setCookie = serializeCookie('bw_session', id, {
     secure: as.secureCookies,
     maxAgeSec: as.as.session.ttlSec,
   })
@@ -100,7 +100,7 @@ export async function startPendingSession(as: AsContext, user: Person, previousI
   }
   await as.store.sessions.put(hashToken(id), record, PENDING_SESSION_TTL_SEC)
   if (previousId !== null) await as.store.sessions.delete(hashToken(previousId))
-  return { setCookie: serializeCookie(sessionCookieName(as.secureCookies), id, { secure: as.secureCookies, maxAgeSec: PENDING_SESSION_TTL_SEC }) }
+  return { setCookie: serializeCookie('bw_session', id, { secure: as.secureCookies, maxAgeSec: PENDING_SESSION_TTL_SEC }) }
 }
 
 /** The pending sign-in of a local user this browser is in the middle of, or null. */
@@ -130,5 +130,5 @@ export function sessionIdOf(req: IncomingMessage, as: AsContext): string | null 
 /** Delete the session and return the Set-Cookie that clears the cookie. */
 export async function endSession(as: AsContext, id: string | null): Promise<string> {
   if (id !== null) await as.store.sessions.delete(hashToken(id))
-  return serializeCookie(sessionCookieName(as.secureCookies), '', { secure: as.secureCookies, maxAgeSec: 0 })
+  return serializeCookie('bw_session', '', { secure: as.secureCookies, maxAgeSec: 0 })
 }

@@ -6,6 +6,7 @@ import { BadGateway, GatewayTimeout } from '../../errors.js'
 import { errorOnSocket } from '../../http/reply.js'
 import type { Logger } from '../../log.js'
 import { responseHeaderList } from '../response-headers.js'
+import { dropOwnSetCookies } from '../own-cookies.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import { closeFrame, FrameCutter, POLICY_VIOLATION } from './ws-frames.js'
 
@@ -178,7 +179,9 @@ class Handshake implements Tunnel {
     }
     upstream.setNoDelay(true)
     upstream.setKeepAlive(true, 0)
-    socket.write(responseHead(`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`, res.rawHeaders))
+    const headers = [...res.rawHeaders]
+    dropOwnSetCookies(headers, this.#log, null)
+    socket.write(responseHead(`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`, headers))
     // The upstream's frames pass through a boundary tracker, so a Close frame of ours can follow a whole frame.
     const frames = new FrameCutter()
     frames.on('error', () => socket.destroy())
@@ -248,6 +251,7 @@ class Handshake implements Tunnel {
       return
     }
     const headers = responseHeaderList(res.rawHeaders)
+    dropOwnSetCookies(headers, this.#log, null)
     headers.push('connection', 'close')
     socket.write(responseHead(`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`, headers))
     res.on('error', () => socket.destroy())
