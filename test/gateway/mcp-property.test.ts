@@ -130,3 +130,90 @@ t.test('a tool whose scopes the token lacks never reaches the upstream', async (
   t.ok(forbiddenTried > 30, `forbidden calls were tried (${forbiddenTried})`)
   t.ok(reached > 10, `some bodies were forwarded (${reached})`)
 })
+
+/** `%XX` of an unreserved character decoded (RFC 3986 6.2.2.2), in either hex case. */
+function decodeUnreserved(uri: string): string {
+  return uri.replace(/%([0-9A-Fa-f]{2})/g, (m, hex: string) => {
+    const c = String.fromCharCode(Number.parseInt(hex, 16))
+    return /[A-Za-z0-9\-._~]/.test(c) ? c : m
+  })
+}
+
+/**
+ * Whether a server may read `uri` as `orders://secret`: the SDKs' lookup
+ * (`new URL(uri).toString()`), or an RFC 3986 reading (unreserved decoded,
+ * host case folded) whose scheme, host and path are the protected one's.
+ */
+function readsAsSecret(uri: string): boolean {
+  try {
+    if (new URL(uri).href === 'orders://secret') return true
+    const url = new URL(decodeUnreserved(uri))
+    return url.protocol === 'orders:' && url.hostname.toLowerCase().replace(/\.$/, '') === 'secret' && url.pathname === ''
+  } catch {
+    return false
+  }
+}
+
+const C0_OR_SPACE = [' ', '\t', '\n', '\r', '\u0000', '\u001f']
+
+/** `plain` most of the time, else one of `others`: so that some URIs are canonical and reach the server. */
+const mostly = (plain: string, ...others: string[]): fc.Arbitrary<string> =>
+  fc.oneof({ weight: 6, arbitrary: fc.constant(plain) }, { weight: 1, arbitrary: fc.constantFrom(...others) })
+
+/** A letter in either case, or percent-encoded with upper or lower hex. */
+const spelt = (c: string): fc.Arbitrary<string> => {
+  const hex = c.charCodeAt(0).toString(16)
+  return mostly(c, c.toUpperCase(), `%${hex}`, `%${hex.toUpperCase()}`)
+}
+
+/** `orders://secret` (or a neighbour) spelt every way these choices allow, plus inserted tabs and newlines. */
+const secretUri: fc.Arbitrary<string> = fc
+  .tuple(
+    mostly('', ...C0_OR_SPACE),
+    fc.tuple(...[...'orders'].map((c) => mostly(c, c.toUpperCase()))).map((cs) => cs.join('')),
+    mostly('://', ':', ':/', ':///'),
+    mostly('', 'u@', 'u:p@', '@'),
+    fc.constantFrom('secret', 'secret', 'secrets', 'secre', 'public').chain((word) => fc.tuple(...[...word].map(spelt)).map((cs) => cs.join(''))),
+    fc.constantFrom('', '.', ':80', ':', '?x', '?', '#f', '#', '/', '/.', '/..', '/x/..', '\\'),
+    mostly('', ...C0_OR_SPACE),
+    fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, fc.array(fc.tuple(fc.nat(), fc.constantFrom('\t', '\n', '\r')), { minLength: 1, maxLength: 2 })),
+  )
+  .map(([lead, scheme, sep, user, host, suffix, trail, inserts]) => {
+    let uri = `${scheme}${sep}${user}${host}${suffix}`
+    for (const [at, c] of inserts) {
+      const i = at % (uri.length + 1)
+      uri = uri.slice(0, i) + c + uri.slice(i)
+    }
+    return `${lead}${uri}${trail}`
+  })
+
+t.test('any URI a server may read as a protected resource is refused without its scope', async (t) => {
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: { resources: { "orders://secret": ["orders:read"] } }
+`,
+  })
+  t.teardown(() => gw.close())
+  const token = await gw.mint({ scope: 'mcp:tools' })
+  let secretTried = 0
+  let reached = 0
+  await fc.assert(
+    fc.asyncProperty(secretUri, fc.constantFrom('resources/read', 'resources/subscribe'), async (uri, method) => {
+      const before = gw.upstream.seen.length
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { uri } })
+      const res = await gw.send('/mcp', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body })
+      const forwarded = gw.upstream.seen.length > before
+      const secret = readsAsSecret(uri)
+      if (secret) secretTried++
+      if (forwarded) reached++
+      if (secret && (forwarded || (res.status !== 400 && res.status !== 403))) throw new Error(`${JSON.stringify(uri)} was not refused (${res.status})`)
+    }),
+    { seed: 3803, numRuns: 400 },
+  )
+  t.ok(secretTried > 40, `URIs read as the secret were tried (${secretTried})`)
+  t.ok(reached > 5, `other URIs were forwarded (${reached})`)
+})
