@@ -227,3 +227,26 @@ t.test('an Mcp-Name whose base64 starts with a byte order mark does not match th
   t.match(res.json(), { error: { code: -32020 } })
   t.equal(server.seen.length, before, 'nothing reached the server')
 })
+
+t.test('a batch (2025-03-26) with one URI spelt another way is refused whole', async (t) => {
+  const gw = await startGateway({ routes, upstreamHandler: sdk1 })
+  t.teardown(() => gw.close())
+  const weak = await gw.mint({ scope: 'mcp:tools' })
+  const before = gw.upstream.seen.length
+  const batch = [
+    { jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'orders://42' } },
+    { jsonrpc: '2.0', id: 2, method: 'resources/read', params: { uri: 'ORDERS://secret' } },
+  ]
+  const headers = { authorization: `Bearer ${weak}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+  const res = await gw.send('/mcp', { method: 'POST', headers, body: JSON.stringify(batch) })
+  t.equal(res.status, 400)
+  t.equal(res.json().error, 'invalid_request')
+  // A notification (no id) of a read is judged as well: a server may serve it and only drop the answer.
+  const note = await gw.send('/mcp', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'resources/read', params: { uri: 'orders://SECRET' } }),
+  })
+  t.equal(note.status, 403)
+  t.equal(gw.upstream.seen.length, before, 'nothing reached the server')
+})

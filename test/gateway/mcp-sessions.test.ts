@@ -23,7 +23,8 @@ import type { Store } from '../../src/store/types.js'
 import { startRedis } from '../helpers/redis.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { mint, newKey, PUBLIC_URL, send, type Reply } from './fixture.js'
+import { hashToken } from '../../src/store/hash.js'
+import { mint, newKey, PUBLIC_URL, send, startGateway, type Reply } from './fixture.js'
 
 const ACCEPT = 'application/json, text/event-stream'
 
@@ -178,4 +179,62 @@ t.test('Redis: a session opened through one instance is bound on every instance'
   const g = await startInstances(t, (clock) => new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock }))
   t.teardown(() => redis.stop())
   await sessionScenario(t, g)
+})
+
+t.test('an upstream that issues a session id it already gave someone else, or two ids, gets a 502 and the client sees no id', async (t) => {
+  let issue: string[] = ['s-1']
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: {}
+`,
+    upstreamHandler: (_req, res) => {
+      const headers: string[] = ['content-type', 'application/json']
+      for (const id of issue) headers.push('mcp-session-id', id)
+      res.writeHead(200, headers)
+      res.end('{"jsonrpc":"2.0","id":1,"result":{}}')
+    },
+  })
+  t.teardown(() => gw.close())
+  const alice = await gw.mint({ scope: 'mcp:tools' })
+  const bob = await gw.mint({ scope: 'mcp:tools', claims: { sub: 'bob' } })
+  const init = (token: string): Promise<Reply> =>
+    gw.send('/mcp', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', ...INITIALIZE }),
+    })
+  const first = await init(alice)
+  t.equal(first.status, 200)
+  t.equal(first.headers['mcp-session-id'], 's-1')
+  const again = await init(bob)
+  t.equal(again.status, 502, "alice's session id handed to bob")
+  t.equal(again.headers['mcp-session-id'], undefined)
+  issue = ['s-2', 's-3']
+  const two = await init(alice)
+  t.equal(two.status, 502, 'two session ids in one answer')
+  t.equal(two.headers['mcp-session-id'], undefined)
+  t.equal(await gw.store.mcpSessions.ownerOf('mcp', hashToken('s-2'), 60), null, 'neither was bound')
+})
+
+t.test('the store out of reach: a session is neither checked nor bound, the gateway fails closed (503)', async (t) => {
+  let shared: MemoryStore | null = null
+  const g = await startInstances(t, (clock) => {
+    shared ??= new MemoryStore(clock, { sweepIntervalMs: 0 })
+    return shared
+  })
+  const alice = await g.token('alice')
+  const session = String((await post(g.one, alice, INITIALIZE)).headers['mcp-session-id'])
+  await (shared as MemoryStore | null)?.close()
+  const before = g.seen()
+  const used = await post(g.one, alice, tool('read_notes'), session)
+  t.equal(used.status, 503)
+  t.equal(used.json().error, 'temporarily_unavailable')
+  t.equal(g.seen(), before, 'nothing reached the server')
+  const opened = await post(g.two, alice, INITIALIZE)
+  t.equal(opened.status, 503, 'the server opened a session, but it cannot be bound')
+  t.equal(opened.headers['mcp-session-id'], undefined, 'and its id is not shown')
 })

@@ -79,10 +79,11 @@ export class McpSessions {
   }
 }
 
-/** The value of `name` (lowercase) in a flat header list; undefined when absent. */
-function headerValue(headers: FlatHeaders, name: string): string | undefined {
-  for (let i = 0; i + 1 < headers.length; i += 2) if (String(headers[i]).toLowerCase() === name) return String(headers[i + 1])
-  return undefined
+/** Every value of `name` (lowercase) in a flat header list. */
+function headerValues(headers: FlatHeaders, name: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i + 1 < headers.length; i += 2) if (String(headers[i]).toLowerCase() === name) out.push(String(headers[i + 1]))
+  return out
 }
 
 /** Holds an answer that opens a session until the session is bound; passes every other answer through. */
@@ -121,9 +122,15 @@ class SessionBinder implements ResponseRewriter {
       else if (statusText && res.req.httpVersionMajor !== 2) res.writeHead(status, statusText, headers)
       else res.writeHead(status, headers)
     }
-    const issued = headerValue(headers, 'mcp-session-id')
-    if (issued === undefined || issued === this.#requested) return head()
+    const values = headerValues(headers, 'mcp-session-id')
+    const issued = values[0]
+    if (issued === undefined || (values.length === 1 && issued === this.#requested)) return head()
     this.#held = { head, chunks: [], ended: false }
+    if (values.length > 1) {
+      // A client reads two ids as one joined value, the gateway would bind only one of them: neither is passed on.
+      this.#fail(res, new BadGateway('The upstream issued more than one session id'))
+      return
+    }
     this.#store.mcpSessions.bind(this.#route, hashToken(issued), this.#owner, MCP_SESSION_TTL_SEC).then(
       (bound) => (bound ? this.#release(res) : this.#fail(res, new BadGateway('The upstream issued a session id that belongs to another session'))),
       (err: unknown) => this.#fail(res, failureOf(err).answer),
