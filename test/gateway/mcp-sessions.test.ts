@@ -238,3 +238,46 @@ t.test('the store out of reach: a session is neither checked nor bound, the gate
   t.equal(opened.status, 503, 'the server opened a session, but it cannot be bound')
   t.equal(opened.headers['mcp-session-id'], undefined, 'and its id is not shown')
 })
+
+t.test('an answer held while its session is bound is bounded: over 1 MB it is a 502, and held data is released in order', async (t) => {
+  let size = 2 * 1024 * 1024
+  /** The upstream's answer to the request in flight has been sent whole (set before its head reaches the gateway). */
+  let sent: Promise<unknown> = Promise.resolve()
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: {}
+`,
+    upstreamHandler: (_req, res) => {
+      sent = new Promise((resolve) => res.on('finish', resolve))
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': `s-${size}` })
+      res.end(`{"jsonrpc":"2.0","id":1,"result":{"pad":"${'x'.repeat(size)}"}}`)
+    },
+  })
+  t.teardown(() => gw.close())
+  // A binding completes only once the upstream has sent its whole answer: what arrives meanwhile is held.
+  const sessions = gw.store.mcpSessions
+  const bind = sessions.bind.bind(sessions)
+  // The first binding never completes: the answer is held until it passes 1 MB.
+  let gate: () => Promise<unknown> = () => new Promise(() => undefined)
+  sessions.bind = (...args) => gate().then(() => bind(...args))
+  const alice = await gw.mint({ scope: 'mcp:tools' })
+  const init = (): Promise<Reply> =>
+    gw.send('/mcp', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', ...INITIALIZE }),
+    })
+  const big = await init()
+  t.equal(big.status, 502)
+  t.equal(big.headers['mcp-session-id'], undefined)
+  size = 300 * 1024
+  gate = () => sent
+  const held = await init()
+  t.equal(held.status, 200)
+  t.equal(held.headers['mcp-session-id'], `s-${size}`)
+  t.equal((JSON.parse(held.body) as { result: { pad: string } }).result.pad.length, size, 'the whole answer, in order')
+})

@@ -28,6 +28,9 @@ import type { ResponseRewriter } from '../upstream/rewrite.js'
 /** How long a session stays bound unused; each request with it renews the binding. */
 export const MCP_SESSION_TTL_SEC = 24 * 60 * 60
 
+/** The most of an answer held while its session is bound (an initialize result is a few KB); beyond, the exchange fails. */
+const MAX_HELD = 1024 * 1024
+
 /** A session id as the transport defines it: visible ASCII (0x21 to 0x7E); a repeated header joins with ", " and is none. */
 const SESSION_ID = /^[\x21-\x7e]{1,1024}$/
 
@@ -95,7 +98,7 @@ class SessionBinder implements ResponseRewriter {
   readonly #requestId: string
   readonly #inner: ResponseRewriter | null
   /** While the binding is written: what arrived, to pass on after it. */
-  #held: { head: () => void; chunks: Buffer[]; ended: boolean } | null = null
+  #held: { head: () => void; chunks: Buffer[]; size: number; ended: boolean } | null = null
   /** The binding failed: the answer was replaced by an error, the rest is dropped. */
   #failed = false
 
@@ -125,7 +128,7 @@ class SessionBinder implements ResponseRewriter {
     const values = headerValues(headers, 'mcp-session-id')
     const issued = values[0]
     if (issued === undefined || (values.length === 1 && issued === this.#requested)) return head()
-    this.#held = { head, chunks: [], ended: false }
+    this.#held = { head, chunks: [], size: 0, ended: false }
     if (values.length > 1) {
       // A client reads two ids as one joined value, the gateway would bind only one of them: neither is passed on.
       this.#fail(res, new BadGateway('The upstream issued more than one session id'))
@@ -140,7 +143,10 @@ class SessionBinder implements ResponseRewriter {
   write(res: ServerResponse, chunk: Buffer): boolean {
     if (this.#failed) return true
     if (this.#held !== null) {
-      this.#held.chunks.push(chunk)
+      // Never false while held: nothing is written, so no drain would come to resume the upstream.
+      this.#held.size += chunk.length
+      if (this.#held.size > MAX_HELD) this.#fail(res, new BadGateway('The upstream answer that opened a session is too large'))
+      else this.#held.chunks.push(chunk)
       return true
     }
     return this.#inner === null ? res.write(chunk) : this.#inner.write(res, chunk)
