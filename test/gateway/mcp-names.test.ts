@@ -250,3 +250,31 @@ t.test('a batch (2025-03-26) with one URI spelt another way is refused whole', a
   t.equal(note.status, 403)
   t.equal(gw.upstream.seen.length, before, 'nothing reached the server')
 })
+
+t.test('a member that differs from name or uri only in case is refused (a case-insensitive JSON binding reads the last)', async (t) => {
+  const gw = await startGateway({ routes, upstreamHandler: sdk1 })
+  t.teardown(() => gw.close())
+  const weak = await gw.mint({ scope: 'mcp:tools' })
+  const before = gw.upstream.seen.length
+  for (const params of [
+    { name: 'get_order', Name: 'delete_order' },
+    { NAME: 'delete_order', name: 'get_order' },
+    { uri: 'orders://42', URI: 'orders://secret' },
+    { uri: 'orders://42', Uri: 'orders://secret' },
+  ]) {
+    const method = 'name' in params ? 'tools/call' : 'resources/read'
+    const res = await call(gw, 'sdk1', weak, method, params, '')
+    t.equal(res.status, 400, JSON.stringify(params))
+    t.equal(res.json().error, 'invalid_request')
+  }
+  const ref = await call(
+    gw,
+    'sdk1',
+    weak,
+    'completion/complete',
+    { ref: { type: 'ref/prompt', name: 'hello', NAME: 'secret_prompt' }, argument: { name: 'a', value: '' } },
+    '',
+  )
+  t.equal(ref.status, 400)
+  t.equal(gw.upstream.seen.length, before, 'nothing reached the server')
+})

@@ -314,7 +314,10 @@ export class McpRule {
     if (typeof param(params, key) !== 'string' && ruleless) return 'unnamed'
     const name = stringParam(params, key, description)
     // Without rules for the kind no spelling could need more than the route's scopes: the server answers it.
-    if (!ruleless) judgeable(kind, name)
+    if (!ruleless) {
+      noCaseTwin(params, key)
+      judgeable(kind, name)
+    }
     return { kind, name }
   }
 
@@ -333,7 +336,10 @@ export class McpRule {
     // A ref names a prompt or a resource template (compared by its text, `orders://{id}`): never a URI to parse.
     const named = (kind: NamedKind, key: string, description: string): { kind: NamedKind; name: string } => {
       const name = stringParam(r, key, description)
-      if (!this.#ruleless(kind)) judgeableText(name, kind === 'prompts' ? 'prompt name' : 'resource template')
+      if (!this.#ruleless(kind)) {
+        noCaseTwin(r, key)
+        judgeableText(name, kind === 'prompts' ? 'prompt name' : 'resource template')
+      }
       return { kind, name }
     }
     if (type === 'ref/prompt') return named('prompts', 'name', 'A completion/complete ref names no prompt')
@@ -374,6 +380,17 @@ function judgeable(kind: NamedKind, name: string): void {
     return
   }
   judgeableText(name, kind === 'tools' ? 'tool name' : 'prompt name')
+}
+
+/**
+ * Refuse a member that differs from `key` only in case (`Name` beside
+ * `name`): a server whose JSON binding ignores case (.NET's web defaults)
+ * would read the last of the two, perhaps not the one judged.
+ */
+function noCaseTwin(params: Params, key: string): void {
+  for (const k of Object.keys(params)) {
+    if (k !== key && k.toLowerCase() === key) throw invalid(`The request names its ${key} twice, in two cases`, `a ${JSON.stringify(k)} member beside ${key}`)
+  }
 }
 
 function judgeableText(name: string, what: string): void {
