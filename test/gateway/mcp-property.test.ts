@@ -3,7 +3,9 @@
  * keys, escapes, batches and content types a body is made of, a call of a
  * tool whose scopes the token lacks never reaches the upstream, under any
  * reading a server behind could give it (last or first of duplicate keys,
- * a method in another case, a call without id, a name inside __proto__).
+ * a method in another case, a call without id, a name inside __proto__, a
+ * name trimmed, stripped of invisible characters, NFKC-normalised or
+ * lower-cased).
  * Seeded and bounded by a fixed number of runs (300, about a second on an
  * idle machine; never cut short by a clock, so a loaded machine runs the same
  * cases, only slower); a failure
@@ -36,7 +38,16 @@ const objectText = (members: ReadonlyArray<fc.Arbitrary<Member>>): fc.Arbitrary<
 const member = (key: string, value: fc.Arbitrary<string>): fc.Arbitrary<Member> => fc.tuple(keyText(key), value)
 
 const METHODS = ['tools/call', 'Tools/Call', 'TOOLS/CALL', 'tools/call ', 'tools/list', 'notifications/initialized', 'prompts/get']
-const NAMES = [FORBIDDEN, 'get_order', 'delete_orde', 'DELETE_ORDER']
+const NAMES = [FORBIDDEN, 'get_order', 'delete_orde', 'DELETE_ORDER', ' delete_order', 'delete_order\u200b', 'ｄｅｌｅｔｅ_ｏｒｄｅｒ', 'delete_order\u0000']
+
+/** The name a lenient server may take `name` for: NFKC, controls and invisible characters dropped, trimmed, lower-cased. */
+function lenientRead(name: string): string {
+  return name
+    .normalize('NFKC')
+    .replace(/[\p{Cc}\p{Cf}]/gu, '')
+    .trim()
+    .toLowerCase()
+}
 const IDS = ['1', '"a"', 'null', '1.5', '{}', '-0']
 
 /** A generated message: its text, and whether some reading of it calls the forbidden tool. */
@@ -63,7 +74,7 @@ const request: fc.Arbitrary<Generated> = fc
       ...(jsonrpc ? [member('jsonrpc', fc.constant('"2.0"'))] : []),
       ...(id === undefined ? [] : [member('id', fc.constant(id))]),
     ]
-    const forbidden = methods.some((m) => m.trim().toLowerCase() === 'tools/call') && p.names.includes(FORBIDDEN)
+    const forbidden = methods.some((m) => m.trim().toLowerCase() === 'tools/call') && p.names.some((n) => lenientRead(n) === FORBIDDEN)
     return objectText(members).map((text) => ({ text, forbidden }))
   })
 
@@ -216,4 +227,55 @@ t.test('any URI a server may read as a protected resource is refused without its
   )
   t.ok(secretTried > 40, `URIs read as the secret were tried (${secretTried})`)
   t.ok(reached > 5, `other URIs were forwarded (${reached})`)
+})
+
+/** A character as written, in upper case, or in its fullwidth form (NFKC folds it back). */
+const charSpelt = (c: string): fc.Arbitrary<string> => {
+  const code = c.charCodeAt(0)
+  const wide = code >= 0x21 && code <= 0x7e ? String.fromCharCode(code + 0xfee0) : c
+  return fc.oneof({ weight: 5, arbitrary: fc.constant(c) }, { weight: 1, arbitrary: fc.constantFrom(c.toUpperCase(), wide) })
+}
+const INVISIBLE = [' ', '\u200b', '\ufeff', '\u00ad', '\u2060', '\u0000', '\t', '\u00a0', '\u202e']
+const edge = fc.oneof({ weight: 4, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom(...INVISIBLE) })
+
+/** delete_order (or get_order) spelt with case, width and invisible characters a lenient server would drop. */
+const toolName: fc.Arbitrary<string> = fc
+  .tuple(edge, fc.constantFrom(FORBIDDEN, FORBIDDEN, 'get_order'), edge, fc.nat(), edge)
+  .chain(([lead, word, inner, at, trail]) =>
+    fc.tuple(...[...word].map(charSpelt)).map((cs) => {
+      const core = cs.join('')
+      const i = at % (core.length + 1)
+      return `${lead}${core.slice(0, i)}${inner}${core.slice(i)}${trail}`
+    }),
+  )
+
+t.test('any tool name a lenient server may read as a protected tool is refused without its scope', async (t) => {
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: { tools: { ${FORBIDDEN}: ["orders:write"] } }
+`,
+  })
+  t.teardown(() => gw.close())
+  const token = await gw.mint({ scope: 'mcp:tools' })
+  let forbiddenTried = 0
+  let reached = 0
+  await fc.assert(
+    fc.asyncProperty(toolName, async (name) => {
+      const before = gw.upstream.seen.length
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: {} } })
+      const res = await gw.send('/mcp', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body })
+      const forwarded = gw.upstream.seen.length > before
+      const forbidden = lenientRead(name) === FORBIDDEN
+      if (forbidden) forbiddenTried++
+      if (forwarded) reached++
+      if (forbidden && (forwarded || (res.status !== 400 && res.status !== 403))) throw new Error(`${JSON.stringify(name)} was not refused (${res.status})`)
+    }),
+    { seed: 3805, numRuns: 300 },
+  )
+  t.ok(forbiddenTried > 100, `names read as the protected tool were tried (${forbiddenTried})`)
+  t.ok(reached > 20, `other names were forwarded (${reached})`)
 })
