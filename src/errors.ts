@@ -525,6 +525,22 @@ export class McpOriginRefused extends OAuthError {
   }
 }
 
+/**
+ * An `Mcp-Session-Id` the gateway did not see opened for this token's
+ * issuer, subject and client: another person's session, or one it never saw
+ * (or forgot). Answered as the transport answers a session it does not
+ * know, so that the client starts a new one and learns nothing of whose it
+ * was; 403 would confirm that the id is live.
+ * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management
+ * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/security_best_practices#session-hijacking
+ */
+export class McpSessionNotFound extends OAuthError {
+  static override readonly code = 'ERR_MCP_SESSION_NOT_FOUND'
+  constructor(o: Opts = {}) {
+    super(404, 'not_found', 'Session not found', { ...o, body: { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null } })
+  }
+}
+
 export class BadGateway extends OAuthError {
   static override readonly code = 'ERR_BAD_GATEWAY'
   constructor(description = 'The upstream could not be reached') {

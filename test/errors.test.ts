@@ -348,6 +348,14 @@ const CASES: Record<string, Expected> = {
     description: 'Requests from this Origin are not accepted',
     body: { jsonrpc: '2.0', error: { code: -32000, message: 'Forbidden: Requests from this Origin are not accepted' } },
   },
+  McpSessionNotFound: {
+    make: () => new E.McpSessionNotFound(),
+    code: 'ERR_MCP_SESSION_NOT_FOUND',
+    status: 404,
+    error: 'not_found',
+    description: 'Session not found',
+    body: { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null },
+  },
   BadGateway: { make: () => new E.BadGateway(), code: 'ERR_BAD_GATEWAY', status: 502, error: 'bad_gateway', description: 'The upstream could not be reached' },
   GatewayTimeout: {
     make: () => new E.GatewayTimeout(),

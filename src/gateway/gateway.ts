@@ -24,6 +24,7 @@ import { hostOf, normalizePath } from '../http/request-target.js'
 import { answerAsFinalRecipient, isLastHop } from './max-forwards.js'
 import { ListFilter } from './mcp/list-filter.js'
 import { checkRequirement, type McpJudgement } from './mcp/rule.js'
+import { McpSessions, sessionIdOf } from './mcp/sessions.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './upstream/proxy.js'
 import { OpenExchanges } from './open-exchanges.js'
@@ -69,11 +70,14 @@ class Gateway implements GatewayFace {
   /** public_url's origin: a DPoP proof's `htu` is it plus the path the client used. */
   readonly #origin: string
   readonly #refusals: Refusals
+  /** MCP session ids bound to who opened them (mcp/sessions.ts). */
+  readonly #sessions: McpSessions
 
   constructor(deps: FaceDeps, shared: GatewayShared) {
     const { config } = deps
     this.#deps = deps
     this.#refusals = new Refusals({ face: 'gateway', metrics: deps.metrics, rootLog: deps.log, quiet: true }, deps.metrics)
+    this.#sessions = new McpSessions(deps.store)
     const issuers = buildTrustedIssuers({ config, own: deps.ownIssuer, store: deps.store, jwks: shared.jwks, tracing: deps.tracing })
     try {
       this.#metadata = new ProtectedResources(config)
@@ -257,9 +261,19 @@ class Gateway implements GatewayFace {
     presented: boolean,
   ): Decision | Promise<Decision> {
     const mcp = plan.mcp
-    if (mcp === null || !allowBody || !mcp.applies(req)) return this.#admit(ctx, plan, path, extracted, identity, req.method, null)
-    return mcp.judge(req).then(
-      (judged) => this.#admit(ctx, plan, path, extracted, identity, req.method, judged),
+    if (mcp === null) return this.#admit(ctx, plan, path, extracted, identity, req.method, null)
+    const session = sessionIdOf(req)
+    const judge = (): Decision | Promise<Decision> => {
+      if (!allowBody || !mcp.applies(req)) return this.#admit(ctx, plan, path, extracted, identity, req.method, null, session)
+      return mcp.judge(req).then(
+        (judged) => this.#admit(ctx, plan, path, extracted, identity, req.method, judged, session),
+        (err: unknown) => this.#refusals.of(err, ctx, plan, req.method, null, presented),
+      )
+    }
+    if (session === undefined) return judge()
+    // A session is someone's: only a token of whoever opened it may use it (any method: POST, the GET stream, DELETE).
+    return this.#sessions.check(plan.route.name, session, identity).then(
+      (refused) => (refused === null ? judge() : this.#refusals.of(refused, ctx, plan, req.method, null, presented)),
       (err: unknown) => this.#refusals.of(err, ctx, plan, req.method, null, presented),
     )
   }
@@ -282,6 +296,7 @@ class Gateway implements GatewayFace {
     identity: TokenIdentity,
     method: string | undefined,
     mcp: McpJudgement | null,
+    session?: string | null,
   ): Decision {
     const required = mcp?.requirement ?? null
     if (required !== null) {
@@ -301,6 +316,8 @@ class Gateway implements GatewayFace {
       // The answer lists what this token may use: filtered on its way back.
       forward.rewriter = new ListFilter(lists, (kind, name) => rule.visible(kind, name, identity.scopes), mcp?.modern ?? false)
     }
+    // An answer that opens a session reaches the client only once the session is bound to this token's owner.
+    if (rule !== null) forward.rewriter = this.#sessions.binder(plan.route.name, session ?? undefined, identity, ctx.id, forward.rewriter ?? null)
     return forward
   }
 

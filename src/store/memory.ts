@@ -21,6 +21,7 @@ import { MemoryRateLimits } from './rate-limits/memory.js'
 import { MemoryRevocations } from './revocations/memory.js'
 import { MemoryConsents, MemorySessions } from './sessions/memory.js'
 import { MemorySingleUse } from './single-use/memory.js'
+import { MemoryMcpSessions } from './mcp-sessions/memory.js'
 import { MemoryTotp } from './totp/memory.js'
 import type { Store } from './types.js'
 import { MemoryUpstream } from './upstream/memory.js'
@@ -56,6 +57,7 @@ export class MemoryStore implements Store {
   readonly upstream: MemoryUpstream
   readonly totp: MemoryTotp
   readonly passkeys: MemoryPasskeys
+  readonly mcpSessions: MemoryMcpSessions
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -80,6 +82,7 @@ export class MemoryStore implements Store {
     this.upstream = new MemoryUpstream(s)
     this.totp = new MemoryTotp(s)
     this.passkeys = new MemoryPasskeys(s)
+    this.mcpSessions = new MemoryMcpSessions(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -95,6 +98,7 @@ export class MemoryStore implements Store {
       this.knownBrowsers,
       this.upstream,
       this.passkeys,
+      this.mcpSessions,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

@@ -33,6 +33,7 @@ import { RevocationFeed } from './redis/pubsub.js'
 import { RedisRevocations } from './revocations/redis.js'
 import { RedisConsents, RedisSessions } from './sessions/redis.js'
 import { RedisSingleUse } from './single-use/redis.js'
+import { RedisMcpSessions } from './mcp-sessions/redis.js'
 import { RedisTotp } from './totp/redis.js'
 import type { Store } from './types.js'
 import { RedisUpstream } from './upstream/redis.js'
@@ -59,6 +60,7 @@ export class RedisStore implements Store {
   readonly upstream: RedisUpstream
   readonly totp: RedisTotp
   readonly passkeys: RedisPasskeys
+  readonly mcpSessions: RedisMcpSessions
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -85,6 +87,7 @@ export class RedisStore implements Store {
     this.upstream = new RedisUpstream(r)
     this.totp = new RedisTotp(r)
     this.passkeys = new RedisPasskeys(r)
+    this.mcpSessions = new RedisMcpSessions(r)
   }
 
   async ping(): Promise<void> {

@@ -24,6 +24,7 @@ import type { CodeStore } from './codes/types.js'
 import type { DeviceStore } from './devices/types.js'
 import type { GrantStore } from './grants/types.js'
 import type { KnownBrowserStore } from './known-browsers/types.js'
+import type { McpSessionStore } from './mcp-sessions/types.js'
 import type { OpaqueTokenStore } from './opaque-tokens/types.js'
 import type { PasskeyStore } from './passkeys/types.js'
 import type { RateLimitStore } from './rate-limits/types.js'
@@ -39,6 +40,7 @@ export type { CodeRecord, CodeStore, TakeCodeResult } from './codes/types.js'
 export type { DeviceDecision, DeviceRecord, DeviceStatus, DeviceStore, PollResult } from './devices/types.js'
 export type { GrantRecord, GrantStore, RefreshLookup, RotateResult } from './grants/types.js'
 export type { KnownBrowserStore } from './known-browsers/types.js'
+export type { McpSessionStore } from './mcp-sessions/types.js'
 export type { OpaqueTokenRecord, OpaqueTokenStore } from './opaque-tokens/types.js'
 export type { PasskeyChallengeRecord, PasskeyRecord, PasskeyStore, PasskeyUseResult } from './passkeys/types.js'
 export type { HitWindow, RateLimitStore } from './rate-limits/types.js'
@@ -66,6 +68,7 @@ export interface Store {
   readonly upstream: UpstreamStore
   readonly totp: TotpStore
   readonly passkeys: PasskeyStore
+  readonly mcpSessions: McpSessionStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

@@ -146,6 +146,19 @@ t.test('a stream ends within a second of its token being revoked; another stream
     await s.chunkAfter(performance.now())
     const upstream = up.streams.at(-1)
     t.equal(upstream?.url, '/mcp', 'the listen stream reached the MCP server')
+    // The 2025-11-25 stream belongs to a session the same token opened (the gateway binds it, mcp/sessions.ts).
+    const init = await fetch(`${served.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${doomed}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    })
+    t.equal(init.headers.get('mcp-session-id'), 'session-1')
+    await init.text()
     const old = await openStream(`${served.url}/mcp`, doomed, {
       method: 'GET',
       headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': 'session-1' },

@@ -40,8 +40,9 @@ function textFrame(text: string): Buffer {
  * An upstream on 127.0.0.1:0: every GET is an endless `text/event-stream`
  * (an event every 40 ms), and so is a POST of an MCP `subscriptions/listen`
  * (revision 2026-07-28: the listen stream is the POST's response); every
- * WebSocket upgrade is an endless series of text frames; any other request
- * is a plain 200.
+ * WebSocket upgrade is an endless series of text frames; an MCP `initialize`
+ * POST opens session `session-1` (a 2025 stateful server's `Mcp-Session-Id`);
+ * any other request is a plain 200.
  */
 export async function startStreamingUpstream(): Promise<StreamingUpstream> {
   const streams: UpstreamStream[] = []
@@ -49,9 +50,13 @@ export async function startStreamingUpstream(): Promise<StreamingUpstream> {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
-      const listen = req.method === 'POST' && Buffer.concat(chunks).toString().includes('"subscriptions/listen"')
+      const body = Buffer.concat(chunks).toString()
+      const listen = req.method === 'POST' && body.includes('"subscriptions/listen"')
       if (req.method === 'GET' || listen) stream(req, res)
-      else res.end('ok')
+      else if (req.method === 'POST' && body.includes('"initialize"')) {
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'session-1' })
+        res.end('{"jsonrpc":"2.0","id":1,"result":{}}')
+      } else res.end('ok')
     })
   })
   const stream = (req: IncomingMessage, res: ServerResponse): void => {

@@ -13,6 +13,7 @@ import { codesContract } from './contract/codes.js'
 import { devicesContract } from './contract/devices.js'
 import { grantsContract } from './contract/grants.js'
 import { knownBrowsersContract } from './contract/known-browsers.js'
+import { mcpSessionsContract } from './contract/mcp-sessions.js'
 import { opaqueTokensContract } from './contract/opaque-tokens.js'
 import { passkeysContract } from './contract/passkeys.js'
 import { rateLimitsContract } from './contract/rate-limits.js'
@@ -47,6 +48,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   singleUseContract(t, name, setup)
   knownBrowsersContract(t, name, setup)
   clientsContract(t, name, setup)
+  mcpSessionsContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()

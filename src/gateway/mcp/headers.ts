@@ -86,7 +86,8 @@ export function nameValue(method: string, params: Params): { field: string; valu
 const BASE64_PREFIX = '=?base64?'
 const BASE64_SUFFIX = '?='
 const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
-const UTF8 = new TextDecoder('utf-8', { fatal: true })
+// ignoreBOM keeps a leading U+FEFF: a decoder that dropped it would match `\ufeffdelete_order` to `delete_order`.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /**
  * An `Mcp-Name` value as the client meant it: optional whitespace trimmed

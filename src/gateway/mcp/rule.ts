@@ -39,7 +39,9 @@ import { DEFAULT_REVISION, FIRST_BATCHLESS_REVISION, decodeName, envelopeRevisio
 import { parseStrictJson } from './json.js'
 import { LIST_METHODS, type ListKind } from './list-filter.js'
 import { classifyBody, param, Unclassifiable, type Body, type Message, type Params } from './messages.js'
-import { NameRules, NameValues } from './names.js'
+import { nameProblem } from './name-text.js'
+import { NameRules, NameValues, PLAIN_NAMES, RESOURCE_URIS } from './names.js'
+import { uriProblem } from './resource-uri.js'
 
 /** A scope requirement for one request, and its refusal when the token falls short. */
 export interface McpRequirement {
@@ -120,13 +122,13 @@ export class McpRule {
     this.#routeRequired = scopes.required('POST')
     this.#route = requirement(this.#routeRequired)
     this.#tools = new NameRules(mcp.tools)
-    this.#resources = new NameRules(mcp.resources)
+    this.#resources = new NameRules(mcp.resources, RESOURCE_URIS)
     this.#prompts = new NameRules(mcp.prompts)
-    const compiled = (rules: McpRouteConfig['authentication'][NamedKind]): NameValues<StepUp> =>
-      new NameValues(Object.fromEntries(Object.entries(rules).map(([name, rule]) => [name, new StepUp([rule])])))
+    const compiled = (rules: McpRouteConfig['authentication'][NamedKind], reading = PLAIN_NAMES): NameValues<StepUp> =>
+      new NameValues(Object.fromEntries(Object.entries(rules).map(([name, rule]) => [name, new StepUp([rule])])), reading)
     this.#stepUps = {
       tools: compiled(mcp.authentication.tools),
-      resources: compiled(mcp.authentication.resources),
+      resources: compiled(mcp.authentication.resources, RESOURCE_URIS),
       prompts: compiled(mcp.authentication.prompts),
     }
     this.#routeStepUp = stepUp?.of('POST') ?? null
@@ -308,8 +310,15 @@ export class McpRule {
   }
 
   #named(kind: NamedKind, params: Params, key: string, description: string): { kind: NamedKind; name: string } | 'unnamed' {
-    if (typeof param(params, key) !== 'string' && this.#ruleless(kind)) return 'unnamed'
-    return { kind, name: stringParam(params, key, description) }
+    const ruleless = this.#ruleless(kind)
+    if (typeof param(params, key) !== 'string' && ruleless) return 'unnamed'
+    const name = stringParam(params, key, description)
+    // Without rules for the kind no spelling could need more than the route's scopes: the server answers it.
+    if (!ruleless) {
+      noCaseTwin(params, key)
+      judgeable(kind, name)
+    }
+    return { kind, name }
   }
 
   /** Whether the route has no rule (scopes or sign-in) for names of this kind. */
@@ -324,8 +333,17 @@ export class McpRule {
     if (typeof ref !== 'object' || ref === null || Array.isArray(ref)) throw invalid('A completion/complete request has no ref', 'completion without ref')
     const r = ref as Params
     const type = param(r, 'type')
-    if (type === 'ref/prompt') return { kind: 'prompts', name: stringParam(r, 'name', 'A completion/complete ref names no prompt') }
-    if (type === 'ref/resource') return { kind: 'resources', name: stringParam(r, 'uri', 'A completion/complete ref names no resource') }
+    // A ref names a prompt or a resource template (compared by its text, `orders://{id}`): never a URI to parse.
+    const named = (kind: NamedKind, key: string, description: string): { kind: NamedKind; name: string } => {
+      const name = stringParam(r, key, description)
+      if (!this.#ruleless(kind)) {
+        noCaseTwin(r, key)
+        judgeableText(name, kind === 'prompts' ? 'prompt name' : 'resource template')
+      }
+      return { kind, name }
+    }
+    if (type === 'ref/prompt') return named('prompts', 'name', 'A completion/complete ref names no prompt')
+    if (type === 'ref/resource') return named('resources', 'uri', 'A completion/complete ref names no resource')
     throw invalid('A completion/complete ref is of a type this gateway does not know', 'completion ref type')
   }
 
@@ -348,6 +366,36 @@ export class McpRule {
     for (const scope of rules.scopesOf(name)) if (!granted.includes(scope)) return false
     return true
   }
+}
+
+/**
+ * Refuse a name or URI a server could read as another (name-text.ts,
+ * resource-uri.ts): the gateway would judge one reading and the server
+ * serve the other.
+ */
+function judgeable(kind: NamedKind, name: string): void {
+  if (kind === 'resources') {
+    const problem = uriProblem(name)
+    if (problem !== null) throw invalid('The resource URI is not in the one spelling every MCP server reads alike', problem)
+    return
+  }
+  judgeableText(name, kind === 'tools' ? 'tool name' : 'prompt name')
+}
+
+/**
+ * Refuse a member that differs from `key` only in case (`Name` beside
+ * `name`): a server whose JSON binding ignores case (.NET's web defaults)
+ * would read the last of the two, perhaps not the one judged.
+ */
+function noCaseTwin(params: Params, key: string): void {
+  for (const k of Object.keys(params)) {
+    if (k !== key && k.toLowerCase() === key) throw invalid(`The request names its ${key} twice, in two cases`, `a ${JSON.stringify(k)} member beside ${key}`)
+  }
+}
+
+function judgeableText(name: string, what: string): void {
+  const problem = nameProblem(name)
+  if (problem !== null) throw invalid(`The ${what} holds characters a server could read another way`, problem)
 }
 
 function stringParam(params: Params, key: string, description: string): string {

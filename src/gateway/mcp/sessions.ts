@@ -1,0 +1,189 @@
+/**
+ * MCP sessions bound to whoever opened them (issue #38.5). A stateful MCP
+ * server (2025-03-26 to 2025-11-25 transports) takes any request carrying a
+ * live `Mcp-Session-Id`, whoever's token came with it; the spec asks that
+ * session ids be bound to the user. So the gateway binds the id it sees
+ * issued in an answer (the one to `initialize`) to the hash of the token's
+ * issuer, subject and client, in the store every instance shares, before
+ * the client can read the id: the answer's head waits for the binding. A
+ * request that carries a session id must then come with a token of that
+ * owner; otherwise (another person, another client, an id it never saw
+ * issued, a malformed or repeated header) it is answered as the transport
+ * answers an unknown session, 404 `Session not found`, and the client opens
+ * a new session. The upstream is still told who calls (identity headers).
+ *
+ * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management
+ * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/security_best_practices#session-hijacking
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { BadGateway, McpSessionNotFound, type OAuthError } from '../../errors.js'
+import { failureOf } from '../../http/failure.js'
+import { sendErrorWithId } from '../../http/reply.js'
+import { hashToken } from '../../store/hash.js'
+import type { Store } from '../../store/types.js'
+import type { FlatHeaders } from '../flat-headers.js'
+import type { TokenIdentity } from '../token-identity.js'
+import type { ResponseRewriter } from '../upstream/rewrite.js'
+
+/** How long a session stays bound unused; each request with it renews the binding. */
+export const MCP_SESSION_TTL_SEC = 24 * 60 * 60
+
+/** The most of an answer held while its session is bound (an initialize result is a few KB); beyond, the exchange fails. */
+const MAX_HELD = 1024 * 1024
+
+/** A session id as the transport defines it: visible ASCII (0x21 to 0x7E); a repeated header joins with ", " and is none. */
+const SESSION_ID = /^[\x21-\x7e]{1,1024}$/
+
+/**
+ * The session id a request carries: undefined when none, null when the
+ * header is repeated or not a session id.
+ */
+export function sessionIdOf(req: IncomingMessage): string | null | undefined {
+  const raw = req.headers['mcp-session-id']
+  if (raw === undefined) return undefined
+  if (Array.isArray(raw) || !SESSION_ID.test(raw)) return null
+  return raw
+}
+
+/** Who a session belongs to: the token's issuer, subject and client, hashed (the store holds no names). */
+function ownerOf(identity: TokenIdentity): string {
+  return hashToken(JSON.stringify([identity.issuer, identity.sub, identity.clientId]))
+}
+
+/** The gateway's session bindings, over the shared store. */
+export class McpSessions {
+  readonly #store: Pick<Store, 'mcpSessions'>
+
+  constructor(store: Pick<Store, 'mcpSessions'>) {
+    this.#store = store
+  }
+
+  /**
+   * Whether a request with session `id` (from sessionIdOf) may go on for
+   * `identity`: null when it may, the 404 otherwise. Rejects with the
+   * store's error (the gateway fails closed, 503).
+   */
+  async check(route: string, id: string | null, identity: TokenIdentity): Promise<OAuthError | null> {
+    if (id === null) return new McpSessionNotFound({ cause: 'mcp session id malformed' })
+    const owner = await this.#store.mcpSessions.ownerOf(route, hashToken(id), MCP_SESSION_TTL_SEC)
+    if (owner === null) return new McpSessionNotFound({ cause: 'mcp session not bound' })
+    if (owner !== ownerOf(identity)) return new McpSessionNotFound({ cause: 'mcp session bound to another' })
+    return null
+  }
+
+  /**
+   * The rewriter of one forwarded MCP exchange: an answer that issues a
+   * session id other than the request's is held until the id is bound to
+   * `identity`, then passed on (through `inner`, the list filter, when
+   * set). `requested`: the session id the request carried (already checked).
+   */
+  binder(route: string, requested: string | undefined, identity: TokenIdentity, requestId: string, inner: ResponseRewriter | null): ResponseRewriter {
+    return new SessionBinder(this.#store, route, requested, ownerOf(identity), requestId, inner)
+  }
+}
+
+/** Every value of `name` (lowercase) in a flat header list. */
+function headerValues(headers: FlatHeaders, name: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i + 1 < headers.length; i += 2) if (String(headers[i]).toLowerCase() === name) out.push(String(headers[i + 1]))
+  return out
+}
+
+/** Holds an answer that opens a session until the session is bound; passes every other answer through. */
+class SessionBinder implements ResponseRewriter {
+  readonly #store: Pick<Store, 'mcpSessions'>
+  readonly #route: string
+  readonly #requested: string | undefined
+  readonly #owner: string
+  readonly #requestId: string
+  readonly #inner: ResponseRewriter | null
+  /** While the binding is written: what arrived, to pass on after it. */
+  #held: { head: () => void; chunks: Buffer[]; size: number; ended: boolean } | null = null
+  /** The binding failed: the answer was replaced by an error, the rest is dropped. */
+  #failed = false
+
+  constructor(
+    store: Pick<Store, 'mcpSessions'>,
+    route: string,
+    requested: string | undefined,
+    owner: string,
+    requestId: string,
+    inner: ResponseRewriter | null,
+  ) {
+    this.#store = store
+    this.#route = route
+    this.#requested = requested
+    this.#owner = owner
+    this.#requestId = requestId
+    this.#inner = inner
+  }
+
+  writeHead(res: ServerResponse, status: number, statusText: string | undefined, headers: string[]): void {
+    const head = (): void => {
+      if (this.#inner !== null) this.#inner.writeHead(res, status, statusText, headers)
+      // HTTP/2 has no reason phrase (RFC 9113 8.3.2).
+      else if (statusText && res.req.httpVersionMajor !== 2) res.writeHead(status, statusText, headers)
+      else res.writeHead(status, headers)
+    }
+    const values = headerValues(headers, 'mcp-session-id')
+    const issued = values[0]
+    if (issued === undefined || (values.length === 1 && issued === this.#requested)) return head()
+    this.#held = { head, chunks: [], size: 0, ended: false }
+    if (values.length > 1) {
+      // A client reads two ids as one joined value, the gateway would bind only one of them: neither is passed on.
+      this.#fail(res, new BadGateway('The upstream issued more than one session id'))
+      return
+    }
+    this.#store.mcpSessions.bind(this.#route, hashToken(issued), this.#owner, MCP_SESSION_TTL_SEC).then(
+      (bound) => (bound ? this.#release(res) : this.#fail(res, new BadGateway('The upstream issued a session id that belongs to another session'))),
+      (err: unknown) => this.#fail(res, failureOf(err).answer),
+    )
+  }
+
+  write(res: ServerResponse, chunk: Buffer): boolean {
+    if (this.#failed) return true
+    if (this.#held !== null) {
+      // Never false while held: nothing is written, so no drain would come to resume the upstream.
+      this.#held.size += chunk.length
+      if (this.#held.size > MAX_HELD) this.#fail(res, new BadGateway('The upstream answer that opened a session is too large'))
+      else this.#held.chunks.push(chunk)
+      return true
+    }
+    return this.#inner === null ? res.write(chunk) : this.#inner.write(res, chunk)
+  }
+
+  end(res: ServerResponse): void {
+    if (this.#failed) return
+    if (this.#held !== null) {
+      this.#held.ended = true
+      return
+    }
+    if (this.#inner === null) res.end()
+    else this.#inner.end(res)
+  }
+
+  /** Bound: the held head, chunks and end go out. */
+  #release(res: ServerResponse): void {
+    const held = this.#held
+    if (held === null || res.destroyed) return
+    this.#held = null
+    try {
+      held.head()
+      for (const chunk of held.chunks) this.write(res, chunk)
+      if (held.ended) this.end(res)
+    } catch {
+      // What the list filter cannot rewrite ends the exchange, as it would have synchronously.
+      if (res.headersSent) res.destroy()
+      else this.#fail(res, new BadGateway('The upstream answer could not be passed on'))
+    }
+  }
+
+  /** Not bound: the client never sees the session id. */
+  #fail(res: ServerResponse, err: OAuthError): void {
+    this.#failed = true
+    this.#held = null
+    if (res.destroyed) return
+    if (res.headersSent) res.destroy()
+    else sendErrorWithId(res, this.#requestId, err)
+  }
+}
