@@ -24,7 +24,6 @@ import {
   formWith,
   frontYaml,
   get,
-  parseForms,
   pkce,
   startFront,
   WEB_CALLBACK,
