@@ -1,0 +1,130 @@
+/**
+ * Attacks on the MCP surface of the gateway as #38 left it (sessions, names, URIs).
+ */
+import { request as httpRequest } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js'
+import t from 'tap'
+import { startGateway } from '../gateway/fixture.js'
+
+/** A 2024-11-05 HTTP+SSE server (the SDK 1.x SSEServerTransport): the session id travels in the POST's query. */
+function legacySseServer(): { handler: (req: IncomingMessage, res: ServerResponse, body: string) => void; calls: string[] } {
+  const transports = new Map<string, SSEServerTransport>()
+  const calls: string[] = []
+  const handler = (req: IncomingMessage, res: ServerResponse, body: string): void => {
+    const url = new URL(req.url ?? '/', 'http://x')
+    if (req.method === 'GET' && url.pathname === '/mcp/sse') {
+      const transport = new SSEServerTransport('/mcp/messages', res)
+      transports.set(transport.sessionId, transport)
+      const mcp = new McpServer({ name: 'notes', version: '1.0.0' })
+      mcp.registerTool('add_note', { description: 'note' }, async (extra) => {
+        calls.push(`add_note by ${String(extra.requestInfo?.headers['x-auth-subject'])} in ${transport.sessionId}`)
+        return { content: [{ type: 'text', text: 'ok' }] }
+      })
+      void mcp.connect(transport)
+      return
+    }
+    if (req.method === 'POST' && url.pathname === '/mcp/messages') {
+      const known = transports.get(url.searchParams.get('sessionId') ?? '')
+      if (known === undefined) {
+        res.writeHead(404).end('no session')
+        return
+      }
+      void known.handlePostMessage(req, res, JSON.parse(body))
+      return
+    }
+    res.writeHead(404).end()
+  }
+  return { handler, calls }
+}
+
+/** Open a GET stream and resolve with the first `endpoint` event's data. */
+function openSse(base: string, path: string, token: string): Promise<{ endpoint: string; status: number; close: () => void }> {
+  const url = new URL(base)
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, path, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, agent: false },
+      (res) => {
+        let text = ''
+        if (res.statusCode !== 200) {
+          resolve({ endpoint: '', status: res.statusCode ?? 0, close: () => req.destroy() })
+          res.resume()
+          return
+        }
+        res.on('data', (c: Buffer) => {
+          text += c.toString('utf8')
+          const m = /event: endpoint\ndata: ([^\n]*)\n/.exec(text)
+          if (m !== null) resolve({ endpoint: m[1] ?? '', status: 200, close: () => req.destroy() })
+        })
+      },
+    )
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+t.test('legacy HTTP+SSE transport: a session id in the query is bound to whoever opened the stream', async (t) => {
+  const server = legacySseServer()
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: {}
+`,
+    upstreamHandler: server.handler,
+  })
+  t.teardown(() => gw.close())
+  const alice = await gw.mint({ scope: 'mcp:tools' })
+  const bob = await gw.mint({ scope: 'mcp:tools', claims: { sub: 'bob' } })
+  const stream = await openSse(gw.url, '/mcp/sse', alice)
+  t.teardown(() => stream.close())
+  t.equal(stream.status, 200)
+  t.match(stream.endpoint, /^\/mcp\/messages\?sessionId=/)
+  const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'add_note', arguments: {} } }
+  const before = gw.upstream.seen.length
+  const hijack = await gw.send(stream.endpoint, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify(call),
+  })
+  t.equal(hijack.status, 404, "bob cannot post into alice's session")
+  const id = new URL(stream.endpoint, 'http://x').searchParams.get('sessionId') ?? ''
+  // The parameter in the other spellings servers read (Python's session_id, Express's brackets), and beside a header.
+  for (const target of [
+    `/mcp/messages?session_id=${id}`,
+    `/mcp/messages?SessionID=${id}`,
+    `/mcp/messages?sessionId%5B%5D=${id}`,
+    `/mcp/messages?x=1&sessionId[0]=${id}`,
+  ]) {
+    const other = await gw.send(target, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(call),
+    })
+    t.equal(other.status, 404, target)
+  }
+  const twice = await gw.send(`${stream.endpoint}&session_id=${id}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+    body: JSON.stringify(call),
+  })
+  t.equal(twice.status, 404, 'a session id given twice is none, even to its owner')
+  const mixed = await gw.send(stream.endpoint, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json', 'mcp-session-id': 'another' },
+    body: JSON.stringify(call),
+  })
+  t.equal(mixed.status, 404, 'a header naming another session beside the query')
+  t.equal(gw.upstream.seen.length, before, 'nothing reached the server')
+  t.same(server.calls, [])
+  const own = await gw.send(stream.endpoint, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify(call),
+  })
+  t.equal(own.status, 202, 'the person who opened the stream posts to it')
+  t.same(server.calls, [`add_note by alice in ${id}`])
+})
