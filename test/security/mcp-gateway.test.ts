@@ -128,3 +128,56 @@ t.test('legacy HTTP+SSE transport: a session id in the query is bound to whoever
   t.equal(own.status, 202, 'the person who opened the stream posts to it')
   t.same(server.calls, [`add_note by alice in ${id}`])
 })
+
+t.test('an Mcp-Session-Id spelt with underscores (Mcp_Session_Id, which CGI-style servers read as the same) is checked too', async (t) => {
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: {}
+`,
+    upstreamHandler: (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'alice-session' })
+      res.end('{"jsonrpc":"2.0","id":1,"result":{}}')
+    },
+  })
+  t.teardown(() => gw.close())
+  const alice = await gw.mint({ scope: 'mcp:tools' })
+  const bob = await gw.mint({ scope: 'mcp:tools', claims: { sub: 'bob' } })
+  const message = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x', arguments: {} } })
+  const opened = await gw.send('/mcp', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    }),
+  })
+  t.equal(opened.headers['mcp-session-id'], 'alice-session')
+  const before = gw.upstream.seen.length
+  for (const name of ['Mcp_Session_Id', 'mcp_session-id', 'MCP-SESSION_ID']) {
+    const got = await gw.send('/mcp', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json', [name]: 'alice-session' },
+      body: message,
+    })
+    t.equal(got.status, 404, `${name}: bob cannot use alice's session`)
+  }
+  const both = await gw.send('/mcp', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json', 'mcp-session-id': 'alice-session', mcp_session_id: 'other' },
+    body: message,
+  })
+  t.equal(both.status, 404, 'two spellings at once are two session ids: none')
+  t.equal(gw.upstream.seen.length, before, 'nothing reached the server')
+  const own = await gw.send('/mcp', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json', Mcp_Session_Id: 'alice-session' },
+    body: message,
+  })
+  t.equal(own.status, 200, 'its owner may spell it so')
+})

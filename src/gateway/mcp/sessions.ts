@@ -30,6 +30,7 @@ import { sendErrorWithId } from '../../http/reply.js'
 import { hashToken } from '../../store/hash.js'
 import type { Store } from '../../store/types.js'
 import type { FlatHeaders } from '../flat-headers.js'
+import { canonicalHeaderName } from '../header-names.js'
 import type { TokenIdentity } from '../token-identity.js'
 import type { ResponseRewriter } from '../upstream/rewrite.js'
 
@@ -44,13 +45,22 @@ const SESSION_ID = /^[\x21-\x7e]{1,1024}$/
 
 /**
  * The session id a request carries: undefined when none, null when the
- * header is repeated or not a session id.
+ * header is repeated or not a session id. The header is found under every
+ * name an upstream may read as it (`Mcp_Session_Id`: CGI-style servers map
+ * `_` and `-` alike, header-names.ts), so a spelling the gateway did not
+ * look at never carries someone's session past the check; two spellings
+ * are a repeat.
  */
 export function sessionIdOf(req: IncomingMessage): string | null | undefined {
-  const raw = req.headers['mcp-session-id']
-  if (raw === undefined) return undefined
-  if (Array.isArray(raw) || !SESSION_ID.test(raw)) return null
-  return raw
+  const raw = req.rawHeaders
+  let id: string | undefined
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (canonicalHeaderName(raw[i] as string) !== 'mcp-session-id') continue
+    if (id !== undefined) return null
+    id = raw[i + 1] as string
+  }
+  if (id === undefined) return undefined
+  return SESSION_ID.test(id) ? id : null
 }
 
 /**
