@@ -7,6 +7,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js'
 import t from 'tap'
 import { startGateway } from '../gateway/fixture.js'
+import { h2Request, openSession } from '../helpers/http2.js'
 
 /** A 2024-11-05 HTTP+SSE server (the SDK 1.x SSEServerTransport): the session id travels in the POST's query. */
 function legacySseServer(): { handler: (req: IncomingMessage, res: ServerResponse, body: string) => void; calls: string[] } {
@@ -180,4 +181,41 @@ t.test('an Mcp-Session-Id spelt with underscores (Mcp_Session_Id, which CGI-styl
     body: message,
   })
   t.equal(own.status, 200, 'its owner may spell it so')
+})
+
+t.test('over HTTP/2: a session id in two fields, under an underscore name, or in the query is checked as over HTTP/1.1', async (t) => {
+  const gw = await startGateway({
+    extra: 'http2: { cleartext: true }',
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: {}
+`,
+    upstreamHandler: (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'alice-session' })
+      res.end('{"jsonrpc":"2.0","id":1,"result":{}}')
+    },
+  })
+  t.teardown(() => gw.close())
+  const session = await openSession(gw.url)
+  t.teardown(() => session.destroy())
+  const alice = await gw.mint({ scope: 'mcp:tools' })
+  const bob = await gw.mint({ scope: 'mcp:tools', claims: { sub: 'bob' } })
+  const post = (token: string, headers: Record<string, string | string[]>, path = '/mcp') =>
+    h2Request(
+      session,
+      { ':method': 'POST', ':path': path, authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x', arguments: {} } }),
+    )
+  const opened = await post(alice, {})
+  t.equal(opened.headers['mcp-session-id'], 'alice-session', 'alice opened a session over h2')
+  const before = gw.upstream.seen.length
+  t.equal((await post(bob, { 'mcp-session-id': 'alice-session' })).status, 404, 'another person')
+  t.equal((await post(bob, { mcp_session_id: 'alice-session' })).status, 404, 'an underscore name')
+  t.equal((await post(bob, {}, '/mcp?sessionId=alice-session')).status, 404, 'the legacy query parameter')
+  t.equal((await post(alice, { 'mcp-session-id': ['alice-session', 'alice-session'] })).status, 404, 'two fields are no session id')
+  t.equal(gw.upstream.seen.length, before, 'nothing reached the server')
+  t.equal((await post(alice, { 'mcp-session-id': 'alice-session' })).status, 200, 'its owner uses it')
 })
