@@ -219,3 +219,34 @@ t.test('over HTTP/2: a session id in two fields, under an underscore name, or in
   t.equal(gw.upstream.seen.length, before, 'nothing reached the server')
   t.equal((await post(alice, { 'mcp-session-id': 'alice-session' })).status, 200, 'its owner uses it')
 })
+
+t.test('a legacy stream announcing a session bound to someone else is cut, over HTTP/2 with INTERNAL_ERROR, never ended cleanly', async (t) => {
+  const gw = await startGateway({
+    extra: 'http2: { cleartext: true }',
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: {}
+`,
+    // A server that announces one fixed session to every stream.
+    upstreamHandler: (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.end('event: endpoint\ndata: /mcp/messages?sessionId=fixed\n\n')
+    },
+  })
+  t.teardown(() => gw.close())
+  const session = await openSession(gw.url)
+  t.teardown(() => session.destroy())
+  const alice = await gw.mint({ scope: 'mcp:tools' })
+  const bob = await gw.mint({ scope: 'mcp:tools', claims: { sub: 'bob' } })
+  const open = (token: string) => h2Request(session, { ':method': 'GET', ':path': '/mcp/sse', authorization: `Bearer ${token}`, accept: 'text/event-stream' })
+  const first = await open(alice)
+  t.equal(first.status, 200)
+  t.match(first.body, 'sessionId=fixed', 'the first to open it holds it')
+  const second = await open(bob)
+  t.notMatch(second.body, 'sessionId=fixed', "bob never sees alice's session")
+  t.equal(second.rstCode, 2, 'the stream is reset with INTERNAL_ERROR')
+  t.notOk(second.ended, 'the client cannot take it for a whole answer')
+})

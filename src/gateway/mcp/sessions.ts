@@ -26,6 +26,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { BadGateway, McpSessionNotFound, type OAuthError } from '../../errors.js'
 import { failureOf } from '../../http/failure.js'
+import { cutResponse } from '../../http/http2-request.js'
 import { sendErrorWithId } from '../../http/reply.js'
 import { hashToken } from '../../store/hash.js'
 import type { Store } from '../../store/types.js'
@@ -283,7 +284,7 @@ class SessionBinder implements ResponseRewriter {
       if (held.ended) this.end(res)
     } catch {
       // What the list filter cannot rewrite ends the exchange, as it would have synchronously.
-      if (res.headersSent) res.destroy()
+      if (res.headersSent) cutResponse(res)
       else this.#fail(res, new BadGateway('The upstream answer could not be passed on'))
     }
   }
@@ -293,7 +294,8 @@ class SessionBinder implements ResponseRewriter {
     this.#failed = true
     this.#held = null
     if (res.destroyed) return
-    if (res.headersSent) res.destroy()
+    // Cut, never ended: over HTTP/2 a plain destroy() reads as a clean end (http2-request.ts).
+    if (res.headersSent) cutResponse(res)
     else sendErrorWithId(res, this.#requestId, err)
   }
 }
