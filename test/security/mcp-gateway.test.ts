@@ -250,3 +250,40 @@ t.test('a legacy stream announcing a session bound to someone else is cut, over 
   t.equal(second.rstCode, 2, 'the stream is reset with INTERNAL_ERROR')
   t.notOk(second.ended, 'the client cannot take it for a whole answer')
 })
+
+t.test('a session is bound per route: its id opens nothing on another MCP route to the same server, even for its owner', async (t) => {
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: admin
+    match: { path: /admin-mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:admin"] }
+    mcp: {}
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp: {}
+`,
+    upstreamHandler: (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'admin-session' })
+      res.end('{"jsonrpc":"2.0","id":1,"result":{}}')
+    },
+  })
+  t.teardown(() => gw.close())
+  const admin = await gw.mint({ scope: 'mcp:admin mcp:tools' })
+  const bob = await gw.mint({ scope: 'mcp:tools', claims: { sub: 'bob' } })
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x', arguments: {} } })
+  const post = (path: string, token: string, session?: string) =>
+    gw.send(path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(session === undefined ? {} : { 'mcp-session-id': session }) },
+      body,
+    })
+  t.equal((await post('/admin-mcp', admin)).headers['mcp-session-id'], 'admin-session', 'opened on the admin route')
+  const before = gw.upstream.seen.length
+  t.equal((await post('/mcp', bob, 'admin-session')).status, 404, 'another person on the other route')
+  t.equal((await post('/mcp', admin, 'admin-session')).status, 404, 'its owner on the other route')
+  t.equal(gw.upstream.seen.length, before, 'nothing reached the server')
+  t.equal((await post('/admin-mcp', admin, 'admin-session')).status, 200, 'its owner on its route')
+})
