@@ -1,5 +1,9 @@
 /**
- * Attacks on the MCP surface of the gateway as #38 left it (sessions, names, URIs).
+ * The independent attack on #38's MCP session binding: a session id carried
+ * where the binding did not look (the 2024-11-05 transport's query, an
+ * `Mcp_Session_Id` spelling a CGI-style server reads as the header, HTTP/2
+ * fields), across routes, and a binding that fails once the answer started.
+ * Each refusal is checked to have reached no server.
  */
 import { request as httpRequest } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
