@@ -24,7 +24,7 @@ import { hostOf, normalizePath } from '../http/request-target.js'
 import { answerAsFinalRecipient, isLastHop } from './max-forwards.js'
 import { ListFilter } from './mcp/list-filter.js'
 import { checkRequirement, type McpJudgement } from './mcp/rule.js'
-import { McpSessions, sessionIdOf } from './mcp/sessions.js'
+import { legacySessionIdOf, McpSessions, sessionIdOf } from './mcp/sessions.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './upstream/proxy.js'
 import { OpenExchanges } from './open-exchanges.js'
@@ -262,7 +262,10 @@ class Gateway implements GatewayFace {
   ): Decision | Promise<Decision> {
     const mcp = plan.mcp
     if (mcp === null) return this.#admit(ctx, plan, path, extracted, identity, req.method, null)
-    const session = sessionIdOf(req)
+    const header = sessionIdOf(req)
+    // A 2024-11-05 session travels in the query (the one forwarded): checked alike, and a header beside it must be the same id.
+    const legacy = legacySessionIdOf(extracted.query)
+    const session = legacy === undefined || legacy === header ? header : header === undefined ? legacy : null
     const judge = (): Decision | Promise<Decision> => {
       if (!allowBody || !mcp.applies(req)) return this.#admit(ctx, plan, path, extracted, identity, req.method, null, session)
       return mcp.judge(req).then(

@@ -12,16 +12,26 @@
  * answers an unknown session, 404 `Session not found`, and the client opens
  * a new session. The upstream is still told who calls (identity headers).
  *
+ *
+ * The 2024-11-05 HTTP+SSE transport carries its session in the query of the
+ * POST endpoint its GET stream announces first (`event: endpoint`, `data:
+ * /messages?sessionId=…`; the Python SDK's parameter is `session_id`): that
+ * id is bound the same way, the stream's first event held until it is, and
+ * a request whose query carries one is checked like a header.
+ *
  * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management
  * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/security_best_practices#session-hijacking
+ * @see https://modelcontextprotocol.io/specification/2024-11-05/basic/transports#http-with-sse
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { BadGateway, McpSessionNotFound, type OAuthError } from '../../errors.js'
 import { failureOf } from '../../http/failure.js'
+import { cutResponse } from '../../http/http2-request.js'
 import { sendErrorWithId } from '../../http/reply.js'
 import { hashToken } from '../../store/hash.js'
 import type { Store } from '../../store/types.js'
 import type { FlatHeaders } from '../flat-headers.js'
+import { canonicalHeaderName } from '../header-names.js'
 import type { TokenIdentity } from '../token-identity.js'
 import type { ResponseRewriter } from '../upstream/rewrite.js'
 
@@ -36,13 +46,76 @@ const SESSION_ID = /^[\x21-\x7e]{1,1024}$/
 
 /**
  * The session id a request carries: undefined when none, null when the
- * header is repeated or not a session id.
+ * header is repeated or not a session id. The header is found under every
+ * name an upstream may read as it (`Mcp_Session_Id`: CGI-style servers map
+ * `_` and `-` alike, header-names.ts), so a spelling the gateway did not
+ * look at never carries someone's session past the check; two spellings
+ * are a repeat.
  */
 export function sessionIdOf(req: IncomingMessage): string | null | undefined {
-  const raw = req.headers['mcp-session-id']
-  if (raw === undefined) return undefined
-  if (Array.isArray(raw) || !SESSION_ID.test(raw)) return null
-  return raw
+  const raw = req.rawHeaders
+  let id: string | undefined
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (canonicalHeaderName(raw[i] as string) !== 'mcp-session-id') continue
+    if (id !== undefined) return null
+    id = raw[i + 1] as string
+  }
+  if (id === undefined) return undefined
+  return SESSION_ID.test(id) ? id : null
+}
+
+/**
+ * The query parameters that carry a 2024-11-05 session id: the TypeScript
+ * SDK's `sessionId`, the Python SDK's `session_id`, compared without case,
+ * and with a bracket suffix (`sessionId[]`, `sessionId[0]`), which Express's
+ * query parser reads as the same parameter.
+ */
+const LEGACY_SESSION_PARAM = /^(?:sessionid|session_id)(?:\[[^\]]*\])*$/i
+
+/**
+ * The 2024-11-05 session id a raw query carries: undefined when none, null
+ * when the parameter is repeated (in any of its names) or not a session id.
+ */
+export function legacySessionIdOf(rawQuery: string): string | null | undefined {
+  if (!/session/i.test(rawQuery) && !rawQuery.includes('%')) return undefined
+  const found: string[] = []
+  for (const [name, value] of new URLSearchParams(rawQuery)) if (LEGACY_SESSION_PARAM.test(name)) found.push(value)
+  if (found.length === 0) return undefined
+  const [id] = found
+  if (found.length > 1 || id === undefined || !SESSION_ID.test(id)) return null
+  return id
+}
+
+/** The most of a stream's first event read for a 2024-11-05 `endpoint` event; a longer first event is not one. */
+const MAX_FIRST_EVENT = 8 * 1024
+
+/**
+ * The session id a stream's first SSE event announces, when that event is
+ * a 2024-11-05 `endpoint` event: undefined while the event is incomplete,
+ * null when it is not an endpoint event (or has no id), the id (or
+ * `malformed`) otherwise.
+ */
+function announcedSession(text: string): string | null | undefined | 'malformed' {
+  const end = /\r\n\r\n|\n\n|\r\r/.exec(text)
+  if (end === null) return text.length > MAX_FIRST_EVENT ? null : undefined
+  let event = 'message'
+  const data: string[] = []
+  for (const line of text.slice(0, end.index).split(/\r\n|\n|\r/)) {
+    const colon = line.indexOf(':')
+    const field = colon === -1 ? line : line.slice(0, colon)
+    const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '')
+    if (field === 'event') event = value
+    else if (field === 'data') data.push(value)
+  }
+  if (event !== 'endpoint') return null
+  let query: string
+  try {
+    query = new URL(data.join('\n'), 'http://endpoint.invalid').search.slice(1)
+  } catch {
+    return 'malformed'
+  }
+  const id = legacySessionIdOf(query)
+  return id === undefined ? null : id === null ? 'malformed' : id
 }
 
 /** Who a session belongs to: the token's issuer, subject and client, hashed (the store holds no names). */
@@ -101,6 +174,8 @@ class SessionBinder implements ResponseRewriter {
   #held: { head: () => void; chunks: Buffer[]; size: number; ended: boolean } | null = null
   /** The binding failed: the answer was replaced by an error, the rest is dropped. */
   #failed = false
+  /** An event stream's start, read until its first event shows whether it announces a 2024-11-05 session; null once known. */
+  #firstEvent: Buffer[] | null = null
 
   constructor(
     store: Pick<Store, 'mcpSessions'>,
@@ -127,7 +202,12 @@ class SessionBinder implements ResponseRewriter {
     }
     const values = headerValues(headers, 'mcp-session-id')
     const issued = values[0]
-    if (issued === undefined || (values.length === 1 && issued === this.#requested)) return head()
+    if (issued === undefined) {
+      // An event stream may announce a 2024-11-05 session in its first event: its body is read until then.
+      if (headerValues(headers, 'content-type').some((type) => /^\s*text\/event-stream\s*(?:;|$)/i.test(type))) this.#firstEvent = []
+      return head()
+    }
+    if (values.length === 1 && issued === this.#requested) return head()
     this.#held = { head, chunks: [], size: 0, ended: false }
     if (values.length > 1) {
       // A client reads two ids as one joined value, the gateway would bind only one of them: neither is passed on.
@@ -142,6 +222,7 @@ class SessionBinder implements ResponseRewriter {
 
   write(res: ServerResponse, chunk: Buffer): boolean {
     if (this.#failed) return true
+    if (this.#firstEvent !== null) return this.#readFirstEvent(res, chunk)
     if (this.#held !== null) {
       // Never false while held: nothing is written, so no drain would come to resume the upstream.
       this.#held.size += chunk.length
@@ -154,12 +235,42 @@ class SessionBinder implements ResponseRewriter {
 
   end(res: ServerResponse): void {
     if (this.#failed) return
+    if (this.#firstEvent !== null) this.#passFirstEvent(res)
     if (this.#held !== null) {
       this.#held.ended = true
       return
     }
     if (this.#inner === null) res.end()
     else this.#inner.end(res)
+  }
+
+  /** Reads a stream's start until its first event is whole: an `endpoint` event's session is bound before it goes out. */
+  #readFirstEvent(res: ServerResponse, chunk: Buffer): boolean {
+    const read = this.#firstEvent ?? []
+    read.push(chunk)
+    const announced = announcedSession(Buffer.concat(read).toString('utf8'))
+    if (announced === undefined) return true
+    if (announced === null) return this.#passFirstEvent(res)
+    if (announced === 'malformed') {
+      this.#fail(res, new BadGateway('The upstream announced a malformed session'))
+      return true
+    }
+    this.#firstEvent = null
+    this.#held = { head: () => undefined, chunks: read, size: 0, ended: false }
+    this.#store.mcpSessions.bind(this.#route, hashToken(announced), this.#owner, MCP_SESSION_TTL_SEC).then(
+      (bound) => (bound ? this.#release(res) : this.#fail(res, new BadGateway('The upstream announced a session that belongs to another'))),
+      (err: unknown) => this.#fail(res, failureOf(err).answer),
+    )
+    return true
+  }
+
+  /** The stream's first event announces no session: what was read goes out as it came. */
+  #passFirstEvent(res: ServerResponse): boolean {
+    const read = this.#firstEvent ?? []
+    this.#firstEvent = null
+    let more = true
+    for (const chunk of read) more = this.write(res, chunk)
+    return more
   }
 
   /** Bound: the held head, chunks and end go out. */
@@ -173,7 +284,7 @@ class SessionBinder implements ResponseRewriter {
       if (held.ended) this.end(res)
     } catch {
       // What the list filter cannot rewrite ends the exchange, as it would have synchronously.
-      if (res.headersSent) res.destroy()
+      if (res.headersSent) cutResponse(res)
       else this.#fail(res, new BadGateway('The upstream answer could not be passed on'))
     }
   }
@@ -183,7 +294,8 @@ class SessionBinder implements ResponseRewriter {
     this.#failed = true
     this.#held = null
     if (res.destroyed) return
-    if (res.headersSent) res.destroy()
+    // Cut, never ended: over HTTP/2 a plain destroy() reads as a clean end (http2-request.ts).
+    if (res.headersSent) cutResponse(res)
     else sendErrorWithId(res, this.#requestId, err)
   }
 }
