@@ -1,0 +1,116 @@
+/**
+ * The attacker's pass on the sign-in pages and second factors as #38 changed
+ * them (docs/people.md, docs/throttling.md): the per-person guess limit at
+ * /second-factor and the known-browser cookie that is exempt from it, the
+ * factor-change rule, and the set-up that leads back to an authorization.
+ */
+import t, { type Test } from 'tap'
+import * as OTPAuth from 'otpauth'
+import { hashToken } from '../../src/store/hash.js'
+import { ALICE_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
+import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
+
+const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
+
+function codeAt(ms: number): string {
+  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(SECRET), timestamp: ms, algorithm: 'SHA1', digits: 6, period: 30 })
+}
+
+/** A code that is none of the three accepted now. */
+function wrongCodeAt(ms: number): string {
+  const accepted = new Set([codeAt(ms - 30_000), codeAt(ms), codeAt(ms + 30_000)])
+  for (let n = 0; ; n++) {
+    const c = String(n).padStart(6, '0')
+    if (!accepted.has(c)) return c
+  }
+}
+
+/** One browser (a cookie jar) at one address, behind the trusted proxy. */
+class Client {
+  readonly cookies = new Map<string, string>()
+  constructor(
+    readonly base: string,
+    public address: string,
+  ) {}
+
+  #headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '), 'x-forwarded-for': this.address, ...extra }
+  }
+
+  #keep(res: Response): Response {
+    for (const [name, c] of setCookies(res.headers)) {
+      if (/max-age=0/i.test(c.attributes)) this.cookies.delete(name)
+      else this.cookies.set(name, c.value)
+    }
+    return res
+  }
+
+  async get(path: string): Promise<{ status: number; html: string; location: string | null }> {
+    const res = this.#keep(await fetch(`${this.base}/${path}`, { redirect: 'manual', headers: this.#headers() }))
+    return { status: res.status, html: await res.text(), location: res.headers.get('location') }
+  }
+
+  async post(path: string, fields: Record<string, string>, origin = new URL(this.base).origin): Promise<Response> {
+    const headers = this.#headers({ 'content-type': 'application/x-www-form-urlencoded', origin })
+    return this.#keep(await fetch(`${this.base}/${path}`, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(fields) }))
+  }
+
+  /** The password at the account page's login form. */
+  async password(): Promise<Response> {
+    const page = await this.get('account')
+    const csrf = formWith(page.html, `${this.base}/account`, 'password').fields.csrf ?? ''
+    const res = await this.post('login', { csrf, username: 'alice', password: ALICE_PASSWORD, next: 'account' })
+    await res.arrayBuffer()
+    return res
+  }
+
+  /** A code at the pending sign-in's page. */
+  async code(code: string): Promise<{ status: number; html: string; res: Response }> {
+    const page = await this.get('second-factor')
+    const csrf = formWith(page.html, `${this.base}/second-factor`, 'code').fields.csrf ?? ''
+    const res = await this.post('second-factor', { csrf, code })
+    return { status: res.status, html: await res.text(), res }
+  }
+}
+
+async function serve(t: Test, topExtra = 'gateway: { trusted_proxies: [127.0.0.1] }'): Promise<ServedRuntime> {
+  const served = await serveRuntime(await frontYaml({ topExtra }))
+  t.teardown(() => served.close())
+  return served
+}
+
+async function turnOnApp(served: ServedRuntime): Promise<void> {
+  const now = Math.floor(served.clock.now() / 1000)
+  await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', SECRET), createdAt: now, confirmedAt: now, recovery: [] })
+}
+
+t.test('browsers known from password sign-ins before the app was on get no code guesses of their own', async (t) => {
+  // A stranger who had alice's password while she had no second factor signed in from many cookie jars:
+  // each password sign-in was complete then, so each jar got a known-browser cookie (90 days). Alice
+  // turns on an authenticator app (the usual answer to a leaked password). Each of those cookies had its
+  // own count of code guesses, none shared with the per-person count: N jars gave N x login_max_failures
+  // guesses per window, from one address, not the per-person limit docs/throttling.md promises.
+  const served = await serve(t)
+  const max = served.as.as.rateLimit.loginMaxFailures
+  const jars: Client[] = []
+  for (let i = 0; i < 3; i++) {
+    const jar = new Client(served.url, '203.0.113.7')
+    t.equal((await jar.password()).status, 303, `jar ${i}: the password alone signs in (no second factor yet)`)
+    t.ok(jar.cookies.get('bw_known'), `jar ${i}: known after that complete sign-in`)
+    jar.cookies.delete('bw_session')
+    jars.push(jar)
+  }
+  served.clock.advance(60_000)
+  await turnOnApp(served)
+
+  let checked = 0
+  for (const jar of jars) {
+    t.equal((await jar.password()).status, 303, 'the password leads to the code page')
+    for (let guess = 0; guess < max; guess++) {
+      const r = await jar.code(wrongCodeAt(served.clock.now()))
+      if (r.status === 400) checked += 1
+      else t.equal(r.status, 429, 'refused unchecked')
+    }
+  }
+  t.equal(checked, max, `${max} codes checked in the window, not ${max} per jar known before the app`)
+})
