@@ -6,7 +6,6 @@
  */
 import t, { type Test } from 'tap'
 import * as OTPAuth from 'otpauth'
-import { hashToken } from '../../src/store/hash.js'
 import { ALICE_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 
@@ -113,4 +112,37 @@ t.test('browsers known from password sign-ins before the app was on get no code 
     }
   }
   t.equal(checked, max, `${max} codes checked in the window, not ${max} per jar known before the app`)
+})
+
+t.test("the account page's withdrawal notice never names a client a stranger registered", async (t) => {
+  // `/account?withdrawn=<client_id>` says "You withdrew the access of <name>" for a client no longer
+  // listed. The name was looked up among every client, registered ones included: a stranger registers
+  // a client whose name is a message of their choosing and sends people the link; the account page then
+  // shows that text, as if bearward said it, to a person who withdrew nothing.
+  const registration =
+    '  registration: { enabled: true, scopes: [orders:read], client_ttl: 1h, max_clients: 100, rate_limit: { per_address: 100, window: 10m } }\n'
+  const served = await serveRuntime(await frontYaml({ topExtra: 'gateway: { trusted_proxies: [127.0.0.1] }', asExtra: registration }))
+  t.teardown(() => served.close())
+  const message = 'Your account is locked. Call 555-0100'
+  const reg = await fetch(`${served.url}/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: message,
+      redirect_uris: ['http://127.0.0.1:33418/callback'],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+    }),
+  })
+  t.equal(reg.status, 201)
+  const clientId = String(((await reg.json()) as { client_id?: unknown }).client_id)
+
+  const alice = new Client(served.url, '192.0.2.10')
+  t.equal((await alice.password()).status, 303, 'alice is signed in')
+  const page = await alice.get(`account?withdrawn=${encodeURIComponent(clientId)}`)
+  t.equal(page.status, 200)
+  t.notMatch(page.html, message, "the stranger's text is not on the page")
+  t.notMatch(page.html, 'You withdrew', 'no withdrawal is claimed')
+  t.equal(await served.store.allowances.list('alice').then((a) => a.length), 0, 'and alice allowed nothing')
 })

@@ -155,8 +155,9 @@ async function showAccount(
       .sort((a, b) => b.allowedAt - a.allowedAt || a.clientId.localeCompare(b.clientId))
       .map(async (a) => ({ clientId: a.clientId, client: await clientView(as, a.clientId), scopes: describeScopes(as, a.scopes), allowedAt: a.allowedAt })),
   )
-  // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
-  const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : (await as.findClient(withdrawn))?.name
+  // The notice names only a configured client that is no longer listed: never text taken from the URL as such, nor a
+  // registered client's or metadata document's name (a stranger's words, which a link would put on this page).
+  const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : as.clients.get(withdrawn)?.name
   const carry: Readonly<Record<string, string>> = setupFor ?? {}
   const local = session.record.provider === undefined
   const change = local ? await factorChange(as, session) : null
