@@ -6,7 +6,9 @@
  */
 import t, { type Test } from 'tap'
 import * as OTPAuth from 'otpauth'
-import { ALICE_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
+import { hashSecret } from '../../src/crypto/secret.js'
+import { newRecoveryCodes } from '../../src/as/totp/codes.js'
+import { ALICE_PASSWORD, BOB_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 
 const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
@@ -55,19 +57,19 @@ class Client {
   }
 
   /** The password at the account page's login form. */
-  async password(): Promise<Response> {
+  async password(username = 'alice', password = ALICE_PASSWORD): Promise<Response> {
     const page = await this.get('account')
     const csrf = formWith(page.html, `${this.base}/account`, 'password').fields.csrf ?? ''
-    const res = await this.post('login', { csrf, username: 'alice', password: ALICE_PASSWORD, next: 'account' })
+    const res = await this.post('login', { csrf, username, password, next: 'account' })
     await res.arrayBuffer()
     return res
   }
 
-  /** A code at the pending sign-in's page. */
-  async code(code: string): Promise<{ status: number; html: string; res: Response }> {
+  /** A code (or, with `field`, a recovery code) at the pending sign-in's page. */
+  async code(code: string, field = 'code'): Promise<{ status: number; html: string; res: Response }> {
     const page = await this.get('second-factor')
     const csrf = formWith(page.html, `${this.base}/second-factor`, 'code').fields.csrf ?? ''
-    const res = await this.post('second-factor', { csrf, code })
+    const res = await this.post('second-factor', { csrf, [field]: code })
     return { status: res.status, html: await res.text(), res }
   }
 }
@@ -145,4 +147,51 @@ t.test("the account page's withdrawal notice never names a client a stranger reg
   t.notMatch(page.html, message, "the stranger's text is not on the page")
   t.notMatch(page.html, 'You withdrew', 'no withdrawal is claimed')
   t.equal(await served.store.allowances.list('alice').then((a) => a.length), 0, 'and alice allowed nothing')
+})
+
+t.test('recovery codes are guesses like codes: the per-person count holds them, and the right one waits past it', async (t) => {
+  const served = await serve(t)
+  const max = served.as.as.rateLimit.loginMaxFailures
+  const [right = ''] = newRecoveryCodes()
+  const now = Math.floor(served.clock.now() / 1000)
+  const recovery = [{ hash: await hashSecret(right), usedAt: null }]
+  await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', SECRET), createdAt: now, confirmedAt: now, recovery })
+  let checked = 0
+  for (let jar = 0; jar < 3; jar++) {
+    const stranger = new Client(served.url, `198.51.100.${jar + 1}`)
+    t.equal((await stranger.password()).status, 303)
+    for (const wrong of newRecoveryCodes().slice(0, max)) {
+      const r = await stranger.code(wrong, 'recovery_code')
+      if (r.status === 400) checked += 1
+      else t.equal(r.status, 429)
+    }
+  }
+  t.equal(checked, max, `${max} recovery codes checked in the window, whatever the jars and addresses`)
+  const lucky = new Client(served.url, '192.0.2.99')
+  await lucky.password()
+  t.equal((await lucky.code(right, 'recovery_code')).status, 429, 'the right recovery code is refused unchecked past the limit')
+  t.equal((await served.store.totp.get('alice'))?.recovery[0]?.usedAt, null, 'and not used up')
+})
+
+t.test("another person's known-browser cookie gives no allowance of its own at /second-factor", async (t) => {
+  const served = await serve(t)
+  const max = served.as.as.rateLimit.loginMaxFailures
+  await turnOnApp(served)
+  // The stranger is bob: his own complete sign-in (he has only a password) makes his browser known for him.
+  const bob = new Client(served.url, '203.0.113.9')
+  t.equal((await bob.password('bob', BOB_PASSWORD)).status, 303)
+  const bobKnown = bob.cookies.get('bw_known') ?? ''
+  t.ok(bobKnown, "bob's browser is known for bob")
+  let checked = 0
+  for (let jar = 0; jar < 3; jar++) {
+    const stranger = new Client(served.url, '203.0.113.9')
+    stranger.cookies.set('bw_known', bobKnown)
+    t.equal((await stranger.password()).status, 303, "alice's password, in a jar with bob's known cookie")
+    for (let guess = 0; guess < max; guess++) {
+      const r = await stranger.code(wrongCodeAt(served.clock.now()))
+      if (r.status === 400) checked += 1
+      else t.equal(r.status, 429)
+    }
+  }
+  t.equal(checked, max, "bob's cookie counts for nothing at alice's code page")
 })
