@@ -195,3 +195,38 @@ t.test("another person's known-browser cookie gives no allowance of its own at /
   }
   t.equal(checked, max, "bob's cookie counts for nothing at alice's code page")
 })
+
+/** The session's CSRF token, from the account page's forms. */
+function csrfOf(html: string): string {
+  return /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
+}
+
+t.test('an authenticator-app set-up in progress is neither shown to nor confirmed by another session', async (t) => {
+  // A person with only a password may add a first factor with a recent password sign-in (docs/people.md).
+  // While she sets up her app (the secret stays unconfirmed until her first code), a stranger who has
+  // her password signed in too: the account page showed him her secret's QR code and key, and his code
+  // from it confirmed the set-up. She then turned on an app whose secret the stranger holds, and saw
+  // nothing amiss: the notice says an app was added, which she did.
+  const served = await serve(t)
+  const owner = new Client(served.url, '192.0.2.10')
+  t.equal((await owner.password()).status, 303)
+  const ownerPage = await owner.get('account')
+  const started = await owner.post('totp', { csrf: csrfOf(ownerPage.html), action: 'start' })
+  t.equal(started.status, 303, 'she starts the set-up')
+  const record = await served.store.totp.get('alice')
+  const secret = record === null ? null : served.as.totpSecrets.secretOf(served.as.log, 'alice', record)?.secret
+  t.ok(secret, 'an unconfirmed secret is kept')
+  const shown = (secret ?? '-').replace(/(.{4})(?=.)/g, '$1 ')
+  t.match((await owner.get('account')).html, shown, 'her page shows her the key')
+
+  const stranger = new Client(served.url, '203.0.113.7')
+  t.equal((await stranger.password()).status, 303, 'the stranger signs in with the password alone')
+  const page = await stranger.get('account')
+  t.equal(page.status, 200)
+  t.notMatch(page.html, shown, "her key is not on the stranger's page")
+  const code = OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret ?? ''), timestamp: served.clock.now() })
+  const confirm = await stranger.post('totp', { csrf: csrfOf(page.html), action: 'confirm', code })
+  await confirm.arrayBuffer()
+  t.not(confirm.status, 200, 'no recovery codes for the stranger')
+  t.equal((await served.store.totp.get('alice'))?.confirmedAt, null, 'the set-up is not confirmed by him')
+})

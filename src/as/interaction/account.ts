@@ -5,6 +5,7 @@ import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import { FormParams } from '../../http/body.js'
 import type { AllowanceRecord } from '../../store/types.js'
 import type { AsContext, AsHandler } from '../context.js'
+import { hashToken } from '../../store/hash.js'
 import { revokeGrant } from '../revocation.js'
 import { accountPage, confirmSection, type AppView, type FactorAddedView } from '../views/account.js'
 import { headersForClientLogo, isolated, type ClientView } from '../views/client.js'
@@ -114,6 +115,8 @@ async function totpOf(
   if ((record === null || record.confirmedAt === null) && !offered) return undefined
   if (record === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
   if (record.confirmedAt === null) {
+    // A set-up another session started is not shown (its secret is that session's): this one may start its own.
+    if (record.startedBy !== hashToken(session.id)) return totpSection({ state: 'none' }, session.record.csrf, carry)
     // A set-up whose secret cannot be opened (logged) is offered again from the start.
     const opened = as.totpSecrets.secretOf(as.log, session.user.sub, record)
     if (opened === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
