@@ -7,6 +7,11 @@
 import t, { type Test } from 'tap'
 import * as OTPAuth from 'otpauth'
 import { hashSecret } from '../../src/crypto/secret.js'
+import { ManualClock } from '../../src/clock.js'
+import { hashToken } from '../../src/store/hash.js'
+import { RedisStore } from '../../src/store/redis.js'
+import type { Store } from '../../src/store/types.js'
+import { askRedis, startRedis } from '../helpers/redis.js'
 import { newRecoveryCodes } from '../../src/as/totp/codes.js'
 import { ALICE_PASSWORD, BOB_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
@@ -74,8 +79,18 @@ class Client {
   }
 }
 
-async function serve(t: Test, topExtra = 'gateway: { trusted_proxies: [127.0.0.1] }'): Promise<ServedRuntime> {
-  const served = await serveRuntime(await frontYaml({ topExtra }))
+async function serve(t: Test, o: { redis?: boolean } = {}): Promise<ServedRuntime> {
+  const yaml = await frontYaml({ topExtra: 'gateway: { trusted_proxies: [127.0.0.1] }' })
+  if (o.redis !== true) {
+    const served = await serveRuntime(yaml)
+    t.teardown(() => served.close())
+    return served
+  }
+  const redis = await startRedis()
+  t.teardown(() => redis.stop())
+  // Redis judges TTLs by its own clock: start the manual clock at real time and move it only forward.
+  const clock = new ManualClock(Date.now())
+  const served = await serveRuntime(yaml, { clock, store: (c: ManualClock): Store => new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock: c }) })
   t.teardown(() => served.close())
   return served
 }
@@ -85,13 +100,7 @@ async function turnOnApp(served: ServedRuntime): Promise<void> {
   await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', SECRET), createdAt: now, confirmedAt: now, recovery: [] })
 }
 
-t.test('browsers known from password sign-ins before the app was on get no code guesses of their own', async (t) => {
-  // A stranger who had alice's password while she had no second factor signed in from many cookie jars:
-  // each password sign-in was complete then, so each jar got a known-browser cookie (90 days). Alice
-  // turns on an authenticator app (the usual answer to a leaked password). Each of those cookies had its
-  // own count of code guesses, none shared with the per-person count: N jars gave N x login_max_failures
-  // guesses per window, from one address, not the per-person limit docs/throttling.md promises.
-  const served = await serve(t)
+async function knownBeforeTheApp(t: Test, served: ServedRuntime): Promise<void> {
   const max = served.as.as.rateLimit.loginMaxFailures
   const jars: Client[] = []
   for (let i = 0; i < 3; i++) {
@@ -114,6 +123,34 @@ t.test('browsers known from password sign-ins before the app was on get no code 
     }
   }
   t.equal(checked, max, `${max} codes checked in the window, not ${max} per jar known before the app`)
+}
+
+t.test('browsers known from password sign-ins before the app was on get no code guesses of their own', async (t) => {
+  // A stranger who had alice's password while she had no second factor signed in from many cookie jars:
+  // each password sign-in was complete then, so each jar got a known-browser cookie (90 days). Alice
+  // turns on an authenticator app (the usual answer to a leaked password). Each of those cookies had its
+  // own count of code guesses, none shared with the per-person count: N jars gave N x login_max_failures
+  // guesses per window, from one address, not the per-person limit docs/throttling.md promises.
+  await t.test('memory store', async (t) => knownBeforeTheApp(t, await serve(t)))
+  await t.test('Redis', async (t) => knownBeforeTheApp(t, await serve(t, { redis: true })))
+  await t.test('Redis: a cookie remembered before the time was kept counts as known before the app', async (t) => {
+    const redis = await startRedis()
+    t.teardown(() => redis.stop())
+    const clock = new ManualClock(Date.now())
+    const served = await serveRuntime(await frontYaml(), { clock, store: (c) => new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock: c }) })
+    t.teardown(() => served.close())
+    const jar = new Client(served.url, '203.0.113.7')
+    await jar.password()
+    const token = jar.cookies.get('bw_known') ?? ''
+    t.same(await served.store.knownBrowsers.remembered(hashToken(token)), { sub: 'alice', atMs: served.clock.now() })
+    // The earlier format of the same key: the sub alone.
+    await askRedis(redis.port, async (c) => {
+      const [key = ''] = await c.keys(`${redis.prefix}kbc*`)
+      await c.set(key, JSON.stringify({ v: 'alice', e: clock.now() + 3_600_000 }), 'PX', 3_600_000)
+    })
+    t.same(await served.store.knownBrowsers.remembered(hashToken(token)), { sub: 'alice', atMs: 0 })
+    t.equal(await served.store.knownBrowsers.get(hashToken(token)), 'alice', 'still known for the login throttle')
+  })
 })
 
 t.test("the account page's withdrawal notice never names a client a stranger registered", async (t) => {
