@@ -13,7 +13,7 @@ import { RedisStore } from '../../src/store/redis.js'
 import type { Store } from '../../src/store/types.js'
 import { askRedis, startRedis } from '../helpers/redis.js'
 import { newRecoveryCodes } from '../../src/as/totp/codes.js'
-import { ALICE_PASSWORD, BOB_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
+import { ALICE_PASSWORD, BOB_PASSWORD, authParams, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 
 const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
@@ -266,4 +266,40 @@ t.test('an authenticator-app set-up in progress is neither shown to nor confirme
   await confirm.arrayBuffer()
   t.not(confirm.status, 200, 'no recovery codes for the stranger')
   t.equal((await served.store.totp.get('alice'))?.confirmedAt, null, 'the set-up is not confirmed by him')
+})
+
+t.test('what the set-up carries back leads only to /authorize, validated again; next= names only the account page', async (t) => {
+  const served = await serve(t)
+  const alice = new Client(served.url, '192.0.2.10')
+  t.equal((await alice.password()).status, 303)
+  const setUp = await alice.get(
+    `account?mfa=setup&request=${encodeURIComponent(new URLSearchParams(authParams({ redirect_uri: 'https://evil.example/cb' })).toString())}`,
+  )
+  t.equal((await alice.post('totp', { csrf: csrfOf(setUp.html), action: 'start' })).status, 303)
+  const record = await served.store.totp.get('alice')
+  const secret = record === null ? '' : (served.as.totpSecrets.secretOf(served.as.log, 'alice', record)?.secret ?? '')
+  const evilRequest = new URLSearchParams(authParams({ redirect_uri: 'https://evil.example/cb' })).toString()
+  for (const carried of [evilRequest, '//evil.example/x', 'https://evil.example/', '\\\\evil.example']) {
+    served.clock.advance(30_000)
+    await served.store.totp.put('alice', { ...(record ?? { secret: '', createdAt: 0, recovery: [] }), confirmedAt: null })
+    const code = OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), timestamp: served.clock.now() })
+    const page = await alice.get('account')
+    const done = await alice.post('totp', { csrf: csrfOf(page.html), action: 'confirm', code, request: carried })
+    const html = await done.text()
+    t.equal(done.status, 200, `recovery codes (carried ${JSON.stringify(carried.slice(0, 20))})`)
+    const href = /href="([^"]*authorize[^"]*)"/.exec(html)?.[1]?.replaceAll('&amp;', '&') ?? ''
+    t.match(href, /^authorize\?/, 'the link back is to our /authorize, relative')
+    const followed = await alice.get(href)
+    t.not(followed.location?.startsWith('https://evil.example'), true, 'never a redirect to the forged redirect_uri')
+    t.notMatch(followed.location ?? '', /^\/\/|^https?:\/\/evil/, 'nor anywhere else off-site')
+  }
+  // The login form's next= names only the account page: anything else is refused with a page.
+  const login = await alice.get('account?sign_in=again')
+  const csrf = formWith(login.html, `${served.url}/account`, 'password').fields.csrf ?? ''
+  for (const next of ['//evil.example', 'https://evil.example/', '/account', 'account/../authorize']) {
+    const res = await alice.post('login', { csrf, username: 'alice', password: ALICE_PASSWORD, next })
+    await res.arrayBuffer()
+    t.equal(res.status, 400, `next=${next}: refused`)
+    t.equal(res.headers.get('location'), null, 'no redirect')
+  }
 })
