@@ -303,3 +303,49 @@ t.test('what the set-up carries back leads only to /authorize, validated again; 
     t.equal(res.headers.get('location'), null, 'no redirect')
   }
 })
+
+t.test('a strong sign-in past factor_change_max_age changes no factor, to the second', async (t) => {
+  const served = await serveRuntime(
+    await frontYaml({ asExtra: '  webauthn: { rp_id: localhost, origins: ["http://localhost:8080"] }\n  session: { factor_change_max_age: 10m }\n' }),
+  )
+  t.teardown(() => served.close())
+  const now = Math.floor(served.clock.now() / 1000)
+  await served.store.passkeys.add({
+    credentialId: 'alice-key',
+    sub: 'alice',
+    username: 'alice',
+    name: "alice's key",
+    publicKey: 'AA',
+    counter: 7,
+    transports: ['internal'],
+    deviceType: 'singleDevice',
+    backedUp: false,
+    createdAt: now - 86_400,
+    lastUsedAt: null,
+  })
+  const withPasskeyAt = async (authTime: number): Promise<Client> => {
+    const c = new Client(served.url, '192.0.2.10')
+    const id = `s${authTime}`.padEnd(43, 'x')
+    await served.store.sessions.put(
+      hashToken(id),
+      { sub: 'alice', username: 'alice', authTime, amr: ['hwk', 'user', 'mfa'], acr: 'phr', csrf: 'c'.repeat(43) },
+      3600,
+    )
+    c.cookies.set('bw_session', id)
+    return c
+  }
+  const stale = await withPasskeyAt(now - 601)
+  const start = await stale.post('totp', { csrf: 'c'.repeat(43), action: 'start' })
+  t.equal(start.headers.get('location'), 'account?confirm=needed#confirm', 'a passkey sign-in 10 min 1 s ago: no app set-up')
+  t.equal(await served.store.totp.get('alice'), null, 'nothing started')
+  const remove = await stale.post('passkeys', { csrf: 'c'.repeat(43), action: 'remove', credential_id: 'alice-key' })
+  t.equal(remove.headers.get('location'), 'account?confirm=needed#confirm', 'nor a passkey removed')
+  t.equal((await served.store.passkeys.list('alice')).length, 1)
+  const options = await stale.post('passkey-options', { csrf: 'c'.repeat(43), purpose: 'register' })
+  t.equal(options.status, 403, 'no registration ceremony either')
+  await options.arrayBuffer()
+
+  const fresh = await withPasskeyAt(now - 600)
+  t.match((await fresh.post('totp', { csrf: 'c'.repeat(43), action: 'start' })).headers.get('location'), /^account\??#totp$/, 'at 10 min exactly: allowed')
+  t.not(await served.store.totp.get('alice'), null)
+})
