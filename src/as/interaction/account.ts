@@ -5,6 +5,7 @@ import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import { FormParams } from '../../http/body.js'
 import type { AllowanceRecord } from '../../store/types.js'
 import type { AsContext, AsHandler } from '../context.js'
+import { hashToken } from '../../store/hash.js'
 import { revokeGrant } from '../revocation.js'
 import { accountPage, confirmSection, type AppView, type FactorAddedView } from '../views/account.js'
 import { headersForClientLogo, isolated, type ClientView } from '../views/client.js'
@@ -114,6 +115,8 @@ async function totpOf(
   if ((record === null || record.confirmedAt === null) && !offered) return undefined
   if (record === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
   if (record.confirmedAt === null) {
+    // A set-up another session started is not shown (its secret is that session's): this one may start its own.
+    if (record.startedBy !== hashToken(session.id)) return totpSection({ state: 'none' }, session.record.csrf, carry)
     // A set-up whose secret cannot be opened (logged) is offered again from the start.
     const opened = as.totpSecrets.secretOf(as.log, session.user.sub, record)
     if (opened === null) return totpSection({ state: 'none' }, session.record.csrf, carry)
@@ -155,8 +158,9 @@ async function showAccount(
       .sort((a, b) => b.allowedAt - a.allowedAt || a.clientId.localeCompare(b.clientId))
       .map(async (a) => ({ clientId: a.clientId, client: await clientView(as, a.clientId), scopes: describeScopes(as, a.scopes), allowedAt: a.allowedAt })),
   )
-  // The notice names only a configured client that is no longer listed: never text taken from the URL as such.
-  const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : (await as.findClient(withdrawn))?.name
+  // The notice names only a configured client that is no longer listed: never text taken from the URL as such, nor a
+  // registered client's or metadata document's name (a stranger's words, which a link would put on this page).
+  const gone = withdrawn === undefined || apps.some((a) => a.clientId === withdrawn) ? undefined : as.clients.get(withdrawn)?.name
   const carry: Readonly<Record<string, string>> = setupFor ?? {}
   const local = session.record.provider === undefined
   const change = local ? await factorChange(as, session) : null

@@ -30,6 +30,8 @@ export function knownBrowserCookieName(secure: boolean): string {
 export interface KnownBrowser {
   token: string
   hash: string
+  /** When it was last remembered (a complete sign-in), epoch ms; 0 when the store did not keep it. */
+  rememberedAtMs: number
 }
 
 function tokensOf(req: IncomingMessage, as: AsContext): string[] {
@@ -44,9 +46,10 @@ function tokensOf(req: IncomingMessage, as: AsContext): string[] {
  */
 export async function knownBrowserFor(req: IncomingMessage, as: AsContext, user: UserConfig | undefined): Promise<KnownBrowser | null> {
   const tokens = tokensOf(req, as).map((token) => ({ token, hash: hashToken(token) }))
-  const subs = await Promise.all(tokens.map((t) => as.store.knownBrowsers.get(t.hash)))
-  const i = user === undefined ? -1 : subs.indexOf(user.sub)
-  return i === -1 ? null : (tokens[i] ?? null)
+  const entries = await Promise.all(tokens.map((t) => as.store.knownBrowsers.remembered(t.hash)))
+  const i = user === undefined ? -1 : entries.findIndex((e) => e?.sub === user.sub)
+  const token = tokens[i]
+  return token === undefined ? null : { ...token, rememberedAtMs: entries[i]?.atMs ?? 0 }
 }
 
 /**

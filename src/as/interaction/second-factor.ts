@@ -12,7 +12,7 @@ import { readContinuation } from './continuation.js'
 import { tokensMatch } from './csrf.js'
 import { guardPage } from './failures.js'
 import { readPageForm } from './form.js'
-import { knownBrowserFor, rememberBrowser } from './known-browser.js'
+import { knownBrowserFor, rememberBrowser, type KnownBrowser } from './known-browser.js'
 import { SecondFactorThrottle, waitInWords } from '../throttle.js'
 import { showError, showForbidden, showPage } from './respond.js'
 import { continueAfterSignIn } from './signed-in.js'
@@ -121,7 +121,7 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
     }
     if (totp === null || totp.confirmedAt === null) return offer.passkey ? again(400, PASSKEY_SECOND_FACTOR_FAILED) : expired(res)
 
-    const known = await knownBrowserFor(req, as, pending.user)
+    const known = knownForCodes(await knownBrowserFor(req, as, pending.user), totp.confirmedAt)
     const throttle = new SecondFactorThrottle(as, as.clientAddress.of(req), pending.user.sub, known?.hash ?? null)
     const wait = await throttle.attempt()
     if (wait > 0) {
@@ -151,6 +151,17 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
     await throttle.succeed()
     await finish(req, res, as, pending)
   })
+}
+
+/**
+ * The known browser, when it may have its own count of codes: it completed a
+ * sign-in since the app was turned on. One remembered before completed a
+ * password-only sign-in, which anyone with the password could do from as
+ * many cookie jars as they liked: each jar would have its own allowance of
+ * guesses, past the per-person count.
+ */
+function knownForCodes(known: KnownBrowser | null, appOnSinceSec: number): KnownBrowser | null {
+  return known !== null && Math.floor(known.rememberedAtMs / 1000) >= appOnSinceSec ? known : null
 }
 
 /** The second factors the person has here: an authenticator app that is on, a passkey (when they count). */

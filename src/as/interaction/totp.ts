@@ -69,12 +69,20 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
     const existing = await as.store.totp.get(sub)
     // One that is on stays on: turning it off is its own step.
     if (existing === null || existing.confirmedAt === null)
-      await as.store.totp.put(sub, { secret: as.totpSecrets.seal(sub, newTotpSecret()), createdAt: now, confirmedAt: null, recovery: [] })
+      await as.store.totp.put(sub, {
+        secret: as.totpSecrets.seal(sub, newTotpSecret()),
+        createdAt: now,
+        confirmedAt: null,
+        recovery: [],
+        startedBy: hashToken(session.id),
+      })
     return redirect(res, back(''), 303)
   }
   if (action === 'confirm') {
     const pending = await as.store.totp.get(sub)
     if (pending === null || pending.confirmedAt !== null) return redirect(res, 'account', 303)
+    // Only the session that started this set-up (and was shown its secret) may turn it on; another starts its own.
+    if (pending.startedBy !== hashToken(session.id)) return redirect(res, back(''), 303)
     const code = readTotpCode(form.get('code'))
     // An unreadable secret (logged) confirms nothing: the person starts the set-up again.
     const opened = as.totpSecrets.secretOf(ctx.log, sub, pending)
@@ -85,7 +93,8 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
     }
     const codes = newRecoveryCodes()
     const recovery = await Promise.all(codes.map(async (c) => ({ hash: await hashSecret(c), usedAt: null })))
-    await as.store.totp.put(sub, { ...pending, secret: as.totpSecrets.seal(sub, opened.secret), confirmedAt: now, recovery })
+    const { startedBy: _, ...setUp } = pending
+    await as.store.totp.put(sub, { ...setUp, secret: as.totpSecrets.seal(sub, opened.secret), confirmedAt: now, recovery })
     // The session keeps the acr/amr of its sign-in: a factor counts from the next sign-in that uses it, never from its
     // set-up (else a password-only session would make itself `mfa` with an app of the stranger's choosing).
     ctx.log.info({ event: 'factor_added', factor: 'totp', sub }, 'a person turned on an authenticator app')

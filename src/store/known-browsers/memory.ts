@@ -5,8 +5,8 @@ import type { KnownBrowserStore } from './types.js'
 
 export class MemoryKnownBrowsers implements KnownBrowserStore, MemoryFamily {
   readonly #s: MemoryScope
-  /** Cookie hash → the sub it was issued for. */
-  readonly #browsers = new Map<string, Expiring<string>>()
+  /** Cookie hash → the sub it was issued for, and when. */
+  readonly #browsers = new Map<string, Expiring<{ sub: string; atMs: number }>>()
 
   constructor(scope: MemoryScope) {
     this.#s = scope
@@ -22,10 +22,15 @@ export class MemoryKnownBrowsers implements KnownBrowserStore, MemoryFamily {
 
   async put(tokenHash: string, sub: string, ttlSec: number): Promise<void> {
     this.#s.open()
-    this.#browsers.set(tokenHash, { value: sub, expMs: this.#s.nowMs() + ttlSec * 1000 })
+    const nowMs = this.#s.nowMs()
+    this.#browsers.set(tokenHash, { value: { sub, atMs: nowMs }, expMs: nowMs + ttlSec * 1000 })
   }
 
   async get(tokenHash: string): Promise<string | null> {
+    return (await this.remembered(tokenHash))?.sub ?? null
+  }
+
+  async remembered(tokenHash: string): Promise<{ sub: string; atMs: number } | null> {
     this.#s.open()
     return live(this.#browsers, tokenHash, this.#s.nowMs())
   }

@@ -11,6 +11,13 @@ export interface TotpRecord {
   confirmedAt: number | null
   /** The recovery codes (src/crypto/secret.ts hashes), each with when it was used (null: still unused). */
   recovery: Array<{ hash: string; usedAt: number | null }>
+  /**
+   * While it is being set up: the hash of the session that started it, the
+   * only one shown the secret and able to confirm it (another session of the
+   * person, say a stranger's with the password, could otherwise read the
+   * secret and hold a copy of the app the owner then turns on).
+   */
+  startedBy?: string
 }
 
 /** Authenticator apps (TOTP, RFC 6238) and recovery codes, kept until removed. */

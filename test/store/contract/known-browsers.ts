@@ -16,5 +16,15 @@ export function knownBrowsersContract(t: Test, name: string, setup: Setup): void
     tt.equal(await store.knownBrowsers.get(a.hash), 'alice', 'putting it again renews its lifetime')
     clock.advance(40_000)
     tt.equal(await store.knownBrowsers.get(a.hash), null, 'expired')
+
+    // When it was last put: the second factor's count tells a browser known before the app was on.
+    const b = token()
+    tt.equal(await store.knownBrowsers.remembered(b.hash), null, 'unknown')
+    await store.knownBrowsers.put(b.hash, 'bob', 100)
+    const first = clock.now()
+    tt.same(await store.knownBrowsers.remembered(b.hash), { sub: 'bob', atMs: first })
+    clock.advance(5_000)
+    await store.knownBrowsers.put(b.hash, 'bob', 100)
+    tt.same(await store.knownBrowsers.remembered(b.hash), { sub: 'bob', atMs: first + 5_000 }, 'putting it again moves the time')
   })
 }
