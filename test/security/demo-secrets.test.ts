@@ -82,3 +82,33 @@ t.test('a hot reload cannot bring the demo secrets onto a network listen by nami
   t.equal(res.status, 401, 'demo-secret does not authenticate on the network listen')
   t.match(await res.json(), { error: 'invalid_client' })
 })
+
+t.test('other spellings of a network listen are refused with the demo secret; only loopback ones warn', async (t) => {
+  // Each either names the network or cannot be shown to be loopback: refused (fail closed).
+  // 127.300.0.1 is no IPv4 address: Node's listen looks it up as a DNS name (a search domain may answer anything).
+  for (const listen of [
+    '127.300.0.1:8080',
+    '127.0.0.1000:8080',
+    '0:8080',
+    '127.1:8080',
+    '"[::ffff:127.0.0.1]:8080"',
+    '"[::ffff:7f00:1]:8080"',
+    '"[::]:8080"',
+    '2130706433:8080',
+    '0x7f000001:8080',
+  ]) {
+    const { config, problems } = inspect(withClient(listen, DEMO_SECRET_HASH))
+    t.equal(config, null, `${listen}: refused`)
+    t.ok(
+      problems.some((p) => p.path === 'listen'),
+      `${listen}: a problem at listen (${problems.map((p) => p.message).join('; ')})`,
+    )
+  }
+  // A trailing dot is no host name here: refused as a listen address, demo or not.
+  t.equal(inspect(withClient('localhost.:8080', DEMO_SECRET_HASH)).config, null, 'localhost. is not a listen host')
+  for (const listen of ['127.0.0.1:8080', 'LOCALHOST:8080', '"[::1]:8080"']) {
+    t.same(inspect(withClient(listen, DEMO_SECRET_HASH)).problems, [], `${listen}: loopback, a warning only`)
+  }
+  // A case change of the hash is another salt and hash: it does not verify the demo secret, so it is no demo secret.
+  t.notOk(await new SecretVerifier().verify('demo-secret', DEMO_SECRET_HASH.replace('T_fa9', 't_FA9')), 'a respelt case is another hash')
+})
