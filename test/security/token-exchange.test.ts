@@ -71,3 +71,26 @@ t.test("an exchanged family ends when the client's token_exchange policy no long
     t.teardown(() => after.close())
   }
 })
+
+t.test('a subject token past its exp, inside the clock skew, is invalid_grant rather than a token with a negative expires_in', async (t) => {
+  const hash = await hashSecret(SECRET)
+  const served = await serveRuntime(await backYaml({ clientsExtra: refresher(hash, `{ audiences: ["${API_AUDIENCE}"] }`) }), {
+    signingKey: () => generatePrivateJwk('ES256'),
+  })
+  t.teardown(() => served.close())
+  const h = harnessOf(served)
+  const person = await tokensFor(h)
+  const exp = Number(decodeJwt(String(person.access_token)).exp)
+  served.clock.set(exp * 1000 + 10_000)
+  const r = await reply(
+    postForm(
+      `${h.url}/token`,
+      { grant_type: EXCHANGE, subject_token_type: ACCESS_TOKEN, subject_token: String(person.access_token), resource: API_AUDIENCE },
+      { authorization: AUTH },
+    ),
+  )
+  t.equal(r.status, 400, `refused (${r.status === 200 ? `expires_in ${String(r.json?.expires_in)}` : r.text.slice(0, 100)})`)
+  t.equal(r.json?.error, 'invalid_grant')
+  const cause = served.logs.find((l) => l.msg === 'request refused')?.cause
+  t.equal(cause, 'token exchange: subject token past its exp (accepted only inside the clock skew)', 'the cause is logged')
+})
