@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { systemClock, type Clock } from './clock.js'
 import { loadConfigSnapshot, type ConfigSnapshot } from './config/load.js'
-import type { Config } from './config/validated-config.js'
+import { ALLOW_DEMO_ENV, demoOnNetworkRefusal } from './config/demo.js'
+import type { Config, ListenAddress } from './config/validated-config.js'
 import { ConfigWatcher } from './config/watch.js'
 import type { Shared } from './context.js'
 import { ConfigError, formatProblem } from './errors.js'
@@ -73,8 +74,21 @@ export class App {
   readonly #dispatcher: RequestDispatcher
   #reloading: Promise<boolean> | null = null
   #closing = false
-  private constructor(shared: Shared, state: ProcessState, runtime: Runtime, load: () => Promise<ConfigSnapshot>, serveAdmin: boolean) {
+  /** The `listen` the process serves: the start's, since a reload cannot move the socket (server/reload-rules.ts). */
+  readonly #served: ListenAddress
+  /** BEARWARD_ALLOW_DEMO as the process started with it. */
+  readonly #allowDemo: string | undefined
+  private constructor(
+    shared: Shared,
+    state: ProcessState,
+    runtime: Runtime,
+    load: () => Promise<ConfigSnapshot>,
+    serveAdmin: boolean,
+    allowDemo: string | undefined,
+  ) {
     this.shared = shared
+    this.#served = runtime.config.listen
+    this.#allowDemo = allowDemo
     this.#accessLog = createAccessLogger(shared.log)
     this.#state = state
     this.#runtime = runtime
@@ -118,7 +132,7 @@ export class App {
       throw err
     }
     metrics.configInfo.set(Math.floor(clock.now() / 1000))
-    const app = new App(shared, state, runtime, load, options.admin !== false)
+    const app = new App(shared, state, runtime, load, options.admin !== false, env[ALLOW_DEMO_ENV])
     try {
       // Watch before listening: a change made as soon as we say we listen must not be missed.
       if (options.watch !== false) {
@@ -199,6 +213,9 @@ export class App {
       try {
         const { config, digest, warnings } = await this.#load()
         for (const w of warnings) this.log.warn(`config: ${formatProblem(w)}`)
+        // The load judged the demo secrets at the file's `listen`; the socket is still where the process started.
+        const demo = demoOnNetworkRefusal(this.#served.host, config.authorizationServer, this.#allowDemo)
+        if (demo !== null) throw new ConfigError([{ file: config.file, line: 1, col: 1, path: 'listen', message: demo }])
         const old = this.#runtime
         next = await Runtime.build(config, this.shared, this.#state)
         const secure = config.tls && this.#server && 'setSecureContext' in this.#server ? await secureContextOptions(config.tls) : null

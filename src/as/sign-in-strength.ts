@@ -51,7 +51,7 @@ export function passwordAndPasskey(deviceType: 'singleDevice' | 'multiDevice'): 
   return { amr: ['pwd', passkeyMethod(deviceType), 'mfa'], acr: 'phr' }
 }
 
-import { OWN_ACR_VALUES } from '../tokens/acr.js'
+import { meetsAcr, OWN_ACR_VALUES } from '../tokens/acr.js'
 
 /** Longest amr list, and longest method name or acr, taken from an upstream id_token. */
 const MAX_AMR = 10
@@ -84,6 +84,15 @@ export function upstreamSignIn(idToken: Readonly<Record<string, unknown>>, acrVa
   const amr = Array.isArray(idToken.amr) && idToken.amr.length <= MAX_AMR && idToken.amr.every(upstreamValue) ? [...new Set(idToken.amr)] : []
   const acr = upstreamValue(idToken.acr) ? foreignAcr(idToken.acr, acrValues) : undefined
   return acr === undefined ? { amr } : { amr, acr }
+}
+
+/**
+ * Whether a sign-in used two factors, as `mfa.required` and a client's
+ * `require_mfa` need: our `mfa` or above (a provider's acr counts only as its
+ * `acr_values` maps it), or a provider that says so in its amr (docs/people.md).
+ */
+export function twoFactorSignIn(strength: SignInStrength): boolean {
+  return meetsAcr(strength, ['mfa']) || strength.amr.includes('mfa')
 }
 
 /** The strength of a record stored before sign-ins were recorded: nothing known. */

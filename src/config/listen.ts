@@ -44,5 +44,6 @@ export function parseListenAddress(input: string): ParseResult<ListenAddress> {
  */
 export function isLoopbackHost(host: string): boolean {
   const lower = host.toLowerCase()
-  return lower === 'localhost' || lower.endsWith('.localhost') || lower === '::1' || /^127(?:\.\d{1,3}){3}$/.test(lower)
+  // 127.0.0.0/8 as an IPv4 address only: `127.300.0.1` is not one, and listen would look it up as a DNS name.
+  return lower === 'localhost' || lower.endsWith('.localhost') || lower === '::1' || (isIP(lower) === 4 && lower.startsWith('127.'))
 }

@@ -8,8 +8,8 @@ import { isMap, isScalar, type Node } from 'yaml'
 import type { ConfigProblem } from '../errors.js'
 import type { ClientTimeouts, Config, IssuerConfig, ListenAddress, LogConfig, StoreConfig, TlsConfig } from './validated-config.js'
 import { deepFreeze } from './freeze.js'
-import { isLoopbackHost, parseListenAddress } from './listen.js'
-import { ALLOW_DEMO_ENV, demoSecretUsers } from './demo.js'
+import { parseListenAddress } from './listen.js'
+import { ALLOW_DEMO_ENV, demoOnNetworkRefusal } from './demo.js'
 import type { MapView, Reader } from './reader.js'
 import { readAuthorizationServer } from './sections/authorization-server.js'
 import { readDpop } from './sections/dpop.js'
@@ -144,15 +144,8 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
  * refused unless BEARWARD_ALLOW_DEMO=1 says the operator means it.
  */
 function refuseDemoOnNetwork(r: Reader, top: MapView, listen: ListenAddress, as: Config['authorizationServer'] | undefined): void {
-  if (as === null || as === undefined || isLoopbackHost(listen.host)) return
-  const users = demoSecretUsers(as.clients, as.users)
-  if (users.length === 0 || r.envValue(ALLOW_DEMO_ENV) === '1') return
-  r.problem(
-    top.get('listen') ?? top.node,
-    top.pathOf('listen'),
-    `${users.join(', ')} still use${users.length === 1 ? 's' : ''} a public DEMO secret, and \`${listen.host}\` serves the network: ` +
-      `replace the secrets (printf '%s' NEW_SECRET | bearward hash-secret), listen on 127.0.0.1, or set ${ALLOW_DEMO_ENV}=1 to serve the demo anyway`,
-  )
+  const refusal = demoOnNetworkRefusal(listen.host, as ?? null, r.envValue(ALLOW_DEMO_ENV))
+  if (refusal !== null) r.problem(top.get('listen') ?? top.node, top.pathOf('listen'), refusal)
 }
 
 /** `host:port`, `[v6]:port`, or a bare port number (all interfaces). */

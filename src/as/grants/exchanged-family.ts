@@ -108,6 +108,19 @@ export async function checkSubjectGrant(as: AsContext, grant: GrantRecord, bindi
   throw new InvalidGrant(undefined, { cause: "token exchange: the subject token's grant is revoked or ended" })
 }
 
+/**
+ * Before a refresh of an exchanged family: the client's `token_exchange`
+ * policy would still start it (refresh tokens on, the family's audience
+ * listed), as every refresh is capped by the client's current `scopes`. A
+ * policy the operator narrowed or removed stops the family's next refresh;
+ * the family is kept, so restoring the policy lets it go on.
+ */
+export function checkExchangePolicy(client: ClientConfig, grant: GrantRecord): void {
+  const policy = client.tokenExchange
+  if (policy?.refreshTokens === true && grant.resource !== null && policy.audiences.includes(grant.resource)) return
+  throw new InvalidGrant(undefined, { cause: "token exchange: the client's policy no longer covers this family's audience or refresh tokens" })
+}
+
 /** A replaced token of an exchanged family came back: revoke the subject's grant, which its access tokens carry. */
 export async function revokeSubjectGrant(as: AsContext, binding: ExchangeBinding): Promise<void> {
   const subjectGrant = await as.store.grants.get(binding.subjectGrantId)

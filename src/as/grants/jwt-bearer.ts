@@ -21,7 +21,10 @@
  * claims, account-page entry and grant id; `auth_time` is the assertion's
  * when it carries one, else its `iat`; `amr`, and `acr` through the identity
  * provider's `acr_values` (sign-in-strength.ts: an unmapped value spelt like
- * one of ours is left out).
+ * one of ours is left out). Under `mfa.required` or the client's
+ * `require_mfa` the assertion must say the person used two factors (that
+ * acr mapped to `mfa`/`phr`, or an amr with `mfa`), as a browser sign-in at
+ * the provider must; else invalid_grant, before the jti is spent.
  *
  * Every refusal is 400 invalid_grant (ERR_INVALID_ASSERTION_GRANT) with its
  * cause in the log; scope and resource refusals are invalid_scope and
@@ -42,7 +45,8 @@ import { checkAllowed, upstreamSubject } from '../identity-providers/person.js'
 import type { VerifiedAssertion } from '../assertion-issuers.js'
 import { singleUseJti, useJtiOnce } from '../jwt-assertion.js'
 import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
-import { upstreamSignIn } from '../sign-in-strength.js'
+import { twoFactorSignIn, upstreamSignIn } from '../sign-in-strength.js'
+import { mfaRequiredFor } from '../interaction/authorization-steps.js'
 
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 
@@ -124,6 +128,14 @@ export const jwtBearerGrant: Grant = {
       audience = resources[0] as string
     }
 
+    // The IdP's word on how the person signed in, as for an upstream sign-in (ID-JAG carries acr/amr): its acr
+    // counts as ours only through the `acr_values` of the identity provider with the same issuer.
+    const strength = upstreamSignIn(claims, providerOf(as, verified)?.acrValues ?? NO_ACR_MAPPING)
+    // An ID-JAG starts an authorization as a browser sign-in at the provider does: the same two-factor rule.
+    if (mfaRequiredFor(as, client) && !twoFactorSignIn(strength)) {
+      throw refuse("two factors required (mfa.required or the client's require_mfa), and the assertion does not say the person used them")
+    }
+
     // Single use, recorded last: a refused request does not burn the assertion.
     const timing = { clock: as.clock, skewSec: as.config.gateway.clockSkewSec }
     if (!(await useJtiOnce(as.store, 'id-jag', verified.issuer.issuer, jti, verified.usableUntil, timing))) throw refuse('jti replayed')
@@ -138,9 +150,7 @@ export const jwtBearerGrant: Grant = {
       sub,
       scope,
       authTime,
-      // The IdP's word on how the person signed in, as for an upstream sign-in (ID-JAG carries acr/amr): its acr
-      // counts as ours only through the `acr_values` of the identity provider with the same issuer.
-      strength: upstreamSignIn(claims, providerOf(as, verified)?.acrValues ?? NO_ACR_MAPPING),
+      strength,
       resource: audience === as.issuer ? null : audience,
       audience,
       nonce: null,

@@ -19,7 +19,7 @@ import { audienceFor, requestedResource } from '../resource.js'
 import { formatScope, isSubset, parseScope } from '../scope.js'
 import { strengthOf } from '../sign-in-strength.js'
 import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
-import { checkSubjectGrant, exchangedRefreshResponse, exchangeOf, revokeSubjectGrant } from './exchanged-family.js'
+import { checkExchangePolicy, checkSubjectGrant, exchangedRefreshResponse, exchangeOf, revokeSubjectGrant } from './exchanged-family.js'
 
 export const refreshTokenGrant: Grant = {
   params: ['refresh_token', 'scope', 'resource'],
@@ -36,7 +36,10 @@ export const refreshTokenGrant: Grant = {
     if (grant.clientId !== client.clientId) throw new InvalidGrant(undefined, { cause: 'refresh token issued to another client' })
     if (as.revocations.isRevoked(null, grant.grantId)) throw new InvalidGrant(undefined, { cause: 'grant revoked' })
     const exchange = exchangeOf(grant)
-    if (exchange !== undefined) await checkSubjectGrant(as, grant, exchange)
+    if (exchange !== undefined) {
+      await checkSubjectGrant(as, grant, exchange)
+      checkExchangePolicy(client, grant)
+    }
     // RFC 9449 5: a public client's family is bound to the key of its first proof.
     if (grant.jkt !== undefined) {
       if (dpop === null) throw new InvalidDpopProof('This refresh token is DPoP-bound: send a DPoP proof', { cause: 'bound refresh token without a proof' })

@@ -34,6 +34,7 @@
  *
  * @see https://www.rfc-editor.org/rfc/rfc8693#section-2
  */
+import { epochSeconds } from '../../clock.js'
 import { InvalidGrant, InvalidRequest, InvalidScope, InvalidTarget, UnauthorizedClient } from '../../errors.js'
 import type { AsContext } from '../context.js'
 import { issueAccessToken } from '../issue.js'
@@ -124,6 +125,8 @@ export const tokenExchangeGrant: Grant = {
     const audience = targetAudience(as, form, policy.audiences)
 
     const subject = await subjectOf(as, form.require('subject_token'), form.get('subject_token_type'))
+    // Taken inside the clock skew, a subject token past its exp has no lifetime left to give: what is issued never outlives it.
+    if (subject.exp <= epochSeconds(as.clock)) throw refuse('subject token past its exp (accepted only inside the clock skew)')
     const actorToken = form.get('actor_token')
     if (actorToken === undefined && form.get('actor_token_type') !== undefined) throw new InvalidRequest('actor_token_type without actor_token')
     // Who acts now: the actor token's subject, or the exchanging client itself.

@@ -3,7 +3,7 @@ import { epochSeconds } from '../../clock.js'
 import { AccessDenied, ConsentRequired, LoginRequired } from '../../errors.js'
 import { passkeySignInOffered } from '../passkeys/page-headers.js'
 import { meetsAcr, ownAcrRequested } from '../../tokens/acr.js'
-import { strengthOf } from '../sign-in-strength.js'
+import { strengthOf, twoFactorSignIn } from '../sign-in-strength.js'
 import type { ClientConfig } from '../../config/validated-config.js'
 import type { AsContext } from '../context.js'
 import { headersForClientLogo, isolated } from '../views/client.js'
@@ -92,8 +92,7 @@ export function mfaRequiredFor(as: AsContext, client: ClientConfig): boolean {
 
 /** Two factors: our `mfa` or above, or a provider that says so in its amr. */
 export function hasTwoFactors(session: ActiveSession): boolean {
-  const strength = strengthOf(session.record)
-  return meetsAcr(strength, ['mfa']) || strength.amr.includes('mfa')
+  return twoFactorSignIn(strengthOf(session.record))
 }
 
 /** The second factors the person has set up among those `mfa.methods` offers. */

@@ -43,7 +43,7 @@ const RESERVED_ASSERTION_HEADERS = new Set([
 /** A header name as an upstream may read it: lower case, `_` as `-` (src/gateway/header-names.ts). */
 const headerKey = (name: string): string => name.toLowerCase().replaceAll('_', '-')
 
-export type RouteSoFar = Pick<RouteConfig, 'public' | 'forwardAuthorization' | 'scopes' | 'mcp' | 'identityHeaders' | 'audiences'> & {
+export type RouteSoFar = Pick<RouteConfig, 'public' | 'forwardAuthorization' | 'scopes' | 'mcp' | 'identityHeaders' | 'audiences' | 'issuers'> & {
   upstream: string | undefined
 }
 
@@ -52,7 +52,9 @@ export type RouteSoFar = Pick<RouteConfig, 'public' | 'forwardAuthorization' | '
  * `upstream_token_lifetime`, `upstream_assertion`): null for `passthrough`.
  * The signed modes need the authorization server's keys, a token to speak
  * for (not a public route), and the client's own Authorization never
- * forwarded beside them.
+ * forwarded beside them. The route trusts bearward's own tokens only: what
+ * is signed names the subject under bearward's `iss`, so another issuer's
+ * `sub` (`alice` at an IdP) would come out as bearward's own `alice`.
  */
 export function readUpstreamToken(r: Reader, m: MapView, ctx: RouteContext, route: RouteSoFar): UpstreamTokenConfig | null {
   const mode = m.opt('upstream_token', r.oneOf(UPSTREAM_TOKEN_MODES, { what: 'an upstream token mode' }), 'passthrough')
@@ -72,6 +74,15 @@ export function readUpstreamToken(r: Reader, m: MapView, ctx: RouteContext, rout
   }
   if (ctx.selfTokenFormat === null) {
     r.problem(at, where, `\`upstream_token: ${mode}\` is signed with the authorization server's keys, and there is no \`authorization_server\` section`)
+    ok = false
+  }
+  const foreign = route.issuers.filter((id) => id !== 'self')
+  if (foreign.length > 0) {
+    r.problem(
+      m.get('issuers') ?? at,
+      m.has('issuers') ? m.pathOf('issuers') : where,
+      `\`upstream_token: ${mode}\` signs the subject under bearward's own \`iss\`, so a token of \`${foreign[0]}\` would pass for one of bearward's own subjects at the upstream; trust only \`self\` on this route, or use \`passthrough\``,
+    )
     ok = false
   }
   if (route.forwardAuthorization) {
