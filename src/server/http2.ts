@@ -140,8 +140,16 @@ export class Http2Front {
     this.server.on('sessionError', (err: Error) => log.debug({ code: (err as NodeJS.ErrnoException).code }, 'http2 session error'))
   }
 
-  /** Take a connection whose protocol is HTTP/2 (bytes already read were put back with unshift). */
+  /**
+   * Take a connection whose protocol is HTTP/2 (bytes already read were put
+   * back with unshift). node:http's listener makes its sockets half-open: a
+   * client's end of the connection would leave the socket, its session and
+   * every stream's upstream exchange open until a timeout. HTTP/2 has no use
+   * for a half-closed connection, so the client's end closes it, as on
+   * node:http2's own server.
+   */
   adopt(socket: Socket): void {
+    socket.once('end', () => socket.destroy())
     this.server.emit('connection', socket)
   }
 

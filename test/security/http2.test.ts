@@ -159,3 +159,22 @@ t.test('a revoked token ends its HTTP/2 stream; another token’s stream goes on
   t.notOk(b.closed)
   t.ok(await eventually(() => streaming.streams.filter((s) => s.closedAt !== null).length === 1), 'the upstream exchange of the revoked one ended, only it')
 })
+
+t.test('a client that drops its HTTP/2 connection ends the upstream exchanges of its open streams', async (t) => {
+  // node:http's sockets are half-open: the client's FIN used to leave the session, its streams
+  // and their upstream exchanges open until shutdown (an endless stream, forever).
+  const res = await postForm(`${bin.url}/token`, { grant_type: 'client_credentials', scope: 'orders:read' }, { authorization: basic('service', DEMO_SECRET) })
+  const tok = ((await res.json()) as { access_token: string }).access_token
+  const own = connect(bin.url)
+  own.on('error', () => {})
+  const before = streaming.streams.length
+  let chunks = 0
+  const req = own.request({ ':method': 'GET', ':path': '/orders/events', authorization: `Bearer ${tok}` })
+  req.on('data', () => chunks++)
+  req.on('error', () => {})
+  t.ok(await eventually(() => chunks > 1), 'the stream delivers')
+  const upstream = streaming.streams[before]
+  t.ok(upstream, 'its upstream exchange is open')
+  own.destroy()
+  t.ok(await eventually(() => upstream?.closedAt !== null, 3000), 'the upstream exchange ends once the client is gone')
+})
