@@ -11,86 +11,21 @@
  * password alone. Run on the memory store and on a real Redis.
  */
 import t, { type Test } from 'tap'
-import * as OTPAuth from 'otpauth'
 import { ManualClock } from '../../src/clock.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { hashToken } from '../../src/store/hash.js'
 import type { Store } from '../../src/store/types.js'
-import { ALICE_PASSWORD, BOB_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
+import { BOB_PASSWORD, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
 import { startRedis } from '../helpers/redis.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
-
-const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
-
-function codeAt(ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(SECRET), timestamp: ms, algorithm: 'SHA1', digits: 6, period: 30 })
-}
-
-/** A code that is none of the three accepted now (this step, the one before and after). */
-function wrongCodeAt(ms: number): string {
-  const accepted = new Set([codeAt(ms - 30_000), codeAt(ms), codeAt(ms + 30_000)])
-  for (let n = 0; ; n++) {
-    const c = String(n).padStart(6, '0')
-    if (!accepted.has(c)) return c
-  }
-}
-
-/** A cookie jar and an address: one browser of the stranger's (or the owner's), behind a trusted proxy. */
-class Client {
-  readonly cookies = new Map<string, string>()
-  constructor(
-    readonly base: string,
-    public address: string,
-  ) {}
-
-  #headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '), 'x-forwarded-for': this.address, ...extra }
-  }
-
-  #keep(res: Response): Response {
-    for (const [name, c] of setCookies(res.headers)) {
-      if (/max-age=0/i.test(c.attributes)) this.cookies.delete(name)
-      else this.cookies.set(name, c.value)
-    }
-    return res
-  }
-
-  async get(path: string): Promise<{ status: number; html: string }> {
-    const res = this.#keep(await fetch(`${this.base}/${path}`, { redirect: 'manual', headers: this.#headers() }))
-    return { status: res.status, html: await res.text() }
-  }
-
-  async post(path: string, fields: Record<string, string>): Promise<Response> {
-    const headers = this.#headers({ 'content-type': 'application/x-www-form-urlencoded', origin: new URL(this.base).origin })
-    return this.#keep(await fetch(`${this.base}/${path}`, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(fields) }))
-  }
-
-  /** The password at the account page's login form; the answer (303 to second-factor for a person with an app). */
-  async password(): Promise<Response> {
-    const page = await this.get('account')
-    const csrf = formWith(page.html, `${this.base}/account`, 'password').fields.csrf ?? ''
-    return this.post('login', { csrf, username: 'alice', password: ALICE_PASSWORD, next: 'account' })
-  }
-
-  /** A code at the pending sign-in's page: its status and page. */
-  async code(code: string): Promise<{ status: number; html: string; res: Response }> {
-    const res = await this.post('second-factor', { csrf: await this.codeCsrf(), code })
-    return { status: res.status, html: await res.text(), res }
-  }
-
-  /** The pending sign-in's CSRF token, from its code page. */
-  async codeCsrf(): Promise<string> {
-    const page = await this.get('second-factor')
-    return formWith(page.html, `${this.base}/second-factor`, 'code').fields.csrf ?? ''
-  }
-}
+import { codeAt, PageClient, TOTP_SECRET, wrongCodeAt } from '../helpers/page-client.js'
 
 async function serve(t: Test, store?: (clock: ManualClock) => Store, clock?: ManualClock): Promise<ServedRuntime> {
   const yaml = await frontYaml({ topExtra: 'gateway: { trusted_proxies: [127.0.0.1] }' })
   const served = await serveRuntime(yaml, { ...(clock ? { clock } : {}), ...(store ? { store } : {}) })
   t.teardown(() => served.close())
   const now = Math.floor(served.clock.now() / 1000)
-  await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', SECRET), createdAt: now, confirmedAt: now, recovery: [] })
+  await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', TOTP_SECRET), createdAt: now, confirmedAt: now, recovery: [] })
   return served
 }
 
@@ -102,7 +37,7 @@ async function attackAndOwner(t: Test, served: ServedRuntime): Promise<void> {
   const base = served.url
 
   // The owner completed a sign-in (password and code) in her usual browser before.
-  const owner = new Client(base, '192.0.2.10')
+  const owner = new PageClient(base, '192.0.2.10')
   const first = await owner.password()
   t.equal(first.status, 303)
   t.equal(first.headers.get('location'), 'second-factor')
@@ -121,7 +56,7 @@ async function attackAndOwner(t: Test, served: ServedRuntime): Promise<void> {
   let refused = 0
   let lastRefusal: { status: number; html: string; res: Response } | null = null
   for (let round = 0; round < 12; round++) {
-    const stranger = new Client(base, ADDRESSES[round % ADDRESSES.length] ?? '')
+    const stranger = new PageClient(base, ADDRESSES[round % ADDRESSES.length] ?? '')
     const signedIn = await stranger.password()
     t.equal(signedIn.status, 303, `round ${round}: the password is right`)
     t.notOk(setCookies(signedIn.headers).has('bw_known'), `round ${round}: no known-browser cookie for the password alone`)
@@ -141,7 +76,7 @@ async function attackAndOwner(t: Test, served: ServedRuntime): Promise<void> {
 
   // The next code (the owner used this step's), from a new browser on a fresh address: refused too, unchecked.
   served.clock.advance(30_000)
-  const lucky = new Client(base, '2001:db8:ffff:1::1')
+  const lucky = new PageClient(base, '2001:db8:ffff:1::1')
   await lucky.password()
   const right = codeAt(served.clock.now())
   const locked = await lucky.code(right)
@@ -160,7 +95,7 @@ async function attackAndOwner(t: Test, served: ServedRuntime): Promise<void> {
 
   // A new window: the stranger's guesses are counted afresh.
   served.clock.advance(served.as.as.rateLimit.windowSec * 1000)
-  const later = new Client(base, ADDRESSES[0] ?? '')
+  const later = new PageClient(base, ADDRESSES[0] ?? '')
   await later.password()
   t.equal((await later.code(wrongCodeAt(served.clock.now()))).status, 400, 'checked again in the next window')
 }
@@ -168,7 +103,7 @@ async function attackAndOwner(t: Test, served: ServedRuntime): Promise<void> {
 /** Wrong codes sent all at once from one pending sign-in: no more are checked than the limit allows. */
 async function burst(t: Test, served: ServedRuntime): Promise<void> {
   served.clock.advance(served.as.as.rateLimit.windowSec * 1000)
-  const stranger = new Client(served.url, '203.0.113.50')
+  const stranger = new PageClient(served.url, '203.0.113.50')
   await stranger.password()
   const csrf = await stranger.codeCsrf()
   const wrong = wrongCodeAt(served.clock.now())
@@ -214,7 +149,7 @@ t.test("right codes from browsers not yet known never use up the person's allowa
       const max = served.as.as.rateLimit.loginMaxFailures
       for (let i = 0; i < max + 3; i++) {
         served.clock.advance(30_000) // each sign-in with the next code (a code is taken once)
-        const fresh = new Client(served.url, '192.0.2.44')
+        const fresh = new PageClient(served.url, '192.0.2.44')
         t.equal((await fresh.password()).status, 303)
         const done = await fresh.code(codeAt(served.clock.now()))
         t.equal(done.status, 303, `sign-in ${i + 1} of ${max + 3} from a new browser`)
@@ -222,7 +157,7 @@ t.test("right codes from browsers not yet known never use up the person's allowa
       const key = `2fa:person:${hashToken('alice')}`
       t.equal(await served.store.rateLimits.count(key), 0, "the person's count holds none of her right codes")
       // A wrong guess still counts: the allowance is the limit's, not more.
-      const stranger = new Client(served.url, '198.51.100.99')
+      const stranger = new PageClient(served.url, '198.51.100.99')
       await stranger.password()
       t.equal((await stranger.code(wrongCodeAt(served.clock.now()))).status, 400)
       t.equal(await served.store.rateLimits.count(key), 1)
@@ -239,17 +174,17 @@ t.test('the per-address count takes a /64 as one address, whatever the people', 
   t.teardown(() => served.close())
   const now = Math.floor(served.clock.now() / 1000)
   for (const sub of ['alice', 'user-0002']) {
-    await served.store.totp.put(sub, { secret: served.as.totpSecrets.seal(sub, SECRET), createdAt: now, confirmedAt: now, recovery: [] })
+    await served.store.totp.put(sub, { secret: served.as.totpSecrets.seal(sub, TOTP_SECRET), createdAt: now, confirmedAt: now, recovery: [] })
   }
   const wrong = wrongCodeAt(served.clock.now())
   // Five wrong codes for alice from addresses all over 2001:db8:5:6::/64.
   for (let i = 1; i <= 5; i++) {
-    const c = new Client(served.url, `2001:db8:5:6::${i.toString(16)}`)
+    const c = new PageClient(served.url, `2001:db8:5:6::${i.toString(16)}`)
     await c.password()
     t.equal((await c.code(wrong)).status, 400)
   }
   const bobFrom = async (address: string): Promise<number> => {
-    const c = new Client(served.url, address)
+    const c = new PageClient(served.url, address)
     const page = await c.get('account')
     const csrf = formWith(page.html, `${served.url}/account`, 'password').fields.csrf ?? ''
     t.equal((await c.post('login', { csrf, username: 'bob', password: BOB_PASSWORD, next: 'account' })).status, 303)

@@ -13,71 +13,9 @@ import { RedisStore } from '../../src/store/redis.js'
 import type { Store } from '../../src/store/types.js'
 import { askRedis, startRedis } from '../helpers/redis.js'
 import { newRecoveryCodes } from '../../src/as/totp/codes.js'
-import { ALICE_PASSWORD, BOB_PASSWORD, authParams, formWith, frontYaml, setCookies } from '../helpers/as-front.js'
+import { ALICE_PASSWORD, BOB_PASSWORD, authParams, formWith, frontYaml } from '../helpers/as-front.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
-
-const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
-
-function codeAt(ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(SECRET), timestamp: ms, algorithm: 'SHA1', digits: 6, period: 30 })
-}
-
-/** A code that is none of the three accepted now. */
-function wrongCodeAt(ms: number): string {
-  const accepted = new Set([codeAt(ms - 30_000), codeAt(ms), codeAt(ms + 30_000)])
-  for (let n = 0; ; n++) {
-    const c = String(n).padStart(6, '0')
-    if (!accepted.has(c)) return c
-  }
-}
-
-/** One browser (a cookie jar) at one address, behind the trusted proxy. */
-class Client {
-  readonly cookies = new Map<string, string>()
-  constructor(
-    readonly base: string,
-    public address: string,
-  ) {}
-
-  #headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '), 'x-forwarded-for': this.address, ...extra }
-  }
-
-  #keep(res: Response): Response {
-    for (const [name, c] of setCookies(res.headers)) {
-      if (/max-age=0/i.test(c.attributes)) this.cookies.delete(name)
-      else this.cookies.set(name, c.value)
-    }
-    return res
-  }
-
-  async get(path: string): Promise<{ status: number; html: string; location: string | null }> {
-    const res = this.#keep(await fetch(`${this.base}/${path}`, { redirect: 'manual', headers: this.#headers() }))
-    return { status: res.status, html: await res.text(), location: res.headers.get('location') }
-  }
-
-  async post(path: string, fields: Record<string, string>, origin = new URL(this.base).origin): Promise<Response> {
-    const headers = this.#headers({ 'content-type': 'application/x-www-form-urlencoded', origin })
-    return this.#keep(await fetch(`${this.base}/${path}`, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(fields) }))
-  }
-
-  /** The password at the account page's login form. */
-  async password(username = 'alice', password = ALICE_PASSWORD): Promise<Response> {
-    const page = await this.get('account')
-    const csrf = formWith(page.html, `${this.base}/account`, 'password').fields.csrf ?? ''
-    const res = await this.post('login', { csrf, username, password, next: 'account' })
-    await res.arrayBuffer()
-    return res
-  }
-
-  /** A code (or, with `field`, a recovery code) at the pending sign-in's page. */
-  async code(code: string, field = 'code'): Promise<{ status: number; html: string; res: Response }> {
-    const page = await this.get('second-factor')
-    const csrf = formWith(page.html, `${this.base}/second-factor`, 'code').fields.csrf ?? ''
-    const res = await this.post('second-factor', { csrf, [field]: code })
-    return { status: res.status, html: await res.text(), res }
-  }
-}
+import { PageClient, TOTP_SECRET, wrongCodeAt } from '../helpers/page-client.js'
 
 async function serve(t: Test, o: { redis?: boolean } = {}): Promise<ServedRuntime> {
   const yaml = await frontYaml({ topExtra: 'gateway: { trusted_proxies: [127.0.0.1] }' })
@@ -97,14 +35,14 @@ async function serve(t: Test, o: { redis?: boolean } = {}): Promise<ServedRuntim
 
 async function turnOnApp(served: ServedRuntime): Promise<void> {
   const now = Math.floor(served.clock.now() / 1000)
-  await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', SECRET), createdAt: now, confirmedAt: now, recovery: [] })
+  await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', TOTP_SECRET), createdAt: now, confirmedAt: now, recovery: [] })
 }
 
 async function knownBeforeTheApp(t: Test, served: ServedRuntime): Promise<void> {
   const max = served.as.as.rateLimit.loginMaxFailures
-  const jars: Client[] = []
+  const jars: PageClient[] = []
   for (let i = 0; i < 3; i++) {
-    const jar = new Client(served.url, '203.0.113.7')
+    const jar = new PageClient(served.url, '203.0.113.7')
     t.equal((await jar.password()).status, 303, `jar ${i}: the password alone signs in (no second factor yet)`)
     t.ok(jar.cookies.get('bw_known'), `jar ${i}: known after that complete sign-in`)
     jar.cookies.delete('bw_session')
@@ -139,7 +77,7 @@ t.test('browsers known from password sign-ins before the app was on get no code 
     const clock = new ManualClock(Date.now())
     const served = await serveRuntime(await frontYaml(), { clock, store: (c) => new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock: c }) })
     t.teardown(() => served.close())
-    const jar = new Client(served.url, '203.0.113.7')
+    const jar = new PageClient(served.url, '203.0.113.7')
     await jar.password()
     const token = jar.cookies.get('bw_known') ?? ''
     t.same(await served.store.knownBrowsers.remembered(hashToken(token)), { sub: 'alice', atMs: served.clock.now() })
@@ -177,7 +115,7 @@ t.test("the account page's withdrawal notice never names a client a stranger reg
   t.equal(reg.status, 201)
   const clientId = String(((await reg.json()) as { client_id?: unknown }).client_id)
 
-  const alice = new Client(served.url, '192.0.2.10')
+  const alice = new PageClient(served.url, '192.0.2.10')
   t.equal((await alice.password()).status, 303, 'alice is signed in')
   const page = await alice.get(`account?withdrawn=${encodeURIComponent(clientId)}`)
   t.equal(page.status, 200)
@@ -192,10 +130,10 @@ t.test('recovery codes are guesses like codes: the per-person count holds them, 
   const [right = ''] = newRecoveryCodes()
   const now = Math.floor(served.clock.now() / 1000)
   const recovery = [{ hash: await hashSecret(right), usedAt: null }]
-  await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', SECRET), createdAt: now, confirmedAt: now, recovery })
+  await served.store.totp.put('alice', { secret: served.as.totpSecrets.seal('alice', TOTP_SECRET), createdAt: now, confirmedAt: now, recovery })
   let checked = 0
   for (let jar = 0; jar < 3; jar++) {
-    const stranger = new Client(served.url, `198.51.100.${jar + 1}`)
+    const stranger = new PageClient(served.url, `198.51.100.${jar + 1}`)
     t.equal((await stranger.password()).status, 303)
     for (const wrong of newRecoveryCodes().slice(0, max)) {
       const r = await stranger.code(wrong, 'recovery_code')
@@ -204,7 +142,7 @@ t.test('recovery codes are guesses like codes: the per-person count holds them, 
     }
   }
   t.equal(checked, max, `${max} recovery codes checked in the window, whatever the jars and addresses`)
-  const lucky = new Client(served.url, '192.0.2.99')
+  const lucky = new PageClient(served.url, '192.0.2.99')
   await lucky.password()
   t.equal((await lucky.code(right, 'recovery_code')).status, 429, 'the right recovery code is refused unchecked past the limit')
   t.equal((await served.store.totp.get('alice'))?.recovery[0]?.usedAt, null, 'and not used up')
@@ -215,13 +153,13 @@ t.test("another person's known-browser cookie gives no allowance of its own at /
   const max = served.as.as.rateLimit.loginMaxFailures
   await turnOnApp(served)
   // The stranger is bob: his own complete sign-in (he has only a password) makes his browser known for him.
-  const bob = new Client(served.url, '203.0.113.9')
+  const bob = new PageClient(served.url, '203.0.113.9')
   t.equal((await bob.password('bob', BOB_PASSWORD)).status, 303)
   const bobKnown = bob.cookies.get('bw_known') ?? ''
   t.ok(bobKnown, "bob's browser is known for bob")
   let checked = 0
   for (let jar = 0; jar < 3; jar++) {
-    const stranger = new Client(served.url, '203.0.113.9')
+    const stranger = new PageClient(served.url, '203.0.113.9')
     stranger.cookies.set('bw_known', bobKnown)
     t.equal((await stranger.password()).status, 303, "alice's password, in a jar with bob's known cookie")
     for (let guess = 0; guess < max; guess++) {
@@ -245,7 +183,7 @@ t.test('an authenticator-app set-up in progress is neither shown to nor confirme
   // from it confirmed the set-up. She then turned on an app whose secret the stranger holds, and saw
   // nothing amiss: the notice says an app was added, which she did.
   const served = await serve(t)
-  const owner = new Client(served.url, '192.0.2.10')
+  const owner = new PageClient(served.url, '192.0.2.10')
   t.equal((await owner.password()).status, 303)
   const ownerPage = await owner.get('account')
   const started = await owner.post('totp', { csrf: csrfOf(ownerPage.html), action: 'start' })
@@ -256,7 +194,7 @@ t.test('an authenticator-app set-up in progress is neither shown to nor confirme
   const shown = (secret ?? '-').replace(/(.{4})(?=.)/g, '$1 ')
   t.match((await owner.get('account')).html, shown, 'her page shows her the key')
 
-  const stranger = new Client(served.url, '203.0.113.7')
+  const stranger = new PageClient(served.url, '203.0.113.7')
   t.equal((await stranger.password()).status, 303, 'the stranger signs in with the password alone')
   const page = await stranger.get('account')
   t.equal(page.status, 200)
@@ -270,7 +208,7 @@ t.test('an authenticator-app set-up in progress is neither shown to nor confirme
 
 t.test('what the set-up carries back leads only to /authorize, validated again; next= names only the account page', async (t) => {
   const served = await serve(t)
-  const alice = new Client(served.url, '192.0.2.10')
+  const alice = new PageClient(served.url, '192.0.2.10')
   t.equal((await alice.password()).status, 303)
   const setUp = await alice.get(
     `account?mfa=setup&request=${encodeURIComponent(new URLSearchParams(authParams({ redirect_uri: 'https://evil.example/cb' })).toString())}`,
@@ -323,8 +261,8 @@ t.test('a strong sign-in past factor_change_max_age changes no factor, to the se
     createdAt: now - 86_400,
     lastUsedAt: null,
   })
-  const withPasskeyAt = async (authTime: number): Promise<Client> => {
-    const c = new Client(served.url, '192.0.2.10')
+  const withPasskeyAt = async (authTime: number): Promise<PageClient> => {
+    const c = new PageClient(served.url, '192.0.2.10')
     const id = `s${authTime}`.padEnd(43, 'x')
     await served.store.sessions.put(
       hashToken(id),
