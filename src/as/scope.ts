@@ -18,7 +18,7 @@ export const OIDC_SCOPES: readonly string[] = ['openid', 'profile', 'email', 'of
  * scope they register with whenever the metadata lists it. `profile` and
  * `email` release the person's data, so they stay the operator's to open.
  */
-export const SELF_DESCRIBED_CLIENT_PROTOCOL_SCOPES: readonly string[] = ['openid', 'offline_access']
+const SELF_DESCRIBED_CLIENT_PROTOCOL_SCOPES: readonly string[] = ['openid', 'offline_access']
 
 /** The most a self-described client may ask for: the configured scopes and the protocol scopes above. */
 export function selfDescribedClientScopes(configured: readonly string[]): string[] {

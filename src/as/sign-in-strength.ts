@@ -67,7 +67,7 @@ function upstreamValue(v: unknown): v is string {
  * value itself, unless it is spelt like one of ours (then undefined: left
  * out, so it can never be ranked as bearward's own level).
  */
-export function foreignAcr(value: string, acrValues: Readonly<Record<string, string>>): string | undefined {
+function foreignAcr(value: string, acrValues: Readonly<Record<string, string>>): string | undefined {
   if (Object.hasOwn(acrValues, value)) return acrValues[value]
   return (OWN_ACR_VALUES as readonly string[]).includes(value) ? undefined : value
 }

@@ -33,7 +33,7 @@ export function demoSecretOf(hash: string): string | undefined {
 export const ALLOW_DEMO_ENV = 'BEARWARD_ALLOW_DEMO'
 
 /** What still uses a demo secret: `client \`web\``, `user \`demo\``. */
-export function demoSecretUsers(
+function demoSecretUsers(
   clients: readonly { clientId: string; secretHash: string | null }[],
   users: readonly { username: string; passwordHash: string }[],
 ): string[] {

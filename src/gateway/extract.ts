@@ -136,7 +136,7 @@ const AMPERSAND_BYTES = Buffer.from('&')
  * `access_token` out (null when absent or empty): the body returned is the
  * one to forward, without the token ({@link takeBodyToken}).
  */
-export async function readBodyToken(req: IncomingMessage, limit: number): Promise<{ token: string | null; body: Buffer }> {
+async function readBodyToken(req: IncomingMessage, limit: number): Promise<{ token: string | null; body: Buffer }> {
   return takeBodyToken(await readBody(req, limit))
 }
 

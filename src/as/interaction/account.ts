@@ -96,7 +96,7 @@ const TOTP_WRONG = 'That code is not right. Enter the code the app shows now.'
 /** The application being signed in to needs a second factor the person has not set up (`?mfa=setup`). */
 export const MFA_SETUP = 'The application you are signing in to needs a second step after your password. Set up an authenticator app below to continue.'
 /** The same where only a passkey can be set up (`mfa.methods: [passkey]`). */
-export const MFA_SETUP_PASSKEY = 'The application you are signing in to needs a second step after your password. Add a passkey below to continue.'
+const MFA_SETUP_PASSKEY = 'The application you are signing in to needs a second step after your password. Add a passkey below to continue.'
 
 /** The authenticator-app section for a local person; undefined for a person of an upstream provider. */
 async function totpOf(

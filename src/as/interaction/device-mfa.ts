@@ -22,7 +22,7 @@ import type { ActiveSession } from './session.js'
 export const DEVICE_PROVIDER_ONE_FACTOR =
   'This device needs a sign-in with two factors, and the provider you signed in with did not report one. Sign in another way, or ask the people who run this service.'
 
-export const DEVICE_NO_SET_UP = 'This device needs a sign-in with two factors, and no second factor can be set up here. Ask the people who run this service.'
+const DEVICE_NO_SET_UP = 'This device needs a sign-in with two factors, and no second factor can be set up here. Ask the people who run this service.'
 
 export interface DeviceSignIn {
   client: ClientConfig

@@ -20,7 +20,7 @@ export function totpSetUpOffered(as: AsContext): boolean {
 }
 
 /** A passkey can be added here as a second factor: passkeys are on and `mfa.methods` offers them. */
-export function passkeySetUpOffered(as: AsContext): boolean {
+function passkeySetUpOffered(as: AsContext): boolean {
   return passkeySignInOffered(as) && methods(as).includes('passkey')
 }
 

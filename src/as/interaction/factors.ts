@@ -20,13 +20,13 @@ export const CONFIRM_NEEDED = 'account?confirm=needed#confirm'
 export type Factor = 'passkey' | 'totp' | 'password'
 
 /** The strongest factor `sub` has here: a passkey (when passkeys are on), an authenticator app that is on, or the password alone. */
-export async function strongestFactor(as: AsContext, sub: string): Promise<Factor> {
+async function strongestFactor(as: AsContext, sub: string): Promise<Factor> {
   if (as.as.webauthn.enabled && (await as.store.passkeys.list(sub)).length > 0) return 'passkey'
   return ((await as.store.totp.get(sub))?.confirmedAt ?? null) !== null ? 'totp' : 'password'
 }
 
 /** Whether the session's sign-in used `factor` (RFC 8176 methods: `hwk`/`swk` a passkey, `otp` a code or recovery code). */
-export function sessionUsed(record: SessionRecord, factor: Factor): boolean {
+function sessionUsed(record: SessionRecord, factor: Factor): boolean {
   const amr = record.amr ?? []
   const passkey = amr.includes('hwk') || amr.includes('swk')
   if (factor === 'passkey') return passkey

@@ -45,7 +45,7 @@ export const RECOVERY_FAILED = 'That recovery code is not right, or it was used 
 /** The secret could not be opened (wrong `mfa.totp_encryption_key`, a record moved from another person): no code is checked. */
 export const CODE_UNCHECKABLE = 'Codes from your authenticator app cannot be checked right now. Use a recovery code, or ask the people who run this service.'
 /** The page text while codes are refused: how long, and that the person's usual browser is not affected. */
-export function codesLockedMessage(retryAfterSec: number): string {
+function codesLockedMessage(retryAfterSec: number): string {
   return (
     `Too many wrong codes have been entered for this account. Try again in ${waitInWords(retryAfterSec)}. ` +
     'A browser you have completed a sign-in with before is not affected.'
