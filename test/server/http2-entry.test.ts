@@ -161,8 +161,13 @@ t.test('what an HTTP/2 request carries reaches the upstream as HTTP/1.1 would ca
     const before = gw.upstream.seen.length
     for (const authority of ['evil@gw.test', 'user:pass@gw.test', '@gw.test']) {
       const got = await h2Request(session, { ':path': '/public/u', ':authority': authority })
-      t.equal(got.status, 400, `:authority ${authority}`)
-      t.match(JSON.parse(got.body), { error: 'invalid_request' })
+      if (got.status === undefined) {
+        // Node 24's nghttp2 refuses it itself, before bearward sees the stream.
+        t.equal(got.rstCode, 1, `:authority ${authority}: reset with PROTOCOL_ERROR`)
+      } else {
+        t.equal(got.status, 400, `:authority ${authority}`)
+        t.match(JSON.parse(got.body), { error: 'invalid_request' })
+      }
     }
     const h1 = await send(gw.url, '/public/u', { headers: { host: 'evil@gw.test' } })
     t.equal(h1.status, 400, 'Host with userinfo over HTTP/1.1')
