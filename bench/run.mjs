@@ -6,6 +6,7 @@
 //   options: --duration S (3)  --warmup S (1)  --rounds N (10)  --connections N (50)
 //            --log-level L (warn)  --cpu-prof (run bearward under node --cpu-prof; prints how to summarize)
 //            --wait-quiet F (before each scenario, wait up to 10 min until other work takes < F of the CPU, e.g. 0.05)
+//            --compare REF (build REF in a worktree; both builds in the same rounds, CPU/req side by side)
 //
 // Each server and the load generator run in their own processes; the targets
 // of a scenario are measured in interleaved rounds (A B C, then C B A, ...)
@@ -27,6 +28,7 @@ import { parseArgs } from 'node:util'
 import { BenchContext } from './lib/context.mjs'
 import { cpuSnapshot, foreignShare } from './lib/cpu.mjs'
 import { formatTable, median } from './lib/report.mjs'
+import { bothTargets, compareRows, prepareRef, removeRef, splitResults } from './lib/compare.mjs'
 
 export const SCENARIOS = [
   'public-route',
@@ -54,6 +56,7 @@ const { values, positionals } = parseArgs({
     'log-level': { type: 'string', default: 'warn' },
     'cpu-prof': { type: 'boolean', default: false },
     'wait-quiet': { type: 'string' },
+    compare: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -61,7 +64,7 @@ if (values.help) {
   process.stdout.write(
     readFileSync(fileURLToPath(import.meta.url), 'utf8')
       .split('\n')
-      .slice(1, 8)
+      .slice(1, 9)
       .map((l) => l.replace(/^\/\/ ?/, ''))
       .join('\n') + `\nscenarios: ${SCENARIOS.join(', ')}\n`,
   )
@@ -101,6 +104,8 @@ function aggregate(results) {
 }
 
 const ctx = new BenchContext(opts)
+// --compare <ref>: every scenario is set up for this build and for <ref>'s, measured in the same rounds (lib/compare.mjs).
+const ref = values.compare === undefined ? null : prepareRef(values.compare, ctx.workDir, log)
 log(
   `bench: ${selected.join(', ')}; ${opts.connections} connections, warm-up ${opts.warmupSec}s, ${opts.durationSec}s x ${opts.rounds} rounds; work dir ${ctx.workDir}`,
 )
@@ -128,8 +133,21 @@ for (const name of selected) {
   }
   const started = Date.now()
   let plan = null
+  let refPlan = null
+  let mine = null
   try {
     plan = await scenario.setup(ctx)
+    if (ref !== null && !plan.skip) {
+      ctx.buildRoot = ref.root
+      try {
+        refPlan = await scenario.setup(ctx)
+      } finally {
+        ctx.buildRoot = undefined
+      }
+      if (refPlan.skip) throw new Error(`${ref.ref} cannot run ${name}: ${refPlan.skip}`)
+      mine = plan
+      plan = { ...plan, targets: bothTargets(plan.targets, refPlan.targets, ref.commit) }
+    }
     if (plan.skip) {
       log(`[${name}] skipped: ${plan.skip}`)
       rows.push({ scenario: scenario.title, subject: '—', target: scenario.target, note: `not run: ${plan.skip}` })
@@ -159,7 +177,13 @@ for (const name of selected) {
       profiles[t.id] = `node bench/profile.mjs ${t.profileDir}/*.cpuprofile ${windows.join(' ')}`
       log(`[${name}] CPU profile of "${t.label}" while measured (written when it stops):\n  ${profiles[t.id]}`)
     }
-    const scenarioRows = plan.evaluate(agg).map((row) => ({ scenario: scenario.title, ...row }))
+    let evaluated
+    if (mine === null) evaluated = plan.evaluate(agg)
+    else {
+      const split = splitResults(agg)
+      evaluated = [...mine.evaluate(split.mine), ...compareRows(split.mine, split.theirs, mine.targets, ref)]
+    }
+    const scenarioRows = evaluated.map((row) => ({ scenario: scenario.title, ...row }))
     rows.push(...scenarioRows)
     details[name] = {
       title: scenario.title,
@@ -176,9 +200,11 @@ for (const name of selected) {
     details[name] = { title: scenario.title, error: String(err.stack ?? err) }
   } finally {
     await plan?.teardown?.().catch((e) => log(`[${name}] teardown: ${e.message}`))
+    await refPlan?.teardown?.().catch((e) => log(`[${name}] teardown of ${ref?.ref}: ${e.message}`))
     await ctx.endScenario()
   }
 }
+if (ref !== null) removeRef(ref)
 await ctx.close()
 
 const table = formatTable(rows)

@@ -8,6 +8,8 @@ import { freePort, httpProbe, startProcess } from './spawn.mjs'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const BIN = join(ROOT, 'bin/bearward')
+/** The build a scenario starts: this checkout's, or during `--compare` the ref's worktree (ctx.buildRoot). */
+const buildRoot = (ctx) => ctx.buildRoot ?? ROOT
 
 /** Why bearward cannot run yet (build missing or broken), or null when it can. */
 export function bearwardUnavailable() {
@@ -57,9 +59,9 @@ export async function startBearward(ctx, { name = 'bearward', port, config, logL
   const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : []
   const handle = await startProcess({
     name,
-    args: [...nodeArgs, BIN, 'start', '-c', file],
+    args: [...nodeArgs, join(buildRoot(ctx), 'bin/bearward'), 'start', '-c', file],
     logDir: ctx.workDir,
-    cwd: ROOT,
+    cwd: buildRoot(ctx),
     env,
     probe: async () => ((await httpProbe(`http://127.0.0.1:${adminPort}/readyz`)) ? `http://127.0.0.1:${port}` : null),
   })

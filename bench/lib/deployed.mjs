@@ -48,6 +48,27 @@ export function deployedRoutes(upstream) {
   ]
 }
 
+/** Only the JWT route of the deployed config: what a route costs when no other feature is configured anywhere. */
+export function jwtRouteAlone(upstream) {
+  return deployedRoutes(upstream).filter((r) => r.name === 'api')
+}
+
+/**
+ * The deployed routes and one route of every other per-route feature: DPoP
+ * required, step-up, an upstream token minted per client token, and gRPC to an
+ * h2c upstream (issue #39: features elsewhere must cost the JWT route nothing).
+ */
+export function everyFeature(upstream) {
+  const h2c = upstream.replace(/^http:/, 'h2c:')
+  return [
+    ...deployedRoutes(upstream),
+    route('dpop-only', '/dpop', upstream, { token: 'jwt', scopes: { GET: [SCOPE] }, dpop: 'required' }),
+    route('stepped', '/stepped', upstream, { token: 'jwt', scopes: { GET: [SCOPE] }, authentication: { acr: ['mfa'], max_age: '5m' } }),
+    route('minted', '/minted', upstream, { token: 'jwt', issuers: ['self'], scopes: { GET: [SCOPE] }, upstream_token: 'exchange' }),
+    route('grpc', '/grpc.Orders', h2c, { token: 'jwt', scopes: { '*': [SCOPE] } }),
+  ]
+}
+
 /**
  * Start Redis and one deployed bearward (`name`, with `extra` top-level
  * config keys such as `telemetry`), and prepare the values its requests carry:
@@ -57,7 +78,7 @@ export function deployedRoutes(upstream) {
  * the first instance's public_url; pass `shared` (a previous call's result)
  * to start another instance that accepts the same values.
  */
-export async function startDeployed(ctx, { name = 'bearward-deployed', logLevel = 'info', extra = {}, env, shared = null } = {}) {
+export async function startDeployed(ctx, { name = 'bearward-deployed', logLevel = 'info', extra = {}, env, shared = null, routes = deployedRoutes } = {}) {
   const up = await ctx.upstream()
   const redis = shared?.redis ?? ctx.track(await startRedis(ctx.workDir, `redis-${name}`))
   const address = await reserveAddress()
@@ -65,7 +86,7 @@ export async function startDeployed(ctx, { name = 'bearward-deployed', logLevel 
   const jwk = shared?.jwk ?? (await generateSigningJwk())
   const keyFile = shared?.keyFile ?? writeJson(ctx.file(`${name}.jwk`), jwk)
   const config = {
-    ...(await gatewayConfig({ publicUrl, keyFile, store: redis.url, accessFormat: 'opaque', routes: deployedRoutes(up.url) })),
+    ...(await gatewayConfig({ publicUrl, keyFile, store: redis.url, accessFormat: 'opaque', routes: routes(up.url) })),
     ...extra,
   }
   const bw = ctx.track(await startBearward(ctx, { name, port: address.port, config, logLevel, env }))

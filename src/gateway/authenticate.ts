@@ -20,7 +20,7 @@ import { hashToken } from '../store/hash.js'
 import { checkBearerGrammar } from '../http/authorization.js'
 import { looksLikeJwt } from '../tokens/jwt-shape.js'
 import type { OpaqueValidator } from './introspection-client.js'
-import type { RoutePolicy } from './route-policy.js'
+import type { TokenPlan } from './plan/route-plan.js'
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './token-identity.js'
 import { identityFromClaims } from './identity.js'
@@ -137,18 +137,22 @@ export class Authenticator {
    *   (query and body tokens); otherwise it is checked here, first, for every
    *   token not in the recent-token cache. A token found there is the exact
    *   string that passed the check when it was verified.
+   * @param parent the request's recorded span, whose child the verification
+   *   is (passed along, never found through async context); null: none.
    */
   authenticate(
     token: string,
-    policy: RoutePolicy,
+    policy: TokenPlan,
     method: string,
     grammarChecked = false,
     dpop: DpopPresentation | null = null,
+    parent: Span | null = null,
   ): TokenIdentity | Promise<TokenIdentity> {
     const now = this.#clock.now()
-    const span = this.#tracing?.child('bearward.token.verify', SpanKind.INTERNAL, { 'bearward.route': policy.route.name }) ?? null
+    const span =
+      parent === null ? null : (this.#tracing?.child('bearward.token.verify', SpanKind.INTERNAL, { 'bearward.route': policy.route.name }, parent) ?? null)
     if (span !== null) return this.#traced(span, token, policy, method, now, grammarChecked, dpop)
-    const identity = this.#identify(token, policy, now, grammarChecked)
+    const identity = this.#identify(token, policy, now, grammarChecked, null)
     if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now, token, dpop))
     return this.#authorize(identity, policy, method, now, token, dpop)
   }
@@ -161,7 +165,7 @@ export class Authenticator {
   #traced(
     span: Span,
     token: string,
-    policy: RoutePolicy,
+    policy: TokenPlan,
     method: string,
     now: number,
     grammarChecked: boolean,
@@ -183,7 +187,7 @@ export class Authenticator {
       throw err
     }
     try {
-      const identity = this.#identify(token, policy, now, grammarChecked)
+      const identity = this.#identify(token, policy, now, grammarChecked, span)
       span.setAttribute('bearward.token.cache', identity instanceof Promise ? 'miss' : 'hit')
       if (identity instanceof Promise) return identity.then(authorized, fail)
       return authorized(identity)
@@ -200,7 +204,7 @@ export class Authenticator {
    */
   #authorize(
     identity: TokenIdentity,
-    policy: RoutePolicy,
+    policy: TokenPlan,
     method: string,
     now: number,
     token: string,
@@ -232,8 +236,8 @@ export class Authenticator {
    * challenge names the method's scopes too (reply.ts), so the client's one
    * new authorization request asks for everything (docs/step-up.md).
    */
-  #scoped(identity: TokenIdentity, policy: RoutePolicy, method: string, now: number): TokenIdentity {
-    const stepUp = policy.stepUp.of(method)
+  #scoped(identity: TokenIdentity, policy: TokenPlan, method: string, now: number): TokenIdentity {
+    const stepUp = policy.stepUp === null ? null : policy.stepUp.of(method)
     if (stepUp !== null) {
       const short = stepUp.check(identity.claims, now / 1000, this.#skewSec, identity.issuerId === SELF_ISSUER)
       if (short !== null) throw short
@@ -244,7 +248,7 @@ export class Authenticator {
   }
 
   /** Revocation and the store_unavailable policy. */
-  #current(identity: TokenIdentity, policy: RoutePolicy, now: number): void {
+  #current(identity: TokenIdentity, policy: TokenPlan, now: number): void {
     // Revocation is known only to the list, never to the cache: every request asks.
     if (this.#revocations.isRevoked(identity.jti, identity.grantId)) {
       throw new AccessTokenRevoked({ cause: 'jti or grant on the revocation list' })
@@ -266,22 +270,23 @@ export class Authenticator {
     this.#recent.clear()
   }
 
-  #identify(token: string, policy: RoutePolicy, now: number, grammarChecked: boolean): TokenIdentity | Promise<TokenIdentity> {
+  /** @param span the verification's span, parent of a key fetch or introspection call made for it; null: none. */
+  #identify(token: string, policy: TokenPlan, now: number, grammarChecked: boolean, span: Span | null): TokenIdentity | Promise<TokenIdentity> {
     const kind = policy.route.token
     const recent = kind === 'introspect' ? undefined : this.#recent.get(token, now)
     if (recent === undefined && !grammarChecked) checkBearerGrammar(token)
-    if (kind === 'introspect') return this.#opaque(token, policy, now, 0, null)
+    if (kind === 'introspect') return this.#opaque(token, policy, now, 0, null, span)
     const jwtShaped = looksLikeJwt(token)
     if (kind === 'any') {
-      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, policy, now, recent) : this.#opaque(token, policy, now, 0, null)
+      return jwtShaped && policy.jwtIssuers.length > 0 ? this.#fromJwt(token, policy, now, recent, span) : this.#opaque(token, policy, now, 0, null, span)
     }
     // docs/architecture.md, validation order step 1: not three segments is invalid_request.
     if (!jwtShaped) throw new InvalidRequest('The access token is malformed', { challenge: 'Bearer', cause: 'not three segments' })
-    return this.#fromJwt(token, policy, now, recent)
+    return this.#fromJwt(token, policy, now, recent, span)
   }
 
   /** @param recent what the recent-token cache holds for `token` (looked up by the caller). */
-  #fromJwt(token: string, policy: RoutePolicy, now: number, recent: readonly ScopedJwt[] | undefined): TokenIdentity | Promise<TokenIdentity> {
+  #fromJwt(token: string, policy: TokenPlan, now: number, recent: readonly ScopedJwt[] | undefined, span: Span | null): TokenIdentity | Promise<TokenIdentity> {
     let hit = scoped(recent, policy.cacheScope)
     let tokenHash: string | null = null
     if (hit === undefined) {
@@ -306,15 +311,23 @@ export class Authenticator {
       const issuers = policy.jwtIssuers
       const issuer = issuers.length === 1 ? issuers[0] : policy.jwtIssuerByIss.get(unverifiedIssuer(token) ?? '')
       if (issuer === undefined) throw invalidToken('issuer not trusted on this route')
-      pending = this.#verify(token, tokenHash, issuer, policy, cacheKey, now)
+      pending = this.#verify(token, tokenHash, issuer, policy, cacheKey, now, span)
       this.#verifying.set(cacheKey, pending)
     }
     return pending.then((verified) => verified.identity)
   }
 
-  async #verify(token: string, tokenHash: string, issuer: JwtIssuer, policy: RoutePolicy, cacheKey: string, now: number): Promise<VerifiedJwt> {
+  async #verify(
+    token: string,
+    tokenHash: string,
+    issuer: JwtIssuer,
+    policy: TokenPlan,
+    cacheKey: string,
+    now: number,
+    span: Span | null,
+  ): Promise<VerifiedJwt> {
     try {
-      const { claims, exp, nbf } = await this.#jwt.verify(token, issuer, policy.route.audiences)
+      const { claims, exp, nbf } = await this.#jwt.verify(token, issuer, policy.route.audiences, span)
       const identity = identityFromClaims(issuer.id, issuer.issuer, claims, exp)
       if (identity === undefined) throw invalidToken('claim of the wrong type')
       const verified: VerifiedJwt = { identity, nbf }
@@ -332,12 +345,12 @@ export class Authenticator {
    * first (no network), from `from` on, until one knows the token as active.
    * Stays synchronous while the validators answer from their caches.
    */
-  #opaque(token: string, policy: RoutePolicy, now: number, from: number, failure: OAuthError | null): TokenIdentity | Promise<TokenIdentity> {
+  #opaque(token: string, policy: TokenPlan, now: number, from: number, failure: OAuthError | null, span: Span | null): TokenIdentity | Promise<TokenIdentity> {
     const validators = policy.opaque
     for (let i = from; i < validators.length; i++) {
       let answer: TokenIdentity | null | Promise<TokenIdentity | null>
       try {
-        answer = (validators[i] as OpaqueValidator).validate(token, policy.route.audiences, now)
+        answer = (validators[i] as OpaqueValidator).validate(token, policy.route.audiences, now, span)
       } catch (err) {
         if (!(err instanceof TemporarilyUnavailable)) throw err
         failure = err
@@ -345,10 +358,10 @@ export class Authenticator {
       }
       if (answer instanceof Promise) {
         return answer.then(
-          (identity) => identity ?? this.#opaque(token, policy, now, i + 1, failure),
+          (identity) => identity ?? this.#opaque(token, policy, now, i + 1, failure, span),
           (err: unknown) => {
             if (!(err instanceof TemporarilyUnavailable)) throw err
-            return this.#opaque(token, policy, now, i + 1, err)
+            return this.#opaque(token, policy, now, i + 1, err, span)
           },
         )
       }

@@ -1,10 +1,13 @@
 import type { RouteConfig } from '../config/validated-config.js'
+import type { UpstreamPlan } from './plan/upstreams.js'
 import type { TokenIdentity } from './token-identity.js'
 import type { ResponseRewriter } from './upstream/rewrite.js'
 
 /** What the gateway decided to forward, handed to the proxy. */
 export interface ForwardRequest {
   route: RouteConfig
+  /** The upstream step of the route's plan: the proxy looks nothing up. */
+  upstream: UpstreamPlan
   /** The normalized path the policy judged (after strip_prefix when set); always starts with `/`. */
   path: string
   /** Raw query string without `?`, or ''. With token_in_query, the access_token parameter is already removed. */

@@ -15,8 +15,9 @@ import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'
 import { InsufficientScope, InsufficientUserAuthentication, InvalidRequest, InvalidToken, MethodNotAllowed } from '../errors.js'
 import { errorOnSocket, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
 import { Authenticator, type DpopPresentation } from './authenticate.js'
-import { buildTrustedIssuers, type RoutePolicy, type TrustedIssuer } from './route-policy.js'
-import { planRoute, type RoutePlan } from './route-plan.js'
+import { buildTrustedIssuers, type TrustedIssuer } from './plan/issuers.js'
+import { buildRoutePlans } from './plan/build.js'
+import type { RoutePlan, TokenPlan } from './plan/route-plan.js'
 import { Refusals, type Refusal } from './refusals.js'
 import { extractToken, type ExtractedToken } from './extract.js'
 import type { JwksSource } from './jwks-client.js'
@@ -80,9 +81,17 @@ class Gateway implements GatewayFace {
     this.#sessions = new McpSessions(deps.store)
     const issuers = buildTrustedIssuers({ config, own: deps.ownIssuer, store: deps.store, jwks: shared.jwks, tracing: deps.tracing })
     try {
-      this.#metadata = new ProtectedResources(config)
-      const dpopAlgs = config.dpop.algs.join(' ')
-      const plans = config.routes.map((route) => planRoute(route, issuers, this.#metadata.urlOf(route), dpopAlgs))
+      const metadata = new ProtectedResources(config)
+      this.#metadata = metadata
+      // Routes with `upstream_token: exchange | assertion` sign with the authorization server's keys.
+      const signing = deps.keys === null ? null : { keys: deps.keys, issuer: config.publicUrl, clock: deps.clock }
+      const { plans, pools } = buildRoutePlans({
+        config,
+        issuers,
+        metadataUrlOf: (route) => metadata.urlOf(route),
+        trustedProxies: deps.trustedProxies,
+        signing,
+      })
       this.#table = new RouteTable(plans, (p) => p.route.match)
       const dpop = new DpopVerifier(config.dpop, deps, 'resource')
       this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway, dpop, tracing: deps.tracing })
@@ -93,14 +102,7 @@ class Gateway implements GatewayFace {
         metrics: deps.metrics,
         graceSec: config.gateway.streamExpiryGraceSec,
       })
-      try {
-        // Routes with `upstream_token: exchange | assertion` sign with the authorization server's keys.
-        const signing = deps.keys === null ? null : { keys: deps.keys, issuer: config.publicUrl, clock: deps.clock }
-        this.#proxy = new UpstreamProxy(config.routes, config.gateway, deps.log, deps.trustedProxies, exchanges, deps.tracing, signing)
-      } catch (err) {
-        exchanges.retire()
-        throw err
-      }
+      this.#proxy = new UpstreamProxy(pools, deps.log, exchanges, deps.tracing)
       this.#exchanges = exchanges
     } catch (err) {
       // A gateway that is never built must not leave its introspection pools open.
@@ -167,30 +169,30 @@ class Gateway implements GatewayFace {
     if (hasConflictingFraming(req)) {
       return { refusal: new InvalidRequest('A request must not carry both Content-Length and Transfer-Encoding'), reply: plan.reply }
     }
-    if (plan.policy === null || (route.passPreflight && isPreflight(req))) {
-      return { route, path: forwardPath, query: ctx.rawQuery, identity: null, body: null }
+    const token = plan.token
+    if (token === null || (route.passPreflight && isPreflight(req))) {
+      return { route, upstream: plan.upstream, path: forwardPath, query: ctx.rawQuery, identity: null, body: null }
     }
-    const policy = plan.policy
     const mcp = plan.mcp
     if (mcp !== null) {
       // Header-only checks (Origin, Content-Type, revision): nothing is read yet.
       const refused = mcp.precheck(req)
       if (refused !== null) return this.#refusals.of(refused, ctx, plan, req.method, null)
     }
-    return this.#extract(req, ctx, plan, policy, forwardPath, allowBody)
+    return this.#extract(req, ctx, plan, token, forwardPath, allowBody)
   }
 
   /** Find the token, then judge it. */
-  #extract(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, policy: RoutePolicy, path: string, allowBody: boolean): Decision | Promise<Decision> {
+  #extract(req: IncomingMessage, ctx: RequestContext, plan: RoutePlan, token: TokenPlan, path: string, allowBody: boolean): Decision | Promise<Decision> {
     try {
       const extracted = extractToken(req, plan.route, ctx.rawQuery, allowBody)
       if (extracted instanceof Promise) {
         return extracted.then(
-          (e) => this.#judge(req, ctx, plan, policy, path, e, allowBody),
+          (e) => this.#judge(req, ctx, plan, token, path, e, allowBody),
           (err: unknown) => this.#refusals.of(err, ctx, plan, req.method, null),
         )
       }
-      return this.#judge(req, ctx, plan, policy, path, extracted, allowBody)
+      return this.#judge(req, ctx, plan, token, path, extracted, allowBody)
     } catch (err) {
       return this.#refusals.of(err, ctx, plan, req.method, null)
     }
@@ -201,7 +203,7 @@ class Gateway implements GatewayFace {
     req: IncomingMessage,
     ctx: RequestContext,
     plan: RoutePlan,
-    policy: RoutePolicy,
+    token: TokenPlan,
     path: string,
     extracted: ExtractedToken,
     allowBody: boolean,
@@ -214,7 +216,7 @@ class Gateway implements GatewayFace {
       } else if (plan.route.dpop === 'required') {
         throw new InvalidToken('This resource accepts DPoP-bound access tokens only', { cause: 'bearer token on a dpop: required route' })
       }
-      const identity = this.#auth.authenticate(extracted.token, policy, req.method ?? 'GET', extracted.grammarChecked, dpop)
+      const identity = this.#auth.authenticate(extracted.token, token, req.method ?? 'GET', extracted.grammarChecked, dpop, ctx.trace.span)
       if (identity instanceof Promise) {
         return identity.then(
           (id) => this.#inspect(req, ctx, plan, path, extracted, id, allowBody, presented),
@@ -311,7 +313,7 @@ class Gateway implements GatewayFace {
     }
     ctx.clientId = identity.clientId
     this.#refusals.countValid()
-    const forward: ForwardRequest = { route: plan.route, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
+    const forward: ForwardRequest = { route: plan.route, upstream: plan.upstream, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
     if (plan.route.upstreamToken !== null) forward.token = extracted.token
     const lists = mcp?.lists ?? null
     const rule = plan.mcp

@@ -19,7 +19,7 @@ import { lookupOwnOpaqueToken, ownOpaqueState, type OwnOpaqueLookup } from '../t
 import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './token-identity.js'
 import { identityFromClaims } from './identity.js'
-import { SpanKind, type Tracing } from '../telemetry/tracing.js'
+import { SpanKind, type Span, type Tracing } from '../telemetry/tracing.js'
 
 /** An introspection response larger than this is not one. */
 const MAX_RESPONSE_BYTES = 64 * 1024
@@ -31,9 +31,10 @@ export interface OpaqueValidator {
    * The identity when the token is active for one of `audiences`; null when
    * this issuer does not know it as an active token for any of them. Throws
    * InvalidToken (expired) or TemporarilyUnavailable. Answers from a cache
-   * come back synchronously (no promise on the hot path).
+   * come back synchronously (no promise on the hot path). `parent`: the
+   * request's span, whose child an introspection call is.
    */
-  validate(token: string, audiences: readonly string[], nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null>
+  validate(token: string, audiences: readonly string[], nowMs: number, parent?: Span | null): TokenIdentity | null | Promise<TokenIdentity | null>
   /** Release connections (at Runtime close). */
   close(): Promise<void>
 }
@@ -192,7 +193,7 @@ export class IntrospectionClient {
    * The response members when `active` is exactly `true`, null when the token
    * is not active. Throws TemporarilyUnavailable when there is no usable answer.
    */
-  async introspect(token: string): Promise<Readonly<Record<string, unknown>> | null> {
+  async introspect(token: string, parent?: Span | null): Promise<Readonly<Record<string, unknown>> | null> {
     let text: string
     let status: number
     try {
@@ -209,7 +210,7 @@ export class IntrospectionClient {
           signal: AbortSignal.timeout(this.#timeoutMs),
         })
       // The span names the endpoint, never the token it was asked about.
-      const res = await (this.#tracing?.traced('POST', SpanKind.CLIENT, { 'http.request.method': 'POST', 'url.full': this.#endpoint }, ask) ?? ask())
+      const res = await (this.#tracing?.traced('POST', SpanKind.CLIENT, { 'http.request.method': 'POST', 'url.full': this.#endpoint }, ask, parent) ?? ask())
       status = res.statusCode
       const chunks: Buffer[] = []
       let size = 0
@@ -285,16 +286,16 @@ export class RemoteIntrospector implements OpaqueValidator {
     this.#options = options
   }
 
-  validate(token: string, audiences: readonly string[], nowMs: number): TokenIdentity | null | Promise<TokenIdentity | null> {
+  validate(token: string, audiences: readonly string[], nowMs: number, parent?: Span | null): TokenIdentity | null | Promise<TokenIdentity | null> {
     // By hash: inactive answers are cached too, and a client controls the size of those tokens.
     const tokenHash = hashToken(token)
     const cached = this.#cache.get(tokenHash, nowMs)
     if (cached !== undefined) return this.#judge(cached, audiences, nowMs)
-    return this.#ask(token, tokenHash, audiences, nowMs)
+    return this.#ask(token, tokenHash, audiences, nowMs, parent)
   }
 
-  async #ask(token: string, tokenHash: string, audiences: readonly string[], nowMs: number): Promise<TokenIdentity | null> {
-    const answer = this.#interpret(await this.#client.introspect(token), nowMs)
+  async #ask(token: string, tokenHash: string, audiences: readonly string[], nowMs: number, parent: Span | null | undefined): Promise<TokenIdentity | null> {
+    const answer = this.#interpret(await this.#client.introspect(token, parent), nowMs)
     const g = this.#options.gateway
     const deadline =
       answer === false ? nowMs + g.introspectionNegativeTtlSec * 1000 : Math.min(answer.identity.exp * 1000, nowMs + g.introspectionCacheTtlSec * 1000)

@@ -25,7 +25,7 @@ import type { IssuerConfig } from '../config/validated-config.js'
 import { TemporarilyUnavailable } from '../errors.js'
 import { parseJwks } from '../keys/jwk-set.js'
 import type { Logger } from '../log.js'
-import { SpanKind, type Tracing } from '../telemetry/tracing.js'
+import { SpanKind, type Span, type Tracing } from '../telemetry/tracing.js'
 import { indexByKid, pickKey, type KeyLookup, type VerificationKey } from '../tokens/verify-jwt.js'
 
 /** A JWK Set larger than this is not a key set we want to parse. */
@@ -120,17 +120,17 @@ export class JwksClient implements KeyLookup {
     if (this.#usableUntilMs === 0 && this.#mayAttempt(this.#deps.clock.now())) void this.#fetch()
   }
 
-  async resolve(kid: string | undefined, alg: string): Promise<VerificationKey | undefined> {
+  async resolve(kid: string | undefined, alg: string, parent?: Span | null): Promise<VerificationKey | undefined> {
     const now = this.#deps.clock.now()
     if (now >= this.#usableUntilMs) {
-      if (!(await this.#waitForKeys(now))) {
+      if (!(await this.#waitForKeys(now, parent))) {
         throw new TemporarilyUnavailable("The token issuer's keys cannot be loaded; try again later", {
           cause: `jwks of ${this.issuerId} unavailable`,
           headers: { 'retry-after': '5' },
         })
       }
     } else if (now >= this.#refreshAtMs && this.#mayAttempt(now)) {
-      void this.#fetch()
+      void this.#fetch(parent)
     }
     const key = pickKey(this.#keys, this.#byKid, kid, alg)
     if (key !== undefined || kid === undefined) return key
@@ -156,22 +156,23 @@ export class JwksClient implements KeyLookup {
     return this.#inflight === null && now >= this.#nextAttemptMs && !this.#abort.signal.aborted
   }
 
-  async #waitForKeys(now: number): Promise<boolean> {
-    if (this.#mayAttempt(now)) void this.#fetch()
+  async #waitForKeys(now: number, parent: Span | null | undefined): Promise<boolean> {
+    if (this.#mayAttempt(now)) void this.#fetch(parent)
     if (this.#inflight !== null) await waitAtMost(this.#inflight, this.#settings.firstFetchWaitMs)
     return this.#deps.clock.now() < this.#usableUntilMs
   }
 
-  #fetch(): Promise<void> {
+  /** @param parent the span of the request that needs the keys (see KeyLookup.resolve); one fetch serves every waiting request. */
+  #fetch(parent?: Span | null): Promise<void> {
     if (this.#inflight !== null) return this.#inflight
-    const run = this.#load().finally(() => {
+    const run = this.#load(parent).finally(() => {
       this.#inflight = null
     })
     this.#inflight = run
     return run
   }
 
-  async #load(): Promise<void> {
+  async #load(parent: Span | null | undefined): Promise<void> {
     const { clock, log, dispatcher } = this.#deps
     const settings = this.#settings
     try {
@@ -189,6 +190,7 @@ export class JwksClient implements KeyLookup {
         SpanKind.CLIENT,
         { 'http.request.method': 'GET', 'url.full': this.uri, 'bearward.issuer': this.issuerId },
         fetchKeys,
+        parent,
       ) ?? fetchKeys())
       if (res.statusCode !== 200) {
         await res.body.dump()

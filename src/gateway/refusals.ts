@@ -18,7 +18,7 @@ import { answerFailure, type Failure, type FailureReporting } from '../http/fail
 import type { ErrorReplyOptions } from '../http/reply.js'
 import { labelKey, type Metrics } from '../metrics.js'
 import type { McpJudgement } from './mcp/rule.js'
-import type { RoutePlan } from './route-plan.js'
+import type { RoutePlan } from './plan/route-plan.js'
 
 /** A request we answer ourselves, with the reply options (realm) of its route. */
 export interface Refusal {

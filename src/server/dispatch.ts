@@ -75,8 +75,7 @@ export class RequestDispatcher {
         (which) => this.#bodyTimedOut(req, res, ctx, which),
       )
     }
-    if (ctx.trace.span === null) this.#dispatch(req, res, ctx, runtime)
-    else this.#shared.tracing.within(ctx.trace, () => this.#dispatch(req, res, ctx, runtime))
+    this.#dispatch(req, res, ctx, runtime)
   }
 
   /**
@@ -139,7 +138,9 @@ export class RequestDispatcher {
       const as = runtime.as
       if (as !== null && (as.owns === undefined || as.owns(ctx.rawPath))) {
         res.setHeader('x-request-id', ctx.id)
-        as.handle(req, res, ctx).then(
+        // Only the endpoints find their span through async context; the gateway is handed it (telemetry/tracing.ts).
+        const handling = ctx.trace.span === null ? as.handle(req, res, ctx) : this.#shared.tracing.within(ctx.trace, () => as.handle(req, res, ctx))
+        handling.then(
           (handled) => {
             if (!handled) this.#notAs(req, res, ctx, runtime)
           },

@@ -7,10 +7,15 @@
  * and as its children token verification, introspection, JWKS fetches,
  * store calls and the upstream exchange.
  *
- * The current request's span is found through an AsyncLocalStorage owned by
- * this object (no global context manager), so code deep in a face can start
- * a child span without a context passed down to it. With no exporter, none
- * of that runs: a request costs one header parse and two random ids.
+ * The gateway passes a request's span explicitly along its route's plan
+ * (`child(..., parent)`): on Node 20 an AsyncLocalStorage, once entered,
+ * turns on async hooks for every promise of the process, about 15 µs a
+ * proxied request (docs/performance.md). The authorization server's
+ * endpoints, whose store calls are deep in their modules, still find their
+ * request's span through an AsyncLocalStorage owned by this object (`within`),
+ * switched off again whenever no traced endpoint request is in flight. With
+ * no exporter, none of that runs: a request costs one header parse and two
+ * random ids.
  *
  * No span attribute holds a token, a secret or a query string (queries can
  * carry `access_token`); paths and header-free attributes only.
@@ -86,6 +91,8 @@ export class Tracing {
   readonly #provider: TracerProvider | null
   readonly #tracer: Tracer | null
   readonly #current = new AsyncLocalStorage<Span>()
+  /** The traced requests that entered #current and have not finished: when none is left, it is disabled. */
+  readonly #inside = new Set<RequestTrace>()
 
   /** Tracing that records spans through `provider`; null: trace context only, nothing recorded. */
   constructor(provider: TracerProvider | null, version = '0') {
@@ -163,9 +170,15 @@ export class Tracing {
     }
   }
 
-  /** Run `fn` with `trace`'s span as the current one, so child spans find it. */
+  /**
+   * Run `fn` with `trace`'s span as the current one, so child spans started
+   * without an explicit parent find it, until `finish(trace)`. For the
+   * authorization server's endpoints; the gateway passes its spans along.
+   */
   within<T>(trace: RequestTrace, fn: () => T): T {
-    return trace.span === null ? fn() : this.#current.run(trace.span, fn)
+    if (trace.span === null) return fn()
+    this.#inside.add(trace)
+    return this.#current.run(trace.span, fn)
   }
 
   /**
@@ -183,6 +196,8 @@ export class Tracing {
   ): void {
     const span = trace.span
     if (span === null) return
+    // The last traced endpoint request is over: async hooks off again (see the file's comment).
+    if (this.#inside.delete(trace) && this.#inside.size === 0) this.#current.disable()
     if (httpRoute !== null) {
       span.updateName(`${method} ${httpRoute}`)
       span.setAttribute('http.route', httpRoute)
@@ -204,18 +219,22 @@ export class Tracing {
     span.end()
   }
 
-  /** A child of the current request's span; null when nothing is recorded (no exporter, not sampled, no request). */
-  child(name: string, kind: SpanKind, attributes: Attributes): Span | null {
+  /**
+   * A child of `parent`, or when it is undefined of the current endpoint
+   * request's span (`within`); null when nothing is recorded (no exporter,
+   * not sampled, no parent).
+   */
+  child(name: string, kind: SpanKind, attributes: Attributes, parent?: Span | null): Span | null {
     const tracer = this.#tracer
     if (tracer === null) return null
-    const parent = this.#current.getStore()
-    if (parent === undefined) return null
-    return tracer.startSpan(name, { kind, attributes }, trace.setSpan(ROOT_CONTEXT, parent))
+    const of = parent === undefined ? this.#current.getStore() : parent
+    if (of === undefined || of === null) return null
+    return tracer.startSpan(name, { kind, attributes }, trace.setSpan(ROOT_CONTEXT, of))
   }
 
-  /** Trace `work` as a child span of the current request that ends when it settles (see `withinSpan`). */
-  traced<T>(name: string, kind: SpanKind, attributes: Attributes, work: () => Promise<T>): Promise<T> {
-    const span = this.child(name, kind, attributes)
+  /** Trace `work` as a child span (of `parent`, see `child`) that ends when it settles (see `withinSpan`). */
+  traced<T>(name: string, kind: SpanKind, attributes: Attributes, work: () => Promise<T>, parent?: Span | null): Promise<T> {
+    const span = this.child(name, kind, attributes, parent)
     return span === null ? work() : withinSpan(span, work)
   }
 

@@ -23,6 +23,7 @@
  * Every failure is 401 invalid_token with a fixed description: jose's
  * messages stay in the server log as the `cause`.
  */
+import type { Span } from '@opentelemetry/api'
 import type { KeyObject } from 'node:crypto'
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import type { Clock } from '../clock.js'
@@ -49,9 +50,10 @@ export interface KeyLookup {
    * The key for `kid` that can verify `alg`, or undefined. With no kid, the
    * issuer's only such key. May wait for a (rate-limited) refetch of a
    * remote JWKS; rejects with TemporarilyUnavailable when no keys could be
-   * loaded at all.
+   * loaded at all. `parent`: the span a fetch made for it is a child of
+   * (undefined: the current endpoint request's, telemetry/tracing.ts).
    */
-  resolve(kid: string | undefined, alg: string): VerificationKey | undefined | Promise<VerificationKey | undefined>
+  resolve(kid: string | undefined, alg: string, parent?: Span | null): VerificationKey | undefined | Promise<VerificationKey | undefined>
 }
 
 /** An issuer as the JWT path sees it. */
@@ -167,7 +169,7 @@ export class JwtVerifier {
    * answers for all of its own). Throws InvalidToken (401), AccessTokenExpired,
    * or TemporarilyUnavailable (503) when the issuer's keys cannot be loaded.
    */
-  async verify(token: string, issuer: JwtIssuer, audiences: readonly string[] | null): Promise<VerifiedJwt> {
+  async verify(token: string, issuer: JwtIssuer, audiences: readonly string[] | null, parent?: Span | null): Promise<VerifiedJwt> {
     const header = decodeSegment(token.slice(0, token.indexOf('.')))
     if (header === undefined) throw invalidToken('protected header is not a JSON object')
     const alg = header.alg
@@ -177,7 +179,7 @@ export class JwtVerifier {
     }
     const kid = header.kid
     if (kid !== undefined && typeof kid !== 'string') throw invalidToken('kid is not a string')
-    const key = await issuer.keys.resolve(kid, alg)
+    const key = await issuer.keys.resolve(kid, alg, parent)
     if (key === undefined) throw invalidToken('no trusted key for kid and alg')
 
     let claims: JWTPayload

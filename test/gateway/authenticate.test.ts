@@ -10,7 +10,9 @@ import { parseConfig } from '../../src/config/load.js'
 import type { RouteConfig } from '../../src/config/validated-config.js'
 import { OAuthError } from '../../src/errors.js'
 import { Authenticator } from '../../src/gateway/authenticate.js'
-import { buildPolicy, type TrustedIssuer } from '../../src/gateway/route-policy.js'
+import { planToken } from '../../src/gateway/plan/build.js'
+import type { TrustedIssuer } from '../../src/gateway/plan/issuers.js'
+import type { TokenPlan } from '../../src/gateway/plan/route-plan.js'
 import { StaticKeys, type KeyLookup, type VerificationKey } from '../../src/tokens/verify-jwt.js'
 import { createLogger } from '../../src/log.js'
 import { mint, newKey, PUBLIC_URL } from './fixture.js'
@@ -49,7 +51,7 @@ class CountingKeys implements KeyLookup {
   }
 }
 
-function setup(): { auth: Authenticator; keys: CountingKeys; policyA: ReturnType<typeof buildPolicy>; policyB: ReturnType<typeof buildPolicy> } {
+function setup(): { auth: Authenticator; keys: CountingKeys; policyA: TokenPlan; policyB: TokenPlan } {
   const keys = new CountingKeys()
   const self: TrustedIssuer = {
     id: 'self',
@@ -72,7 +74,7 @@ function setup(): { auth: Authenticator; keys: CountingKeys; policyA: ReturnType
     revocations: { isRevoked: () => false, healthy: true },
     gateway: { clockSkewSec: 60, tokenCacheMaxEntries: 100 },
   })
-  return { auth, keys, policyA: buildPolicy(a, issuers), policyB: buildPolicy(b, issuers) }
+  return { auth, keys, policyA: planToken(a, issuers), policyB: planToken(b, issuers) }
 }
 
 /** The OAuthError `run` throws or rejects with; null when it succeeds. */

@@ -11,6 +11,10 @@ import type { GatewayConfig, RouteConfig } from '../../src/config/validated-conf
 import type { RequestContext } from '../../src/context.js'
 import type { Logger } from '../../src/log.js'
 import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
+import { planUpstreams, type UpstreamPlan } from '../../src/gateway/plan/upstreams.js'
+import { TrustedProxies } from '../../src/http/trusted-proxies.js'
+import type { CredentialDeps } from '../../src/gateway/upstream-token/credential.js'
+import type { OpenExchanges } from '../../src/gateway/open-exchanges.js'
 import type { ForwardRequest } from '../../src/gateway/forward-request.js'
 import type { TokenIdentity } from '../../src/gateway/token-identity.js'
 import { contextExtras } from '../helpers/trace.js'
@@ -105,6 +109,25 @@ export function startUpstream(handler: (req: IncomingMessage, res: ServerRespons
   return listen(createServer(handler))
 }
 
+/**
+ * The proxy of a gateway whose routes are `routes`, and each route's
+ * upstream step (what the gateway's plan hands the proxy with a request).
+ */
+export function proxyFor(
+  routes: readonly RouteConfig[],
+  gateway: GatewayConfig = gatewayConfig(),
+  options: { signing?: CredentialDeps | null; exchanges?: OpenExchanges | null } = {},
+): { proxy: UpstreamProxy; upstreamOf: (route: RouteConfig) => UpstreamPlan } {
+  const { upstreams, pools } = planUpstreams(routes, gateway, new TrustedProxies(gateway.trustedProxies), options.signing ?? null)
+  const proxy = new UpstreamProxy(pools, silentLog, options.exchanges ?? null)
+  const upstreamOf = (route: RouteConfig): UpstreamPlan => {
+    const upstream = upstreams[routes.indexOf(route)]
+    if (upstream === undefined) throw new Error(`route ${route.name} is not one of the proxy's`)
+    return upstream
+  }
+  return { proxy, upstreamOf }
+}
+
 export interface Decision {
   route?: RouteConfig
   identity?: TokenIdentity | null
@@ -122,7 +145,7 @@ export async function startProxy(
   gateway: GatewayConfig = gatewayConfig(),
   decide: (req: IncomingMessage) => Decision = () => ({}),
 ): Promise<Listening & { proxy: UpstreamProxy; forwards: Promise<void>[] }> {
-  const proxy = new UpstreamProxy(routes, gateway, silentLog)
+  const { proxy, upstreamOf } = proxyFor(routes, gateway)
   const forwards: Promise<void>[] = []
   const fwdFor = (req: IncomingMessage): { fwd: ForwardRequest; ctx: RequestContext } => {
     const raw = req.url ?? '/'
@@ -134,6 +157,7 @@ export async function startProxy(
     return {
       fwd: {
         route,
+        upstream: upstreamOf(route),
         path: d.path ?? rawPath,
         query: d.query ?? rawQuery,
         identity: d.identity === undefined ? alice : d.identity,

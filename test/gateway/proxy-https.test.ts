@@ -3,8 +3,7 @@ import { rm } from 'node:fs/promises'
 import { createServer } from 'node:https'
 import type { TLSSocket } from 'node:tls'
 import { join } from 'node:path'
-import { gatewayConfig, listen, routeConfig, selfSignedCert, send, silentLog, startProxy } from './proxy-helpers.js'
-import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
+import { gatewayConfig, listen, proxyFor, routeConfig, selfSignedCert, send, startProxy } from './proxy-helpers.js'
 
 t.test('https upstreams are verified against upstream_ca', async (t) => {
   const tls = await selfSignedCert()
@@ -36,18 +35,13 @@ t.test('https upstreams are verified against upstream_ca', async (t) => {
 
 t.test('an unreadable upstream_ca fails construction, naming the route', async (t) => {
   t.throws(
-    () =>
-      new UpstreamProxy(
-        [routeConfig({ name: 'orders', upstream: 'https://127.0.0.1:1', upstreamCaFile: join('/nonexistent', 'ca.pem') })],
-        gatewayConfig(),
-        silentLog,
-      ),
+    () => proxyFor([routeConfig({ name: 'orders', upstream: 'https://127.0.0.1:1', upstreamCaFile: join('/nonexistent', 'ca.pem') })], gatewayConfig()),
     { message: /route orders: cannot read upstream_ca \/nonexistent\/ca\.pem: ENOENT/ },
   )
-  t.throws(() => new UpstreamProxy([routeConfig({ upstream: 'ftp://example.com' })], gatewayConfig(), silentLog), {
+  t.throws(() => proxyFor([routeConfig({ upstream: 'ftp://example.com' })], gatewayConfig()), {
     message: /route test: upstream must be an http\(s\) or ws\(s\) URL/,
   })
-  t.throws(() => new UpstreamProxy([routeConfig({ upstream: 'http://127.0.0.1:1' })], gatewayConfig({ trustedProxies: ['nope'] }), silentLog), TypeError)
+  t.throws(() => proxyFor([routeConfig({ upstream: 'http://127.0.0.1:1' })], gatewayConfig({ trustedProxies: ['nope'] })), TypeError)
 })
 
 t.test('preserve_host to an https upstream checks the upstream name (or address), not the client Host', async (t) => {

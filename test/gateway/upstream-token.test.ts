@@ -16,7 +16,6 @@ import { InvalidToken } from '../../src/errors.js'
 import { RequestHeaderPolicy } from '../../src/gateway/headers.js'
 import type { ForwardRequest } from '../../src/gateway/forward-request.js'
 import type { TokenIdentity } from '../../src/gateway/token-identity.js'
-import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
 import { AssertionSigner } from '../../src/gateway/upstream-token/assertion.js'
 import { upstreamCredential } from '../../src/gateway/upstream-token/credential.js'
 import { ExchangeMinter, MINTED_TOKEN_TYP } from '../../src/gateway/upstream-token/exchange.js'
@@ -25,7 +24,7 @@ import { PreparedSigner } from '../../src/gateway/upstream-token/signer.js'
 import { TrustedProxies } from '../../src/http/trusted-proxies.js'
 import { generatePrivateJwk, KeySet, signingKeyFromJwk, SUPPORTED_ALGS } from '../../src/keys/keyset.js'
 import { contextExtras } from '../helpers/trace.js'
-import { gatewayConfig, listen, routeConfig, send, silentLog, startUpstream } from './proxy-helpers.js'
+import { gatewayConfig, listen, proxyFor, routeConfig, send, silentLog, startUpstream } from './proxy-helpers.js'
 
 const ISSUER = 'https://auth.example.com'
 const AUDIENCE = 'https://orders.internal'
@@ -222,8 +221,8 @@ t.test('UpstreamProxy: nothing is forwarded when nothing could be signed for the
       upstreamToken: { mode, audience: AUDIENCE, scopes: [], lifetimeSec: 60, header: mode === 'exchange' ? 'authorization' : 'x-bearward-assertion' },
     })
   const routes = [signed('exchange'), signed('assertion')]
-  t.throws(() => new UpstreamProxy(routes, gatewayConfig(), silentLog), /needs the authorization server's keys/, 'no keys: the build stops')
-  const proxy = new UpstreamProxy(routes, gatewayConfig(), silentLog, undefined, null, null, signing)
+  t.throws(() => proxyFor(routes, gatewayConfig()), /needs the authorization server's keys/, 'no keys: the build stops')
+  const { proxy, upstreamOf } = proxyFor(routes, gatewayConfig(), { signing })
   let next: ForwardRequest | null = null
   const server = createServer((req, res) => {
     const ctx = {
@@ -246,6 +245,7 @@ t.test('UpstreamProxy: nothing is forwarded when nothing could be signed for the
   })
   const fwd = (route: RouteConfig, o: Partial<ForwardRequest> = {}): ForwardRequest => ({
     route,
+    upstream: upstreamOf(route),
     path: '/x',
     query: '',
     identity: identity(),

@@ -9,8 +9,7 @@ import type { TLSSocket } from 'node:tls'
 import type { Duplex } from 'node:stream'
 import { WebSocket } from 'undici'
 import type { RequestContext } from '../../src/context.js'
-import { UpstreamProxy } from '../../src/gateway/upstream/proxy.js'
-import { alice, gatewayConfig, listen, rawNames, routeConfig, selfSignedCert, silentLog, startProxy, type Listening } from './proxy-helpers.js'
+import { alice, gatewayConfig, listen, proxyFor, rawNames, routeConfig, selfSignedCert, silentLog, startProxy, type Listening } from './proxy-helpers.js'
 import { contextExtras } from '../helpers/trace.js'
 
 /** RFC 6455 1.3: the value a server proves it understood the handshake with. */
@@ -350,7 +349,7 @@ t.test('an identity value that cannot be a header value gets the client a 502', 
 t.test('an upgrade whose client left while it was judged is not forwarded', async (t) => {
   const up = await echoUpstream()
   const route = routeConfig({ upstream: up.url })
-  const proxy = new UpstreamProxy([route], gatewayConfig(), silentLog)
+  const { proxy, upstreamOf } = proxyFor([route])
   let judgedGone: () => void = () => {}
   const goneJudged = new Promise<void>((resolve) => (judgedGone = resolve))
   const server = createServer()
@@ -364,7 +363,8 @@ t.test('an upgrade whose client left while it was judged is not forwarded', asyn
       closeListener: null,
       ...contextExtras(),
     }
-    const forward = (): void => proxy.upgrade(req, socket, head, { route, path: req.url ?? '/', query: '', identity: alice, body: null }, ctx)
+    const forward = (): void =>
+      proxy.upgrade(req, socket, head, { route, upstream: upstreamOf(route), path: req.url ?? '/', query: '', identity: alice, body: null }, ctx)
     // /gone: the decision arrives after the client closed its socket.
     if (req.url === '/gone') {
       // The server's sockets allow half-open connections: the client's FIN

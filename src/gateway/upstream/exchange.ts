@@ -11,7 +11,7 @@ import { dropOwnSetCookies } from '../own-cookies.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
-import type { RoutePlan } from './plan.js'
+import type { UpstreamPlan } from '../plan/upstreams.js'
 import type { ResponseRewriter } from './rewrite.js'
 
 /** The client went away; the upstream exchange is aborted with this. */
@@ -81,7 +81,7 @@ function takeGrpcStatus(head: FlatHeaders): FlatHeaders | null {
 export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListener, Endable {
   readonly #req: IncomingMessage
   readonly #res: ServerResponse
-  readonly #plan: RoutePlan
+  readonly #plan: UpstreamPlan
   /** The request's context; its logger is only bound when something is logged. */
   readonly #ctx: RequestContext
   /** A chunked request body being counted against max_body, to release on close. */
@@ -108,7 +108,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   constructor(
     req: IncomingMessage,
     res: ServerResponse,
-    plan: RoutePlan,
+    plan: UpstreamPlan,
     ctx: RequestContext,
     limit: BodyLimit | null,
     done: () => void,

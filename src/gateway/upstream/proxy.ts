@@ -1,8 +1,6 @@
-import { TrustedProxies } from '../../http/trusted-proxies.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex, Readable } from 'node:stream'
-import type { Dispatcher } from 'undici'
-import type { GatewayConfig, RouteConfig } from '../../config/validated-config.js'
+import type { Dispatcher, Pool } from 'undici'
 import type { RequestContext } from '../../context.js'
 import { BadGateway, OAuthError, PayloadTooLarge, ServerError } from '../../errors.js'
 import { continueIfExpected } from '../../http/expect-continue.js'
@@ -15,12 +13,11 @@ import { headerObject, type FlatHeaders } from '../flat-headers.js'
 import type { UpstreamTrace } from '../headers.js'
 import type { OpenExchanges } from '../open-exchanges.js'
 import type { ForwardRequest } from '../forward-request.js'
-import type { CredentialDeps } from '../upstream-token/credential.js'
 import { BodyLimit } from './body-limit.js'
 import { Drain } from './drain.js'
 import { Exchange } from './exchange.js'
 import { errorCode } from './failure.js'
-import { planRoutes, type RoutePlan, type RoutePlans } from './plan.js'
+import type { UpstreamPlan } from '../plan/upstreams.js'
 
 /**
  * Forwarding: one authorized request in, one upstream exchange out.
@@ -34,8 +31,9 @@ import { planRoutes, type RoutePlan, type RoutePlans } from './plan.js'
  *
  * This file admits a request (its body against `max_body`, the path and
  * headers the upstream sees) and hands it on; the rest of the upstream side
- * lives next to it, one concern a file: plan.ts (per-route plans and the
- * pools they share), connector.ts (TLS without SNI for address upstreams),
+ * lives next to it, one concern a file: the route's plan carries its
+ * upstream step (../plan/upstreams.ts: pool, header rules, body limit),
+ * connector.ts (TLS without SNI for address upstreams),
  * body-limit.ts (a chunked body counted as it streams), exchange.ts (one
  * request's undici exchange), failure.ts (upstream errors to answers),
  * websocket.ts (the upgrade relay) and drain.ts (in-flight count and
@@ -57,11 +55,11 @@ type UpstreamDispatch = Dispatcher.DispatchOptions & { servername?: string | und
 
 /**
  * Forwards authorized requests to route upstreams. Built once per Runtime
- * (pools, CA bundles, header rules and the trusted-proxy matcher are all
- * precomputed); `close()` releases it after a reload swapped it out.
+ * over the pools of the routes' plans; each request brings its route's
+ * upstream step (ForwardRequest.upstream). `close()` releases the pools
+ * after a reload swapped the Runtime out.
  */
 export class UpstreamProxy {
-  readonly #plans: RoutePlans
   readonly #drain: Drain
   /** Where exchanges made with a token are registered, to end when it is revoked or expires; null: nowhere. */
   readonly #exchanges: OpenExchanges | null
@@ -69,31 +67,11 @@ export class UpstreamProxy {
   readonly #tracing: Tracing | null
   #closing: Promise<void> | null = null
 
-  /**
-   * @param signing what routes with `upstream_token: exchange | assertion`
-   *   sign with (the authorization server's keys); null without one.
-   * @throws Error when a route's upstream URL is not http(s)/ws(s), its CA file
-   *   cannot be read, a `trusted_proxies` entry is not an address or range,
-   *   or a route wants a signed upstream credential and there are no keys.
-   */
-  constructor(
-    routes: readonly RouteConfig[],
-    gateway: GatewayConfig,
-    log: Logger,
-    trusted = new TrustedProxies(gateway.trustedProxies),
-    exchanges: OpenExchanges | null = null,
-    tracing: Tracing | null = null,
-    signing: CredentialDeps | null = null,
-  ) {
+  /** @param pools every pool the plans' upstream steps use (plan/upstreams.ts), drained and closed by close() */
+  constructor(pools: readonly Pool[], log: Logger, exchanges: OpenExchanges | null = null, tracing: Tracing | null = null) {
     this.#tracing = tracing
-    this.#plans = planRoutes(routes, gateway, trusted, signing)
-    this.#drain = new Drain(this.#plans.pools, log)
+    this.#drain = new Drain(pools, log)
     this.#exchanges = exchanges
-  }
-
-  /** By the RouteConfig object the gateway matched (the same Runtime's config), else by name. */
-  #plan(route: RouteConfig): RoutePlan | undefined {
-    return this.#plans.byRoute.get(route) ?? this.#plans.byName.get(route.name)
   }
 
   /**
@@ -105,8 +83,7 @@ export class UpstreamProxy {
    * `ctx.closeListener`, which must be told when the response closes.
    */
   forward(req: IncomingMessage, res: ServerResponse, fwd: ForwardRequest, ctx: RequestContext): void {
-    const plan = this.#plan(fwd.route)
-    const credential = plan === undefined ? null : this.#credential(plan, req, fwd)
+    const credential = this.#credential(fwd.upstream, req, fwd)
     if (credential instanceof Promise) {
       credential.then(
         (value) => this.#send(req, res, fwd, ctx, value),
@@ -122,7 +99,7 @@ export class UpstreamProxy {
    * or null (passthrough, or no token: a passed-through preflight). Signing
    * is on the thread pool; a cached exchanged token is at hand at once.
    */
-  #credential(plan: RoutePlan, req: IncomingMessage, fwd: ForwardRequest): string | Promise<string> | null {
+  #credential(plan: UpstreamPlan, req: IncomingMessage, fwd: ForwardRequest): string | Promise<string> | null {
     if (plan.credential === null || fwd.identity === null) return null
     try {
       return plan.credential.value({ token: fwd.token ?? null, identity: fwd.identity, method: req.method ?? 'GET', path: plan.basePath + fwd.path })
@@ -135,11 +112,11 @@ export class UpstreamProxy {
   #credentialFailed(res: ServerResponse, ctx: RequestContext, fwd: ForwardRequest, err: unknown): void {
     if (res.headersSent || res.destroyed) return
     if (err instanceof OAuthError) {
-      ctx.log.warn({ route: fwd.route.name, code: err.code }, 'no upstream credential for this token')
-      sendErrorWithId(res, ctx.id, err, { realm: fwd.route.realm })
+      ctx.log.warn({ route: fwd.upstream.name, code: err.code }, 'no upstream credential for this token')
+      sendErrorWithId(res, ctx.id, err, { realm: fwd.upstream.realm })
       return
     }
-    ctx.log.error({ route: fwd.route.name, code: errorCode(err) }, 'upstream credential could not be signed')
+    ctx.log.error({ route: fwd.upstream.name, code: errorCode(err) }, 'upstream credential could not be signed')
     sendErrorWithId(res, ctx.id, new ServerError())
   }
 
@@ -151,12 +128,7 @@ export class UpstreamProxy {
     // a request already answered meanwhile (its body timed out: 408), or
     // whose connection can no longer carry an answer.
     if (cannotAnswer(req, res)) return
-    const plan = this.#plan(fwd.route)
-    if (plan === undefined) {
-      ctx.log.error({ route: fwd.route.name }, 'no upstream plan for route')
-      sendErrorWithId(res, ctx.id, new ServerError())
-      return
-    }
+    const plan = fwd.upstream
 
     let body: Buffer | Readable | null = null
     let limit: BodyLimit | null = null
@@ -189,7 +161,7 @@ export class UpstreamProxy {
     // The body is wanted now: a client waiting on `Expect: 100-continue` is invited to send it.
     if (body === req || (limit !== null && body === limit)) continueIfExpected(req)
     const path = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
-    const span = ctx.trace.span === null ? null : this.#upstreamSpan(req.method ?? 'GET', plan, fwd.path)
+    const span = ctx.trace.span === null ? null : this.#upstreamSpan(req.method ?? 'GET', plan, fwd.path, ctx.trace.span)
     const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false, upstreamTrace(ctx, span), credential)
     const done = span === null ? this.#drain.done : () => this.#endUpstreamSpan(span, res)
     const exchange = new Exchange(req, res, plan, ctx, limit, done, fwd.rewriter ?? null)
@@ -204,16 +176,21 @@ export class UpstreamProxy {
   }
 
   /** The upstream exchange's client span (HTTP client span conventions; the path only, never the query). */
-  #upstreamSpan(method: string, plan: RoutePlan, path: string): Span | null {
+  #upstreamSpan(method: string, plan: UpstreamPlan, path: string, parent: Span): Span | null {
     const origin = new URL(plan.label)
     return (
-      this.#tracing?.child(method, SpanKind.CLIENT, {
-        'http.request.method': method,
-        'server.address': origin.hostname,
-        'server.port': Number(origin.port || (origin.protocol === 'https:' ? 443 : 80)),
-        'url.path': plan.basePath + path,
-        'bearward.route': plan.name,
-      }) ?? null
+      this.#tracing?.child(
+        method,
+        SpanKind.CLIENT,
+        {
+          'http.request.method': method,
+          'server.address': origin.hostname,
+          'server.port': Number(origin.port || (origin.protocol === 'https:' ? 443 : 80)),
+          'url.path': plan.basePath + path,
+          'bearward.route': plan.name,
+        },
+        parent,
+      ) ?? null
     )
   }
 
@@ -244,9 +221,9 @@ export class UpstreamProxy {
       socket.destroy()
       return
     }
-    const plan = this.#plan(fwd.route)
-    if (plan === undefined || this.#closing !== null) {
-      errorOnSocket(socket, plan === undefined ? new ServerError() : new BadGateway(), {}, ctx.id)
+    const plan = fwd.upstream
+    if (this.#closing !== null) {
+      errorOnSocket(socket, new BadGateway(), {}, ctx.id)
       return
     }
     const credential = this.#credential(plan, req, fwd)
@@ -259,7 +236,7 @@ export class UpstreamProxy {
         (err: unknown) => {
           const refusal = err instanceof OAuthError ? err : new ServerError()
           ctx.log.warn({ route: plan.name, code: errorCode(err) }, 'no upstream credential for this token')
-          if (!socket.destroyed) errorOnSocket(socket, refusal, { realm: fwd.route.realm }, ctx.id)
+          if (!socket.destroyed) errorOnSocket(socket, refusal, { realm: plan.realm }, ctx.id)
         },
       )
       return
@@ -267,7 +244,7 @@ export class UpstreamProxy {
     this.#relay(req, socket, head, fwd, ctx, plan, credential)
   }
 
-  #relay(req: IncomingMessage, socket: Duplex, head: Buffer, fwd: ForwardRequest, ctx: RequestContext, plan: RoutePlan, credential: string | null): void {
+  #relay(req: IncomingMessage, socket: Duplex, head: Buffer, fwd: ForwardRequest, ctx: RequestContext, plan: UpstreamPlan, credential: string | null): void {
     const upstream = {
       method: 'GET',
       path: plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query),

@@ -1,39 +1,20 @@
 /**
- * What a route trusts, built once per Runtime: the issuers of the config
- * (how each one's JWTs are verified and its opaque tokens checked) and each
- * protected route's validation policy.
+ * The issuers routes may trust, built once per Runtime and shared by every
+ * route's plan: how each one's JWTs are verified and its opaque tokens
+ * checked.
  */
-import type { Config, IssuerConfig, RemoteIntrospectionConfig, RouteConfig } from '../config/validated-config.js'
-import type { Store } from '../store/types.js'
-import type { JwtIssuer } from '../tokens/verify-jwt.js'
-import type { Tracing } from '../telemetry/tracing.js'
-import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from './introspection-client.js'
-import type { JwksSource } from './jwks-client.js'
-import { ScopeRule } from './scope.js'
-import { StepUpRule } from './step-up.js'
+import type { Config, IssuerConfig, RemoteIntrospectionConfig } from '../../config/validated-config.js'
+import type { Store } from '../../store/types.js'
+import type { JwtIssuer } from '../../tokens/verify-jwt.js'
+import type { Tracing } from '../../telemetry/tracing.js'
+import { RemoteIntrospector, StoreIntrospector, type OpaqueValidator } from '../introspection-client.js'
+import type { JwksSource } from '../jwks-client.js'
 
 /** An issuer a route may trust: how its JWTs are verified and its opaque tokens checked. */
 export interface TrustedIssuer {
   readonly id: string
   readonly jwt: JwtIssuer | null
   readonly opaque: OpaqueValidator | null
-}
-
-/** Everything about a route that token validation needs, built once per Runtime. */
-export interface RoutePolicy {
-  readonly route: RouteConfig
-  readonly jwtIssuers: readonly JwtIssuer[]
-  /** By exact `iss`, to choose among several JWT issuers. */
-  readonly jwtIssuerByIss: ReadonlyMap<string, JwtIssuer>
-  readonly opaque: readonly OpaqueValidator[]
-  readonly scopes: ScopeRule
-  /** What the sign-in behind the token must be, per method (RFC 9470). */
-  readonly stepUp: StepUpRule
-  /**
-   * Appended to the token hash in verified-token cache keys: what besides
-   * the token decides a JWT's validity (audience and trusted issuers).
-   */
-  readonly cacheScope: string
 }
 
 export interface IssuerSources {
@@ -99,28 +80,4 @@ export function buildTrustedIssuers(sources: IssuerSources): Map<string, Trusted
     })
   }
   return issuers
-}
-
-/** The validation plan of a protected route. Throws when it names an issuer the config does not define. */
-export function buildPolicy(route: RouteConfig, issuers: ReadonlyMap<string, TrustedIssuer>): RoutePolicy {
-  const trusted = route.issuers.map((id) => {
-    const issuer = issuers.get(id)
-    if (issuer === undefined) throw new Error(`route ${route.name}: issuer ${id} is not configured`)
-    return issuer
-  })
-  const jwtIssuers = route.token === 'introspect' ? [] : trusted.flatMap((i) => (i.jwt === null ? [] : [i.jwt]))
-  // The built-in issuer first: a store lookup sends the token nowhere.
-  const opaque =
-    route.token === 'jwt'
-      ? []
-      : trusted.flatMap((i) => (i.opaque === null ? [] : [i.opaque])).sort((a, b) => Number(b.issuerId === 'self') - Number(a.issuerId === 'self'))
-  return {
-    route,
-    jwtIssuers,
-    jwtIssuerByIss: new Map(jwtIssuers.map((i) => [i.issuer, i])),
-    opaque,
-    scopes: new ScopeRule(route.scopes),
-    stepUp: new StepUpRule(route.authentication),
-    cacheScope: `\n${route.audiences.join(' ')}\n${route.token}\n${route.issuers.join(',')}`,
-  }
 }

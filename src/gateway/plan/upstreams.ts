@@ -6,13 +6,21 @@ import { redactUrl } from '../../log.js'
 import type { TrustedProxies } from '../../http/trusted-proxies.js'
 import { RequestHeaderPolicy } from '../headers.js'
 import { DEFAULT_ASSERTION_HEADER, upstreamCredential, type CredentialDeps, type UpstreamCredential } from '../upstream-token/credential.js'
-import { withoutServername } from './connector.js'
-import { errorCode } from './failure.js'
-import { WebSocketUpstream } from './websocket.js'
+import { withoutServername } from '../upstream/connector.js'
+import { errorCode } from '../upstream/failure.js'
+import { WebSocketUpstream } from '../upstream/websocket.js'
 
-/** Everything about a route that does not change per request. */
-export interface RoutePlan {
+/**
+ * The upstream step of a route's plan (route-plan.ts): where and how its
+ * authorized requests are sent. Built by planUpstreams for every route at
+ * once, because routes that reach the same origin with the same options
+ * share one pool.
+ */
+export interface UpstreamPlan {
+  /** The route's name, for logs, metrics and the open-exchange registry. */
   readonly name: string
+  /** The route's realm, named in a refusal the proxy writes itself (no upstream credential). */
+  readonly realm: string
   readonly pool: Pool
   readonly ws: WebSocketUpstream
   /** The upstream URL's own path without a trailing slash (`''` for `/`). */
@@ -78,21 +86,26 @@ function poolOptions(route: RouteConfig, secure: boolean, ipLiteral: boolean, ca
   return { ...base, allowH2: true, connect: ipLiteral ? withoutServername(buildConnector(h2)) : h2 }
 }
 
-/** Every route's plan, and the pools they share (what close() releases). */
-export interface RoutePlans {
-  readonly byRoute: ReadonlyMap<RouteConfig, RoutePlan>
-  readonly byName: ReadonlyMap<string, RoutePlan>
+/** Every route's upstream step, in the order of the routes, and the pools they share (what close() releases). */
+export interface UpstreamPlans {
+  readonly upstreams: readonly UpstreamPlan[]
   readonly pools: readonly Pool[]
 }
 
 /**
- * Plan every route: pools (shared by routes that reach the same origin with
- * the same options), CA bundles, WebSocket upstreams and header rules.
+ * The upstream step of every route, in their order: pools (shared by routes
+ * that reach the same origin with the same options), CA bundles, WebSocket
+ * upstreams and header rules.
  *
  * @throws Error when a route's upstream URL is not http(s)/ws(s) or its CA
  *   file cannot be read. `trusted` is the Runtime's one trusted-proxy matcher.
  */
-export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfig, trusted: TrustedProxies, signing: CredentialDeps | null = null): RoutePlans {
+export function planUpstreams(
+  routes: readonly RouteConfig[],
+  gateway: GatewayConfig,
+  trusted: TrustedProxies,
+  signing: CredentialDeps | null = null,
+): UpstreamPlans {
   const defaults = gateway.identityHeaders
   // Assertion headers (`upstream_assertion.header`, and its default) are
   // stripped on every route: an upstream that takes assertions from one
@@ -102,8 +115,7 @@ export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfi
   const alsoStrip = [...identityDefaults, DEFAULT_ASSERTION_HEADER, ...assertionHeaders]
   const pools = new Map<string, Pool>()
   const sockets = new Map<string, WebSocketUpstream>()
-  const byRoute = new Map<RouteConfig, RoutePlan>()
-  const byName = new Map<string, RoutePlan>()
+  const upstreams: UpstreamPlan[] = []
 
   // Everything that can throw comes before the first pool is opened, so a
   // refused build leaves no pool behind.
@@ -136,8 +148,9 @@ export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfi
     }
     const basePath = url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname
     const credential = credentials[i] ?? null
-    const plan: RoutePlan = {
+    upstreams.push({
       name: route.name,
+      realm: route.realm,
       pool,
       ws,
       basePath,
@@ -154,9 +167,7 @@ export function planRoutes(routes: readonly RouteConfig[], gateway: GatewayConfi
       maxBodyBytes: route.maxBodyBytes,
       label: redactUrl(origin),
       servername: secure ? upstreamName : undefined,
-    }
-    byRoute.set(route, plan)
-    byName.set(route.name, plan)
+    })
   }
-  return { byRoute, byName, pools: [...pools.values()] }
+  return { upstreams, pools: [...pools.values()] }
 }

@@ -1,0 +1,126 @@
+/**
+ * The one builder of route plans (route-plan.ts), run at config load and at
+ * every reload: each route's token step, MCP inspector, replies and upstream
+ * step are compiled here, together, so a per-route feature is one more step
+ * built in this file and read from the plan (CONTRIBUTING.md, "Adding a
+ * per-route step").
+ */
+import type { Pool } from 'undici'
+import type { Config, RouteConfig } from '../../config/validated-config.js'
+import { MethodNotAllowed } from '../../errors.js'
+import type { ErrorReplyOptions } from '../../http/reply.js'
+import type { TrustedProxies } from '../../http/trusted-proxies.js'
+import { McpRule } from '../mcp/rule.js'
+import { ScopeRule } from '../scope.js'
+import { StepUpRule } from '../step-up.js'
+import type { CredentialDeps } from '../upstream-token/credential.js'
+import type { TrustedIssuer } from './issuers.js'
+import type { RoutePlan, TokenPlan } from './route-plan.js'
+import { planUpstreams } from './upstreams.js'
+
+/** What the builder reads besides the routes. */
+export interface PlanSources {
+  readonly config: Config
+  /** The issuers of the config (issuers.ts), shared by the routes that trust them. */
+  readonly issuers: ReadonlyMap<string, TrustedIssuer>
+  /** A route's RFC 9728 metadata URL, named in its challenges; undefined when it publishes none. */
+  readonly metadataUrlOf: (route: RouteConfig) => string | undefined
+  /** The Runtime's one trusted-proxy matcher. */
+  readonly trustedProxies: TrustedProxies
+  /** What `upstream_token: exchange | assertion` signs with; null without the authorization server's keys. */
+  readonly signing: CredentialDeps | null
+}
+
+/** Every route's plan, in config order, and the upstream pools they share (what closing releases). */
+export interface RoutePlans {
+  readonly plans: readonly RoutePlan[]
+  readonly pools: readonly Pool[]
+}
+
+/** What Allow lists for a route that takes any method but TRACE. */
+const ANY_BUT_TRACE: readonly string[] = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT']
+
+/**
+ * Plan every route of `sources.config`.
+ *
+ * @throws Error when a route names an issuer the config does not define, its
+ *   upstream URL is not http(s)/ws(s)/h2c, its CA file cannot be read, or it
+ *   wants a signed upstream credential and there are no keys. Every check
+ *   runs before the first pool is opened, so a refused build leaves none.
+ */
+export function buildRoutePlans(sources: PlanSources): RoutePlans {
+  const { config } = sources
+  const routes = config.routes
+  const dpopAlgs = config.dpop.algs.join(' ')
+  const tokens = routes.map((route) => (route.public ? null : planToken(route, sources.issuers)))
+  const { upstreams, pools } = planUpstreams(routes, config.gateway, sources.trustedProxies, sources.signing)
+  const plans = routes.map((route, i): RoutePlan => {
+    const token = tokens[i] ?? null
+    const upstream = upstreams[i]
+    if (upstream === undefined) throw new Error(`route ${route.name}: no upstream step`)
+    return Object.freeze({
+      route,
+      token,
+      mcp: token !== null && route.mcp !== null ? new McpRule(route, token.scopes, token.stepUp) : null,
+      traceRefusal: route.allowTrace ? null : new MethodNotAllowed(route.match.methods ?? ANY_BUT_TRACE),
+      upstream,
+      ...replyOptions(route, token, sources.metadataUrlOf(route), dpopAlgs),
+    })
+  })
+  return { plans, pools }
+}
+
+/**
+ * The token step of a protected route: its trusted issuers, scope and
+ * step-up rules and verified-token cache scope.
+ *
+ * @throws Error when it names an issuer the config does not define.
+ */
+export function planToken(route: RouteConfig, issuers: ReadonlyMap<string, TrustedIssuer>): TokenPlan {
+  const trusted = route.issuers.map((id) => {
+    const issuer = issuers.get(id)
+    if (issuer === undefined) throw new Error(`route ${route.name}: issuer ${id} is not configured`)
+    return issuer
+  })
+  const jwtIssuers = route.token === 'introspect' ? [] : trusted.flatMap((i) => (i.jwt === null ? [] : [i.jwt]))
+  // The built-in issuer first: a store lookup sends the token nowhere.
+  const opaque =
+    route.token === 'jwt'
+      ? []
+      : trusted.flatMap((i) => (i.opaque === null ? [] : [i.opaque])).sort((a, b) => Number(b.issuerId === 'self') - Number(a.issuerId === 'self'))
+  return Object.freeze({
+    route,
+    jwtIssuers,
+    jwtIssuerByIss: new Map(jwtIssuers.map((i) => [i.issuer, i])),
+    opaque,
+    scopes: new ScopeRule(route.scopes),
+    stepUp: Object.keys(route.authentication).length === 0 ? null : new StepUpRule(route.authentication),
+    cacheScope: `\n${route.audiences.join(' ')}\n${route.token}\n${route.issuers.join(',')}`,
+  })
+}
+
+/**
+ * The reply options of each method of a route: realm, the RFC 9728
+ * metadata URL, and the scopes the method needs (a 401's `scope`).
+ *
+ * @param dpopAlgs the DPoP algorithms a challenge offers (RFC 9449 7.1)
+ */
+function replyOptions(route: RouteConfig, token: TokenPlan | null, metadataUrl: string | undefined, dpopAlgs: string): Pick<RoutePlan, 'reply' | 'replies'> {
+  // RFC 9449 7.1: a DPoP challenge, beside Bearer unless the route takes DPoP-bound tokens only.
+  const dpop = token === null ? undefined : Object.freeze({ algs: dpopAlgs, bearer: route.dpop !== 'required', presented: false })
+  const make = (required: readonly string[]): ErrorReplyOptions =>
+    Object.freeze({
+      realm: route.realm,
+      ...(metadataUrl !== undefined ? { resourceMetadata: metadataUrl } : {}),
+      ...(required.length > 0 ? { scope: required.join(' ') } : {}),
+      ...(dpop !== undefined ? { dpop } : {}),
+    })
+  const replies = new Map<string, ErrorReplyOptions>()
+  if (token === null) return { reply: make([]), replies }
+  for (const method of Object.keys(route.scopes)) {
+    if (method !== '*') replies.set(method, make(token.scopes.required(method)))
+  }
+  if (replies.has('GET') && !replies.has('HEAD')) replies.set('HEAD', make(token.scopes.required('HEAD')))
+  // No real method is empty: this reads the fallback rule.
+  return { reply: make(token.scopes.required('')), replies }
+}
