@@ -138,12 +138,7 @@ for (const name of selected) {
   try {
     plan = await scenario.setup(ctx)
     if (ref !== null && !plan.skip) {
-      ctx.buildRoot = ref.root
-      try {
-        refPlan = await scenario.setup(ctx)
-      } finally {
-        ctx.buildRoot = undefined
-      }
+      refPlan = await scenario.setup(ctx.forBuild(ref.root, `build-${ref.commit}`))
       if (refPlan.skip) throw new Error(`${ref.ref} cannot run ${name}: ${refPlan.skip}`)
       mine = plan
       plan = { ...plan, targets: bothTargets(plan.targets, refPlan.targets, ref.commit) }

@@ -2,7 +2,7 @@
 // logs and token files, the shared upstream, and helpers that start servers
 // (each its own process, stopped after the scenario) and build measurable
 // targets (each measurement is a fresh load-generator process).
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -14,20 +14,43 @@ const BENCH = fileURLToPath(new URL('../', import.meta.url))
 export class BenchContext {
   #upstream = null
   #scenarioHandles = []
+  /** The run's context when this one sets up another build (`--compare`): it owns the upstream and the processes. */
+  #parent = null
 
-  constructor(opts) {
+  /**
+   * @param buildRoot the checkout whose bin/bearward scenarios start (undefined: this one, lib/bearward.mjs)
+   */
+  constructor(opts, parent = null, subdir = null, buildRoot = undefined) {
     this.opts = opts
-    this.workDir = mkdtempSync(join(tmpdir(), 'bearward-bench-'))
+    this.#parent = parent
+    this.buildRoot = buildRoot
+    if (parent === null) this.workDir = mkdtempSync(join(tmpdir(), 'bearward-bench-'))
+    else {
+      this.workDir = join(parent.workDir, subdir)
+      mkdirSync(this.workDir, { recursive: true })
+    }
+  }
+
+  /**
+   * A context for setting up the same scenario on another build (`--compare`):
+   * its configs, logs and value files in a subdirectory of its own, so the two
+   * builds' files never overwrite each other; the upstream and the process
+   * list are this context's.
+   */
+  forBuild(root, subdir) {
+    return new BenchContext(this.opts, this, subdir, root)
   }
 
   /** The shared upstream (started once for the whole run). */
   async upstream() {
+    if (this.#parent !== null) return this.#parent.upstream()
     this.#upstream ??= await startProcess({ name: 'upstream', args: [join(BENCH, 'lib/upstream.mjs')], logDir: this.workDir })
     return this.#upstream
   }
 
   /** Track a server started by a scenario so it is stopped when the scenario ends. */
   track(handle) {
+    if (this.#parent !== null) return this.#parent.track(handle)
     this.#scenarioHandles.push(handle)
     return handle
   }

@@ -64,7 +64,7 @@ export function everyFeature(upstream) {
     ...deployedRoutes(upstream),
     route('dpop-only', '/dpop', upstream, { token: 'jwt', scopes: { GET: [SCOPE] }, dpop: 'required' }),
     route('stepped', '/stepped', upstream, { token: 'jwt', scopes: { GET: [SCOPE] }, authentication: { acr: ['mfa'], max_age: '5m' } }),
-    route('minted', '/minted', upstream, { token: 'jwt', issuers: ['self'], scopes: { GET: [SCOPE] }, upstream_token: 'exchange' }),
+    route('minted', '/minted', upstream, { token: 'jwt', scopes: { GET: [SCOPE] }, upstream_token: 'exchange' }),
     route('grpc', '/grpc.Orders', h2c, { token: 'jwt', scopes: { '*': [SCOPE] } }),
   ]
 }
