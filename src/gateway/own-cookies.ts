@@ -63,8 +63,12 @@ export function ownCookieSetBy(setCookie: string): string | null {
  * Remove, in place, every upstream `Set-Cookie` in `headers` that would set
  * one of bearward's own cookies, each logged at warn with its name (never
  * its value): an upstream that tries is misconfigured or hostile.
+ *
+ * @param logs where the logger is read, only when a cookie is dropped: a
+ *   request's Context builds its child logger on first use, and building one
+ *   per response was a measurable share of a proxied request.
  */
-export function dropOwnSetCookies(headers: FlatHeaders, log: Logger, route: string | null): void {
+export function dropOwnSetCookies(headers: FlatHeaders, logs: { readonly log: Logger }, route: string | null): void {
   let to = 0
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string
@@ -72,7 +76,7 @@ export function dropOwnSetCookies(headers: FlatHeaders, log: Logger, route: stri
     if (name.length === 10 && name.toLowerCase() === 'set-cookie') {
       const own = ownCookieSetBy(value)
       if (own !== null) {
-        log.warn({ route, cookie_name: own }, 'upstream set-cookie for a bearward cookie dropped')
+        logs.log.warn({ route, cookie_name: own }, 'upstream set-cookie for a bearward cookie dropped')
         continue
       }
     }

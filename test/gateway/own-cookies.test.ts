@@ -57,7 +57,7 @@ t.test('dropOwnSetCookies removes them in place and logs the name at warn, never
     }),
   )
   const headers = ['Content-Type', 'text/plain', 'Set-Cookie', 'theme=dark', 'SET-COOKIE', '__Host-bw_session=secret-value; Secure', 'set-cookie', 'lang=en']
-  dropOwnSetCookies(headers, log, 'app')
+  dropOwnSetCookies(headers, { log }, 'app')
   t.same(headers, ['Content-Type', 'text/plain', 'Set-Cookie', 'theme=dark', 'set-cookie', 'lang=en'])
   const entry = JSON.parse(lines.join('').trim()) as Record<string, unknown>
   t.equal(entry.level, 40)

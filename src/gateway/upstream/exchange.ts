@@ -134,7 +134,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     if (statusCode < 200) return
     try {
       const relayed = responseHeaderList(rawList(controller.rawHeaders, headers))
-      dropOwnSetCookies(relayed, this.#ctx.log, this.#plan.name)
+      dropOwnSetCookies(relayed, this.#ctx, this.#plan.name)
       const out = this.#http2 ? clientFields(relayed, true, false) : relayed
       // Ours, not the upstream's (responseHeaderList dropped that): it is the id our logs carry.
       out.push('x-request-id', this.#ctx.id)
@@ -181,7 +181,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     if (raw !== null && raw.length > 0) {
       // Only what the client's protocol can carry: node:http2 would throw on the rest where nothing catches it.
       const fields = clientFields(responseHeaderList(raw), this.#http2, true)
-      dropOwnSetCookies(fields, this.#ctx.log, this.#plan.name)
+      dropOwnSetCookies(fields, this.#ctx, this.#plan.name)
       try {
         // node:http2's addTrailers takes an object only (a list of pairs would be sent as fields named 0, 1...).
         if (fields.length > 0) res.addTrailers(this.#http2 ? headerObject(fields) : headerPairs(fields))

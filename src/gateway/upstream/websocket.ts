@@ -180,7 +180,7 @@ class Handshake implements Tunnel {
     upstream.setNoDelay(true)
     upstream.setKeepAlive(true, 0)
     const headers = [...res.rawHeaders]
-    dropOwnSetCookies(headers, this.#log, null)
+    dropOwnSetCookies(headers, { log: this.#log }, null)
     socket.write(responseHead(`HTTP/1.1 101 ${res.statusMessage || 'Switching Protocols'}`, headers))
     // The upstream's frames pass through a boundary tracker, so a Close frame of ours can follow a whole frame.
     const frames = new FrameCutter()
@@ -251,7 +251,7 @@ class Handshake implements Tunnel {
       return
     }
     const headers = responseHeaderList(res.rawHeaders)
-    dropOwnSetCookies(headers, this.#log, null)
+    dropOwnSetCookies(headers, { log: this.#log }, null)
     headers.push('connection', 'close')
     socket.write(responseHead(`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`, headers))
     res.on('error', () => socket.destroy())
