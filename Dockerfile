@@ -33,5 +33,5 @@ EXPOSE 8080 9090
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:9090/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # The V8 flags: see docs/performance.md.
-ENTRYPOINT ["node", "--no-memory-reducer", "--max-semi-space-size=8", "bin/bearward"]
+ENTRYPOINT ["node", "--no-memory-reducer", "--max-semi-space-size=8", "--heap-growing-percent=100", "bin/bearward"]
 CMD ["start"]

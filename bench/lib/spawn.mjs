@@ -60,7 +60,7 @@ export function readyUrlFromStdout(text) {
  * times slower in any process that sat idle for a few seconds, which in an
  * interleaved run hits whichever target waited longest (docs/performance.md).
  */
-export const NODE_SERVER_FLAGS = ['--no-memory-reducer', '--max-semi-space-size=8']
+export const NODE_SERVER_FLAGS = ['--no-memory-reducer', '--max-semi-space-size=8', '--heap-growing-percent=100']
 
 /**
  * Spawn `command args` with output to `<logDir>/<name>.{out,err}.log` and

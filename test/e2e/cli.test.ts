@@ -129,10 +129,10 @@ t.test("the launchers turn off V8's memory reducer; a bypassed launcher is warne
   t.equal(await bypassed.stop(), 0)
 
   const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: Record<string, string> }
-  t.match(pkg.scripts.start, /^node --no-memory-reducer --max-semi-space-size=8 bin\/bearward start/, 'npm start passes it')
+  t.match(pkg.scripts.start, /^node --no-memory-reducer --max-semi-space-size=8 --heap-growing-percent=100 bin\/bearward start/, 'npm start passes it')
   t.match(
     await readFile('Dockerfile', 'utf8'),
-    /ENTRYPOINT \["node", "--no-memory-reducer", "--max-semi-space-size=8", "bin\/bearward"\]/,
+    /ENTRYPOINT \["node", "--no-memory-reducer", "--max-semi-space-size=8", "--heap-growing-percent=100", "bin\/bearward"\]/,
     'the image passes it',
   )
 })
