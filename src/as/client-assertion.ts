@@ -35,7 +35,16 @@ import type { ClientConfig } from '../config/validated-config.js'
 import { InvalidClientAssertion, TemporarilyUnavailable } from '../errors.js'
 import type { KeyLookup } from '../tokens/verify-jwt.js'
 import type { AsContext } from './context.js'
-import { ASYMMETRIC_ALGS, assertionParts, singleAudience, singleUseJti, useJtiOnce, verifyJwtAssertion, type AssertionRules } from './jwt-assertion.js'
+import {
+  ASYMMETRIC_ALGS,
+  assertionParts,
+  singleAudience,
+  singleUseJti,
+  useJtiOnce,
+  verifyJwtAssertion,
+  type AssertionRules,
+  type Refuse,
+} from './jwt-assertion.js'
 
 /** RFC 7523 2.2: the `client_assertion_type` of a JWT client assertion. */
 export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
@@ -72,14 +81,15 @@ function acceptedAudiences(as: AsContext, endpointUrl: string): ReadonlySet<stri
 /**
  * The client's keys as the shared check reads them: a client without keys
  * to use, or whose published set cannot be had, fails its own
- * authentication (it is not our outage).
+ * authentication (it is not our outage). Request objects (request-object.ts)
+ * are verified with the same keys, refused with their own error.
  */
-function clientKeys(as: AsContext, client: ClientConfig): KeyLookup {
+export function clientKeys(as: AsContext, client: ClientConfig, refuseWith: Refuse = refuse): KeyLookup {
   const keys = as.clientKeys.lookup(client)
   if (typeof keys === 'string') {
     return {
       resolve: () => {
-        throw refuse(keys)
+        throw refuseWith(keys)
       },
     }
   }
@@ -88,7 +98,7 @@ function clientKeys(as: AsContext, client: ClientConfig): KeyLookup {
       try {
         return await keys.resolve(kid, alg)
       } catch (err) {
-        if (err instanceof TemporarilyUnavailable) throw refuse('jwks_uri could not be fetched')
+        if (err instanceof TemporarilyUnavailable) throw refuseWith('jwks_uri could not be fetched')
         throw err
       }
     },
