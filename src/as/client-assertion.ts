@@ -23,7 +23,9 @@
  *    one, sets `exp` an hour ahead: its assertion is accepted, for 5 minutes);
  *    without one, `exp` at most 5 minutes ahead. `nbf` and `iat` not in the
  *    future;
- * 6. `jti` present, and never seen before for this client: remembered in the
+ * 6. not a request object (no `response_type`): one travels through
+ *    browsers and must not authenticate its client (request-object.ts);
+ * 7. `jti` present, and never seen before for this client: remembered in the
  *    store for as long as the assertion is usable, so a replay is refused at
  *    every instance sharing it (RFC 7523 3 point 7).
  *
@@ -133,6 +135,8 @@ export async function verifyClientAssertion(as: AsContext, client: ClientConfig,
     skewSec: as.config.gateway.clockSkewSec,
   }
   const { claims, usableUntil } = await verifyJwtAssertion(assertion, parts, rules, refuse)
+  // A request object (RFC 9101) the client signed travels through browsers: it must never authenticate the client.
+  if (claims.response_type !== undefined) throw refuse('an authorization request object, not a client assertion')
   const jti = singleUseJti(claims, refuse)
   if (!(await useJtiOnce(as.store, 'client-assertion', client.clientId, jti, usableUntil, rules))) throw refuse('jti replayed')
 }

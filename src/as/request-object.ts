@@ -18,7 +18,10 @@
  *    after `iat` (without `iat`, `exp` at most that far ahead) and after
  *    `nbf` when there is one; `iat` and `nbf` not in the future;
  * 5. a `client_id` claim, when present, the client's (RFC 9101 6.3); no
- *    `request` or `request_uri` inside (RFC 9101 4);
+ *    `request` or `request_uri` inside (RFC 9101 4); not `sub` the client
+ *    without `typ: oauth-authz-req+jwt`, the shape of its client assertions
+ *    (it travels through the browser: client-assertion.ts refuses a JWT with
+ *    `response_type` too, so neither can be taken for the other);
  * 6. `jti` present and used once per client, remembered in the store while
  *    the object could be used, so a replay is refused at every instance.
  * Its claims then replace the request's parameters (RFC 9101 6.3): nothing
@@ -98,6 +101,9 @@ export async function verifyRequestObject(as: AsContext, client: ClientConfig, j
     skewSec: as.config.gateway.clockSkewSec,
   }
   const { claims, usableUntil } = await verifyJwtAssertion(jwt, parts, rules, refuse)
+  // One that could also pass as the client's assertion (sub = the client, an assertion's typ) is refused: it is sent through the browser.
+  const typ = typeof parts.header.typ === 'string' ? parts.header.typ.toLowerCase().replace(/^application\//, '') : undefined
+  if (claims.sub === client.clientId && typ !== 'oauth-authz-req+jwt') throw refuse('sub and typ make it a client assertion too')
   const { nbf, exp } = claims
   if (nbf !== undefined && (typeof nbf !== 'number' || exp - nbf > MAX_REQUEST_OBJECT_LIFETIME_SEC)) throw refuse('exp too far after nbf')
   if (claims.client_id !== undefined && claims.client_id !== client.clientId) throw refuse('client_id differs from the outer client_id')

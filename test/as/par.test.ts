@@ -97,9 +97,10 @@ async function assertionFor(clientId: string, key: CryptoKey, kid: string): Prom
 }
 
 /** POST /par by hand for `signer` with a request object. */
-async function pushObject(requestObject: string): Promise<Reply> {
+async function pushObject(requestObject: string, beside: Record<string, string> = {}): Promise<Reply> {
   return reply(
     postForm(`${front.url}/par`, {
+      ...beside,
       client_assertion_type: ASSERTION_TYPE,
       client_assertion: await assertionFor('signer', signerKey.privateKey, 'signer-1'),
       request: requestObject,
@@ -379,4 +380,19 @@ t.test('a request object naming another client at /authorize is our page, never 
   await refusedOnPage(t, `${front.url}/authorize?${new URLSearchParams({ client_id: 'signer', request: jwt })}`, 'invalid_request_object')
   const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url')}.${jwt.split('.')[1]}.`
   await refusedOnPage(t, `${front.url}/authorize?${new URLSearchParams({ client_id: 'signer', request: unsigned })}`, 'invalid_request_object')
+})
+
+t.test('a request object seen in the browser cannot authenticate its client at /par (cross-JWT confusion)', async (t) => {
+  // A client that signs its request objects like assertions (sub = its id, typ JWT): the browser, and whoever reads its history, sees them.
+  const seen = await requestObject({ claims: { sub: 'signer' }, header: { typ: 'JWT' } })
+  const pushes = front.store.pushedRequests.size
+  const r = await reply(postForm(`${front.url}/par`, { client_assertion_type: ASSERTION_TYPE, client_assertion: seen, request: await requestObject() }))
+  refusedAtPar(t, r, 'invalid_client', 401)
+  t.equal(front.store.pushedRequests.size, pushes, 'nothing pushed in its name')
+  await refusedOnPage(t, `${front.url}/authorize?${new URLSearchParams({ client_id: 'signer', request: seen })}`, 'invalid_request_object')
+})
+
+t.test('parameters sent beside a request object at /par are not read (RFC 9126 3)', async (t) => {
+  const r = await pushObject(await requestObject(), { scope: 'admin', redirect_uri: 'https://evil.example/cb', response_type: 'token' })
+  t.equal(r.status, 201, 'neither the bad scope nor the other redirect_uri was read')
 })
