@@ -7,11 +7,11 @@
  * it; request objects unsigned, HMAC-signed, for another server, replayed,
  * from another issuer, expired, naming another client.
  */
-import { decodeJwt, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
+import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
 import * as oauth from 'oauth4webapi'
 import t, { type Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
-import { Browser, authorizeAs, countCodes, formWith, frontYaml, get, pkce, startFront } from '../helpers/as-front.js'
+import { ALICE_PASSWORD, Browser, authorizeAs, countCodes, formWith, frontYaml, get, pkce, startFront } from '../helpers/as-front.js'
 import { postForm, reply, type Reply } from '../helpers/http.js'
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const
@@ -198,6 +198,8 @@ t.test('a pushed request_uri past request_uri_ttl is refused (the injected clock
   const { requestUri } = await push()
   clock.advance(61_000)
   await refusedOnPage(t, authorizeWith('bank', requestUri), 'invalid_request_uri')
+  // Back to the clients' own time: oauth4webapi dates its proofs with Date.now().
+  clock.advance(-61_000)
 })
 
 t.test('parameters beside request_uri are ignored: a smuggled redirect_uri, scope or state changes nothing', async (t) => {
@@ -395,4 +397,89 @@ t.test('a request object seen in the browser cannot authenticate its client at /
 t.test('parameters sent beside a request object at /par are not read (RFC 9126 3)', async (t) => {
   const r = await pushObject(await requestObject(), { scope: 'admin', redirect_uri: 'https://evil.example/cb', response_type: 'token' })
   t.equal(r.status, 201, 'neither the bad scope nor the other redirect_uri was read')
+})
+
+t.test('one code per pushed request: a second consent for the same authorization (another tab) gets none', async (t) => {
+  const { requestUri } = await push({ prompt: 'consent' })
+  const browser = new Browser()
+  const url = authorizeWith('bank', requestUri)
+  const login = formWith(await (await browser.get(url)).text(), url, 'password')
+  const afterLogin = await browser.submit(login, { username: 'alice', password: ALICE_PASSWORD })
+  const { res: consentPage, url: at } = await browser.follow(afterLogin, login.action, new URL(front.url).origin)
+  const consent = formWith(await consentPage.text(), at, 'decision')
+  const before = codes.count
+  // Both at once: each finds the authorization under way, only one takes it.
+  const answers = await Promise.all([browser.submit(consent, { decision: 'allow' }), browser.submit(consent, { decision: 'allow' })])
+  const withCode = answers.filter((r) => new URL(r.headers.get('location') ?? 'x:/').searchParams.get('code') !== null)
+  t.equal(withCode.length, 1, 'one gets a code')
+  const other = answers.find((r) => !withCode.includes(r))
+  const said = other === undefined ? '' : `${other.headers.get('location') ?? ''} ${await other.text()}`
+  t.match(said, /invalid_request_uri/, 'the other is told the request is used')
+  const again = await browser.submit(consent, { decision: 'allow' })
+  t.equal(again.status, 400, 'a third, later, is our page')
+  t.equal(again.headers.get('location'), null)
+  t.match(await again.text(), /Error code: <code>invalid_request_uri<\/code>/)
+  t.equal(codes.count, before + 1, 'one code stored')
+})
+
+t.test('a DPoP proof at /par binds the code to its key (RFC 9449 10.1)', async (t) => {
+  const key = await oauth.generateKeyPair('ES256')
+  const DPoP = oauth.DPoP(bank, key)
+  const { verifier, challenge } = pkce()
+  const params = {
+    redirect_uri: BANK_CB,
+    response_type: 'code',
+    scope: 'orders:read',
+    state: 'st-dpop',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  }
+  const pushed = await oauth.processPushedAuthorizationResponse(
+    as,
+    bank,
+    await oauth.pushedAuthorizationRequest(as, bank, bankAuth, params, { ...insecure, DPoP }),
+  )
+  const callback = oauth.validateAuthResponse(as, bank, await authorizeAs(new Browser(), authorizeWith('bank', pushed.request_uri)), 'st-dpop')
+  const withoutProof = await reply(oauth.authorizationCodeGrantRequest(as, bank, bankAuth, callback, BANK_CB, verifier, insecure))
+  t.equal(withoutProof.json?.error, 'invalid_grant', 'the code needs a proof by the key pushed with')
+  const pushed2 = await oauth.processPushedAuthorizationResponse(
+    as,
+    bank,
+    await oauth.pushedAuthorizationRequest(as, bank, bankAuth, params, { ...insecure, DPoP }),
+  )
+  const callback2 = oauth.validateAuthResponse(as, bank, await authorizeAs(new Browser(), authorizeWith('bank', pushed2.request_uri)), 'st-dpop')
+  const tokens = await oauth.processAuthorizationCodeResponse(
+    as,
+    bank,
+    await oauth.authorizationCodeGrantRequest(as, bank, bankAuth, callback2, BANK_CB, verifier, { ...insecure, DPoP }),
+  )
+  t.equal(tokens.token_type.toLowerCase(), 'dpop')
+  const other = await calculateJwkThumbprint(await exportJWK((await oauth.generateKeyPair('ES256')).publicKey))
+  const mismatch = await reply(oauth.pushedAuthorizationRequest(as, bank, bankAuth, { ...params, dpop_jkt: other }, { ...insecure, DPoP }))
+  refusedAtPar(t, mismatch, 'invalid_request')
+})
+
+t.test('par.required: every client must push; the metadata says so', async (t) => {
+  const strict = await startFront(await frontYaml({ asExtra: '  par: { required: true, request_uri_ttl: 30s }' }))
+  t.teardown(() => strict.close())
+  const meta = (await reply(fetch(`${strict.url}/.well-known/oauth-authorization-server`))).json ?? {}
+  t.equal(meta.require_pushed_authorization_requests, true)
+  const res = await get(
+    `${strict.url}/authorize?${new URLSearchParams({ client_id: 'web', redirect_uri: 'https://app.example.com/callback', response_type: 'code', code_challenge: pkce().challenge, code_challenge_method: 'S256' })}`,
+  )
+  t.equal(res.status, 400)
+  t.equal(res.headers.get('location'), null, 'never redirected')
+  t.match(res.text, /must push its authorization requests/)
+  const pushed = await reply(
+    postForm(`${strict.url}/par`, {
+      client_id: 'spa',
+      response_type: 'code',
+      redirect_uri: 'https://spa.example.com/cb',
+      scope: 'orders:read',
+      code_challenge: pkce().challenge,
+      code_challenge_method: 'S256',
+    }),
+  )
+  t.equal(pushed.status, 201, 'a public client pushes with its client_id alone')
+  t.equal(pushed.json?.expires_in, 30)
 })
