@@ -32,6 +32,7 @@ const strangerKey = await keyPair('bank-1')
 const clock = new ManualClock(Date.now())
 const front = await startFront(
   await frontYaml({
+    asExtra: '  registration: { enabled: true, scopes: ["orders:read"] }',
     clientsExtra: [
       '    - client_id: bank',
       '      name: Bank',
@@ -482,4 +483,33 @@ t.test('par.required: every client must push; the metadata says so', async (t) =
   )
   t.equal(pushed.status, 201, 'a public client pushes with its client_id alone')
   t.equal(pushed.json?.expires_in, 30)
+})
+
+t.test('a registered client may hold itself to pushed and signed requests (RFC 7591 metadata)', async (t) => {
+  const register = async (body: Record<string, unknown>): Promise<Reply> =>
+    reply(fetch(`${front.url}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }))
+  const base = { redirect_uris: ['https://tool.example.com/cb'], token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], scope: 'orders:read' }
+  const made = await register({ ...base, require_pushed_authorization_requests: true })
+  t.equal(made.status, 201)
+  t.equal(made.json?.require_pushed_authorization_requests, true, 'echoed as registered')
+  const clientId = String(made.json?.client_id)
+  const params = {
+    client_id: clientId,
+    response_type: 'code',
+    redirect_uri: 'https://tool.example.com/cb',
+    scope: 'orders:read',
+    code_challenge: pkce().challenge,
+    code_challenge_method: 'S256',
+  }
+  await refusedOnPage(t, `${front.url}/authorize?${new URLSearchParams(params)}`, 'invalid_request')
+  const pushed = await reply(postForm(`${front.url}/par`, params))
+  t.equal(pushed.status, 201, 'it pushes with its client_id')
+  const callback = await authorizeAs(new Browser(), authorizeWith(clientId, String(pushed.json?.request_uri)))
+  t.type(callback.searchParams.get('code'), 'string')
+
+  const unsigned = await register({ ...base, require_signed_request_object: true })
+  t.equal(unsigned.status, 400)
+  t.equal(unsigned.json?.error, 'invalid_client_metadata', 'a client without keys cannot sign request objects')
+  const notBoolean = await register({ ...base, require_pushed_authorization_requests: 'yes' })
+  t.equal(notBoolean.json?.error, 'invalid_client_metadata')
 })
