@@ -1,6 +1,6 @@
 import { MethodNotAllowed, OAuthError } from '../errors.js'
 import type { AsHandler } from './context.js'
-import { parseAuthorizationRequest } from './interaction/authorization-request.js'
+import { parseAuthorizationRequest, type ParsedAuthorizationRequest } from './interaction/authorization-request.js'
 import { continueAuthorization } from './interaction/authorization-steps.js'
 import { answerAuthorizationError } from './interaction/authorization-error.js'
 import { guardPage, guardRedirect } from './interaction/failures.js'
@@ -32,7 +32,12 @@ export const authorize: AsHandler = async (req, res, ctx, as) => {
     if (err instanceof OAuthError) return showError(res, err)
     throw err
   }
-  const parsed = await parseAuthorizationRequest(raw, as, { entry: true })
+  // Resolving a held request reads the store: an outage there is a 503 page, as for any page.
+  let parsed: ParsedAuthorizationRequest | undefined
+  await guardPage(as, ctx, res, async () => {
+    parsed = await parseAuthorizationRequest(raw, as, { entry: true })
+  })
+  if (parsed === undefined) return
   if (parsed.kind === 'page') return showError(res, parsed.error)
   if (parsed.kind === 'redirect') {
     const { target, error, client } = parsed

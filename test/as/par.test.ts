@@ -513,3 +513,14 @@ t.test('a registered client may hold itself to pushed and signed requests (RFC 7
   const notBoolean = await register({ ...base, require_pushed_authorization_requests: 'yes' })
   t.equal(notBoolean.json?.error, 'invalid_client_metadata')
 })
+
+t.test('a store outage while resolving a request_uri is a 503 page, not a JSON answer to the browser', async (t) => {
+  const down = await startFront()
+  t.teardown(() => down.close())
+  await down.store.close()
+  const res = await get(`${down.url}/authorize?${new URLSearchParams({ client_id: 'web', request_uri: 'urn:ietf:params:oauth:request_uri:abc' })}`)
+  t.equal(res.status, 503)
+  t.equal(res.headers.get('location'), null)
+  t.match(res.headers.get('content-type'), /^text\/html/)
+  t.match(res.text, /Temporarily unavailable/)
+})
