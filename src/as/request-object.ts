@@ -24,6 +24,7 @@
  *    `response_type` too, so neither can be taken for the other);
  * 6. `jti` present and used once per client, remembered in the store while
  *    the object could be used, so a replay is refused at every instance.
+ * A client without keys gets `request_not_supported` (OIDC Core 6.1).
  * Its claims then replace the request's parameters (RFC 9101 6.3): nothing
  * sent beside it is read, except the `client_id` that named whose keys verify it.
  *
@@ -31,7 +32,7 @@
  * @see https://www.rfc-editor.org/rfc/rfc9101#section-10
  */
 import type { ClientConfig } from '../config/validated-config.js'
-import { InvalidRequestObject } from '../errors.js'
+import { InvalidRequestObject, RequestNotSupported } from '../errors.js'
 import { clientKeys } from './client-assertion.js'
 import type { AsContext } from './context.js'
 import { ASYMMETRIC_ALGS, assertionParts, singleAudience, singleUseJti, useJtiOnce, verifyJwtAssertion, type AssertionRules } from './jwt-assertion.js'
@@ -85,6 +86,8 @@ function parametersOf(claims: Readonly<Record<string, unknown>>, clientId: strin
  * @see https://www.rfc-editor.org/rfc/rfc9101#section-6.3
  */
 export async function verifyRequestObject(as: AsContext, client: ClientConfig, jwt: string): Promise<Array<[string, string]>> {
+  // OIDC Core 6.1: a client with no keys registered cannot have signed one.
+  if (client.jwks === undefined && client.jwksUri === undefined) throw new RequestNotSupported('This client has no keys to sign request objects with')
   const parts = assertionParts(jwt, refuse)
   const rules: AssertionRules = {
     algorithms: REQUEST_OBJECT_ALGS,

@@ -372,6 +372,12 @@ t.test("the attacker's request objects: each refused with invalid_request_object
   await refused(await requestObject({ claims: { client_id: 'bank' } }), 'client_id differs from the outer client_id')
   await refused(await requestObject({ claims: { request_uri: 'https://evil.example/r' } }), 'request_uri inside a request object')
   await refused(await requestObject({ key: strangerKey.privateKey }), 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED')
+  // A client without keys could not have signed one: request_not_supported (OIDC Core 6.1).
+  refusedAtPar(
+    t,
+    await reply(postForm(`${front.url}/par`, { client_id: 'spa', request: await requestObject({ claims: { iss: 'spa', client_id: 'spa' } }) })),
+    'request_not_supported',
+  )
   const once = await requestObject()
   t.equal((await pushObject(once)).status, 201, 'a good object is pushed')
   await refused(once, 'jti replayed')

@@ -313,7 +313,7 @@ t.test('request objects and request_uri are refused, and request_uri is never fe
   t.teardown(() => fetched.close())
   // An unsigned request object naming another redirect URI: refused on our page (its redirect_uri is not trusted for a redirect).
   const ro = await get(authorizeUrl('web', { request: 'eyJhbGciOiJub25lIn0.eyJyZWRpcmVjdF91cmkiOiJodHRwczovL2V2aWwuZXhhbXBsZS8ifQ.' }))
-  t.match(await assertErrorPage(t, ro, 'request'), /invalid_request_object/)
+  t.match(await assertErrorPage(t, ro, 'request'), /request_not_supported/, 'web has no keys to sign one with')
   // Only the request_uri values of our own /par are taken: another host's is never fetched.
   const ru = await get(authorizeUrl('web', { request_uri: `${fetched.url}/req.jwt` }))
   t.match(await assertErrorPage(t, ru, 'request_uri'), /request_uri_not_supported/)
