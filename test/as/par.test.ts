@@ -530,3 +530,18 @@ t.test('a store outage while resolving a request_uri is a 503 page, not a JSON a
   t.match(res.headers.get('content-type'), /^text\/html/)
   t.match(res.text, /Temporarily unavailable/)
 })
+
+t.test('a pushed request_uri posted straight to the login form skips nothing: refused, and not spent', async (t) => {
+  const first = await push()
+  const other = await push()
+  const browser = new Browser()
+  const url = authorizeWith('bank', first.requestUri)
+  const login = formWith(await (await browser.get(url)).text(), url, 'password')
+  const forged = { ...login, fields: { ...login.fields, request: new URLSearchParams({ client_id: 'bank', request_uri: other.requestUri }).toString() } }
+  const res = await browser.submit(forged, { username: 'alice', password: ALICE_PASSWORD })
+  t.equal(res.status, 400)
+  t.equal(res.headers.get('location'), null, 'never redirected')
+  t.match(await res.text(), /Error code: <code>invalid_request_uri<\/code>/)
+  const callback = await authorizeAs(new Browser(), authorizeWith('bank', other.requestUri))
+  t.type(callback.searchParams.get('code'), 'string', 'the pushed request is still there for /authorize')
+})
