@@ -49,6 +49,11 @@ function keyOf(clientId: string, uri: string): string {
   return hashToken(`${clientId}\n${uri}`)
 }
 
+/** The query the pages carry for a held request: the client and the reference. */
+function carried(clientId: string, uri: string): string {
+  return new URLSearchParams({ client_id: clientId, request_uri: uri }).toString()
+}
+
 function newReference(): string {
   return `${REQUEST_URI_PREFIX}${randomToken()}`
 }
@@ -80,14 +85,7 @@ export async function startHeld(as: AsContext, clientId: string, params: string,
   }
   const key = keyOf(clientId, uri)
   await as.store.pushedRequests.put(key, record, STARTED_REQUEST_TTL_SEC)
-  return {
-    key,
-    record,
-    raw: new URLSearchParams([
-      ['client_id', clientId],
-      ['request_uri', uri],
-    ]).toString(),
-  }
+  return { key, record, raw: carried(clientId, uri) }
 }
 
 /**
@@ -99,20 +97,11 @@ export async function startHeld(as: AsContext, clientId: string, params: string,
  * or another client's.
  */
 export async function resolveRequestUri(as: AsContext, clientId: string, uri: string, entry: boolean): Promise<HeldRequest> {
-  if (!uri.startsWith(REQUEST_URI_PREFIX))
-    throw new RequestUriNotSupported('Only request_uri values from this server\u2019s pushed authorization request endpoint are accepted')
+  if (!uri.startsWith(REQUEST_URI_PREFIX)) throw new RequestUriNotSupported('Only request_uri values pushed to this server (POST /par) are accepted')
   const key = keyOf(clientId, uri)
   const found = await as.store.pushedRequests.get(key)
   if (found === null) throw new InvalidRequestUri(undefined, { cause: 'request_uri unknown, expired, used or pushed by another client' })
-  if (found.stage === 'started')
-    return {
-      key,
-      record: found,
-      raw: new URLSearchParams([
-        ['client_id', clientId],
-        ['request_uri', uri],
-      ]).toString(),
-    }
+  if (found.stage === 'started') return { key, record: found, raw: carried(clientId, uri) }
   if (!entry) throw new InvalidRequestUri(undefined, { cause: 'a pushed request_uri outside /authorize' })
   // Of two browsers racing with one request_uri, one takes it; the other finds nothing.
   const taken = await as.store.pushedRequests.take(key)
