@@ -354,6 +354,30 @@ export class RequestUriNotSupported extends OAuthError {
   }
 }
 
+/**
+ * RFC 9101 6.1 / OIDC Core 6.1: the request object is not one this server
+ * accepts (signature, key, `alg`, `aud`, `iss`, lifetime, replayed `jti`,
+ * a claim of the wrong type). Which check failed is only logged.
+ */
+export class InvalidRequestObject extends OAuthError {
+  static override readonly code = 'ERR_INVALID_REQUEST_OBJECT'
+  constructor(description = 'The request object is invalid', o: Opts = {}) {
+    super(400, 'invalid_request_object', description, o)
+  }
+}
+
+/**
+ * RFC 9126 2.2, RFC 9101 6.2: the `request_uri` is unknown, expired, already
+ * used, or was pushed by another client. The same answer for each, so a
+ * stranger learns nothing of another client's requests.
+ */
+export class InvalidRequestUri extends OAuthError {
+  static override readonly code = 'ERR_INVALID_REQUEST_URI'
+  constructor(description = 'The request_uri is unknown, expired, already used, or was not pushed by this client', o: Opts = {}) {
+    super(400, 'invalid_request_uri', description, o)
+  }
+}
+
 /** A form POST whose CSRF token or Origin is wrong (a page answer; nothing was changed). */
 export class Forbidden extends OAuthError {
   static override readonly code = 'ERR_FORBIDDEN'

@@ -234,6 +234,20 @@ const CASES: Record<string, Expected> = {
     error: 'request_uri_not_supported',
     description: 'request_uri is not supported',
   },
+  InvalidRequestObject: {
+    make: () => new E.InvalidRequestObject(),
+    code: 'ERR_INVALID_REQUEST_OBJECT',
+    status: 400,
+    error: 'invalid_request_object',
+    description: 'The request object is invalid',
+  },
+  InvalidRequestUri: {
+    make: () => new E.InvalidRequestUri(),
+    code: 'ERR_INVALID_REQUEST_URI',
+    status: 400,
+    error: 'invalid_request_uri',
+    description: 'The request_uri is unknown, expired, already used, or was not pushed by this client',
+  },
   Forbidden: {
     make: () => new E.Forbidden(),
     code: 'ERR_FORBIDDEN',

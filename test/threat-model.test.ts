@@ -48,6 +48,7 @@ const REQUIRED_SURFACES = [
   'Admin listener',
   'Config reload',
   'Store (Redis) faults',
+  '/par and request objects',
 ]
 
 /** One row of a surface table: the attack and the test that refuses it. */

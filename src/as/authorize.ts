@@ -1,6 +1,6 @@
 import { MethodNotAllowed, OAuthError } from '../errors.js'
 import type { AsHandler } from './context.js'
-import { parseAuthorizationRequest } from './interaction/authorization-request.js'
+import { parseAuthorizationRequest, type ParsedAuthorizationRequest } from './interaction/authorization-request.js'
 import { continueAuthorization } from './interaction/authorization-steps.js'
 import { answerAuthorizationError } from './interaction/authorization-error.js'
 import { guardPage, guardRedirect } from './interaction/failures.js'
@@ -16,6 +16,9 @@ import { currentSession } from './interaction/session.js'
  * `state` and `iss` (RFC 9207). Errors of a client that registered itself or
  * is a metadata document are shown on a page, not redirected, until the
  * person has signed in (RFC 9700 4.11.2, see answerAuthorizationError).
+ * A pushed `request_uri` (RFC 9126 4) or a `request` object (RFC 9101 5.1)
+ * is resolved here, once, into a request the server holds: its parameters
+ * replace what was sent beside it (held-request.ts).
  *
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-4.1
  * @see https://www.rfc-editor.org/rfc/rfc9700#section-2.1
@@ -29,7 +32,12 @@ export const authorize: AsHandler = async (req, res, ctx, as) => {
     if (err instanceof OAuthError) return showError(res, err)
     throw err
   }
-  const parsed = await parseAuthorizationRequest(raw, as)
+  // Resolving a held request reads the store: an outage there is a 503 page, as for any page.
+  let parsed: ParsedAuthorizationRequest | undefined
+  await guardPage(as, ctx, res, async () => {
+    parsed = await parseAuthorizationRequest(raw, as, { entry: true })
+  })
+  if (parsed === undefined) return
   if (parsed.kind === 'page') return showError(res, parsed.error)
   if (parsed.kind === 'redirect') {
     const { target, error, client } = parsed

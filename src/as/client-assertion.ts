@@ -23,7 +23,9 @@
  *    one, sets `exp` an hour ahead: its assertion is accepted, for 5 minutes);
  *    without one, `exp` at most 5 minutes ahead. `nbf` and `iat` not in the
  *    future;
- * 6. `jti` present, and never seen before for this client: remembered in the
+ * 6. not a request object (no `response_type`): one travels through
+ *    browsers and must not authenticate its client (request-object.ts);
+ * 7. `jti` present, and never seen before for this client: remembered in the
  *    store for as long as the assertion is usable, so a replay is refused at
  *    every instance sharing it (RFC 7523 3 point 7).
  *
@@ -35,7 +37,16 @@ import type { ClientConfig } from '../config/validated-config.js'
 import { InvalidClientAssertion, TemporarilyUnavailable } from '../errors.js'
 import type { KeyLookup } from '../tokens/verify-jwt.js'
 import type { AsContext } from './context.js'
-import { ASYMMETRIC_ALGS, assertionParts, singleAudience, singleUseJti, useJtiOnce, verifyJwtAssertion, type AssertionRules } from './jwt-assertion.js'
+import {
+  ASYMMETRIC_ALGS,
+  assertionParts,
+  singleAudience,
+  singleUseJti,
+  useJtiOnce,
+  verifyJwtAssertion,
+  type AssertionRules,
+  type Refuse,
+} from './jwt-assertion.js'
 
 /** RFC 7523 2.2: the `client_assertion_type` of a JWT client assertion. */
 export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
@@ -72,14 +83,15 @@ function acceptedAudiences(as: AsContext, endpointUrl: string): ReadonlySet<stri
 /**
  * The client's keys as the shared check reads them: a client without keys
  * to use, or whose published set cannot be had, fails its own
- * authentication (it is not our outage).
+ * authentication (it is not our outage). Request objects (request-object.ts)
+ * are verified with the same keys, refused with their own error.
  */
-function clientKeys(as: AsContext, client: ClientConfig): KeyLookup {
+export function clientKeys(as: AsContext, client: ClientConfig, refuseWith: Refuse = refuse): KeyLookup {
   const keys = as.clientKeys.lookup(client)
   if (typeof keys === 'string') {
     return {
       resolve: () => {
-        throw refuse(keys)
+        throw refuseWith(keys)
       },
     }
   }
@@ -88,7 +100,7 @@ function clientKeys(as: AsContext, client: ClientConfig): KeyLookup {
       try {
         return await keys.resolve(kid, alg)
       } catch (err) {
-        if (err instanceof TemporarilyUnavailable) throw refuse('jwks_uri could not be fetched')
+        if (err instanceof TemporarilyUnavailable) throw refuseWith('jwks_uri could not be fetched')
         throw err
       }
     },
@@ -123,6 +135,8 @@ export async function verifyClientAssertion(as: AsContext, client: ClientConfig,
     skewSec: as.config.gateway.clockSkewSec,
   }
   const { claims, usableUntil } = await verifyJwtAssertion(assertion, parts, rules, refuse)
+  // A request object (RFC 9101) the client signed travels through browsers: it must never authenticate the client.
+  if (claims.response_type !== undefined) throw refuse('an authorization request object, not a client assertion')
   const jti = singleUseJti(claims, refuse)
   if (!(await useJtiOnce(as.store, 'client-assertion', client.clientId, jti, usableUntil, rules))) throw refuse('jti replayed')
 }

@@ -15,6 +15,9 @@
  * - scopes within `registration.scopes` (and `openid`, `offline_access`: scope.ts); a refusal names the scope.
  * - texts people see (name, logo, links) pass the checks configured clients'
  *   do (`src/config/sections/client-metadata.ts`).
+ * - `require_pushed_authorization_requests` (RFC 9126 6) and
+ *   `require_signed_request_object` (RFC 9101 10.5, private_key_jwt only):
+ *   a client may bind itself to the stricter requests, never loosen anything.
  * Unknown members are ignored (RFC 7591 2: "MUST ignore").
  */
 import { clientTextProblem, MAX_CLIENT_URI, redirectUriProblem, uriCharacterProblem } from '../config/client-values.js'
@@ -91,6 +94,14 @@ function clientKeys(input: Record<string, unknown>, method: string): Pick<Regist
   return { jwks: jwks as NonNullable<RegisteredClientMetadata['jwks']> }
 }
 
+/** An optional boolean member (RFC 7591 2): absent or null is no opinion; anything but true or false is refused. */
+function flag(input: Record<string, unknown>, name: string): boolean | undefined {
+  const value = input[name]
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'boolean') throw new InvalidClientMetadata(`${name} must be true or false`)
+  return value
+}
+
 /** The longest scope a registration may name (and a refusal repeat). */
 const MAX_NAMED_SCOPE = 200
 
@@ -160,6 +171,14 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
     software_id: text(input, 'software_id'),
     software_version: text(input, 'software_version'),
     post_logout_redirect_uris: strings(input, 'post_logout_redirect_uris', MAX_REDIRECT_URIS),
+    // RFC 9126 6 and RFC 9101 10.5: a client may hold itself to pushed and signed requests; only true is kept.
+    require_pushed_authorization_requests: flag(input, 'require_pushed_authorization_requests') || undefined,
+    require_signed_request_object: flag(input, 'require_signed_request_object') || undefined,
+  }
+  if (optional.require_signed_request_object === true && method !== 'private_key_jwt') {
+    throw new InvalidClientMetadata(
+      'require_signed_request_object needs token_endpoint_auth_method private_key_jwt: request objects are verified with its jwks',
+    )
   }
   // A post-logout redirect URI is a redirect target like the others: the same rules, then the logout-specific ones.
   for (const r of optional.post_logout_redirect_uris ?? []) {

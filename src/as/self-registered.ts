@@ -43,6 +43,8 @@ export function clientFromMetadata(
     skipConsent: false,
     rotateRefreshTokens: true,
     dpopBoundAccessTokens: false,
+    ...(metadata.require_pushed_authorization_requests === true ? { requirePushedAuthorizationRequests: true } : {}),
+    ...(metadata.require_signed_request_object === true ? { requireSignedRequestObject: true } : {}),
     selfRegistered,
   }
 }

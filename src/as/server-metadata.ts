@@ -11,6 +11,7 @@ import { DEVICE_CODE_GRANT } from './grants/device-code.js'
 import { JWT_BEARER_GRANT } from './grants/jwt-bearer.js'
 import { TOKEN_EXCHANGE_GRANT } from './grants/token-exchange.js'
 import { OIDC_SCOPES } from './scope.js'
+import { REQUEST_OBJECT_ALGS } from './request-object.js'
 import { OWN_ACR_VALUES } from '../tokens/acr.js'
 
 /** Claims an ID token can carry besides the scope-released ones (OIDC Core 2). */
@@ -35,6 +36,9 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     revocation_endpoint: `${issuer}/revoke`,
     introspection_endpoint: `${issuer}/introspect`,
     device_authorization_endpoint: `${issuer}/device_authorization`,
+    // RFC 9126 5: where requests are pushed, and whether every client must.
+    pushed_authorization_request_endpoint: `${issuer}/par`,
+    require_pushed_authorization_requests: as.as.par.required,
     // OIDC RP-Initiated Logout 1.0 2.1
     end_session_endpoint: `${issuer}/logout`,
     scopes_supported: scopes,
@@ -66,8 +70,10 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     // How people sign in here (sign-in-strength.ts); an upstream provider's own values pass through too.
     acr_values_supported: [...OWN_ACR_VALUES],
     claims_parameter_supported: false,
-    request_parameter_supported: false,
-    // OIDC Discovery 3: the default is true, so "not supported" must be said.
+    // RFC 9101: request objects by value, signed with the client's keys (never none or HMAC).
+    request_parameter_supported: true,
+    request_object_signing_alg_values_supported: [...REQUEST_OBJECT_ALGS],
+    // OIDC Discovery 3: the default is true, so "not supported" must be said: only the pushed request_uri of /par is taken.
     request_uri_parameter_supported: false,
     // RFC 9449 5.1: the proof algorithms the token endpoint accepts.
     dpop_signing_alg_values_supported: [...as.dpop.token.algorithms],

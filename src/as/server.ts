@@ -16,6 +16,7 @@ import { frontChannelRoutes } from './interaction/front-channel-routes.js'
 import { handleIntrospect } from './introspect.js'
 import { jwksHandler, staticJsonHandler } from './jwks.js'
 import { metadataDocument } from './server-metadata.js'
+import { handlePushedAuthorizationRequest } from './par.js'
 import { handleRegister } from './register.js'
 import { handleRevoke } from './revoke.js'
 import { handleToken } from './token.js'
@@ -60,6 +61,8 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
     // RFC 7591 3 / RFC 7592 2: browser-based clients register too, so any origin may.
     add(`${base}/register`, { label: 'as:register', handler: handleRegister, cors: 'public', methods: ['POST', 'GET', 'DELETE'] })
   }
+  // RFC 9126 2: clients push from their back end; browser-based ones may too, as at /token.
+  add(`${base}/par`, { label: 'as:par', handler: handlePushedAuthorizationRequest, cors: 'clients', methods: ['POST'] })
   add(`${base}/device_authorization`, {
     label: 'as:device_authorization',
     handler: handleDeviceAuthorization,

@@ -125,6 +125,10 @@ export interface ClientConfig {
   rotateRefreshTokens: boolean
   /** RFC 9449 5.2 (`dpop_bound_access_tokens`, default false): no token without a DPoP proof. */
   dpopBoundAccessTokens: boolean
+  /** RFC 9126 6 (`require_pushed_authorization_requests`): /authorize takes only requests pushed to /par (absent: false). */
+  requirePushedAuthorizationRequests?: boolean
+  /** RFC 9101 10.5 (`require_signed_request_object`): authorization requests only as request objects signed with the client's keys (absent: false). */
+  requireSignedRequestObject?: boolean
   /**
    * How a client that is not in the config became known: it registered
    * itself (RFC 7591) or its client_id is the URL of its metadata document.
@@ -274,6 +278,8 @@ export interface AuthorizationServerConfig {
   }
   /** RFC 8628 (`device.*`). */
   device: { ttlSec: number; intervalSec: number }
+  /** RFC 9126 (`par.*`): every client must push (`required`, default false); how long a pushed request_uri lives (`request_uri_ttl`, default 60s). */
+  par: { required: boolean; requestUriTtlSec: number }
   /** RFC 7591 dynamic client registration (`registration`); null when off (the default). */
   registration: RegistrationConfig | null
   /** Client ID Metadata Documents (`client_id_metadata_documents`); null when off (the default). */

@@ -17,6 +17,7 @@ import { MemoryKnownBrowsers } from './known-browsers/memory.js'
 import { type MemoryFamily, MemoryScope } from './memory/scope.js'
 import { MemoryOpaqueTokens } from './opaque-tokens/memory.js'
 import { MemoryPasskeys } from './passkeys/memory.js'
+import { MemoryPushedRequests } from './pushed-requests/memory.js'
 import { MemoryRateLimits } from './rate-limits/memory.js'
 import { MemoryRevocations } from './revocations/memory.js'
 import { MemoryConsents, MemorySessions } from './sessions/memory.js'
@@ -58,6 +59,7 @@ export class MemoryStore implements Store {
   readonly totp: MemoryTotp
   readonly passkeys: MemoryPasskeys
   readonly mcpSessions: MemoryMcpSessions
+  readonly pushedRequests: MemoryPushedRequests
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -83,6 +85,7 @@ export class MemoryStore implements Store {
     this.totp = new MemoryTotp(s)
     this.passkeys = new MemoryPasskeys(s)
     this.mcpSessions = new MemoryMcpSessions(s)
+    this.pushedRequests = new MemoryPushedRequests(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -99,6 +102,7 @@ export class MemoryStore implements Store {
       this.upstream,
       this.passkeys,
       this.mcpSessions,
+      this.pushedRequests,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

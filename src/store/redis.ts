@@ -26,6 +26,7 @@ import { RedisGrants } from './grants/redis.js'
 import { RedisKnownBrowsers } from './known-browsers/redis.js'
 import { RedisOpaqueTokens } from './opaque-tokens/redis.js'
 import { RedisPasskeys } from './passkeys/redis.js'
+import { RedisPushedRequests } from './pushed-requests/redis.js'
 import { RedisRateLimits } from './rate-limits/redis.js'
 import { RedisConnection } from './redis/connection.js'
 import type { RedisStoreOptions } from './redis/options.js'
@@ -61,6 +62,7 @@ export class RedisStore implements Store {
   readonly totp: RedisTotp
   readonly passkeys: RedisPasskeys
   readonly mcpSessions: RedisMcpSessions
+  readonly pushedRequests: RedisPushedRequests
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -88,6 +90,7 @@ export class RedisStore implements Store {
     this.totp = new RedisTotp(r)
     this.passkeys = new RedisPasskeys(r)
     this.mcpSessions = new RedisMcpSessions(r)
+    this.pushedRequests = new RedisPushedRequests(r)
   }
 
   async ping(): Promise<void> {

@@ -27,6 +27,7 @@ import type { KnownBrowserStore } from './known-browsers/types.js'
 import type { McpSessionStore } from './mcp-sessions/types.js'
 import type { OpaqueTokenStore } from './opaque-tokens/types.js'
 import type { PasskeyStore } from './passkeys/types.js'
+import type { PushedRequestStore } from './pushed-requests/types.js'
 import type { RateLimitStore } from './rate-limits/types.js'
 import type { RevocationStore } from './revocations/types.js'
 import type { ConsentStore, SessionStore } from './sessions/types.js'
@@ -43,6 +44,7 @@ export type { KnownBrowserStore } from './known-browsers/types.js'
 export type { McpSessionStore } from './mcp-sessions/types.js'
 export type { OpaqueTokenRecord, OpaqueTokenStore } from './opaque-tokens/types.js'
 export type { PasskeyChallengeRecord, PasskeyRecord, PasskeyStore, PasskeyUseResult } from './passkeys/types.js'
+export type { PushedRequestRecord, PushedRequestStore } from './pushed-requests/types.js'
 export type { HitWindow, RateLimitStore } from './rate-limits/types.js'
 export type { RevocationEntry, RevocationKind, RevocationStore } from './revocations/types.js'
 export type { ConsentStore, SessionRecord, SessionStore } from './sessions/types.js'
@@ -69,6 +71,7 @@ export interface Store {
   readonly totp: TotpStore
   readonly passkeys: PasskeyStore
   readonly mcpSessions: McpSessionStore
+  readonly pushedRequests: PushedRequestStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

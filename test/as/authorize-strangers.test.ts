@@ -68,7 +68,6 @@ const ERRONEOUS: ReadonlyArray<[string, Record<string, string | undefined>, stri
   ['a scope the client may not have', { scope: 'orders:write' }, 'invalid_scope'],
   ['no PKCE', { code_challenge: undefined, code_challenge_method: undefined }, 'invalid_request'],
   ['a plain PKCE challenge', { code_challenge_method: 'plain', code_challenge: 'a'.repeat(43) }, 'invalid_request'],
-  ['a request object', { request: 'eyJ.e30.' }, 'request_not_supported'],
   ['prompt=none without a session', { prompt: 'none' }, 'login_required'],
 ]
 

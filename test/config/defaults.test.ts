@@ -125,6 +125,7 @@ routes:
         ipv6Prefix: 64,
       },
       device: { ttlSec: 600, intervalSec: 5 },
+      par: { required: false, requestUriTtlSec: 60 },
       registration: null,
       clientIdMetadataDocuments: null,
     },
@@ -352,6 +353,7 @@ t.test('the full fixture sets every key', async (t) => {
       ipv6Prefix: 56,
     },
     device: { ttlSec: 900, intervalSec: 10 },
+    par: { required: true, requestUriTtlSec: 90 },
     registration: {
       initialAccessToken: 'registration-token-0123',
       scopes: ['orders:read'],

@@ -16,6 +16,7 @@ import { knownBrowsersContract } from './contract/known-browsers.js'
 import { mcpSessionsContract } from './contract/mcp-sessions.js'
 import { opaqueTokensContract } from './contract/opaque-tokens.js'
 import { passkeysContract } from './contract/passkeys.js'
+import { pushedRequestsContract } from './contract/pushed-requests.js'
 import { rateLimitsContract } from './contract/rate-limits.js'
 import { revocationsContract } from './contract/revocations.js'
 import { sessionsContract } from './contract/sessions.js'
@@ -49,6 +50,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   knownBrowsersContract(t, name, setup)
   clientsContract(t, name, setup)
   mcpSessionsContract(t, name, setup)
+  pushedRequestsContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()
@@ -62,6 +64,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
       StoreUnavailableError,
     )
     await tt.rejects(h.store.singleUse.use('k', 1), StoreUnavailableError)
+    await tt.rejects(h.store.pushedRequests.take(token().hash), StoreUnavailableError)
     await tt.rejects(h.store.clients.get('c'), StoreUnavailableError)
     await tt.rejects(h.store.allowances.note('alice', 'app', { scopes: [], at: 0, grantId: 'g', until: 1 }), StoreUnavailableError)
     await tt.rejects(h.store.allowances.list('alice'), StoreUnavailableError)

@@ -1,18 +1,11 @@
 import { JKT } from '../../dpop/thumbprint.js'
 import type { ClientConfig } from '../../config/validated-config.js'
-import {
-  InvalidRequest,
-  InvalidScope,
-  InvalidTarget,
-  OAuthError,
-  RequestNotSupported,
-  RequestUriNotSupported,
-  UnauthorizedClient,
-  UnsupportedResponseType,
-} from '../../errors.js'
+import { InvalidRequest, InvalidScope, InvalidTarget, OAuthError, UnauthorizedClient, UnsupportedResponseType } from '../../errors.js'
 import { FormParams } from '../../http/body.js'
 import type { AsContext } from '../context.js'
+import { verifyRequestObject } from '../request-object.js'
 import { checkResource } from '../resource.js'
+import { type HeldRequest, resolveRequestUri, startHeld } from './held-request.js'
 import { appendQuery, matchRedirectUri } from './redirect-uri.js'
 import { redirectUriProblem } from '../../config/client-values.js'
 
@@ -26,6 +19,11 @@ import { redirectUriProblem } from '../../config/client-values.js'
  * The same function validates the request again when the login and consent
  * forms come back (the request travels through them as its raw query), so
  * nothing a browser sends after the first check is trusted.
+ *
+ * A request by reference or by value (RFC 9126 pushed `request_uri`, RFC
+ * 9101 `request`) is resolved first, at /authorize, into a request the
+ * server holds (held-request.ts); its parameters replace whatever else was
+ * sent, except `client_id`, and the pages carry only its reference.
  */
 
 /** Parameters this endpoint reads; each may appear at most once (RFC 6749 3.1). */
@@ -136,8 +134,17 @@ export interface AuthorizationRequest {
   /** RFC 9449 10: the thumbprint of the DPoP key the code is bound to, or null. */
   dpopJkt: string | null
   loginHint: string | null
-  /** The request's parameters as received, carried through the login and consent forms. */
+  /** The request's parameters as received, carried through the login and consent forms (a held request: its reference only). */
   raw: string
+  /** A request the server holds (pushed, or a request object): the started record to take when the code is issued; null otherwise. */
+  held: HeldRequest | null
+  /**
+   * Epoch seconds from which a sign-in satisfies `prompt=login` and
+   * `max_age=0`: a held request's parameters cannot be rewritten after the
+   * login (as {@link afterLogin} does to a plain one), so the login is
+   * judged by its time instead. Null for a plain request.
+   */
+  loginSince: number | null
 }
 
 export type ParsedAuthorizationRequest =
@@ -147,24 +154,82 @@ export type ParsedAuthorizationRequest =
   /** Anything else: send the error to the verified redirect URI (see answerAuthorizationError). */
   | { kind: 'redirect'; target: RedirectTarget; error: OAuthError; client: ClientConfig }
 
+export interface ParseOptions {
+  /**
+   * True at /authorize: a pushed `request_uri` may be taken and a `request`
+   * object verified there. The pages' forms (`false`) name only what
+   * /authorize already resolved.
+   */
+  entry: boolean
+}
+
 /**
  * Validate an authorization request given as a query string (or a POSTed
  * form body, OIDC Core 3.1.2.1).
  *
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-4.1.2.1
  * @see https://www.rfc-editor.org/rfc/rfc9700#section-2.1
+ * @see https://www.rfc-editor.org/rfc/rfc9126#section-4
+ * @see https://www.rfc-editor.org/rfc/rfc9101#section-6.3
  */
-export async function parseAuthorizationRequest(raw: string, as: AsContext): Promise<ParsedAuthorizationRequest> {
-  const params = FormParams.parse(raw)
+export async function parseAuthorizationRequest(raw: string, as: AsContext, o: ParseOptions = { entry: false }): Promise<ParsedAuthorizationRequest> {
+  const sent = FormParams.parse(raw)
 
-  // 1. Client and redirect URI: errors here are shown, not redirected.
+  // 1. Client, then the request the server holds or the request object: errors here are shown, not redirected.
   let client: ClientConfig | undefined
-  let redirectUri: string | undefined
+  let held: HeldRequest | null
   try {
-    const clientId = params.get('client_id')
+    const clientId = sent.get('client_id')
     if (clientId === undefined) return page(new InvalidRequest('The request has no client_id'))
     client = await as.findClient(clientId)
     if (client === undefined) return page(new InvalidRequest('The application (client_id) is not registered with this server'))
+    held = await heldRequest(sent, client, as, o.entry)
+  } catch (err) {
+    if (err instanceof OAuthError) return page(err)
+    throw err
+  }
+  // RFC 9126 6 / RFC 9101 10.5: a client (or this server) that asks for pushed or signed requests gets nothing else.
+  if ((as.as.par.required || client.requirePushedAuthorizationRequests === true) && held?.record.pushed !== true) {
+    return page(new InvalidRequest('This application must push its authorization requests (pushed authorization requests, RFC 9126)'))
+  }
+  if (client.requireSignedRequestObject === true && held?.record.signed !== true) {
+    return page(new InvalidRequest('This application must send its authorization requests as signed request objects (RFC 9101)'))
+  }
+  const params = held === null ? sent : FormParams.parse(held.record.params)
+  return validateAuthorizationParams(params, client, held === null ? raw : held.raw, as, held)
+}
+
+/**
+ * The request the server holds for this one: a `request_uri` resolved, or a
+ * `request` object verified and held (only at /authorize); null for a plain
+ * request. Throws the OAuthError to show.
+ */
+async function heldRequest(sent: FormParams, client: ClientConfig, as: AsContext, entry: boolean): Promise<HeldRequest | null> {
+  const requestUri = sent.get('request_uri')
+  const requestObject = sent.get('request')
+  if (requestUri !== undefined && requestObject !== undefined) throw new InvalidRequest('Send request or request_uri, not both')
+  if (requestUri !== undefined) return resolveRequestUri(as, client.clientId, requestUri, entry)
+  if (requestObject === undefined) return null
+  // The pages carry a held request's reference, never the object: one arriving there was not sent by /authorize.
+  if (!entry) throw new InvalidRequest('A request object is accepted at the authorization endpoint only')
+  const params = await verifyRequestObject(as, client, requestObject)
+  return startHeld(as, client.clientId, new URLSearchParams(params).toString(), { signed: true, pushed: false })
+}
+
+/**
+ * Validate the parameters of an authorization request of `client` (the
+ * request as sent, a held request's, or a pushed one at /par). `raw` is what
+ * the pages carry on.
+ */
+export function validateAuthorizationParams(
+  params: FormParams,
+  client: ClientConfig,
+  raw: string,
+  as: AsContext,
+  held: HeldRequest | null,
+): ParsedAuthorizationRequest {
+  let redirectUri: string | undefined
+  try {
     redirectUri = params.get('redirect_uri')
   } catch (err) {
     if (err instanceof OAuthError) return page(err)
@@ -198,7 +263,7 @@ export async function parseAuthorizationRequest(raw: string, as: AsContext): Pro
   const target = new RedirectTarget(effective, state, as.issuer, vouched)
   try {
     const request = validateRest(params, client, target, redirectUri ?? null, raw, as)
-    return { kind: 'ok', request }
+    return { kind: 'ok', request: { ...request, held, loginSince: held?.record.startedAt ?? null } }
   } catch (err) {
     if (err instanceof OAuthError) return { kind: 'redirect', target, error: err, client }
     throw err
@@ -216,15 +281,12 @@ function validateRest(
   redirectUri: string | null,
   raw: string,
   as: AsContext,
-): AuthorizationRequest {
+): Omit<AuthorizationRequest, 'held' | 'loginSince'> {
   params.assertNoRepeats(SINGLE_VALUED)
 
-  // OIDC Core 6: request objects are not supported.
-  if (params.get('request') !== undefined) {
-    throw new RequestNotSupported()
-  }
-  if (params.get('request_uri') !== undefined) {
-    throw new RequestUriNotSupported()
+  // A held request's parameters never hold another reference (resolved before, refused at /par and in request objects).
+  if (params.get('request') !== undefined || params.get('request_uri') !== undefined) {
+    throw new InvalidRequest('request and request_uri cannot be nested')
   }
   const responseMode = params.get('response_mode')
   if (responseMode !== undefined && responseMode !== 'query') {

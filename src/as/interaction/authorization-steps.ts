@@ -27,13 +27,18 @@ import type { ActiveSession } from './session.js'
 
 /**
  * OIDC Core 3.1.2.1: no session, prompt=login, or a login older than
- * max_age (`max_age=0`: always, the same as prompt=login).
+ * max_age (`max_age=0`: always, the same as prompt=login). For a held
+ * request (pushed, or a request object) a sign-in since the authorization
+ * started satisfies prompt=login and max_age=0: its parameters are not
+ * rewritten after the login as a plain request's are (afterLogin).
  */
 export function needsLogin(as: AsContext, request: AuthorizationRequest, session: ActiveSession | null): boolean {
   if (session === null) return true
-  if (request.prompt.has('login')) return true
+  const signedInSince = request.loginSince !== null && session.record.authTime >= request.loginSince
+  if (request.prompt.has('login')) return !signedInSince
   if (request.maxAge === null) return false
-  return request.maxAge === 0 || epochSeconds(as.clock) - session.record.authTime > request.maxAge
+  if (request.maxAge === 0) return !signedInSince
+  return epochSeconds(as.clock) - session.record.authTime > request.maxAge
 }
 
 /** The sign-in does not meet any of the request's acr_values (OIDC Core 3.1.2.1, RFC 9470 4). */

@@ -6,6 +6,7 @@ import { tokensMatch } from './csrf.js'
 import { answerAuthorizationError } from './authorization-error.js'
 import { guardRedirect } from './failures.js'
 import { readPageForm } from './form.js'
+import { finishHeld } from './held-request.js'
 import { issueCode } from './issue-code.js'
 import { redirect, showError, showForbidden } from './respond.js'
 import { currentSession, type ActiveSession } from './session.js'
@@ -47,7 +48,11 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
   const { request } = parsed
   // a const, so the narrowing to non-null holds inside the closure below
   const signedIn = session
-  if (decision === 'deny') return redirect(res, request.target.error(new AccessDenied()), 302)
+  if (decision === 'deny') {
+    // A denied held request is finished too: its reference cannot start another attempt.
+    if (request.held !== null) await finishHeld(as, request.held.key)
+    return redirect(res, request.target.error(new AccessDenied()), 302)
+  }
 
   await guardRedirect(as, ctx, res, request.target, 302, async () => {
     if (as.as.consent.remember) {

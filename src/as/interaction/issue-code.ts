@@ -6,15 +6,22 @@ import { strengthOf } from '../sign-in-strength.js'
 import type { AuthorizationRequest } from './authorization-request.js'
 import type { ActiveSession } from './session.js'
 import { randomToken } from '../../crypto/random.js'
+import { InvalidRequestUri } from '../../errors.js'
+import { finishHeld } from './held-request.js'
 
 /**
  * Mint an authorization code (RFC 6749 4.1.2): 32 random bytes, base64url;
  * only its hash is stored, with everything /token must check (client,
  * redirect URI, PKCE challenge) and what the tokens will carry (scope, sub,
  * auth_time, amr, acr, nonce, resource). Single use and short-lived: `code_ttl`
- * (RFC 9700 4.1.1 / docs/architecture.md: at most 10 minutes).
+ * (RFC 9700 4.1.1 / docs/architecture.md: at most 10 minutes). A held request
+ * (held-request.ts) is finished here, so it yields one code.
  */
 export async function issueCode(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<string> {
+  // RFC 9126 7.3: one code per pushed request (or request object); a second tab finishing the same one gets none.
+  if (request.held !== null && !(await finishHeld(as, request.held.key))) {
+    throw new InvalidRequestUri('This authorization request has already been completed or has expired', { cause: 'held request already finished' })
+  }
   const code = randomToken()
   const record: CodeRecord = {
     clientId: request.client.clientId,

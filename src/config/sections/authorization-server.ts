@@ -88,6 +88,7 @@ const SUB_KEYS = {
   consent: keysAt('#/$defs/authorizationServer/properties/consent'),
   rate_limit: keysAt('#/$defs/authorizationServer/properties/rate_limit'),
   device: keysAt('#/$defs/authorizationServer/properties/device'),
+  par: keysAt('#/$defs/authorizationServer/properties/par'),
 }
 const KEY_SOURCE_KEYS = keysAt('#/$defs/authorizationServer/properties/keys/items')
 const TOKEN_FORMATS = enumAt<AuthorizationServerConfig['accessToken']['format']>('#/$defs/authorizationServer/properties/access_token/properties/format')
@@ -105,6 +106,9 @@ const SIGNING_KTY: readonly string[] = enumAt('#/$defs/authorizationServer/prope
 
 /** RFC 6749 4.1.2 recommends at most 10 minutes for an authorization code. */
 const MAX_CODE_TTL_SEC = 600
+
+/** A pushed request waits for one redirect: 10 minutes is already generous (RFC 9126 2.2: 5 to 600 s in its examples). */
+const MAX_REQUEST_URI_TTL_SEC = 600
 
 export function readAuthorizationServer(r: Reader, node: Node, path: string, publicUrl: string): AuthorizationServerConfig | undefined {
   const as = r.map(node, path, AUTHORIZATION_SERVER_KEYS)
@@ -126,6 +130,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
   const consent = r.map(as.get('consent'), as.pathOf('consent'), SUB_KEYS.consent)
   const rate = r.map(as.get('rate_limit'), as.pathOf('rate_limit'), SUB_KEYS.rate_limit)
   const device = r.map(as.get('device'), as.pathOf('device'), SUB_KEYS.device)
+  const par = r.map(as.get('par'), as.pathOf('par'), SUB_KEYS.par)
 
   const scopes: Record<string, string> = { ...BUILT_IN_SCOPES }
   const knownScopes = new Set(Object.keys(scopes))
@@ -218,6 +223,11 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
       ipv6Prefix: rate?.opt('ipv6_prefix', r.int({ min: 32, max: 128 }), 64) ?? 64,
     },
     device: { ttlSec: deviceTtlSec, intervalSec },
+    par: {
+      required: par?.opt('required', r.bool(), false) ?? false,
+      // RFC 9126 2.2: short-lived; long enough for a redirect, short enough that a leaked one is soon worthless.
+      requestUriTtlSec: par?.opt('request_uri_ttl', r.seconds({ min: 5, max: MAX_REQUEST_URI_TTL_SEC }), 60) ?? 60,
+    },
     registration: readRegistration(r, as.get('registration'), as.pathOf('registration'), knownScopes),
     clientIdMetadataDocuments: readMetadataDocuments(r, as.get('client_id_metadata_documents'), as.pathOf('client_id_metadata_documents'), knownScopes),
   }

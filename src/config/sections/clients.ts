@@ -178,6 +178,20 @@ function readClient(
   }
 
   const dpopBoundAccessTokens = c.opt('dpop_bound_access_tokens', r.bool(), false)
+  const requirePushedAuthorizationRequests = c.opt('require_pushed_authorization_requests', r.bool(), false)
+  const requireSignedRequestObject = c.opt('require_signed_request_object', r.bool(), false)
+  // A request object is verified with the keys private_key_jwt uses: a client without them could never send one.
+  if (requireSignedRequestObject && !(usesKeys && (c.has('jwks') || c.has('jwks_uri')))) {
+    r.problem(
+      c.get('require_signed_request_object'),
+      c.pathOf('require_signed_request_object'),
+      "request objects are verified with the client's own keys: `require_signed_request_object` needs `token_endpoint_auth_method: private_key_jwt` with `jwks` or `jwks_uri`",
+    )
+  }
+  if ((requirePushedAuthorizationRequests || requireSignedRequestObject) && !grantTypes.includes('authorization_code')) {
+    const key = requirePushedAuthorizationRequests ? 'require_pushed_authorization_requests' : 'require_signed_request_object'
+    r.problem(c.get(key), c.pathOf(key), `\`${key}\` is about authorization requests: the client needs the \`authorization_code\` grant`)
+  }
   const tokenExchange = readTokenExchange(r, c, type, grantTypes)
 
   if (clientId === undefined || type === undefined) return { clientId, client: undefined }
@@ -199,6 +213,8 @@ function readClient(
     allowPlainPkce,
     skipConsent,
     ...(requireMfa ? { requireMfa } : {}),
+    ...(requirePushedAuthorizationRequests ? { requirePushedAuthorizationRequests } : {}),
+    ...(requireSignedRequestObject ? { requireSignedRequestObject } : {}),
     rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
     dpopBoundAccessTokens,
   }

@@ -18,6 +18,10 @@ export interface RegisteredClientMetadata {
   software_id?: string
   software_version?: string
   post_logout_redirect_uris?: string[]
+  /** RFC 9126 6: its authorization requests must be pushed to /par. */
+  require_pushed_authorization_requests?: boolean
+  /** RFC 9101 10.5: its authorization requests must be request objects signed with its keys (private_key_jwt only). */
+  require_signed_request_object?: boolean
 }
 
 /** What {@link ClientStore.putWithin} did. */
