@@ -76,7 +76,14 @@ try {
   const path = values.route === 'public' ? '/public/items' : '/api/items'
   const load = (amount) =>
     runLoad(
-      { url: bw.url + path, connections: 50, warmupSec: 0, amount, serverPids: [bw.pid], ...(values.route === 'public' ? {} : { rotate: { file, as: 'bearer' } }) },
+      {
+        url: bw.url + path,
+        connections: 50,
+        warmupSec: 0,
+        amount,
+        serverPids: [bw.pid],
+        ...(values.route === 'public' ? {} : { rotate: { file, as: 'bearer' } }),
+      },
       ctx.workDir,
     )
   await load(requests)
