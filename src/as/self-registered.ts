@@ -43,6 +43,8 @@ export function clientFromMetadata(
     skipConsent: false,
     rotateRefreshTokens: true,
     dpopBoundAccessTokens: false,
+    // Registration offers no mTLS methods (docs/fapi.md, Gaps): only configured clients bind to certificates.
+    tlsClientCertificateBoundAccessTokens: false,
     selfRegistered,
   }
 }
