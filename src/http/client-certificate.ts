@@ -59,10 +59,11 @@ export interface ClientCertificate {
  * @see https://www.rfc-editor.org/rfc/rfc8705#section-3.1
  */
 export function readClientCertificate(der: Buffer, verified: boolean, source: 'tls' | 'proxy'): ClientCertificate | null {
-  let x509: X509Certificate
+  let publicKey: KeyObject
   let names: CertificateNames
   try {
-    x509 = new X509Certificate(der)
+    // The key getter decodes lazily and throws on a malformed key: read inside the guard.
+    publicKey = new X509Certificate(der).publicKey
     names = parseCertificateNames(der)
   } catch {
     // DerError, or Node's own refusal of the DER: no certificate to speak of.
@@ -74,7 +75,7 @@ export function readClientCertificate(der: Buffer, verified: boolean, source: 't
     subjectDn: formatDistinguishedName(names.subject),
     subjectCanonical: canonicalName(names.subject),
     san: names.san,
-    publicKey: x509.publicKey,
+    publicKey,
     verified,
     source,
   }
