@@ -113,6 +113,12 @@ const CLIENTS = (k: Keys): string => {
       jwks: { keys: [${JSON.stringify(jwk)}] }
       grant_types: [client_credentials]
       scopes: [orders:read]
+    - client_id: mtls-locked
+      type: confidential
+      token_endpoint_auth_method: tls_client_auth
+      tls_client_auth_san_dns: svc.example.com
+      grant_types: [client_credentials]
+      scopes: [orders:read]
     - client_id: mtls-pub
       type: public
       redirect_uris: [https://phone.example.com/cb]
@@ -326,6 +332,35 @@ t.test('mutual TLS at the authorization server (client_certificates: optional)',
     t.equal(await userinfo(agents.pub), 200)
     t.equal(await userinfo(agents.none), 401, 'without the certificate')
     t.equal(await userinfo(agents.pub2), 401, 'with another certificate')
+  })
+
+  t.test('refused certificates count as wrong secrets: the address is locked out, the right certificate too', async (t) => {
+    // client_auth_max_failures is 5 in the standard config.
+    for (let i = 0; i < 5; i++) {
+      const r = await post(h, agents.forged, '/token', { grant_type: 'client_credentials', client_id: 'mtls-locked' })
+      t.equal(r.status, 401)
+    }
+    const locked = await post(h, agents.svc, '/token', { grant_type: 'client_credentials', client_id: 'mtls-locked' })
+    t.equal(locked.status, 429)
+    t.equal(locked.json.error, 'invalid_client')
+  })
+
+  t.test('a TLS 1.2 client cannot renegotiate to present another certificate on the same connection', async (t) => {
+    const u = new URL(h.url)
+    const s = connect({ host: u.hostname, port: Number(u.port), ca: k.server.cert, cert: k.pub.cert, key: k.pub.key, maxVersion: 'TLSv1.2' })
+    t.teardown(() => s.destroy())
+    await new Promise<void>((resolve, reject) => {
+      s.once('secureConnect', resolve)
+      s.once('error', reject)
+    })
+    const outcome = await new Promise<string>((resolve) => {
+      s.once('error', (err: Error) => resolve(`error: ${err.message}`))
+      s.once('close', () => resolve('closed'))
+      s.renegotiate({ rejectUnauthorized: false }, (err) => resolve(err === null ? 'renegotiated' : `refused: ${err.message}`))
+      // The renegotiation runs when records flow.
+      s.write(`GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`)
+    })
+    t.not(outcome, 'renegotiated', outcome)
   })
 
   t.test('a bound client that also sends a DPoP proof is refused: one token, one binding', async (t) => {

@@ -51,13 +51,18 @@ t.test('tls_client_auth: exactly one certificate name, no secret, a certificate 
 
   const none = inspect(TLS + client('      token_endpoint_auth_method: tls_client_auth'))
   t.match(describe(none.problems), /exactly one of `tls_client_auth_subject_dn`/)
-  const two = inspect(TLS + client('      token_endpoint_auth_method: tls_client_auth\n      tls_client_auth_san_dns: a.example\n      tls_client_auth_san_uri: https://a.example'))
+  const two = inspect(
+    TLS +
+      client('      token_endpoint_auth_method: tls_client_auth\n      tls_client_auth_san_dns: a.example\n      tls_client_auth_san_uri: https://a.example'),
+  )
   t.match(describe(two.problems), /exactly one of/)
   const badDn = inspect(TLS + client('      token_endpoint_auth_method: tls_client_auth\n      tls_client_auth_subject_dn: "nonsense"'))
   t.match(describe(badDn.problems), /not an RFC 4514 distinguished name/)
   const badIp = inspect(TLS + client('      token_endpoint_auth_method: tls_client_auth\n      tls_client_auth_san_ip: 10.0.0'))
   t.match(describe(badIp.problems), /not an IPv4 or IPv6 address/)
-  const secret = inspect(TLS + client(`      token_endpoint_auth_method: tls_client_auth\n      tls_client_auth_san_dns: a.example\n      secret_hash: "${HASH}"`))
+  const secret = inspect(
+    TLS + client(`      token_endpoint_auth_method: tls_client_auth\n      tls_client_auth_san_dns: a.example\n      secret_hash: "${HASH}"`),
+  )
   t.match(describe(secret.problems), /authenticates with its key, not a secret/)
   const stray = inspect(TLS + client(`      secret_hash: "${HASH}"\n      tls_client_auth_san_dns: a.example`))
   t.match(describe(stray.problems), /is for `token_endpoint_auth_method: tls_client_auth` clients/)
@@ -79,7 +84,9 @@ t.test('self_signed_tls_client_auth needs inline jwks', async (t) => {
 })
 
 t.test('bound tokens: a certificate or a DPoP key, not both; mtls_url is https on the same path', async (t) => {
-  const both = inspect(TLS + client(`      secret_hash: "${HASH}"\n      dpop_bound_access_tokens: true\n      tls_client_certificate_bound_access_tokens: true`))
+  const both = inspect(
+    TLS + client(`      secret_hash: "${HASH}"\n      dpop_bound_access_tokens: true\n      tls_client_certificate_bound_access_tokens: true`),
+  )
   t.match(describe(both.problems), /not both/)
   const bound = inspect(TLS + client(`      secret_hash: "${HASH}"\n      tls_client_certificate_bound_access_tokens: true`))
   t.equal(bound.config?.authorizationServer?.clients[0]?.tlsClientCertificateBoundAccessTokens, true)

@@ -19,7 +19,10 @@ t.test('certificates', async (t) => {
   const svc = clientCertificate(
     dir,
     'svc',
-    { subject: '/C=GB/O=Acme, Inc./OU=Payments/CN=svc', san: ['DNS:svc.example.com', 'DNS:Alt.Example.com', 'URI:spiffe://example.com/svc', 'IP:10.0.0.7', 'IP:2001:db8::1', 'email:svc@example.com'] },
+    {
+      subject: '/C=GB/O=Acme, Inc./OU=Payments/CN=svc',
+      san: ['DNS:svc.example.com', 'DNS:Alt.Example.com', 'URI:spiffe://example.com/svc', 'IP:10.0.0.7', 'IP:2001:db8::1', 'email:svc@example.com'],
+    },
     ca,
   )
   const plain = clientCertificate(dir, 'plain', { subject: '/CN=plain' }, null)
@@ -44,10 +47,19 @@ t.test('certificates', async (t) => {
 
   t.test('a configured DN matches as a name: case, spacing and escapes do not matter; order and values do', async (t) => {
     const c = readClientCertificate(svcDer, true, 'tls')
-    for (const same of ['CN=svc,OU=Payments,O=Acme\\, Inc.,C=GB', 'cn=SVC, ou=payments, o=acme\\2c inc., c=gb', '2.5.4.3=svc,OU=Payments,O=Acme\\, Inc.,C=GB']) {
+    for (const same of [
+      'CN=svc,OU=Payments,O=Acme\\, Inc.,C=GB',
+      'cn=SVC, ou=payments, o=acme\\2c inc., c=gb',
+      '2.5.4.3=svc,OU=Payments,O=Acme\\, Inc.,C=GB',
+    ]) {
       t.equal(canonicalDistinguishedName(same), c?.subjectCanonical, same)
     }
-    for (const other of ['CN=svc,OU=Payments,O=Acme,C=GB', 'OU=Payments,CN=svc,O=Acme\\, Inc.,C=GB', 'CN=svc,OU=Payments,O=Acme\\, Inc.', 'CN=svc+OU=Payments,O=Acme\\, Inc.,C=GB']) {
+    for (const other of [
+      'CN=svc,OU=Payments,O=Acme,C=GB',
+      'OU=Payments,CN=svc,O=Acme\\, Inc.,C=GB',
+      'CN=svc,OU=Payments,O=Acme\\, Inc.',
+      'CN=svc+OU=Payments,O=Acme\\, Inc.,C=GB',
+    ]) {
       t.not(canonicalDistinguishedName(other), c?.subjectCanonical, other)
     }
     for (const bad of ['', 'svc', 'XX=svc', 'CN=svc\\', 'CN=#zz']) t.throws(() => canonicalDistinguishedName(bad), bad)
@@ -70,13 +82,25 @@ t.test('certificates', async (t) => {
     const escaped = encodeURIComponent(svc.cert)
     t.same(certificateFromHeader(escaped), svcDer, 'nginx $ssl_client_escaped_cert')
     t.same(certificateFromHeader(svcDer.toString('base64')), svcDer, 'HAProxy ssl_c_der,base64')
-    t.same(certificateFromHeader(`By=spiffe://proxy;Hash=abc;Cert="${escaped}";Subject="CN=svc,O=Acme\\"; Inc.";URI=`), svcDer, 'XFCC, quoted values with , ; and \\"')
+    t.same(
+      certificateFromHeader(`By=spiffe://proxy;Hash=abc;Cert="${escaped}";Subject="CN=svc,O=Acme\\"; Inc.";URI=`),
+      svcDer,
+      'XFCC, quoted values with , ; and \\"',
+    )
     t.equal(certificateFromHeader(`Hash=abc;Cert="${escaped}",Hash=def;Cert="${escaped}"`), null, 'two elements: hops we cannot tell apart')
     t.equal(certificateFromHeader(`Cert="${escaped}";cert="${escaped}"`), null, 'Cert given twice')
     t.equal(certificateFromHeader('Hash=abc;Subject="CN=svc"'), null, 'XFCC without Cert')
     t.equal(certificateFromHeader(`Cert="${escaped}`), null, 'unterminated quote')
-    for (const junk of ['', '   ', '%E0%A4%A', '-----BEGIN CERTIFICATE-----!!!-----END CERTIFICATE-----', '=;,']) t.equal(certificateFromHeader(junk), null, junk)
-    t.same(parseXfcc('a=1;b="x,y";c=3,d=4'), [new Map([['a', '1'], ['b', 'x,y'], ['c', '3']]), new Map([['d', '4']])])
+    for (const junk of ['', '   ', '%E0%A4%A', '-----BEGIN CERTIFICATE-----!!!-----END CERTIFICATE-----', '=;,'])
+      t.equal(certificateFromHeader(junk), null, junk)
+    t.same(parseXfcc('a=1;b="x,y";c=3,d=4'), [
+      new Map([
+        ['a', '1'],
+        ['b', 'x,y'],
+        ['c', '3'],
+      ]),
+      new Map([['d', '4']]),
+    ])
   })
 
   t.test('the header is believed only from a trusted proxy, once, and named for stripping', async (t) => {
