@@ -45,7 +45,7 @@ t.test('checkCertificateBinding', async (t) => {
 
   const other = checkCertificateBinding({ 'x5t#S256': A }, cert(B))
   t.equal(other?.description, 'The access token is bound to another client certificate')
-  t.equal((other?.constructor as { code?: string }).code, 'ERR_CERTIFICATE_BINDING')
+  t.equal((other?.constructor as { code?: string } | undefined)?.code, 'ERR_CERTIFICATE_BINDING')
 
   const unreadable = checkCertificateBinding({ 'x5t#S256': 'nope' }, cert(A))
   t.equal(unreadable?.description, 'The access token is bound to something this server cannot check')
