@@ -363,6 +363,19 @@ t.test('mutual TLS at the authorization server (client_certificates: optional)',
     t.not(outcome, 'renegotiated', outcome)
   })
 
+  t.test('a certificate-bound token on a gateway route fails closed until the gateway checks the binding', async (t) => {
+    // The gateway's per-route check (checkCertificateBinding) is the lead's step; until it lands, a
+    // cnf without jkt is one the gateway cannot check, so it refuses the token with the certificate or without.
+    const r = await post(h, agents.svc, '/token', { grant_type: 'client_credentials', client_id: 'mtls-svc' })
+    const at = String(r.json.access_token)
+    for (const agent of [agents.svc, agents.none]) {
+      const res = await undiciFetch(`${h.url}/orders`, { headers: { authorization: `Bearer ${at}` }, dispatcher: agent })
+      await res.arrayBuffer()
+      t.equal(res.status, 401)
+      t.match(res.headers.get('www-authenticate'), /invalid_token/)
+    }
+  })
+
   t.test('a bound client that also sends a DPoP proof is refused: one token, one binding', async (t) => {
     const r = await post(h, agents.svc, '/token', { grant_type: 'client_credentials', client_id: 'mtls-svc' }, { dpop: 'x.y.z' })
     t.equal(r.status, 400)
