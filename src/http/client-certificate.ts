@@ -4,7 +4,7 @@
  * `self_signed_tls_client_auth`) and binds tokens to it; the gateway checks
  * a bound token against it (RFC 8705).
  *
- * Two sources, never both:
+ * Two sources, never both for one request:
  * - the TLS connection (`tls.client_ca` on `listen`): the certificate the
  *   client proved it holds the key of in the handshake; `verified` when its
  *   chain leads to `client_ca` (Node's `socket.authorized`);
@@ -18,7 +18,9 @@
  *   nginx's `$ssl_client_escaped_cert` gives; a bare PEM; or base64 DER
  *   (HAProxy's `%[ssl_c_der,base64]`). From any other peer the header is
  *   ignored, and the gateway strips it ({@link ClientCertificates.headerNames})
- *   so it never reaches an upstream.
+ *   so it never reaches an upstream. On a trusted proxy's connection the
+ *   header is the only source: a certificate on that connection is the
+ *   proxy's own.
  *
  * A certificate is read once per connection (cached by socket) or once per
  * header value; a malformed one is treated as absent.
@@ -233,16 +235,17 @@ export class ClientCertificates {
    * only proof of possession of its key); null when none.
    */
   presented(req: IncomingMessage): ClientCertificate | null {
+    // A trusted proxy's connection is the proxy's: a certificate on it is the proxy's own (a mesh
+    // proxy re-encrypting with its workload certificate), never the client's. Only its header speaks
+    // for the client. Anyone else's header is ignored, and their connection's certificate is theirs.
+    if (this.#header !== null && this.#trusted.has(peerAddress(req.socket))) return this.#fromHeader(req)
     const socket = tlsSocketOf(req)
-    if (socket !== null) {
-      if (this.#bySocket.has(socket)) return this.#bySocket.get(socket) ?? null
-      const x509 = socket.getPeerX509Certificate()
-      const cert = x509 === undefined ? null : readClientCertificate(x509.raw, socket.authorized === true, 'tls')
-      this.#bySocket.set(socket, cert)
-      // A TLS listener with a client certificate never also believes a header.
-      if (cert !== null) return cert
-    }
-    return this.#fromHeader(req)
+    if (socket === null) return null
+    if (this.#bySocket.has(socket)) return this.#bySocket.get(socket) ?? null
+    const x509 = socket.getPeerX509Certificate()
+    const cert = x509 === undefined ? null : readClientCertificate(x509.raw, socket.authorized === true, 'tls')
+    this.#bySocket.set(socket, cert)
+    return cert
   }
 
   /** The certificate when its chain was verified (RFC 8705 2.1's PKI method); null otherwise. */
@@ -251,10 +254,11 @@ export class ClientCertificates {
     return cert?.verified === true ? cert : null
   }
 
+  /** The header's certificate; the caller has checked that the peer is a trusted proxy. */
   #fromHeader(req: IncomingMessage): ClientCertificate | null {
     if (this.#header === null) return null
     const raw = req.headers[this.#header]
-    if (raw === undefined || !this.#trusted.has(peerAddress(req.socket))) return null
+    if (raw === undefined) return null
     // Two copies of the header: not one proxy's statement.
     if (Array.isArray(raw)) return null
     const last = this.#lastHeader

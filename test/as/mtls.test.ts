@@ -18,6 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request as httpRequest } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import { connect } from 'node:tls'
 import t from 'tap'
 import { decodeJwt } from 'jose'
@@ -449,4 +450,61 @@ t.test('behind a TLS-terminating proxy: the certificate header, from trusted pro
       t.equal(r.json.error, 'invalid_client')
     }
   })
+})
+
+/** POST a form over TLS from `localAddress`, presenting `cert`. */
+function postTls(
+  localAddress: string,
+  url: string,
+  k: Keys,
+  cert: IssuedCertificate,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const body = new URLSearchParams(form).toString()
+    const req = httpsRequest(
+      url,
+      {
+        method: 'POST',
+        localAddress,
+        ca: k.server.cert,
+        cert: cert.cert,
+        key: cert.key,
+        agent: false,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      },
+      (res) => {
+        let text = ''
+        res.on('data', (d: Buffer) => (text += d.toString()))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) }))
+      },
+    )
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+t.test("a trusted proxy's own TLS certificate never speaks for its clients", async (t) => {
+  // A mesh proxy (127.0.0.1, trusted) re-encrypts to bearward with its own certificate: with a header
+  // configured, only the header describes the client; the same certificate from anyone else is theirs.
+  const k = await makeKeys()
+  const h = await startAs({ top: tlsTop(k), https: {}, gatewayExtra: '  client_certificate_header: X-Client-Cert', clientsExtra: CLIENTS(k) })
+  t.teardown(async () => {
+    await h.close()
+    await rm(k.dir, { recursive: true, force: true })
+  })
+  const form = { grant_type: 'client_credentials', client_id: 'mtls-svc' }
+  const bare = await postTls('127.0.0.1', `${h.url}/token`, k, k.svc, form)
+  t.equal(bare.status, 401, "the proxy's connection certificate does not authenticate a client")
+  const told = await postTls('127.0.0.1', `${h.url}/token`, k, k.pub, form, { 'x-client-cert': encodeURIComponent(k.svc.cert) })
+  t.equal(told.status, 200, JSON.stringify(told.json))
+  t.same(
+    decodeJwt(String(told.json.access_token)).cnf,
+    { 'x5t#S256': thumbprintOf(k.svc) },
+    'bound to the certificate the header reports, not the connection’s',
+  )
+  const direct = await postTls('127.0.0.2', `${h.url}/token`, k, k.svc, form, { 'x-client-cert': encodeURIComponent(k.pub.cert) })
+  t.equal(direct.status, 200, 'a client connecting directly is judged by its own certificate; its header is ignored')
+  t.same(decodeJwt(String(direct.json.access_token)).cnf, { 'x5t#S256': thumbprintOf(k.svc) })
 })

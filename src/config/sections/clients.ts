@@ -248,7 +248,11 @@ function readClientKeys(
   if (!usesKeys) {
     for (const key of ['jwks', 'jwks_uri']) {
       if (c.has(key))
-        r.problem(c.get(key), c.pathOf(key), `\`${key}\` is for \`token_endpoint_auth_method: private_key_jwt\` or \`self_signed_tls_client_auth\` clients`)
+        r.problem(
+          c.get(key),
+          c.pathOf(key),
+          `\`${key}\` is for \`token_endpoint_auth_method: private_key_jwt\` clients (and inline \`jwks\` for \`self_signed_tls_client_auth\` ones)`,
+        )
     }
     return {}
   }
