@@ -31,6 +31,7 @@
 import { createHash, type KeyObject, X509Certificate } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { TLSSocket } from 'node:tls'
+import type { GatewayConfig } from '../config/validated-config.js'
 import { type CertificateNames, type SubjectAltNames, parseCertificateNames } from './der.js'
 import { canonicalName, formatDistinguishedName } from './distinguished-name.js'
 import { peerAddress, type TrustedProxies } from './trusted-proxies.js'
@@ -195,6 +196,16 @@ export function certificateFromHeader(value: string): Buffer | null {
   return pem === null ? null : pemToDer(pem)
 }
 
+/**
+ * Header names no client may send and no upstream may receive: the
+ * configured `gateway.client_certificate_header` (lower case), or none. The
+ * gateway strips them from every forwarded request, a trusted proxy's too:
+ * the upstream never learns a certificate from a header.
+ */
+export function clientCertificateHeaderNames(gateway: Pick<GatewayConfig, 'clientCertificateHeader'>): readonly string[] {
+  return gateway.clientCertificateHeader === null ? [] : [gateway.clientCertificateHeader.toLowerCase()]
+}
+
 /** The TLS socket under a request: HTTP/1.1's own, or an HTTP/2 stream's session's (the compat API's `req.socket` is a per-request proxy). */
 function tlsSocketOf(req: IncomingMessage): TLSSocket | null {
   const h2 = (req as { stream?: { session?: { socket?: unknown } } }).stream?.session?.socket
@@ -219,14 +230,9 @@ export class ClientCertificates {
     this.#header = header === null ? null : header.toLowerCase()
   }
 
-  /**
-   * Header names no client may send and no upstream may receive: the
-   * configured certificate header. The gateway strips them from every
-   * forwarded request (a trusted proxy's too: the upstream never learns the
-   * certificate from a header).
-   */
+  /** {@link clientCertificateHeaderNames} of this Runtime's config. */
   headerNames(): readonly string[] {
-    return this.#header === null ? [] : [this.#header]
+    return clientCertificateHeaderNames({ clientCertificateHeader: this.#header })
   }
 
   /**

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { ipText } from '../../src/http/der.js'
 import { canonicalDistinguishedName } from '../../src/http/distinguished-name.js'
-import { certificateFromHeader, ClientCertificates, parseXfcc, readClientCertificate } from '../../src/http/client-certificate.js'
+import { certificateFromHeader, ClientCertificates, clientCertificateHeaderNames, parseXfcc, readClientCertificate } from '../../src/http/client-certificate.js'
 import { TrustedProxies } from '../../src/http/trusted-proxies.js'
 import { certificateAuthority, clientCertificate } from '../helpers/tls.js'
 
@@ -107,6 +107,7 @@ t.test('certificates', async (t) => {
     const certs = new ClientCertificates(new TrustedProxies(['10.0.0.0/8']), 'X-Client-Cert')
     t.same(certs.headerNames(), ['x-client-cert'])
     t.same(new ClientCertificates(new TrustedProxies([]), null).headerNames(), [])
+    t.same(clientCertificateHeaderNames({ clientCertificateHeader: 'X-Forwarded-Client-Cert' }), ['x-forwarded-client-cert'])
     const req = (remoteAddress: string, value: string | string[]): IncomingMessage =>
       ({ headers: { 'x-client-cert': value }, socket: { remoteAddress } }) as unknown as IncomingMessage
     const escaped = encodeURIComponent(svc.cert)
