@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
+import { connect as http2Connect } from 'node:http2'
 import { connect } from 'node:tls'
 import t from 'tap'
 import { decodeJwt } from 'jose'
@@ -134,11 +135,8 @@ http2: { tls: true }`
 }
 
 /** An undici Agent that trusts our server and presents `cert` (or none). */
-function agentFor(k: Keys, cert: IssuedCertificate | null, o: { h2?: boolean } = {}): Agent {
-  return new Agent({
-    connect: { ca: k.server.cert, ...(cert === null ? {} : { cert: cert.cert, key: cert.key }) },
-    ...(o.h2 ? { allowH2: true } : {}),
-  })
+function agentFor(k: Keys, cert: IssuedCertificate | null): Agent {
+  return new Agent({ connect: { ca: k.server.cert, ...(cert === null ? {} : { cert: cert.cert, key: cert.key }) } })
 }
 
 /** oauth4webapi's options that send its requests through `agent` (its `customFetch`, as its documentation shows for mTLS). */
@@ -247,17 +245,25 @@ t.test('mutual TLS at the authorization server (client_certificates: optional)',
   })
 
   t.test('HTTP/2: the certificate of the connection authenticates the client too', async (t) => {
-    const h2 = agentFor(k, k.svc, { h2: true })
-    t.teardown(() => h2.close())
-    const res = await undiciFetch(`${h.url}/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'grant_type=client_credentials&client_id=mtls-svc',
-      dispatcher: h2,
-    })
-    t.equal(res.status, 200)
-    const body = (await res.json()) as Record<string, unknown>
-    t.same(decodeJwt(String(body.access_token)).cnf, { 'x5t#S256': thumbprintOf(k.svc) })
+    // node:http2's client: the request is HTTP/2 for certain (ALPN h2), on one connection for both streams.
+    const session = http2Connect(h.url, { ca: k.server.cert, cert: k.svc.cert, key: k.svc.key })
+    t.teardown(() => session.close())
+    const stream = (): Promise<{ status: number; body: Record<string, unknown> }> =>
+      new Promise((resolve, reject) => {
+        const req = session.request({ ':method': 'POST', ':path': '/token', 'content-type': 'application/x-www-form-urlencoded' })
+        let status = 0
+        let text = ''
+        req.on('response', (headers) => (status = Number(headers[':status'])))
+        req.on('data', (d: Buffer) => (text += d.toString()))
+        req.on('end', () => resolve({ status, body: JSON.parse(text) as Record<string, unknown> }))
+        req.on('error', reject)
+        req.end('grant_type=client_credentials&client_id=mtls-svc')
+      })
+    for (const r of [await stream(), await stream()]) {
+      t.equal(r.status, 200, JSON.stringify(r.body))
+      t.same(decodeJwt(String(r.body.access_token)).cnf, { 'x5t#S256': thumbprintOf(k.svc) })
+    }
+    t.equal(session.alpnProtocol, 'h2')
   })
 
   t.test('a certificate from another CA carrying the registered subject and SAN is refused', async (t) => {
