@@ -121,6 +121,12 @@ const CLIENTS = (k: Keys): string => {
       tls_client_auth_san_dns: svc.example.com
       grant_types: [client_credentials]
       scopes: [orders:read]
+    - client_id: mtls-tv
+      type: confidential
+      token_endpoint_auth_method: tls_client_auth
+      tls_client_auth_san_dns: svc.example.com
+      grant_types: ["urn:ietf:params:oauth:grant-type:device_code"]
+      scopes: [orders:read]
     - client_id: mtls-pub
       type: public
       redirect_uris: [https://phone.example.com/cb]
@@ -341,6 +347,19 @@ t.test('mutual TLS at the authorization server (client_certificates: optional)',
     t.equal(await userinfo(agents.pub2), 401, 'with another certificate')
   })
 
+  t.test('/revoke and /device_authorization authenticate by certificate too', async (t) => {
+    const issued = await post(h, agents.svc, '/token', { grant_type: 'client_credentials', client_id: 'mtls-svc' })
+    const at = String(issued.json.access_token)
+    t.equal((await post(h, agents.forged, '/revoke', { token: at, client_id: 'mtls-svc' })).status, 401, 'another CA: refused')
+    t.equal((await post(h, agents.svc, '/revoke', { token: at, client_id: 'mtls-svc' })).status, 200)
+    const seen = await post(h, agents.svc, '/introspect', { token: at, client_id: 'mtls-san' })
+    t.same(seen.json, { active: false }, 'revoked')
+    const device = await post(h, agents.svc, '/device_authorization', { client_id: 'mtls-tv', scope: 'orders:read' })
+    t.equal(device.status, 200, JSON.stringify(device.json))
+    t.type(device.json.device_code, 'string')
+    t.equal((await post(h, agents.none, '/device_authorization', { client_id: 'mtls-tv', scope: 'orders:read' })).status, 401)
+  })
+
   t.test('refused certificates count as wrong secrets: the address is locked out, the right certificate too', async (t) => {
     // client_auth_max_failures is 5 in the standard config.
     for (let i = 0; i < 5; i++) {
@@ -513,4 +532,49 @@ t.test("a trusted proxy's own TLS certificate never speaks for its clients", asy
   const direct = await postTls('127.0.0.2', `${h.url}/token`, k, k.svc, form, { 'x-client-cert': encodeURIComponent(k.pub.cert) })
   t.equal(direct.status, 200, 'a client connecting directly is judged by its own certificate; its header is ignored')
   t.same(decodeJwt(String(direct.json.access_token)).cnf, { 'x5t#S256': thumbprintOf(k.svc) })
+})
+
+t.test('opaque tokens: the binding lives in the store; oauth4webapi refreshes a bound family with its certificate only', async (t) => {
+  const k = await makeKeys()
+  const h = await startAs({ format: 'opaque', top: tlsTop(k), https: {}, clientsExtra: CLIENTS(k) })
+  const agents = { pub: agentFor(k, k.pub), pub2: agentFor(k, k.pub2), svc: agentFor(k, k.svc) }
+  t.teardown(async () => {
+    await Promise.all(Object.values(agents).map((a) => a.close()))
+    await h.close()
+    await rm(k.dir, { recursive: true, force: true })
+  })
+  const discovered = await oauth.processDiscoveryResponse(
+    new URL(h.issuer),
+    await oauth.discoveryRequest(new URL(h.issuer), { algorithm: 'oauth2', ...through(agents.svc) }),
+  )
+  // No openid: oauth4webapi would judge an ID token's exp by the real clock, not the test's ManualClock.
+  const m = await mintCode(h, { clientId: 'mtls-pub', scope: 'orders:read' })
+  const first = await post(h, agents.pub, '/token', { ...codeParams(m), client_id: 'mtls-pub' })
+  t.equal(first.status, 200, JSON.stringify(first.json))
+  t.equal((await h.store.opaqueTokens.get(hashToken(String(first.json.access_token))))?.x5t, thumbprintOf(k.pub), 'the record keeps the thumbprint')
+
+  const client: oauth.Client = { client_id: 'mtls-pub' }
+  const refreshed = await oauth.processRefreshTokenResponse(
+    discovered,
+    client,
+    await oauth.refreshTokenGrantRequest(discovered, client, oauth.None(), String(first.json.refresh_token), through(agents.pub)),
+  )
+  const looker: oauth.Client = { client_id: 'mtls-san' }
+  const seen = await oauth.processIntrospectionResponse(
+    discovered,
+    looker,
+    await oauth.introspectionRequest(discovered, looker, oauth.TlsClientAuth(), refreshed.access_token, through(agents.svc)),
+  )
+  t.same(seen.cnf, { 'x5t#S256': thumbprintOf(k.pub) }, 'introspection of an opaque token returns the binding')
+  const family = await oauth.processIntrospectionResponse(
+    discovered,
+    looker,
+    await oauth.introspectionRequest(discovered, looker, oauth.TlsClientAuth(), String(refreshed.refresh_token), through(agents.svc)),
+  )
+  t.same(family.cnf, { 'x5t#S256': thumbprintOf(k.pub) }, 'and of the refresh token')
+
+  const stolen = oauth.refreshTokenGrantRequest(discovered, client, oauth.None(), String(refreshed.refresh_token), through(agents.pub2))
+  const refusal = await stolen.then((res) => oauth.processRefreshTokenResponse(discovered, client, res)).catch((err: unknown) => err)
+  t.type(refusal, oauth.ResponseBodyError)
+  t.equal((refusal as oauth.ResponseBodyError).error, 'invalid_grant', 'another certificate: invalid_grant')
 })
