@@ -16,7 +16,15 @@ import { ProcessState, Runtime } from './runtime.js'
 import { createAdminServer, processReadiness, type Readiness } from './server/admin.js'
 import { answerClientError } from './server/connection.js'
 import { RequestDispatcher } from './server/dispatch.js'
-import { applyServerTimeouts, createListenServer, destroyOpenSockets, listenOn, secureContextOptions, urlOf } from './server/listen.js'
+import {
+  applyClientCertificateOptions,
+  applyServerTimeouts,
+  createListenServer,
+  destroyOpenSockets,
+  listenOn,
+  secureContextOptions,
+  urlOf,
+} from './server/listen.js'
 import { serveHttp2, type Http2Front } from './server/http2.js'
 import { keysNeedingRestart, revocationGraceSec } from './server/reload-rules.js'
 import { createStore } from './store/index.js'
@@ -223,7 +231,10 @@ export class App {
         for (const key of keysNeedingRestart(old.config, config)) {
           this.log.warn({ key }, `config: ${key} changed; it takes effect at the next restart`)
         }
-        if (secure) (this.#server as import('node:https').Server).setSecureContext(secure)
+        if (secure && config.tls && this.#server) {
+          ;(this.#server as import('node:https').Server).setSecureContext(secure)
+          applyClientCertificateOptions(this.#server, config.tls)
+        }
         if (config.log.level !== this.log.level) {
           this.log.level = config.log.level
           this.#accessLog.level = config.log.level

@@ -4,6 +4,7 @@ import type { Clock } from './clock.js'
 import type { Config } from './config/validated-config.js'
 import type { KeySet } from './keys/keyset.js'
 import type { TrustedProxies } from './http/trusted-proxies.js'
+import type { ClientCertificates } from './http/client-certificate.js'
 import type { JwtIssuer } from './tokens/verify-jwt.js'
 import type { Logger } from './log.js'
 import type { Metrics } from './metrics.js'
@@ -110,6 +111,12 @@ export interface FaceDeps extends Shared {
    * server for the address its throttles key on.
    */
   readonly trustedProxies: TrustedProxies
+  /**
+   * The client certificate of a request (RFC 8705): from the TLS connection,
+   * or from `gateway.client_certificate_header` when a trusted proxy sent it;
+   * and the header names the gateway strips (http/client-certificate.ts).
+   */
+  readonly clientCertificates: ClientCertificates
   /**
    * The authorization server as a JWT issuer (its URL, keys and claim rule;
    * src/tokens/own-access-token.ts), built once per Runtime so both faces

@@ -102,6 +102,19 @@ export class InvalidClientAssertion extends InvalidClient {
 }
 
 /** RFC 6749 5.2: one answer for every bad code, refresh token or device code. */
+/**
+ * RFC 8705 2: a mutual-TLS client (`tls_client_auth`,
+ * `self_signed_tls_client_auth`) whose request carries no certificate, or
+ * one that does not authenticate it (another CA, another subject or SAN, a
+ * key not in its jwks). invalid_client's answer; the cause is only logged.
+ */
+export class InvalidClientCertificate extends InvalidClient {
+  static override readonly code = 'ERR_INVALID_CLIENT_CERTIFICATE'
+  constructor(cause: string) {
+    super('The client certificate does not authenticate this client', { cause })
+  }
+}
+
 export class InvalidGrant extends OAuthError {
   static override readonly code: string = 'ERR_INVALID_GRANT'
   constructor(description = 'The provided grant is invalid, expired, revoked, or was issued to another client', o: Opts = {}) {
@@ -226,6 +239,18 @@ export class InvalidToken extends OAuthError {
   static override readonly code: string = 'ERR_INVALID_TOKEN'
   constructor(description = 'The access token is invalid', o: Opts = {}) {
     super(401, 'invalid_token', description, { ...o, challenge: 'Bearer' })
+  }
+}
+
+/**
+ * RFC 8705 3: a certificate-bound token (`cnf.x5t#S256`) presented without
+ * that certificate: none on the connection, or another one.
+ * invalid_token's answer with a description that says which.
+ */
+export class CertificateBindingMismatch extends InvalidToken {
+  static override readonly code = 'ERR_CERTIFICATE_BINDING'
+  constructor(description: string, o: Opts = {}) {
+    super(description, o)
   }
 }
 

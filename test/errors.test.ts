@@ -56,6 +56,14 @@ const CASES: Record<string, Expected> = {
     description: 'The client assertion is invalid',
     wwwAuthenticate: 'Basic realm="bearward"',
   },
+  InvalidClientCertificate: {
+    make: () => new E.InvalidClientCertificate('tls_client_auth: subject DN differs'),
+    code: 'ERR_INVALID_CLIENT_CERTIFICATE',
+    status: 401,
+    error: 'invalid_client',
+    description: 'The client certificate does not authenticate this client',
+    wwwAuthenticate: 'Basic realm="bearward"',
+  },
   InvalidGrant: {
     make: () => new E.InvalidGrant(),
     code: 'ERR_INVALID_GRANT',
@@ -162,6 +170,14 @@ const CASES: Record<string, Expected> = {
     error: 'invalid_token',
     description: 'The access token is invalid',
     wwwAuthenticate: 'Bearer realm="bearward", error="invalid_token", error_description="The access token is invalid"',
+  },
+  CertificateBindingMismatch: {
+    make: () => new E.CertificateBindingMismatch('The access token is bound to another client certificate', { cause: 'certificate thumbprint differs' }),
+    code: 'ERR_CERTIFICATE_BINDING',
+    status: 401,
+    error: 'invalid_token',
+    description: 'The access token is bound to another client certificate',
+    wwwAuthenticate: 'Bearer realm="bearward", error="invalid_token", error_description="The access token is bound to another client certificate"',
   },
   AccessTokenExpired: {
     make: () => new E.AccessTokenExpired(),

@@ -38,6 +38,7 @@ const REQUIRED_SURFACES = [
   'Gateway: foreign JWTs (JWKS)',
   'Gateway: opaque tokens (introspection)',
   'Gateway: DPoP',
+  'Mutual TLS and certificate-bound tokens',
   'Gateway: scopes, audience and step-up',
   'Gateway: credentials sent upstream',
   'Request handling: headers, paths and smuggling',

@@ -46,6 +46,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     tracing: deps.tracing,
     config,
     trustedProxies: deps.trustedProxies,
+    clientCertificates: deps.clientCertificates,
     as: deps.as,
     keys: deps.keys,
     ownIssuer,

@@ -12,15 +12,22 @@
  *   Kubernetes service account token, a SPIFFE JWT-SVID), whose `sub` the
  *   issuer's `subjects` map to the client. Platform tokens are reused for
  *   their lifetime by design, so their jti is not single use here.
+ * - tls_client_auth (RFC 8705 2.1): `client_id` in the body and a client
+ *   certificate whose chain `tls.client_ca` (or the trusted proxy) verified,
+ *   carrying the subject DN or the one SAN the client is registered with.
+ * - self_signed_tls_client_auth (RFC 8705 2.2): `client_id` in the body and
+ *   a client certificate, verified or not, whose public key is one of the
+ *   client's `jwks`: the TLS handshake proved the client holds its key.
  * Using two methods at once is `invalid_request` (RFC 6749 2.3); every other
  * failure is 401 `invalid_client` with a Basic challenge (RFC 6749 5.2).
  * A refused assertion counts in the same failure limit as a wrong secret.
  */
 import type { IncomingMessage } from 'node:http'
-import type { ClientConfig } from '../config/validated-config.js'
+import type { ClientConfig, TlsClientAuthName } from '../config/validated-config.js'
 import { DUMMY_HASH } from '../crypto/secret.js'
-import { ClientAuthenticationLocked, InvalidClient, InvalidClientAssertion, InvalidRequest } from '../errors.js'
+import { ClientAuthenticationLocked, InvalidClient, InvalidClientAssertion, InvalidClientCertificate, InvalidRequest } from '../errors.js'
 import type { FormParams } from '../http/body.js'
+import type { ClientCertificate } from '../http/client-certificate.js'
 import { assertionClientId, CLIENT_ASSERTION_TYPE, verifyClientAssertion } from './client-assertion.js'
 import type { AsContext } from './context.js'
 import { unverifiedPayload } from './jwt-assertion.js'
@@ -30,7 +37,7 @@ import { clientAuthLimit, type FailureLimit } from './throttle.js'
 export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_id', 'client_secret', 'client_assertion', 'client_assertion_type']
 
 /** How the client proved who it is. */
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt'
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt' | 'tls_client_auth' | 'self_signed_tls_client_auth'
 
 export interface AuthenticatedClient {
   client: ClientConfig
@@ -176,6 +183,57 @@ async function counted(limit: FailureLimit, check: () => Promise<ClientConfig>):
   }
 }
 
+/** Why `cert` does not carry the name a `tls_client_auth` client is registered with, or null when it does. */
+function certificateNameMismatch(name: TlsClientAuthName, cert: ClientCertificate): string | null {
+  switch (name.kind) {
+    case 'subject_dn':
+      return cert.subjectCanonical === name.canonical ? null : 'subject DN differs'
+    case 'san_dns':
+      return cert.san.dns.some((d) => d.toLowerCase() === name.value) ? null : 'no matching dNSName'
+    case 'san_uri':
+      return cert.san.uri.includes(name.value) ? null : 'no matching URI'
+    case 'san_ip':
+      return cert.san.ip.includes(name.value) ? null : 'no matching iPAddress'
+    case 'san_email':
+      return cert.san.email.includes(name.value) ? null : 'no matching rfc822Name'
+  }
+}
+
+/**
+ * The mTLS client `client` when the request's certificate authenticates it
+ * (RFC 8705 2.1.2, 2.2). A certificate from another CA that carries the
+ * registered name is not verified, so it never reaches the name check; a
+ * self-signed certificate counts only by its key.
+ */
+function certificateClient(req: IncomingMessage, as: AsContext, client: ClientConfig): ClientConfig {
+  if (client.tokenEndpointAuthMethod === 'tls_client_auth') {
+    const cert = as.clientCertificates.verified(req)
+    if (cert === null) throw new InvalidClientCertificate('tls_client_auth without a verified client certificate')
+    const name = client.tlsClientAuth
+    const mismatch = name === undefined ? 'no registered name' : certificateNameMismatch(name, cert)
+    if (mismatch !== null) throw new InvalidClientCertificate(`tls_client_auth: ${mismatch}`)
+    return client
+  }
+  const cert = as.clientCertificates.presented(req)
+  if (cert === null) throw new InvalidClientCertificate('self_signed_tls_client_auth without a client certificate')
+  if (!as.clientKeys.certificateKeys(client).some((key) => key.equals(cert.publicKey))) {
+    throw new InvalidClientCertificate('self_signed_tls_client_auth: the certificate key is not in the client jwks')
+  }
+  return client
+}
+
+/** A certificate that does not authenticate its client counts as a wrong secret does, and is refused while the address is locked. */
+async function certificateCounted(limit: FailureLimit, check: () => ClientConfig): Promise<ClientConfig> {
+  const lockedFor = await limit.lockedFor()
+  if (lockedFor > 0) throw new ClientAuthenticationLocked(lockedFor)
+  try {
+    return check()
+  } catch (err) {
+    if (err instanceof InvalidClientCertificate) await limit.fail()
+    throw err
+  }
+}
+
 /** The URL of the endpoint called (an assertion may name it as its `aud`): the issuer's origin and the request's path. */
 function endpointUrl(as: AsContext, req: IncomingMessage): string {
   const path = (req.url ?? '/').split('?')[0] ?? '/'
@@ -214,7 +272,12 @@ export async function authenticateClient(req: IncomingMessage, form: FormParams,
 
   if (p.secret === null) {
     if (client === undefined) throw new InvalidClient(undefined, { cause: 'unknown client' })
-    if (client.tokenEndpointAuthMethod !== 'none' || options.confidentialOnly) {
+    const method = client.tokenEndpointAuthMethod
+    if (method === 'tls_client_auth' || method === 'self_signed_tls_client_auth') {
+      const limit = clientAuthLimit(as, as.clientAddress.of(req), p.clientId)
+      return { client: await certificateCounted(limit, () => certificateClient(req, as, client)), method }
+    }
+    if (method !== 'none' || options.confidentialOnly) {
       throw new InvalidClient(undefined, { cause: 'client must authenticate with a secret' })
     }
     return { client, method: 'none' }

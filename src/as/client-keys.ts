@@ -16,6 +16,7 @@
  *   and `ca_file` are the only exceptions). Such key sets are cached per URL,
  *   at most {@link MAX_STRANGER_SETS} of them.
  */
+import type { KeyObject } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { Agent } from 'undici'
 import type { Clock } from '../clock.js'
@@ -65,6 +66,7 @@ export class ClientKeySets {
   readonly #trusted = new Agent({ keepAliveTimeout: 30_000, connections: 8 })
   readonly #stranger: Agent
   readonly #inline = new WeakMap<object, KeyLookup>()
+  readonly #certificateKeys = new WeakMap<object, readonly KeyObject[]>()
   /** Configured clients' remote sets, by URL (few, kept for the Runtime's life). */
   readonly #configured = new Map<string, JwksClient>()
   /** Self-described clients' remote sets, by URL, oldest first. */
@@ -105,6 +107,20 @@ export class ClientKeySets {
     const problem = strangerJwksUriProblem(uri)
     if (problem !== undefined) return `jwks_uri refused: ${problem}`
     return this.#remote(this.#strangers, uri, this.#stranger, MAX_STRANGER_SETS)
+  }
+
+  /**
+   * The public keys of a `self_signed_tls_client_auth` client's inline
+   * `jwks`, which its certificate's key must be one of (RFC 8705 2.2).
+   */
+  certificateKeys(client: ClientConfig): readonly KeyObject[] {
+    if (client.jwks === undefined) return []
+    let keys = this.#certificateKeys.get(client.jwks)
+    if (keys === undefined) {
+      keys = (parseJwks(client.jwks) ?? []).map((k) => k.key)
+      this.#certificateKeys.set(client.jwks, keys)
+    }
+    return keys
   }
 
   #remote(cache: Map<string, JwksClient>, uri: string, dispatcher: Agent, max: number): JwksClient {

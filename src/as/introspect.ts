@@ -32,8 +32,15 @@ export interface IntrospectionResponse {
   aud?: string | string[]
   iss?: string
   jti?: string
-  /** RFC 9449 6.2: the key a DPoP-bound token is bound to. */
-  cnf?: { jkt: string }
+  /** RFC 9449 6.2: the key a DPoP-bound token is bound to; RFC 8705 3.2: the certificate a certificate-bound one is. */
+  cnf?: { jkt: string } | { 'x5t#S256': string }
+}
+
+/** `cnf` of an answer: the DPoP key or the certificate a token or family is bound to (one at most). */
+function confirmationOf(bound: { jkt?: string; x5t?: string }): Pick<IntrospectionResponse, 'cnf'> {
+  if (bound.jkt !== undefined) return { cnf: { jkt: bound.jkt } }
+  if (bound.x5t !== undefined) return { cnf: { 'x5t#S256': bound.x5t } }
+  return {}
 }
 
 const INACTIVE: IntrospectionResponse = Object.freeze({ active: false })
@@ -67,7 +74,7 @@ async function introspectAccessToken(as: AsContext, token: string): Promise<Intr
     aud: c.aud.length === 1 ? (c.aud[0] as string) : c.aud,
     iss: c.iss,
     jti: c.jti,
-    ...(c.jkt === undefined ? {} : { cnf: { jkt: c.jkt } }),
+    ...confirmationOf(c),
     // RFC 8693 4.1: who acts for the subject (an exchanged token).
     ...(c.act === undefined ? {} : { act: c.act }),
   }
@@ -91,7 +98,7 @@ async function introspectRefreshToken(as: AsContext, token: string): Promise<Int
     ...strengthClaims(strengthOf(g)),
     sub: g.sub,
     iss: as.issuer,
-    ...(g.jkt === undefined ? {} : { cnf: { jkt: g.jkt } }),
+    ...confirmationOf(g),
   }
 }
 

@@ -48,6 +48,8 @@ export interface AccessTokenInput {
   audience: string
   /** Thumbprint of the DPoP key the token is bound to (RFC 9449 6); absent or null for a bearer token. */
   jkt?: string | null
+  /** `x5t#S256` of the client certificate the token is bound to (RFC 8705 3.1); absent or null when not bound. */
+  x5t?: string | null
   /** The person's claims the token carries (accessTokenClaims); never registered claims. */
   claims?: Readonly<Record<string, unknown>>
   /**
@@ -85,6 +87,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
   const expiresIn = exp - iat
   const jti = randomId()
   const jkt = input.jkt ?? null
+  const x5t = input.x5t ?? null
   let token: string
   if (as.as.accessToken.format === 'opaque') {
     token = randomToken()
@@ -99,6 +102,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
       exp,
       grantId: input.grantId,
       ...(jkt === null ? {} : { jkt }),
+      ...(x5t === null ? {} : { x5t }),
       ...(input.claims === undefined ? {} : { claims: { ...input.claims } }),
       ...(input.authTime === null ? {} : { authTime: input.authTime }),
       ...strengthClaims(input.strength),
@@ -107,6 +111,8 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
     // The person's claims first: every registered claim below is set after them.
     const claims: Record<string, unknown> = { ...input.claims, client_id: input.clientId, scope: input.scope }
     if (jkt !== null) claims.cnf = { jkt }
+    // RFC 8705 3.1; config and /token let a token carry one binding, never both.
+    if (x5t !== null) claims.cnf = { 'x5t#S256': x5t }
     if (input.grantId !== null) claims.grant_id = input.grantId
     if (input.authTime !== null) claims.auth_time = input.authTime
     Object.assign(claims, strengthClaims(input.strength))
@@ -186,6 +192,8 @@ export interface UserTokensInput {
   refreshToken: string | null
   /** DPoP key thumbprint the access token is bound to, or null. */
   jkt: string | null
+  /** Client certificate thumbprint the access token is bound to (RFC 8705 3), or null. */
+  x5t: string | null
   /** See AccessTokenInput.notedAccessExp. */
   notedAccessExp?: number
 }
@@ -234,6 +242,8 @@ export interface NewGrantInput {
   nonce: string | null
   /** The DPoP key thumbprint of the token request, or null. */
   jkt: string | null
+  /** The client certificate thumbprint the tokens are bound to (RFC 8705 3); absent or null when not bound. */
+  x5t?: string | null
   /**
    * Epoch ms the person gave this authorization (an authorization code's issue time): when they
    * withdrew the client at or after it, no grant is made (invalid_grant).
@@ -245,8 +255,8 @@ export interface NewGrantInput {
  * A user's authorization becomes a grant: the root of a refresh family
  * (with its first refresh token when the client may refresh), then the
  * token response. Shared by the authorization-code and device-code grants.
- * With a DPoP proof the access token is bound to its key, and so is a public
- * client's refresh family (RFC 9449 5: a confidential client's refresh token
+ * With a DPoP proof (or a bound client's certificate, RFC 8705 3) the access
+ * token is bound to its key, and so is a public client's refresh family (RFC 9449 5: a confidential client's refresh token
  * is already bound to its client authentication).
  */
 export async function startGrant(as: AsContext, input: NewGrantInput): Promise<TokenResponse> {
@@ -277,6 +287,8 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
       expiresAt,
       maxAccessExp: accessExp,
       ...(input.jkt !== null && input.client.type === 'public' ? { jkt: input.jkt } : {}),
+      // RFC 8705 4: likewise a public client's family is bound to its certificate.
+      ...(input.x5t != null && input.client.type === 'public' ? { x5t: input.x5t } : {}),
     },
     refreshToken === null ? null : hashToken(refreshToken),
   )
@@ -292,6 +304,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     nonce: input.nonce,
     refreshToken,
     jkt: input.jkt,
+    x5t: input.x5t ?? null,
     // grants.create recorded maxAccessExp = accessExp: the access token below needs no second write.
     notedAccessExp: accessExp,
   })

@@ -45,6 +45,8 @@ export function clientFromMetadata(
     dpopBoundAccessTokens: false,
     ...(metadata.require_pushed_authorization_requests === true ? { requirePushedAuthorizationRequests: true } : {}),
     ...(metadata.require_signed_request_object === true ? { requireSignedRequestObject: true } : {}),
+    // Registration offers no mTLS methods (docs/fapi.md, Gaps): only configured clients bind to certificates.
+    tlsClientCertificateBoundAccessTokens: false,
     selfRegistered,
   }
 }

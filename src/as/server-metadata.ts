@@ -18,6 +18,21 @@ import { OWN_ACR_VALUES } from '../tokens/acr.js'
 const ID_TOKEN_CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'amr', 'acr', 'nonce', 'at_hash', 'azp']
 
 /**
+ * RFC 8705 5: the endpoints a client authenticates at or gets tokens from,
+ * at the mTLS host. The pages (/authorize) and the JWKS stay at the issuer.
+ * @see https://www.rfc-editor.org/rfc/rfc8705#section-5
+ */
+function mtlsEndpointAliases(base: string): Record<string, string> {
+  return {
+    token_endpoint: `${base}/token`,
+    revocation_endpoint: `${base}/revoke`,
+    introspection_endpoint: `${base}/introspect`,
+    device_authorization_endpoint: `${base}/device_authorization`,
+    userinfo_endpoint: `${base}/userinfo`,
+  }
+}
+
+/**
  * The metadata document. `issuer` is exactly public_url (RFC 8414 3.3 and
  * RFC 9207: clients compare it byte for byte).
  * @see https://www.rfc-editor.org/rfc/rfc8414#section-2
@@ -27,6 +42,9 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
   const issuer = as.issuer
   const pkceMethods = as.as.clients.some((c) => c.allowPlainPkce) ? ['S256', 'plain'] : ['S256']
   const scopes = [...new Set([...OIDC_SCOPES, ...Object.keys(as.as.scopes)])]
+  // RFC 8705: offered only where a client certificate can reach us (our listener asks, or a trusted proxy reports).
+  const mtls = (as.config.tls !== null && as.config.tls.clientCertificates !== 'off') || as.config.gateway.clientCertificateHeader !== null
+  const certificateMethods = mtls ? ['tls_client_auth', 'self_signed_tls_client_auth'] : []
   return {
     issuer,
     authorization_endpoint: `${issuer}/authorize`,
@@ -55,13 +73,13 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
       ...(as.as.clients.some((c) => c.tokenExchange !== undefined) ? [TOKEN_EXCHANGE_GRANT] : []),
     ],
     code_challenge_methods_supported: pkceMethods,
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', ...certificateMethods, 'none'],
     // RFC 7523 2.2 / RFC 8414 2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).
     token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', ...certificateMethods, 'none'],
     revocation_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
     // Introspection reveals token contents: only authenticated (confidential) callers.
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', ...certificateMethods],
     introspection_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
     authorization_response_iss_parameter_supported: true,
     subject_types_supported: ['public'],
@@ -77,6 +95,9 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     request_uri_parameter_supported: false,
     // RFC 9449 5.1: the proof algorithms the token endpoint accepts.
     dpop_signing_alg_values_supported: [...as.dpop.token.algorithms],
+    // RFC 8705 3.3, 5: certificate-bound tokens, and where a separate host asks for certificates.
+    ...(mtls ? { tls_client_certificate_bound_access_tokens: true } : {}),
+    ...(mtls && as.as.mtlsUrl !== null ? { mtls_endpoint_aliases: mtlsEndpointAliases(as.as.mtlsUrl) } : {}),
     // RFC 7591 3: only while registration is on.
     ...(as.as.registration !== null ? { registration_endpoint: `${issuer}/register` } : {}),
     // Client ID Metadata Documents: a client_id may be the https URL of the client's metadata.

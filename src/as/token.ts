@@ -9,12 +9,17 @@
  * client is known (htm POST, htu the token endpoint); its key's thumbprint
  * binds the tokens the grant issues. A client registered with
  * `dpop_bound_access_tokens` gets nothing without one (RFC 9449 5.2).
+ *
+ * Mutual TLS (RFC 8705 3): a client registered with
+ * `tls_client_certificate_bound_access_tokens` gets tokens bound to the
+ * certificate of its connection (`cnf.x5t#S256`), and nothing without one.
  */
-import { InvalidDpopProof, MethodNotAllowed, UnauthorizedClient, UnsupportedGrantType } from '../errors.js'
+import { InvalidDpopProof, InvalidRequest, MethodNotAllowed, UnauthorizedClient, UnsupportedGrantType } from '../errors.js'
 import { proofHeader } from '../dpop/verify-proof.js'
 import { readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
-import type { GrantType } from '../config/validated-config.js'
+import type { ClientConfig, GrantType } from '../config/validated-config.js'
+import type { ClientCertificate } from '../http/client-certificate.js'
 import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsHandler } from './context.js'
 import { authorizationCodeGrant } from './grants/authorization-code.js'
@@ -36,6 +41,26 @@ export const GRANTS: ReadonlyMap<GrantType, Grant> = new Map<GrantType, Grant>([
 ])
 
 /**
+ * RFC 8705 3: what a client registered with
+ * `tls_client_certificate_bound_access_tokens` binds its tokens to: the
+ * certificate it presents now (proof of possession came with the TLS
+ * handshake; its chain does not matter, as for self-signed certificates).
+ * Without one it gets nothing; with a DPoP proof too it is refused, since a
+ * token carries one binding only.
+ */
+function certificateBinding(client: ClientConfig, certificate: ClientCertificate | null, dpopProof: boolean): { x5t: string } | null {
+  if (!client.tlsClientCertificateBoundAccessTokens) return null
+  if (certificate === null) {
+    throw new InvalidRequest('This client must present its TLS client certificate', {
+      cause: 'tls_client_certificate_bound_access_tokens client without a certificate',
+    })
+  }
+  if (dpopProof)
+    throw new InvalidRequest('This client binds its tokens to its certificate: send no DPoP proof', { cause: 'certificate-bound client sent DPoP' })
+  return { x5t: certificate.thumbprint }
+}
+
+/**
  * The token endpoint. Answers carry `Cache-Control: no-store` and
  * `Pragma: no-cache`, success and failure alike (RFC 6749 5.1, 5.2).
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-3.2
@@ -53,11 +78,13 @@ export const handleToken: AsHandler = async (req, res, ctx, as) => {
   // The request's span names the client only once it is authenticated: a refused one could name anyone (docs/telemetry.md).
   ctx.clientId = client.clientId
   if (!client.grantTypes.includes(grantType as GrantType)) throw new UnauthorizedClient()
+  const certificate = as.clientCertificates.presented(req)
+  const mtls = certificateBinding(client, certificate, proof !== null)
   let dpop: { jkt: string } | null = null
   if (proof !== null) dpop = await as.dpop.token.verify(proof, { method: 'POST', url: `${as.issuer}/token` })
   else if (client.dpopBoundAccessTokens)
     throw new InvalidDpopProof('This client must send a DPoP proof', { cause: 'dpop_bound_access_tokens client without a proof' })
-  const body = await grant.handle({ form, client, as, req: ctx, dpop })
+  const body = await grant.handle({ form, client, as, req: ctx, dpop, mtls, certificate })
   // RFC 9449 8.2: a fresh nonce with every answer keeps the client current.
   const nonce = as.dpop.token.nonce()
   sendJson(res, 200, body, nonce === null ? NO_STORE : { ...NO_STORE, 'dpop-nonce': nonce })

@@ -7,6 +7,7 @@
  * a proof for this request (htm, htu = the UserInfo URL, ath) signed by the
  * key the token is bound to; presented as Bearer it is refused (RFC 9449 7.2).
  */
+import { checkCertificateBinding } from '../tokens/certificate-binding.js'
 import type { IncomingMessage } from 'node:http'
 import { proofHeader } from '../dpop/verify-proof.js'
 import { InsufficientScope, InvalidDpopProof, InvalidRequest, InvalidToken, MethodNotAllowed, MissingToken } from '../errors.js'
@@ -56,6 +57,11 @@ export const handleUserinfo: AsHandler = async (req, res, _ctx, as) => {
     await as.dpop.resource.verify(proof, { method: req.method ?? 'GET', url: `${as.issuer}/userinfo`, accessToken: token, jkt: claims.jkt })
   } else if (dpop) {
     throw new InvalidToken('The access token is not DPoP-bound', { cause: 'DPoP scheme with an unbound token' })
+  }
+  // RFC 8705 3: UserInfo is a resource too; a certificate-bound token needs its certificate here as at the gateway.
+  if (claims.x5t !== undefined) {
+    const mismatch = checkCertificateBinding({ 'x5t#S256': claims.x5t }, as.clientCertificates.presented(req))
+    if (mismatch !== null) throw mismatch
   }
   if (!hasScope(claims.scope, 'openid')) throw new InsufficientScope(['openid'])
   // Only user grants carry a grant id; a client_credentials token names no user.

@@ -77,6 +77,7 @@ async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken |
     authTime: c.authTime,
     ...signInClaims(payload),
     ...(c.jkt === null ? {} : { jkt: c.jkt }),
+    ...(c.x5t === null ? {} : { x5t: c.x5t }),
     ...personClaims(as, payload),
     ...delegation(payload),
   }
@@ -111,6 +112,7 @@ async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToke
     ...(r.amr === undefined ? {} : { amr: [...r.amr] }),
     ...(r.acr === undefined ? {} : { acr: r.acr }),
     ...(r.jkt === undefined ? {} : { jkt: r.jkt }),
+    ...(r.x5t === undefined ? {} : { x5t: r.x5t }),
     ...(r.claims === undefined ? {} : { claims: { ...r.claims } }),
     ...delegation(r.claims),
   }

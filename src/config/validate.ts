@@ -6,7 +6,17 @@
  */
 import { isMap, isScalar, type Node } from 'yaml'
 import type { ConfigProblem } from '../errors.js'
-import type { ClientTimeouts, Config, IssuerConfig, ListenAddress, LogConfig, StoreConfig, TlsConfig } from './validated-config.js'
+import type {
+  AuthorizationServerConfig,
+  ClientTimeouts,
+  Config,
+  GatewayConfig,
+  IssuerConfig,
+  ListenAddress,
+  LogConfig,
+  StoreConfig,
+  TlsConfig,
+} from './validated-config.js'
 import { deepFreeze } from './freeze.js'
 import { parseListenAddress } from './listen.js'
 import { ALLOW_DEMO_ENV, demoOnNetworkRefusal } from './demo.js'
@@ -113,6 +123,16 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
         })
 
   refuseDemoOnNetwork(r, top, listen, authorizationServer)
+  if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
+  const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')
+  if (mtlsPath !== null && mtlsPath !== new URL(normalizedPublicUrl).pathname.replace(/\/+$/, '')) {
+    // The endpoints are routed by path under public_url's: another host may differ, its path may not.
+    r.problem(
+      top.get('authorization_server'),
+      'authorization_server.mtls_url',
+      '`mtls_url` must have the path of `public_url` (only the host differs): the endpoints are served under that path',
+    )
+  }
   if (r.problems.length > 0) return { config: null, problems: r.problems, warnings: r.warnings }
   const config: Config = {
     file,
@@ -205,13 +225,42 @@ function readClientTimeouts(r: Reader, top: MapView): ClientTimeouts {
   return timeouts
 }
 
+/**
+ * RFC 8705 needs a certificate to reach us: `tls.client_ca` on our listener,
+ * or a trusted proxy's `gateway.client_certificate_header`. A client that
+ * authenticates or binds its tokens by certificate, or an `mtls_url`, without
+ * either would be refused at every request: said at load instead.
+ */
+function refuseMtlsWithoutCertificates(r: Reader, top: MapView, tls: TlsConfig | null, gateway: GatewayConfig, as: AuthorizationServerConfig): void {
+  if ((tls !== null && tls.clientCertificates !== 'off') || gateway.clientCertificateHeader !== null) return
+  const why =
+    'no client certificate can reach bearward: set `tls.client_ca` (the listener asks for certificates) or `gateway.client_certificate_header` (a trusted proxy reports them)'
+  if (as.mtlsUrl !== null) r.problem(top.get('authorization_server'), 'authorization_server.mtls_url', `\`mtls_url\` is set but ${why}`)
+  for (const c of as.clients) {
+    const method = c.tokenEndpointAuthMethod
+    if (method === 'tls_client_auth' || method === 'self_signed_tls_client_auth' || c.tlsClientCertificateBoundAccessTokens) {
+      r.problem(top.get('authorization_server'), `authorization_server.clients[${c.clientId}]`, `client \`${c.clientId}\` uses its TLS certificate, but ${why}`)
+    }
+  }
+}
+
 function readTls(r: Reader, top: MapView): TlsConfig | null {
   if (!top.has('tls') || top.isNull('tls')) return null
   const tls = r.map(top.get('tls'), top.pathOf('tls'), TLS_KEYS)
   if (tls === undefined) return null
   const certFile = tls.req('cert_file', r.filePath())
   const keyFile = tls.req('key_file', r.filePath())
-  return certFile === undefined || keyFile === undefined ? null : { certFile, keyFile }
+  const clientCaFile = tls.maybe('client_ca', r.filePath()) ?? null
+  const mode = tls.maybe('client_certificates', r.oneOf(['optional', 'required'] as const))
+  if (mode !== undefined && clientCaFile === null) {
+    r.problem(
+      tls.get('client_certificates'),
+      tls.pathOf('client_certificates'),
+      '`client_certificates` needs `client_ca`: the CA certificates client certificates are verified against',
+    )
+  }
+  const clientCertificates = clientCaFile === null ? 'off' : (mode ?? 'optional')
+  return certFile === undefined || keyFile === undefined ? null : { certFile, keyFile, clientCaFile, clientCertificates }
 }
 
 function checkRedisUrl(value: string): string | undefined {

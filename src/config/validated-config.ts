@@ -15,6 +15,10 @@ export interface TlsConfig {
   certFile: string
   /** PEM private key file (`tls.key_file`). */
   keyFile: string
+  /** PEM CA certificates client certificates are verified against (`tls.client_ca`, RFC 8705); null: no client certificates asked for. */
+  clientCaFile: string | null
+  /** `tls.client_certificates`: `off` without `client_ca`; else `optional` (default) or `required` (the handshake refuses). */
+  clientCertificates: 'off' | 'optional' | 'required'
 }
 
 export type StoreConfig =
@@ -58,7 +62,20 @@ export interface TracesConfig {
 }
 
 export type ClientType = 'confidential' | 'public'
-export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt'
+export type TokenEndpointAuthMethod =
+  | 'client_secret_basic'
+  | 'client_secret_post'
+  | 'none'
+  | 'private_key_jwt'
+  | 'tls_client_auth'
+  | 'self_signed_tls_client_auth'
+
+/** RFC 8705 2.1.2: the one certificate name a `tls_client_auth` client is registered with. */
+export type TlsClientAuthName =
+  /** `tls_client_auth_subject_dn`: `value` as written, `canonical` as compared (http/distinguished-name.ts). */
+  | { kind: 'subject_dn'; value: string; canonical: string }
+  /** `tls_client_auth_san_*`: `value` normalised (a DNS name in lower case, an IP address in its canonical text). */
+  | { kind: 'san_dns' | 'san_uri' | 'san_ip' | 'san_email'; value: string }
 
 /** A JWK Set (RFC 7517 5) as written: its keys are parsed, and the unusable ones dropped, where they are used. */
 export interface JwkSetDocument {
@@ -129,6 +146,10 @@ export interface ClientConfig {
   requirePushedAuthorizationRequests?: boolean
   /** RFC 9101 10.5 (`require_signed_request_object`): authorization requests only as request objects signed with the client's keys (absent: false). */
   requireSignedRequestObject?: boolean
+  /** `tls_client_auth` (RFC 8705 2.1): the certificate name the client is registered with; absent for other methods. */
+  tlsClientAuth?: TlsClientAuthName
+  /** RFC 8705 3 (`tls_client_certificate_bound_access_tokens`, default false): tokens bound to the certificate presented at /token; none without one. */
+  tlsClientCertificateBoundAccessTokens: boolean
   /**
    * How a client that is not in the config became known: it registered
    * itself (RFC 7591) or its client_id is the URL of its metadata document.
@@ -231,6 +252,8 @@ export interface AuthorizationServerConfig {
   refreshToken: { ttlSec: number }
   idToken: { ttlSec: number }
   codeTtlSec: number
+  /** RFC 8705 5 (`mtls_url`): base URL of the host where client certificates are asked for; the metadata's `mtls_endpoint_aliases` point there. null: none. */
+  mtlsUrl: string | null
   /** Known scopes and their consent-page descriptions; openid/profile/email/offline_access are built in. */
   scopes: Record<string, string>
   clients: ClientConfig[]
@@ -519,6 +542,8 @@ export interface GatewayConfig {
   identityHeaders: IdentityHeaders
   /** Client addresses whose X-Forwarded-* headers are trusted (`trusted_proxies`). */
   trustedProxies: string[]
+  /** `client_certificate_header`: where a trusted proxy reports the client certificate (RFC 8705 behind TLS termination); null: none. */
+  clientCertificateHeader: string | null
 }
 
 /** `dpop`: how DPoP proofs (RFC 9449) are checked, by the token endpoint and the gateway alike. */

@@ -2,7 +2,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import { readFile } from 'node:fs/promises'
-import { createSecureContext } from 'node:tls'
+import { createSecureContext, type TLSSocket } from 'node:tls'
 import type { Config, ListenAddress } from '../config/validated-config.js'
 
 /** Binding the servers and the settings Node's server applies itself. */
@@ -27,11 +27,29 @@ export function applyServerTimeouts(server: Server, config: Config): void {
   server.keepAliveTimeout = t.keepAliveMs
 }
 
-/** Read and check the TLS files, so a bad pair refuses the reload before anything is swapped. */
-export async function secureContextOptions(tls: NonNullable<Config['tls']>): Promise<{ cert: Buffer; key: Buffer }> {
-  const [cert, key] = await Promise.all([readFile(tls.certFile), readFile(tls.keyFile)])
-  createSecureContext({ cert, key })
-  return { cert, key }
+/** Read and check the TLS files, so a bad pair (or CA file) refuses the reload before anything is swapped. */
+export async function secureContextOptions(tls: NonNullable<Config['tls']>): Promise<{ cert: Buffer; key: Buffer; ca?: Buffer }> {
+  const [cert, key, ca] = await Promise.all([readFile(tls.certFile), readFile(tls.keyFile), tls.clientCaFile === null ? null : readFile(tls.clientCaFile)])
+  const options = ca === null ? { cert, key } : { cert, key, ca }
+  createSecureContext(options)
+  return options
+}
+
+/**
+ * What the handshake asks of clients (RFC 8705 2): with `client_ca`, a
+ * certificate. `optional` lets a client without one, or with one `client_ca`
+ * does not vouch for, complete the handshake (the request goes on without a
+ * verified certificate: http/client-certificate.ts reads `socket.authorized`);
+ * `required` makes the handshake refuse it. Read by Node per connection, so a
+ * reload applies it to the next connection.
+ */
+export function clientCertificateOptions(tls: NonNullable<Config['tls']>): { requestCert: boolean; rejectUnauthorized: boolean } {
+  return { requestCert: tls.clientCertificates !== 'off', rejectUnauthorized: tls.clientCertificates === 'required' }
+}
+
+/** Apply {@link clientCertificateOptions} to a running server (node:tls reads them per connection; setSecureContext does not set them). */
+export function applyClientCertificateOptions(server: Server, tls: NonNullable<Config['tls']>): void {
+  Object.assign(server, clientCertificateOptions(tls))
 }
 
 /** The URL a bound address is reached at. */
@@ -72,14 +90,15 @@ export async function createListenServer(config: Config, handler: (req: Incoming
   }
   let server: Server
   if (config.tls) {
-    const [cert, key] = await Promise.all([readFile(config.tls.certFile), readFile(config.tls.keyFile)])
+    const secure = await secureContextOptions(config.tls)
     // allowHalfOpen: the TLS socket outlives the client's FIN (see httpAllowHalfOpen below).
     // With `http2.tls`, ALPN offers h2 first; server/http2.ts takes those connections.
     const alpn = config.http2.tls ? { ALPNProtocols: ['h2', 'http/1.1'] } : {}
     // A handshake gets the time a request head gets: Node's default (120 s) would let a
     // client that stops mid-handshake hold a socket that long.
     const handshakeTimeout = config.clientTimeouts.headersMs
-    server = createHttpsServer({ cert, key, allowHalfOpen: true, handshakeTimeout, ...alpn, ...options }, handler)
+    server = createHttpsServer({ ...secure, ...clientCertificateOptions(config.tls), allowHalfOpen: true, handshakeTimeout, ...alpn, ...options }, handler)
+    refuseRenegotiation(server)
   } else {
     server = createHttpServer(options, handler)
   }
@@ -92,6 +111,16 @@ export async function createListenServer(config: Config, handler: (req: Incoming
   // answer instead.
   ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
   return server
+}
+
+/**
+ * A TLS 1.2 client may renegotiate and present another certificate on a
+ * connection whose first one was already read (and cached per connection,
+ * http/client-certificate.ts): renegotiation is refused on every connection.
+ * Nothing else needs it, and it is a denial-of-service lever besides.
+ */
+export function refuseRenegotiation(server: Server): void {
+  server.on('secureConnection', (socket: TLSSocket) => socket.disableRenegotiation())
 }
 
 /** Every raw connection of a `listen` server, from accept to close. */

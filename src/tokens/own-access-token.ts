@@ -10,7 +10,7 @@
  *
  * @see https://www.rfc-editor.org/rfc/rfc9068#section-2.2
  */
-import { confirmationJkt } from '../dpop/thumbprint.js'
+import { readConfirmation } from './certificate-binding.js'
 import type { KeySet } from '../keys/keyset.js'
 import { StaticKeys, type JwtIssuer } from './verify-jwt.js'
 
@@ -32,6 +32,8 @@ export interface OwnJwtClaims {
   readonly authTime: number | null
   /** RFC 9449 6.1 `cnf.jkt`, or null for a bearer token. */
   readonly jkt: string | null
+  /** RFC 8705 3.1 `cnf["x5t#S256"]`, or null when not certificate-bound. */
+  readonly x5t: string | null
 }
 
 function text(claims: Readonly<Record<string, unknown>>, name: string): string | null {
@@ -66,10 +68,10 @@ export function readOwnAccessTokenClaims(claims: Readonly<Record<string, unknown
   const nbf = seconds(claims, 'nbf')
   const authTime = seconds(claims, 'auth_time')
   const grantId = text(claims, 'grant_id')
-  const jkt = confirmationJkt(claims.cnf)
+  const cnf = readConfirmation(claims.cnf)
   if ((claims.nbf !== undefined && nbf === null) || (claims.auth_time !== undefined && authTime === null)) return null
-  if ((claims.grant_id !== undefined && grantId === null) || jkt === false) return null
-  return { sub, aud, exp, iat, nbf, jti, clientId, scope, grantId, authTime, jkt }
+  if ((claims.grant_id !== undefined && grantId === null) || cnf === false) return null
+  return { sub, aud, exp, iat, nbf, jti, clientId, scope, grantId, authTime, jkt: cnf.jkt, x5t: cnf.x5t }
 }
 
 /**

@@ -62,6 +62,7 @@ routes:
       refreshToken: { ttlSec: 30 * 86400 },
       idToken: { ttlSec: 3600 },
       codeTtlSec: 60,
+      mtlsUrl: null,
       scopes: {
         openid: 'Sign you in with your account',
         profile: 'Read your basic profile (name)',
@@ -86,6 +87,7 @@ routes:
           skipConsent: false,
           rotateRefreshTokens: true,
           dpopBoundAccessTokens: false,
+          tlsClientCertificateBoundAccessTokens: false,
         },
         {
           clientId: 'cli',
@@ -104,6 +106,7 @@ routes:
           skipConsent: false,
           rotateRefreshTokens: true,
           dpopBoundAccessTokens: false,
+          tlsClientCertificateBoundAccessTokens: false,
         },
       ],
       users: [{ username: 'alice', passwordHash: HASH, sub: 'alice', claims: {} }],
@@ -149,6 +152,7 @@ routes:
       streamExpiryGraceSec: 30,
       identityHeaders: DEFAULT_IDENTITY_HEADERS,
       trustedProxies: [],
+      clientCertificateHeader: null,
     },
     routes: [
       {
@@ -297,7 +301,7 @@ t.test('the full fixture sets every key', async (t) => {
     listen: { host: '::1', port: 8443 },
     adminListen: { host: '127.0.0.1', port: 0 },
     publicUrl: 'https://auth.example.com',
-    tls: { certFile: `${files}/cert.pem`, keyFile: `${files}/key.pem` },
+    tls: { certFile: `${files}/cert.pem`, keyFile: `${files}/key.pem`, clientCaFile: `${files}/ca.pem`, clientCertificates: 'required' },
     store: {
       kind: 'redis',
       url: 'rediss://:pw@redis.internal:6380/2',
@@ -417,8 +421,18 @@ t.test('the full fixture sets every key', async (t) => {
     skipConsent: true,
     rotateRefreshTokens: false,
     dpopBoundAccessTokens: true,
+    tlsClientCertificateBoundAccessTokens: false,
   })
   t.same(as?.clients[1]?.grantTypes, ['urn:ietf:params:oauth:grant-type:device_code'])
+  t.match(as?.clients[2], {
+    clientId: 'payments',
+    tokenEndpointAuthMethod: 'tls_client_auth',
+    tlsClientAuth: { kind: 'subject_dn', value: 'CN=payments,O=Example Bank,C=GB' },
+    tlsClientCertificateBoundAccessTokens: true,
+    secretHash: null,
+  })
+  t.equal(as?.mtlsUrl, 'https://mtls.auth.example.com')
+  t.equal(config?.gateway.clientCertificateHeader, 'X-Forwarded-Client-Cert')
   t.same(as?.users[0], {
     username: 'alice',
     passwordHash: 'scrypt$16384$8$1$BBBBBBBBBBBBBBBBBBBBBB$BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB',

@@ -81,6 +81,12 @@ export interface HarnessOptions {
   asExtra?: string
   /** `access_token.claims` (default none). */
   accessTokenClaims?: string[]
+  /** YAML: top-level keys before the rest (e.g. `tls: { ... }`). */
+  top?: string
+  /** YAML: more keys under `gateway` (e.g. `  client_certificate_header: X-Client-Cert`). */
+  gatewayExtra?: string
+  /** Serve HTTPS with the config's `tls` (serve-runtime.ts); `alpn` offers h2 too. */
+  https?: { alpn?: boolean }
 }
 
 const RATE_LIMIT_DEFAULTS: Readonly<Record<string, string | number>> = {
@@ -107,9 +113,11 @@ export async function backYaml(o: HarnessOptions = {}): Promise<string> {
   return `
 public_url: \${PUBLIC_URL}
 log: { level: info }
+${o.top ?? ''}
 gateway:
   # Client addresses come from X-Forwarded-For when a test sets it (see the client-auth throttle tests).
   trusted_proxies: [127.0.0.1]
+${o.gatewayExtra ?? ''}
 ${o.dpop === undefined ? '' : `dpop: ${o.dpop}`}
 authorization_server:
   access_token: { format: ${o.format ?? 'jwt'}, ttl: 600s, claims: [${(o.accessTokenClaims ?? []).join(', ')}] }
@@ -176,6 +184,7 @@ export async function startAs(o: HarnessOptions = {}): Promise<Harness> {
     store: o.store,
     basePath: o.basePath,
     signingKey: () => generatePrivateJwk(o.alg ?? 'ES256'),
+    ...(o.https === undefined ? {} : { https: o.https }),
   })
   return harnessOf(served)
 }

@@ -13,7 +13,8 @@
  * back channel, as-front.ts for the pages) and the gateway fixture
  * (test/gateway/fixture.ts).
  */
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { JWK } from 'jose'
 import type { AsContext } from '../../src/as/context.js'
 import { ManualClock } from '../../src/clock.js'
@@ -25,6 +26,7 @@ import { createAccessLogger, createLogger } from '../../src/log.js'
 import { Metrics } from '../../src/metrics.js'
 import { ProcessState, Runtime } from '../../src/runtime.js'
 import { RequestDispatcher } from '../../src/server/dispatch.js'
+import { applyClientCertificateOptions, refuseRenegotiation, secureContextOptions } from '../../src/server/listen.js'
 import { serveHttp2, type Http2Front } from '../../src/server/http2.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { RevocationList } from '../../src/store/revocation-list.js'
@@ -53,6 +55,11 @@ export interface ServeOptions {
   logLevel?: string
   /** Serve with Node's lenient parser (lets smuggling-shaped requests through to the dispatcher). */
   insecureHTTPParser?: boolean
+  /**
+   * Serve HTTPS: the config's `tls` (certificate, `client_ca`, `client_certificates`) applied as
+   * the App applies it on reload (server/listen.ts), and h2 by ALPN when `alpn` (with `http2.tls`).
+   */
+  https?: { alpn?: boolean }
 }
 
 export interface ServedRuntime {
@@ -100,15 +107,21 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
   // reaches the dispatcher until the Runtime is built (the test has no URL before this returns).
   let runtime: Runtime | null = null
   let dispatcher: RequestDispatcher | null = null
-  const server = createServer({ insecureHTTPParser: o.insecureHTTPParser ?? false }, (req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
     if (runtime === null || dispatcher === null) return void res.destroy()
     dispatcher.onRequest(req, res, runtime)
-  })
+  }
+  const server: Server =
+    o.https === undefined
+      ? createServer({ insecureHTTPParser: o.insecureHTTPParser ?? false }, handler)
+      : createHttpsServer({ allowHalfOpen: true, ...(o.https.alpn ? { ALPNProtocols: ['h2', 'http/1.1'] } : {}) }, handler)
+  if (o.https !== undefined) refuseRenegotiation(server)
   server.on('upgrade', (req, socket, head: Buffer) => {
     if (runtime === null || dispatcher === null) return void socket.destroy()
     dispatcher.onUpgrade(req, socket, head, runtime)
   })
-  const { url } = await listen(server)
+  const listened = await listen(server)
+  const url = o.https === undefined ? listened.url : listened.url.replace(/^http:/, 'https:')
   const publicUrl = o.env?.PUBLIC_URL ?? url + (o.basePath ?? '')
 
   let h2: Http2Front | null = null
@@ -122,6 +135,11 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
   try {
     const text = typeof yaml === 'string' ? yaml : await yaml(url)
     const config = parseConfig(text, '<test>', { ...o.env, PUBLIC_URL: publicUrl })
+    if (o.https !== undefined) {
+      if (config.tls === null) throw new Error('serveRuntime: `https` needs `tls` in the config')
+      ;(server as HttpsServer).setSecureContext(await secureContextOptions(config.tls))
+      applyClientCertificateOptions(server, config.tls)
+    }
     revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec)
     await revocations.start()
     const shared: Shared = { clock, log, store, revocations, metrics, tracing: new Tracing(null) }
@@ -131,7 +149,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
     runtime = built
     dispatcher = new RequestDispatcher(shared, createAccessLogger(log))
     const served = dispatcher
-    if (config.http2.cleartext) h2 = serveHttp2(server, config, log, (req, res) => served.onRequest(req, res, built))
+    if (config.http2.cleartext || config.http2.tls) h2 = serveHttp2(server, config, log, (req, res) => served.onRequest(req, res, built))
     const liveRevocations = revocations
     return {
       url,

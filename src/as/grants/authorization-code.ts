@@ -74,7 +74,7 @@ function dpopJktFailure(record: CodeRecord, dpop: { jkt: string } | null): strin
 export const authorizationCodeGrant: Grant = {
   params: ['code', 'redirect_uri', 'code_verifier', 'resource'],
 
-  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop, mtls }: GrantRequest): Promise<TokenResponse> {
     const code = form.require('code')
     const redirectUri = form.get('redirect_uri')
     const verifier = form.get('code_verifier')
@@ -125,6 +125,7 @@ export const authorizationCodeGrant: Grant = {
       audience,
       nonce: record.nonce,
       jkt: dpop?.jkt ?? null,
+      x5t: mtls?.x5t ?? null,
       // A code stored by an older version has no issue time: the earliest it can have been issued.
       authorizedAtMs: record.issuedAtMs ?? (record.expiresAt - as.as.codeTtlSec) * 1000,
     })

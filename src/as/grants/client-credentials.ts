@@ -12,7 +12,7 @@ import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 export const clientCredentialsGrant: Grant = {
   params: ['scope', 'resource'],
 
-  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop, mtls }: GrantRequest): Promise<TokenResponse> {
     if (client.type !== 'confidential') {
       throw new UnauthorizedClient('Only confidential clients may use client_credentials')
     }
@@ -27,6 +27,7 @@ export const clientCredentialsGrant: Grant = {
       authTime: null,
       audience,
       jkt: dpop?.jkt ?? null,
+      x5t: mtls?.x5t ?? null,
     })
     return { access_token: access.token, token_type: dpop === null ? 'Bearer' : 'DPoP', expires_in: access.expiresIn, scope }
   },

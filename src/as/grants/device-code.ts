@@ -42,7 +42,7 @@ export function deviceCodeExpiry(deviceCode: string): number | null {
 export const deviceCodeGrant: Grant = {
   params: ['device_code', 'resource'],
 
-  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop, mtls }: GrantRequest): Promise<TokenResponse> {
     const deviceCode = form.require('device_code')
     const resource = requestedResource(form, as)
     const poll = await as.store.devices.poll(deviceCodeHash(client.clientId, deviceCode), as.clock.now())
@@ -79,6 +79,7 @@ export const deviceCodeGrant: Grant = {
       audience,
       nonce: null,
       jkt: dpop?.jkt ?? null,
+      x5t: mtls?.x5t ?? null,
       // A withdrawal after the approval refuses the grant (a record stored by an older version: its login time).
       authorizedAtMs: record.decidedAtMs ?? (record.authTime ?? now) * 1000,
     })

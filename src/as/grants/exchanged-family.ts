@@ -133,6 +133,8 @@ export interface ExchangedRefreshInput {
   audience: string
   refreshToken: string | null
   jkt: string | null
+  /** RFC 8705 3: the certificate thumbprint the access token is bound to, or null. */
+  x5t: string | null
 }
 
 /**
@@ -157,6 +159,7 @@ export async function exchangedRefreshResponse(
     strength: strengthOf(grant),
     audience: input.audience,
     jkt: input.jkt,
+    x5t: input.x5t,
     claims: { ...person, act: binding.act },
   })
   return {

@@ -2,6 +2,7 @@
 import type { ClientConfig } from '../../config/validated-config.js'
 import type { RequestContext } from '../../context.js'
 import type { FormParams } from '../../http/body.js'
+import type { ClientCertificate } from '../../http/client-certificate.js'
 import type { AsContext } from '../context.js'
 
 /** RFC 6749 5.1 successful token response (plus `id_token`, OIDC Core 3.1.3.3). */
@@ -23,6 +24,14 @@ export interface GrantRequest {
   req: RequestContext
   /** The request's DPoP proof, verified (RFC 9449 5), or null when it carried none. */
   dpop: { readonly jkt: string } | null
+  /**
+   * RFC 8705 3: the thumbprint (`x5t#S256`) of the client certificate the
+   * issued tokens are bound to: set for a client registered with
+   * `tls_client_certificate_bound_access_tokens`, else null.
+   */
+  mtls: { readonly x5t: string } | null
+  /** The client certificate of the request, whatever the client's registration (a bound refresh token is checked against it). */
+  certificate: ClientCertificate | null
 }
 
 export interface Grant {

@@ -92,7 +92,7 @@ function personOf(as: AsContext, verified: VerifiedAssertion): string {
 export const jwtBearerGrant: Grant = {
   params: ['assertion', 'scope', 'resource'],
 
-  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop, mtls }: GrantRequest): Promise<TokenResponse> {
     const assertion = form.require('assertion')
     const verified = await as.assertionIssuers.verify(assertion, 'id-jag', refuse)
     const { claims } = verified
@@ -155,6 +155,7 @@ export const jwtBearerGrant: Grant = {
       audience,
       nonce: null,
       jkt: dpop?.jkt ?? null,
+      x5t: mtls?.x5t ?? null,
     })
   },
 }

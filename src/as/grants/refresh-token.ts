@@ -24,7 +24,7 @@ import { checkExchangePolicy, checkSubjectGrant, exchangedRefreshResponse, excha
 export const refreshTokenGrant: Grant = {
   params: ['refresh_token', 'scope', 'resource'],
 
-  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse> {
+  async handle({ form, client, as, dpop, mtls, certificate }: GrantRequest): Promise<TokenResponse> {
     const presented = form.require('refresh_token')
     const requestedScope = parseScope(form.get('scope'))
     const resource = requestedResource(form, as)
@@ -44,6 +44,11 @@ export const refreshTokenGrant: Grant = {
     if (grant.jkt !== undefined) {
       if (dpop === null) throw new InvalidDpopProof('This refresh token is DPoP-bound: send a DPoP proof', { cause: 'bound refresh token without a proof' })
       if (dpop.jkt !== grant.jkt) throw new InvalidGrant(undefined, { cause: 'refresh token bound to another DPoP key' })
+    }
+    // RFC 8705 4: a public client's family is bound to the certificate of its first token request.
+    if (grant.x5t !== undefined) {
+      if (certificate === null) throw new InvalidGrant(undefined, { cause: 'certificate-bound refresh token without a client certificate' })
+      if (certificate.thumbprint !== grant.x5t) throw new InvalidGrant(undefined, { cause: 'refresh token bound to another certificate' })
     }
 
     const granted = parseScope(grant.scope)
@@ -72,7 +77,14 @@ export const refreshTokenGrant: Grant = {
       throw new InvalidGrant(undefined, { cause: 'replaced refresh token reused; family revoked' })
     }
     if (result.status === 'missing') throw new InvalidGrant(undefined, { cause: 'refresh token no longer current' })
-    if (exchange !== undefined) return exchangedRefreshResponse(as, grant, exchange, { scope, audience, refreshToken: next, jkt: dpop?.jkt ?? null })
+    if (exchange !== undefined)
+      return exchangedRefreshResponse(as, grant, exchange, {
+        scope,
+        audience,
+        refreshToken: next,
+        jkt: dpop?.jkt ?? null,
+        x5t: mtls?.x5t ?? null,
+      })
 
     return userTokenResponse(as, {
       grant: 'refresh_token',
@@ -87,6 +99,7 @@ export const refreshTokenGrant: Grant = {
       nonce: null,
       refreshToken: next,
       jkt: dpop?.jkt ?? null,
+      x5t: mtls?.x5t ?? null,
       notedAccessExp: accessExp,
     })
   },

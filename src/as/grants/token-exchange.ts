@@ -117,7 +117,7 @@ async function subjectOf(as: AsContext, token: string, type: string | undefined)
 export const tokenExchangeGrant: Grant = {
   params: ['subject_token', 'subject_token_type', 'actor_token', 'actor_token_type', 'requested_token_type', 'scope', 'resource', 'audience'],
 
-  async handle({ form, client, as, dpop }: GrantRequest): Promise<TokenResponse & { issued_token_type: string }> {
+  async handle({ form, client, as, dpop, mtls }: GrantRequest): Promise<TokenResponse & { issued_token_type: string }> {
     const policy = client.tokenExchange
     if (policy === undefined) throw new UnauthorizedClient('This client may not exchange tokens')
     const requestedType = form.get('requested_token_type')
@@ -157,6 +157,7 @@ export const tokenExchangeGrant: Grant = {
       strength,
       audience,
       jkt: dpop?.jkt ?? null,
+      x5t: mtls?.x5t ?? null,
       claims: { ...subject.claims, act },
       // Never beyond the subject token: revoking that one token (its jti) cannot reach what was exchanged from it, and
       // exchanging the exchanged token again must not stretch the chain past its subject.

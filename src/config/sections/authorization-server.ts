@@ -5,7 +5,7 @@
 import type { Node } from 'yaml'
 import type { AuthorizationServerConfig, KeySource } from '../validated-config.js'
 import type { Reader } from '../reader.js'
-import { SCOPE_TOKEN } from '../values.js'
+import { checkHttpUrl, parseAbsoluteUrl, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
 import { readAssertionIssuers } from './assertion-issuers.js'
 import { checkWorkloadSubjects, readClients } from './clients.js'
 import { readMetadataDocuments } from './metadata-documents.js'
@@ -195,6 +195,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     refreshToken: { ttlSec: rt?.opt('ttl', r.seconds({ min: 1 }), 30 * 86400) ?? 30 * 86400 },
     idToken: { ttlSec: it?.opt('ttl', r.seconds({ min: 1 }), 3600) ?? 3600 },
     codeTtlSec: as.opt('code_ttl', r.seconds({ min: 1, max: MAX_CODE_TTL_SEC }), 60),
+    mtlsUrl: stripTrailingSlash(as.opt('mtls_url', r.str({ check: checkMtlsUrl }), '')) || null,
     scopes,
     clients,
     assertionIssuers,
@@ -263,4 +264,11 @@ function readKeys(r: Reader, node: Node, path: string): KeySource[] | undefined 
     keys.push({ jwk })
   }
   return keys
+}
+
+/** RFC 8705 5: an https base URL (a client certificate over http would prove nothing). */
+function checkMtlsUrl(value: string): string | undefined {
+  const reason = checkHttpUrl(value)
+  if (reason !== undefined) return reason
+  return parseAbsoluteUrl(value)?.protocol === 'https:' ? undefined : '`mtls_url` is where clients present certificates over TLS: use https://'
 }

@@ -4,7 +4,19 @@
  * tokens (RFC 9700 2.1.1, 4.14.2); confidential clients always have one.
  */
 import type { Node } from 'yaml'
-import type { AssertionIssuerConfig, ClientConfig, ClientType, GrantType, JwkSetDocument, TokenEndpointAuthMethod } from '../validated-config.js'
+import { isIP } from 'node:net'
+import type {
+  AssertionIssuerConfig,
+  ClientConfig,
+  ClientType,
+  GrantType,
+  JwkSetDocument,
+  TlsClientAuthName,
+  TokenEndpointAuthMethod,
+} from '../validated-config.js'
+import { ipText } from '../../http/der.js'
+import { canonicalDistinguishedName } from '../../http/distinguished-name.js'
+import { parseIPv6 } from '../../http/trusted-proxies.js'
 import { jwkSetProblem } from '../../keys/jwk-set.js'
 import { checkSecretHashShape } from '../hash-format.js'
 import { demoSecretOf } from '../demo.js'
@@ -86,20 +98,24 @@ function readClient(
 
   // private_key_jwt (RFC 7523 2.2): the client proves itself with its key, so it has keys and no secret.
   const method = c.maybe('token_endpoint_auth_method', r.oneOf(AUTH_METHODS))
-  const usesKeys = type === 'confidential' && method === 'private_key_jwt'
-  const keys = readClientKeys(r, c, usesKeys, clientId !== undefined && workloadClients.has(clientId))
-  const secretHash = type === 'public' || usesKeys ? undefined : c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
+  const usesKeys = type === 'confidential' && (method === 'private_key_jwt' || method === 'self_signed_tls_client_auth')
+  // RFC 8705 2: the client proves itself with its certificate, so it has no secret.
+  const usesCertificate = type === 'confidential' && (method === 'tls_client_auth' || method === 'self_signed_tls_client_auth')
+  const keys = readClientKeys(r, c, usesKeys, clientId !== undefined && workloadClients.has(clientId), method)
+  const tlsClientAuth = readTlsClientAuthName(r, c, type === 'confidential' && method === 'tls_client_auth')
+  const noSecret = usesKeys || usesCertificate
+  const secretHash = type === 'public' || noSecret ? undefined : c.maybe('secret_hash', r.str({ check: checkSecretHashShape }))
   if (type === 'public' && c.has('secret_hash')) {
     r.problem(c.get('secret_hash'), c.pathOf('secret_hash'), 'a public client has no secret: remove `secret_hash`, or make the client `type: confidential`')
   }
-  if (usesKeys && c.has('secret_hash')) {
-    r.problem(c.get('secret_hash'), c.pathOf('secret_hash'), 'a `private_key_jwt` client authenticates with its key, not a secret: remove `secret_hash`')
+  if (noSecret && c.has('secret_hash')) {
+    r.problem(c.get('secret_hash'), c.pathOf('secret_hash'), `a \`${method}\` client authenticates with its key, not a secret: remove \`secret_hash\``)
   }
-  if (type === 'confidential' && !usesKeys && !c.has('secret_hash')) {
+  if (type === 'confidential' && !noSecret && !c.has('secret_hash')) {
     r.problem(
       c.node,
       c.pathOf('secret_hash'),
-      `a confidential client needs \`secret_hash\`${HASH_HINT}, or \`token_endpoint_auth_method: private_key_jwt\` with \`jwks\` or \`jwks_uri\``,
+      `a confidential client needs \`secret_hash\`${HASH_HINT}, or \`token_endpoint_auth_method: private_key_jwt\` with \`jwks\` or \`jwks_uri\`, or \`tls_client_auth\``,
     )
   }
   if (secretHash !== undefined) {
@@ -122,7 +138,7 @@ function readClient(
       r.problem(
         c.get('token_endpoint_auth_method'),
         methodPath,
-        'a confidential client authenticates with its secret or its key: use `client_secret_basic`, `client_secret_post` or `private_key_jwt`',
+        'a confidential client authenticates with its secret, its key or its certificate: use `client_secret_basic`, `client_secret_post`, `private_key_jwt`, `tls_client_auth` or `self_signed_tls_client_auth`',
       )
     } else {
       tokenEndpointAuthMethod = method
@@ -192,6 +208,15 @@ function readClient(
     const key = requirePushedAuthorizationRequests ? 'require_pushed_authorization_requests' : 'require_signed_request_object'
     r.problem(c.get(key), c.pathOf(key), `\`${key}\` is about authorization requests: the client needs the \`authorization_code\` grant`)
   }
+  const tlsClientCertificateBoundAccessTokens = c.opt('tls_client_certificate_bound_access_tokens', r.bool(), false)
+  if (dpopBoundAccessTokens && tlsClientCertificateBoundAccessTokens) {
+    // One token, one sender constraint: a gateway checking one of two bindings would let the other go unchecked.
+    r.problem(
+      c.get('tls_client_certificate_bound_access_tokens'),
+      c.pathOf('tls_client_certificate_bound_access_tokens'),
+      'a client binds its tokens to a DPoP key or to its certificate, not both: keep one of `dpop_bound_access_tokens` and `tls_client_certificate_bound_access_tokens`',
+    )
+  }
   const tokenExchange = readTokenExchange(r, c, type, grantTypes)
 
   if (clientId === undefined || type === undefined) return { clientId, client: undefined }
@@ -217,6 +242,8 @@ function readClient(
     ...(requireSignedRequestObject ? { requireSignedRequestObject } : {}),
     rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
     dpopBoundAccessTokens,
+    ...(tlsClientAuth === undefined ? {} : { tlsClientAuth }),
+    tlsClientCertificateBoundAccessTokens,
   }
   return { clientId, client }
 }
@@ -227,11 +254,31 @@ function readClient(
  * signature key (a private or symmetric key there is a mistake to report,
  * never a key to use).
  */
-function readClientKeys(r: Reader, c: MapView, usesKeys: boolean, workload: boolean): Pick<ClientConfig, 'jwks' | 'jwksUri'> {
+function readClientKeys(
+  r: Reader,
+  c: MapView,
+  usesKeys: boolean,
+  workload: boolean,
+  method: TokenEndpointAuthMethod | undefined,
+): Pick<ClientConfig, 'jwks' | 'jwksUri'> {
   if (!usesKeys) {
     for (const key of ['jwks', 'jwks_uri']) {
-      if (c.has(key)) r.problem(c.get(key), c.pathOf(key), `\`${key}\` is for \`token_endpoint_auth_method: private_key_jwt\` clients`)
+      if (c.has(key))
+        r.problem(
+          c.get(key),
+          c.pathOf(key),
+          `\`${key}\` is for \`token_endpoint_auth_method: private_key_jwt\` clients (and inline \`jwks\` for \`self_signed_tls_client_auth\` ones)`,
+        )
     }
+    return {}
+  }
+  if (method === 'self_signed_tls_client_auth' && !c.has('jwks')) {
+    // The certificate's key is compared with every key of the set: a fetched set is not enumerated (yet).
+    r.problem(
+      c.get('jwks_uri') ?? c.node,
+      c.pathOf('jwks'),
+      'a `self_signed_tls_client_auth` client lists the public key of its certificate inline: `jwks: { keys: [...] }` (`jwks_uri` is not supported for it)',
+    )
     return {}
   }
   if (workload && !c.has('jwks') && !c.has('jwks_uri')) return {}
@@ -305,6 +352,64 @@ export function checkWorkloadSubjects(r: Reader, issuers: readonly AssertionIssu
       r.problem(node, `${issuer.position}.subjects["${sub}"]`, `\`${clientId}\` cannot be authenticated by a workload token: ${why}`)
     }
   }
+}
+
+const TLS_CLIENT_AUTH_KEYS = [
+  ['tls_client_auth_subject_dn', 'subject_dn'],
+  ['tls_client_auth_san_dns', 'san_dns'],
+  ['tls_client_auth_san_uri', 'san_uri'],
+  ['tls_client_auth_san_ip', 'san_ip'],
+  ['tls_client_auth_san_email', 'san_email'],
+] as const
+
+/**
+ * RFC 8705 2.1.2: a `tls_client_auth` client names exactly one of the
+ * subject DN or one SAN its certificate must carry; no other client names any.
+ */
+function readTlsClientAuthName(r: Reader, c: MapView, usesPki: boolean): TlsClientAuthName | undefined {
+  const given = TLS_CLIENT_AUTH_KEYS.filter(([key]) => c.has(key))
+  if (!usesPki) {
+    for (const [key] of given) r.problem(c.get(key), c.pathOf(key), `\`${key}\` is for \`token_endpoint_auth_method: tls_client_auth\` clients`)
+    return undefined
+  }
+  if (given.length !== 1) {
+    r.problem(
+      c.node,
+      c.pathOf('tls_client_auth_subject_dn'),
+      'a `tls_client_auth` client names the certificate it authenticates with by exactly one of `tls_client_auth_subject_dn`, `tls_client_auth_san_dns`, `tls_client_auth_san_uri`, `tls_client_auth_san_ip`, `tls_client_auth_san_email`',
+    )
+    return undefined
+  }
+  const [key, kind] = given[0] as (typeof TLS_CLIENT_AUTH_KEYS)[number]
+  const value = c.maybe(key, r.str())
+  if (value === undefined) return undefined
+  const node = c.get(key)
+  if (kind === 'subject_dn') {
+    try {
+      return { kind, value, canonical: canonicalDistinguishedName(value) }
+    } catch (err) {
+      r.problem(node, c.pathOf(key), `not an RFC 4514 distinguished name: ${(err as Error).message}`)
+      return undefined
+    }
+  }
+  if (kind === 'san_ip') {
+    const text = canonicalIp(value)
+    if (text === null) r.problem(node, c.pathOf(key), `\`${value}\` is not an IPv4 or IPv6 address`)
+    return text === null ? undefined : { kind, value: text }
+  }
+  if (kind === 'san_dns') return { kind, value: value.toLowerCase() }
+  return { kind, value }
+}
+
+/** An IP address in the text form certificate SANs are read into (http/der.ts). */
+function canonicalIp(value: string): string | null {
+  if (isIP(value) === 4) return value.split('.').map(Number).join('.')
+  if (isIP(value) !== 6) return null
+  const words = parseIPv6(value)
+  if (words === null) return null
+  const bytes = Buffer.alloc(16)
+  for (let i = 0; i < 4; i++) bytes.writeUInt32BE(words[i] as number, i * 4)
+  return ipText(bytes)
 }
 
 /** https, or http on a loopback host (a key server on the same machine); no credentials or fragment. */

@@ -93,5 +93,13 @@ export function readGateway(r: Reader, node: Node | undefined, path: string): Ga
     identityHeaders:
       g === undefined ? DEFAULT_IDENTITY_HEADERS : readIdentityHeaders(r, g.get('identity_headers'), g.pathOf('identity_headers'), DEFAULT_IDENTITY_HEADERS),
     trustedProxies: g?.opt('trusted_proxies', r.list(r.str({ check: checkIpRange })), []) ?? [],
+    clientCertificateHeader: g?.maybe('client_certificate_header', r.str({ check: checkCertificateHeader })) ?? null,
   }
+}
+
+/** A header name the gateway does not own otherwise (it strips this one from every forwarded request). */
+function checkCertificateHeader(value: string): string | undefined {
+  if (!HTTP_TOKEN.test(value)) return `\`${value}\` is not a valid header name`
+  if (RESERVED_HEADERS.has(value.toLowerCase()) || value.toLowerCase().startsWith('x-forwarded-for')) return `\`${value}\` is a header the gateway manages`
+  return undefined
 }

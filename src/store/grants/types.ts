@@ -22,6 +22,8 @@ export interface GrantRecord {
   maxAccessExp: number
   /** RFC 9449 5: a public client's refresh tokens are bound to this DPoP key thumbprint. */
   jkt?: string
+  /** RFC 8705 4: a public client's refresh tokens are bound to this certificate thumbprint (`x5t#S256`). */
+  x5t?: string
 }
 
 export type RotateResult =

@@ -11,6 +11,8 @@ export interface OpaqueTokenRecord {
   grantId: string | null
   /** RFC 9449 6: thumbprint of the DPoP key the token is bound to. */
   jkt?: string
+  /** RFC 8705 3.1: thumbprint (`x5t#S256`) of the client certificate the token is bound to. */
+  x5t?: string
   /** The person's claims released into the token (`access_token.claims`), answered by introspection. */
   claims?: Record<string, unknown>
   /** Epoch seconds of the person's sign-in, and how they signed in (absent for a client's own token). */
