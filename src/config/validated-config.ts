@@ -445,6 +445,12 @@ export interface RouteConfig {
   /** `dpop`: `allowed` (default) takes DPoP-bound and bearer tokens; `required` refuses bearer tokens. */
   dpop: 'allowed' | 'required'
   /**
+   * `sender_constraint`: `optional` (default) takes any valid token (a bound
+   * one only with its proof or certificate); `required` takes only tokens
+   * bound to a DPoP key (RFC 9449) or a client certificate (RFC 8705).
+   */
+  senderConstraint: 'optional' | 'required'
+  /**
    * TRACE is forwarded (`allow_trace`, or TRACE listed in `match.methods`);
    * otherwise it is refused with 405 (cross-site tracing, RFC 9110 9.3.8).
    */

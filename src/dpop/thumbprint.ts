@@ -43,16 +43,3 @@ export function jwkThumbprint(jwk: Readonly<Record<string, unknown>>): string | 
 export function accessTokenHash(accessToken: string): string {
   return hash('sha256', accessToken, 'base64url')
 }
-
-/**
- * `cnf.jkt` of a token's claims or an introspection answer (RFC 9449 6.1,
- * 6.2): null without `cnf`; false when `cnf` is present but names no
- * thumbprint (another confirmation method, e.g. mTLS `x5t#S256`): such a
- * token is bound to something we cannot check, so it is refused.
- */
-export function confirmationJkt(cnf: unknown): string | null | false {
-  if (cnf === undefined) return null
-  if (typeof cnf !== 'object' || cnf === null) return false
-  const jkt = (cnf as Record<string, unknown>).jkt
-  return typeof jkt === 'string' && jkt !== '' ? jkt : false
-}

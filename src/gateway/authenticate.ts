@@ -26,6 +26,9 @@ import type { TokenIdentity } from './token-identity.js'
 import { identityFromClaims } from './identity.js'
 import { invalidToken, JwtVerifier, unverifiedIssuer, type JwtIssuer } from '../tokens/verify-jwt.js'
 import { SpanStatusCode } from '@opentelemetry/api'
+import type { IncomingMessage } from 'node:http'
+import type { ClientCertificates } from '../http/client-certificate.js'
+import { checkBoundCertificate } from '../tokens/certificate-binding.js'
 import { SpanKind, type Span, type Tracing } from '../telemetry/tracing.js'
 
 /** The revocation list as the gateway reads it: in memory, kept in sync with the store. */
@@ -43,6 +46,8 @@ export interface AuthenticatorDeps {
   dpop?: DpopVerifier
   /** Records each authentication as a span of its request when spans are exported. */
   tracing?: Tracing
+  /** The client certificate a request presented (RFC 8705); without it a certificate-bound token is refused. */
+  certificates?: Pick<ClientCertificates, 'presented'>
 }
 
 /** A request that used the DPoP scheme (RFC 9449 7.1): what its proof must match. */
@@ -97,6 +102,7 @@ export class Authenticator {
   readonly #jwt: JwtVerifier
   readonly #dpop: DpopVerifier | undefined
   readonly #tracing: Tracing | null
+  readonly #certificates: Pick<ClientCertificates, 'presented'> | undefined
   /**
    * By the token's SHA-256: the validations of that token, one per cache
    * scope (audience and trusted issuers) it was checked under. Not by the
@@ -123,6 +129,7 @@ export class Authenticator {
     this.#jwt = new JwtVerifier({ clock: deps.clock, clockSkewSec: deps.gateway.clockSkewSec })
     this.#dpop = deps.dpop
     this.#tracing = deps.tracing ?? null
+    this.#certificates = deps.certificates
     this.#verified = new TokenCache(deps.gateway.tokenCacheMaxEntries)
     this.#recent = new TokenCache(Math.min(RECENT_TOKENS, deps.gateway.tokenCacheMaxEntries))
   }
@@ -147,14 +154,15 @@ export class Authenticator {
     grammarChecked = false,
     dpop: DpopPresentation | null = null,
     parent: Span | null = null,
+    req: IncomingMessage | null = null,
   ): TokenIdentity | Promise<TokenIdentity> {
     const now = this.#clock.now()
     const span =
       parent === null ? null : (this.#tracing?.child('bearward.token.verify', SpanKind.INTERNAL, { 'bearward.route': policy.route.name }, parent) ?? null)
-    if (span !== null) return this.#traced(span, token, policy, method, now, grammarChecked, dpop)
+    if (span !== null) return this.#traced(span, token, policy, method, now, grammarChecked, dpop, req)
     const identity = this.#identify(token, policy, now, grammarChecked, null)
-    if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now, token, dpop))
-    return this.#authorize(identity, policy, method, now, token, dpop)
+    if (identity instanceof Promise) return identity.then((id) => this.#authorize(id, policy, method, now, token, dpop, req))
+    return this.#authorize(identity, policy, method, now, token, dpop, req)
   }
 
   /**
@@ -170,6 +178,7 @@ export class Authenticator {
     now: number,
     grammarChecked: boolean,
     dpop: DpopPresentation | null,
+    req: IncomingMessage | null,
   ): TokenIdentity | Promise<TokenIdentity> {
     const settle = (identity: TokenIdentity): TokenIdentity => {
       span.setAttribute('bearward.token.issuer', identity.issuerId)
@@ -177,7 +186,7 @@ export class Authenticator {
       return identity
     }
     const authorized = (identity: TokenIdentity): TokenIdentity | Promise<TokenIdentity> => {
-      const result = this.#authorize(identity, policy, method, now, token, dpop)
+      const result = this.#authorize(identity, policy, method, now, token, dpop, req)
       return result instanceof Promise ? result.then(settle, fail) : settle(result)
     }
     const fail = (err: unknown): never => {
@@ -209,8 +218,18 @@ export class Authenticator {
     now: number,
     token: string,
     dpop: DpopPresentation | null,
+    req: IncomingMessage | null,
   ): TokenIdentity | Promise<TokenIdentity> {
     this.#current(identity, policy, now)
+    // RFC 8705 3: a certificate-bound token only over a connection (or from a trusted proxy) presenting that certificate.
+    if (identity.x5t !== null) {
+      const mismatch = checkBoundCertificate(identity.x5t, req === null ? null : (this.#certificates?.presented(req) ?? null))
+      if (mismatch !== null) throw mismatch
+    } else if (policy.senderConstrained && identity.jkt === null) {
+      throw new InvalidToken('This resource accepts sender-constrained access tokens only (DPoP-bound or certificate-bound)', {
+        cause: 'unbound token on a sender_constraint: required route',
+      })
+    }
     // A bearer request with an unbound token (the common case) pays one comparison.
     if (dpop === null && identity.jkt === null) return this.#scoped(identity, policy, method, now)
     const bound = this.#bound(identity, method, token, dpop)

@@ -94,7 +94,15 @@ class Gateway implements GatewayFace {
       })
       this.#table = new RouteTable(plans, (p) => p.route.match)
       const dpop = new DpopVerifier(config.dpop, deps, 'resource')
-      this.#auth = new Authenticator({ clock: deps.clock, log: deps.log, revocations: deps.revocations, gateway: config.gateway, dpop, tracing: deps.tracing })
+      this.#auth = new Authenticator({
+        clock: deps.clock,
+        log: deps.log,
+        revocations: deps.revocations,
+        gateway: config.gateway,
+        dpop,
+        tracing: deps.tracing,
+        certificates: deps.clientCertificates,
+      })
       this.#origin = new URL(config.publicUrl).origin
       const exchanges = new OpenExchanges({
         clock: deps.clock,
@@ -216,7 +224,7 @@ class Gateway implements GatewayFace {
       } else if (plan.route.dpop === 'required') {
         throw new InvalidToken('This resource accepts DPoP-bound access tokens only', { cause: 'bearer token on a dpop: required route' })
       }
-      const identity = this.#auth.authenticate(extracted.token, token, req.method ?? 'GET', extracted.grammarChecked, dpop, ctx.trace.span)
+      const identity = this.#auth.authenticate(extracted.token, token, req.method ?? 'GET', extracted.grammarChecked, dpop, ctx.trace.span, req)
       if (identity instanceof Promise) {
         return identity.then(
           (id) => this.#inspect(req, ctx, plan, path, extracted, id, allowBody, presented),

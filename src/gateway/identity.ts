@@ -2,7 +2,7 @@
  * What a verified token (a JWT, or an introspection answer) says about who
  * it speaks for, as the gateway tells the upstream.
  */
-import { confirmationJkt } from '../dpop/thumbprint.js'
+import { readConfirmation } from '../tokens/certificate-binding.js'
 import type { TokenIdentity } from './token-identity.js'
 import { grantedScopes } from './scope.js'
 
@@ -22,7 +22,8 @@ export function identityFromClaims(issuerId: string, issuer: string, claims: Rea
   const jti = optionalString(claims, 'jti')
   const grantId = optionalString(claims, 'grant_id')
   const scopes = grantedScopes(claims)
-  const jkt = confirmationJkt(claims.cnf)
-  if (sub === false || clientId === false || jti === false || grantId === false || scopes === null || jkt === false) return undefined
-  return { issuerId, issuer, sub, clientId, scopes, jti, grantId, exp, jkt, claims }
+  // A cnf this gateway cannot read (neither jkt nor x5t#S256, or either malformed) binds the token to something it cannot check.
+  const cnf = readConfirmation(claims.cnf)
+  if (sub === false || clientId === false || jti === false || grantId === false || scopes === null || cnf === false) return undefined
+  return { issuerId, issuer, sub, clientId, scopes, jti, grantId, exp, jkt: cnf.jkt, x5t: cnf.x5t, claims }
 }

@@ -97,6 +97,7 @@ function foundToken(issuerId: string, record: OpaqueTokenRecord): FoundToken {
     grantId: record.grantId,
     exp: record.exp,
     jkt: record.jkt ?? null,
+    x5t: record.x5t ?? null,
     claims: storedClaims(record),
   }
   return { record, identity: Object.freeze(identity) }

@@ -57,13 +57,23 @@ export function checkCertificateBinding(cnf: unknown, certificate: ClientCertifi
   const confirmation = readConfirmation(cnf)
   if (confirmation === false)
     return new CertificateBindingMismatch('The access token is bound to something this server cannot check', { cause: 'unreadable cnf' })
-  if (confirmation.x5t === null) return null
+  return confirmation.x5t === null ? null : checkBoundCertificate(confirmation.x5t, certificate)
+}
+
+/**
+ * {@link checkCertificateBinding} for a token already known to be bound to
+ * the certificate whose thumbprint is `x5t` (the gateway reads `cnf` once,
+ * when it verifies the token, and checks the certificate on every request).
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc8705#section-3
+ */
+export function checkBoundCertificate(x5t: string, certificate: ClientCertificate | null): CertificateBindingMismatch | null {
   if (certificate === null) {
     return new CertificateBindingMismatch('The access token is bound to a client certificate: present it', {
       cause: 'certificate-bound token without a certificate',
     })
   }
-  const expected = Buffer.from(confirmation.x5t, 'latin1')
+  const expected = Buffer.from(x5t, 'latin1')
   const presented = Buffer.from(certificate.thumbprint, 'latin1')
   if (expected.length !== presented.length || !timingSafeEqual(expected, presented)) {
     return new CertificateBindingMismatch('The access token is bound to another client certificate', { cause: 'certificate thumbprint differs' })

@@ -389,16 +389,25 @@ t.test('mutual TLS at the authorization server (client_certificates: optional)',
     t.not(outcome, 'renegotiated', outcome)
   })
 
-  t.test('a certificate-bound token on a gateway route fails closed until the gateway checks the binding', async (t) => {
-    // The gateway's per-route check (checkCertificateBinding) is the lead's step; until it lands, a
-    // cnf without jkt is one the gateway cannot check, so it refuses the token with the certificate or without.
+  t.test('a certificate-bound token at a gateway route is judged by the certificate of its connection', async (t) => {
+    // The harness's routes lead to a closed port: a token the gateway accepts is forwarded and answered 502.
+    // test/e2e/certificate-bound-routes.test.ts has routes that serve.
     const r = await post(h, agents.svc, '/token', { grant_type: 'client_credentials', client_id: 'mtls-svc' })
     const at = String(r.json.access_token)
-    for (const agent of [agents.svc, agents.none]) {
+    const answer = async (agent: Agent): Promise<{ status: number; challenge: string }> => {
       const res = await undiciFetch(`${h.url}/orders`, { headers: { authorization: `Bearer ${at}` }, dispatcher: agent })
       await res.arrayBuffer()
-      t.equal(res.status, 401)
-      t.match(res.headers.get('www-authenticate'), /invalid_token/)
+      return { status: res.status, challenge: res.headers.get('www-authenticate') ?? '' }
+    }
+    t.equal((await answer(agents.svc)).status, 502, 'its certificate: accepted and forwarded')
+    for (const [label, agent] of [
+      ['no certificate', agents.none],
+      ['a self-signed one', agents.self],
+      ['another CA’s with the same names', agents.forged],
+    ] as const) {
+      const refused = await answer(agent)
+      t.equal(refused.status, 401, label)
+      t.match(refused.challenge, /invalid_token/, label)
     }
   })
 

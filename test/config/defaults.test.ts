@@ -182,6 +182,7 @@ routes:
         storeUnavailable: 'closed',
         realm: 'bearward',
         dpop: 'allowed',
+        senderConstraint: 'optional',
         allowTrace: false,
         upstreamToken: null,
       },
@@ -475,6 +476,7 @@ t.test('the full fixture sets every key', async (t) => {
     realm: 'orders',
     allowTrace: true,
     dpop: 'allowed',
+    senderConstraint: 'required',
     upstreamToken: null,
   })
   t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })

@@ -58,6 +58,7 @@ function identity(over: Partial<TokenIdentity> = {}): TokenIdentity {
     grantId: 'g1',
     exp: 2_000_000_000,
     jkt: null,
+    x5t: null,
     claims: {},
     ...over,
   }

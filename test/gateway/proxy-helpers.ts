@@ -80,6 +80,7 @@ export const alice: TokenIdentity = {
   grantId: null,
   exp: 2_000_000_000,
   jkt: null,
+  x5t: null,
   claims: { sub: 'alice', email: 'alice@example.com' },
 }
 

@@ -39,6 +39,7 @@ const identity = (o: Partial<TokenIdentity> = {}): TokenIdentity => ({
   grantId: 'g1',
   exp: Math.floor(Date.UTC(2026, 0, 1) / 1000) + 600,
   jkt: null,
+  x5t: null,
   claims: {},
   ...o,
 })

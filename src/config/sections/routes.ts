@@ -24,6 +24,7 @@ export const ROUTE_KEYS = keysAt('#/$defs/route')
 const TOKEN_KINDS = enumAt<RouteTokenKind>('#/$defs/route/properties/token')
 const STORE_UNAVAILABLE = enumAt<RouteConfig['storeUnavailable']>('#/$defs/route/properties/store_unavailable')
 const DPOP_MODES = enumAt<RouteConfig['dpop']>('#/$defs/route/properties/dpop')
+const SENDER_CONSTRAINTS = enumAt<RouteConfig['senderConstraint']>('#/$defs/route/properties/sender_constraint')
 export const TIMEOUT_KEYS = keysAt('#/$defs/route/properties/timeouts')
 
 const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
@@ -116,11 +117,15 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     storeUnavailable: m.opt('store_unavailable', r.oneOf(STORE_UNAVAILABLE, { what: 'a store_unavailable policy' }), 'closed'),
     realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
     dpop: m.opt('dpop', r.oneOf(DPOP_MODES, { what: 'a DPoP mode' }), 'allowed'),
+    senderConstraint: m.opt('sender_constraint', r.oneOf(SENDER_CONSTRAINTS, { what: 'a sender constraint' }), 'optional'),
     allowTrace: m.opt('allow_trace', r.bool(), false) || (match?.methods?.includes('TRACE') ?? false),
     upstreamToken: null as UpstreamTokenConfig | null,
   }
   route.upstreamToken = readUpstreamToken(r, m, ctx, { ...route, upstream })
   if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')
+  if (isPublic && m.has('sender_constraint')) {
+    r.problem(m.get('sender_constraint'), m.pathOf('sender_constraint'), '`sender_constraint` has no effect on a public route (no token is checked); remove it')
+  }
   if (route.dpop === 'required' && (route.tokenInBody || route.tokenInQuery)) {
     r.problem(
       m.get('dpop'),

@@ -95,6 +95,7 @@ export function planToken(route: RouteConfig, issuers: ReadonlyMap<string, Trust
     opaque,
     scopes: new ScopeRule(route.scopes),
     stepUp: Object.keys(route.authentication).length === 0 ? null : new StepUpRule(route.authentication),
+    senderConstrained: route.senderConstraint === 'required',
     cacheScope: `\n${route.audiences.join(' ')}\n${route.token}\n${route.issuers.join(',')}`,
   })
 }

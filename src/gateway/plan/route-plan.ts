@@ -32,6 +32,8 @@ export interface TokenPlan {
   readonly scopes: ScopeRule
   /** What the sign-in behind the token must be, per method (RFC 9470); null: the route has no such rule. */
   readonly stepUp: StepUpRule | null
+  /** `sender_constraint: required`: only DPoP-bound or certificate-bound tokens (RFC 9449, RFC 8705). */
+  readonly senderConstrained: boolean
   /**
    * Appended to the token hash in verified-token cache keys: what besides
    * the token decides a JWT's validity (audience and trusted issuers).

@@ -6,6 +6,7 @@ import { redactUrl } from '../../log.js'
 import type { TrustedProxies } from '../../http/trusted-proxies.js'
 import { RequestHeaderPolicy } from '../headers.js'
 import { DEFAULT_ASSERTION_HEADER, upstreamCredential, type CredentialDeps, type UpstreamCredential } from '../upstream-token/credential.js'
+import { clientCertificateHeaderNames } from '../../http/client-certificate.js'
 import { withoutServername } from '../upstream/connector.js'
 import { errorCode } from '../upstream/failure.js'
 import { WebSocketUpstream } from '../upstream/websocket.js'
@@ -112,7 +113,8 @@ export function planUpstreams(
   // route must not find a client-written one arriving through another.
   const assertionHeaders = routes.flatMap((r) => (r.upstreamToken?.mode === 'assertion' ? [r.upstreamToken.header] : []))
   const identityDefaults = [defaults.subject, defaults.clientId, defaults.scope, defaults.issuer, ...Object.values(defaults.claims)]
-  const alsoStrip = [...identityDefaults, DEFAULT_ASSERTION_HEADER, ...assertionHeaders]
+  // A client certificate reaches the gateway from a trusted proxy's header only; no upstream ever learns one from a header.
+  const alsoStrip = [...identityDefaults, DEFAULT_ASSERTION_HEADER, ...assertionHeaders, ...clientCertificateHeaderNames(gateway)]
   const pools = new Map<string, Pool>()
   const sockets = new Map<string, WebSocketUpstream>()
   const upstreams: UpstreamPlan[] = []
