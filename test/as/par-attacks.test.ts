@@ -135,13 +135,13 @@ async function refusedOnPage(t: Test, url: string, error: string): Promise<void>
 }
 
 t.test('a request object replayed in the last second it is accepted is refused: its jti is remembered to the end of that second', async (t) => {
-  // exp far ahead: the object is usable until iat + 10 minutes (plus the skew), the jti is remembered as long.
+  // The longest life there is: accepted until exp plus the skew, the jti remembered as long.
   const iat = nowSec()
-  const jwt = requestObject({ claims: { iat, exp: iat + 3600 } })
+  const jwt = requestObject({ claims: { iat, exp: iat + 600 } })
   t.equal((await pushObject(jwt)).status, 201, 'pushed once')
   const before = front.store.pushedRequests.size
-  // The last second in which `iat` is not yet too old, later in that second than the first push was.
-  clock.set((iat + 600 + SKEW_SEC) * 1000 + 950)
+  // The last second in which it is not yet expired, later in that second than the first push was.
+  clock.set((iat + 600 + SKEW_SEC - 1) * 1000 + 950)
   const from = front.logs.length
   refusedAtPar(t, await pushObject(jwt), 'invalid_request_object', before)
   t.equal(lastCause(from), 'request object: jti replayed')
@@ -149,6 +149,20 @@ t.test('a request object replayed in the last second it is accepted is refused: 
   clock.advance(1000)
   refusedAtPar(t, await pushObject(jwt), 'invalid_request_object', before)
   clock.set(Math.floor(Date.now() / 1000) * 1000 + 900)
+})
+
+t.test('a request object whose exp is more than 10 minutes after its iat is refused, as one without iat or with nbf is', async (t) => {
+  const before = front.store.pushedRequests.size
+  const iat = nowSec()
+  const from = front.logs.length
+  refusedAtPar(t, await pushObject(requestObject({ claims: { iat, exp: iat + 3600 } })), 'invalid_request_object', before)
+  t.equal(lastCause(from), 'request object: exp too far after iat')
+  refusedAtPar(t, await pushObject(requestObject({ claims: { iat, exp: iat + 601 } })), 'invalid_request_object', before)
+  const res = await get(`${front.url}/authorize?${new URLSearchParams({ client_id: 'signer', request: requestObject({ claims: { iat, exp: iat + 3600 } }) })}`)
+  t.equal(res.status, 400, 'at /authorize: our page')
+  t.equal(res.headers.get('location'), null)
+  t.match(res.text, /Error code: <code>invalid_request_object<\/code>/)
+  t.equal((await pushObject(requestObject({ claims: { iat, exp: iat + 600 } }))).status, 201, 'ten minutes is fine')
 })
 
 t.test('a client assertion replayed at /par in the last second it is accepted is refused: its jti is remembered to the end of that second', async (t) => {
