@@ -12,6 +12,7 @@ import t, { type Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { Browser, countCodes, frontYaml, get, pkce, startFront } from '../helpers/as-front.js'
 import { postForm, reply, type Reply } from '../helpers/http.js'
+import { h2Request, openSession } from '../helpers/http2.js'
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
 const SIGNER_CB = 'https://signer.example.com/cb'
@@ -116,6 +117,7 @@ function refusedAtPar(t: Test, r: Reply, error: string, before: number, status =
   t.equal(r.status, status, `${error}: status`)
   t.equal(r.json?.error, error, `${error}: the error`)
   t.equal(r.headers.get('location'), null, 'never a redirect')
+  t.equal(r.headers.get('cache-control'), 'no-store', `${error}: no-store`)
   t.equal(front.store.pushedRequests.size, before, 'nothing pushed')
 }
 
@@ -317,7 +319,7 @@ t.test('a request_uri spelled another way, or sent with a request, at /authorize
   await page.text()
 })
 
-t.test('the store down during a push: 503 JSON to the client, nothing kept, the object not half-used', async (t) => {
+t.test('the store down during a push: 503 JSON to the client, no request_uri handed out', async (t) => {
   const down = await startFront(
     await frontYaml({
       clientsExtra: [
@@ -350,6 +352,63 @@ t.test('the store down during a push: 503 JSON to the client, nothing kept, the 
   )
   t.equal(r.status, 503)
   t.equal(r.json?.error, 'temporarily_unavailable')
+  t.equal(r.headers.get('cache-control'), 'no-store')
   t.equal(r.headers.get('location'), null)
   t.equal(r.json?.request_uri, undefined, 'no request_uri handed out')
+})
+
+t.test('/par over HTTP/2 (h2c): the same request object pushes once; a lowercase method, two DPoP headers or too large a body push nothing', async (t) => {
+  const h2 = await startFront(
+    await frontYaml({
+      topExtra: 'http2: { cleartext: true }',
+      clientsExtra: [
+        '    - client_id: signer',
+        '      type: confidential',
+        '      token_endpoint_auth_method: private_key_jwt',
+        `      jwks: ${JSON.stringify({ keys: [signerKey.publicJwk] })}`,
+        `      redirect_uris: [${SIGNER_CB}]`,
+        '      grant_types: [authorization_code]',
+        '      scopes: [orders:read]',
+      ].join('\n'),
+    }),
+    { clock },
+  )
+  t.teardown(() => h2.close())
+  const session = await openSession(h2.url)
+  t.teardown(() => session.close())
+  const object = (): string => requestObject({ claims: { aud: h2.issuer } })
+  // A fresh client assertion each time: what is replayed below is the request object only.
+  const form = async (jwt = object()): Promise<string> => {
+    const now = nowSec()
+    const auth = await new SignJWT({ iss: 'signer', sub: 'signer', aud: h2.issuer, iat: now, exp: now + 60, jti: crypto.randomUUID() })
+      .setProtectedHeader({ alg: 'ES256', kid: 'signer-1' })
+      .sign(signerKey.privateKey)
+    return new URLSearchParams({ request: jwt, client_assertion_type: ASSERTION_TYPE, client_assertion: auth }).toString()
+  }
+  const post = (body: string, headers: Record<string, string | string[]> = {}) =>
+    h2Request(session, { ':method': 'POST', ':path': '/par', 'content-type': 'application/x-www-form-urlencoded', ...headers }, body)
+  const before = h2.store.pushedRequests.size
+  const jwt = object()
+  const first = await post(await form(jwt))
+  t.equal(first.status, 201, 'pushed over HTTP/2')
+  const again = await post(await form(jwt))
+  t.equal(again.status, 400, 'the same object again over HTTP/2: refused')
+  t.equal(JSON.parse(again.body).error, 'invalid_request_object')
+  const onH1 = await reply(fetch(`${h2.url}/par`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: await form(jwt) }))
+  t.equal(onH1.status, 400, 'and over HTTP/1.1: one jti record for both protocols')
+  t.equal(h2.store.pushedRequests.size, before + 1, 'one push kept')
+
+  const lower = await post(await form(), { ':method': 'post' })
+  t.not(lower.status, 201, `lowercase method: ${lower.status}, not pushed`)
+  const key = await generateKeyPair('ES256', { extractable: true })
+  const proof = async (): Promise<string> =>
+    new SignJWT({ jti: crypto.randomUUID(), htm: 'POST', htu: `${h2.issuer}/par`, iat: nowSec() })
+      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(key.publicKey) })
+      .sign(key.privateKey)
+  const twoProofs = await post(await form(), { dpop: [await proof(), await proof()] })
+  t.equal(twoProofs.status, 400, 'two DPoP headers over HTTP/2')
+  t.equal(JSON.parse(twoProofs.body).error, 'invalid_dpop_proof')
+  const big = await post(`${await form()}&filler=${'x'.repeat(70 * 1024)}`)
+  t.equal(big.status, 413, 'a body over the limit, without Content-Length')
+  t.equal(h2.store.pushedRequests.size, before + 1, 'nothing more pushed')
 })
