@@ -199,6 +199,12 @@ export function singleUseJti(claims: JWTPayload, refuse: Refuse): string {
  * longer be used (plus the skew), in the store every instance shares: true
  * the first time, false for a replay (RFC 7523 3 point 7). Rejects with
  * StoreUnavailableError when the store cannot say (the caller fails closed).
+ *
+ * The checks judge whole seconds: the assertion is accepted through the
+ * last millisecond of second `usableUntil + skewSec`. The record is kept
+ * until that second ends, counted from the clock's milliseconds; counted
+ * in whole seconds from now, it would end as far into that second as now
+ * is into this one, and a replay later in it would be taken for a first use.
  */
 export async function useJtiOnce(
   store: Store,
@@ -208,8 +214,8 @@ export async function useJtiOnce(
   usableUntil: number,
   rules: Pick<AssertionRules, 'clock' | 'skewSec'>,
 ): Promise<boolean> {
-  const now = Math.floor(rules.clock.now() / 1000)
-  return store.singleUse.use(`${namespace}:${hashToken(`${signer}\n${jti}`)}`, Math.max(1, usableUntil - now + rules.skewSec))
+  const untilMs = (usableUntil + rules.skewSec + 1) * 1000
+  return store.singleUse.use(`${namespace}:${hashToken(`${signer}\n${jti}`)}`, Math.max(1, (untilMs - rules.clock.now()) / 1000))
 }
 
 /** `aud` as one string: a string, or a list of exactly one. */

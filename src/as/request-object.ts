@@ -107,8 +107,10 @@ export async function verifyRequestObject(as: AsContext, client: ClientConfig, j
   // One that could also pass as the client's assertion (sub = the client, an assertion's typ) is refused: it is sent through the browser.
   const typ = typeof parts.header.typ === 'string' ? parts.header.typ.toLowerCase().replace(/^application\//, '') : undefined
   if (claims.sub === client.clientId && typ !== 'oauth-authz-req+jwt') throw refuse('sub and typ make it a client assertion too')
-  const { nbf, exp } = claims
+  // The shared checks only stop using one 10 minutes after iat; the lifetime it states is refused as with nbf or without iat.
+  const { iat, nbf, exp } = claims
   if (nbf !== undefined && (typeof nbf !== 'number' || exp - nbf > MAX_REQUEST_OBJECT_LIFETIME_SEC)) throw refuse('exp too far after nbf')
+  if (iat !== undefined && exp - iat > MAX_REQUEST_OBJECT_LIFETIME_SEC) throw refuse('exp too far after iat')
   if (claims.client_id !== undefined && claims.client_id !== client.clientId) throw refuse('client_id differs from the outer client_id')
   const params = parametersOf(claims, client.clientId)
   const jti = singleUseJti(claims, refuse)

@@ -9,13 +9,16 @@ import { exportJWK, generateKeyPair } from 'jose'
 import * as oauth from 'oauth4webapi'
 import t from 'tap'
 import { ManualClock } from '../../src/clock.js'
+import { hashSecret } from '../../src/crypto/secret.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { Browser, authorizeAs, frontYaml, get, pkce } from '../helpers/as-front.js'
+import { eventually, postForm, reply } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { serveRuntime } from '../helpers/serve-runtime.js'
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const
 const BANK_CB = 'https://bank.example.com/cb'
+const PUSHER_SECRET = 'pusher-secret-0123456789abcdefghijklmnop'
 
 t.test('a request pushed at one instance is taken once, at another', async (t) => {
   const redis = await startRedis()
@@ -74,4 +77,57 @@ t.test('a request pushed at one instance is taken once, at another', async (t) =
   t.equal(again.status, 400, 'A refuses it afterwards')
   t.equal(again.headers.get('location'), null)
   t.match(again.text, /Error code: <code>invalid_request_uri<\/code>/)
+})
+
+t.test('Redis killed with a request pushed: /par and /authorize fail closed (503), and after a restart nothing half-pushed is usable', async (t) => {
+  const redis = await startRedis({ own: true })
+  t.teardown(() => redis.stop())
+  const yaml = await frontYaml({
+    clientsExtra: [
+      '    - client_id: pusher',
+      '      type: confidential',
+      `      secret_hash: "${await hashSecret(PUSHER_SECRET)}"`,
+      `      redirect_uris: [${BANK_CB}]`,
+      '      grant_types: [authorization_code]',
+      '      scopes: [orders:read]',
+    ].join('\n'),
+  })
+  const served = await serveRuntime(yaml, {
+    clock: new ManualClock(Date.now()),
+    store: (clock) => new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock }),
+  })
+  t.teardown(() => served.close())
+  const push = () =>
+    reply(
+      postForm(
+        `${served.url}/par`,
+        { response_type: 'code', redirect_uri: BANK_CB, scope: 'orders:read', code_challenge: pkce().challenge, code_challenge_method: 'S256' },
+        { authorization: `Basic ${Buffer.from(`pusher:${PUSHER_SECRET}`).toString('base64')}` },
+      ),
+    )
+  const authorize = (uri: string) => get(`${served.url}/authorize?${new URLSearchParams({ client_id: 'pusher', request_uri: uri })}`)
+  const before = await push()
+  t.equal(before.status, 201, 'pushed while Redis answers')
+  const pushedUri = String(before.json?.request_uri)
+
+  await redis.kill()
+  const during = await push()
+  t.equal(during.status, 503, '/par while Redis is down')
+  t.equal(during.json?.error, 'temporarily_unavailable')
+  t.equal(during.json?.request_uri, undefined, 'no request_uri handed out')
+  t.equal(during.headers.get('cache-control'), 'no-store')
+  const page = await authorize(pushedUri)
+  t.equal(page.status, 503, '/authorize while Redis is down: a 503 page')
+  t.equal(page.headers.get('location'), null, 'never redirected')
+  t.match(page.headers.get('content-type'), /^text\/html/)
+
+  await redis.restart()
+  let after = during
+  t.ok(await eventually(async () => (after = await push()).status === 201, 10_000), 'pushing works again once the store reconnects')
+  // Redis came back empty (no persistence): the request pushed before is gone, refused on our page, never half-usable.
+  const lost = await authorize(pushedUri)
+  t.equal(lost.status, 400)
+  t.match(lost.text, /Error code: <code>invalid_request_uri<\/code>/)
+  const login = await authorize(String(after.json?.request_uri))
+  t.equal(login.status, 200, 'and the new request_uri starts the authorization')
 })

@@ -3,7 +3,8 @@ export interface SingleUseStore {
   /**
    * Atomic set-if-absent: true when `key` had not been used within its
    * lifetime (it is now recorded for `ttlSec`), false when it was (a replay).
-   * Of N concurrent calls with one key exactly one gets true.
+   * Of N concurrent calls with one key exactly one gets true. `ttlSec` may
+   * hold a fraction: a lifetime that ends at a given millisecond.
    */
   use(key: string, ttlSec: number): Promise<boolean>
 }
