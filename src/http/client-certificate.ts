@@ -92,10 +92,11 @@ export function certificateThumbprint(der: Buffer): string {
   return createHash('sha256').update(der).digest('base64url')
 }
 
-const PEM = /-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]+)-----END CERTIFICATE-----/
+/** Exactly one PEM certificate and nothing else: a value holding more (two joined header lines) is not one certificate. */
+const PEM = /^\s*-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]+)-----END CERTIFICATE-----\s*$/
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
 
-/** The first certificate of a PEM text, or null. */
+/** The certificate of a PEM text holding exactly one, or null. */
 function pemToDer(text: string): Buffer | null {
   const m = PEM.exec(text)
   if (m === null) return null
@@ -206,6 +207,14 @@ export function clientCertificateHeaderNames(gateway: Pick<GatewayConfig, 'clien
   return gateway.clientCertificateHeader === null ? [] : [gateway.clientCertificateHeader.toLowerCase()]
 }
 
+/** How many lines of `rawHeaders` (name, value, name, value...) carry the header `name` (lower case). */
+function linesOf(rawHeaders: readonly string[] | undefined, name: string): number {
+  if (rawHeaders === undefined) return 0
+  let count = 0
+  for (let i = 0; i < rawHeaders.length; i += 2) if ((rawHeaders[i] as string).toLowerCase() === name) count++
+  return count
+}
+
 /** The TLS socket under a request: HTTP/1.1's own, or an HTTP/2 stream's session's (the compat API's `req.socket` is a per-request proxy). */
 function tlsSocketOf(req: IncomingMessage): TLSSocket | null {
   const h2 = (req as { stream?: { session?: { socket?: unknown } } }).stream?.session?.socket
@@ -265,8 +274,9 @@ export class ClientCertificates {
     if (this.#header === null) return null
     const raw = req.headers[this.#header]
     if (raw === undefined) return null
-    // Two copies of the header: not one proxy's statement.
-    if (Array.isArray(raw)) return null
+    // Two copies of the header: not one proxy's statement. Node joins repeated lines into one value
+    // ("client's, proxy's" when a proxy adds its line instead of replacing), so count the lines themselves.
+    if (Array.isArray(raw) || linesOf(req.rawHeaders, this.#header) > 1) return null
     const last = this.#lastHeader
     if (last !== null && last.value === raw) return last.cert
     const der = certificateFromHeader(raw)

@@ -169,7 +169,7 @@ async function post(h: Harness, agent: Agent, path: string, form: Record<string,
 }
 
 /** POST a form over plain HTTP from `localAddress` (undici's Agent does not bind a local address). */
-function postFrom(localAddress: string, url: string, form: Record<string, string>, headers: Record<string, string>): Promise<Answer> {
+function postFrom(localAddress: string, url: string, form: Record<string, string>, headers: Record<string, string | string[]>): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const body = new URLSearchParams(form).toString()
     const req = httpRequest(url, { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } }, (res) => {
@@ -473,6 +473,28 @@ t.test('behind a TLS-terminating proxy: the certificate header, from trusted pro
   t.test('an XFCC with two elements (a header the proxy appended to) is not believed', async (t) => {
     const r = await post(h, proxy, '/token', { grant_type: 'client_credentials', client_id: 'mtls-svc' }, { 'x-client-cert': `${xfcc},By=x;Hash=y` })
     t.equal(r.status, 401)
+  })
+
+  t.test('two copies of the certificate header (a proxy that adds its own after the client’s) are not believed', async (t) => {
+    // HAProxy's `http-request add-header` (not set-header) appends its line after the client's copy; Node
+    // joins the two lines into one value ("client's, proxy's"), whose first certificate used to win.
+    // Its own client: refused certificates count towards the lockout of (client, address).
+    const form = { grant_type: 'client_credentials', client_id: 'mtls-uri' }
+    const one = await postFrom('127.0.0.1', `${h.url}/token`, form, { 'x-client-cert': escaped })
+    t.equal(one.status, 200, 'the one copy passes')
+    const proxysOwn = new X509Certificate(k.pub.cert).raw.toString('base64')
+    for (const copies of [
+      [escaped, proxysOwn],
+      [escaped, escaped],
+      [k.svc.cert.replace(/\n/g, ' '), proxysOwn],
+    ]) {
+      const r = await postFrom('127.0.0.1', `${h.url}/token`, form, { 'x-client-cert': copies })
+      t.equal(r.status, 401, JSON.stringify(r.json))
+      t.equal(r.json.error, 'invalid_client')
+      t.equal(r.json.access_token, undefined, 'no token issued')
+    }
+    const joined = await postFrom('127.0.0.1', `${h.url}/token`, form, { 'x-client-cert': `${escaped}, ${proxysOwn}` })
+    t.equal(joined.status, 401, 'one line holding a certificate and more is not one certificate either')
   })
 
   t.test('the certificate header from a peer that is not a trusted proxy is ignored', async (t) => {

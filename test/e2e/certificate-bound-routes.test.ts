@@ -9,6 +9,8 @@
  */
 import { X509Certificate } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
+import { connect as http2Connect } from 'node:http2'
+import { request as httpsRequest } from 'node:https'
 import t from 'tap'
 import { decodeJwt } from 'jose'
 import { Agent, fetch as undiciFetch } from 'undici'
@@ -35,6 +37,52 @@ const STRICT_ROUTE = { name: 'strict', match: { path: '/strict' }, token: 'any',
 /** A PEM as nginx's `$ssl_client_escaped_cert` sends it. */
 const escapedPem = (cert: IssuedCertificate): string => encodeURIComponent(cert.cert)
 
+/** GET over HTTP/2 (node:http2, so h2 for certain), presenting `cert` or none. */
+function h2Get(url: string, ca: string, cert: IssuedCertificate | null, path: string, token: string): Promise<{ status: number; challenge: string }> {
+  return new Promise((resolve, reject) => {
+    const session = http2Connect(url, { ca, ...(cert === null ? {} : { cert: cert.cert, key: cert.key }) })
+    session.on('error', reject)
+    const req = session.request({ ':path': path, authorization: `Bearer ${token}` })
+    req.on('response', (headers) => {
+      req.resume()
+      req.on('end', () => {
+        session.close()
+        resolve({ status: Number(headers[':status']), challenge: String(headers['www-authenticate'] ?? '') })
+      })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/** A WebSocket upgrade request over HTTPS/1.1, presenting `cert` or none: the answer's status and challenge. */
+function upgrade(url: string, ca: string, cert: IssuedCertificate | null, path: string, token: string): Promise<{ status: number; challenge: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(`${url}${path}`, {
+      ca,
+      ...(cert === null ? {} : { cert: cert.cert, key: cert.key }),
+      agent: false,
+      headers: {
+        authorization: `Bearer ${token}`,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      },
+    })
+    req.on('response', (res) => {
+      res.resume()
+      resolve({ status: res.statusCode ?? 0, challenge: String(res.headers['www-authenticate'] ?? '') })
+    })
+    req.on('upgrade', (res, socket) => {
+      socket.destroy()
+      resolve({ status: res.statusCode ?? 0, challenge: '' })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
 t.test('over its own TLS listener, a certificate-bound token needs its certificate on every route', async (t) => {
   const up = await startUpstream('orders')
   const port = await freePort()
@@ -50,7 +98,7 @@ t.test('over its own TLS listener, a certificate-bound token needs its certifica
     upstream: up.url,
     routes: [{ ...STRICT_ROUTE, upstream: up.url }],
     // The header is configured, and 127.0.0.1 is not a trusted proxy here: its header must not count.
-    override: { public_url: `https://127.0.0.1:${port}`, tls, gateway: { client_certificate_header: 'x-client-cert' } },
+    override: { public_url: `https://127.0.0.1:${port}`, tls, http2: { tls: true }, gateway: { client_certificate_header: 'x-client-cert' } },
   })
   config.authorization_server.clients.push({ ...PAYMENTS })
   await writeFile(cfg.file, configYaml(config))
@@ -104,6 +152,29 @@ t.test('over its own TLS listener, a certificate-bound token needs its certifica
       }
     }
     t.equal(up.seen.length, before, 'nothing reached the upstream')
+  })
+
+  t.test('over HTTP/2 and on a WebSocket upgrade too: the certificate of the connection, or 401 and nothing forwarded', async (t) => {
+    const before = up.seen.length
+    for (const [label, cert, want] of [
+      ['svc', svc, 200],
+      ['no certificate', null, 401],
+      ['another certificate', other, 401],
+    ] as const) {
+      const res = await h2Get(bin.url, server.cert, cert, '/orders/h2', bound)
+      t.equal(res.status, want, `HTTP/2, ${label}`)
+      if (want === 401) t.match(res.challenge, /error="invalid_token"/)
+    }
+    t.equal(up.seen.length, before + 1, 'only the request with its certificate was forwarded')
+    for (const [label, cert] of [
+      ['no certificate', null],
+      ['another certificate', other],
+    ] as const) {
+      const res = await upgrade(bin.url, server.cert, cert, '/orders/ws', bound)
+      t.equal(res.status, 401, `WebSocket upgrade, ${label}`)
+      t.match(res.challenge, /error="invalid_token"/)
+    }
+    t.equal(up.seen.length, before + 1, 'no upgrade reached the upstream')
   })
 
   t.test('sender_constraint: required refuses an unbound token that the plain route takes', async (t) => {

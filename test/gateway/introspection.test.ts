@@ -187,6 +187,21 @@ gateway:
     t.equal((await gw.get('/opaque', 'tok-badscope')).status, 401, 'a scope that is not a string')
   })
 
+  t.test("a remote answer's cnf binds the token: x5t#S256 without its certificate, or a cnf we cannot read, is refused", async (t) => {
+    // RFC 8705 3.2: the introspection answer carries the binding; the gateway checks it as it checks a JWT's.
+    const forwarded = gw.upstream.seen.length
+    idp.answers.set('tok-x5t', active({ cnf: { 'x5t#S256': 'A'.repeat(43) } }))
+    for (let i = 0; i < 2; i++) {
+      const res = await gw.get('/opaque', 'tok-x5t')
+      t.equal(res.status, 401, i === 0 ? 'introspected now' : 'answered from the cache')
+      t.equal(res.json().error, 'invalid_token')
+      t.match(res.headers['www-authenticate'], /client certificate/)
+    }
+    idp.answers.set('tok-jwk', active({ cnf: { jwk: { kty: 'EC' } } }))
+    t.equal((await gw.get('/opaque', 'tok-jwk')).status, 401, 'bound to a key we cannot check')
+    t.equal(gw.upstream.seen.length, forwarded, 'nothing forwarded')
+  })
+
   t.test('revocation applies to introspected tokens too', async (t) => {
     idp.answers.set('tok-jti', active({ jti: 'remote-jti' }))
     t.equal((await gw.get('/opaque', 'tok-jti')).status, 200)

@@ -119,6 +119,25 @@ t.test('certificates', async (t) => {
     t.equal(certs.presented(req('10.1.2.3', [escaped, escaped])), null, 'two copies of the header: not one statement')
     t.equal(certs.presented(req('10.1.2.3', 'garbage')), null)
   })
+
+  t.test('two header lines that Node joins into one value are not believed, nor a value holding a certificate and more', async (t) => {
+    const certs = new ClientCertificates(new TrustedProxies(['10.0.0.0/8']), 'X-Client-Cert')
+    const escaped = encodeURIComponent(svc.cert)
+    const other = new X509Certificate(plain.cert).raw.toString('base64')
+    // What node:http makes of a client's line followed by the one a proxy added: one joined value, two raw lines.
+    const joined = (lines: string[]): IncomingMessage =>
+      ({
+        headers: { 'x-client-cert': lines.join(', ') },
+        rawHeaders: lines.flatMap((v, i) => [i === 0 ? 'X-Client-Cert' : 'x-client-cert', v]),
+        socket: { remoteAddress: '10.1.2.3' },
+      }) as unknown as IncomingMessage
+    t.equal(certs.presented(joined([escaped, other])), null, "the client's line first, the proxy's after")
+    t.equal(certs.presented(joined([escaped, escaped])), null, 'the same value twice is still two statements')
+    t.equal(certs.presented(joined([escaped]))?.source, 'proxy', 'one line is believed')
+    t.equal(certificateFromHeader(`${escaped}, ${other}`), null, 'URL-encoded PEM and more')
+    t.equal(certificateFromHeader(`${svc.cert.replace(/\n/g, ' ')}, ${svc.cert.replace(/\n/g, ' ')}`), null, 'two PEMs')
+    t.same(certificateFromHeader(` ${escaped} `), svcDer, 'spaces around one certificate are fine')
+  })
 })
 
 t.test('IP addresses are written as certificates are compared', async (t) => {
