@@ -40,15 +40,40 @@ t.test('a FAPI 2.0 client: PAR, PKCE and its profile set; the server-wide profil
 
 t.test('profile: fapi2 with a contradicting client setting: one problem there, naming the rule', async (t) => {
   const cases: Array<[string, string, string, RegExp]> = [
-    ['', `profile: fapi2, secret_hash: "${HASH}", token_endpoint_auth_method: client_secret_basic, dpop_bound_access_tokens: true`, 'token_endpoint_auth_method', /`profile: fapi2` authenticates clients with `private_key_jwt`, `tls_client_auth` or `self_signed_tls_client_auth` only, not `client_secret_basic` \(FAPI 2.0 Security Profile 5.3.2.1\)/],
+    [
+      '',
+      `profile: fapi2, secret_hash: "${HASH}", token_endpoint_auth_method: client_secret_basic, dpop_bound_access_tokens: true`,
+      'token_endpoint_auth_method',
+      /`profile: fapi2` authenticates clients with `private_key_jwt`, `tls_client_auth` or `self_signed_tls_client_auth` only, not `client_secret_basic` \(FAPI 2.0 Security Profile 5.3.2.1\)/,
+    ],
     ['', `profile: fapi2, secret_hash: "${HASH}", dpop_bound_access_tokens: true`, 'token_endpoint_auth_method', /not the default `client_secret_basic`/],
-    ['', `profile: fapi2, secret_hash: "${HASH}", token_endpoint_auth_method: client_secret_post, dpop_bound_access_tokens: true`, 'token_endpoint_auth_method', /not `client_secret_post`/],
-    ['', `profile: fapi2, ${KEYED}`, 'dpop_bound_access_tokens', /issues sender-constrained tokens only: set `dpop_bound_access_tokens: true`.*`tls_client_certificate_bound_access_tokens: true`/],
+    [
+      '',
+      `profile: fapi2, secret_hash: "${HASH}", token_endpoint_auth_method: client_secret_post, dpop_bound_access_tokens: true`,
+      'token_endpoint_auth_method',
+      /not `client_secret_post`/,
+    ],
+    [
+      '',
+      `profile: fapi2, ${KEYED}`,
+      'dpop_bound_access_tokens',
+      /issues sender-constrained tokens only: set `dpop_bound_access_tokens: true`.*`tls_client_certificate_bound_access_tokens: true`/,
+    ],
     ['', `profile: fapi2, ${FAPI}, require_pkce: false`, 'require_pkce', /requires PKCE.*5.3.2.2/],
     ['', `profile: fapi2, ${FAPI}, allow_plain_pkce: true`, 'allow_plain_pkce', /S256 only/],
-    ['', `profile: fapi2, ${FAPI}, require_pushed_authorization_requests: false`, 'require_pushed_authorization_requests', /requires pushed authorization requests/],
+    [
+      '',
+      `profile: fapi2, ${FAPI}, require_pushed_authorization_requests: false`,
+      'require_pushed_authorization_requests',
+      /requires pushed authorization requests/,
+    ],
     ['', `profile: fapi3, ${FAPI}`, 'profile', /`fapi3` is not a security profile: expected one of `fapi2`/],
-    ['  profile: fapi2', `secret_hash: "${HASH}", dpop_bound_access_tokens: true`, 'token_endpoint_auth_method', /`authorization_server.profile: fapi2` authenticates clients/],
+    [
+      '  profile: fapi2',
+      `secret_hash: "${HASH}", dpop_bound_access_tokens: true`,
+      'token_endpoint_auth_method',
+      /`authorization_server.profile: fapi2` authenticates clients/,
+    ],
   ]
   for (const [server, client, key, message] of cases) {
     const { problems } = inspect(config(server, client))
