@@ -121,3 +121,16 @@ t.test('authorization_server.profile: fapi2 with a server setting it cannot keep
   const ok = inspect(config('  profile: fapi2\n  code_ttl: 30s\n  par: { required: true }', client))
   t.same(ok.problems, [], describe(ok.problems))
 })
+
+t.test('a FAPI client a workload issuer maps a subject to is refused: its token follows the issuer, not the profile', async (t) => {
+  const { problems } = inspect(`
+public_url: https://auth.example.com
+authorization_server:
+  assertion_issuers:
+    - { issuer: https://kubernetes.default.svc, kind: workload, jwks: ${JSON.stringify({ keys: [PUBLIC_JWK] })}, audience: bearward, algorithms: [ES256], subjects: { "system:serviceaccount:ns:sa": billing } }
+  clients:
+    - { client_id: billing, type: confidential, token_endpoint_auth_method: private_key_jwt, grant_types: [client_credentials], profile: fapi2, dpop_bound_access_tokens: true }
+`)
+  t.match(at(problems, 'authorization_server.clients[0].client_id'), [{ message: /`profile: fapi2` accepts client assertions whose `aud` is the issuer only/ }], describe(problems))
+  t.equal(problems.length, 1, describe(problems))
+})

@@ -235,6 +235,7 @@ function readClient(
         requirePkce,
         allowPlainPkce,
         requirePushedAuthorizationRequests,
+        workload: clientId !== undefined && workloadClients.has(clientId),
       },
       c.has('profile') ? 'profile: fapi2' : 'authorization_server.profile: fapi2',
     )

@@ -30,6 +30,8 @@ export interface ProfileSubject {
   requirePkce: boolean
   allowPlainPkce: boolean
   requirePushedAuthorizationRequests: boolean
+  /** A `kind: workload` assertion issuer maps a subject to it. */
+  workload: boolean
 }
 
 /**
@@ -57,6 +59,16 @@ export function checkFapi2Client(r: Reader, c: MapView, s: ProfileSubject, sourc
       c.get('token_endpoint_auth_method') ?? c.node,
       c.pathOf('token_endpoint_auth_method'),
       rule(`authenticates clients with \`private_key_jwt\`, \`tls_client_auth\` or \`self_signed_tls_client_auth\` only, not ${written}`, '5.3.2.1'),
+    )
+  }
+  if (s.workload) {
+    r.problem(
+      c.get('client_id'),
+      c.pathOf('client_id'),
+      rule(
+        "accepts client assertions whose `aud` is the issuer only; a workload issuer's token follows that issuer's rules: map no workload subject to this client",
+        '5.3.2.1',
+      ),
     )
   }
   if (!s.requirePkce) {
