@@ -131,6 +131,10 @@ authorization_server:
   clients:
     - { client_id: billing, type: confidential, token_endpoint_auth_method: private_key_jwt, grant_types: [client_credentials], profile: fapi2, dpop_bound_access_tokens: true }
 `)
-  t.match(at(problems, 'authorization_server.clients[0].client_id'), [{ message: /`profile: fapi2` accepts client assertions whose `aud` is the issuer only/ }], describe(problems))
+  t.match(
+    at(problems, 'authorization_server.clients[0].client_id'),
+    [{ message: /`profile: fapi2` accepts client assertions whose `aud` is the issuer only/ }],
+    describe(problems),
+  )
   t.equal(problems.length, 1, describe(problems))
 })
