@@ -281,6 +281,25 @@ t.test('client authentication the profile refuses: a secret, none, an HMAC or un
   }
   t.equal(front.store.pushedRequests.size, before, 'nothing pushed')
 
+  // The same at /token, before the grant is looked at: the code stays unredeemed.
+  const { code, verifier } = await fapiCode()
+  const grant = { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: FAPI_CB }
+  const proof = () => makeProof(proofKeyPair('ES256'), { htm: 'POST', htu: `${front.issuer}/token`, nowMs: clock.now() })
+  const atToken = async (auth: Record<string, string>, headers: Record<string, string> = {}) =>
+    reply(postForm(`${front.url}/token`, { ...grant, ...auth }, { dpop: proof(), ...headers }))
+  const from = front.logs.length
+  refused(
+    t,
+    await atToken({ client_assertion_type: ASSERTION_TYPE, client_assertion: await assertion({ aud: `${front.issuer}/token` }) }),
+    'invalid_client',
+    401,
+  )
+  t.equal(causeSince(from), 'client assertion: aud is not this server', 'aud the token endpoint URL: refused at /token')
+  refused(t, await atToken({}, { authorization: basic('fapi', CLIENT_SECRET) }), 'invalid_client', 401)
+  refused(t, await atToken({ client_id: 'fapi' }), 'invalid_client', 401)
+  const redeemed = await atToken({ client_assertion_type: ASSERTION_TYPE, client_assertion: await assertion() })
+  t.equal(redeemed.status, 200, 'the code was never spent by the refused requests')
+
   // RFC 7523 alone allows the token endpoint URL: a client without the profile is accepted with it.
   const classic = await reply(
     postForm(`${front.url}/par`, {
