@@ -50,6 +50,7 @@ const REQUIRED_SURFACES = [
   'Config reload',
   'Store (Redis) faults',
   '/par and request objects',
+  'FAPI 2.0 profile',
 ]
 
 /** One row of a surface table: the attack and the test that refuses it. */

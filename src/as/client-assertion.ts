@@ -17,7 +17,8 @@
  * 3. the signature; `iss` = `sub` = the client_id;
  * 4. `aud`: one value, the issuer, the token endpoint or the URL of the
  *    endpoint called (RFC 7523 3 point 3; several values are refused, so an
- *    assertion made for another server cannot also name this one);
+ *    assertion made for another server cannot also name this one); for a
+ *    `profile: fapi2` client the issuer only (FAPI 2.0 5.3.2.1);
  * 5. usable for at most 5 minutes (plus the clock skew): `exp` present and
  *    not passed; with an `iat`, no more than 5 minutes after it (authlib, for
  *    one, sets `exp` an hour ahead: its assertion is accepted, for 5 minutes);
@@ -75,8 +76,14 @@ export function assertionClientId(assertion: string): string {
   return payload.sub
 }
 
-/** The URLs an assertion's `aud` may name when it is sent to `endpointUrl`. */
-function acceptedAudiences(as: AsContext, endpointUrl: string): ReadonlySet<string> {
+/**
+ * The URLs an assertion's `aud` may name when it is sent to `endpointUrl`:
+ * for a FAPI 2.0 client the issuer alone (FAPI 2.0 5.3.2.1), so an assertion
+ * made for one endpoint of a server that shares a URL with another cannot be
+ * taken elsewhere; RFC 7523 allows the others.
+ */
+function acceptedAudiences(as: AsContext, client: ClientConfig, endpointUrl: string): ReadonlySet<string> {
+  if (client.profile === 'fapi2') return new Set([as.issuer])
   return new Set([as.issuer, `${as.issuer}/token`, endpointUrl])
 }
 
@@ -114,7 +121,7 @@ export function clientKeys(as: AsContext, client: ClientConfig, refuseWith: Refu
  */
 export async function verifyClientAssertion(as: AsContext, client: ClientConfig, assertion: string, endpointUrl: string): Promise<void> {
   const parts = assertionParts(assertion, refuse)
-  const accepted = acceptedAudiences(as, endpointUrl)
+  const accepted = acceptedAudiences(as, client, endpointUrl)
   const rules: AssertionRules = {
     algorithms: CLIENT_ASSERTION_ALGS,
     types: ASSERTION_TYPES,

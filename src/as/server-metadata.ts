@@ -40,11 +40,15 @@ function mtlsEndpointAliases(base: string): Record<string, string> {
  */
 export function metadataDocument(as: AsContext): Record<string, unknown> {
   const issuer = as.issuer
-  const pkceMethods = as.as.clients.some((c) => c.allowPlainPkce) ? ['S256', 'plain'] : ['S256']
+  const fapi2 = as.as.profile === 'fapi2'
+  const pkceMethods = !fapi2 && as.as.clients.some((c) => c.allowPlainPkce) ? ['S256', 'plain'] : ['S256']
   const scopes = [...new Set([...OIDC_SCOPES, ...Object.keys(as.as.scopes)])]
   // RFC 8705: offered only where a client certificate can reach us (our listener asks, or a trusted proxy reports).
   const mtls = (as.config.tls !== null && as.config.tls.clientCertificates !== 'off') || as.config.gateway.clientCertificateHeader !== null
   const certificateMethods = mtls ? ['tls_client_auth', 'self_signed_tls_client_auth'] : []
+  // FAPI 2.0 5.3.2.1: under the profile, a key or a certificate only; never a secret, never none.
+  const secretMethods = fapi2 ? [] : ['client_secret_basic', 'client_secret_post']
+  const noneMethod = fapi2 ? [] : ['none']
   return {
     issuer,
     authorization_endpoint: `${issuer}/authorize`,
@@ -73,13 +77,13 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
       ...(as.as.clients.some((c) => c.tokenExchange !== undefined) ? [TOKEN_EXCHANGE_GRANT] : []),
     ],
     code_challenge_methods_supported: pkceMethods,
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', ...certificateMethods, 'none'],
+    token_endpoint_auth_methods_supported: [...secretMethods, 'private_key_jwt', ...certificateMethods, ...noneMethod],
     // RFC 7523 2.2 / RFC 8414 2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).
     token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', ...certificateMethods, 'none'],
+    revocation_endpoint_auth_methods_supported: [...secretMethods, 'private_key_jwt', ...certificateMethods, ...noneMethod],
     revocation_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
     // Introspection reveals token contents: only authenticated (confidential) callers.
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', ...certificateMethods],
+    introspection_endpoint_auth_methods_supported: [...secretMethods, 'private_key_jwt', ...certificateMethods],
     introspection_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
     authorization_response_iss_parameter_supported: true,
     subject_types_supported: ['public'],

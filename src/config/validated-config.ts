@@ -102,6 +102,9 @@ export interface ClientMetadata {
   postLogoutRedirectUris: string[]
 }
 
+/** A security profile a client follows: `fapi2`, the FAPI 2.0 Security Profile (Final). */
+export type SecurityProfile = 'fapi2'
+
 export interface ClientConfig {
   clientId: string
   /** Shown wherever the client is named (consent, device approval, account page); defaults to clientId. */
@@ -150,6 +153,12 @@ export interface ClientConfig {
   tlsClientAuth?: TlsClientAuthName
   /** RFC 8705 3 (`tls_client_certificate_bound_access_tokens`, default false): tokens bound to the certificate presented at /token; none without one. */
   tlsClientCertificateBoundAccessTokens: boolean
+  /**
+   * `profile: fapi2` (its own, or `authorization_server.profile`): the FAPI 2.0
+   * Security Profile's rules hold for it (src/as/fapi-profile.ts); the settings
+   * it implies are already set above, and contradicting ones refused at load. Absent: none.
+   */
+  profile?: SecurityProfile
   /**
    * How a client that is not in the config became known: it registered
    * itself (RFC 7591) or its client_id is the URL of its metadata document.
@@ -301,6 +310,8 @@ export interface AuthorizationServerConfig {
   }
   /** RFC 8628 (`device.*`). */
   device: { ttlSec: number; intervalSec: number }
+  /** `profile: fapi2`: every client follows the FAPI 2.0 Security Profile (docs/fapi.md); null: no server-wide profile. */
+  profile: SecurityProfile | null
   /** RFC 9126 (`par.*`): every client must push (`required`, default false); how long a pushed request_uri lives (`request_uri_ttl`, default 60s). */
   par: { required: boolean; requestUriTtlSec: number }
   /** RFC 7591 dynamic client registration (`registration`); null when off (the default). */

@@ -129,6 +129,7 @@ routes:
       },
       device: { ttlSec: 600, intervalSec: 5 },
       par: { required: false, requestUriTtlSec: 60 },
+      profile: null,
       registration: null,
       clientIdMetadataDocuments: null,
     },

@@ -38,6 +38,10 @@ export interface FrontYamlOptions {
   asExtra?: string
   /** Extra client entries (each starting with `    - client_id:`). */
   clientsExtra?: string
+  /** `authorization_server.code_ttl` (default `60s`). */
+  codeTtl?: string
+  /** Extra routes (each starting with `  - name:`), after the `orders` route. */
+  routesExtra?: string
 }
 
 /**
@@ -51,7 +55,7 @@ export async function frontYaml(o: FrontYamlOptions = {}): Promise<string> {
   return `
 public_url: \${PUBLIC_URL}
 authorization_server:
-  code_ttl: 60s
+  code_ttl: ${o.codeTtl ?? '60s'}
   scopes:
     "orders:read": Read your orders
     "orders:write": Change or cancel your orders
@@ -129,6 +133,7 @@ routes:
     match: { path: /orders }
     upstream: http://127.0.0.1:9
     audience: ${API_AUDIENCE}
+${o.routesExtra ?? ''}
 ${o.topExtra ?? ''}
 `
 }

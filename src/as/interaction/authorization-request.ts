@@ -250,6 +250,10 @@ export function validateAuthorizationParams(
   if (redirectUriProblem(effective) !== undefined) {
     return page(new InvalidRequest('The redirect URI registered for this application cannot be used; the application must register it again'))
   }
+  // FAPI 2.0 5.3.2.2: a FAPI client names its redirect URI in every (pushed) request.
+  if (client.profile === 'fapi2' && redirectUri === undefined) {
+    return page(new InvalidRequest('This application must send redirect_uri (FAPI 2.0)'))
+  }
   const vouched = client.selfRegistered === undefined
 
   // 2. Everything else is answered at the redirect URI (for a client nobody vouched for, only once the person signed in).
@@ -354,13 +358,14 @@ function parsePkce(params: FormParams, client: ClientConfig): { challenge: strin
   }
   if (challenge === undefined) {
     if (method !== undefined) throw new InvalidRequest('code_challenge_method was sent without code_challenge')
-    if (client.type === 'public' || client.requirePkce) throw new InvalidRequest('code_challenge is required (PKCE, RFC 7636)')
+    if (client.type === 'public' || client.requirePkce || client.profile === 'fapi2') throw new InvalidRequest('code_challenge is required (PKCE, RFC 7636)')
     return { challenge: null, method: null }
   }
   // RFC 7636 4.3: an omitted method means plain.
   const effective = method ?? 'plain'
   if (effective === 'plain') {
-    if (!client.allowPlainPkce) throw new InvalidRequest('code_challenge_method must be S256')
+    // FAPI 2.0 5.3.2.2: S256 only (the config refuses `allow_plain_pkce` with the profile; this holds whatever a client record says).
+    if (!client.allowPlainPkce || client.profile === 'fapi2') throw new InvalidRequest('code_challenge_method must be S256')
     if (!PLAIN_CHALLENGE.test(challenge)) throw new InvalidRequest('A plain code_challenge is 43 to 128 unreserved characters')
     return { challenge, method: 'plain' }
   }

@@ -14,6 +14,7 @@ import { readUsers } from './users.js'
 import { checkLocalUsersAgainstProviders, readIdentityProviders } from './identity-providers.js'
 import { enumAt, keysAt } from '../contract.js'
 import { readWebAuthn } from './webauthn.js'
+import { checkFapi2Server, SECURITY_PROFILES } from './security-profile.js'
 
 /**
  * Claims bearward sets in every access token (RFC 9068 2.2, RFC 9449 6.1,
@@ -159,7 +160,8 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
   const assertionIssuers = as.opt('assertion_issuers', (n, p) => readAssertionIssuers(r, n, p, publicUrl), [])
   // A client a workload issuer vouches for authenticates with the platform's token: it needs no key or secret of its own.
   const workloadClients = new Set(assertionIssuers.flatMap((i) => Object.values(i.subjects)))
-  const clients = as.opt('clients', (n, p) => readClients(r, n, p, knownScopes, workloadClients), [])
+  const profile = as.maybe('profile', r.oneOf(SECURITY_PROFILES, { what: 'a security profile' })) ?? null
+  const clients = as.opt('clients', (n, p) => readClients(r, n, p, knownScopes, workloadClients, profile), [])
   checkWorkloadSubjects(r, assertionIssuers, clients, as.get('assertion_issuers'))
   const users = as.opt('users', (n, p) => readUsers(r, n, p), [])
   const identityProviders = as.opt('identity_providers', (n, p) => readIdentityProviders(r, n, p), [])
@@ -173,8 +175,23 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     )
   }
 
+  const codeTtlSec = as.opt('code_ttl', r.seconds({ min: 1, max: MAX_CODE_TTL_SEC }), 60)
+  const parRequired = par?.opt('required', r.bool(), false) ?? false
+  const registration = readRegistration(r, as.get('registration'), as.pathOf('registration'), knownScopes)
+  const clientIdMetadataDocuments = readMetadataDocuments(r, as.get('client_id_metadata_documents'), as.pathOf('client_id_metadata_documents'), knownScopes)
+  if (profile === 'fapi2') {
+    checkFapi2Server(r, as, {
+      codeTtlSec,
+      parRequired,
+      parRequiredNode: par?.get('required'),
+      registration: registration !== null,
+      documents: clientIdMetadataDocuments !== null,
+    })
+  }
+
   return {
     keys,
+    profile,
     accessToken: {
       format: at?.opt('format', r.oneOf(TOKEN_FORMATS, { what: 'an access token format' }), 'jwt') ?? 'jwt',
       ttlSec: at?.opt('ttl', r.seconds({ min: 1 }), 600) ?? 600,
@@ -194,7 +211,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     },
     refreshToken: { ttlSec: rt?.opt('ttl', r.seconds({ min: 1 }), 30 * 86400) ?? 30 * 86400 },
     idToken: { ttlSec: it?.opt('ttl', r.seconds({ min: 1 }), 3600) ?? 3600 },
-    codeTtlSec: as.opt('code_ttl', r.seconds({ min: 1, max: MAX_CODE_TTL_SEC }), 60),
+    codeTtlSec,
     mtlsUrl: stripTrailingSlash(as.opt('mtls_url', r.str({ check: checkMtlsUrl }), '')) || null,
     scopes,
     clients,
@@ -225,12 +242,13 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     },
     device: { ttlSec: deviceTtlSec, intervalSec },
     par: {
-      required: par?.opt('required', r.bool(), false) ?? false,
+      // FAPI 2.0 5.3.2.2: under the profile every client pushes.
+      required: parRequired || profile === 'fapi2',
       // RFC 9126 2.2: short-lived; long enough for a redirect, short enough that a leaked one is soon worthless.
       requestUriTtlSec: par?.opt('request_uri_ttl', r.seconds({ min: 5, max: MAX_REQUEST_URI_TTL_SEC }), 60) ?? 60,
     },
-    registration: readRegistration(r, as.get('registration'), as.pathOf('registration'), knownScopes),
-    clientIdMetadataDocuments: readMetadataDocuments(r, as.get('client_id_metadata_documents'), as.pathOf('client_id_metadata_documents'), knownScopes),
+    registration,
+    clientIdMetadataDocuments,
   }
 }
 

@@ -11,6 +11,7 @@ import type {
   ClientType,
   GrantType,
   JwkSetDocument,
+  SecurityProfile,
   TlsClientAuthName,
   TokenEndpointAuthMethod,
 } from '../validated-config.js'
@@ -26,6 +27,7 @@ import { UniqueSet } from '../unique.js'
 import { checkOrigin, parseAbsoluteUrl } from '../values.js'
 import { clientTextProblem, redirectUriProblem } from '../client-values.js'
 import { readClientMetadata } from './client-metadata.js'
+import { checkFapi2Client, readClientProfile } from './security-profile.js'
 import { enumAt, keysAt } from '../contract.js'
 
 export const CLIENT_KEYS = keysAt('#/$defs/client')
@@ -72,13 +74,14 @@ export function readClients(
   path: string,
   knownScopes: ReadonlySet<string>,
   workloadClients: ReadonlySet<string> = new Set(),
+  serverProfile: SecurityProfile | null = null,
 ): ClientConfig[] {
   const clients: ClientConfig[] = []
   const ids = new UniqueSet(r, 'client_id')
   for (const item of r.items(node, path) ?? []) {
     const c = r.map(item.node, item.path, CLIENT_KEYS)
     if (c === undefined) continue
-    const { clientId, client } = readClient(r, c, knownScopes, workloadClients)
+    const { clientId, client } = readClient(r, c, knownScopes, workloadClients, serverProfile)
     if (clientId !== undefined) ids.add(clientId, c.get('client_id'), c.pathOf('client_id'))
     if (client !== undefined) clients.push(client)
   }
@@ -90,6 +93,7 @@ function readClient(
   c: MapView,
   knownScopes: ReadonlySet<string>,
   workloadClients: ReadonlySet<string>,
+  serverProfile: SecurityProfile | null,
 ): { clientId: string | undefined; client: ClientConfig | undefined } {
   const clientId = c.req('client_id', r.str({ check: (v) => (CLIENT_ID.test(v) ? undefined : 'a client_id is printable ASCII without spaces') }))
   const type = c.req('type', r.oneOf(CLIENT_TYPES, { what: 'a client type' }), ' (`confidential` or `public`)')
@@ -218,6 +222,26 @@ function readClient(
     )
   }
   const tokenExchange = readTokenExchange(r, c, type, grantTypes)
+  const profile = readClientProfile(r, c, serverProfile)
+  if (profile === 'fapi2') {
+    checkFapi2Client(
+      r,
+      c,
+      {
+        type,
+        method: tokenEndpointAuthMethod,
+        dpopBound: dpopBoundAccessTokens,
+        certificateBound: tlsClientCertificateBoundAccessTokens,
+        requirePkce,
+        allowPlainPkce,
+        requirePushedAuthorizationRequests,
+        workload: clientId !== undefined && workloadClients.has(clientId),
+      },
+      c.has('profile') ? 'profile: fapi2' : 'authorization_server.profile: fapi2',
+    )
+  }
+  // FAPI 2.0 5.3.2.2: every authorization request of a FAPI client is pushed.
+  const mustPush = requirePushedAuthorizationRequests || (profile === 'fapi2' && grantTypes.includes('authorization_code'))
 
   if (clientId === undefined || type === undefined) return { clientId, client: undefined }
   const client: ClientConfig = {
@@ -238,12 +262,13 @@ function readClient(
     allowPlainPkce,
     skipConsent,
     ...(requireMfa ? { requireMfa } : {}),
-    ...(requirePushedAuthorizationRequests ? { requirePushedAuthorizationRequests } : {}),
+    ...(mustPush ? { requirePushedAuthorizationRequests: true } : {}),
     ...(requireSignedRequestObject ? { requireSignedRequestObject } : {}),
     rotateRefreshTokens: type === 'public' ? true : rotateRefreshTokens,
     dpopBoundAccessTokens,
     ...(tlsClientAuth === undefined ? {} : { tlsClientAuth }),
     tlsClientCertificateBoundAccessTokens,
+    ...(profile === undefined ? {} : { profile }),
   }
   return { clientId, client }
 }
