@@ -8,25 +8,20 @@
  * authentication, an HMAC or unsigned assertion or request object, and an
  * assertion whose aud is the token endpoint.
  */
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
+import { SignJWT, type CryptoKey } from 'jose'
 import * as oauth from 'oauth4webapi'
 import t, { type Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { API_AUDIENCE, Browser, CLIENT_SECRET, authorizeAs, countCodes, frontYaml, get, pkce, startFront } from '../helpers/as-front.js'
 import { makeProof, proofKeyPair } from '../helpers/dpop.js'
 import { postForm, reply, type Reply } from '../helpers/http.js'
+import { ASSERTION_TYPE, clientKeyPair as keyPair, keyedClientLines } from '../helpers/keyed-clients.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { basic } from '../helpers/client-auth.js'
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const
-const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
 const FAPI_CB = 'https://fapi.example.com/cb'
 const CLASSIC_CB = 'https://classic.example.com/cb'
-
-async function keyPair(kid: string): Promise<{ privateKey: CryptoKey; publicJwk: JWK }> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
-  return { privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' } }
-}
 
 const fapiKey = await keyPair('fapi-1')
 const classicKey = await keyPair('classic-1')
@@ -40,24 +35,23 @@ const front = await startFront(
     // Longer than the profile allows: a FAPI client's codes still live 60 s, the others' 5 minutes.
     codeTtl: '5m',
     clientsExtra: [
-      '    - client_id: fapi',
-      '      name: FAPI Bank',
-      '      type: confidential',
-      '      profile: fapi2',
-      '      token_endpoint_auth_method: private_key_jwt',
-      `      jwks: ${JSON.stringify({ keys: [fapiKey.publicJwk] })}`,
-      `      redirect_uris: [${FAPI_CB}]`,
-      '      grant_types: [authorization_code, refresh_token]',
-      '      scopes: [openid, orders:read]',
-      '      dpop_bound_access_tokens: true',
+      ...keyedClientLines({
+        clientId: 'fapi',
+        name: 'FAPI Bank',
+        jwk: fapiKey.publicJwk,
+        redirectUri: FAPI_CB,
+        grantTypes: ['authorization_code', 'refresh_token'],
+        scopes: ['openid', 'orders:read'],
+        more: ['      profile: fapi2', '      dpop_bound_access_tokens: true'],
+      }),
       // The same kind of client without the profile: what RFC 7523 alone allows, for contrast.
-      '    - client_id: classic',
-      '      type: confidential',
-      '      token_endpoint_auth_method: private_key_jwt',
-      `      jwks: ${JSON.stringify({ keys: [classicKey.publicJwk] })}`,
-      `      redirect_uris: [${CLASSIC_CB}]`,
-      '      grant_types: [authorization_code]',
-      '      scopes: [orders:read]',
+      ...keyedClientLines({
+        clientId: 'classic',
+        jwk: classicKey.publicJwk,
+        redirectUri: CLASSIC_CB,
+        grantTypes: ['authorization_code'],
+        scopes: ['orders:read'],
+      }),
     ].join('\n'),
     routesExtra: [
       '  - name: fapi-api',

@@ -7,21 +7,16 @@
  * nothing pushed, no code stored.
  */
 import { KeyObject, sign as signWith } from 'node:crypto'
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose'
 import t, { type Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { Browser, countCodes, frontYaml, get, pkce, startFront } from '../helpers/as-front.js'
 import { postForm, reply, type Reply } from '../helpers/http.js'
+import { ASSERTION_TYPE, clientKeyPair as keyPair, keyedClientLines } from '../helpers/keyed-clients.js'
 import { h2Request, openSession } from '../helpers/http2.js'
 
-const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
 const SIGNER_CB = 'https://signer.example.com/cb'
 const SKEW_SEC = 30
-
-async function keyPair(kid: string): Promise<{ privateKey: CryptoKey; publicJwk: JWK }> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
-  return { privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' } }
-}
 
 const signerKey = await keyPair('signer-1')
 const bankKey = await keyPair('bank-1')
@@ -32,22 +27,22 @@ const clock = new ManualClock(Math.floor(Date.now() / 1000) * 1000 + 900)
 const front = await startFront(
   await frontYaml({
     clientsExtra: [
-      '    - client_id: signer',
-      '      name: Signer',
-      '      type: confidential',
-      '      token_endpoint_auth_method: private_key_jwt',
-      `      jwks: ${JSON.stringify({ keys: [signerKey.publicJwk] })}`,
-      `      redirect_uris: [${SIGNER_CB}]`,
-      '      grant_types: [authorization_code]',
-      '      scopes: [orders:read]',
-      '    - client_id: bank',
-      '      name: Bank',
-      '      type: confidential',
-      '      token_endpoint_auth_method: private_key_jwt',
-      `      jwks: ${JSON.stringify({ keys: [bankKey.publicJwk] })}`,
-      '      redirect_uris: [https://bank.example.com/cb]',
-      '      grant_types: [authorization_code]',
-      '      scopes: [orders:read]',
+      ...keyedClientLines({
+        clientId: 'signer',
+        name: 'Signer',
+        jwk: signerKey.publicJwk,
+        redirectUri: SIGNER_CB,
+        grantTypes: ['authorization_code'],
+        scopes: ['orders:read'],
+      }),
+      ...keyedClientLines({
+        clientId: 'bank',
+        name: 'Bank',
+        jwk: bankKey.publicJwk,
+        redirectUri: 'https://bank.example.com/cb',
+        grantTypes: ['authorization_code'],
+        scopes: ['orders:read'],
+      }),
     ].join('\n'),
   }),
   { clock },

@@ -7,22 +7,17 @@
  * it; request objects unsigned, HMAC-signed, for another server, replayed,
  * from another issuer, expired, naming another client.
  */
-import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
+import { calculateJwkThumbprint, decodeJwt, exportJWK, SignJWT, type CryptoKey } from 'jose'
 import * as oauth from 'oauth4webapi'
 import t, { type Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { ALICE_PASSWORD, Browser, authorizeAs, countCodes, formWith, frontYaml, get, pkce, startFront } from '../helpers/as-front.js'
 import { postForm, reply, type Reply } from '../helpers/http.js'
+import { ASSERTION_TYPE, clientKeyPair as keyPair, keyedClientLines } from '../helpers/keyed-clients.js'
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const
-const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
 const BANK_CB = 'https://bank.example.com/cb'
 const SIGNER_CB = 'https://signer.example.com/cb'
-
-async function keyPair(kid: string): Promise<{ privateKey: CryptoKey; publicJwk: JWK }> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
-  return { privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' } }
-}
 
 const bankKey = await keyPair('bank-1')
 const signerKey = await keyPair('signer-1')
@@ -34,24 +29,24 @@ const front = await startFront(
   await frontYaml({
     asExtra: '  registration: { enabled: true, scopes: ["orders:read"] }',
     clientsExtra: [
-      '    - client_id: bank',
-      '      name: Bank',
-      '      type: confidential',
-      '      token_endpoint_auth_method: private_key_jwt',
-      `      jwks: ${JSON.stringify({ keys: [bankKey.publicJwk] })}`,
-      `      redirect_uris: [${BANK_CB}]`,
-      '      grant_types: [authorization_code]',
-      '      scopes: [openid, orders:read, orders:write]',
-      '      require_pushed_authorization_requests: true',
-      '    - client_id: signer',
-      '      name: Signer',
-      '      type: confidential',
-      '      token_endpoint_auth_method: private_key_jwt',
-      `      jwks: ${JSON.stringify({ keys: [signerKey.publicJwk] })}`,
-      `      redirect_uris: [${SIGNER_CB}]`,
-      '      grant_types: [authorization_code]',
-      '      scopes: [orders:read]',
-      '      require_signed_request_object: true',
+      ...keyedClientLines({
+        clientId: 'bank',
+        name: 'Bank',
+        jwk: bankKey.publicJwk,
+        redirectUri: BANK_CB,
+        grantTypes: ['authorization_code'],
+        scopes: ['openid', 'orders:read', 'orders:write'],
+        more: ['      require_pushed_authorization_requests: true'],
+      }),
+      ...keyedClientLines({
+        clientId: 'signer',
+        name: 'Signer',
+        jwk: signerKey.publicJwk,
+        redirectUri: SIGNER_CB,
+        grantTypes: ['authorization_code'],
+        scopes: ['orders:read'],
+        more: ['      require_signed_request_object: true'],
+      }),
     ].join('\n'),
   }),
   { clock },
