@@ -70,7 +70,9 @@ t.test('mistakes are refused where they are written', async (t) => {
   )
 
   const badKey = inspect(config('max_streams: { per_key: { key: tool, limit: 1 } }'))
-  t.match(at(badKey.problems, 'routes[0].max_streams.per_key.key'), [{ message: /`tool` is not a concurrency key: expected one of `client`, `subject`, `grant`, `address`/ }])
+  t.match(at(badKey.problems, 'routes[0].max_streams.per_key.key'), [
+    { message: /`tool` is not a concurrency key: expected one of `client`, `subject`, `grant`, `address`/ },
+  ])
 
   const noLimit = inspect(config('max_streams: { per_key: { key: client } }'))
   t.ok(
@@ -82,5 +84,7 @@ t.test('mistakes are refused where they are written', async (t) => {
   t.match(at(above.problems, 'routes[0].max_in_flight.per_key.limit'), [{ message: /per-key limit \(6\) above the route's \(5\) never applies/ }])
 
   const publicClient = inspect(config('max_in_flight: { per_key: { key: client, limit: 2 } }', { public: true }))
-  t.match(at(publicClient.problems, 'routes[0].max_in_flight.per_key.key'), [{ message: /public route takes no token, so it has no client to count by; use `key: address`/ }])
+  t.match(at(publicClient.problems, 'routes[0].max_in_flight.per_key.key'), [
+    { message: /public route takes no token, so it has no client to count by; use `key: address`/ },
+  ])
 })

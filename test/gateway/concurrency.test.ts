@@ -41,7 +41,11 @@ function handler(up: Upstream) {
     if (url.endsWith('/hold')) up.held.push(res)
     else if (url.endsWith('/reset')) req.socket.destroy()
     else if (url.endsWith('/silent')) return
-    else if (body.includes('"subscriptions/listen"') || url.endsWith('/feed') || (req.method === 'GET' && (req.headers.accept ?? '').includes('text/event-stream'))) {
+    else if (
+      body.includes('"subscriptions/listen"') ||
+      url.endsWith('/feed') ||
+      (req.method === 'GET' && (req.headers.accept ?? '').includes('text/event-stream'))
+    ) {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       res.write(': open\n\n')
       up.streams.push(res)
@@ -95,7 +99,9 @@ function start(base: string, path: string, o: { token?: string; method?: string;
       gotHead(res)
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString(), ms: performance.now() - started }))
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString(), ms: performance.now() - started }),
+      )
       res.on('error', reject)
     })
     req.on('error', reject)
@@ -367,7 +373,8 @@ t.test('HTTP/2: streams multiplexed on one connection count one by one', async (
     await h.close()
   })
   const token = await h.mint()
-  const get = (path: string, extra: Record<string, string> = {}) => session.request({ ':method': 'GET', ':path': path, authorization: `Bearer ${token}`, ...extra })
+  const get = (path: string, extra: Record<string, string> = {}) =>
+    session.request({ ':method': 'GET', ':path': path, authorization: `Bearer ${token}`, ...extra })
 
   await t.test('the N+1th stream of one connection is refused; resets give slots back', async (t) => {
     const held = [get('/slow/hold'), get('/slow/hold')]
