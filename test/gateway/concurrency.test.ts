@@ -363,6 +363,7 @@ t.test('HTTP/2: streams multiplexed on one connection count one by one', async (
     routes: (u) => `
   - { name: slow, match: { path: /slow }, upstream: "${u}", max_in_flight: 2 }
   - { name: sse, match: { path: /sse }, upstream: "${u}", max_streams: { route: 10, per_key: { key: client, limit: 1 } } }
+  - { name: grpc, match: { path: /orders.Orders }, upstream: "${u}", max_streams: 1 }
 `,
     upstreamHandler: handler(up),
   })
@@ -409,6 +410,24 @@ t.test('HTTP/2: streams multiplexed on one connection count one by one', async (
     first.close()
     third.close()
     t.ok(await drained(h, 'sse'))
+  })
+
+  await t.test('gRPC calls are streams: past max_streams the call is refused in gRPC terms, UNAVAILABLE', async (t) => {
+    const grpc = { ':method': 'POST', ':path': '/orders.Orders/hold', 'content-type': 'application/grpc', te: 'trailers', authorization: `Bearer ${token}` }
+    const message = Buffer.from([0, 0, 0, 0, 0])
+    const first = session.request(grpc)
+    first.on('error', () => undefined)
+    first.end(message)
+    t.ok(await eventually(() => up.held.length === 1), 'the first call is held by the upstream')
+    t.same(gauges(h, 'grpc'), { inFlight: 0, streams: 1 })
+    const second = await h2Request(session, grpc, message)
+    t.equal(second.status, 200, 'gRPC refusals are HTTP 200')
+    t.equal(second.headers['grpc-status'], '14', 'grpc-status 14 UNAVAILABLE (Trailers-Only)')
+    t.match(decodeURIComponent(String(second.headers['grpc-message'])), /as many open streams as it allows/)
+    t.equal(h.upstream.seen.filter((r) => r.url.startsWith('/orders.Orders')).length, 1, 'the refused call never reached the upstream')
+    first.close()
+    t.ok(await drained(h, 'grpc'))
+    up.held.splice(0)
   })
 })
 
