@@ -472,6 +472,25 @@ export interface RouteConfig {
    * (identity headers, and the client's token only with `forward_authorization`).
    */
   upstreamToken: UpstreamTokenConfig | null
+  /** `max_in_flight` and `max_streams` (docs/traffic.md, Concurrency limits); null when the route sets neither. */
+  concurrency: RouteConcurrencyConfig | null
+}
+
+/** Whose slots a per-key concurrency limit counts together. */
+export type ConcurrencyKey = 'client' | 'subject' | 'grant' | 'address'
+
+/** One concurrency limit (`max_in_flight` or `max_streams`) of one instance. */
+export interface ConcurrencyLimitConfig {
+  /** Route-wide (`route`, or the plain number); null: no route-wide limit. */
+  route: number | null
+  /** `per_key: { key, limit }`; null: no per-key limit. */
+  perKey: { key: ConcurrencyKey; limit: number } | null
+}
+
+/** A route's concurrency limits; a limit left out is null (not limited, still counted). */
+export interface RouteConcurrencyConfig {
+  maxInFlight: ConcurrencyLimitConfig | null
+  maxStreams: ConcurrencyLimitConfig | null
 }
 
 /**

@@ -186,6 +186,7 @@ routes:
         senderConstraint: 'optional',
         allowTrace: false,
         upstreamToken: null,
+        concurrency: null,
       },
     ],
     dpop: { algs: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256'], iatWindowSec: 60, iatLeewaySec: 5, nonce: null },
@@ -479,6 +480,7 @@ t.test('the full fixture sets every key', async (t) => {
     dpop: 'allowed',
     senderConstraint: 'required',
     upstreamToken: null,
+    concurrency: null,
   })
   t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })
   t.match(config?.routes[1], {

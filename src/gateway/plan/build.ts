@@ -9,7 +9,8 @@ import type { Pool } from 'undici'
 import type { Config, RouteConfig } from '../../config/validated-config.js'
 import { MethodNotAllowed } from '../../errors.js'
 import type { ErrorReplyOptions } from '../../http/reply.js'
-import type { TrustedProxies } from '../../http/trusted-proxies.js'
+import { ClientAddress, type TrustedProxies } from '../../http/trusted-proxies.js'
+import { ConcurrencyPlan, type ConcurrencyMetrics } from '../concurrency.js'
 import { McpRule } from '../mcp/rule.js'
 import { ScopeRule } from '../scope.js'
 import { StepUpRule } from '../step-up.js'
@@ -29,6 +30,8 @@ export interface PlanSources {
   readonly trustedProxies: TrustedProxies
   /** What `upstream_token: exchange | assertion` signs with; null without the authorization server's keys. */
   readonly signing: CredentialDeps | null
+  /** Where the routes' concurrency steps count their slots and refusals. */
+  readonly metrics: ConcurrencyMetrics
 }
 
 /** Every route's plan, in config order, and the upstream pools they share (what closing releases). */
@@ -54,6 +57,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
   const dpopAlgs = config.dpop.algs.join(' ')
   const tokens = routes.map((route) => (route.public ? null : planToken(route, sources.issuers)))
   const { upstreams, pools } = planUpstreams(routes, config.gateway, sources.trustedProxies, sources.signing)
+  const addresses = new ClientAddress(sources.trustedProxies)
   const plans = routes.map((route, i): RoutePlan => {
     const token = tokens[i] ?? null
     const upstream = upstreams[i]
@@ -64,6 +68,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
       mcp: token !== null && route.mcp !== null ? new McpRule(route, token.scopes, token.stepUp) : null,
       traceRefusal: route.allowTrace ? null : new MethodNotAllowed(route.match.methods ?? ANY_BUT_TRACE),
       upstream,
+      concurrency: route.concurrency === null ? null : new ConcurrencyPlan(route, route.concurrency, sources.metrics, addresses),
       ...replyOptions(route, token, sources.metadataUrlOf(route), dpopAlgs),
     })
   })

@@ -9,6 +9,7 @@ import { headerObject, headerPairs, type FlatHeaders } from '../flat-headers.js'
 import { responseHeaderList } from '../response-headers.js'
 import { dropOwnSetCookies } from '../own-cookies.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
+import type { ConcurrencySlot } from '../concurrency.js'
 import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
 import type { UpstreamPlan } from '../plan/upstreams.js'
@@ -104,6 +105,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   #grpcTrailers: FlatHeaders | null = null
   /** The client speaks HTTP/2: the fields relayed are those it can carry (client-fields.ts). */
   readonly #http2: boolean
+  /** The route's concurrency slot, told of the answer (an event stream moves it to the streams); null: none. */
+  readonly #slot: ConcurrencySlot | null
 
   constructor(
     req: IncomingMessage,
@@ -113,8 +116,10 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     limit: BodyLimit | null,
     done: () => void,
     rewriter: ResponseRewriter | null = null,
+    slot: ConcurrencySlot | null = null,
   ) {
     this.#rewriter = rewriter
+    this.#slot = slot
     this.#req = req
     this.#res = res
     this.#plan = plan
@@ -132,6 +137,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusText?: string): void {
     if (statusCode < 200) return
+    this.#slot?.answered(headers['content-type'])
     try {
       const relayed = responseHeaderList(rawList(controller.rawHeaders, headers))
       dropOwnSetCookies(relayed, this.#ctx, this.#plan.name)
