@@ -48,6 +48,13 @@ export class Gauge {
   set(value: number, labels: Labels = {}): void {
     this.#values.set(labelKey(labels), value)
   }
+  /** Forget a series (a label set that no longer exists, e.g. a target a reload removed). */
+  delete(labels: Labels = {}): void {
+    this.#values.delete(labelKey(labels))
+  }
+  get(labels: Labels = {}): number | undefined {
+    return this.#values.get(labelKey(labels))
+  }
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`]
     for (const [key, value] of this.#values) lines.push(`${this.name}${key ? `{${key}}` : ''} ${value}`)
@@ -134,6 +141,14 @@ export class Metrics {
     'bearward_registrations_refused_total',
     'Client registrations refused because registration.max_clients live registered clients exist (503)',
   )
+  readonly upstreamHealthy = new Gauge(
+    'bearward_upstream_healthy',
+    'Whether a pool target of a route takes requests (1) or is ejected (0), by route and target (docs/traffic.md)',
+  )
+  readonly upstreamConnectFailures = new Counter(
+    'bearward_upstream_connect_failures_total',
+    'Requests that could not connect to a pool target (refused, reset or timed out before a byte was sent), by route and target',
+  )
   readonly registeredClients = new Gauge(
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
@@ -205,6 +220,8 @@ export class Metrics {
         this.configInfo,
         this.registrationsRefused,
         this.registeredClients,
+        this.upstreamHealthy,
+        this.upstreamConnectFailures,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

@@ -17,6 +17,8 @@ import type { CredentialDeps } from '../upstream-token/credential.js'
 import type { TrustedIssuer } from './issuers.js'
 import type { RoutePlan, TokenPlan } from './route-plan.js'
 import { planUpstreams } from './upstreams.js'
+import type { Balancer } from '../upstream/balancer.js'
+import type { UpstreamTargets } from '../upstream/targets.js'
 
 /** What the builder reads besides the routes. */
 export interface PlanSources {
@@ -29,12 +31,16 @@ export interface PlanSources {
   readonly trustedProxies: TrustedProxies
   /** What `upstream_token: exchange | assertion` signs with; null without the authorization server's keys. */
   readonly signing: CredentialDeps | null
+  /** Where pooled routes take their targets from (kept across reloads); a private registry when absent. */
+  readonly targets?: UpstreamTargets
 }
 
 /** Every route's plan, in config order, and the upstream pools they share (what closing releases). */
 export interface RoutePlans {
   readonly plans: readonly RoutePlan[]
   readonly pools: readonly Pool[]
+  /** Pooled routes' balancers, closed with the proxy. */
+  readonly balancers: readonly Balancer[]
 }
 
 /** What Allow lists for a route that takes any method but TRACE. */
@@ -53,7 +59,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
   const routes = config.routes
   const dpopAlgs = config.dpop.algs.join(' ')
   const tokens = routes.map((route) => (route.public ? null : planToken(route, sources.issuers)))
-  const { upstreams, pools } = planUpstreams(routes, config.gateway, sources.trustedProxies, sources.signing)
+  const { upstreams, pools, balancers } = planUpstreams(routes, config.gateway, sources.trustedProxies, sources.signing, sources.targets)
   const plans = routes.map((route, i): RoutePlan => {
     const token = tokens[i] ?? null
     const upstream = upstreams[i]
@@ -67,7 +73,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
       ...replyOptions(route, token, sources.metadataUrlOf(route), dpopAlgs),
     })
   })
-  return { plans, pools }
+  return { plans, pools, balancers }
 }
 
 /**
