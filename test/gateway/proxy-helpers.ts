@@ -147,7 +147,7 @@ export async function startProxy(
   gateway: GatewayConfig = gatewayConfig(),
   decide: (req: IncomingMessage) => Decision = () => ({}),
   targets?: UpstreamTargets,
-): Promise<Listening & { proxy: UpstreamProxy; forwards: Promise<void>[] }> {
+): Promise<Listening & { proxy: UpstreamProxy; forwards: Promise<void>[]; upstreamOf: (route: RouteConfig) => UpstreamPlan }> {
   const { proxy, upstreamOf } = proxyFor(routes, gateway, targets === undefined ? {} : { targets })
   const forwards: Promise<void>[] = []
   const fwdFor = (req: IncomingMessage): { fwd: ForwardRequest; ctx: RequestContext } => {
@@ -195,6 +195,7 @@ export async function startProxy(
     ...listening,
     proxy,
     forwards,
+    upstreamOf,
     close: async () => {
       for (const socket of upgraded) socket.destroy()
       await listening.close()

@@ -39,25 +39,28 @@ export class Balancer {
     return all
   }
 
-  /** The target for the next attempt, none of `tried`; null when every target was tried. */
+  /**
+   * The target for the next attempt, none of `tried`; null when every
+   * target was tried. Round robin turns over the eligible targets only, so
+   * an ejected one's share is spread evenly over the rest; a retry (tried
+   * not null) does not turn it, so every request moves it by one.
+   */
   pick(tried: ReadonlySet<Target> | null): Target | null {
     const all = this.targets()
-    const n = all.length
+    let candidates = all.filter((t) => tried?.has(t) !== true && t.health.eligible())
+    // None eligible: every untried target is (panic mode).
+    if (candidates.length === 0) candidates = all.filter((t) => tried?.has(t) !== true)
+    const n = candidates.length
     if (n === 0) return null
-    const start = this.#next++ % n
+    const start = tried === null ? this.#next++ : this.#next
     if (this.#next >= 1 << 30) this.#next = 0
+    if (!this.#leastRequest) return candidates[start % n] as Target
     let best: Target | null = null
-    // First pass: eligible targets; second: any (panic mode).
-    for (const eligibleOnly of [true, false]) {
-      for (let i = 0; i < n; i++) {
-        const t = all[(start + i) % n] as Target
-        if (tried?.has(t) === true || (eligibleOnly && !t.health.eligible())) continue
-        if (!this.#leastRequest) return t
-        if (best === null || t.health.inFlight < best.health.inFlight) best = t
-      }
-      if (best !== null) return best
+    for (let i = 0; i < n; i++) {
+      const t = candidates[(start + i) % n] as Target
+      if (best === null || t.health.inFlight < best.health.inFlight) best = t
     }
-    return null
+    return best
   }
 
   /** Settles when every host name had its first answer (at once for address targets). */
@@ -69,6 +72,11 @@ export class Balancer {
       return null
     }
     return Promise.all(pending.map((g) => g.dns.ready)).then(() => undefined)
+  }
+
+  /** Settles when the resolutions under way were applied (a test awaits a TTL's refresh with it). */
+  resolving(): Promise<void> {
+    return Promise.all(this.#groups.map((g) => ('dns' in g ? g.dns.pending : undefined))).then(() => undefined)
   }
 
   /** How many attempts a request may make: one per target, at most. */

@@ -101,6 +101,11 @@ export class DnsGroup {
     return this.#targets
   }
 
+  /** The resolution under way, if any. */
+  get pending(): Promise<void> | null {
+    return this.#resolving
+  }
+
   /** Resolve now unless a resolution is under way; the promise settles when its answer is applied. */
   refresh(): Promise<void> {
     this.#resolving ??= this.#resolve().finally(() => {
