@@ -288,7 +288,18 @@ t.test('connect failure: idempotent requests go to another target, a POST or a s
   t.equal(failures(), 6, 'the POST and one of each idempotent pair met the refused target')
   t.same(
     live.seen.slice(1).map((s) => `${s.method} ${s.url}`),
-    ['GET /get/1', 'GET /get/2', 'HEAD /head/1', 'HEAD /head/2', 'OPTIONS /options/1', 'OPTIONS /options/2', 'DELETE /delete/1', 'DELETE /delete/2', 'PUT /put/1', 'PUT /put/2'],
+    [
+      'GET /get/1',
+      'GET /get/2',
+      'HEAD /head/1',
+      'HEAD /head/2',
+      'OPTIONS /options/1',
+      'OPTIONS /options/2',
+      'DELETE /delete/1',
+      'DELETE /delete/2',
+      'PUT /put/1',
+      'PUT /put/2',
+    ],
     'each sent once to the live target',
   )
   t.same(await pair('PUT', '/upload', 'a streamed body'), [502, 200], 'a PUT whose body streams from the client is not sent again')
@@ -498,4 +509,103 @@ t.test('HTTP/2 targets: an h2c pool is balanced over HTTP/2', async (t) => {
   for (let i = 0; i < 4; i++) replies.push(await send(gw.url, { path: `/h${i}` }))
   t.same(byTarget(replies), { x: 2, y: 2 })
   t.same(versions.sort(), ['x 2.0', 'x 2.0', 'y 2.0', 'y 2.0'])
+})
+
+t.test('a DNS answer pointing at the metadata address is not dialled, and a long answer is bounded', async (t) => {
+  const records = new Map<string, DnsRecord>([
+    ['mixed.pool.test', { addresses: ['169.254.169.254', '127.0.0.1'], ttl: 30 }],
+    ['meta.pool.test', { addresses: ['169.254.169.254'], ttl: 30 }],
+    ['many.pool.test', { addresses: Array.from({ length: 40 }, (_, i) => `127.0.1.${i + 1}`), ttl: 30 }],
+  ])
+  const dns = await startDnsServer(records)
+  const one = await startTarget('one')
+  const clock = new ManualClock()
+  const registry = new UpstreamTargets({ clock })
+  const route = (name: string): RouteConfig =>
+    poolRoute(`    upstreams: { targets: ["http://${name}.pool.test:${one.port}"], dns: { servers: ["${dns.server}"] } }\n`, name)
+  const mixed = route('mixed')
+  const meta = route('meta')
+  const many = route('many')
+  const gw = await startProxy(
+    [mixed, meta, many],
+    gatewayConfig(),
+    (req) => ({ route: req.url?.startsWith('/meta') ? meta : req.url?.startsWith('/many') ? many : mixed }),
+    registry,
+  )
+  t.teardown(async () => {
+    await gw.close()
+    await Promise.all([stop(one), dns.close()])
+  })
+  t.equal((await send(gw.url, { path: '/mixed' })).status, 200)
+  t.same(
+    balancerOf(gw, mixed)
+      .targets()
+      .map((x) => x.label),
+    [`http://127.0.0.1:${one.port}`],
+    'the link-local address was dropped from the answer',
+  )
+  const refused = await send(gw.url, { path: '/meta' })
+  t.equal(refused.status, 502, 'a name that resolves to the metadata address only has no target: 502')
+  t.same(balancerOf(gw, meta).targets(), [])
+  records.set('mixed.pool.test', { addresses: ['169.254.169.254'], ttl: 30 })
+  clock.advance(30_000)
+  await send(gw.url, { path: '/mixed' })
+  await balancerOf(gw, mixed).resolving()
+  t.equal((await send(gw.url, { path: '/mixed' })).status, 200, 'an answer turned to the metadata address keeps the last good one')
+  t.equal(one.seen.length, 3, 'every answered request reached the real target')
+  await send(gw.url, { path: '/many' }).catch(() => undefined)
+  t.equal(balancerOf(gw, many).targets().length, 16, 'forty addresses: sixteen targets')
+})
+
+t.test('5xx answers do not eject a target: only connections that fail count', async (t) => {
+  const metrics = new Metrics()
+  const registry = new UpstreamTargets({ clock: new ManualClock(), metrics })
+  const failing = await startTarget('failing', {
+    handler: (_req, res) => {
+      res.writeHead(500, { 'content-length': 0 })
+      res.end()
+      return true
+    },
+  })
+  const route = poolRoute(`    upstreams: { targets: [${failing.url}], health: { unhealthy_after: 1 } }\n`)
+  const gw = await startProxy([route], gatewayConfig(), () => ({}), registry)
+  t.teardown(async () => {
+    await gw.close()
+    await stop(failing)
+  })
+  for (let i = 0; i < 5; i++) t.equal((await send(gw.url, { path: `/e${i}` })).status, 500)
+  t.equal(metrics.upstreamHealthy.get({ route: 'pool', target: failing.url }), 1, 'a client that makes the upstream fail cannot eject it')
+  t.equal(failing.seen.length, 5, 'and nothing was sent twice')
+})
+
+t.test('an active check carries no credential or identity and names the target host', async (t) => {
+  const registry = new UpstreamTargets({ clock: new ManualClock() })
+  const headers: Array<IncomingMessage['headers']> = []
+  let checked: (() => void) | null = null
+  const target = await startTarget('target', {
+    handler: (req, res) => {
+      if (req.url !== '/status') return false
+      headers.push(req.headers)
+      checked?.()
+      res.writeHead(204)
+      res.end()
+      return true
+    },
+  })
+  const first = new Promise<void>((resolve) => (checked = resolve))
+  const route = poolRoute(`    upstreams: { targets: [${target.url}/base], health: { path: /status, interval: 1s, timeout: 1s } }\n`)
+  const gw = await startProxy([route], gatewayConfig(), () => ({}), registry)
+  t.teardown(async () => {
+    await gw.close()
+    await stop(target)
+  })
+  await first
+  const seen = headers[0] ?? {}
+  t.equal(seen.host, new URL(target.url).host)
+  t.same(
+    Object.keys(seen).filter((h) => h === 'authorization' || h === 'cookie' || h.startsWith('x-auth') || h.startsWith('x-forwarded')),
+    [],
+    'no credential, identity or forwarding header',
+  )
+  t.equal(target.seen[0]?.url, '/status', 'the path is the configured one, not under the route base path')
 })

@@ -15,6 +15,19 @@ const RETRY_AFTER_FAILURE_MS = 5000
 /** One name's answers beyond this are ignored: each address is a pool and a checker. */
 const MAX_ADDRESSES = 16
 
+/**
+ * Addresses a DNS answer may not send the gateway to: link-local ones (the
+ * cloud metadata service at 169.254.169.254 and fd00:ec2::254 / fe80::
+ * neighbours) and unspecified ones. A target written as such an address is
+ * the operator's choice; a name that resolves to one is a poisoned or
+ * mistaken record, and is dropped from the answer (and logged).
+ */
+export function refusedAddress(address: string): boolean {
+  if (isIP(address) === 4) return address.startsWith('169.254.') || address.startsWith('0.')
+  const a = address.toLowerCase()
+  return /^fe[89ab]/.test(a) || a === '::' || a === 'fd00:ec2::254' || a.startsWith('::ffff:169.254.')
+}
+
 /** What resolves a name: node:dns's promises API, or a Resolver with `upstreams.dns.servers`. */
 export interface NameResolver {
   resolve4(name: string, options: { ttl: true }): Promise<Array<{ address: string; ttl: number }>>
@@ -32,7 +45,9 @@ export function nameResolver(servers: readonly string[] | null): { resolver: Nam
 /** The addresses of `name` and how long they hold, or a failure's code. */
 async function resolveName(name: string, resolver: NameResolver, system: boolean): Promise<{ addresses: string[]; ttlMs: number } | string> {
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(name, { ttl: true }), resolver.resolve6(name, { ttl: true })])
-  const answers = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])]
+  const all = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])]
+  const answers = all.filter((a) => !refusedAddress(a.address))
+  if (answers.length === 0 && all.length > 0) return 'only link-local or unspecified addresses'
   if (answers.length > 0) {
     const ttl = Math.min(...answers.map((a) => a.ttl)) * 1000
     return { addresses: answers.slice(0, MAX_ADDRESSES).map((a) => a.address), ttlMs: Math.min(MAX_TTL_MS, Math.max(MIN_TTL_MS, ttl)) }
@@ -40,7 +55,7 @@ async function resolveName(name: string, resolver: NameResolver, system: boolean
   if (system) {
     // A name of /etc/hosts (or mDNS...) is no DNS record: getaddrinfo knows it, without a TTL.
     try {
-      const found = await dns.lookup(name, { all: true })
+      const found = (await dns.lookup(name, { all: true })).filter((a) => !refusedAddress(a.address))
       if (found.length > 0) return { addresses: found.slice(0, MAX_ADDRESSES).map((a) => a.address), ttlMs: LOOKUP_REFRESH_MS }
     } catch (err) {
       return errorCode(err)
