@@ -9,6 +9,8 @@ import t from 'tap'
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createServer as createH2cServer } from 'node:http2'
+import { createServer as createHttpsServer } from 'node:https'
+import type { TLSSocket } from 'node:tls'
 import { createServer as createNetServer } from 'node:net'
 import { ManualClock } from '../../src/clock.js'
 import { parseConfig } from '../../src/config/load.js'
@@ -17,7 +19,7 @@ import { Metrics } from '../../src/metrics.js'
 import type { Target } from '../../src/gateway/upstream/targets.js'
 import { UpstreamTargets } from '../../src/gateway/upstream/targets.js'
 import type { Balancer } from '../../src/gateway/upstream/balancer.js'
-import { gatewayConfig, proxyFor, send, startProxy } from './proxy-helpers.js'
+import { gatewayConfig, proxyFor, selfSignedCert, send, startProxy } from './proxy-helpers.js'
 import { startDnsServer, type DnsRecord } from '../helpers/dns-server.js'
 
 /** A route as the loader makes it from `upstream` / `upstreams` YAML (the line(s) after `public: true`). */
@@ -608,4 +610,42 @@ t.test('an active check carries no credential or identity and names the target h
     'no credential, identity or forwarding header',
   )
   t.equal(target.seen[0]?.url, '/status', 'the path is the configured one, not under the route base path')
+})
+
+t.test('an https host name target: dialled by address, with the name as SNI and Host, its certificate checked against it', async (t) => {
+  const tls = await selfSignedCert()
+  const servernames: Array<string | false | null> = []
+  const hosts: Array<string | undefined> = []
+  const server = createHttpsServer({ cert: tls.cert, key: tls.key }, (req, res) => {
+    hosts.push(req.headers.host)
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end('{"target":"tls"}')
+  })
+  server.on('secureConnection', (socket: TLSSocket) => servernames.push(socket.servername))
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const port = (server.address() as { port: number }).port
+  // The test's resolver answers `localhost` with 127.0.0.1: the name is resolved by DNS, not /etc/hosts.
+  const dns = await startDnsServer(new Map([['localhost', { addresses: ['127.0.0.1'], ttl: 30 }]]))
+  const registry = new UpstreamTargets({ clock: new ManualClock() })
+  const route = poolRoute(`    upstreams: { targets: ["https://localhost:${port}"], dns: { servers: ["${dns.server}"] } }\n    upstream_ca: ${tls.certFile}\n`)
+  const gw = await startProxy([route], gatewayConfig(), () => ({}), registry)
+  t.teardown(async () => {
+    await gw.close()
+    server.closeAllConnections()
+    server.close()
+    await dns.close()
+  })
+  const reply = await send(gw.url, { path: '/tls' })
+  t.equal(reply.status, 200)
+  t.same(
+    balancerOf(gw, route)
+      .targets()
+      .map((x) => x.label),
+    [`https://127.0.0.1:${port}`],
+    'the target is the address',
+  )
+  t.same(servernames, ['localhost'], 'SNI names the configured host')
+  t.same(hosts, [`localhost:${port}`], 'and so does Host')
+  t.equal(dns.queries.get('localhost'), 1)
 })
