@@ -42,7 +42,7 @@ const checked = (name: string, url: string): string => `
   - name: ${name}
     match: { path: /${name} }
     public: true
-    upstreams: { targets: [${url}], health: { path: /healthz, interval: 20ms, timeout: 20ms, unhealthy_after: 1, healthy_after: 1 } }
+    upstreams: { targets: [${url}], health: { path: /healthz, interval: 100ms, timeout: 100ms, unhealthy_after: 1, healthy_after: 1 } }
 `
 
 const clock = new ManualClock()

@@ -76,6 +76,8 @@ t.test('an ejected target stays ejected across a reload; a removed route takes i
   t.equal(metricValue(kept, healthy), 0, 'still ejected after the reload')
   t.equal(metricValue(kept, failures), failed, 'and not tried again by the new configuration')
   t.equal(live.seen.filter((s) => s.url.startsWith('/pool/b')).length, 8)
+  const ejections = bin.lines.filter((line) => line.includes('"upstream target ejected"') && line.includes(dead))
+  t.equal(ejections.length, 1, 'the ejection was logged once, not again by the reload')
 
   await write(other)
   await bin.waitForLog((e) => e.msg === 'config reloaded' && e.routes === 1, 15_000)

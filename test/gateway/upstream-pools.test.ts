@@ -360,7 +360,7 @@ t.test('active checks mark a target down after unhealthy_after failures and up a
   const steady = await startTarget('steady')
   const route = poolRoute(`    upstreams:
       targets: [${flaky.url}, ${steady.url}]
-      health: { path: /healthz, interval: 20ms, timeout: 20ms, unhealthy_after: 2, healthy_after: 3 }
+      health: { path: /healthz, interval: 150ms, timeout: 150ms, unhealthy_after: 2, healthy_after: 3 }
 `)
   const gw = await startProxy([route], gatewayConfig(), () => ({}), registry)
   t.teardown(async () => {
