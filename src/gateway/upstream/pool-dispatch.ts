@@ -52,7 +52,7 @@ export function mayRetry(method: string, body: unknown): boolean {
  */
 export class PoolDispatch implements Dispatcher.DispatchHandler {
   readonly #balancer: Balancer
-  readonly #exchange: Dispatcher.DispatchHandler
+  readonly #exchange: Dispatcher.DispatchHandler & { upstream: string | null }
   readonly #request: PoolRequest
   readonly #retry: boolean
   /** Whether the client can still be answered: no retry for a client that left. */
@@ -63,7 +63,7 @@ export class PoolDispatch implements Dispatcher.DispatchHandler {
   /** Attempts made; bounded by the number of targets. */
   attempts = 0
 
-  constructor(balancer: Balancer, exchange: Dispatcher.DispatchHandler, request: PoolRequest, wanted: () => boolean) {
+  constructor(balancer: Balancer, exchange: Dispatcher.DispatchHandler & { upstream: string | null }, request: PoolRequest, wanted: () => boolean) {
     this.#balancer = balancer
     this.#exchange = exchange
     this.#request = request
@@ -76,6 +76,7 @@ export class PoolDispatch implements Dispatcher.DispatchHandler {
     const target = this.#balancer.pick(this.#tried)
     if (target === null) return false
     this.#target = target
+    this.#exchange.upstream = target.label
     this.attempts++
     target.health.inFlight++
     const headers = target.hostHeader === null || hasHost(this.#request.headers) ? this.#request.headers : [...this.#request.headers, 'host', target.hostHeader]
