@@ -123,9 +123,16 @@ export class DnsGroup {
 
   /** Resolve now unless a resolution is under way; the promise settles when its answer is applied. */
   refresh(): Promise<void> {
-    this.#resolving ??= this.#resolve().finally(() => {
-      this.#resolving = null
-    })
+    this.#resolving ??= this.#resolve()
+      .catch((err: unknown) => {
+        // Nothing above should throw; if it does, the last addresses stay and the name is tried again later.
+        this.settled = true
+        this.#expiresAt = this.#registry.clock.now() + RETRY_AFTER_FAILURE_MS
+        this.#log?.error({ host: this.#hostname, code: errorCode(err) }, 'upstream name resolution failed')
+      })
+      .finally(() => {
+        this.#resolving = null
+      })
     return this.#resolving
   }
 
