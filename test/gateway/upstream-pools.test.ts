@@ -649,3 +649,28 @@ t.test('an https host name target: dialled by address, with the name as SNI and 
   t.same(hosts, [`localhost:${port}`], 'and so does Host')
   t.equal(dns.queries.get('localhost'), 1)
 })
+
+t.test('a name of /etc/hosts (localhost) is found through the system lookup when the DNS does not know it', async (t) => {
+  const local = await startTarget('local')
+  const registry = new UpstreamTargets({ clock: new ManualClock() })
+  const route = poolRoute(`    upstream: ["http://localhost:${local.port}"]\n`)
+  const gw = await startProxy([route], gatewayConfig(), () => ({}), registry)
+  t.teardown(async () => {
+    await gw.close()
+    await stop(local)
+  })
+  // localhost may also be ::1, where nothing listens: a GET that meets it is sent to 127.0.0.1.
+  const replies = []
+  for (let i = 0; i < 4; i++) replies.push(await send(gw.url, { path: `/l${i}` }))
+  t.same(byTarget(replies), { local: 4 })
+  t.ok(
+    balancerOf(gw, route)
+      .targets()
+      .some((x) => x.label === `http://127.0.0.1:${local.port}`),
+    'dialled by address',
+  )
+  t.ok(
+    local.seen.every((s) => s.host === `localhost:${local.port}`),
+    'named localhost',
+  )
+})
