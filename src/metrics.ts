@@ -52,8 +52,12 @@ export class Gauge {
   addKey(key: string, by: number): void {
     this.#values.set(key, (this.#values.get(key) ?? 0) + by)
   }
-  get(labels: Labels = {}): number {
-    return this.#values.get(labelKey(labels)) ?? 0
+  /** Forget a series (a label set that no longer exists, e.g. a target a reload removed). */
+  delete(labels: Labels = {}): void {
+    this.#values.delete(labelKey(labels))
+  }
+  get(labels: Labels = {}): number | undefined {
+    return this.#values.get(labelKey(labels))
   }
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`]
@@ -141,6 +145,14 @@ export class Metrics {
     'bearward_registrations_refused_total',
     'Client registrations refused because registration.max_clients live registered clients exist (503)',
   )
+  readonly upstreamHealthy = new Gauge(
+    'bearward_upstream_healthy',
+    'Whether a pool target of a route takes requests (1) or is ejected (0), by route and target (docs/traffic.md)',
+  )
+  readonly upstreamConnectFailures = new Counter(
+    'bearward_upstream_connect_failures_total',
+    'Requests that could not connect to a pool target (refused, reset or timed out before a byte was sent), by route and target',
+  )
   readonly registeredClients = new Gauge(
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
@@ -224,6 +236,8 @@ export class Metrics {
         this.inFlight,
         this.openStreams,
         this.concurrencyRefused,
+        this.upstreamHealthy,
+        this.upstreamConnectFailures,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

@@ -8,6 +8,7 @@ import { createAuthorizationServer } from './as/server.js'
 import { createGateway } from './gateway/gateway.js'
 import { JwksRegistry, type JwksStage } from './gateway/jwks-client.js'
 import type { JWK } from 'jose'
+import { UpstreamTargets } from './gateway/upstream/targets.js'
 
 /**
  * What outlives a reload besides `Shared`: the ephemeral signing key (so a
@@ -17,6 +18,8 @@ export class ProcessState {
   #ephemeral: Promise<SigningKey> | null = null
   readonly #ephemeralSource: () => Promise<JWK>
   readonly jwks: JwksRegistry
+  /** Upstream pool targets (connections, health, checkers), kept across reloads for unchanged targets. */
+  readonly upstreamTargets: UpstreamTargets
 
   /**
    * `ephemeralSource` makes the key when the AS has none configured: by
@@ -24,10 +27,11 @@ export class ProcessState {
    * them sign with one key (src/workers/).
    */
   constructor(
-    shared: Pick<Shared, 'clock' | 'log'> & Partial<Pick<Shared, 'tracing'>>,
+    shared: Pick<Shared, 'clock' | 'log'> & Partial<Pick<Shared, 'tracing' | 'metrics'>>,
     ephemeralSource: () => Promise<JWK> = () => generatePrivateJwk('RS256'),
   ) {
     this.jwks = new JwksRegistry(shared.clock, shared.log, shared.tracing ?? null)
+    this.upstreamTargets = new UpstreamTargets({ clock: shared.clock, log: shared.log, metrics: shared.metrics ?? null })
     this.#ephemeralSource = ephemeralSource
   }
 
@@ -90,7 +94,7 @@ export class Runtime {
       const deps = buildFaceDeps(shared, config, keys)
       const asContext = asConfig && keys ? buildAsContext({ ...deps, as: asConfig, keys }) : null
       as = asContext ? createAuthorizationServer(asContext) : null
-      const gateway = createGateway(deps, { jwks })
+      const gateway = createGateway(deps, { jwks, upstreamTargets: state.upstreamTargets })
       return new Runtime(config, keys, asContext, as, gateway, jwks)
     } catch (err) {
       jwks.abort()

@@ -402,7 +402,10 @@ export interface RouteConfig {
      */
     caseInsensitive: boolean
   }
+  /** The upstream URL; on a pooled route, its first target (what `upstream_token` audiences and CA checks read). */
   upstream: string
+  /** `upstream: [..]` or `upstreams: {..}` (docs/traffic.md, Upstream pools); null: one upstream URL. */
+  upstreamPool: UpstreamPoolConfig | null
   /** `aud` the token must contain; default public_url. */
   audience: string
   /**
@@ -656,4 +659,21 @@ export interface Config {
   workers: number
   /** `telemetry.traces`; null: export only if the OTEL_* environment asks (src/telemetry/tracing.ts). */
   traces: TracesConfig | null
+}
+
+/** A route's pool of upstream targets (`upstream: [..]` or `upstreams`). */
+export interface UpstreamPoolConfig {
+  /** Target URLs without a trailing slash; one scheme and one path for all (checked at load). */
+  targets: string[]
+  balance: 'round_robin' | 'least_request'
+  health: {
+    /** Active checks GET this path; null: passive ejection only. */
+    path: string | null
+    intervalMs: number
+    timeoutMs: number
+    unhealthyAfter: number
+    healthyAfter: number
+  }
+  /** `dns.servers`: resolvers for the targets' host names; null: the system's. */
+  dnsServers: string[] | null
 }

@@ -30,6 +30,8 @@ import { checkRequirement, type McpJudgement } from './mcp/rule.js'
 import { legacySessionIdOf, McpSessions, sessionIdOf } from './mcp/sessions.js'
 import { ProtectedResources } from './protected-resource.js'
 import { UpstreamProxy } from './upstream/proxy.js'
+import type { Balancer } from './upstream/balancer.js'
+import type { UpstreamTargets } from './upstream/targets.js'
 import { OpenExchanges } from './open-exchanges.js'
 import { RouteTable, stripPrefix, type RouteMatch } from './route-table.js'
 import type { ForwardRequest } from './forward-request.js'
@@ -39,6 +41,8 @@ import type { TokenIdentity } from './token-identity.js'
 export interface GatewayShared {
   /** Remote JWKS caches, kept across reloads (see jwks-client.ts). */
   readonly jwks: JwksSource
+  /** Upstream pool targets, kept across reloads (upstream/targets.ts); a private registry when absent. */
+  readonly upstreamTargets?: UpstreamTargets
 }
 
 /** RFC 9112 6.1 / 6.3: both framing headers is how requests are smuggled past a proxy. */
@@ -81,20 +85,23 @@ class Gateway implements GatewayFace {
     this.#deps = deps
     this.#refusals = new Refusals({ face: 'gateway', metrics: deps.metrics, rootLog: deps.log, quiet: true }, deps.metrics)
     this.#sessions = new McpSessions(deps.store)
+    let built: readonly Balancer[] = []
     const issuers = buildTrustedIssuers({ config, own: deps.ownIssuer, store: deps.store, jwks: shared.jwks, tracing: deps.tracing })
     try {
       const metadata = new ProtectedResources(config)
       this.#metadata = metadata
       // Routes with `upstream_token: exchange | assertion` sign with the authorization server's keys.
       const signing = deps.keys === null ? null : { keys: deps.keys, issuer: config.publicUrl, clock: deps.clock }
-      const { plans, pools } = buildRoutePlans({
+      const { plans, pools, balancers } = buildRoutePlans({
         config,
         issuers,
         metadataUrlOf: (route) => metadata.urlOf(route),
         trustedProxies: deps.trustedProxies,
         signing,
         metrics: deps.metrics,
+        ...(shared.upstreamTargets !== undefined ? { targets: shared.upstreamTargets } : {}),
       })
+      built = balancers
       this.#table = new RouteTable(plans, (p) => p.route.match)
       const dpop = new DpopVerifier(config.dpop, deps, 'resource')
       this.#auth = new Authenticator({
@@ -113,11 +120,13 @@ class Gateway implements GatewayFace {
         metrics: deps.metrics,
         graceSec: config.gateway.streamExpiryGraceSec,
       })
-      this.#proxy = new UpstreamProxy(pools, deps.log, exchanges, deps.tracing)
+      this.#proxy = new UpstreamProxy(pools, deps.log, exchanges, deps.tracing, balancers)
       this.#exchanges = exchanges
     } catch (err) {
       // A gateway that is never built must not leave its introspection pools open.
       for (const issuer of issuers.values()) void issuer.opaque?.close().catch(() => undefined)
+      // Nor hold pool targets (their checkers would run on).
+      for (const balancer of built) void balancer.close()
       throw err
     }
     this.#defaultReply = Object.freeze({ realm: config.gateway.realm })

@@ -113,7 +113,7 @@ function start(base: string, path: string, o: { token?: string; method?: string;
 
 /** What the `bearward_in_flight` and `bearward_open_streams` gauges say for `route`. */
 function gauges(h: Harness, route: string): { inFlight: number; streams: number } {
-  return { inFlight: h.metrics.inFlight.get({ route }), streams: h.metrics.openStreams.get({ route }) }
+  return { inFlight: h.metrics.inFlight.get({ route }) ?? 0, streams: h.metrics.openStreams.get({ route }) ?? 0 }
 }
 
 /** Both gauges of `route` back at zero, as /metrics renders them. */

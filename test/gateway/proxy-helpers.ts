@@ -15,6 +15,7 @@ import { planUpstreams, type UpstreamPlan } from '../../src/gateway/plan/upstrea
 import { TrustedProxies } from '../../src/http/trusted-proxies.js'
 import type { CredentialDeps } from '../../src/gateway/upstream-token/credential.js'
 import type { OpenExchanges } from '../../src/gateway/open-exchanges.js'
+import type { UpstreamTargets } from '../../src/gateway/upstream/targets.js'
 import type { ForwardRequest } from '../../src/gateway/forward-request.js'
 import type { TokenIdentity } from '../../src/gateway/token-identity.js'
 import { contextExtras } from '../helpers/trace.js'
@@ -117,10 +118,10 @@ export function startUpstream(handler: (req: IncomingMessage, res: ServerRespons
 export function proxyFor(
   routes: readonly RouteConfig[],
   gateway: GatewayConfig = gatewayConfig(),
-  options: { signing?: CredentialDeps | null; exchanges?: OpenExchanges | null } = {},
+  options: { signing?: CredentialDeps | null; exchanges?: OpenExchanges | null; targets?: UpstreamTargets } = {},
 ): { proxy: UpstreamProxy; upstreamOf: (route: RouteConfig) => UpstreamPlan } {
-  const { upstreams, pools } = planUpstreams(routes, gateway, new TrustedProxies(gateway.trustedProxies), options.signing ?? null)
-  const proxy = new UpstreamProxy(pools, silentLog, options.exchanges ?? null)
+  const { upstreams, pools, balancers } = planUpstreams(routes, gateway, new TrustedProxies(gateway.trustedProxies), options.signing ?? null, options.targets)
+  const proxy = new UpstreamProxy(pools, silentLog, options.exchanges ?? null, null, balancers)
   const upstreamOf = (route: RouteConfig): UpstreamPlan => {
     const upstream = upstreams[routes.indexOf(route)]
     if (upstream === undefined) throw new Error(`route ${route.name} is not one of the proxy's`)
@@ -145,8 +146,9 @@ export async function startProxy(
   routes: readonly RouteConfig[],
   gateway: GatewayConfig = gatewayConfig(),
   decide: (req: IncomingMessage) => Decision = () => ({}),
-): Promise<Listening & { proxy: UpstreamProxy; forwards: Promise<void>[] }> {
-  const { proxy, upstreamOf } = proxyFor(routes, gateway)
+  targets?: UpstreamTargets,
+): Promise<Listening & { proxy: UpstreamProxy; forwards: Promise<void>[]; upstreamOf: (route: RouteConfig) => UpstreamPlan }> {
+  const { proxy, upstreamOf } = proxyFor(routes, gateway, targets === undefined ? {} : { targets })
   const forwards: Promise<void>[] = []
   const fwdFor = (req: IncomingMessage): { fwd: ForwardRequest; ctx: RequestContext } => {
     const raw = req.url ?? '/'
@@ -193,6 +195,7 @@ export async function startProxy(
     ...listening,
     proxy,
     forwards,
+    upstreamOf,
     close: async () => {
       for (const socket of upgraded) socket.destroy()
       await listening.close()

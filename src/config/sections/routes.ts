@@ -7,7 +7,6 @@ import type { Node } from 'yaml'
 import type { RouteConfig, RouteTokenKind, UpstreamTokenConfig } from '../validated-config.js'
 import type { MapView, Reader } from '../reader.js'
 import { UniqueSet } from '../unique.js'
-import { checkHttpUrl, stripTrailingSlash } from '../values.js'
 import { checkRealm, readIdentityHeaders } from './gateway.js'
 import { enumAt, keysAt } from '../contract.js'
 import { readAuthentication } from './route-authentication.js'
@@ -18,6 +17,7 @@ import { readMatch } from './route-match.js'
 import { checkMcpStepUps, readMcp } from './route-mcp.js'
 import { readProtectedResource } from './route-protected-resource.js'
 import { readScopeRules } from './route-scopes.js'
+import { H2C, readRouteUpstream } from './route-upstreams.js'
 import { checkUpstreamAudiences, readUpstreamToken } from './route-upstream-token.js'
 
 export const ROUTE_KEYS = keysAt('#/$defs/route')
@@ -51,19 +51,10 @@ export function readRoutes(r: Reader, node: Node, path: string, ctx: RouteContex
   return routes
 }
 
-/** The scheme of a cleartext HTTP/2 upstream (prior knowledge, RFC 9113 3.3). */
-const H2C = 'h2c://'
-
-/** An http(s):// upstream, or `h2c://` with the same shape as http://. */
-function checkUpstreamUrl(value: string): string | undefined {
-  if (!value.startsWith(H2C)) return checkHttpUrl(value)
-  return checkHttpUrl(`http://${value.slice(H2C.length)}`)?.replace('http://', H2C)
-}
-
 function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | undefined; route: RouteConfig | undefined } {
   const name = m.req('name', r.str({ check: (v) => (ROUTE_NAME.test(v) ? undefined : 'a route name is letters, digits, `.`, `_` and `-`') }))
   const match = readMatch(r, m)
-  const upstream = m.req('upstream', r.str({ check: checkUpstreamUrl }))
+  const { upstream, pool: upstreamPool } = readRouteUpstream(r, m)
   const isPublic = m.opt('public', r.bool(), false)
   const token = m.opt('token', r.oneOf(TOKEN_KINDS, { what: 'a token kind' }), 'jwt')
   const issuers = readRouteIssuers(r, m, ctx, isPublic, token)
@@ -115,6 +106,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     maxBodyBytes: m.opt('max_body', r.bytes(), DEFAULT_MAX_BODY),
     upstreamCaFile,
     upstreamHttp2: http2,
+    upstreamPool,
     storeUnavailable: m.opt('store_unavailable', r.oneOf(STORE_UNAVAILABLE, { what: 'a store_unavailable policy' }), 'closed'),
     realm: m.opt('realm', r.str({ check: checkRealm }), ctx.gateway.realm),
     dpop: m.opt('dpop', r.oneOf(DPOP_MODES, { what: 'a DPoP mode' }), 'allowed'),
@@ -136,7 +128,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     )
   }
   if (name === undefined || match === undefined || upstream === undefined) return { name, route: undefined }
-  return { name, route: { name, match, upstream: stripTrailingSlash(upstream), ...route } }
+  return { name, route: { name, match, upstream, ...route } }
 }
 
 /**

@@ -18,6 +18,8 @@ import type { CredentialDeps } from '../upstream-token/credential.js'
 import type { TrustedIssuer } from './issuers.js'
 import type { RoutePlan, TokenPlan } from './route-plan.js'
 import { planUpstreams } from './upstreams.js'
+import type { Balancer } from '../upstream/balancer.js'
+import type { UpstreamTargets } from '../upstream/targets.js'
 
 /** What the builder reads besides the routes. */
 export interface PlanSources {
@@ -32,12 +34,16 @@ export interface PlanSources {
   readonly signing: CredentialDeps | null
   /** Where the routes' concurrency steps count their slots and refusals. */
   readonly metrics: ConcurrencyMetrics
+  /** Where pooled routes take their targets from (kept across reloads); a private registry when absent. */
+  readonly targets?: UpstreamTargets
 }
 
 /** Every route's plan, in config order, and the upstream pools they share (what closing releases). */
 export interface RoutePlans {
   readonly plans: readonly RoutePlan[]
   readonly pools: readonly Pool[]
+  /** Pooled routes' balancers, closed with the proxy. */
+  readonly balancers: readonly Balancer[]
 }
 
 /** What Allow lists for a route that takes any method but TRACE. */
@@ -56,7 +62,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
   const routes = config.routes
   const dpopAlgs = config.dpop.algs.join(' ')
   const tokens = routes.map((route) => (route.public ? null : planToken(route, sources.issuers)))
-  const { upstreams, pools } = planUpstreams(routes, config.gateway, sources.trustedProxies, sources.signing)
+  const { upstreams, pools, balancers } = planUpstreams(routes, config.gateway, sources.trustedProxies, sources.signing, sources.targets)
   const addresses = new ClientAddress(sources.trustedProxies)
   const plans = routes.map((route, i): RoutePlan => {
     const token = tokens[i] ?? null
@@ -72,7 +78,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
       ...replyOptions(route, token, sources.metadataUrlOf(route), dpopAlgs),
     })
   })
-  return { plans, pools }
+  return { plans, pools, balancers }
 }
 
 /**

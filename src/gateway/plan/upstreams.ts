@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Pool, buildConnector } from 'undici'
-import type { GatewayConfig, RouteConfig } from '../../config/validated-config.js'
+import type { GatewayConfig, RouteConfig, UpstreamPoolConfig } from '../../config/validated-config.js'
 import { redactUrl } from '../../log.js'
 import type { TrustedProxies } from '../../http/trusted-proxies.js'
 import { RequestHeaderPolicy } from '../headers.js'
@@ -10,6 +10,9 @@ import { clientCertificateHeaderNames } from '../../http/client-certificate.js'
 import { withoutServername } from '../upstream/connector.js'
 import { errorCode } from '../upstream/failure.js'
 import { WebSocketUpstream } from '../upstream/websocket.js'
+import { Balancer, type TargetGroup } from '../upstream/balancer.js'
+import { DnsGroup, isHostName, nameResolver } from '../upstream/dns-group.js'
+import { UpstreamTargets, type TargetSpec } from '../upstream/targets.js'
 
 /**
  * The upstream step of a route's plan (route-plan.ts): where and how its
@@ -22,7 +25,10 @@ export interface UpstreamPlan {
   readonly name: string
   /** The route's realm, named in a refusal the proxy writes itself (no upstream credential). */
   readonly realm: string
-  readonly pool: Pool
+  /** The route's one pool; null on a pooled route, whose balancer picks a target's pool per request. */
+  readonly pool: Pool | null
+  /** `upstream: [..]` / `upstreams`: the targets and how one is chosen (upstream/balancer.ts); null: one upstream URL. */
+  readonly balancer: Balancer | null
   readonly ws: WebSocketUpstream
   /** The upstream URL's own path without a trailing slash (`''` for `/`). */
   readonly basePath: string
@@ -78,7 +84,7 @@ function asHttpUrl(upstream: string): URL {
  * picks; for h2c (`useH2c`, undici 7.10+) it takes every connection as
  * HTTP/2 from its first byte (RFC 9113 3.3, prior knowledge).
  */
-function poolOptions(route: RouteConfig, secure: boolean, ipLiteral: boolean, ca: string | null): Pool.Options {
+export function poolOptions(route: RouteConfig, secure: boolean, ipLiteral: boolean, ca: string | null): Pool.Options {
   const tls = { timeout: route.timeouts.connectMs, ...(ca !== null ? { ca } : {}) }
   const base = { headersTimeout: route.timeouts.headersMs, bodyTimeout: route.timeouts.idleMs }
   if (!route.upstreamHttp2) return { ...base, connect: secure && ipLiteral ? withoutServername(buildConnector(tls)) : tls }
@@ -91,6 +97,8 @@ function poolOptions(route: RouteConfig, secure: boolean, ipLiteral: boolean, ca
 export interface UpstreamPlans {
   readonly upstreams: readonly UpstreamPlan[]
   readonly pools: readonly Pool[]
+  /** The pooled routes' balancers, closed (their targets released) after the pools drained. */
+  readonly balancers: readonly Balancer[]
 }
 
 /**
@@ -106,6 +114,7 @@ export function planUpstreams(
   gateway: GatewayConfig,
   trusted: TrustedProxies,
   signing: CredentialDeps | null = null,
+  targets: UpstreamTargets = new UpstreamTargets(),
 ): UpstreamPlans {
   const defaults = gateway.identityHeaders
   // Assertion headers (`upstream_assertion.header`, and its default) are
@@ -118,12 +127,15 @@ export function planUpstreams(
   const pools = new Map<string, Pool>()
   const sockets = new Map<string, WebSocketUpstream>()
   const upstreams: UpstreamPlan[] = []
+  const balancers: Balancer[] = []
 
   // Everything that can throw comes before the first pool is opened, so a
   // refused build leaves no pool behind.
   const cas = routes.map((route) => {
-    if (!['http:', 'https:', 'ws:', 'wss:', 'h2c:'].includes(new URL(route.upstream).protocol)) {
-      throw new Error(`route ${route.name}: upstream must be an http(s) or ws(s) URL, or h2c://`)
+    for (const target of route.upstreamPool?.targets ?? [route.upstream]) {
+      if (!['http:', 'https:', 'ws:', 'wss:', 'h2c:'].includes(new URL(target).protocol)) {
+        throw new Error(`route ${route.name}: upstream must be an http(s) or ws(s) URL, or h2c://`)
+      }
     }
     return readCa(route)
   })
@@ -136,10 +148,17 @@ export function planUpstreams(
     const secure = origin.startsWith('https:')
     const upstreamName = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
     const ipLiteral = isIP(upstreamName) !== 0
-    let pool = pools.get(key)
-    if (pool === undefined) {
-      pool = new Pool(origin, poolOptions(route, secure, ipLiteral, ca))
-      pools.set(key, pool)
+    let pool: Pool | null = null
+    let balancer: Balancer | null = null
+    if (route.upstreamPool !== null) {
+      balancer = planBalancer(route, route.upstreamPool, ca, key, targets)
+      balancers.push(balancer)
+    } else {
+      pool = pools.get(key) ?? null
+      if (pool === null) {
+        pool = new Pool(origin, poolOptions(route, secure, ipLiteral, ca))
+        pools.set(key, pool)
+      }
     }
     const handshakeTimeoutMs = route.timeouts.connectMs + route.timeouts.headersMs
     const wsKey = `${key}\n${handshakeTimeoutMs}`
@@ -154,6 +173,7 @@ export function planUpstreams(
       name: route.name,
       realm: route.realm,
       pool,
+      balancer,
       ws,
       basePath,
       headers: new RequestHeaderPolicy({
@@ -171,5 +191,33 @@ export function planUpstreams(
       servername: secure ? upstreamName : undefined,
     })
   }
-  return { upstreams, pools: [...pools.values()] }
+  return { upstreams, pools: [...pools.values()], balancers }
+}
+
+/**
+ * A pooled route's balancer: each target acquired from the process-wide
+ * registry (kept across reloads), a host name as a DNS group of addresses.
+ * Every target shares the first one's scheme and path (checked at load), so
+ * the route's pool options and path rewrite hold for all.
+ */
+function planBalancer(route: RouteConfig, config: UpstreamPoolConfig, ca: string | null, optionsKey: string, registry: UpstreamTargets): Balancer {
+  const resolver = nameResolver(config.dnsServers)
+  const groups: TargetGroup[] = config.targets.map((target) => {
+    const url = asHttpUrl(target)
+    const secure = httpOrigin(url).startsWith('https:')
+    const name = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+    const hostName = isHostName(url)
+    const specFor = (dial: string): TargetSpec => ({
+      route,
+      dial,
+      host: url.host,
+      servername: secure ? name : undefined,
+      // A resolved name is dialled by address but named by its host name: SNI stays on.
+      options: poolOptions(route, secure, !hostName, ca),
+      optionsKey,
+    })
+    if (!hostName) return { target: registry.acquire(specFor(httpOrigin(url))) }
+    return { dns: new DnsGroup(new URL(httpOrigin(url)), specFor, registry, resolver, registry.log) }
+  })
+  return new Balancer(groups, config.balance, registry)
 }

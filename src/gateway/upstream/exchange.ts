@@ -107,6 +107,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   readonly #http2: boolean
   /** The route's concurrency slot, told of the answer (an event stream moves it to the streams); null: none. */
   readonly #slot: ConcurrencySlot | null
+  /** On a pooled route, the target of the current attempt (pool-dispatch.ts), named in logs; null: the plan's one upstream. */
+  upstream: string | null = null
 
   constructor(
     req: IncomingMessage,
@@ -202,7 +204,10 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     try {
       this.#rewriter.end(res)
     } catch (err) {
-      this.#ctx.log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err) }, 'upstream response could not be rewritten')
+      this.#ctx.log.warn(
+        { route: this.#plan.name, upstream: this.upstream ?? this.#plan.label, code: errorCode(err) },
+        'upstream response could not be rewritten',
+      )
       if (res.headersSent) cutResponse(res)
       else sendErrorWithId(res, this.#ctx.id, upstreamFailure(err))
     }
@@ -215,13 +220,16 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     if (this.#clientGone || err instanceof ClientGone || res.destroyed || (this.#http2 && cannotAnswer(this.#req, res))) return
     if (res.headersSent) {
       // Reset mid-body: the client must not mistake a truncated body for a whole one.
-      this.#ctx.log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err) }, 'upstream failed mid-response')
+      this.#ctx.log.warn({ route: this.#plan.name, upstream: this.upstream ?? this.#plan.label, code: errorCode(err) }, 'upstream failed mid-response')
       cutResponse(res)
       return
     }
     const failure = upstreamFailure(err)
     if (failure.status !== 413) {
-      this.#ctx.log.warn({ route: this.#plan.name, upstream: this.#plan.label, code: errorCode(err), status: failure.status }, 'upstream request failed')
+      this.#ctx.log.warn(
+        { route: this.#plan.name, upstream: this.upstream ?? this.#plan.label, code: errorCode(err), status: failure.status },
+        'upstream request failed',
+      )
     }
     // An unread request body would otherwise be drained (or stall) before the
     // connection could serve another request.

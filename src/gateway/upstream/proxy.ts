@@ -18,6 +18,8 @@ import { Drain } from './drain.js'
 import { Exchange } from './exchange.js'
 import { errorCode } from './failure.js'
 import type { UpstreamPlan } from '../plan/upstreams.js'
+import type { Balancer } from './balancer.js'
+import { PoolDispatch, type PoolRequest } from './pool-dispatch.js'
 
 /**
  * Forwarding: one authorized request in, one upstream exchange out.
@@ -66,11 +68,20 @@ export class UpstreamProxy {
   /** Records the upstream exchange as a client span of its request when spans are exported; null: never. */
   readonly #tracing: Tracing | null
   #closing: Promise<void> | null = null
+  /** Pooled routes' balancers: their targets are released once the exchanges drained. */
+  readonly #balancers: readonly Balancer[]
 
   /** @param pools every pool the plans' upstream steps use (plan/upstreams.ts), drained and closed by close() */
-  constructor(pools: readonly Pool[], log: Logger, exchanges: OpenExchanges | null = null, tracing: Tracing | null = null) {
+  constructor(
+    pools: readonly Pool[],
+    log: Logger,
+    exchanges: OpenExchanges | null = null,
+    tracing: Tracing | null = null,
+    balancers: readonly Balancer[] = [],
+  ) {
     this.#tracing = tracing
     this.#drain = new Drain(pools, log)
+    this.#balancers = balancers
     this.#exchanges = exchanges
   }
 
@@ -170,9 +181,40 @@ export class UpstreamProxy {
     // Header and body timeouts are the pool's own (pools are per timeout
     // set): per-request timeout options cost undici a timer update each.
     const options: UpstreamDispatch = { path, method: req.method ?? 'GET', headers, body, servername: plan.servername }
-    plan.pool.dispatch(options, exchange)
+    if (plan.pool !== null) plan.pool.dispatch(options, exchange)
+    else if (plan.balancer !== null) this.#dispatchPooled(plan, plan.balancer, { ...options, headers }, exchange, req, res, ctx)
     // After the dispatch: a token revoked meanwhile ends the exchange at once, as a client that left would.
     if (fwd.identity !== null && this.#exchanges !== null) exchange.track(this.#exchanges.open(exchange, fwd.identity, plan.name, ctx))
+  }
+
+  /**
+   * A pooled route (pool-dispatch.ts): a target per attempt, another one
+   * after a connect failure when the request may be sent again.
+   */
+  #dispatchPooled(
+    plan: UpstreamPlan,
+    balancer: Balancer,
+    options: PoolRequest,
+    exchange: Exchange,
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: RequestContext,
+  ): void {
+    const attempt = new PoolDispatch(balancer, exchange, options, () => !cannotAnswer(req, res))
+    const ready = balancer.ready
+    if (ready !== null) {
+      // A host name's first answer is not in yet (a Runtime just built): the request waits for it, once.
+      void ready.then(() => {
+        // The client left meanwhile: its response closed, which already counted the exchange out.
+        if (!cannotAnswer(req, res)) this.#dispatchPooled(plan, balancer, options, exchange, req, res, ctx)
+      })
+      return
+    }
+    if (attempt.dispatch()) return
+    // No target: no target name resolved yet, or a retired Runtime's balancer released them.
+    ctx.log.warn({ route: plan.name }, 'upstream pool has no target to send to')
+    // The Exchange answers a failure without its controller (none was ever made).
+    exchange.onResponseError(null as unknown as Dispatcher.DispatchController, new Error('no upstream target'))
   }
 
   /** The upstream exchange's client span (HTTP client span conventions; the path only, never the query). */
@@ -268,7 +310,9 @@ export class UpstreamProxy {
    * token is revoked or expires (the open-exchange registry outlives this).
    */
   close(timeoutMs = 10_000): Promise<void> {
-    this.#closing ??= this.#drain.close(timeoutMs)
+    this.#closing ??= this.#drain.close(timeoutMs).then(async () => {
+      await Promise.all(this.#balancers.map((b) => b.close()))
+    })
     return this.#closing
   }
 }
