@@ -139,6 +139,15 @@ export class Metrics {
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
   )
 
+  readonly trafficLimitDecisions = new Counter(
+    'bearward_traffic_limit_decisions_total',
+    'Requests decided by a route rate limit or quota, by route, limit name and result (allowed, limited)',
+  )
+  readonly trafficLimitStoreFailures = new Counter(
+    'bearward_traffic_limit_store_failures_total',
+    'Requests of a limited route decided while the store did not answer, by route and result (allowed, refused)',
+  )
+
   /** Per route, per outcome: the rendered label set, built once; requests reuse it. */
   readonly #requestKeys = new Map<string, Map<string, string>>()
   /** Per route, by status code (index 0: aborted): the same label sets, without building the outcome string. */
@@ -205,6 +214,8 @@ export class Metrics {
         this.configInfo,
         this.registrationsRefused,
         this.registeredClients,
+        this.trafficLimitDecisions,
+        this.trafficLimitStoreFailures,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

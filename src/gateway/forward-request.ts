@@ -1,4 +1,5 @@
 import type { RouteConfig } from '../config/validated-config.js'
+import type { FlatHeaders } from './flat-headers.js'
 import type { UpstreamPlan } from './plan/upstreams.js'
 import type { TokenIdentity } from './token-identity.js'
 import type { ResponseRewriter } from './upstream/rewrite.js'
@@ -20,4 +21,6 @@ export interface ForwardRequest {
   body: Buffer | null
   /** Rewrites the upstream's answer (an MCP list filtered by the token); absent: passed through. */
   rewriter?: ResponseRewriter | null
+  /** RateLimit-Policy and RateLimit (limits/fields.ts), replacing the upstream's own; absent: the route has no limits. */
+  fields?: FlatHeaders
 }

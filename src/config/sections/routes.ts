@@ -16,6 +16,7 @@ import { readRouteIssuers } from './route-issuers.js'
 import { readMatch } from './route-match.js'
 import { checkMcpStepUps, readMcp } from './route-mcp.js'
 import { readProtectedResource } from './route-protected-resource.js'
+import { readRouteLimits } from './route-rate-limits.js'
 import { readScopeRules } from './route-scopes.js'
 import { checkUpstreamAudiences, readUpstreamToken } from './route-upstream-token.js'
 
@@ -120,6 +121,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     senderConstraint: m.opt('sender_constraint', r.oneOf(SENDER_CONSTRAINTS, { what: 'a sender constraint' }), 'optional'),
     allowTrace: m.opt('allow_trace', r.bool(), false) || (match?.methods?.includes('TRACE') ?? false),
     upstreamToken: null as UpstreamTokenConfig | null,
+    limits: readRouteLimits(r, m, { isPublic, mcp }),
   }
   route.upstreamToken = readUpstreamToken(r, m, ctx, { ...route, upstream })
   if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')
