@@ -53,11 +53,17 @@ export class MemoryTrafficLimits implements TrafficLimitStore, MemoryFamily {
       steps.push(t.rule.kind === 'rate' ? rateStep(live, now, t.cost, t.rule) : quotaStep(live ?? 0, now, t.cost, t.rule))
     }
     const allowed = steps.every((s) => s.allowed)
-    if (allowed) {
-      for (const [i, t] of takes.entries()) {
+    for (const [i, t] of takes.entries()) {
+      const key = storeKey(t)
+      if (allowed) {
         const step = steps[i] as Step
-        this.#put(storeKey(t), { value: step.next, expiresMs: t.rule.kind === 'rate' ? step.next : t.rule.endMs })
+        this.#put(key, { value: step.next, expiresMs: t.rule.kind === 'rate' ? step.next : t.rule.endMs })
+        continue
       }
+      // Refused: nothing counted, but the keys are in use. A client kept at
+      // its limit must not fall to the end of the queue and be forgotten.
+      const e = this.#entries.get(key)
+      if (e !== undefined) this.#put(key, e)
     }
     return { allowed, states: steps.map((s) => s.state) }
   }
