@@ -13,6 +13,7 @@ import { childPath } from '../key-path.js'
 export const RATE_LIMIT_KEYS = keysAt('#/$defs/rateLimit')
 export const QUOTA_KEYS = keysAt('#/$defs/quota')
 export const TOOL_RATE_LIMIT_KEYS = keysAt('#/$defs/toolRateLimit')
+const OVERRIDE_KEYS = keysAt('#/$defs/client/properties/rate_limits/additionalProperties')
 const LIMIT_KEYS = enumAt<TrafficLimitKey>('#/$defs/rateLimit/properties/key')
 const QUOTA_PERIODS = enumAt<QuotaConfig['per']>('#/$defs/quota/properties/per')
 const FAILURE_MODES = enumAt<StoreFailureMode>('#/$defs/rateLimit/properties/on_store_failure')
@@ -42,16 +43,14 @@ export function readRouteLimits(r: Reader, m: MapView, shape: RouteShape): Route
   const rateLimits: RateLimitConfig[] = []
   const quotas: QuotaConfig[] = []
   for (const item of m.has('rate_limits') ? (r.items(m.get('rate_limits') as Node, m.pathOf('rate_limits')) ?? []) : []) {
-    const limit = readRateLimit(r, item.node, item.path, shape)
-    if (limit === undefined) continue
-    unique(limit.name, item.node, item.path)
-    rateLimits.push(limit)
+    const { name, limit } = readRateLimit(r, item.node, item.path, shape)
+    if (name !== undefined) unique(name, item.node, item.path)
+    if (limit !== undefined) rateLimits.push(limit)
   }
   for (const item of m.has('quotas') ? (r.items(m.get('quotas') as Node, m.pathOf('quotas')) ?? []) : []) {
-    const quota = readQuota(r, item.node, item.path, shape)
-    if (quota === undefined) continue
-    unique(quota.name, item.node, item.path)
-    quotas.push(quota)
+    const { name, quota } = readQuota(r, item.node, item.path, shape)
+    if (name !== undefined) unique(name, item.node, item.path)
+    if (quota !== undefined) quotas.push(quota)
   }
   rateLimits.push(...readToolLimits(r, m, shape))
   return rateLimits.length === 0 && quotas.length === 0 ? null : { rateLimits, quotas }
@@ -72,29 +71,29 @@ function readKey(r: Reader, view: MapView, shape: RouteShape, fallback?: Traffic
   return key
 }
 
-function readRateLimit(r: Reader, node: Node, path: string, shape: RouteShape): RateLimitConfig | undefined {
+function readRateLimit(r: Reader, node: Node, path: string, shape: RouteShape): { name: string | undefined; limit: RateLimitConfig | undefined } {
   const v = r.map(node, path, RATE_LIMIT_KEYS)
-  if (v === undefined) return undefined
+  if (v === undefined) return { name: undefined, limit: undefined }
   const name = v.req('name', r.str({ check: (s) => (LIMIT_NAME.test(s) ? undefined : 'a limit name is letters, digits, `.`, `_` and `-`') }))
   const key = readKey(r, v, shape)
   const limit = v.req('limit', r.int({ min: 1 }))
   const perMs = v.req('per', r.millis({ min: MIN_PER_MS }))
   const burst = v.opt('burst', r.int({ min: 0 }), LIMIT_DEFAULTS.burst)
   const onStoreFailure = v.opt('on_store_failure', r.oneOf(FAILURE_MODES, { what: 'a store failure mode' }), LIMIT_DEFAULTS.onStoreFailure)
-  if (name === undefined || key === undefined || limit === undefined || perMs === undefined) return undefined
-  return { name, key, limit, perMs, burst, onStoreFailure, tool: null }
+  if (name === undefined || key === undefined || limit === undefined || perMs === undefined) return { name, limit: undefined }
+  return { name, limit: { name, key, limit, perMs, burst, onStoreFailure, tool: null } }
 }
 
-function readQuota(r: Reader, node: Node, path: string, shape: RouteShape): QuotaConfig | undefined {
+function readQuota(r: Reader, node: Node, path: string, shape: RouteShape): { name: string | undefined; quota: QuotaConfig | undefined } {
   const v = r.map(node, path, QUOTA_KEYS)
-  if (v === undefined) return undefined
+  if (v === undefined) return { name: undefined, quota: undefined }
   const name = v.req('name', r.str({ check: (s) => (LIMIT_NAME.test(s) ? undefined : 'a limit name is letters, digits, `.`, `_` and `-`') }))
   const key = readKey(r, v, shape)
   const limit = v.req('limit', r.int({ min: 1 }))
   const per = v.req('per', r.oneOf(QUOTA_PERIODS, { what: 'a quota period' }))
   const onStoreFailure = v.opt('on_store_failure', r.oneOf(FAILURE_MODES, { what: 'a store failure mode' }), LIMIT_DEFAULTS.onStoreFailure)
-  if (name === undefined || key === undefined || limit === undefined || per === undefined) return undefined
-  return { name, key, limit, per, onStoreFailure }
+  if (name === undefined || key === undefined || limit === undefined || per === undefined) return { name, quota: undefined }
+  return { name, quota: { name, key, limit, per, onStoreFailure } }
 }
 
 /**
@@ -141,7 +140,7 @@ export function readClientRateLimits(r: Reader, c: MapView): Record<string, numb
   if (node === undefined) return undefined
   const out: Record<string, number> = {}
   for (const e of r.entries(node, c.pathOf('rate_limits')) ?? []) {
-    const v = r.map(e.value, e.path, ['limit'])
+    const v = r.map(e.value, e.path, OVERRIDE_KEYS)
     const limit = v?.req('limit', r.int({ min: 1 }))
     if (limit !== undefined) out[e.key] = limit
   }
