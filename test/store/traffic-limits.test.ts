@@ -34,6 +34,7 @@ async function allOrNothing(tt: Test, limits: TrafficLimitStore): Promise<void> 
     [false, true],
     'only the narrow limit is the reason',
   )
+  tt.equal(refused.states[0]?.remaining, 10, 'the limit with room says where it stands: untouched')
   const wide = await limits.take([take('wide')])
   tt.equal(wide.states[0]?.remaining, 9, 'the refused request was not counted by the limit that had room')
 }

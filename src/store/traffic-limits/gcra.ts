@@ -12,7 +12,10 @@ const EPSILON = 1e-9
 export interface Step {
   readonly allowed: boolean
   readonly next: number
+  /** The state once this request is counted (when allowed), or as it stays (when refused). */
   readonly state: LimitState
+  /** The state as it stays, for when another limit refuses the request and nothing is counted. */
+  readonly unchanged: LimitState
 }
 
 /**
@@ -24,27 +27,16 @@ export function rateStep(tat: number | undefined, nowMs: number, cost: number, r
   const from = tat === undefined || tat < nowMs ? nowMs : tat
   const next = from + cost * rule.intervalMs
   const wait = next - rule.capacityMs - nowMs
-  if (wait > 0) {
-    return {
-      allowed: false,
-      next: from,
-      state: {
-        remaining: Math.max(0, Math.floor((rule.capacityMs - (from - nowMs)) / rule.intervalMs + EPSILON)),
-        resetMs: Math.ceil(from - nowMs),
-        waitMs: Math.ceil(wait),
-      },
-    }
-  }
-  return {
-    allowed: true,
-    next,
-    state: { remaining: Math.max(0, Math.floor((rule.capacityMs - (next - nowMs)) / rule.intervalMs + EPSILON)), resetMs: Math.ceil(next - nowMs), waitMs: 0 },
-  }
+  const remainingAt = (t: number): number => Math.max(0, Math.floor((rule.capacityMs - (t - nowMs)) / rule.intervalMs + EPSILON))
+  const unchanged = { remaining: remainingAt(from), resetMs: Math.ceil(from - nowMs), waitMs: 0 }
+  if (wait > 0) return { allowed: false, next: from, state: { ...unchanged, waitMs: Math.ceil(wait) }, unchanged }
+  return { allowed: true, next, state: { remaining: remainingAt(next), resetMs: Math.ceil(next - nowMs), waitMs: 0 }, unchanged }
 }
 
 /** A calendar quota: `count` units used so far in the period. */
 export function quotaStep(count: number, nowMs: number, cost: number, rule: QuotaRule): Step {
   const resetMs = Math.max(0, Math.ceil(rule.endMs - nowMs))
-  if (count + cost > rule.limit) return { allowed: false, next: count, state: { remaining: Math.max(0, rule.limit - count), resetMs, waitMs: resetMs } }
-  return { allowed: true, next: count + cost, state: { remaining: rule.limit - count - cost, resetMs, waitMs: 0 } }
+  const unchanged = { remaining: Math.max(0, rule.limit - count), resetMs, waitMs: 0 }
+  if (count + cost > rule.limit) return { allowed: false, next: count, state: { ...unchanged, waitMs: resetMs }, unchanged }
+  return { allowed: true, next: count + cost, state: { remaining: rule.limit - count - cost, resetMs, waitMs: 0 }, unchanged }
 }

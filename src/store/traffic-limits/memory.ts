@@ -65,7 +65,8 @@ export class MemoryTrafficLimits implements TrafficLimitStore, MemoryFamily {
       const e = this.#entries.get(key)
       if (e !== undefined) this.#put(key, e)
     }
-    return { allowed, states: steps.map((s) => s.state) }
+    // Refused: a limit that had room reports itself as it stays (nothing was counted).
+    return { allowed, states: steps.map((s) => (allowed || !s.allowed ? s.state : s.unchanged)) }
   }
 
   #put(key: string, entry: Entry): void {

@@ -24,6 +24,7 @@ local now = tonumber(ARGV[1])
 local allowed = 1
 local out = {0}
 local nexts = {}
+local idle = {}
 for i = 1, #KEYS do
   local base = 1 + (i - 1) * 4
   local kind = ARGV[base + 1]
@@ -47,6 +48,7 @@ for i = 1, #KEYS do
       remaining = math.floor((b - (nxt - now)) / a + 1e-9)
       reset = math.ceil(nxt - now)
       wait = 0
+      idle[i] = {math.floor((b - (from - now)) / a + 1e-9), math.ceil(from - now)}
     end
   else
     local count = v or 0
@@ -60,12 +62,20 @@ for i = 1, #KEYS do
       nexts[i] = count + cost
       remaining = a - count - cost
       wait = 0
+      idle[i] = {a - count, reset}
     end
   end
   if remaining < 0 then remaining = 0 end
   out[3 * i - 1] = remaining
   out[3 * i] = reset
   out[3 * i + 1] = wait
+end
+if allowed == 0 then
+  -- Nothing is counted: a limit that had room reports itself as it stays.
+  for i, s in pairs(idle) do
+    out[3 * i - 1] = s[1]
+    out[3 * i] = s[2]
+  end
 end
 if allowed == 1 then
   for i = 1, #KEYS do
