@@ -1,16 +1,18 @@
 /**
- * Traffic limits in memory (one instance). The number of keys is bounded:
- * past `maxKeys`, the key touched longest ago is forgotten, and forgetting
- * a key gives whoever it counted a whole allowance again (docs/traffic.md).
- * A key a client keeps using is touched by each of its requests, so only a
- * flood of more distinct keys than the bound between two of its requests
- * can evict it.
+ * Traffic limits in memory (one instance). The number of keys is bounded by
+ * `maxKeys`, kept as two generations of at most half of it each: a key is
+ * written to the young one; when that is full, the old generation is
+ * forgotten whole and the young one becomes old; a key found in the old one
+ * moves back to the young. So a key touched at least once while maxKeys / 2
+ * other keys arrive is never forgotten, every operation is O(1), and
+ * forgetting a key gives whoever it counted a whole allowance again
+ * (docs/traffic.md).
  */
 import type { MemoryFamily, MemoryScope } from '../memory/scope.js'
 import { quotaStep, rateStep, type Step } from './gcra.js'
 import type { LimitTake, LimitVerdict, TrafficLimitStore } from './types.js'
 
-/** Keys kept at most by default: about 100 bytes each, so some 10 MB. */
+/** Keys kept at most by default: some 330 bytes each, so about 33 MB (bench/scenarios/rate-limit-keys.mjs). */
 export const DEFAULT_MAX_LIMIT_KEYS = 100_000
 
 interface Entry {
@@ -26,57 +28,60 @@ function storeKey(take: LimitTake): string {
 
 export class MemoryTrafficLimits implements TrafficLimitStore, MemoryFamily {
   readonly #s: MemoryScope
-  readonly #maxKeys: number
-  /** In the order they were last touched: the first is the one to forget. */
-  readonly #entries = new Map<string, Entry>()
+  /** Keys per generation: half the bound. */
+  readonly #generation: number
+  #young = new Map<string, Entry>()
+  #old = new Map<string, Entry>()
 
   constructor(scope: MemoryScope, maxKeys = DEFAULT_MAX_LIMIT_KEYS) {
     this.#s = scope
-    this.#maxKeys = maxKeys
+    this.#generation = Math.max(1, Math.floor(maxKeys / 2))
   }
 
   get size(): number {
-    return this.#entries.size
+    return this.#young.size + this.#old.size
   }
 
   sweep(nowMs: number): void {
-    for (const [k, e] of this.#entries) if (nowMs >= e.expiresMs) this.#entries.delete(k)
+    for (const map of [this.#young, this.#old]) for (const [k, e] of map) if (nowMs >= e.expiresMs) map.delete(k)
   }
 
   async take(takes: readonly LimitTake[]): Promise<LimitVerdict> {
     this.#s.open()
     const now = this.#s.nowMs()
+    const entries: Entry[] = []
     const steps: Step[] = []
     for (const t of takes) {
-      const e = this.#entries.get(storeKey(t))
-      const live = e !== undefined && now < e.expiresMs ? e.value : undefined
+      // Found in either generation, the key is now young: it is in use.
+      const e = this.#touch(storeKey(t))
+      entries.push(e)
+      const live = now < e.expiresMs ? e.value : undefined
       steps.push(t.rule.kind === 'rate' ? rateStep(live, now, t.cost, t.rule) : quotaStep(live ?? 0, now, t.cost, t.rule))
     }
     const allowed = steps.every((s) => s.allowed)
-    for (const [i, t] of takes.entries()) {
-      const key = storeKey(t)
-      if (allowed) {
+    if (allowed) {
+      for (const [i, t] of takes.entries()) {
+        const e = entries[i] as Entry
         const step = steps[i] as Step
-        this.#put(key, { value: step.next, expiresMs: t.rule.kind === 'rate' ? step.next : t.rule.endMs })
-        continue
+        e.value = step.next
+        e.expiresMs = t.rule.kind === 'rate' ? step.next : t.rule.endMs
       }
-      // Refused: nothing counted, but the keys are in use. A client kept at
-      // its limit must not fall to the end of the queue and be forgotten.
-      const e = this.#entries.get(key)
-      if (e !== undefined) this.#put(key, e)
     }
     // Refused: a limit that had room reports itself as it stays (nothing was counted).
     return { allowed, states: steps.map((s) => (allowed || !s.allowed ? s.state : s.unchanged)) }
   }
 
-  #put(key: string, entry: Entry): void {
-    // Deleted first so the key moves to the end: most recently touched.
-    this.#entries.delete(key)
-    while (this.#entries.size >= this.#maxKeys) {
-      const oldest = this.#entries.keys().next()
-      if (oldest.done === true) break
-      this.#entries.delete(oldest.value)
+  /** The key's entry in the young generation (an empty one, expired, for a new key). */
+  #touch(key: string): Entry {
+    const young = this.#young.get(key)
+    if (young !== undefined) return young
+    const entry = this.#old.get(key) ?? { value: 0, expiresMs: 0 }
+    this.#old.delete(key)
+    if (this.#young.size >= this.#generation) {
+      this.#old = this.#young
+      this.#young = new Map()
     }
-    this.#entries.set(key, entry)
+    this.#young.set(key, entry)
+    return entry
   }
 }
