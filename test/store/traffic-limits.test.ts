@@ -90,3 +90,16 @@ t.test('redis: keys are the caller’s hash under the prefix, and expire by them
   const quotaTtl = await raw.pttl(`${keyPrefix}tl:{hashOfWho2}d2026-11-28`)
   tt.ok(quotaTtl > 86_400_000 && quotaTtl <= 86_401_000, `a quota key lives a day past its period: ${quotaTtl} ms`)
 })
+
+t.test('redis: two instances racing for the last units get exactly the limit between them', async (tt) => {
+  const clock = new ManualClock()
+  const keyPrefix = `${redis.prefix}race:`
+  const one = new RedisStore({ url: redis.url, keyPrefix, clock, commandTimeoutMs: 1000 })
+  const two = new RedisStore({ url: redis.url, keyPrefix, clock, commandTimeoutMs: 1000 })
+  tt.teardown(async () => {
+    await one.close()
+    await two.close()
+  })
+  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? one : two).trafficLimits.take([take('contested')])))
+  tt.equal(answers.filter((a) => a.allowed).length, 10, '40 simultaneous requests through two instances, limit 10')
+})
