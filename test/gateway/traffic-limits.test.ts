@@ -284,3 +284,29 @@ t.test('MCP: a JSON-RPC batch costs one per call', async (t) => {
   t.equal(fields(two).states.get('tool:search')?.r, 0)
   t.equal((await rpc(gw, token, call(7, 'search'))).status, 429)
 })
+
+t.test('a route without limits has no limit step: no fields, nothing counted, beside a route with one', async (t) => {
+  const gw = await startGateway({
+    routes: (up) => `
+  - name: plain
+    match: { path: /plain }
+    upstream: ${up}
+    ${SCOPED}
+  - name: api
+    match: { path: /api }
+    upstream: ${up}
+    ${SCOPED}
+    rate_limits: [{ name: per-client, key: client, limit: 1, per: 1m }]`,
+  })
+  t.teardown(() => gw.close())
+  const web = await gw.mint()
+  for (let i = 0; i < 3; i++) {
+    const reply = await gw.get('/plain/x', web)
+    t.equal(reply.status, 200)
+    t.equal(reply.headers.ratelimit, undefined)
+    t.equal(reply.headers['ratelimit-policy'], undefined)
+  }
+  t.equal(gw.store.trafficLimits.size, 0, 'the store was not asked')
+  t.equal((await gw.get('/api/x', web)).status, 200)
+  t.equal(gw.store.trafficLimits.size, 1)
+})
