@@ -519,6 +519,27 @@ export class RegistrationFull extends OAuthError {
   }
 }
 
+/**
+ * A route's `max_in_flight` or `max_streams` is reached (docs/traffic.md,
+ * Concurrency limits), route-wide or for this caller. It is this instance's
+ * capacity, not the caller's rate, so 503 with the RFC 6749 code for an
+ * overloaded server and a Retry-After, answered at once: nothing waits in
+ * a queue for a slot.
+ */
+export class ConcurrencyLimitReached extends OAuthError {
+  static override readonly code = 'ERR_CONCURRENCY_LIMIT_REACHED'
+  constructor(kind: 'requests' | 'streams', retryAfterSec = 1) {
+    super(
+      503,
+      'temporarily_unavailable',
+      kind === 'requests'
+        ? 'This resource is serving as many requests as it allows at once; try again shortly'
+        : 'This resource holds as many open streams as it allows; try again shortly',
+      { headers: retryAfter(retryAfterSec) },
+    )
+  }
+}
+
 function retryAfter(seconds: number): Record<string, string> {
   return { 'retry-after': String(Math.max(1, Math.ceil(seconds))) }
 }

@@ -48,6 +48,13 @@ export class Gauge {
   set(value: number, labels: Labels = {}): void {
     this.#values.set(labelKey(labels), value)
   }
+  /** Move a series by `by` with a label set already rendered by labelKey() (hot path): counts several owners share (Runtimes across a reload). */
+  addKey(key: string, by: number): void {
+    this.#values.set(key, (this.#values.get(key) ?? 0) + by)
+  }
+  get(labels: Labels = {}): number {
+    return this.#values.get(labelKey(labels)) ?? 0
+  }
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`]
     for (const [key, value] of this.#values) lines.push(`${this.name}${key ? `{${key}}` : ''} ${value}`)
@@ -138,6 +145,15 @@ export class Metrics {
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
   )
+  readonly inFlight = new Gauge('bearward_in_flight', 'Requests forwarded and not yet finished, by route (routes with max_in_flight or max_streams)')
+  readonly openStreams = new Gauge(
+    'bearward_open_streams',
+    'Long-lived streams open (event streams, MCP listen streams, WebSocket tunnels, gRPC calls), by route (routes with max_in_flight or max_streams)',
+  )
+  readonly concurrencyRefused = new Counter(
+    'bearward_concurrency_refused_total',
+    'Requests refused with 503 because a concurrency limit was reached, by route, limit (max_in_flight, max_streams) and scope (route, key)',
+  )
 
   readonly trafficLimitDecisions = new Counter(
     'bearward_traffic_limit_decisions_total',
@@ -216,6 +232,9 @@ export class Metrics {
         this.registeredClients,
         this.trafficLimitDecisions,
         this.trafficLimitStoreFailures,
+        this.inFlight,
+        this.openStreams,
+        this.concurrencyRefused,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

@@ -344,6 +344,14 @@ const CASES: Record<string, Expected> = {
     headers: { 'retry-after': '1' },
   },
   ServerError: { make: () => new E.ServerError(), code: 'ERR_SERVER_ERROR', status: 500, error: 'server_error', description: 'Internal error' },
+  ConcurrencyLimitReached: {
+    make: () => new E.ConcurrencyLimitReached('requests'),
+    code: 'ERR_CONCURRENCY_LIMIT_REACHED',
+    status: 503,
+    error: 'temporarily_unavailable',
+    description: 'This resource is serving as many requests as it allows at once; try again shortly',
+    headers: { 'retry-after': '1' },
+  },
   RegistrationFull: {
     make: () => new E.RegistrationFull(3600),
     code: 'ERR_REGISTRATION_FULL',

@@ -476,6 +476,8 @@ export interface RouteConfig {
   upstreamToken: UpstreamTokenConfig | null
   /** `rate_limits`, `quotas` and the tools' `rate_limit` (docs/traffic.md); null when the route sets none. */
   limits?: RouteLimitsConfig | null
+  /** `max_in_flight` and `max_streams` (docs/traffic.md, Concurrency limits); null when the route sets neither. */
+  concurrency: RouteConcurrencyConfig | null
 }
 
 /** What a traffic limit counts by (`key`). */
@@ -510,6 +512,23 @@ export interface QuotaConfig {
 export interface RouteLimitsConfig {
   rateLimits: RateLimitConfig[]
   quotas: QuotaConfig[]
+}
+
+/** Whose slots a per-key concurrency limit counts together. */
+export type ConcurrencyKey = 'client' | 'subject' | 'grant' | 'address'
+
+/** One concurrency limit (`max_in_flight` or `max_streams`) of one instance. */
+export interface ConcurrencyLimitConfig {
+  /** Route-wide (`route`, or the plain number); null: no route-wide limit. */
+  route: number | null
+  /** `per_key: { key, limit }`; null: no per-key limit. */
+  perKey: { key: ConcurrencyKey; limit: number } | null
+}
+
+/** A route's concurrency limits; a limit left out is null (not limited, still counted). */
+export interface RouteConcurrencyConfig {
+  maxInFlight: ConcurrencyLimitConfig | null
+  maxStreams: ConcurrencyLimitConfig | null
 }
 
 /**

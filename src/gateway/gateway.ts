@@ -12,8 +12,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'
-import { InsufficientScope, InsufficientUserAuthentication, InvalidRequest, InvalidToken, MethodNotAllowed } from '../errors.js'
+import { ConcurrencyLimitReached, InsufficientScope, InsufficientUserAuthentication, InvalidRequest, InvalidToken, MethodNotAllowed } from '../errors.js'
+import { cannotAnswer } from '../http/http2-request.js'
 import { errorOnSocket, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
+import type { ConcurrencyPlan } from './concurrency.js'
 import { Authenticator, type DpopPresentation } from './authenticate.js'
 import { buildTrustedIssuers, type TrustedIssuer } from './plan/issuers.js'
 import { buildRoutePlans } from './plan/build.js'
@@ -93,6 +95,7 @@ class Gateway implements GatewayFace {
         metadataUrlOf: (route) => metadata.urlOf(route),
         trustedProxies: deps.trustedProxies,
         signing,
+        metrics: deps.metrics,
         limits: limitDeps(deps),
       })
       this.#table = new RouteTable(plans, (p) => p.route.match)
@@ -182,7 +185,15 @@ class Gateway implements GatewayFace {
     }
     const token = plan.token
     if (token === null || (route.passPreflight && isPreflight(req))) {
-      const forward: ForwardRequest = { route, upstream: plan.upstream, path: forwardPath, query: ctx.rawQuery, identity: null, body: null }
+      const forward: ForwardRequest = {
+        route,
+        upstream: plan.upstream,
+        path: forwardPath,
+        query: ctx.rawQuery,
+        identity: null,
+        body: null,
+        concurrency: plan.concurrency,
+      }
       // A public route's limits count by address; a passed preflight carries no credentials and is not counted.
       return token === null && plan.limits !== null ? this.#limit(req, ctx, plan, plan.limits, forward, null, null) : forward
     }
@@ -327,7 +338,15 @@ class Gateway implements GatewayFace {
     }
     ctx.clientId = identity.clientId
     this.#refusals.countValid()
-    const forward: ForwardRequest = { route: plan.route, upstream: plan.upstream, path, query: extracted.query, identity, body: mcp?.body ?? extracted.body }
+    const forward: ForwardRequest = {
+      route: plan.route,
+      upstream: plan.upstream,
+      path,
+      query: extracted.query,
+      identity,
+      body: mcp?.body ?? extracted.body,
+      concurrency: plan.concurrency,
+    }
     if (plan.route.upstreamToken !== null) forward.token = extracted.token
     const lists = mcp?.lists ?? null
     const rule = plan.mcp
@@ -397,10 +416,29 @@ class Gateway implements GatewayFace {
     try {
       if ('refusal' in decision) sendErrorWithId(res, ctx.id, decision.refusal, decision.reply)
       else if (isLastHop(req)) answerAsFinalRecipient(req, res, ctx, decision.route)
-      else this.#proxy.forward(req, res, decision, ctx)
+      else if (decision.concurrency == null || this.#holdSlot(req, res, ctx, decision, decision.concurrency)) this.#proxy.forward(req, res, decision, ctx)
     } catch (err) {
       this.#failed(res, ctx, err)
     }
+  }
+
+  /**
+   * The route's concurrency step (concurrency.ts): a slot held until the
+   * response closes, which every ending emits (finished, client gone,
+   * upstream failure or timeout, a refused body); or the 503 answered here
+   * and false, nothing forwarded. A request that can no longer be answered
+   * takes no slot (the proxy sends nothing for it).
+   */
+  #holdSlot(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, fwd: ForwardRequest, limits: ConcurrencyPlan): boolean {
+    if (cannotAnswer(req, res)) return true
+    const slot = limits.admit(req, fwd.identity, false)
+    if (slot instanceof ConcurrencyLimitReached) {
+      sendErrorWithId(res, ctx.id, slot, { realm: fwd.route.realm })
+      return false
+    }
+    fwd.slot = slot
+    res.once('close', slot.release)
+    return true
   }
 
   /** A failure outside judging (a bug, or the store failing while forwarding): answered when the answer has not started. */
@@ -413,7 +451,20 @@ class Gateway implements GatewayFace {
     const decision = await this.#decide(req, ctx, false)
     if (decision === null) return false
     if ('refusal' in decision) errorOnSocket(socket, decision.refusal, decision.reply, ctx.id)
-    else this.#proxy.upgrade(req, socket, head, decision, ctx)
+    else if (decision.concurrency == null || this.#holdTunnelSlot(req, socket, ctx, decision, decision.concurrency))
+      this.#proxy.upgrade(req, socket, head, decision, ctx)
+    return true
+  }
+
+  /** As #holdSlot, for a WebSocket upgrade: a stream slot, held until the socket closes. */
+  #holdTunnelSlot(req: IncomingMessage, socket: Duplex, ctx: RequestContext, fwd: ForwardRequest, limits: ConcurrencyPlan): boolean {
+    if (socket.destroyed) return true
+    const slot = limits.admit(req, fwd.identity, true)
+    if (slot instanceof ConcurrencyLimitReached) {
+      errorOnSocket(socket, slot, { realm: fwd.route.realm }, ctx.id)
+      return false
+    }
+    socket.once('close', slot.release)
     return true
   }
 

@@ -187,6 +187,7 @@ routes:
         allowTrace: false,
         upstreamToken: null,
         limits: null,
+        concurrency: null,
       },
     ],
     dpop: { algs: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256'], iatWindowSec: 60, iatLeewaySec: 5, nonce: null },
@@ -485,6 +486,7 @@ t.test('the full fixture sets every key', async (t) => {
       rateLimits: [{ name: 'per-client', key: 'client', limit: 100, perMs: 60_000, burst: 20, onStoreFailure: 'deny', tool: null }],
       quotas: [{ name: 'daily', key: 'subject', limit: 10000, per: 'day', onStoreFailure: 'allow' }],
     },
+    concurrency: null,
   })
   t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })
   t.match(config?.routes[1], {

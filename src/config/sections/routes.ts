@@ -11,6 +11,7 @@ import { checkHttpUrl, stripTrailingSlash } from '../values.js'
 import { checkRealm, readIdentityHeaders } from './gateway.js'
 import { enumAt, keysAt } from '../contract.js'
 import { readAuthentication } from './route-authentication.js'
+import { readConcurrency } from './route-concurrency.js'
 import { SELF, type RouteContext } from './route-context.js'
 import { readRouteIssuers } from './route-issuers.js'
 import { readMatch } from './route-match.js'
@@ -122,6 +123,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     allowTrace: m.opt('allow_trace', r.bool(), false) || (match?.methods?.includes('TRACE') ?? false),
     upstreamToken: null as UpstreamTokenConfig | null,
     limits: readRouteLimits(r, m, { isPublic, mcp }),
+    concurrency: readConcurrency(r, m, isPublic),
   }
   route.upstreamToken = readUpstreamToken(r, m, ctx, { ...route, upstream })
   if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')

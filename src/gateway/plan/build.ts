@@ -9,7 +9,8 @@ import type { Pool } from 'undici'
 import type { Config, RouteConfig } from '../../config/validated-config.js'
 import { MethodNotAllowed } from '../../errors.js'
 import type { ErrorReplyOptions } from '../../http/reply.js'
-import type { TrustedProxies } from '../../http/trusted-proxies.js'
+import { ClientAddress, type TrustedProxies } from '../../http/trusted-proxies.js'
+import { ConcurrencyPlan, type ConcurrencyMetrics } from '../concurrency.js'
 import { McpRule } from '../mcp/rule.js'
 import { ScopeRule } from '../scope.js'
 import { StepUpRule } from '../step-up.js'
@@ -32,6 +33,8 @@ export interface PlanSources {
   readonly signing: CredentialDeps | null
   /** What traffic limits count with (store, metrics, client address); absent: no route may set limits. */
   readonly limits?: LimitDeps
+  /** Where the routes' concurrency steps count their slots and refusals. */
+  readonly metrics: ConcurrencyMetrics
 }
 
 /** Every route's plan, in config order, and the upstream pools they share (what closing releases). */
@@ -57,6 +60,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
   const dpopAlgs = config.dpop.algs.join(' ')
   const tokens = routes.map((route) => (route.public ? null : planToken(route, sources.issuers)))
   const { upstreams, pools } = planUpstreams(routes, config.gateway, sources.trustedProxies, sources.signing)
+  const addresses = new ClientAddress(sources.trustedProxies)
   const plans = routes.map((route, i): RoutePlan => {
     const token = tokens[i] ?? null
     const upstream = upstreams[i]
@@ -68,6 +72,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
       traceRefusal: route.allowTrace ? null : new MethodNotAllowed(route.match.methods ?? ANY_BUT_TRACE),
       upstream,
       limits: planLimits(route, sources.limits),
+      concurrency: route.concurrency === null ? null : new ConcurrencyPlan(route, route.concurrency, sources.metrics, addresses),
       ...replyOptions(route, token, sources.metadataUrlOf(route), dpopAlgs),
     })
   })

@@ -14,6 +14,7 @@ import type { MethodNotAllowed } from '../../errors.js'
 import type { ErrorReplyOptions } from '../../http/reply.js'
 import type { JwtIssuer } from '../../tokens/verify-jwt.js'
 import type { OpaqueValidator } from '../introspection-client.js'
+import type { ConcurrencyPlan } from '../concurrency.js'
 import type { McpRule } from '../mcp/rule.js'
 import type { ScopeRule } from '../scope.js'
 import type { StepUpRule } from '../step-up.js'
@@ -59,4 +60,6 @@ export interface RoutePlan {
   readonly upstream: UpstreamPlan
   /** Rate limits and quotas (docs/traffic.md); null: the route has none, and pays nothing for them. */
   readonly limits: LimitPlan | null
+  /** `max_in_flight` / `max_streams` slots (concurrency.ts); null: the route sets neither, nothing is counted. */
+  readonly concurrency: ConcurrencyPlan | null
 }

@@ -9,6 +9,7 @@ import { headerObject, headerPairs, type FlatHeaders } from '../flat-headers.js'
 import { responseHeaderList } from '../response-headers.js'
 import { dropOwnSetCookies } from '../own-cookies.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
+import type { ConcurrencySlot } from '../concurrency.js'
 import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
 import type { UpstreamPlan } from '../plan/upstreams.js'
@@ -107,6 +108,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   readonly #http2: boolean
   /** The route's RateLimit fields (gateway/limits/), which replace the upstream's of the same names; null: none. */
   readonly #limitFields: FlatHeaders | null
+  /** The route's concurrency slot, told of the answer (an event stream moves it to the streams); null: none. */
+  readonly #slot: ConcurrencySlot | null
 
   constructor(
     req: IncomingMessage,
@@ -116,9 +119,11 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     limit: BodyLimit | null,
     done: () => void,
     rewriter: ResponseRewriter | null = null,
+    slot: ConcurrencySlot | null = null,
     limitFields: FlatHeaders | null = null,
   ) {
     this.#rewriter = rewriter
+    this.#slot = slot
     this.#limitFields = limitFields
     this.#req = req
     this.#res = res
@@ -137,6 +142,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusText?: string): void {
     if (statusCode < 200) return
+    this.#slot?.answered(headers['content-type'])
     try {
       const relayed = responseHeaderList(rawList(controller.rawHeaders, headers))
       dropOwnSetCookies(relayed, this.#ctx, this.#plan.name)
