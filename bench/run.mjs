@@ -43,6 +43,8 @@ export const SCENARIOS = [
   'open-loop',
   'cpu',
   'memory',
+  'rate-limit',
+  'rate-limit-keys',
 ]
 
 const { values, positionals } = parseArgs({

@@ -471,6 +471,28 @@ export class TooManyRequests extends OAuthError {
 }
 
 /**
+ * A route's rate limit or quota has no room for the request (docs/traffic.md):
+ * 429 with Retry-After and the RateLimit-Policy and RateLimit fields
+ * (draft-ietf-httpapi-ratelimit-headers-11). On an MCP route the body is a
+ * JSON-RPC error, code -32000 as an MCP SDK server gives its other HTTP-level
+ * refusals, so an SDK client reports the status and the message.
+ * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/
+ */
+export class RateLimited extends OAuthError {
+  static override readonly code = 'ERR_RATE_LIMITED'
+  /** The JSON-RPC error code of the MCP answer. */
+  static readonly rpcCode = -32000
+  constructor(retryAfterSec: number, fields: Record<string, string>, mcp: { id: JsonRpcId } | null, o: Opts = {}) {
+    const description = 'Too many requests; try again later'
+    const headers = { ...retryAfter(retryAfterSec), ...fields }
+    const wait = headers['retry-after']
+    const body =
+      mcp === null ? undefined : { jsonrpc: '2.0', id: mcp.id, error: { code: RateLimited.rpcCode, message: `Too Many Requests: retry after ${wait} s` } }
+    super(429, 'too_many_requests', description, { ...o, headers, ...(body === undefined ? {} : { body }) })
+  }
+}
+
+/**
  * Client authentication from this address is locked after repeated failures:
  * 429 with `Retry-After`, and the RFC 6749 5.2 code `invalid_client` so a
  * client library reports it as an authentication failure.

@@ -167,6 +167,15 @@ export class Metrics {
     'Requests refused with 503 because a concurrency limit was reached, by route, limit (max_in_flight, max_streams) and scope (route, key)',
   )
 
+  readonly trafficLimitDecisions = new Counter(
+    'bearward_traffic_limit_decisions_total',
+    'Requests decided by a route rate limit or quota, by route, limit name and result (allowed, limited)',
+  )
+  readonly trafficLimitStoreFailures = new Counter(
+    'bearward_traffic_limit_store_failures_total',
+    'Requests of a limited route decided while the store did not answer, by route and result (allowed, refused)',
+  )
+
   /** Per route, per outcome: the rendered label set, built once; requests reuse it. */
   readonly #requestKeys = new Map<string, Map<string, string>>()
   /** Per route, by status code (index 0: aborted): the same label sets, without building the outcome string. */
@@ -233,6 +242,8 @@ export class Metrics {
         this.configInfo,
         this.registrationsRefused,
         this.registeredClients,
+        this.trafficLimitDecisions,
+        this.trafficLimitStoreFailures,
         this.inFlight,
         this.openStreams,
         this.concurrencyRefused,

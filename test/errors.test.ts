@@ -326,6 +326,15 @@ const CASES: Record<string, Expected> = {
     description: 'Too many attempts; try again later',
     headers: { 'retry-after': '3' },
   },
+  RateLimited: {
+    make: () => new E.RateLimited(1.2, { 'ratelimit-policy': '"per-client";q=100;w=60', ratelimit: '"per-client";r=0;t=2' }, { id: 7 }),
+    code: 'ERR_RATE_LIMITED',
+    status: 429,
+    error: 'too_many_requests',
+    description: 'Too many requests; try again later',
+    headers: { 'retry-after': '2', 'ratelimit-policy': '"per-client";q=100;w=60', ratelimit: '"per-client";r=0;t=2' },
+    body: { jsonrpc: '2.0', id: 7, error: { code: -32000, message: 'Too Many Requests: retry after 2 s' } },
+  },
   ClientAuthenticationLocked: {
     make: () => new E.ClientAuthenticationLocked(0.2),
     code: 'ERR_CLIENT_AUTHENTICATION_LOCKED',

@@ -51,6 +51,7 @@ const REQUIRED_SURFACES = [
   'Store (Redis) faults',
   '/par and request objects',
   'FAPI 2.0 profile',
+  'Rate limits and quotas',
   'Concurrency limits',
   'Upstream pools and health',
 ]

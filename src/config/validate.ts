@@ -26,6 +26,7 @@ import { readDpop } from './sections/dpop.js'
 import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
+import { checkLimitOverrides } from './sections/route-rate-limits.js'
 import { readTraces } from './sections/telemetry.js'
 import { readHttp2 } from './sections/http2.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
@@ -122,6 +123,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
           gateway,
         })
 
+  if (authorizationServer !== null) checkLimitOverrides(r, top.get('authorization_server'), authorizationServer.clients, routes)
   refuseDemoOnNetwork(r, top, listen, authorizationServer)
   if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')

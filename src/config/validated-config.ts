@@ -107,6 +107,8 @@ export type SecurityProfile = 'fapi2'
 
 export interface ClientConfig {
   clientId: string
+  /** `rate_limits`: this client's own `limit` for route limits of that name (a paying tier); absent: none. */
+  rateLimits?: Readonly<Record<string, number>>
   /** Shown wherever the client is named (consent, device approval, account page); defaults to clientId. */
   name: string
   /** RFC 7591 metadata shown to people, and where RP-initiated logout may return. */
@@ -475,8 +477,44 @@ export interface RouteConfig {
    * (identity headers, and the client's token only with `forward_authorization`).
    */
   upstreamToken: UpstreamTokenConfig | null
+  /** `rate_limits`, `quotas` and the tools' `rate_limit` (docs/traffic.md); null when the route sets none. */
+  limits?: RouteLimitsConfig | null
   /** `max_in_flight` and `max_streams` (docs/traffic.md, Concurrency limits); null when the route sets neither. */
   concurrency: RouteConcurrencyConfig | null
+}
+
+/** What a traffic limit counts by (`key`). */
+export type TrafficLimitKey = 'client' | 'subject' | 'grant' | 'address' | 'tool'
+
+/** What a limit does while the store cannot be reached, on a route that could otherwise serve. */
+export type StoreFailureMode = 'allow' | 'deny'
+
+/** One rate limit (`rate_limits[]`, or a tool's `rate_limit`), GCRA: `limit` per `perMs` back to back, `burst` more. */
+export interface RateLimitConfig {
+  /** Unique per route; `tool:<name>` for a tool's own limit. */
+  name: string
+  key: TrafficLimitKey
+  limit: number
+  perMs: number
+  burst: number
+  onStoreFailure: StoreFailureMode
+  /** A tool's own limit: the tool name or `*` pattern it counts calls of; null for a route limit. */
+  tool: string | null
+}
+
+/** One quota (`quotas[]`): `limit` per UTC calendar day or month. */
+export interface QuotaConfig {
+  name: string
+  key: TrafficLimitKey
+  limit: number
+  per: 'day' | 'month'
+  onStoreFailure: StoreFailureMode
+}
+
+/** A route's traffic limits (docs/traffic.md). */
+export interface RouteLimitsConfig {
+  rateLimits: RateLimitConfig[]
+  quotas: QuotaConfig[]
 }
 
 /** Whose slots a per-key concurrency limit counts together. */

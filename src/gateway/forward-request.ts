@@ -1,4 +1,5 @@
 import type { RouteConfig } from '../config/validated-config.js'
+import type { FlatHeaders } from './flat-headers.js'
 import type { ConcurrencyPlan, ConcurrencySlot } from './concurrency.js'
 import type { UpstreamPlan } from './plan/upstreams.js'
 import type { TokenIdentity } from './token-identity.js'
@@ -21,6 +22,8 @@ export interface ForwardRequest {
   body: Buffer | null
   /** Rewrites the upstream's answer (an MCP list filtered by the token); absent: passed through. */
   rewriter?: ResponseRewriter | null
+  /** RateLimit-Policy and RateLimit (limits/fields.ts), replacing the upstream's own; absent: the route has no limits. */
+  fields?: FlatHeaders
   /** The route's concurrency step, where a slot is taken before forwarding; absent: the route sets no limit. */
   concurrency?: ConcurrencyPlan | null
   /** The slot taken for this exchange, told of the answer's Content-Type (an event stream moves it); absent: none. */

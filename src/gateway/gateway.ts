@@ -36,6 +36,8 @@ import { OpenExchanges } from './open-exchanges.js'
 import { RouteTable, stripPrefix, type RouteMatch } from './route-table.js'
 import type { ForwardRequest } from './forward-request.js'
 import type { TokenIdentity } from './token-identity.js'
+import { limitDeps } from './limits/deps.js'
+import type { LimitPlan } from './limits/plan.js'
 
 /** What outlives a Runtime and is handed to every gateway the process builds. */
 export interface GatewayShared {
@@ -100,6 +102,7 @@ class Gateway implements GatewayFace {
         signing,
         metrics: deps.metrics,
         ...(shared.upstreamTargets !== undefined ? { targets: shared.upstreamTargets } : {}),
+        limits: limitDeps(deps),
       })
       built = balancers
       this.#table = new RouteTable(plans, (p) => p.route.match)
@@ -191,7 +194,17 @@ class Gateway implements GatewayFace {
     }
     const token = plan.token
     if (token === null || (route.passPreflight && isPreflight(req))) {
-      return { route, upstream: plan.upstream, path: forwardPath, query: ctx.rawQuery, identity: null, body: null, concurrency: plan.concurrency }
+      const forward: ForwardRequest = {
+        route,
+        upstream: plan.upstream,
+        path: forwardPath,
+        query: ctx.rawQuery,
+        identity: null,
+        body: null,
+        concurrency: plan.concurrency,
+      }
+      // A public route's limits count by address; a passed preflight carries no credentials and is not counted.
+      return token === null && plan.limits !== null ? this.#limit(req, ctx, plan, plan.limits, forward, null, null) : forward
     }
     const mcp = plan.mcp
     if (mcp !== null) {
@@ -283,15 +296,15 @@ class Gateway implements GatewayFace {
     presented: boolean,
   ): Decision | Promise<Decision> {
     const mcp = plan.mcp
-    if (mcp === null) return this.#admit(ctx, plan, path, extracted, identity, req.method, null)
+    if (mcp === null) return this.#admit(req, ctx, plan, path, extracted, identity, req.method, null)
     const header = sessionIdOf(req)
     // A 2024-11-05 session travels in the query (the one forwarded): checked alike, and a header beside it must be the same id.
     const legacy = legacySessionIdOf(extracted.query)
     const session = legacy === undefined || legacy === header ? header : header === undefined ? legacy : null
     const judge = (): Decision | Promise<Decision> => {
-      if (!allowBody || !mcp.applies(req)) return this.#admit(ctx, plan, path, extracted, identity, req.method, null, session)
+      if (!allowBody || !mcp.applies(req)) return this.#admit(req, ctx, plan, path, extracted, identity, req.method, null, session)
       return mcp.judge(req).then(
-        (judged) => this.#admit(ctx, plan, path, extracted, identity, req.method, judged, session),
+        (judged) => this.#admit(req, ctx, plan, path, extracted, identity, req.method, judged, session),
         (err: unknown) => this.#refusals.of(err, ctx, plan, req.method, null, presented),
       )
     }
@@ -312,8 +325,9 @@ class Gateway implements GatewayFace {
     return this.#origin + rawPath
   }
 
-  /** A valid token: counted, and what to forward; or, on an MCP route, the 403 of a tool it may not call. */
+  /** A valid token: counted, and what to forward (after the route's limits); or, on an MCP route, the 403 of a tool it may not call. */
   #admit(
+    req: IncomingMessage,
     ctx: RequestContext,
     plan: RoutePlan,
     path: string,
@@ -322,7 +336,7 @@ class Gateway implements GatewayFace {
     method: string | undefined,
     mcp: McpJudgement | null,
     session?: string | null,
-  ): Decision {
+  ): Decision | Promise<Decision> {
     const required = mcp?.requirement ?? null
     if (required !== null) {
       // Step-up before scope, as on the route (authenticate.ts).
@@ -351,6 +365,26 @@ class Gateway implements GatewayFace {
     }
     // An answer that opens a session reaches the client only once the session is bound to this token's owner.
     if (rule !== null) forward.rewriter = this.#sessions.binder(plan.route.name, session ?? undefined, identity, ctx.id, forward.rewriter ?? null)
+    return plan.limits === null ? forward : this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp)
+  }
+
+  /**
+   * The limit step (docs/traffic.md), after the token and the MCP body were
+   * judged: the request is counted only when everything else let it through.
+   * What it allows carries the RateLimit fields to the answer.
+   */
+  async #limit(
+    req: IncomingMessage,
+    ctx: RequestContext,
+    plan: RoutePlan,
+    limits: LimitPlan,
+    forward: ForwardRequest,
+    identity: TokenIdentity | null,
+    mcp: McpJudgement | null,
+  ): Promise<Decision> {
+    const outcome = await limits.apply({ req, identity, toolCalls: mcp?.toolCalls ?? [], mcp: plan.mcp === null ? null : { id: mcp?.id ?? null } })
+    if ('refusal' in outcome) return { refusal: this.#refusals.answer(outcome.refusal, ctx, false), reply: plan.reply }
+    if (outcome.fields.length > 0) forward.fields = outcome.fields
     return forward
   }
 

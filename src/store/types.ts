@@ -33,6 +33,7 @@ import type { RevocationStore } from './revocations/types.js'
 import type { ConsentStore, SessionStore } from './sessions/types.js'
 import type { SingleUseStore } from './single-use/types.js'
 import type { TotpStore } from './totp/types.js'
+import type { TrafficLimitStore } from './traffic-limits/types.js'
 import type { UpstreamStore } from './upstream/types.js'
 
 export type { AllowanceNote, AllowanceRecord, AllowanceStore } from './allowances/types.js'
@@ -50,6 +51,7 @@ export type { RevocationEntry, RevocationKind, RevocationStore } from './revocat
 export type { ConsentStore, SessionRecord, SessionStore } from './sessions/types.js'
 export type { SingleUseStore } from './single-use/types.js'
 export type { TotpRecord, TotpStore } from './totp/types.js'
+export type { LimitState, LimitTake, LimitVerdict, QuotaRule, RateRule, TrafficLimitStore } from './traffic-limits/types.js'
 export type { UpstreamContinuation, UpstreamLoginRecord, UpstreamPersonRecord, UpstreamStore } from './upstream/types.js'
 
 /** Every family of records, and the store's own lifecycle. */
@@ -72,6 +74,7 @@ export interface Store {
   readonly passkeys: PasskeyStore
   readonly mcpSessions: McpSessionStore
   readonly pushedRequests: PushedRequestStore
+  readonly trafficLimits: TrafficLimitStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

@@ -187,6 +187,7 @@ routes:
         senderConstraint: 'optional',
         allowTrace: false,
         upstreamToken: null,
+        limits: null,
         concurrency: null,
       },
     ],
@@ -406,6 +407,7 @@ t.test('the full fixture sets every key', async (t) => {
   t.same(as?.clients[0], {
     clientId: 'web',
     name: 'Web shop',
+    rateLimits: { 'per-client': 1000 },
     metadata: {
       logoUri: 'https://shop.example.com/logo.png',
       policyUri: 'https://shop.example.com/privacy',
@@ -482,6 +484,10 @@ t.test('the full fixture sets every key', async (t) => {
     dpop: 'allowed',
     senderConstraint: 'required',
     upstreamToken: null,
+    limits: {
+      rateLimits: [{ name: 'per-client', key: 'client', limit: 100, perMs: 60_000, burst: 20, onStoreFailure: 'deny', tool: null }],
+      quotas: [{ name: 'daily', key: 'subject', limit: 10000, per: 'day', onStoreFailure: 'allow' }],
+    },
     concurrency: null,
   })
   t.same(config?.dpop, { algs: ['ES256', 'EdDSA'], iatWindowSec: 120, iatLeewaySec: 10, nonce: { secret: '0123456789abcdef0123456789abcdef', ttlSec: 600 } })

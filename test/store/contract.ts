@@ -22,6 +22,7 @@ import { revocationsContract } from './contract/revocations.js'
 import { sessionsContract } from './contract/sessions.js'
 import { singleUseContract } from './contract/single-use.js'
 import { totpContract } from './contract/totp.js'
+import { trafficLimitsContract } from './contract/traffic-limits.js'
 import { upstreamContract } from './contract/upstream.js'
 import { type MakeStore, setupOf, token } from './contract/fixtures.js'
 
@@ -51,6 +52,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   clientsContract(t, name, setup)
   mcpSessionsContract(t, name, setup)
   pushedRequestsContract(t, name, setup)
+  trafficLimitsContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()
@@ -69,5 +71,6 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.allowances.note('alice', 'app', { scopes: [], at: 0, grantId: 'g', until: 1 }), StoreUnavailableError)
     await tt.rejects(h.store.allowances.list('alice'), StoreUnavailableError)
     await tt.rejects(h.store.allowances.withdraw('alice', 'app', 600), StoreUnavailableError)
+    await tt.rejects(h.store.trafficLimits.take([{ key: 'k', cost: 1, rule: { kind: 'rate', intervalMs: 1000, capacityMs: 1000 } }]), StoreUnavailableError)
   })
 }

@@ -3,6 +3,7 @@
  * Public clients never have a secret and always use PKCE with rotated refresh
  * tokens (RFC 9700 2.1.1, 4.14.2); confidential clients always have one.
  */
+import { readClientRateLimits } from './route-rate-limits.js'
 import type { Node } from 'yaml'
 import { isIP } from 'node:net'
 import type {
@@ -243,6 +244,7 @@ function readClient(
   // FAPI 2.0 5.3.2.2: every authorization request of a FAPI client is pushed.
   const mustPush = requirePushedAuthorizationRequests || (profile === 'fapi2' && grantTypes.includes('authorization_code'))
 
+  const rateLimits = readClientRateLimits(r, c)
   if (clientId === undefined || type === undefined) return { clientId, client: undefined }
   const client: ClientConfig = {
     clientId,
@@ -269,6 +271,7 @@ function readClient(
     ...(tlsClientAuth === undefined ? {} : { tlsClientAuth }),
     tlsClientCertificateBoundAccessTokens,
     ...(profile === undefined ? {} : { profile }),
+    ...(rateLimits === undefined ? {} : { rateLimits }),
   }
   return { clientId, client }
 }

@@ -10,6 +10,8 @@ import { scopeName } from './route-scopes.js'
 export const MCP_KEYS = keysAt('#/$defs/route/properties/mcp')
 /** An MCP rule written as a mapping: `{ scopes, authentication }`. */
 export const MCP_RULE_KEYS = keysAt('#/$defs/mcpRule')
+/** A tool's rule written as a mapping: the keys of any rule, and `rate_limit` (read by route-rate-limits.ts). */
+export const MCP_TOOL_RULE_KEYS = keysAt('#/$defs/mcpToolRule')
 /** How much of a JSON-RPC body an MCP route reads to judge it (`mcp.max_body`). */
 const DEFAULT_MCP_MAX_BODY = 1024 * 1024
 /** An MCP protocol revision: a date (MCP versioning). */
@@ -48,7 +50,7 @@ export function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: b
         r.problem(e.keyNode, e.path, `an empty ${what} name matches nothing; write a name or a pattern with \`*\``)
         continue
       }
-      const rule = readMcpRule(r, e.value, e.path, what, scopeToken)
+      const rule = readMcpRule(r, e.value, e.path, what, scopeToken, key === 'tools' ? MCP_TOOL_RULE_KEYS : MCP_RULE_KEYS)
       if (rule === undefined) continue
       if (rule.scopes.length > 0) out[e.key] = rule.scopes
       if (rule.authentication !== null) stepUps[key][e.key] = rule.authentication
@@ -89,18 +91,21 @@ function readMcpRule(
   path: string,
   what: string,
   scopeToken: ReturnType<Reader['str']>,
+  keys: readonly string[],
 ): { scopes: string[]; authentication: AuthenticationRequirement | null } | undefined {
   const resolved = r.resolve(node)
   if (!isMap(resolved)) {
     const scopes = r.list(scopeToken, { nonEmpty: true, emptyMessage: `list the scopes this ${what} needs, or remove it` })(node, path)
     return scopes === undefined ? undefined : { scopes: [...new Set(scopes)], authentication: null }
   }
-  const rule = r.map(node, path, MCP_RULE_KEYS)
+  const rule = r.map(node, path, keys)
   if (rule === undefined) return undefined
   const scopes = rule.maybe('scopes', r.list(scopeToken))
   const authentication = rule.has('authentication') ? readRequirement(r, rule.get('authentication'), rule.pathOf('authentication')) : null
   if ((rule.has('scopes') && scopes === undefined) || authentication === undefined) return undefined
-  if ((scopes ?? []).length === 0 && authentication === null) {
+  // A rule that only limits calls (`rate_limit`, route-rate-limits.ts) adds no scope and no sign-in.
+  const other = keys.some((k) => k !== 'scopes' && k !== 'authentication' && rule.has(k))
+  if ((scopes ?? []).length === 0 && authentication === null && !other) {
     r.problem(node, path, `name the \`scopes\` or the \`authentication\` this ${what} needs, or remove it`)
     return undefined
   }

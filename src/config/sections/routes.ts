@@ -16,6 +16,7 @@ import { readRouteIssuers } from './route-issuers.js'
 import { readMatch } from './route-match.js'
 import { checkMcpStepUps, readMcp } from './route-mcp.js'
 import { readProtectedResource } from './route-protected-resource.js'
+import { readRouteLimits } from './route-rate-limits.js'
 import { readScopeRules } from './route-scopes.js'
 import { H2C, readRouteUpstream } from './route-upstreams.js'
 import { checkUpstreamAudiences, readUpstreamToken } from './route-upstream-token.js'
@@ -113,6 +114,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     senderConstraint: m.opt('sender_constraint', r.oneOf(SENDER_CONSTRAINTS, { what: 'a sender constraint' }), 'optional'),
     allowTrace: m.opt('allow_trace', r.bool(), false) || (match?.methods?.includes('TRACE') ?? false),
     upstreamToken: null as UpstreamTokenConfig | null,
+    limits: readRouteLimits(r, m, { isPublic, mcp }),
     concurrency: readConcurrency(r, m, isPublic),
   }
   route.upstreamToken = readUpstreamToken(r, m, ctx, { ...route, upstream })

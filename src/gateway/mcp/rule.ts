@@ -65,7 +65,13 @@ export interface McpJudgement {
   readonly lists: ReadonlyMap<string | number, ListKind> | null
   /** The request is of the 2026-07-28 era (a filtered list result says `cacheScope`). */
   readonly modern: boolean
+  /** The tool of each `tools/call` in the body, as sent, on a route whose tools have rate limits; empty elsewhere. */
+  readonly toolCalls: readonly string[]
+  /** The single request's JSON-RPC id (a refusal names it), else null. */
+  readonly id: JsonRpcId
 }
+
+const NO_CALLS: readonly string[] = Object.freeze([])
 
 function requirement(required: readonly string[], stepUp: StepUp | null = null): McpRequirement {
   const unique = Object.freeze([...new Set(required)])
@@ -114,6 +120,8 @@ export class McpRule {
   readonly #origins: ReadonlySet<string>
   /** The list methods filtered on this route: those whose kind has rules, unless `filter_lists: false`. */
   readonly #filtered: ReadonlyMap<string, ListKind>
+  /** The route limits tool calls (docs/traffic.md): every tools/call names its tool in a spelling judged like a ruled one. */
+  readonly #toolsLimited: boolean
 
   constructor(route: RouteConfig, scopes: ScopeRule, stepUp: StepUpRule | null = null) {
     const mcp = route.mcp
@@ -143,6 +151,7 @@ export class McpRule {
       }
     }
     this.#filtered = filtered
+    this.#toolsLimited = (route.limits?.rateLimits ?? []).some((l) => l.tool !== null || l.key === 'tool')
   }
 
   /** Whether a request of this method carries a JSON-RPC message to judge (Streamable HTTP sends them by POST). */
@@ -225,7 +234,8 @@ export class McpRule {
       const refusal = version === undefined ? null : this.#acceptVersion(version, idOf(body))
       if (refusal !== null) throw refusal
     }
-    return { body: raw, requirement: this.#requirementOf(body.messages), lists: this.#listsOf(body.messages), modern }
+    const toolCalls = this.#toolsLimited ? toolCallsOf(body.messages) : NO_CALLS
+    return { body: raw, requirement: this.#requirementOf(body.messages), lists: this.#listsOf(body.messages), modern, toolCalls, id: idOf(body) }
   }
 
   /**
@@ -323,6 +333,7 @@ export class McpRule {
 
   /** Whether the route has no rule (scopes or sign-in) for names of this kind. */
   #ruleless(kind: NamedKind): boolean {
+    if (kind === 'tools' && this.#toolsLimited) return false
     const rules = kind === 'tools' ? this.#tools : kind === 'prompts' ? this.#prompts : this.#resources
     return rules.empty && this.#stepUps[kind].empty
   }
@@ -402,6 +413,17 @@ function stringParam(params: Params, key: string, description: string): string {
   const value = param(params, key)
   if (typeof value !== 'string') throw invalid(description, `${key} is not a string`)
   return value
+}
+
+/** The tool each tools/call request or notification names (already judged by #requirementOf). */
+function toolCallsOf(messages: readonly Message[]): readonly string[] {
+  const out: string[] = []
+  for (const m of messages) {
+    if (m.kind === 'response' || m.method !== 'tools/call') continue
+    const name = param(m.params, 'name')
+    if (typeof name === 'string') out.push(name)
+  }
+  return out
 }
 
 /** What Mcp-Name repeats for a method that mirrors no field: `params.name`, else `params.uri`. */

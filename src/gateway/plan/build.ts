@@ -20,6 +20,7 @@ import type { RoutePlan, TokenPlan } from './route-plan.js'
 import { planUpstreams } from './upstreams.js'
 import type { Balancer } from '../upstream/balancer.js'
 import type { UpstreamTargets } from '../upstream/targets.js'
+import { LimitPlan, type LimitDeps } from '../limits/plan.js'
 
 /** What the builder reads besides the routes. */
 export interface PlanSources {
@@ -32,6 +33,8 @@ export interface PlanSources {
   readonly trustedProxies: TrustedProxies
   /** What `upstream_token: exchange | assertion` signs with; null without the authorization server's keys. */
   readonly signing: CredentialDeps | null
+  /** What traffic limits count with (store, metrics, client address); absent: no route may set limits. */
+  readonly limits?: LimitDeps
   /** Where the routes' concurrency steps count their slots and refusals. */
   readonly metrics: ConcurrencyMetrics
   /** Where pooled routes take their targets from (kept across reloads); a private registry when absent. */
@@ -74,11 +77,19 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
       mcp: token !== null && route.mcp !== null ? new McpRule(route, token.scopes, token.stepUp) : null,
       traceRefusal: route.allowTrace ? null : new MethodNotAllowed(route.match.methods ?? ANY_BUT_TRACE),
       upstream,
+      limits: planLimits(route, sources.limits),
       concurrency: route.concurrency === null ? null : new ConcurrencyPlan(route, route.concurrency, sources.metrics, addresses),
       ...replyOptions(route, token, sources.metadataUrlOf(route), dpopAlgs),
     })
   })
   return { plans, pools, balancers }
+}
+
+/** The limit step of a route with `rate_limits`, `quotas` or a tool's `rate_limit`; null for one without. */
+function planLimits(route: RouteConfig, deps: LimitDeps | undefined): LimitPlan | null {
+  if (route.limits === null || route.limits === undefined) return null
+  if (deps === undefined) throw new Error(`route ${route.name}: traffic limits need a store`)
+  return new LimitPlan(route, deps)
 }
 
 /**

@@ -19,6 +19,7 @@ import type { McpRule } from '../mcp/rule.js'
 import type { ScopeRule } from '../scope.js'
 import type { StepUpRule } from '../step-up.js'
 import type { UpstreamPlan } from './upstreams.js'
+import type { LimitPlan } from '../limits/plan.js'
 
 /** The token step: how a protected route judges the token it is given (authenticate.ts). */
 export interface TokenPlan {
@@ -57,6 +58,8 @@ export interface RoutePlan {
   readonly traceRefusal: MethodNotAllowed | null
   /** Where and how the request goes: pool, path, header rules, body limit, upstream credential. */
   readonly upstream: UpstreamPlan
+  /** Rate limits and quotas (docs/traffic.md); null: the route has none, and pays nothing for them. */
+  readonly limits: LimitPlan | null
   /** `max_in_flight` / `max_streams` slots (concurrency.ts); null: the route sets neither, nothing is counted. */
   readonly concurrency: ConcurrencyPlan | null
 }

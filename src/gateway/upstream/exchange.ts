@@ -14,6 +14,7 @@ import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
 import type { UpstreamPlan } from '../plan/upstreams.js'
 import type { ResponseRewriter } from './rewrite.js'
+import { replaceFields } from '../limits/fields.js'
 
 /** The client went away; the upstream exchange is aborted with this. */
 class ClientGone extends Error {
@@ -105,6 +106,8 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
   #grpcTrailers: FlatHeaders | null = null
   /** The client speaks HTTP/2: the fields relayed are those it can carry (client-fields.ts). */
   readonly #http2: boolean
+  /** The route's RateLimit fields (gateway/limits/), which replace the upstream's of the same names; null: none. */
+  readonly #limitFields: FlatHeaders | null
   /** The route's concurrency slot, told of the answer (an event stream moves it to the streams); null: none. */
   readonly #slot: ConcurrencySlot | null
   /** On a pooled route, the target of the current attempt (pool-dispatch.ts), named in logs; null: the plan's one upstream. */
@@ -119,9 +122,11 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
     done: () => void,
     rewriter: ResponseRewriter | null = null,
     slot: ConcurrencySlot | null = null,
+    limitFields: FlatHeaders | null = null,
   ) {
     this.#rewriter = rewriter
     this.#slot = slot
+    this.#limitFields = limitFields
     this.#req = req
     this.#res = res
     this.#plan = plan
@@ -146,6 +151,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
       const out = this.#http2 ? clientFields(relayed, true, false) : relayed
       // Ours, not the upstream's (responseHeaderList dropped that): it is the id our logs carry.
       out.push('x-request-id', this.#ctx.id)
+      if (this.#limitFields !== null) replaceFields(out, this.#limitFields)
       if (this.#grpc) this.#grpcTrailers = takeGrpcStatus(out)
       if (this.#rewriter !== null) this.#rewriter.writeHead(this.#res, statusCode, statusText, out)
       // HTTP/2 has no reason phrase (RFC 9113 8.3.2); node:http2 warns at one.

@@ -175,7 +175,7 @@ export class UpstreamProxy {
     const span = ctx.trace.span === null ? null : this.#upstreamSpan(req.method ?? 'GET', plan, fwd.path, ctx.trace.span)
     const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false, upstreamTrace(ctx, span), credential)
     const done = span === null ? this.#drain.done : () => this.#endUpstreamSpan(span, res)
-    const exchange = new Exchange(req, res, plan, ctx, limit, done, fwd.rewriter ?? null, fwd.slot ?? null)
+    const exchange = new Exchange(req, res, plan, ctx, limit, done, fwd.rewriter ?? null, fwd.slot ?? null, fwd.fields ?? null)
     this.#drain.started()
     ctx.closeListener = exchange
     // Header and body timeouts are the pool's own (pools are per timeout
