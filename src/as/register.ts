@@ -31,7 +31,7 @@ import type { RegisteredClientMetadata, RegisteredClientRecord } from '../store/
 import { validateClientMetadata } from './client-metadata.js'
 import { selfDescribedClientScopes } from './scope.js'
 import type { AsContext, AsHandler } from './context.js'
-import { addressBucket } from './throttle.js'
+import { addressBucket } from '../http/address-bucket.js'
 
 /** A registration request is a small JSON object; anything bigger is not one. */
 const MAX_BODY = 16 * 1024

@@ -1,5 +1,4 @@
-import { isIP } from 'node:net'
-import { normalizeAddress, parseIPv6 } from '../http/trusted-proxies.js'
+import { addressBucket } from '../http/address-bucket.js'
 import { hashToken } from '../store/hash.js'
 import type { AsContext } from './context.js'
 
@@ -12,36 +11,12 @@ import type { AsContext } from './context.js'
  * The rule behind the shapes below (ASVS 5.0 6.1, CWE-645): a counter that
  * anyone can fill must never refuse someone else's correct secret. So
  * lockouts are keyed by what the guesser controls — their address (an IPv6
- * one by its network, see {@link addressBucket}), or the pair (name,
+ * one by its network, see `addressBucket` in http/address-bucket.ts), or the pair (name,
  * address) — and never by a name alone. Guessing one name from
  * many addresses is slowed by a bounded, doubling wait instead (see
  * {@link LoginThrottle}), which a browser that signed in as that user before
  * does not share.
  */
-
-/**
- * What a per-address counter counts: an IPv4 address as itself (an
- * IPv4-mapped IPv6 address counts as its IPv4), an IPv6 address as its
- * network of `ipv6Prefix` bits (`2001:db8:1:2::/64`). One IPv6 customer
- * usually holds a whole /64 (RFC 6177), 2^64 addresses: counted one by one,
- * a single machine could rotate through them and never reach a limit.
- * Anything that is not an IP address is counted as written.
- */
-export function addressBucket(address: string, ipv6Prefix: number): string {
-  const plain = normalizeAddress(address) ?? address
-  if (isIP(plain) !== 6) return plain
-  const words = parseIPv6(plain)
-  if (words === null) return plain
-  const groups: string[] = []
-  for (let i = 0; i < 8; i++) {
-    const bit = i * 16
-    const keep = Math.max(0, Math.min(16, ipv6Prefix - bit))
-    const word = words[i >> 1] ?? 0
-    const group = i % 2 === 0 ? word >>> 16 : word & 0xffff
-    groups.push((keep === 0 ? 0 : group & ((0xffff << (16 - keep)) & 0xffff)).toString(16))
-  }
-  return `${groups.join(':')}/${ipv6Prefix}`
-}
 
 /** The bucket of `address` by the configured `rate_limit.ipv6_prefix`. */
 function bucketOf(as: AsContext, address: string): string {

@@ -34,7 +34,7 @@ import type { IncomingMessage } from 'node:http'
 import type { ConcurrencyKey, ConcurrencyLimitConfig, RouteConcurrencyConfig, RouteConfig } from '../config/validated-config.js'
 import { ConcurrencyLimitReached } from '../errors.js'
 import { isGrpcRequest } from '../http/grpc.js'
-import type { ClientAddress } from '../http/trusted-proxies.js'
+import type { AddressBuckets } from '../http/address-bucket.js'
 import { labelKey, type Metrics } from '../metrics.js'
 import type { TokenIdentity } from './token-identity.js'
 
@@ -95,7 +95,7 @@ class SlotCount {
 }
 
 /** The value a per-key limit counts by; null when the request has none (its own shared bucket). */
-function keyValue(key: ConcurrencyKey, identity: TokenIdentity | null, req: IncomingMessage, addresses: ClientAddress): string | null {
+function keyValue(key: ConcurrencyKey, identity: TokenIdentity | null, req: IncomingMessage, addresses: AddressBuckets): string | null {
   switch (key) {
     case 'client':
       return identity?.clientId ?? null
@@ -140,13 +140,13 @@ export class ConcurrencyPlan {
   /** An answer that is an event stream moves its request to the streams (not on an MCP route: there its POSTs' event streams end with the call). */
   readonly #movesOnEventStream: boolean
   readonly #metrics: ConcurrencyMetrics
-  readonly #addresses: ClientAddress
+  readonly #addresses: AddressBuckets
   /** The gauges' series of this route, rendered once. */
   readonly #series: string
   /** The refusal counter's series, by limit and where it refused. */
   readonly #refusedSeries: Readonly<Record<'requests' | 'streams', Readonly<Record<RefusedAt, string>>>>
 
-  constructor(route: Pick<RouteConfig, 'name' | 'mcp'>, config: RouteConcurrencyConfig, metrics: ConcurrencyMetrics, addresses: ClientAddress) {
+  constructor(route: Pick<RouteConfig, 'name' | 'mcp'>, config: RouteConcurrencyConfig, metrics: ConcurrencyMetrics, addresses: AddressBuckets) {
     this.#requests = new SlotCount(config.maxInFlight)
     this.#streams = new SlotCount(config.maxStreams)
     this.#movesOnEventStream = route.mcp === null

@@ -10,7 +10,7 @@
  */
 import t from 'tap'
 import { ManualClock } from '../../src/clock.js'
-import { addressBucket } from '../../src/as/throttle.js'
+import { addressBucket } from '../../src/http/address-bucket.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { basic, send, startAs, type Harness, type Reply } from '../helpers/as-back.js'
 import { authorizeUrl, authParams, formWith, frontYaml, get, setCookies, startFront } from '../helpers/as-front.js'

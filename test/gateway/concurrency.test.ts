@@ -13,6 +13,7 @@ import type { Duplex } from 'node:stream'
 import { performance } from 'node:perf_hooks'
 import { ConcurrencyPlan } from '../../src/gateway/concurrency.js'
 import { ClientAddress, TrustedProxies } from '../../src/http/trusted-proxies.js'
+import { AddressBuckets } from '../../src/http/address-bucket.js'
 import { Metrics } from '../../src/metrics.js'
 import type { TokenIdentity } from '../../src/gateway/token-identity.js'
 import { eventually } from '../helpers/http.js'
@@ -437,7 +438,7 @@ t.test('the per-key map holds only keys that hold a slot', async (t) => {
     { name: 'r', mcp: null },
     { maxInFlight: { route: null, perKey: { key: 'client', limit: 1 } }, maxStreams: null },
     metrics,
-    new ClientAddress(new TrustedProxies([])),
+    new AddressBuckets(new ClientAddress(new TrustedProxies([])), 64),
   )
   const req = { method: 'GET', headers: {}, socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage
   const identity = (clientId: string): TokenIdentity => ({
@@ -467,4 +468,25 @@ t.test('the per-key map holds only keys that hold a slot', async (t) => {
   }
   t.same(plan.held, { requests: 0, streams: 0, requestKeys: 0, streamKeys: 0 }, 'every entry is gone once released (twice: released once)')
   t.equal(metrics.inFlight.get({ route: 'r' }), 0)
+})
+
+t.test('per-address keys count an IPv6 client by its /64, as the rate limits do', async (t) => {
+  const plan = new ConcurrencyPlan(
+    { name: 'r', mcp: null },
+    { maxInFlight: { route: null, perKey: { key: 'address', limit: 1 } }, maxStreams: null },
+    new Metrics(),
+    new AddressBuckets(new ClientAddress(new TrustedProxies([])), 64),
+  )
+  const from = (remoteAddress: string) => ({ method: 'GET', headers: {}, socket: { remoteAddress } }) as unknown as IncomingMessage
+  const first = plan.admit(from('2001:db8:1:2::1'), null, false)
+  if (first instanceof Error) throw first
+  t.type(plan.admit(from('2001:db8:1:2:ffff:ffff:ffff:fffe'), null, false), Error, 'another address of the same /64 shares the slot')
+  const other = plan.admit(from('2001:db8:1:3::1'), null, false)
+  t.notOk(other instanceof Error, 'another /64 has its own')
+  const mapped = plan.admit(from('::ffff:192.0.2.7'), null, false)
+  if (mapped instanceof Error) throw mapped
+  t.type(plan.admit(from('192.0.2.7'), null, false), Error, 'an IPv4-mapped address counts as its IPv4 address')
+  first.release()
+  mapped.release()
+  if (!(other instanceof Error)) other.release()
 })

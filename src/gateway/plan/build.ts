@@ -18,6 +18,7 @@ import type { CredentialDeps } from '../upstream-token/credential.js'
 import type { TrustedIssuer } from './issuers.js'
 import type { RoutePlan, TokenPlan } from './route-plan.js'
 import { planUpstreams } from './upstreams.js'
+import { AddressBuckets, DEFAULT_IPV6_PREFIX } from '../../http/address-bucket.js'
 import type { Balancer } from '../upstream/balancer.js'
 import type { UpstreamTargets } from '../upstream/targets.js'
 import { LimitPlan, type LimitDeps } from '../limits/plan.js'
@@ -66,7 +67,8 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
   const dpopAlgs = config.dpop.algs.join(' ')
   const tokens = routes.map((route) => (route.public ? null : planToken(route, sources.issuers)))
   const { upstreams, pools, balancers } = planUpstreams(routes, config.gateway, sources.trustedProxies, sources.signing, sources.targets)
-  const addresses = new ClientAddress(sources.trustedProxies)
+  // Per-address concurrency keys bucket an IPv6 client by its network, as the rate limits and the AS's throttles do.
+  const addresses = new AddressBuckets(new ClientAddress(sources.trustedProxies), config.authorizationServer?.rateLimit.ipv6Prefix ?? DEFAULT_IPV6_PREFIX)
   const plans = routes.map((route, i): RoutePlan => {
     const token = tokens[i] ?? null
     const upstream = upstreams[i]
