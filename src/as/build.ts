@@ -37,7 +37,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   // Only a token exchange reads other issuers' tokens here: without a client that may exchange, nothing is fetched.
   const exchanges = deps.as.clients.some((c) => c.tokenExchange !== undefined)
   const trustedTokens = new TrustedTokens(exchanges ? config.issuers : [], deps.clock, deps.log)
-  const upstream = new UpstreamProviders(deps.as.identityProviders, deps.log)
+  const upstream = new UpstreamProviders(deps.as.identityProviders, deps.log, deps.clock)
   upstream.start()
   const sessionEnds = new SessionEnds(deps.log)
   const findClient = (clientId: string): ReturnType<AsContext['findClient']> => directory.find(clientId)
