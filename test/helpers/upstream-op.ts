@@ -72,11 +72,22 @@ export interface TestOp {
  * must put the issuer in bearward's config before it knows bearward's
  * callback URL (`bin/bearward` picks its port) serves the provider after.
  */
-export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris: string[]): void; stop(): Promise<void> }> {
+export interface TestOpOptions {
+  /**
+   * Turn on the provider's Back-Channel Logout 1.0 feature, with this URI (bearward's
+   * `/idp/<id>/backchannel-logout`) for its client, session required. node-oidc-provider refuses
+   * to call special-use addresses (127.0.0.1 among them): its `fetch` is overridden here to drop
+   * that check, as the test's bearward listens on loopback.
+   */
+  backchannelLogoutUri?: string
+}
+
+export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris: string[], o?: TestOpOptions): void; stop(): Promise<void> }> {
   const l = await listen()
   return {
     issuer: l.origin,
-    serve(redirectUris) {
+    serve(redirectUris, o = {}) {
+      const logout = o.backchannelLogoutUri
       const provider = new Provider(l.origin, {
         clients: [
           {
@@ -86,9 +97,19 @@ export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris
             grant_types: ['authorization_code'],
             response_types: ['code'],
             token_endpoint_auth_method: 'client_secret_basic',
+            ...(logout === undefined ? {} : { backchannel_logout_uri: logout, backchannel_logout_session_required: true }),
           },
         ],
-        features: { devInteractions: { enabled: true } },
+        features: { devInteractions: { enabled: true }, ...(logout === undefined ? {} : { backchannelLogout: { enabled: true } }) },
+        // Its SSRF guard is a dispatcher on the request; without it the call reaches bearward on loopback.
+        ...(logout === undefined
+          ? {}
+          : {
+              fetch: (url: string | URL, options: RequestInit & { dispatcher?: unknown }) => {
+                const { dispatcher: _guard, ...rest } = options
+                return globalThis.fetch(url, rest)
+              },
+            }),
         claims: { openid: ['sub'], profile: ['name'], email: ['email', 'email_verified'], groups: ['groups'] },
         scopes: ['openid', 'profile', 'email', 'groups'],
         async findAccount(_ctx: unknown, id: string) {
@@ -103,9 +124,9 @@ export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris
 }
 
 /** node-oidc-provider with devInteractions, one confidential client whose redirect URIs are `redirectUris`. */
-export async function startTestOp(redirectUris: string[]): Promise<TestOp> {
+export async function startTestOp(redirectUris: string[], o: TestOpOptions = {}): Promise<TestOp> {
   const op = await openTestOp()
-  op.serve(redirectUris)
+  op.serve(redirectUris, o)
   return { issuer: op.issuer, stop: op.stop }
 }
 
