@@ -153,6 +153,10 @@ export class Metrics {
     'bearward_upstream_connect_failures_total',
     'Requests that could not connect to a pool target (refused, reset or timed out before a byte was sent), by route and target',
   )
+  readonly backchannelLogouts = new Counter(
+    'bearward_backchannel_logout_total',
+    'Back-channel logout token deliveries by outcome: delivered, failed (will be retried), dropped (given up, address refused, or the queue was full)',
+  )
   readonly registeredClients = new Gauge(
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
@@ -249,6 +253,7 @@ export class Metrics {
         this.concurrencyRefused,
         this.upstreamHealthy,
         this.upstreamConnectFailures,
+        this.backchannelLogouts,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

@@ -54,6 +54,7 @@ const REQUIRED_SURFACES = [
   'Rate limits and quotas',
   'Concurrency limits',
   'Upstream pools and health',
+  'Back-channel logout',
 ]
 
 /** One row of a surface table: the attack and the test that refuses it. */

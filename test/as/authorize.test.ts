@@ -330,6 +330,9 @@ t.test('success: 302 with code, state and iss; the stored code has everything /t
   const taken = await f.store.codes.take(hashToken(code))
   t.equal(taken.status, 'taken')
   if (taken.status !== 'taken') return
+  // The session's sid (Back-Channel Logout 1.0), which the id_token will carry.
+  const session = await f.store.sessions.get(hashToken(b.cookies.get('bw_session') ?? ''))
+  t.match(session?.sid, /^[A-Za-z0-9_-]{43}$/, 'the session has a random sid')
   t.same(taken.record, {
     clientId: 'web',
     redirectUri: WEB_CALLBACK,
@@ -345,6 +348,7 @@ t.test('success: 302 with code, state and iss; the stored code has everything /t
     resource: null,
     expiresAt: loginAt + 60,
     issuedAtMs: loginMs,
+    sid: session?.sid,
   })
   t.equal((await f.store.codes.take(hashToken(code))).status, 'used', 'single use')
 

@@ -387,6 +387,8 @@ t.test('the full fixture sets every key', async (t) => {
         allowed: { emailDomains: ['example.com'], claim: { name: 'groups', values: ['staff', 'admins'] } },
         claims: { name: 'name', email: 'email', groups: 'groups' },
         acrValues: { 'urn:corp:loa:2': 'mfa' },
+        backchannelLogout: false,
+        onLogout: 'sessions',
         position: 'authorization_server.identity_providers[0]',
       },
       {
@@ -399,6 +401,8 @@ t.test('the full fixture sets every key', async (t) => {
         allowed: null,
         claims: { name: 'name', preferred_username: 'preferred_username', email: 'email', email_verified: 'email_verified' },
         acrValues: {},
+        backchannelLogout: false,
+        onLogout: 'sessions',
         position: 'authorization_server.identity_providers[1]',
       },
     ],
