@@ -134,6 +134,12 @@ export class Metrics {
     'bearward_registrations_refused_total',
     'Client registrations refused because registration.max_clients live registered clients exist (503)',
   )
+  readonly signalsReceived = new Counter(
+    'bearward_signals_received_total',
+    'Security Event Tokens received from Shared Signals transmitters, by outcome (acted, replayed, unknown-subject, ignored, refused)',
+  )
+  readonly signalActions = new Counter('bearward_signal_actions_total', 'Shared Signals events acted on, by event and action')
+  readonly signalPollFailures = new Counter('bearward_signal_poll_failures_total', 'Polls of a Shared Signals transmitter that failed, by transmitter')
   readonly registeredClients = new Gauge(
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
@@ -205,6 +211,9 @@ export class Metrics {
         this.configInfo,
         this.registrationsRefused,
         this.registeredClients,
+        this.signalsReceived,
+        this.signalActions,
+        this.signalPollFailures,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

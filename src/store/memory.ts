@@ -26,6 +26,7 @@ import { MemoryMcpSessions } from './mcp-sessions/memory.js'
 import { MemoryTotp } from './totp/memory.js'
 import type { Store } from './types.js'
 import { MemoryUpstream } from './upstream/memory.js'
+import { MemorySignals } from './signals/memory.js'
 
 /** Default period of the sweep that drops expired entries. */
 const DEFAULT_SWEEP_MS = 60_000
@@ -60,6 +61,7 @@ export class MemoryStore implements Store {
   readonly passkeys: MemoryPasskeys
   readonly mcpSessions: MemoryMcpSessions
   readonly pushedRequests: MemoryPushedRequests
+  readonly signals: MemorySignals
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -86,6 +88,7 @@ export class MemoryStore implements Store {
     this.passkeys = new MemoryPasskeys(s)
     this.mcpSessions = new MemoryMcpSessions(s)
     this.pushedRequests = new MemoryPushedRequests(s)
+    this.signals = new MemorySignals(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -103,6 +106,7 @@ export class MemoryStore implements Store {
       this.passkeys,
       this.mcpSessions,
       this.pushedRequests,
+      this.signals,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

@@ -38,6 +38,7 @@ import { RedisMcpSessions } from './mcp-sessions/redis.js'
 import { RedisTotp } from './totp/redis.js'
 import type { Store } from './types.js'
 import { RedisUpstream } from './upstream/redis.js'
+import { RedisSignals } from './signals/redis.js'
 
 export { HEARTBEAT_DEADLINE_MS, HEARTBEAT_INTERVAL_MS } from './redis/heartbeat.js'
 export type { RedisStoreOptions } from './redis/options.js'
@@ -63,6 +64,7 @@ export class RedisStore implements Store {
   readonly passkeys: RedisPasskeys
   readonly mcpSessions: RedisMcpSessions
   readonly pushedRequests: RedisPushedRequests
+  readonly signals: RedisSignals
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -91,6 +93,7 @@ export class RedisStore implements Store {
     this.passkeys = new RedisPasskeys(r)
     this.mcpSessions = new RedisMcpSessions(r)
     this.pushedRequests = new RedisPushedRequests(r)
+    this.signals = new RedisSignals(r)
   }
 
   async ping(): Promise<void> {

@@ -32,6 +32,7 @@ import type { RateLimitStore } from './rate-limits/types.js'
 import type { RevocationStore } from './revocations/types.js'
 import type { ConsentStore, SessionStore } from './sessions/types.js'
 import type { SingleUseStore } from './single-use/types.js'
+import type { SignalStore } from './signals/types.js'
 import type { TotpStore } from './totp/types.js'
 import type { UpstreamStore } from './upstream/types.js'
 
@@ -49,6 +50,7 @@ export type { HitWindow, RateLimitStore } from './rate-limits/types.js'
 export type { RevocationEntry, RevocationKind, RevocationStore } from './revocations/types.js'
 export type { ConsentStore, SessionRecord, SessionStore } from './sessions/types.js'
 export type { SingleUseStore } from './single-use/types.js'
+export type { SignalStore } from './signals/types.js'
 export type { TotpRecord, TotpStore } from './totp/types.js'
 export type { UpstreamContinuation, UpstreamLoginRecord, UpstreamPersonRecord, UpstreamStore } from './upstream/types.js'
 
@@ -72,6 +74,7 @@ export interface Store {
   readonly passkeys: PasskeyStore
   readonly mcpSessions: McpSessionStore
   readonly pushedRequests: PushedRequestStore
+  readonly signals: SignalStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

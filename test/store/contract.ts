@@ -21,6 +21,7 @@ import { rateLimitsContract } from './contract/rate-limits.js'
 import { revocationsContract } from './contract/revocations.js'
 import { sessionsContract } from './contract/sessions.js'
 import { singleUseContract } from './contract/single-use.js'
+import { signalsContract } from './contract/signals.js'
 import { totpContract } from './contract/totp.js'
 import { upstreamContract } from './contract/upstream.js'
 import { type MakeStore, setupOf, token } from './contract/fixtures.js'
@@ -51,6 +52,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   clientsContract(t, name, setup)
   mcpSessionsContract(t, name, setup)
   pushedRequestsContract(t, name, setup)
+  signalsContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()
@@ -66,6 +68,8 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.singleUse.use('k', 1), StoreUnavailableError)
     await tt.rejects(h.store.pushedRequests.take(token().hash), StoreUnavailableError)
     await tt.rejects(h.store.clients.get('c'), StoreUnavailableError)
+    await tt.rejects(h.store.signals.lease('l', 'a', 1000), StoreUnavailableError)
+    await tt.rejects(h.store.signals.isDisabled('a'), StoreUnavailableError)
     await tt.rejects(h.store.allowances.note('alice', 'app', { scopes: [], at: 0, grantId: 'g', until: 1 }), StoreUnavailableError)
     await tt.rejects(h.store.allowances.list('alice'), StoreUnavailableError)
     await tt.rejects(h.store.allowances.withdraw('alice', 'app', 600), StoreUnavailableError)
