@@ -23,7 +23,7 @@ export interface SignalsDeps {
   clock: Clock
   log: Logger
   metrics: Metrics
-  store: Pick<Store, 'singleUse' | 'signals'>
+  store: Pick<Store, 'singleUse' | 'signals' | 'upstream'>
   jwks: JwksSource
   clockSkewSec: number
   providers: readonly IdentityProviderConfig[]
@@ -61,6 +61,7 @@ export class SignalsReceiverFace {
       store: deps.store,
       ender: deps.ender,
       subjects: new SubjectMapper(deps.providers, deps.users),
+      knownPerson: async (sub) => deps.users.some((u) => u.sub === sub) || (await deps.store.upstream.getPerson(sub)) !== null,
       providers: deps.providers,
       accessTokenClaims: deps.accessTokenClaims,
     })

@@ -33,6 +33,11 @@ export interface ReceiverDeps {
   ender: AccessEnder
   subjects: SubjectMapper
   providers: readonly IdentityProviderConfig[]
+  /**
+   * Whether bearward knows the person `sub` (a configured user, or someone who signed in through a
+   * provider and whose record is kept): an event about anyone else has nothing to end.
+   */
+  knownPerson(sub: string): Promise<boolean>
   /** `authorization_server.access_token.claims`: the claims our access tokens carry (token-claims-change). */
   accessTokenClaims: readonly string[]
 }
@@ -94,7 +99,8 @@ export class SignalReceiver {
     for (const [uri, body] of Object.entries(set.events)) {
       const action = actionFor(uri, body, t.onSignal, this.#acrByIssuer.get(t.issuer.replace(/\/+$/, '')) ?? {})
       const id = SubjectMapper.identifierOf(set.claims, body)
-      plans.push({ uri, action, subject: action.kind === 'none' ? null : subjects.resolve(id, t), format: SubjectMapper.formatOf(id) })
+      const subject = action.kind === 'none' ? null : await this.#known(subjects.resolve(id, t), action)
+      plans.push({ uri, action, subject, format: SubjectMapper.formatOf(id) })
     }
     const actionable = plans.filter((p) => p.action.kind !== 'none' && p.subject !== null)
     if (actionable.length === 0) {
@@ -165,6 +171,18 @@ export class SignalReceiver {
       { audit: 'signal', transmitter: t.issuer, jti, event, action: action.kind, subs: subject.subs, sessions_ended: sessions, grants_ended: grants },
       'shared signal acted on',
     )
+  }
+
+  /**
+   * The subject, keeping only the people bearward knows; null when none is left. A disabled
+   * account is remembered even for someone who never signed in: it refuses their first sign-in.
+   */
+  async #known(subject: SignalSubject | null, action: SignalAction): Promise<SignalSubject | null> {
+    if (subject === null || action.kind === 'disable' || action.kind === 'enable') return subject
+    const subs: string[] = []
+    for (const sub of subject.subs) if (await this.#deps.knownPerson(sub)) subs.push(sub)
+    if (subs.length === 0 && subject.providerSession === null) return null
+    return { ...subject, subs }
   }
 
   #noteUnknown(t: SignalTransmitterConfig, event: string, format: string, jti: string): void {
