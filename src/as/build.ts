@@ -16,6 +16,7 @@ import type { AsContext } from './context.js'
 import { ClientAddress } from '../http/trusted-proxies.js'
 import { UpstreamProviders } from './identity-providers/providers.js'
 import { TotpSecrets } from './totp/secrets.js'
+import { SessionEnds } from './sessions/session-ends.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
@@ -74,5 +75,6 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     },
     clientAddress: new ClientAddress(deps.trustedProxies),
     failures: { face: 'as', metrics: deps.metrics, rootLog: deps.log, quiet: false },
+    sessionEnds: new SessionEnds(deps.log),
   }
 }

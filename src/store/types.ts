@@ -48,7 +48,7 @@ export type { PasskeyChallengeRecord, PasskeyRecord, PasskeyStore, PasskeyUseRes
 export type { PushedRequestRecord, PushedRequestStore } from './pushed-requests/types.js'
 export type { HitWindow, RateLimitStore } from './rate-limits/types.js'
 export type { RevocationEntry, RevocationKind, RevocationStore } from './revocations/types.js'
-export type { ConsentStore, SessionRecord, SessionStore } from './sessions/types.js'
+export type { ConsentStore, EndedSession, SessionRecord, SessionStore } from './sessions/types.js'
 export type { SingleUseStore } from './single-use/types.js'
 export type { SignalStore } from './signals/types.js'
 export type { TotpRecord, TotpStore } from './totp/types.js'
