@@ -46,7 +46,7 @@ export type AssuranceLevel = OwnAcr
  * namespaces are mapped by the transmitter's identity provider `acr_values`
  * when it names the level, else not acted on.
  */
-const NIST_AAL: Readonly<Record<string, AssuranceLevel>> = { nist_aal1: 'pwd', nist_aal2: 'mfa', nist_aal3: 'phr' }
+const NIST_AAL: Readonly<Record<string, AssuranceLevel>> = { 'nist-aal1': 'pwd', 'nist-aal2': 'mfa', 'nist-aal3': 'phr' }
 
 function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined
@@ -79,7 +79,7 @@ export function actionFor(
     case EVENT.assuranceLevelChange: {
       const current = str(body.current_level)
       if (current === undefined) return { kind: 'none', why: 'assurance-level-change without current_level' }
-      const level = NIST_AAL[current.toLowerCase()] ?? acrMap[current]
+      const level = NIST_AAL[current.toLowerCase().replace(/_/g, '-')] ?? acrMap[current]
       if (level === undefined) return { kind: 'none', why: 'assurance level not known to bearward' }
       return { kind: 'lower-assurance', level }
     }

@@ -10,6 +10,7 @@
 import t, { type Test } from 'tap'
 import { SignJWT } from 'jose'
 import { generateKeyPair } from 'jose'
+import { randomBytes } from 'node:crypto'
 import { ManualClock } from '../../src/clock.js'
 import { codeParams, introspect, mintCode, settle, startAs, token, type Harness } from '../helpers/as-back.js'
 import { CAEP, RISC, TestTransmitter, unsignedSet } from '../helpers/ssf-transmitter.js'
@@ -57,10 +58,23 @@ async function setup(t: Test, o: { onSignal?: 'sessions' | 'grants'; email?: str
 
 /** A grant of `sub` with client `web` (scope by default openid profile email orders:read): its tokens. */
 async function grantOf(h: Harness, sub: string, scope?: string): Promise<{ access: string; refresh: string }> {
+  // A withdrawal (a grant ended by an earlier signal) refuses authorizations given up to its moment.
+  h.clock.advance(1000)
   const m = await mintCode(h, { sub, ...(scope === undefined ? {} : { scope }) })
   const r = await token(h, 'web', codeParams(m))
   if (r.status !== 200 || r.json === null) throw new Error(`code exchange failed: ${r.status} ${r.text}`)
   return { access: String(r.json.access_token), refresh: String(r.json.refresh_token) }
+}
+
+/** A session of `sub` signed in at `acr`, as the store keeps it (under the hash of its cookie). */
+async function sessionOf(h: Harness, sub: string, acr = 'pwd'): Promise<string> {
+  const id = randomBytes(16).toString('base64url')
+  await h.store.sessions.put(id, { sub, username: sub, provider: 'corp', authTime: Math.floor(h.clock.now() / 1000), acr, csrf: 'c' }, 3600)
+  return id
+}
+
+async function sessionLive(h: Harness, id: string): Promise<boolean> {
+  return (await h.store.sessions.get(id)) !== null
 }
 
 async function grantLive(h: Harness, g: { access: string; refresh: string }): Promise<boolean> {
@@ -78,14 +92,21 @@ t.test('push: every event type does what the issue lists', async (t) => {
 
   t.test('CAEP session-revoked with on_signal grants (the default): 202, the grant ends, audited and counted', async (t) => {
     const g = await grantOf(h, SUB)
+    const s1 = await sessionOf(h, SUB)
+    const s2 = await sessionOf(h, SUB, 'mfa')
+    const others = await sessionOf(h, 'corp:someone-else')
     t.equal(await grantLive(h, g), true, 'live before')
     const r = await tx.push(endpoint, (await tx.set({ subId: PERSON })).jwt)
     t.equal(r.status, 202)
     t.equal(r.text, '', '202 has an empty body')
+    t.equal(await sessionLive(h, s1), false, "the person's sessions ended")
+    t.equal(await sessionLive(h, s2), false)
+    t.equal(await sessionLive(h, others), true, "another person's session is untouched")
     t.equal(await grantLive(h, g), false, 'the access token is inactive')
     t.equal(await refreshRefused(h, g), true, 'the refresh token is refused')
     const audit = h.logs.find((l) => l.audit === 'signal' && l.event === 'sessionRevoked')
     t.same(audit?.subs, [SUB])
+    t.equal(audit?.sessions_ended, 2)
     t.equal(audit?.grants_ended, 1)
     t.equal(h.metrics.signalActions.get({ event: 'sessionRevoked', action: 'end' }), 1)
   })
@@ -118,6 +139,29 @@ t.test('push: every event type does what the issue lists', async (t) => {
     await h.store.signals.enableAccount(SUB)
   })
 
+  t.test('CAEP assurance-level-change ends the sessions above the new level, and only those', async (t) => {
+    const pwd = await sessionOf(h, SUB, 'pwd')
+    const mfa = await sessionOf(h, SUB, 'mfa')
+    const phr = await sessionOf(h, SUB, 'phr')
+    const g = await grantOf(h, SUB)
+    const body = { namespace: 'NIST-AAL', current_level: 'nist-aal2', previous_level: 'nist-aal3', change_direction: 'decrease' }
+    t.equal((await tx.push(endpoint, (await tx.set({ event: `${CAEP}assurance-level-change`, body, subId: PERSON })).jwt)).status, 202)
+    t.equal(await sessionLive(h, phr), false, 'a phishing-resistant sign-in is above AAL2: ended')
+    t.equal(await sessionLive(h, mfa), true, 'AAL2 itself stays')
+    t.equal(await sessionLive(h, pwd), true, 'below stays')
+    t.equal(await grantLive(h, g), true, 'grants are not sessions: kept')
+  })
+
+  t.test('a complex subject with a session ends only that provider session', async (t) => {
+    const id = randomBytes(16).toString('base64url')
+    await h.store.sessions.put(id, { sub: SUB, username: SUB, provider: 'corp', providerSid: 'idp-sid-1', authTime: 0, csrf: 'c' }, 3600)
+    const kept = await sessionOf(h, SUB)
+    const subId = { format: 'complex', user: PERSON, session: { format: 'opaque', id: 'idp-sid-1' } }
+    t.equal((await tx.push(endpoint, (await tx.set({ subId })).jwt)).status, 202)
+    t.equal(await sessionLive(h, id), false, 'the named provider session ended')
+    t.equal(await sessionLive(h, kept), true, 'another session of the person stays')
+  })
+
   t.test('CAEP token-claims-change ends only the grants whose tokens carry a changed claim', async (t) => {
     const withEmail = await grantOf(h, SUB, 'openid email orders:read')
     const withoutEmail = await grantOf(h, SUB, 'openid orders:read')
@@ -148,7 +192,9 @@ t.test('push: every event type does what the issue lists', async (t) => {
 t.test('push: on_signal sessions leaves grants to events that always end them', async (t) => {
   const { h, tx, endpoint } = await setup(t, { onSignal: 'sessions' })
   const g = await grantOf(h, SUB)
+  const s = await sessionOf(h, SUB)
   t.equal((await tx.push(endpoint, (await tx.set({ subId: PERSON })).jwt)).status, 202)
+  t.equal(await sessionLive(h, s), false, 'session-revoked: the session ended')
   t.equal(await grantLive(h, g), true, 'session-revoked: the grant is kept')
   t.equal(
     (
