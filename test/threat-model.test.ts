@@ -51,6 +51,7 @@ const REQUIRED_SURFACES = [
   'Store (Redis) faults',
   '/par and request objects',
   'FAPI 2.0 profile',
+  'Shared signals (CAEP, RISC)',
 ]
 
 /** One row of a surface table: the attack and the test that refuses it. */

@@ -53,11 +53,15 @@ export class SubjectMapper {
     this.#usersByEmail = byEmail
   }
 
-  /** The subject identifier of a SET: `sub_id`, else the event body's `subject`. */
+  /**
+   * The subject identifier of a SET: `sub_id`, else the event body's `subject`. Drafts before
+   * RFC 9493 (Google's RISC among them) name the format `subject_type` and spell it `iss-sub`:
+   * read as `format: iss_sub`.
+   */
   static identifierOf(claims: Readonly<Record<string, unknown>>, event: Readonly<Record<string, unknown>>): Id | null {
-    if (isId(claims.sub_id)) return claims.sub_id
-    if (isId(event.subject)) return event.subject
-    return null
+    const id = isId(claims.sub_id) ? claims.sub_id : isId(event.subject) ? event.subject : null
+    if (id === null || id.format !== undefined || typeof id.subject_type !== 'string') return id
+    return { ...id, format: id.subject_type.replace(/-/g, '_') }
   }
 
   static formatOf(id: Id | null): SubjectFormat {

@@ -181,6 +181,16 @@ t.test('push: every event type does what the issue lists', async (t) => {
     t.equal(await grantLive(h, g), false)
   })
 
+  t.test("a pre-RFC 9493 subject (`subject_type: iss-sub`, as Google's RISC sends) is read as iss_sub", async (t) => {
+    const g = await grantOf(h, SUB)
+    const subject = { subject_type: 'iss-sub', iss: CORP, sub: 'user-123' }
+    t.equal(
+      (await tx.push(endpoint, (await tx.set({ event: `${RISC}credential-compromise`, body: { subject, credential_type: 'password' } })).jwt)).status,
+      202,
+    )
+    t.equal(await grantLive(h, g), false)
+  })
+
   t.test('the SSF verification event is acknowledged and ends nothing', async (t) => {
     const g = await grantOf(h, SUB)
     const r = await tx.push(endpoint, (await tx.set({ event: 'https://schemas.openid.net/secevent/ssf/event-type/verification', body: { state: 'abc' } })).jwt)
