@@ -11,6 +11,7 @@ import type { Clock } from '../clock.js'
 import { MemoryAllowances } from './allowances/memory.js'
 import { MemoryClients } from './clients/memory.js'
 import { MemoryCodes } from './codes/memory.js'
+import { MemoryDeliveries } from './deliveries/memory.js'
 import { MemoryDevices } from './devices/memory.js'
 import { MemoryGrants } from './grants/memory.js'
 import { MemoryKnownBrowsers } from './known-browsers/memory.js'
@@ -62,6 +63,7 @@ export class MemoryStore implements Store {
   readonly mcpSessions: MemoryMcpSessions
   readonly pushedRequests: MemoryPushedRequests
   readonly signals: MemorySignals
+  readonly deliveries: MemoryDeliveries
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -89,6 +91,7 @@ export class MemoryStore implements Store {
     this.mcpSessions = new MemoryMcpSessions(s)
     this.pushedRequests = new MemoryPushedRequests(s)
     this.signals = new MemorySignals(s)
+    this.deliveries = new MemoryDeliveries(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -107,6 +110,7 @@ export class MemoryStore implements Store {
       this.mcpSessions,
       this.pushedRequests,
       this.signals,
+      this.deliveries,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

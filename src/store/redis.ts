@@ -21,6 +21,7 @@
 import { RedisAllowances } from './allowances/redis.js'
 import { RedisClients } from './clients/redis.js'
 import { RedisCodes } from './codes/redis.js'
+import { RedisDeliveries } from './deliveries/redis.js'
 import { RedisDevices } from './devices/redis.js'
 import { RedisGrants } from './grants/redis.js'
 import { RedisKnownBrowsers } from './known-browsers/redis.js'
@@ -65,6 +66,7 @@ export class RedisStore implements Store {
   readonly mcpSessions: RedisMcpSessions
   readonly pushedRequests: RedisPushedRequests
   readonly signals: RedisSignals
+  readonly deliveries: RedisDeliveries
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -94,6 +96,7 @@ export class RedisStore implements Store {
     this.mcpSessions = new RedisMcpSessions(r)
     this.pushedRequests = new RedisPushedRequests(r)
     this.signals = new RedisSignals(r)
+    this.deliveries = new RedisDeliveries(r)
   }
 
   async ping(): Promise<void> {

@@ -21,6 +21,7 @@
 import type { AllowanceStore } from './allowances/types.js'
 import type { ClientStore } from './clients/types.js'
 import type { CodeStore } from './codes/types.js'
+import type { DeliveryStore } from './deliveries/types.js'
 import type { DeviceStore } from './devices/types.js'
 import type { GrantStore } from './grants/types.js'
 import type { KnownBrowserStore } from './known-browsers/types.js'
@@ -39,6 +40,7 @@ import type { UpstreamStore } from './upstream/types.js'
 export type { AllowanceNote, AllowanceRecord, AllowanceStore } from './allowances/types.js'
 export type { ClientSeat, ClientStore, RegisteredClientMetadata, RegisteredClientRecord } from './clients/types.js'
 export type { CodeRecord, CodeStore, TakeCodeResult } from './codes/types.js'
+export type { DeliveryStore, QueuedDelivery } from './deliveries/types.js'
 export type { DeviceDecision, DeviceRecord, DeviceStatus, DeviceStore, PollResult } from './devices/types.js'
 export type { GrantRecord, GrantStore, RefreshLookup, RotateResult } from './grants/types.js'
 export type { KnownBrowserStore } from './known-browsers/types.js'
@@ -75,6 +77,7 @@ export interface Store {
   readonly mcpSessions: McpSessionStore
   readonly pushedRequests: PushedRequestStore
   readonly signals: SignalStore
+  readonly deliveries: DeliveryStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

@@ -20,7 +20,9 @@ import { readPageForm } from './form.js'
 import { showLoginPage, type LoginShowing } from './login-page.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
-import { currentSession, type ActiveSession } from './session.js'
+import { currentSession, endSession, type ActiveSession } from './session.js'
+import { endSessionsOf } from '../sessions/end-sessions.js'
+import { signedOutPage } from '../views/logout.js'
 import { factorChange } from './factors.js'
 import { totpSetUpOffered } from './enrolment.js'
 
@@ -28,6 +30,9 @@ import { totpSetUpOffered } from './enrolment.js'
  * /account: a signed-in person sees the applications they allowed and can
  * withdraw one. A person who is not signed in gets the login page, which
  * comes back here (the login form's `next=account`).
+ *
+ * "Sign out everywhere" (POST, same origin, the session's CSRF token, `sign_out=everywhere`) ends
+ * every session of the person (end-sessions.ts).
  *
  * Withdrawing (POST, same origin, the session's CSRF token) forgets the
  * remembered consent and revokes every grant of that person and client: the
@@ -228,14 +233,27 @@ async function postAccount(req: IncomingMessage, res: ServerResponse, ctx: Reque
   if (form === null) return
   const csrf = form.get('csrf')
   const clientId = form.get('client_id')
+  const everywhere = form.get('sign_out') === 'everywhere'
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
+    if (everywhere) return signOutEverywhere(res, as, session)
     if (clientId === undefined) return showError(res, new InvalidRequest('Choose an application to withdraw'))
     const grants = await withdrawAccess(as, session.user.sub, clientId)
     ctx.log.info({ event: 'access_withdrawn', client_id: clientId, grants }, 'a person withdrew an application')
     redirect(res, `account?withdrawn=${encodeURIComponent(clientId)}`, 303)
   })
+}
+
+/**
+ * "Sign out everywhere": every session of the person ends (this one too), and each ending is told
+ * to the applications that received an id_token in it (back-channel logout) and to Shared Signals
+ * receivers, through end-sessions.ts. The cookie is cleared; the signed-out page says so.
+ */
+async function signOutEverywhere(res: ServerResponse, as: AsContext, session: ActiveSession): Promise<void> {
+  await endSessionsOf(as, session.user.sub, 'sign_out_everywhere')
+  const clear = await endSession(as, null)
+  showPage(res, 200, signedOutPage(true), { cookies: [clear] })
 }
 
 /** GET /account shows the page (or the login); POST /account withdraws an application. */

@@ -5,6 +5,7 @@
 export * from '../allowances/scripts.js'
 export * from '../clients/scripts.js'
 export * from '../codes/scripts.js'
+export * from '../deliveries/scripts.js'
 export * from '../devices/scripts.js'
 export * from '../grants/scripts.js'
 export * from '../mcp-sessions/scripts.js'
