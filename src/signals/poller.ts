@@ -157,7 +157,10 @@ export class SignalPoller {
         await this.#deps.receiver.receive(set, { kind: 'poll', issuer: this.#t.issuer })
         this.#ack.push(jti)
       } catch (err) {
-        if (err instanceof SetRefused && err.status === 400) this.#errs[jti] = err.toJSON()
+        if (err instanceof SetRefused && err.status === 400) {
+          this.#errs[jti] = err.toJSON()
+          this.#deps.log.info({ transmitter: this.#t.issuer, jti, err: err.err, code: err.code }, 'polled SET refused; reported in setErrs')
+        }
         // Otherwise (keys or store unreachable): neither acknowledged nor refused, so the transmitter sends it again.
       }
     }
