@@ -159,7 +159,7 @@ export class SignalPoller {
       } catch (err) {
         if (err instanceof SetRefused && err.status === 400) {
           this.#errs[jti] = err.toJSON()
-          this.#deps.log.info({ transmitter: this.#t.issuer, jti, err: err.err, code: err.code }, 'polled SET refused; reported in setErrs')
+          this.#deps.log.info({ transmitter: this.#t.issuer, jti, set_err: err.err, code: err.code }, 'polled SET refused; reported in setErrs')
         }
         // Otherwise (keys or store unreachable): neither acknowledged nor refused, so the transmitter sends it again.
       }

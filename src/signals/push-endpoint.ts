@@ -52,7 +52,7 @@ export function pushEndpoint(receiver: SignalReceiver): (req: IncomingMessage, r
       res.end()
     } catch (err) {
       if (err instanceof SetRefused) {
-        ctx.log.info({ err: err.err, code: err.code, reason: err.cause instanceof Error ? err.cause.message : err.cause }, 'SET refused')
+        ctx.log.info({ set_err: err.err, code: err.code, reason: err.cause instanceof Error ? err.cause.message : err.cause }, 'SET refused')
         if (err.status === 503) res.setHeader('retry-after', '5')
         refuse(res, err.status, err.toJSON())
         return
