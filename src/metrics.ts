@@ -140,6 +140,10 @@ export class Metrics {
   )
   readonly signalActions = new Counter('bearward_signal_actions_total', 'Shared Signals events acted on, by event and action')
   readonly signalPollFailures = new Counter('bearward_signal_poll_failures_total', 'Polls of a Shared Signals transmitter that failed, by transmitter')
+  readonly backchannelLogouts = new Counter(
+    'bearward_backchannel_logout_total',
+    'Back-channel logout token deliveries by outcome: delivered, failed (will be retried), dropped (given up, address refused, or the queue was full)',
+  )
   readonly registeredClients = new Gauge(
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
@@ -214,6 +218,7 @@ export class Metrics {
         this.signalsReceived,
         this.signalActions,
         this.signalPollFailures,
+        this.backchannelLogouts,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

@@ -123,6 +123,13 @@ export interface RogueOp {
   tokenRequests: number
   /** More claims for the id_tokens it signs (an `amr`, an `acr`); registered claims are set after them. */
   claims: Record<string, unknown>
+  /**
+   * Sign `payload` as this provider would sign any JWT (a logout token, say): ES256 with its
+   * published key (`kid` rogue-1), or with `key: 'foreign'` a key outside its JWKS under that kid.
+   */
+  sign(payload: Record<string, unknown>, o?: { key?: 'own' | 'foreign'; typ?: string }): Promise<string>
+  /** Its published public key, as a JWK. */
+  publicJwk: Record<string, unknown>
   stop(): Promise<void>
 }
 
@@ -150,7 +157,18 @@ export async function startRogueOp(): Promise<RogueOp> {
   const foreign = await generateKeyPair('ES256')
   const jwk = { ...(await exportJWK(publicKey)), kid: 'rogue-1', alg: 'ES256', use: 'sig' }
   const nonces = new Map<string, string>()
-  const op: RogueOp = { issuer: l.origin, mode: 'good', tokenRequests: 0, claims: {}, stop: l.stop }
+  const op: RogueOp = {
+    issuer: l.origin,
+    mode: 'good',
+    tokenRequests: 0,
+    claims: {},
+    publicJwk: jwk,
+    sign: (payload, o = {}) =>
+      new SignJWT(payload)
+        .setProtectedHeader({ alg: 'ES256', kid: 'rogue-1', ...(o.typ === undefined ? {} : { typ: o.typ }) })
+        .sign(o.key === 'foreign' ? foreign.privateKey : privateKey),
+    stop: l.stop,
+  }
   l.handle((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', l.origin)
     if (url.pathname === '/.well-known/openid-configuration') {
