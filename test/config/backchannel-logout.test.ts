@@ -52,3 +52,32 @@ t.test('a back-channel logout URI that is not https, has credentials or a fragme
     describe(problems),
   )
 })
+
+const provider = (extra = ''): string => `
+authorization_server:
+  identity_providers:
+    - id: corp
+      name: Corp SSO
+      issuer: https://sso.example.com
+      client_id: bearward${extra}
+`
+
+t.test('an identity provider’s backchannel_logout and on_logout are read, with their defaults', async (t) => {
+  const plain = inspect(provider())
+  t.same(plain.problems, [], describe(plain.problems))
+  t.match(plain.config?.authorizationServer?.identityProviders[0], { backchannelLogout: false, onLogout: 'sessions' }, 'off, and sessions only')
+  const on = inspect(provider('\n      backchannel_logout: true\n      on_logout: grants'))
+  t.same(on.problems, [], describe(on.problems))
+  t.match(on.config?.authorizationServer?.identityProviders[0], { backchannelLogout: true, onLogout: 'grants' })
+})
+
+t.test('on_logout must be sessions or grants, and needs backchannel_logout', async (t) => {
+  const wrong = inspect(provider('\n      backchannel_logout: true\n      on_logout: everything'))
+  t.ok(at(wrong.problems, 'authorization_server.identity_providers[0].on_logout').length > 0, describe(wrong.problems))
+  const alone = inspect(provider('\n      on_logout: grants'))
+  t.match(
+    at(alone.problems, 'authorization_server.identity_providers[0].on_logout'),
+    [{ message: /set `backchannel_logout: true` too/ }],
+    describe(alone.problems),
+  )
+})
