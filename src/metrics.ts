@@ -153,6 +153,12 @@ export class Metrics {
     'bearward_upstream_connect_failures_total',
     'Requests that could not connect to a pool target (refused, reset or timed out before a byte was sent), by route and target',
   )
+  readonly signalsReceived = new Counter(
+    'bearward_signals_received_total',
+    'Security Event Tokens received from Shared Signals transmitters, by outcome (acted, replayed, unknown-subject, ignored, refused)',
+  )
+  readonly signalActions = new Counter('bearward_signal_actions_total', 'Shared Signals events acted on, by event and action')
+  readonly signalPollFailures = new Counter('bearward_signal_poll_failures_total', 'Polls of a Shared Signals transmitter that failed, by transmitter')
   readonly backchannelLogouts = new Counter(
     'bearward_backchannel_logout_total',
     'Back-channel logout token deliveries by outcome: delivered, failed (will be retried), dropped (given up, address refused, or the queue was full)',
@@ -253,6 +259,9 @@ export class Metrics {
         this.concurrencyRefused,
         this.upstreamHealthy,
         this.upstreamConnectFailures,
+        this.signalsReceived,
+        this.signalActions,
+        this.signalPollFailures,
         this.backchannelLogouts,
       ]
         .map((m) => m.render())

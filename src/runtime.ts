@@ -7,6 +7,8 @@ import type { AsContext } from './as/context.js'
 import { createAuthorizationServer } from './as/server.js'
 import { createGateway } from './gateway/gateway.js'
 import { JwksRegistry, type JwksStage } from './gateway/jwks-client.js'
+import { SignalsReceiverFace } from './signals/build.js'
+import { asAccessEnder } from './signals/as-access.js'
 import type { JWK } from 'jose'
 import { UpstreamTargets } from './gateway/upstream/targets.js'
 
@@ -67,10 +69,21 @@ export class Runtime {
   readonly asContext: AsContext | null
   readonly gateway: GatewayFace
   readonly #jwks: JwksStage
+  /** The Shared Signals receiver (`signals`); its pollers start at commit. */
+  readonly #signals: SignalsReceiverFace | null
   #inflight = 0
   #drained: (() => void) | null = null
 
-  private constructor(config: Config, keys: KeySet | null, asContext: AsContext | null, as: Face | null, gateway: GatewayFace, jwks: JwksStage) {
+  private constructor(
+    config: Config,
+    keys: KeySet | null,
+    asContext: AsContext | null,
+    as: Face | null,
+    gateway: GatewayFace,
+    jwks: JwksStage,
+    signals: SignalsReceiverFace | null,
+  ) {
+    this.#signals = signals
     this.config = config
     this.keys = keys
     this.asContext = asContext
@@ -93,9 +106,24 @@ export class Runtime {
       }
       const deps = buildFaceDeps(shared, config, keys)
       const asContext = asConfig && keys ? buildAsContext({ ...deps, as: asConfig, keys }) : null
-      as = asContext ? createAuthorizationServer(asContext) : null
+      const signals =
+        asContext !== null && config.signals !== null
+          ? new SignalsReceiverFace(config.signals, {
+              clock: shared.clock,
+              log: shared.log,
+              metrics: deps.metrics,
+              store: deps.store,
+              jwks,
+              clockSkewSec: config.gateway.clockSkewSec,
+              providers: asContext.as.identityProviders,
+              users: asContext.as.users,
+              accessTokenClaims: asContext.as.accessToken.claims,
+              ender: asAccessEnder(asContext),
+            })
+          : null
+      as = asContext ? createAuthorizationServer(asContext, undefined, signals) : null
       const gateway = createGateway(deps, { jwks, upstreamTargets: state.upstreamTargets })
-      return new Runtime(config, keys, asContext, as, gateway, jwks)
+      return new Runtime(config, keys, asContext, as, gateway, jwks, signals)
     } catch (err) {
       jwks.abort()
       await as?.close().catch(() => undefined)
@@ -106,6 +134,7 @@ export class Runtime {
   /** Apply what the build staged in process-wide state; call once, when this Runtime is swapped in. */
   commit(): void {
     this.#jwks.commit()
+    this.#signals?.start()
   }
 
   /** Release a Runtime that was built but will never serve (a reload refused after the build). */

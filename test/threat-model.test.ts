@@ -54,6 +54,7 @@ const REQUIRED_SURFACES = [
   'Rate limits and quotas',
   'Concurrency limits',
   'Upstream pools and health',
+  'Shared signals (CAEP, RISC)',
   'Back-channel logout',
 ]
 

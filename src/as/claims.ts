@@ -57,7 +57,9 @@ export function claimsForScope(user: Person, scope: string): Record<string, unkn
 }
 
 /** Which scope releases each standard claim (the inverse of SCOPE_CLAIMS). */
-const SCOPE_OF_CLAIM: ReadonlyMap<string, string> = new Map(Object.entries(SCOPE_CLAIMS).flatMap(([scope, names]) => names.map((n) => [n, scope] as const)))
+export const SCOPE_OF_CLAIM: ReadonlyMap<string, string> = new Map(
+  Object.entries(SCOPE_CLAIMS).flatMap(([scope, names]) => names.map((n) => [n, scope] as const)),
+)
 
 /**
  * The person's claims an access token carries (`access_token.claims`): each

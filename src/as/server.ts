@@ -23,6 +23,7 @@ import { handleToken } from './token.js'
 import { handleUserinfo } from './userinfo.js'
 import { upstreamCallback } from './identity-providers/callback.js'
 import { callbackPath } from './identity-providers/urls.js'
+import type { SignalsReceiverFace } from '../signals/build.js'
 import { backchannelLogoutPath, upstreamBackchannelLogout } from './identity-providers/backchannel-logout.js'
 
 interface Endpoint {
@@ -35,7 +36,7 @@ interface Endpoint {
 }
 
 /** Where each endpoint lives relative to the issuer, so an issuer with a path (`https://h/auth`) works. */
-function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>): Map<string, Endpoint> {
+function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>, signals: SignalsReceiverFace | null): Map<string, Endpoint> {
   const base = new URL(as.issuer).pathname.replace(/\/+$/, '')
   const metadata = staticJsonHandler(metadataDocument(as))
   const routes = new Map<string, Endpoint>()
@@ -74,6 +75,11 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
     cors: 'clients',
     methods: ['POST'],
   })
+  const push = signals?.push ?? null
+  if (push !== null) {
+    // RFC 8935 2: transmitters POST from their back end; no browser has a reason to.
+    add(`${base}/signals/events`, { label: 'as:signals/events', handler: (req, res, ctx) => push(req, res, ctx), cors: 'none', methods: ['POST'] })
+  }
   return routes
 }
 
@@ -81,8 +87,12 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
  * The authorization server face for one Runtime.
  * @param frontChannel the front-channel pages (default: `interaction/front-channel-routes.ts`); paths relative to the issuer.
  */
-export function createAuthorizationServer(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler> = frontChannelRoutes): Face {
-  const routes = routeTable(as, frontChannel)
+export function createAuthorizationServer(
+  as: AsContext,
+  frontChannel: ReadonlyMap<string, AsHandler> = frontChannelRoutes,
+  signals: SignalsReceiverFace | null = null,
+): Face {
+  const routes = routeTable(as, frontChannel, signals)
   const cors = new CorsPolicy(as.clients.values())
 
   async function handle(req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<boolean> {
@@ -110,7 +120,7 @@ export function createAuthorizationServer(as: AsContext, frontChannel: ReadonlyM
     owns: (rawPath) => routes.has(rawPath),
     async close() {
       // The store and revocation list are shared; the metadata document fetcher is this Runtime's.
-      await as.closeClientLookup()
+      await Promise.all([as.closeClientLookup(), signals?.close()])
     },
   }
 }

@@ -28,6 +28,7 @@ import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { checkLimitOverrides } from './sections/route-rate-limits.js'
 import { readTraces } from './sections/telemetry.js'
+import { readSignals } from './sections/signals.js'
 import { readHttp2 } from './sections/http2.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
 import { readWorkersSetting, resolveWorkers, workersStoreConflict } from './workers.js'
@@ -126,6 +127,10 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   if (authorizationServer !== null) checkLimitOverrides(r, top.get('authorization_server'), authorizationServer.clients, routes)
   refuseDemoOnNetwork(r, top, listen, authorizationServer)
   if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
+  const signals =
+    top.has('signals') && !top.isNull('signals')
+      ? readSignals(r, top.get('signals') as Node, top.pathOf('signals'), authorizationServer?.identityProviders ?? (asBroken ? [] : null))
+      : null
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')
   if (mtlsPath !== null && mtlsPath !== new URL(normalizedPublicUrl).pathname.replace(/\/+$/, '')) {
     // The endpoints are routed by path under public_url's: another host may differ, its path may not.
@@ -155,6 +160,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     dpop,
     workers,
     traces,
+    signals,
   }
   return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
 }

@@ -706,6 +706,33 @@ export interface Config {
   workers: number
   /** `telemetry.traces`; null: export only if the OTEL_* environment asks (src/telemetry/tracing.ts). */
   traces: TracesConfig | null
+  /** `signals` (OpenID Shared Signals, docs/signals.md); null when absent. */
+  signals: SignalsConfig | null
+}
+
+/** `signals.transmitters[]`: an identity provider whose Security Event Tokens bearward acts on. */
+export interface SignalTransmitterConfig {
+  /** The exact `iss` of its SETs. */
+  issuer: string
+  jwksUri: string
+  /** The `aud` its SETs must carry. */
+  audience: string
+  delivery: 'push' | 'poll'
+  /** Accepted JWS algorithms; asymmetric only. */
+  algorithms: string[]
+  /** RFC 8936 poll delivery; null for push. `auth` is an Authorization header value, never logged. */
+  poll: { url: string; intervalSec: number; maxEvents: number; auth: string | null; timeoutMs: number } | null
+  /** Where a signal leaves it to the operator, whether grants end with the sessions. */
+  onSignal: 'sessions' | 'grants'
+  /** `subjects.email`: how an `email` subject finds a person; null: it finds nobody. */
+  subjects: { email: { kind: 'users' } | { kind: 'provider'; provider: string } | null }
+  /** Where it is in the config (`signals.transmitters[0]`). */
+  position: string
+}
+
+/** `signals`. */
+export interface SignalsConfig {
+  transmitters: SignalTransmitterConfig[]
 }
 
 /** A route's pool of upstream targets (`upstream: [..]` or `upstreams`). */

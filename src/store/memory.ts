@@ -28,6 +28,7 @@ import { MemoryTotp } from './totp/memory.js'
 import type { Store } from './types.js'
 import { MemoryUpstream } from './upstream/memory.js'
 import { MemoryTrafficLimits } from './traffic-limits/memory.js'
+import { MemorySignals } from './signals/memory.js'
 
 /** Default period of the sweep that drops expired entries. */
 const DEFAULT_SWEEP_MS = 60_000
@@ -63,6 +64,7 @@ export class MemoryStore implements Store {
   readonly mcpSessions: MemoryMcpSessions
   readonly pushedRequests: MemoryPushedRequests
   readonly trafficLimits: MemoryTrafficLimits
+  readonly signals: MemorySignals
   readonly deliveries: MemoryDeliveries
 
   readonly #scope: MemoryScope
@@ -91,6 +93,7 @@ export class MemoryStore implements Store {
     this.mcpSessions = new MemoryMcpSessions(s)
     this.pushedRequests = new MemoryPushedRequests(s)
     this.trafficLimits = new MemoryTrafficLimits(s)
+    this.signals = new MemorySignals(s)
     this.deliveries = new MemoryDeliveries(s)
     this.#expiring = [
       this.codes,
@@ -110,6 +113,7 @@ export class MemoryStore implements Store {
       this.mcpSessions,
       this.pushedRequests,
       this.trafficLimits,
+      this.signals,
       this.deliveries,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS

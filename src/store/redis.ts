@@ -40,6 +40,7 @@ import { RedisTotp } from './totp/redis.js'
 import type { Store } from './types.js'
 import { RedisUpstream } from './upstream/redis.js'
 import { RedisTrafficLimits } from './traffic-limits/redis.js'
+import { RedisSignals } from './signals/redis.js'
 
 export { HEARTBEAT_DEADLINE_MS, HEARTBEAT_INTERVAL_MS } from './redis/heartbeat.js'
 export type { RedisStoreOptions } from './redis/options.js'
@@ -66,6 +67,7 @@ export class RedisStore implements Store {
   readonly mcpSessions: RedisMcpSessions
   readonly pushedRequests: RedisPushedRequests
   readonly trafficLimits: RedisTrafficLimits
+  readonly signals: RedisSignals
   readonly deliveries: RedisDeliveries
 
   readonly #r: RedisConnection
@@ -96,6 +98,7 @@ export class RedisStore implements Store {
     this.mcpSessions = new RedisMcpSessions(r)
     this.pushedRequests = new RedisPushedRequests(r)
     this.trafficLimits = new RedisTrafficLimits(r)
+    this.signals = new RedisSignals(r)
     this.deliveries = new RedisDeliveries(r)
   }
 

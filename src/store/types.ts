@@ -33,6 +33,7 @@ import type { RateLimitStore } from './rate-limits/types.js'
 import type { RevocationStore } from './revocations/types.js'
 import type { ConsentStore, SessionStore } from './sessions/types.js'
 import type { SingleUseStore } from './single-use/types.js'
+import type { SignalStore } from './signals/types.js'
 import type { TotpStore } from './totp/types.js'
 import type { TrafficLimitStore } from './traffic-limits/types.js'
 import type { UpstreamStore } from './upstream/types.js'
@@ -52,6 +53,7 @@ export type { HitWindow, RateLimitStore } from './rate-limits/types.js'
 export type { RevocationEntry, RevocationKind, RevocationStore } from './revocations/types.js'
 export type { ConsentStore, EndedSession, SessionRecord, SessionStore } from './sessions/types.js'
 export type { SingleUseStore } from './single-use/types.js'
+export type { SignalStore } from './signals/types.js'
 export type { TotpRecord, TotpStore } from './totp/types.js'
 export type { LimitState, LimitTake, LimitVerdict, QuotaRule, RateRule, TrafficLimitStore } from './traffic-limits/types.js'
 export type { UpstreamContinuation, UpstreamLoginRecord, UpstreamPersonRecord, UpstreamStore } from './upstream/types.js'
@@ -77,6 +79,7 @@ export interface Store {
   readonly mcpSessions: McpSessionStore
   readonly pushedRequests: PushedRequestStore
   readonly trafficLimits: TrafficLimitStore
+  readonly signals: SignalStore
   readonly deliveries: DeliveryStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */

@@ -194,6 +194,7 @@ routes:
     dpop: { algs: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'RS256', 'PS256'], iatWindowSec: 60, iatLeewaySec: 5, nonce: null },
     workers: 1,
     traces: null,
+    signals: null,
   })
 })
 

@@ -22,6 +22,7 @@ import { rateLimitsContract } from './contract/rate-limits.js'
 import { revocationsContract } from './contract/revocations.js'
 import { sessionsContract } from './contract/sessions.js'
 import { singleUseContract } from './contract/single-use.js'
+import { signalsContract } from './contract/signals.js'
 import { totpContract } from './contract/totp.js'
 import { trafficLimitsContract } from './contract/traffic-limits.js'
 import { upstreamContract } from './contract/upstream.js'
@@ -54,6 +55,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   mcpSessionsContract(t, name, setup)
   pushedRequestsContract(t, name, setup)
   trafficLimitsContract(t, name, setup)
+  signalsContract(t, name, setup)
   deliveriesContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
@@ -70,6 +72,8 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.singleUse.use('k', 1), StoreUnavailableError)
     await tt.rejects(h.store.pushedRequests.take(token().hash), StoreUnavailableError)
     await tt.rejects(h.store.clients.get('c'), StoreUnavailableError)
+    await tt.rejects(h.store.signals.lease('l', 'a', 1000), StoreUnavailableError)
+    await tt.rejects(h.store.signals.isDisabled('a'), StoreUnavailableError)
     await tt.rejects(h.store.allowances.note('alice', 'app', { scopes: [], at: 0, grantId: 'g', until: 1 }), StoreUnavailableError)
     await tt.rejects(h.store.allowances.list('alice'), StoreUnavailableError)
     await tt.rejects(h.store.allowances.withdraw('alice', 'app', 600), StoreUnavailableError)

@@ -99,6 +99,16 @@ async function handleCallback(req: IncomingMessage, res: ServerResponse, ctx: Re
     return showNotAllowed(res, provider.config.name, who, await accessDeniedLink(as, pending), [clear])
   }
 
+  // RISC account-disabled / -purged (src/signals): refused until the transmitter sends account-enabled.
+  if (as.config.signals !== null && (await as.store.signals.isDisabled(sub))) {
+    ctx.log.info(
+      { event: 'upstream_login_not_allowed', provider: providerId, reason: 'account disabled by a shared signal' },
+      'person disabled by a shared signal',
+    )
+    const who = typeof upstream.email === 'string' ? upstream.email : null
+    return showNotAllowed(res, provider.config.name, who, await accessDeniedLink(as, pending), [clear])
+  }
+
   const claims = mapClaims(provider.config, upstream)
   const now = epochSeconds(as.clock)
   // The claims must outlive every session and refresh family that names this person.

@@ -100,6 +100,21 @@ export class MemorySessions implements SessionStore, MemoryFamily {
     return this.#endAll(this.#byProviderSid.get(pairKey(provider, providerSid)))
   }
 
+  async endSomeOf(sub: string, which: (record: SessionRecord) => boolean): Promise<EndedSession[]> {
+    this.#s.open()
+    const ids = this.#bySub.get(sub)
+    if (ids === undefined) return []
+    const now = this.#s.nowMs()
+    const ended: EndedSession[] = []
+    for (const id of [...ids.keys()]) {
+      const held = live(this.#sessions, id, now)
+      if (held === null || !which(copy(held.record))) continue
+      const e = this.#take(id, now)
+      if (e !== null) ended.push(e)
+    }
+    return ended
+  }
+
   #endAll(ids: Map<string, number> | undefined): EndedSession[] {
     if (ids === undefined) return []
     const now = this.#s.nowMs()

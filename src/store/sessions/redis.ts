@@ -94,6 +94,28 @@ export class RedisSessions implements SessionStore {
     return this.#endIndexed(this.#providerKey(provider, providerSid))
   }
 
+  /**
+   * Read the person's index, read each session it names, take those `which` selects (one script
+   * each: of concurrent ends one gets a session) and drop them from the index; the rest stay.
+   */
+  async endSomeOf(sub: string, which: (record: SessionRecord) => boolean): Promise<EndedSession[]> {
+    const r = this.#r
+    const hashes = (await r.do((c) => c.zrangebyscore(this.#subKey(sub), `(${r.clock.now()}`, '+inf'))).map(str)
+    const ended: EndedSession[] = []
+    for (const h of hashes) {
+      const record = await r.getExpiring<SessionRecord>(r.key('sess', h))
+      if (record === null || !which(record)) continue
+      const e = await this.#take(h)
+      if (e === null) continue
+      ended.push(e)
+      await r.do(async (c) => {
+        await c.zrem(this.#subKey(sub), h)
+        if (record.provider !== undefined && record.providerSid !== undefined) await c.zrem(this.#providerKey(record.provider, record.providerSid), h)
+      })
+    }
+    return ended
+  }
+
   /** Take the index, then each session it names (another slot on Cluster: one script each). */
   async #endIndexed(indexKey: string): Promise<EndedSession[]> {
     const r = this.#r

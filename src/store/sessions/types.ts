@@ -65,6 +65,11 @@ export interface SessionStore {
   endAllOf(sub: string): Promise<EndedSession[]>
   /** End every live session that came from `provider`'s session `providerSid`. */
   endByProviderSession(provider: string, providerSid: string): Promise<EndedSession[]>
+  /**
+   * End the live sessions of `sub` that `which` selects (a Shared Signals assurance-level-change:
+   * those above the new level); the others stay, indexed. Each ended session is returned once.
+   */
+  endSomeOf(sub: string, which: (record: SessionRecord) => boolean): Promise<EndedSession[]>
 }
 
 /** Remembered consent for (sub, client): the scopes granted. */

@@ -120,4 +120,28 @@ export function sessionsContract(t: Test, name: string, setup: Setup): void {
     for (let i = 0; i < MAX_CLIENTS_PER_SESSION + 5; i++) await store.sessions.noteClient(id, `client-${i}`)
     tt.equal((await store.sessions.delete(id))?.clients.length, MAX_CLIENTS_PER_SESSION, 'clients per session are bounded')
   })
+  t.test(`${name}: endSomeOf ends only the sessions selected, and leaves the rest findable`, async (tt) => {
+    const { clock, h, store } = await setup(tt)
+    const other = await h.peer()
+    const rec = (sid: string, acr: string): SessionRecord => ({ sub: 'alice', username: 'alice', sid, acr, authTime: nowSec(clock), csrf: `c-${sid}` })
+    const [weak, strong, bobs] = [token().hash, token().hash, token().hash]
+    await store.sessions.put(weak, rec('s-weak', 'pwd'), 3600)
+    await store.sessions.put(strong, rec('s-strong', 'phr'), 3600)
+    await store.sessions.put(bobs, { ...rec('s-bob', 'phr'), sub: 'bob', username: 'bob' }, 3600)
+    const ended = await other.sessions.endSomeOf('alice', (r) => r.acr === 'phr')
+    tt.same(
+      ended.map((e) => e.record.sid),
+      ['s-strong'],
+      'only the selected session ended',
+    )
+    tt.equal(await store.sessions.get(strong), null)
+    tt.equal((await store.sessions.get(weak))?.sid, 's-weak', 'the other one is live')
+    tt.equal((await store.sessions.get(bobs))?.sid, 's-bob', "another person's is untouched")
+    tt.same(await store.sessions.endSomeOf('alice', (r) => r.acr === 'phr'), [], 'a second end finds nothing')
+    tt.same(
+      (await store.sessions.endAllOf('alice')).map((e) => e.record.sid),
+      ['s-weak'],
+      'the session left is still indexed',
+    )
+  })
 }

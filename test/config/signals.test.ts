@@ -1,0 +1,76 @@
+/**
+ * `signals` (Shared Signals transmitters): a push and a poll transmitter
+ * with their defaults, and every mistake reported where it is.
+ */
+import t from 'tap'
+import { at, describe, HASH, inspect } from './helpers.js'
+
+const config = (transmitters: string, withAs = true): string => `
+public_url: https://auth.example.com
+${
+  withAs
+    ? `authorization_server:
+  identity_providers:
+    - { id: corp, name: Corp, issuer: https://idp.example.com, client_id: bw }
+  clients:
+    - { client_id: web, type: confidential, secret_hash: "${HASH}", redirect_uris: [https://app.example.com/cb], grant_types: [authorization_code] }`
+    : ''
+}
+signals:
+  transmitters:
+${transmitters}
+`
+
+t.test('a push and a poll transmitter, with their defaults', async (t) => {
+  const { config: c, problems } = inspect(
+    config(`    - { issuer: https://idp.example.com, jwks_uri: https://idp.example.com/jwks, audience: https://auth.example.com, delivery: push }
+    - issuer: https://risc.example.com
+      jwks_uri: https://risc.example.com/jwks
+      audience: bearward
+      delivery: poll
+      poll: { url: https://risc.example.com/poll, interval: 1m, max_events: 50, auth: "Bearer x" }
+      on_signal: sessions
+      algorithms: [RS256]
+      subjects: { email: "provider:corp" }`),
+  )
+  t.same(problems, [], describe(problems))
+  const [push, poll] = c?.signals?.transmitters ?? []
+  t.match(push, { delivery: 'push', poll: null, onSignal: 'grants', algorithms: ['RS256', 'ES256'], subjects: { email: null } })
+  t.match(poll, {
+    delivery: 'poll',
+    poll: { url: 'https://risc.example.com/poll', intervalSec: 60, maxEvents: 50, auth: 'Bearer x', timeoutMs: 10_000 },
+    onSignal: 'sessions',
+    algorithms: ['RS256'],
+    subjects: { email: { kind: 'provider', provider: 'corp' } },
+  })
+})
+
+t.test('signals mistakes', async (t) => {
+  const base = 'issuer: https://idp.example.com, jwks_uri: https://idp.example.com/jwks, audience: a'
+  const cases: Array<[string, string, RegExp]> = [
+    [`    - { ${base}, delivery: poll }`, 'poll', /needs `poll: \{ url/],
+    [`    - { ${base}, delivery: push, poll: { url: https://idp.example.com/poll } }`, 'poll', /is for `delivery: poll`/],
+    [`    - { ${base}, delivery: carrier-pigeon }`, 'delivery', /not a delivery method/],
+    [`    - { ${base}, delivery: push, algorithms: [HS256] }`, 'algorithms[0]', /asymmetric/],
+    [`    - { ${base}, delivery: push, algorithms: [none] }`, 'algorithms[0]', /asymmetric/],
+    [`    - { ${base}, delivery: push, on_signal: everything }`, 'on_signal', /not an on_signal value/],
+    [`    - { ${base}, delivery: push, subjects: { email: "provider:nobody" } }`, 'subjects.email', /no identity provider/],
+    [`    - { ${base}, delivery: push, subjects: { email: guess } }`, 'subjects.email', /`users` or `provider:/],
+    [`    - { ${base}, delivery: poll, poll: { url: https://idp.example.com/poll, max_events: 5000 } }`, 'poll.max_events', /1000/],
+    ['    - { issuer: https://idp.example.com, audience: a, delivery: push }', 'jwks_uri', /required|missing/],
+  ]
+  for (const [transmitters, key, message] of cases) {
+    const { problems } = inspect(config(transmitters))
+    t.match(at(problems, `signals.transmitters[0].${key}`), [{ message }], `${key}: ${describe(problems)}`)
+  }
+  const twice = inspect(
+    config(`    - { ${base}, delivery: push }
+    - { ${base}, delivery: push }`),
+  )
+  t.ok(
+    twice.problems.some((p) => p.path.startsWith('signals.transmitters[1]')),
+    `a transmitter issuer given twice: ${describe(twice.problems)}`,
+  )
+  const noAs = inspect(config(`    - { ${base}, delivery: push }`, false))
+  t.match(at(noAs.problems, 'signals'), [{ message: /add `authorization_server`/ }], describe(noAs.problems))
+})
