@@ -4,7 +4,9 @@
  * transmitters put it in the event body as `subject`, read as well.
  *
  * - `iss_sub`: the person the identity provider whose issuer is `iss` calls
- *   `sub` (`<provider id>:<sub>`, src/as/identity-providers/person.ts);
+ *   `sub` (`<provider id>:<sub>`, src/as/identity-providers/person.ts); a
+ *   transmitter whose issuer is one of the providers' names only that
+ *   provider's people (another `iss` is unknown);
  * - `email`: through the transmitter's `subjects.email` rule;
  * - `opaque`: the `id` is taken as the person's `sub` at the identity provider
  *   whose issuer is the transmitter's, when there is one;
@@ -90,7 +92,13 @@ export class SubjectMapper {
     switch (id.format) {
       case 'iss_sub': {
         if (typeof id.iss !== 'string' || typeof id.sub !== 'string') return null
-        return this.#atProvider(this.#byIssuer.get(id.iss.replace(/\/+$/, '')), id.sub)
+        const named = this.#byIssuer.get(id.iss.replace(/\/+$/, ''))
+        // A transmitter that is itself one of the identity providers speaks for its own people
+        // only: its signature vouches for what it knows, not for another provider's accounts
+        // (Okta's transmitter must not end, or disable, the people who sign in through Google).
+        const own = this.#byIssuer.get(transmitter.issuer.replace(/\/+$/, ''))
+        if (own !== undefined && named !== own) return null
+        return this.#atProvider(named, id.sub)
       }
       case 'opaque': {
         if (typeof id.id !== 'string') return null
