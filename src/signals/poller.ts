@@ -65,7 +65,8 @@ export class SignalPoller {
   readonly #abort = new AbortController()
   /** jtis handled since the last successful poll, to acknowledge. */
   #ack: string[] = []
-  #errs: Record<string, { err: string; description: string }> = {}
+  /** A Map, not an object: a transmitter's key `__proto__` must be an entry like any other. */
+  readonly #errs = new Map<string, { err: string; description: string }>()
   #failures = 0
   #timer: NodeJS.Timeout | null = null
   #running: Promise<void> | null = null
@@ -132,7 +133,7 @@ export class SignalPoller {
     if (!leased) return { polled: false, received: 0, moreAvailable: false }
 
     const ack = this.#ack
-    const setErrs = this.#errs
+    const setErrs = Object.fromEntries(this.#errs)
     let answer: { sets: Record<string, unknown>; moreAvailable: boolean }
     try {
       answer = await this.#ask(ack, setErrs)
@@ -142,15 +143,15 @@ export class SignalPoller {
     }
     // Acknowledged by this poll: forget them.
     this.#ack = this.#ack.slice(ack.length)
-    for (const jti of Object.keys(setErrs)) delete this.#errs[jti]
+    for (const jti of Object.keys(setErrs)) this.#errs.delete(jti)
     if (this.#failures > 0) log.info({ transmitter: this.#t.issuer, failures: this.#failures }, 'Shared Signals transmitter answers polls again')
     this.#failures = 0
 
     const entries = Object.entries(answer.sets)
     for (const [jti, set] of entries) {
-      if (this.#ack.length + Object.keys(this.#errs).length >= MAX_PENDING) break
+      if (this.#ack.length + this.#errs.size >= MAX_PENDING) break
       if (typeof set !== 'string') {
-        this.#errs[jti] = { err: 'invalid_request', description: 'The SET is not a string' }
+        this.#errs.set(jti, { err: 'invalid_request', description: 'The SET is not a string' })
         continue
       }
       try {
@@ -158,7 +159,7 @@ export class SignalPoller {
         this.#ack.push(jti)
       } catch (err) {
         if (err instanceof SetRefused && err.status === 400) {
-          this.#errs[jti] = err.toJSON()
+          this.#errs.set(jti, err.toJSON())
           this.#deps.log.info({ transmitter: this.#t.issuer, jti, set_err: err.err, code: err.code }, 'polled SET refused; reported in setErrs')
         }
         // Otherwise (keys or store unreachable): neither acknowledged nor refused, so the transmitter sends it again.

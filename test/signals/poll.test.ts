@@ -161,3 +161,33 @@ t.test('poll: a transmitter that is down is logged once per outage, counted, and
   await p.pollOnce()
   t.equal(lines.filter((l) => l.msg === 'Shared Signals transmitter cannot be polled; backing off').length, 2, 'a new outage is logged again')
 })
+
+t.test('poll: a refused SET handed out under the key __proto__ is reported like any other', async (t) => {
+  const clock = new ManualClock(Date.now())
+  const tx = await TestTransmitter.start({ issuer: CORP, audience: AUDIENCE, clock })
+  const h = await startAs({
+    clock,
+    asExtra: ['  identity_providers:', `    - { id: corp, name: Corp SSO, issuer: "${CORP}", client_id: bearward }`].join('\n'),
+    top: [
+      'signals:',
+      '  transmitters:',
+      `    - { issuer: "${CORP}", jwks_uri: "${tx.jwksUri}", audience: "${AUDIENCE}", delivery: poll,`,
+      `        poll: { url: "${tx.pollUrl}", interval: 1s, max_events: 10 } }`,
+    ].join('\n'),
+  })
+  t.teardown(async () => {
+    await h.close()
+    await tx.close()
+  })
+  const { privateKey } = await generateKeyPair('ES256')
+  const forged = await tx.set({ event: `${CAEP}credential-change`, subId: PERSON, key: privateKey })
+  tx.queue.set('__proto__', forged.jwt)
+  const reported = await eventually(() => tx.polls.some((p) => Object.hasOwn(p.setErrs, '__proto__')), 10_000)
+  t.equal(reported, true, 'the next poll carries setErrs["__proto__"] (an own entry, not the prototype)')
+  const withErrs = tx.polls.find((p) => Object.hasOwn(p.setErrs, '__proto__'))
+  t.same(Object.getOwnPropertyDescriptor(withErrs?.setErrs, '__proto__')?.value, {
+    err: 'invalid_key',
+    description: 'The SET signature does not verify',
+  })
+  t.equal(tx.queue.size, 0, 'so the transmitter stops handing it out')
+})
