@@ -209,14 +209,16 @@ export class LimitPlan {
     const add = (limit: CompiledLimit, identity: string, cost: number): void => {
       const quota = override?.[limit.name] ?? limit.limit
       const key = keyHash(limit.prefix, identity)
+      // A tool name is the body's free text: the memory store keeps its keys apart from identities' (memory.ts).
+      const named = limit.key === 'tool'
       if (limit.kind === 'rate') {
         const rule = quota === limit.limit ? limit.rule : rateRule(quota, limit.perMs, limit.burst)
-        out.push({ limit, take: { key, cost, rule }, quota, windowSec: Math.ceil(limit.perMs / 1000) })
+        out.push({ limit, take: { key, cost, rule, named }, quota, windowSec: Math.ceil(limit.perMs / 1000) })
         return
       }
       const { period, startMs, endMs } = periodOf(limit.per, now)
       const rule: QuotaRule = { kind: 'quota', limit: quota, period, endMs }
-      out.push({ limit, take: { key, cost, rule }, quota, windowSec: Math.round((endMs - startMs) / 1000) })
+      out.push({ limit, take: { key, cost, rule, named }, quota, windowSec: Math.round((endMs - startMs) / 1000) })
     }
     for (const limit of this.#routeLimits) {
       if (limit.key !== 'tool') {

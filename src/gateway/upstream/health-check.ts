@@ -66,6 +66,8 @@ export class HealthChecker {
         ...(this.#target.servername !== undefined ? { servername: this.#target.servername } : {}),
       } as Parameters<Pool['request']>[0])
       await res.body.dump()
+      // dump() settles quietly when the timeout aborts it: a head followed by a body that never ends is a timeout, not a pass.
+      if (abort.signal.aborted) throw new Error('timeout')
       outcome = res.statusCode >= 200 && res.statusCode < 400 ? null : `status ${res.statusCode}`
     } catch (err) {
       outcome = abort.signal.aborted ? 'timeout' : errorCode(err)

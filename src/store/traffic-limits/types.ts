@@ -33,6 +33,12 @@ export interface LimitTake {
   /** Units the request uses of it (a batch calling one tool three times costs that tool's limit 3). */
   readonly cost: number
   readonly rule: RateRule | QuotaRule
+  /**
+   * Who is counted is a tool name the request's body chose (`key: tool`),
+   * not an identity: text a caller invents for free. The memory store keeps
+   * such keys apart, so a flood of them cannot forget an identity's count.
+   */
+  readonly named?: boolean
 }
 
 /** Where one limit stands after the request was decided. */
