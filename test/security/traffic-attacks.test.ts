@@ -28,7 +28,7 @@ function rpc(gw: Harness, token: string, body: unknown, headers: Record<string, 
   })
 }
 
-/** POST `body` to /mcp; the status only (the answer's fields name every tool of the batch: megabytes of header). */
+/** POST `body` to /mcp; the status only (a 60,000-call batch's answer is large; its headers are not read here). */
 function postStatus(gw: Harness, token: string, body: string): Promise<number> {
   const url = new URL(gw.url)
   return new Promise((resolve, reject) => {
@@ -216,4 +216,33 @@ t.test('an upstream’s own RateLimit fields, in any case and repeated, and its 
   const f = readRateLimitFields(r.headers)
   t.same(f.policies, [{ name: 'per-client', q: 5, w: 60 }], 'only the gateway’s policy')
   t.same([...f.states.values()], [{ name: 'per-client', r: 4, t: 12 }], 'only the gateway’s state')
+})
+
+t.test('a batch naming many tools under a key: tool limit gets one field item per policy', async (t) => {
+  const gw = await gateway(
+    t,
+    (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": [mcp] }
+    rate_limits: [{ name: per-tool, key: tool, limit: 5, per: 1m }, { name: per-client, key: client, limit: 100, per: 1m }]
+    mcp: { tools: { search: [mcp] } }`,
+    (_req: IncomingMessage, res) => {
+      res.writeHead(202).end()
+    },
+  )
+  const token = await gw.mint({ scope: 'mcp' })
+  const batch = [...Array.from({ length: 200 }, (_, i) => call(i, `tool-${i}`)), call(900, 'search'), call(901, 'search'), call(902, 'search')]
+  const r = await rpc(gw, token, batch)
+  t.equal(r.status, 202)
+  const fields = readRateLimitFields(r.headers)
+  t.same(
+    fields.policies.map((p) => p.name),
+    ['per-tool', 'per-client'],
+    'RateLimit-Policy names each policy once, whatever the batch holds',
+  )
+  t.equal(fields.states.size, 2, 'RateLimit has one item per policy')
+  t.equal(fields.states.get('per-tool')?.r, 2, 'the tightest per-tool state stands for all: search was called 3 times of 5')
+  t.ok(String(r.headers.ratelimit).length < 200, `the field stays small: ${String(r.headers.ratelimit)}`)
 })

@@ -258,20 +258,29 @@ export class LimitPlan {
   }
 
   #outcome(verdict: LimitVerdict, applied: readonly Applied[], mcp: LimitedRequest['mcp']): LimitOutcome {
-    const policies: string[] = []
-    const states: string[] = []
+    // One item per policy name: a `key: tool` limit applies once per tool a
+    // batch calls, and naming each would grow the fields with the batch
+    // (megabytes for a large one) under the same name; the tightest state,
+    // the one the client must respect, stands for them all.
+    const byField = new Map<string, { policy: string; remaining: number; resetSec: number }>()
     let waitMs = 0
     for (const [i, a] of applied.entries()) {
       const state = verdict.states[i]
       if (state === undefined) continue
-      policies.push(policyItem(a.limit.field, a.quota, a.windowSec))
-      states.push(stateItem(a.limit.field, state.remaining, Math.ceil(state.resetMs / 1000)))
+      const resetSec = Math.ceil(state.resetMs / 1000)
+      const seen = byField.get(a.limit.field)
+      if (seen === undefined) byField.set(a.limit.field, { policy: policyItem(a.limit.field, a.quota, a.windowSec), remaining: state.remaining, resetSec })
+      else if (state.remaining < seen.remaining || (state.remaining === seen.remaining && resetSec > seen.resetSec)) {
+        seen.remaining = state.remaining
+        seen.resetSec = resetSec
+      }
       if (state.waitMs > waitMs) waitMs = state.waitMs
       if (verdict.allowed) this.#deps.metrics.trafficLimitDecisions.incKey(a.limit.allowed)
       else if (state.waitMs > 0) this.#deps.metrics.trafficLimitDecisions.incKey(a.limit.limited)
     }
-    const policy = policies.join(', ')
-    const state = states.join(', ')
+    const items = [...byField]
+    const policy = items.map(([, v]) => v.policy).join(', ')
+    const state = items.map(([field, v]) => stateItem(field, v.remaining, v.resetSec)).join(', ')
     if (verdict.allowed) return { fields: [POLICY_FIELD, policy, STATE_FIELD, state] }
     return { refusal: new RateLimited(waitMs / 1000, { [POLICY_FIELD]: policy, [STATE_FIELD]: state }, mcp, { cause: 'traffic limit reached' }) }
   }
