@@ -115,6 +115,7 @@ export class Runtime {
               users: asContext.as.users,
               accessTokenClaims: asContext.as.accessToken.claims,
               ender: asAccessEnder(asContext),
+              as: asContext,
             })
           : null
       as = asContext ? createAuthorizationServer(asContext, undefined, signals) : null
