@@ -128,6 +128,11 @@ export class Runtime {
     }
   }
 
+  /** The Shared Signals face (receiver, and transmitter when on); null without `signals`. */
+  get signals(): SignalsReceiverFace | null {
+    return this.#signals
+  }
+
   /** Apply what the build staged in process-wide state; call once, when this Runtime is swapped in. */
   commit(): void {
     this.#jwks.commit()
