@@ -162,7 +162,7 @@ t.test('the metadata: /.well-known/ssf-configuration (SSF 1.0 7.1), and the scop
     default_subjects: 'ALL',
   })
   const m = await send(`${h.url}/.well-known/openid-configuration`)
-  t.ok((m.json?.scopes_supported as string[]).includes('ssf:stream'), 'scopes_supported names ssf:stream while the transmitter is on')
+  t.ok(((m.json?.scopes_supported ?? []) as string[]).includes('ssf:stream'), 'scopes_supported names ssf:stream while the transmitter is on')
 })
 
 t.test('stream management: create, read, update, replace, status, delete', async (t) => {
