@@ -125,6 +125,23 @@ export class SetDelivery {
     void this.runOnce()
   }
 
+  /**
+   * Forget what waits for a receiver whose stream was deleted (the loop reads only the queues of
+   * streams that exist, so it would otherwise wait in the store); returns how many were dropped.
+   */
+  async forget(clientId: string): Promise<number> {
+    const queue = receiverQueue(clientId)
+    let dropped = 0
+    for (;;) {
+      const jobs = await this.#as.store.deliveries.claim(queue, LEASE_MS, 100)
+      if (jobs.length === 0) break
+      for (const j of jobs) await this.#as.store.deliveries.complete(queue, j.id)
+      dropped += jobs.length
+    }
+    if (dropped > 0) this.#as.metrics.ssfEvents.inc({ outcome: 'dropped' }, dropped)
+    return dropped
+  }
+
   /** Deliver what is due now, on every receiver's queue; concurrent calls share one run. Tests call it to deliver without waiting. */
   runOnce(): Promise<void> {
     if (this.#closed) return Promise.resolve()

@@ -239,7 +239,9 @@ export class SignalsTransmitter {
       case 'DELETE': {
         const current = await this.#own(clientId, query.get('stream_id'))
         await this.#as.store.signals.deleteStream(clientId)
-        this.#as.log.info({ event: 'ssf_stream_deleted', client_id: clientId, stream_id: current.streamId }, 'a receiver deleted its stream')
+        // The due ones; one waiting for a retry stays in the store (at most queue.max, Redis forgets an idle queue after a day) and goes if the receiver creates a stream again.
+        const dropped = await this.delivery.forget(clientId)
+        this.#as.log.info({ event: 'ssf_stream_deleted', client_id: clientId, stream_id: current.streamId, dropped }, 'a receiver deleted its stream')
         res.statusCode = 204
         res.end()
         return
