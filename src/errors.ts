@@ -418,6 +418,14 @@ export class NotFound extends OAuthError {
   }
 }
 
+/** 409: the resource exists already (SSF 1.0 8.1.1.1: a receiver creating a second stream). */
+export class Conflict extends OAuthError {
+  static override readonly code = 'ERR_CONFLICT'
+  constructor(description: string) {
+    super(409, 'conflict', description)
+  }
+}
+
 export class MethodNotAllowed extends OAuthError {
   static override readonly code = 'ERR_METHOD_NOT_ALLOWED'
   constructor(allowed: readonly string[]) {

@@ -163,6 +163,10 @@ export class Metrics {
     'bearward_backchannel_logout_total',
     'Back-channel logout token deliveries by outcome: delivered, failed (will be retried), dropped (given up, address refused, or the queue was full)',
   )
+  readonly ssfEvents = new Counter(
+    'bearward_ssf_events_total',
+    'Security Event Tokens bearward transmits to Shared Signals receivers, by outcome: queued, delivered, failed (will be retried), dropped (queue full, refused by the receiver, address refused, given up)',
+  )
   readonly registeredClients = new Gauge(
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
@@ -263,6 +267,7 @@ export class Metrics {
         this.signalActions,
         this.signalPollFailures,
         this.backchannelLogouts,
+        this.ssfEvents,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

@@ -119,6 +119,7 @@ export class Runtime {
               users: asContext.as.users,
               accessTokenClaims: asContext.as.accessToken.claims,
               ender: asAccessEnder(asContext),
+              as: asContext,
             })
           : null
       as = asContext ? createAuthorizationServer(asContext, undefined, signals) : null
@@ -129,6 +130,11 @@ export class Runtime {
       await as?.close().catch(() => undefined)
       throw err
     }
+  }
+
+  /** The Shared Signals face (receiver, and transmitter when on); null without `signals`. */
+  get signals(): SignalsReceiverFace | null {
+    return this.#signals
   }
 
   /** Apply what the build staged in process-wide state; call once, when this Runtime is swapped in. */

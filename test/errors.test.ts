@@ -272,6 +272,13 @@ const CASES: Record<string, Expected> = {
     description: 'The form was not sent from this site, or it has expired',
   },
   NotFound: { make: () => new E.NotFound(), code: 'ERR_NOT_FOUND', status: 404, error: 'not_found', description: 'Not found' },
+  Conflict: {
+    make: () => new E.Conflict('This receiver has a stream already'),
+    code: 'ERR_CONFLICT',
+    status: 409,
+    error: 'conflict',
+    description: 'This receiver has a stream already',
+  },
   MethodNotAllowed: {
     make: () => new E.MethodNotAllowed(['GET', 'HEAD']),
     code: 'ERR_METHOD_NOT_ALLOWED',

@@ -18,6 +18,7 @@ import { UpstreamProviders } from './identity-providers/providers.js'
 import { TotpSecrets } from './totp/secrets.js'
 import { SessionEnds } from './sessions/session-ends.js'
 import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
+import { CredentialChanges } from './credential-changes.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
@@ -95,5 +96,6 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     failures: { face: 'as', metrics: deps.metrics, rootLog: deps.log, quiet: false },
     sessionEnds,
     backchannelLogout,
+    credentialChanges: new CredentialChanges(deps.log),
   }
 }

@@ -14,6 +14,7 @@ import type { UpstreamProviders } from './identity-providers/providers.js'
 import type { TotpSecrets } from './totp/secrets.js'
 import type { SessionEnds } from './sessions/session-ends.js'
 import type { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
+import type { CredentialChanges } from './credential-changes.js'
 
 /**
  * Everything the authorization server's endpoints read, precomputed once per
@@ -64,6 +65,8 @@ export interface AsContext extends FaceDeps {
   readonly sessionEnds: SessionEnds
   /** Sends logout tokens to clients when sessions end (OIDC Back-Channel Logout 1.0), from the store's queue. */
   readonly backchannelLogout: BackchannelLogoutDelivery
+  /** Told of every change of a person's factors (credential-changes.ts): the Shared Signals transmitter. */
+  readonly credentialChanges: CredentialChanges
 }
 
 /** One authorization-server endpoint. */

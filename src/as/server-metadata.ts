@@ -4,6 +4,7 @@
  * OpenID Provider metadata (OIDC Discovery 3) at
  * `/.well-known/openid-configuration`. Built once per Runtime.
  */
+import { SSF_STREAM_SCOPE } from '../signals/transmitter/scope.js'
 import { releasableClaims } from './claims.js'
 import { CLIENT_ASSERTION_ALGS } from './client-assertion.js'
 import type { AsContext } from './context.js'
@@ -42,7 +43,9 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
   const issuer = as.issuer
   const fapi2 = as.as.profile === 'fapi2'
   const pkceMethods = !fapi2 && as.as.clients.some((c) => c.allowPlainPkce) ? ['S256', 'plain'] : ['S256']
-  const scopes = [...new Set([...OIDC_SCOPES, ...Object.keys(as.as.scopes)])]
+  // `ssf:stream` is built in but means something only while the Shared Signals transmitter is on.
+  const ssf = as.config.signals?.transmitter != null
+  const scopes = [...new Set([...OIDC_SCOPES, ...Object.keys(as.as.scopes)])].filter((s) => ssf || s !== SSF_STREAM_SCOPE)
   // RFC 8705: offered only where a client certificate can reach us (our listener asks, or a trusted proxy reports).
   const mtls = (as.config.tls !== null && as.config.tls.clientCertificates !== 'off') || as.config.gateway.clientCertificateHeader !== null
   const certificateMethods = mtls ? ['tls_client_auth', 'self_signed_tls_client_auth'] : []

@@ -24,6 +24,7 @@ import { handleUserinfo } from './userinfo.js'
 import { upstreamCallback } from './identity-providers/callback.js'
 import { callbackPath } from './identity-providers/urls.js'
 import type { SignalsReceiverFace } from '../signals/build.js'
+import { SSF_PATHS } from '../signals/transmitter/transmitter.js'
 import { backchannelLogoutPath, upstreamBackchannelLogout } from './identity-providers/backchannel-logout.js'
 
 interface Endpoint {
@@ -79,6 +80,25 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>,
   if (push !== null) {
     // RFC 8935 2: transmitters POST from their back end; no browser has a reason to.
     add(`${base}/signals/events`, { label: 'as:signals/events', handler: (req, res, ctx) => push(req, res, ctx), cors: 'none', methods: ['POST'] })
+  }
+  const transmitter = signals?.transmitter ?? null
+  if (transmitter !== null) {
+    // SSF 1.0 7.2: the well-known segment goes between host and the issuer's path, as RFC 8414's does.
+    add(`/.well-known/ssf-configuration${base}`, {
+      label: 'as:ssf-configuration',
+      handler: staticJsonHandler(transmitter.metadata),
+      cors: 'public',
+      methods: ['GET', 'HEAD'],
+    })
+    // Receivers manage their streams from their back end: no browser has a reason to.
+    add(base + SSF_PATHS.stream, {
+      label: 'as:ssf/stream',
+      handler: (req, res) => transmitter.stream(req, res),
+      cors: 'none',
+      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    })
+    add(base + SSF_PATHS.status, { label: 'as:ssf/status', handler: (req, res) => transmitter.status(req, res), cors: 'none', methods: ['GET', 'POST'] })
+    add(base + SSF_PATHS.verify, { label: 'as:ssf/verify', handler: (req, res) => transmitter.verify(req, res), cors: 'none', methods: ['POST'] })
   }
   return routes
 }

@@ -733,6 +733,16 @@ export interface SignalTransmitterConfig {
 /** `signals`. */
 export interface SignalsConfig {
   transmitters: SignalTransmitterConfig[]
+  /** `signals.transmitter` when `enabled: true`; null otherwise. */
+  transmitter: SignalTransmitterOutConfig | null
+}
+
+/** `signals.transmitter`: bearward's own Shared Signals transmitter (docs/signals.md). */
+export interface SignalTransmitterOutConfig {
+  /** Receiver hosts pushed to although they resolve to a private or loopback address (lower case). */
+  allowHosts: string[]
+  /** `queue.max`: events held per receiver at most. */
+  queueMax: number
 }
 
 /** A route's pool of upstream targets (`upstream: [..]` or `upstreams`). */

@@ -12,7 +12,9 @@ import type { JwksSource } from '../gateway/jwks-client.js'
 import type { Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
 import type { Store } from '../store/types.js'
+import type { AsContext } from '../as/context.js'
 import type { AccessEnder } from './access.js'
+import { SignalsTransmitter } from './transmitter/transmitter.js'
 import { SignalPoller } from './poller.js'
 import { pushEndpoint } from './push-endpoint.js'
 import { SET_JTI_TTL_SEC, SignalReceiver } from './receiver.js'
@@ -30,6 +32,8 @@ export interface SignalsDeps {
   users: readonly UserConfig[]
   accessTokenClaims: readonly string[]
   ender: AccessEnder
+  /** The authorization server whose events the transmitter tells (needed by `signals.transmitter`). */
+  as?: AsContext
 }
 
 export class SignalsReceiverFace {
@@ -37,6 +41,8 @@ export class SignalsReceiverFace {
   /** The handler of `POST /signals/events`; null when no transmitter pushes. */
   readonly push: ReturnType<typeof pushEndpoint> | null
   readonly pollers: readonly SignalPoller[]
+  /** bearward's own transmitter (`signals.transmitter`); null when off. */
+  readonly transmitter: SignalsTransmitter | null
 
   constructor(config: SignalsConfig, deps: SignalsDeps) {
     const log = deps.log.child({ component: 'signals' })
@@ -69,14 +75,16 @@ export class SignalsReceiverFace {
     this.pollers = config.transmitters
       .filter((t) => t.delivery === 'poll')
       .map((t) => new SignalPoller(t, { log, metrics: deps.metrics, store: deps.store, receiver: this.receiver }))
+    this.transmitter = config.transmitter !== null && deps.as !== undefined ? new SignalsTransmitter(deps.as, config.transmitter) : null
   }
 
   /** Start polling (the Runtime was swapped in). */
   start(): void {
     for (const p of this.pollers) p.start()
+    this.transmitter?.start()
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.pollers.map((p) => p.close()))
+    await Promise.all([...this.pollers.map((p) => p.close()), this.transmitter?.close()])
   }
 }

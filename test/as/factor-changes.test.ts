@@ -14,6 +14,7 @@ import t from 'tap'
 import * as OTPAuth from 'otpauth'
 import { CONFIRM_NEEDED } from '../../src/as/interaction/factors.js'
 import { hashToken } from '../../src/store/hash.js'
+import type { CredentialChange } from '../../src/as/credential-changes.js'
 import type { PasskeyRecord, SessionRecord } from '../../src/store/types.js'
 import {
   ALICE_PASSWORD,
@@ -216,4 +217,41 @@ t.test('mfa.methods without totp: no set-up on the account page, /totp refuses t
   const start = await post(f, b, 'totp', { csrf: page.csrf, action: 'start' })
   t.equal(start.status, 400)
   t.equal(await f.store.totp.get('user-0002'), null)
+})
+
+t.test('each factor change is told once to the credential-change hook (the Shared Signals transmitter listens to it)', async (t) => {
+  const heard: CredentialChange[] = []
+  const off = front.as.credentialChanges.on((c) => {
+    heard.push(c)
+  })
+  t.teardown(off)
+  // An authenticator app turned on by bob's fresh password sign-in, then off by his password-and-code session.
+  // (Earlier tests left him one, and used this time step's code: start from none, a step later.)
+  await front.store.totp.delete('user-0002')
+  front.clock.advance(60_000)
+  const b = await passwordSession(front, 'bob', BOB_PASSWORD)
+  let page = await account(front, b)
+  await post(front, b, 'totp', { csrf: page.csrf, action: 'start' })
+  page = await account(front, b)
+  const secret = (/id="totp-secret">([A-Z2-7 ]+)</.exec(page.html)?.[1] ?? '').replaceAll(' ', '')
+  const code = OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), timestamp: front.clock.now() })
+  t.equal((await post(front, b, 'totp', { csrf: page.csrf, action: 'confirm', code })).status, 200)
+  t.same(heard, [{ sub: 'user-0002', credentialType: 'app', changeType: 'create' }], 'turned on: told once')
+  const strong = await sessionOf(front, 'bob', 'user-0002', { amr: ['pwd', 'otp', 'mfa'], acr: 'mfa' }, now())
+  page = await account(front, strong)
+  t.equal((await post(front, strong, 'totp', { csrf: page.csrf, action: 'remove' })).headers.get('location'), 'account?totp=off')
+  t.same(heard.slice(1), [{ sub: 'user-0002', credentialType: 'app', changeType: 'delete' }], 'turned off: told once')
+
+  // A passkey removed by alice's passkey session: its kind (from its transports) and name.
+  await front.store.passkeys.add({ ...passkeyOf('alice', 'alice-usb'), transports: ['usb'], name: 'Desk key' })
+  const alice = await sessionOf(front, 'alice', 'alice', { amr: ['hwk', 'user', 'mfa'], acr: 'phr' }, now())
+  page = await account(front, alice)
+  t.equal(
+    (await post(front, alice, 'passkeys', { csrf: page.csrf, action: 'remove', credential_id: 'alice-usb' })).headers.get('location'),
+    'account?passkey=removed',
+  )
+  t.same(heard.slice(2), [{ sub: 'alice', credentialType: 'fido2-roaming', changeType: 'delete', friendlyName: 'Desk key' }], 'removed: told once')
+  // A refused change tells nothing.
+  await post(front, alice, 'passkeys', { csrf: page.csrf, action: 'remove', credential_id: 'alice-usb' })
+  t.equal(heard.length, 3, 'removing it again (refused) told nothing')
 })

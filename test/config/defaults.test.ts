@@ -68,6 +68,7 @@ routes:
         profile: 'Read your basic profile (name)',
         email: 'Read your email address',
         offline_access: 'Keep access while you are not using the app',
+        'ssf:stream': "Manage this application's stream of security events",
       },
       clients: [
         {

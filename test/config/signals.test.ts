@@ -74,3 +74,41 @@ t.test('signals mistakes', async (t) => {
   const noAs = inspect(config(`    - { ${base}, delivery: push }`, false))
   t.match(at(noAs.problems, 'signals'), [{ message: /add `authorization_server`/ }], describe(noAs.problems))
 })
+
+/** `signals.transmitter` alone (no transmitters to receive from). */
+const outConfig = (transmitter: string): string => `
+public_url: https://auth.example.com
+authorization_server:
+  clients:
+    - { client_id: rp, type: confidential, secret_hash: "${HASH}", grant_types: [client_credentials], scopes: [ssf:stream] }
+signals:
+  transmitter: ${transmitter}
+`
+
+t.test('signals.transmitter: its defaults, and ssf:stream a known scope', async (t) => {
+  const on = inspect(outConfig('{ enabled: true }'))
+  t.same(on.problems, [], describe(on.problems))
+  t.same(on.config?.signals?.transmitter, { allowHosts: [], queueMax: 1000 })
+  t.same(on.config?.signals?.transmitters, [])
+  const set = inspect(outConfig('{ enabled: true, allow_hosts: [Receiver.Internal, "[fd00::1]"], queue: { max: 50 } }'))
+  t.same(set.problems, [], describe(set.problems))
+  t.same(set.config?.signals?.transmitter, { allowHosts: ['receiver.internal', '[fd00::1]'], queueMax: 50 })
+  const off = inspect(outConfig('{ enabled: false, queue: { max: 50 } }'))
+  t.same(off.problems, [], describe(off.problems))
+  t.equal(off.config?.signals?.transmitter, null, '`enabled: false` is off')
+})
+
+t.test('signals.transmitter mistakes', async (t) => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['{ allow_hosts: [a.example] }', 'signals.transmitter.enabled', /required|missing/],
+    ['{ enabled: true, allow_hosts: ["https://a.example:443"] }', 'signals.transmitter.allow_hosts[0]', /not a host name/],
+    ['{ enabled: true, queue: { max: 0 } }', 'signals.transmitter.queue.max', /1/],
+    ['{ enabled: true, queue: { max: 1000000 } }', 'signals.transmitter.queue.max', /100000/],
+    ['{ enabled: true, queue: { size: 5 } }', 'signals.transmitter.queue.size', /unknown|not allowed|Unknown/],
+    ['{ enabled: yes-please }', 'signals.transmitter.enabled', /`true` or `false`/],
+  ]
+  for (const [transmitter, path, message] of cases) {
+    const { problems } = inspect(outConfig(transmitter))
+    t.match(at(problems, path), [{ message }], `${path}: ${describe(problems)}`)
+  }
+})

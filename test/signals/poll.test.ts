@@ -89,7 +89,7 @@ function receiverFace(tx: TestTransmitter, store: MemoryStore, clock: ManualCloc
     position: 'signals.transmitters[0]',
   }
   const face = new SignalsReceiverFace(
-    { transmitters: [transmitter] },
+    { transmitters: [transmitter], transmitter: null },
     {
       clock,
       log,

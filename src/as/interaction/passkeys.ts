@@ -1,3 +1,4 @@
+import { passkeyCredentialType } from '../credential-changes.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server'
 import { Forbidden, InvalidRequest, MethodNotAllowed, NotFound, OAuthError, TooManyRequests } from '../../errors.js'
@@ -144,9 +145,17 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
     }
     if (action === 'remove') {
       const id = form.get('credential_id') ?? ''
+      // Read first: what kind of authenticator it was is told to Shared Signals receivers (CAEP credential-change).
+      const removing = await as.store.passkeys.get(id)
       if (!(await as.store.passkeys.remove(session.user.sub, id)))
         return showError(res, new InvalidRequest('That passkey is not one of yours, or it was already removed'))
       ctx.log.info({ event: 'factor_removed', factor: 'passkey', sub: session.user.sub }, 'a person removed a passkey')
+      await as.credentialChanges.emit({
+        sub: session.user.sub,
+        credentialType: passkeyCredentialType(removing?.transports ?? []),
+        changeType: 'delete',
+        ...(removing === null ? {} : { friendlyName: removing.name }),
+      })
       return redirect(res, 'account?passkey=removed', 303)
     }
     showError(res, new InvalidRequest('Choose to add, rename or remove a passkey'))

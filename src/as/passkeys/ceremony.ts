@@ -13,6 +13,7 @@
  * were issued to.
  * @see https://www.w3.org/TR/webauthn-3/#sctn-cryptographic-challenges
  */
+import { passkeyCredentialType } from '../credential-changes.js'
 import { createHash } from 'node:crypto'
 import type {
   PublicKeyCredentialCreationOptionsJSON,
@@ -172,6 +173,12 @@ export async function addPasskey(
     lastUsedAt: null,
   }
   if (!(await as.store.passkeys.add(passkey))) return { ok: false, reason: 'credential id already registered' }
+  await as.credentialChanges.emit({
+    sub: person.sub,
+    credentialType: passkeyCredentialType(passkey.transports),
+    changeType: 'create',
+    friendlyName: passkey.name,
+  })
   return { ok: true, passkey }
 }
 

@@ -100,6 +100,8 @@ export const BUILT_IN_SCOPES: Readonly<Record<string, string>> = {
   profile: 'Read your basic profile (name)',
   email: 'Read your email address',
   offline_access: 'Keep access while you are not using the app',
+  // Shared Signals (docs/signals.md): a receiver's client-credentials token manages its stream; advertised only while the transmitter is on.
+  'ssf:stream': "Manage this application's stream of security events",
 }
 
 /** Key types that can sign JWTs with the asymmetric algorithms we allow. */

@@ -8,13 +8,16 @@ import type { Node } from 'yaml'
 import { enumAt, keysAt } from '../contract.js'
 import type { Reader } from '../reader.js'
 import { UniqueSet } from '../unique.js'
-import type { IdentityProviderConfig, SignalsConfig, SignalTransmitterConfig } from '../validated-config.js'
+import type { IdentityProviderConfig, SignalsConfig, SignalTransmitterConfig, SignalTransmitterOutConfig } from '../validated-config.js'
+import { isHostname } from '../listen.js'
 import { checkHttpUrl } from '../values.js'
 
 export const SIGNALS_KEYS = keysAt('#/properties/signals')
 const TRANSMITTER_KEYS = keysAt('#/$defs/signalTransmitter')
 const POLL_KEYS = keysAt('#/$defs/signalTransmitter/properties/poll')
 const SUBJECT_KEYS = keysAt('#/$defs/signalTransmitter/properties/subjects')
+const OUT_KEYS = keysAt('#/properties/signals/properties/transmitter')
+const OUT_QUEUE_KEYS = keysAt('#/properties/signals/properties/transmitter/properties/queue')
 const DELIVERIES = enumAt<SignalTransmitterConfig['delivery']>('#/$defs/signalTransmitter/properties/delivery')
 const ON_SIGNAL = enumAt<SignalTransmitterConfig['onSignal']>('#/$defs/signalTransmitter/properties/on_signal')
 /** Asymmetric JWS algorithms only: a SET signed with a shared secret or `none` is never accepted. */
@@ -101,7 +104,33 @@ export function readSignals(r: Reader, node: Node, path: string, providers: read
     if (issuer === undefined || jwksUri === undefined || audience === undefined || delivery === undefined) continue
     transmitters.push({ issuer, jwksUri, audience, delivery, algorithms, poll, onSignal, subjects: { email: emailRule }, position: item.path })
   }
-  return { transmitters }
+  return { transmitters, transmitter: readTransmitterOut(r, m.get('transmitter'), m.pathOf('transmitter')) }
+}
+
+/** Events held per receiver by default (`signals.transmitter.queue.max`). */
+export const TRANSMITTER_QUEUE_DEFAULT = 1000
+/** More than this per receiver is memory for a receiver that is gone, not a queue. */
+const TRANSMITTER_QUEUE_MAX = 100_000
+
+/** `signals.transmitter`: null when absent or `enabled: false`. */
+function readTransmitterOut(r: Reader, node: Node | undefined, path: string): SignalTransmitterOutConfig | null {
+  if (node === undefined) return null
+  const m = r.map(node, path, OUT_KEYS)
+  if (m === undefined) return null
+  const enabled = m.req('enabled', r.bool())
+  const allowHosts = m.opt(
+    'allow_hosts',
+    r.list(
+      r.str({
+        check: (v) => (isHostname(v.replace(/^\[(.*)\]$/, '$1')) ? undefined : `\`${v}\` is not a host name (write the host alone, without scheme or port)`),
+      }),
+    ),
+    [],
+  )
+  const queue = r.map(m.get('queue'), m.pathOf('queue'), OUT_QUEUE_KEYS)
+  const queueMax = queue?.opt('max', r.int({ min: 1, max: TRANSMITTER_QUEUE_MAX }), TRANSMITTER_QUEUE_DEFAULT) ?? TRANSMITTER_QUEUE_DEFAULT
+  if (enabled !== true) return null
+  return { allowHosts: [...new Set(allowHosts.map((h) => h.toLowerCase()))], queueMax }
 }
 
 /**

@@ -37,7 +37,8 @@ export class MemoryDeliveries implements DeliveryStore, MemoryFamily {
     q.set(id, { job: { id, payload, attempts: 0, queuedAtMs: now }, dueMs: now })
     const over = q.size - maxQueued
     if (over <= 0) return 0
-    for (const [oldId] of [...q].sort((a, b) => a[1].dueMs - b[1].dueMs).slice(0, over)) q.delete(oldId)
+    // A Map iterates in insertion order: the first keys are the jobs queued first, whatever their retries made their due time.
+    for (const oldId of [...q.keys()].slice(0, over)) q.delete(oldId)
     return over
   }
 

@@ -2,8 +2,9 @@
  * Queued deliveries on Redis.
  *
  * Keys: `p dq:{queue}` sorted set (job id, score = due ms; a claimed job's score is the end of its
- * lease) and `p dqj:{queue}` hash (job id → JSON {id, payload, attempts, queuedAtMs}). Both carry
- * the queue's tag, so every transition is one script (Cluster-safe).
+ * lease), `p dqj:{queue}` hash (job id → JSON {id, payload, attempts, queuedAtMs}) and `p dqo:{queue}`
+ * sorted set (job id, score = queued ms: which are the oldest when the queue is full). All carry the
+ * queue's tag, so every transition is one script or one transaction (Cluster-safe).
  */
 import type { RedisConnection } from '../redis/connection.js'
 import { list, num, str } from '../redis/replies.js'
@@ -18,7 +19,7 @@ export class RedisDeliveries implements DeliveryStore {
   }
 
   #keys(queue: string): string[] {
-    return [this.#r.key('dq', queue), this.#r.key('dqj', queue)]
+    return [this.#r.key('dq', queue), this.#r.key('dqj', queue), this.#r.key('dqo', queue)]
   }
 
   async enqueue(queue: string, id: string, payload: string, maxQueued: number): Promise<number> {
@@ -38,10 +39,11 @@ export class RedisDeliveries implements DeliveryStore {
   }
 
   async complete(queue: string, id: string): Promise<void> {
-    const [due, jobs] = this.#keys(queue) as [string, string]
+    const [due, jobs, order] = this.#keys(queue) as [string, string, string]
     await this.#r.do(async (c) => {
       await c.zrem(due, id)
       await c.hdel(jobs, id)
+      await c.zrem(order, id)
     })
   }
 

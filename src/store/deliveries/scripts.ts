@@ -9,23 +9,30 @@ export const QUEUE_KEEP_MS = 24 * 3600_000
 
 /**
  * Queue a job. KEYS[1] = `dq:{queue}` sorted set (job id, score = due ms); KEYS[2] = `dqj:{queue}`
- * hash (job id → JSON {id, payload, attempts, queuedAtMs}). ARGV: 1 id, 2 job JSON, 3 now ms,
- * 4 max queued, 5 keep ms. Over the bound, the jobs due soonest (the oldest) are dropped; returns
- * how many.
+ * hash (job id → JSON {id, payload, attempts, queuedAtMs}); KEYS[3] = `dqo:{queue}` sorted set (job
+ * id, score = queued ms: arrival order). ARGV: 1 id, 2 job JSON, 3 now ms, 4 max queued, 5 keep ms.
+ * Over the bound, the jobs queued first (the oldest, whatever their retries made their due time)
+ * are dropped; returns how many.
  */
 export const ENQUEUE_DELIVERY = script(
   'enqueueDelivery',
   `
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
 local dropped = 0
-local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[4])
+local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[4])
 if over > 0 then
-  local popped = redis.call('ZPOPMIN', KEYS[1], over)
-  for i = 1, #popped, 2 do redis.call('HDEL', KEYS[2], popped[i]); dropped = dropped + 1 end
+  local popped = redis.call('ZPOPMIN', KEYS[3], over)
+  for i = 1, #popped, 2 do
+    redis.call('ZREM', KEYS[1], popped[i])
+    redis.call('HDEL', KEYS[2], popped[i])
+    dropped = dropped + 1
+  end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
 return dropped
 `,
 )
@@ -47,6 +54,7 @@ for _, id in ipairs(ids) do
     table.insert(out, job)
   else
     redis.call('ZREM', KEYS[1], id)
+    redis.call('ZREM', KEYS[3], id)
   end
 end
 return out

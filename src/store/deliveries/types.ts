@@ -19,7 +19,8 @@ export interface QueuedDelivery {
 export interface DeliveryStore {
   /**
    * Queue a job, due now. A queue holds at most `maxQueued` jobs: beyond it the oldest queued
-   * (by due time) are dropped; returns how many were dropped.
+   * (by the time they were queued, not their due time: a job retried later is still the oldest)
+   * are dropped; returns how many were dropped.
    */
   enqueue(queue: string, id: string, payload: string, maxQueued: number): Promise<number>
   /**

@@ -15,13 +15,15 @@ export class MemorySignals implements SignalStore, MemoryFamily {
   readonly #leases = new Map<string, { holder: string; until: number }>()
   /** Disabled bearward subs, oldest first (a Map keeps insertion order). */
   readonly #disabled = new Map<string, true>()
+  /** Receiver client id → its stream (JSON text); bounded by putStream's caller. */
+  readonly #streams = new Map<string, string>()
 
   constructor(scope: MemoryScope) {
     this.#s = scope
   }
 
   get size(): number {
-    return this.#leases.size + this.#disabled.size
+    return this.#leases.size + this.#disabled.size + this.#streams.size
   }
 
   sweep(nowMs: number): void {
@@ -60,5 +62,27 @@ export class MemorySignals implements SignalStore, MemoryFamily {
   async isDisabled(sub: string): Promise<boolean> {
     this.#s.open()
     return this.#disabled.has(sub)
+  }
+
+  async putStream(clientId: string, stream: string, maxStreams: number): Promise<boolean> {
+    this.#s.open()
+    if (!this.#streams.has(clientId) && this.#streams.size >= maxStreams) return false
+    this.#streams.set(clientId, stream)
+    return true
+  }
+
+  async getStream(clientId: string): Promise<string | null> {
+    this.#s.open()
+    return this.#streams.get(clientId) ?? null
+  }
+
+  async deleteStream(clientId: string): Promise<boolean> {
+    this.#s.open()
+    return this.#streams.delete(clientId)
+  }
+
+  async listStreams(): Promise<string[]> {
+    this.#s.open()
+    return [...this.#streams.keys()]
   }
 }

@@ -34,3 +34,17 @@ end
 return 0
 `,
 )
+
+/**
+ * Store a receiver's stream unless a new one would pass the cap. KEYS[1] =
+ * streams hash; ARGV[1] = client id; ARGV[2] = stream JSON; ARGV[3] = max.
+ * Returns 1 when stored, 0 when refused.
+ */
+export const PUT_STREAM = script(
+  'putStream',
+  `
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`,
+)

@@ -2,7 +2,9 @@
  * What the Shared Signals receiver keeps (docs/signals.md): the lease that
  * lets one instance at a time poll a transmitter (RFC 8936), and the people
  * a transmitter disabled (RISC account-disabled) until it enables them again.
- * A SET's `jti` is remembered in the single-use family.
+ * A SET's `jti` is remembered in the single-use family. As a transmitter,
+ * bearward keeps each receiver's stream configuration here: one per receiver
+ * client, as the stream endpoints wrote it (JSON text the store never reads).
  */
 export interface SignalStore {
   /**
@@ -17,4 +19,14 @@ export interface SignalStore {
   disableAccount(sub: string): Promise<void>
   enableAccount(sub: string): Promise<void>
   isDisabled(sub: string): Promise<boolean>
+  /**
+   * Atomic: store the stream of `clientId` (replacing its own). A new one is
+   * refused (false, nothing stored) when `maxStreams` streams exist already.
+   */
+  putStream(clientId: string, stream: string, maxStreams: number): Promise<boolean>
+  getStream(clientId: string): Promise<string | null>
+  /** Forget the stream of `clientId`; false when it had none. */
+  deleteStream(clientId: string): Promise<boolean>
+  /** The client ids that have a stream. */
+  listStreams(): Promise<string[]>
 }

@@ -57,4 +57,20 @@ export function deliveriesContract(t: Test, name: string, setup: Setup): void {
       'the oldest went, due order',
     )
   })
+
+  t.test(`${name}: a full queue drops the job queued first, even when a retry made it due last`, async (tt) => {
+    const { clock, store } = await setup(tt)
+    await store.deliveries.enqueue('ssf:q', 'first', 'x', 3)
+    clock.advance(1)
+    const [claimed] = await store.deliveries.claim('ssf:q', 30_000, 1)
+    tt.equal(claimed?.id, 'first')
+    await store.deliveries.retry('ssf:q', 'first', clock.now() + 60_000)
+    for (const id of ['second', 'third']) {
+      await store.deliveries.enqueue('ssf:q', id, 'x', 3)
+      clock.advance(1)
+    }
+    tt.equal(await store.deliveries.enqueue('ssf:q', 'fourth', 'x', 3), 1)
+    clock.advance(120_000)
+    tt.same((await store.deliveries.claim('ssf:q', 1000, 10)).map((j) => j.id).sort(), ['fourth', 'second', 'third'], 'the retried first one went')
+  })
 }
