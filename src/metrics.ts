@@ -154,6 +154,7 @@ export class Metrics {
     'bearward_concurrency_refused_total',
     'Requests refused with 503 because a concurrency limit was reached, by route, limit (max_in_flight, max_streams) and scope (route, key)',
   )
+  readonly auditEvents = new Counter('bearward_audit_events_total', 'Audit events written, by event (docs/operating.md, "Audit trail")')
 
   /** Per route, per outcome: the rendered label set, built once; requests reuse it. */
   readonly #requestKeys = new Map<string, Map<string, string>>()
@@ -224,6 +225,7 @@ export class Metrics {
         this.inFlight,
         this.openStreams,
         this.concurrencyRefused,
+        this.auditEvents,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

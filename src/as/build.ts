@@ -44,6 +44,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     revocations: deps.revocations,
     metrics: deps.metrics,
     tracing: deps.tracing,
+    audit: deps.audit,
     config,
     trustedProxies: deps.trustedProxies,
     clientCertificates: deps.clientCertificates,

@@ -49,6 +49,9 @@ export interface LogConfig {
   level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 }
 
+/** `audit.destination`: where the audit trail goes (src/audit/trail.ts); `off` when `audit` is absent. */
+export type AuditDestination = { kind: 'off' } | { kind: 'stdout' } | { kind: 'file'; path: string }
+
 /** `telemetry.traces`: export spans over OTLP/HTTP (docs/telemetry.md). */
 export interface TracesConfig {
   otlp: {
@@ -637,6 +640,8 @@ export interface Config {
   tls: TlsConfig | null
   store: StoreConfig
   log: LogConfig
+  /** `audit`: the audit trail's destination (restart to change). */
+  audit: AuditDestination
   /** Honour an incoming X-Request-Id (`request_id.trust_incoming`, default false). */
   trustIncomingRequestId: boolean
   /** Grace for in-flight requests at shutdown (`shutdown_timeout`, default 10s). */
