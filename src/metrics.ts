@@ -141,6 +141,10 @@ export class Metrics {
     'bearward_registrations_refused_total',
     'Client registrations refused because registration.max_clients live registered clients exist (503)',
   )
+  readonly backchannelLogouts = new Counter(
+    'bearward_backchannel_logout_total',
+    'Back-channel logout token deliveries by outcome: delivered, failed (will be retried), dropped (given up, address refused, or the queue was full)',
+  )
   readonly registeredClients = new Gauge(
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
@@ -226,6 +230,7 @@ export class Metrics {
         this.openStreams,
         this.concurrencyRefused,
         this.auditEvents,
+        this.backchannelLogouts,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'
