@@ -27,6 +27,7 @@ import { RedisGrants } from './grants/redis.js'
 import { RedisKnownBrowsers } from './known-browsers/redis.js'
 import { RedisOpaqueTokens } from './opaque-tokens/redis.js'
 import { RedisPasskeys } from './passkeys/redis.js'
+import { RedisPeople } from './people/redis.js'
 import { RedisPushedRequests } from './pushed-requests/redis.js'
 import { RedisRateLimits } from './rate-limits/redis.js'
 import { RedisConnection } from './redis/connection.js'
@@ -65,6 +66,7 @@ export class RedisStore implements Store {
   readonly mcpSessions: RedisMcpSessions
   readonly pushedRequests: RedisPushedRequests
   readonly deliveries: RedisDeliveries
+  readonly people: RedisPeople
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -94,6 +96,7 @@ export class RedisStore implements Store {
     this.mcpSessions = new RedisMcpSessions(r)
     this.pushedRequests = new RedisPushedRequests(r)
     this.deliveries = new RedisDeliveries(r)
+    this.people = new RedisPeople(r)
   }
 
   async ping(): Promise<void> {
