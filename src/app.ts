@@ -15,6 +15,7 @@ import { Metrics } from './metrics.js'
 import { createAudit } from './audit/trail.js'
 import { ProcessState, Runtime } from './runtime.js'
 import { createAdminServer, processReadiness, type Readiness } from './server/admin.js'
+import { handleAdminApi } from './admin/api.js'
 import { answerClientError } from './server/connection.js'
 import { RequestDispatcher } from './server/dispatch.js'
 import {
@@ -188,7 +189,15 @@ export class App {
     if (config.http2.tls || config.http2.cleartext) this.#serveHttp2(this.#server, config)
     await listenOn(this.#server, config.listen)
     if (config.adminListen && this.#serveAdmin) {
-      this.#admin = createAdminServer({ readiness: () => this.readiness(), metrics: () => this.shared.metrics.render() }, this.shared.log)
+      this.#admin = createAdminServer(
+        {
+          readiness: () => this.readiness(),
+          metrics: () => this.shared.metrics.render(),
+          // Read per request: a reload's Runtime (and its admin_api) takes over at once.
+          adminApi: (req, res, path) => handleAdminApi(req, res, this.#runtime.asContext, { path, url: `http://${req.headers.host ?? 'localhost'}${path}` }),
+        },
+        this.shared.log,
+      )
       await listenOn(this.#admin, config.adminListen)
     }
     const where = this.addresses()

@@ -19,6 +19,7 @@ import { TotpSecrets } from './totp/secrets.js'
 import { PersonDirectory } from './people/directory.js'
 import { SessionEnds } from './sessions/session-ends.js'
 import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
+import { adminAudience } from '../admin/audience.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
@@ -31,6 +32,8 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   // buildFaceDeps makes it whenever there are keys; an AS without it would verify its tokens some other way.
   if (ownIssuer === null) throw new Error('buildAsContext: FaceDeps has keys but no ownIssuer (build them with buildFaceDeps)')
   const resources = new Set<string>([config.publicUrl, ...config.routes.flatMap((r) => r.audiences)])
+  // The admin API's audience (docs/admin.md): its tokens are good nowhere else.
+  if (config.adminApi) resources.add(adminAudience(config.publicUrl))
   const clients = new Map(deps.as.clients.map((c) => [c.clientId, c]))
   const users = new Map(deps.as.users.map((u) => [u.username, u]))
   const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)

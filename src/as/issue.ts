@@ -16,6 +16,7 @@ import { accessTokenClaims, claimsForScope, findPersonBySub } from './claims.js'
 import type { AsContext } from './context.js'
 import type { TokenResponse } from './grants/grant-handler.js'
 import { hasScope } from './scope.js'
+import { checkAdminScope } from '../admin/scope-policy.js'
 import { type SignInStrength, strengthClaims } from './sign-in-strength.js'
 
 /** Label of `bearward_tokens_issued_total{grant}`. */
@@ -82,6 +83,8 @@ export interface IssuedAccessToken {
  * @see https://www.rfc-editor.org/rfc/rfc9068#section-2
  */
 export async function issueAccessToken(as: AsContext, input: AccessTokenInput): Promise<IssuedAccessToken> {
+  // The admin scopes' one gate: every grant type, refresh and exchange mints here.
+  checkAdminScope(as.config.adminApi, as.as.mfa !== undefined, input)
   const iat = epochSeconds(as.clock)
   const exp = Math.min(iat + as.as.accessToken.ttlSec, input.notAfter ?? Number.POSITIVE_INFINITY)
   const expiresIn = exp - iat

@@ -21,6 +21,7 @@ import { deepFreeze } from './freeze.js'
 import { parseListenAddress } from './listen.js'
 import { ALLOW_DEMO_ENV, demoOnNetworkRefusal } from './demo.js'
 import type { MapView, Reader } from './reader.js'
+import { readAdminApi, withAdminScopes } from './sections/admin-api.js'
 import { readAuthorizationServer } from './sections/authorization-server.js'
 import { readDpop } from './sections/dpop.js'
 import { readGateway } from './sections/gateway.js'
@@ -124,6 +125,11 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
           gateway,
         })
 
+  const adminApi = readAdminApi(r, top, authorizationServer ?? null, routes)
+  if (adminApi !== null && adminApi.publicPath === null && workers > 1) {
+    // With workers, admin_listen is the primary's, which holds no authorization server to answer from.
+    r.problem(top.get('admin_api'), top.pathOf('admin_api'), 'with `workers` above 1 the admin API is served only under `admin_api.public_path`: set it')
+  }
   refuseDemoOnNetwork(r, top, listen, authorizationServer)
   if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')
@@ -149,13 +155,14 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     shutdownTimeoutMs,
     clientTimeouts,
     http2,
-    authorizationServer,
+    authorizationServer: authorizationServer && adminApi ? withAdminScopes(authorizationServer, adminApi) : authorizationServer,
     issuers,
     gateway,
     routes,
     dpop,
     workers,
     traces,
+    adminApi,
   }
   return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
 }

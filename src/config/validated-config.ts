@@ -639,6 +639,18 @@ export interface ClientTimeouts {
   keepAliveMs: number
 }
 
+/** `admin_api` when enabled (src/config/sections/admin-api.ts, docs/admin.md). */
+export interface AdminApiConfig {
+  /** Also served on the main listener under this path; null: admin_listen only. */
+  publicPath: string | null
+  /** Client ids that may be granted the admin scopes. */
+  clients: string[]
+  /** Usernames (or subs) of the people who may be granted the admin scopes, as configured. */
+  people: string[]
+  /** `people` as the `sub` a token carries (a YAML user's username resolved to their sub). */
+  peopleSubs: string[]
+}
+
 export interface Config {
   /** Absolute path of the file this came from (or `<inline>`). */
   file: string
@@ -670,4 +682,6 @@ export interface Config {
   workers: number
   /** `telemetry.traces`; null: export only if the OTEL_* environment asks (src/telemetry/tracing.ts). */
   traces: TracesConfig | null
+  /** `admin_api` when enabled; absent or null: off. */
+  adminApi?: AdminApiConfig | null
 }

@@ -1,3 +1,4 @@
+import { handleAdminApi, publicAdminPath } from '../admin/api.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
@@ -135,6 +136,15 @@ export class RequestDispatcher {
       assertHostWithoutUserinfo(req)
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
+      // `admin_api.public_path`: the admin API on this listener too (src/admin/api.ts); no route overlaps it (refused at load).
+      const adminPath = publicAdminPath(runtime.config.adminApi, ctx.rawPath)
+      if (adminPath !== null) {
+        res.setHeader('x-request-id', ctx.id)
+        ctx.routeLabel = 'admin_api'
+        const url = `${new URL(runtime.config.publicUrl).origin}${ctx.rawPath}`
+        handleAdminApi(req, res, runtime.asContext, { path: adminPath, url }).catch((err: unknown) => this.#fail(res, ctx, err, 'as'))
+        return
+      }
       const as = runtime.as
       if (as !== null && (as.owns === undefined || as.owns(ctx.rawPath))) {
         res.setHeader('x-request-id', ctx.id)
