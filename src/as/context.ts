@@ -1,6 +1,7 @@
 import type { FailureReporting } from '../http/failure.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/validated-config.js'
+import type { PersonDirectory } from './people/directory.js'
 import type { FaceDeps, RequestContext } from '../context.js'
 import type { SecretVerifier } from '../crypto/secret.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
@@ -12,6 +13,8 @@ import type { ClientKeySets } from './client-keys.js'
 import type { TrustedTokens } from './trusted-tokens.js'
 import type { UpstreamProviders } from './identity-providers/providers.js'
 import type { TotpSecrets } from './totp/secrets.js'
+import type { SessionEnds } from './sessions/session-ends.js'
+import type { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 
 /**
  * Everything the authorization server's endpoints read, precomputed once per
@@ -41,7 +44,9 @@ export interface AsContext extends FaceDeps {
   readonly assertionIssuers: AssertionIssuers
   /** Access tokens of the trusted issuers (`issuers[]`), for token exchange. */
   readonly trustedTokens: TrustedTokens
+  /** The YAML users only; look people up with `people` (YAML and admin-managed people, disabled ones refused). */
   readonly users: ReadonlyMap<string, UserConfig>
+  readonly people: PersonDirectory
   /** Upstream OpenID Connect providers (`identity_providers`), discovered in the background. */
   readonly upstream: UpstreamProviders
   /** Verifies client secrets and passwords (scrypt; repeat successes memoized). */
@@ -58,6 +63,10 @@ export interface AsContext extends FaceDeps {
   readonly clientAddress: ClientAddress
   /** How the authorization server's failures are logged and counted (see http/failure.ts). */
   readonly failures: FailureReporting
+  /** Told of every ending of sessions (src/as/sessions/end-sessions.ts): back-channel logout, the Shared Signals transmitter. */
+  readonly sessionEnds: SessionEnds
+  /** Sends logout tokens to clients when sessions end (OIDC Back-Channel Logout 1.0), from the store's queue. */
+  readonly backchannelLogout: BackchannelLogoutDelivery
 }
 
 /** One authorization-server endpoint. */

@@ -11,12 +11,14 @@ import type { Clock } from '../clock.js'
 import { MemoryAllowances } from './allowances/memory.js'
 import { MemoryClients } from './clients/memory.js'
 import { MemoryCodes } from './codes/memory.js'
+import { MemoryDeliveries } from './deliveries/memory.js'
 import { MemoryDevices } from './devices/memory.js'
 import { MemoryGrants } from './grants/memory.js'
 import { MemoryKnownBrowsers } from './known-browsers/memory.js'
 import { type MemoryFamily, MemoryScope } from './memory/scope.js'
 import { MemoryOpaqueTokens } from './opaque-tokens/memory.js'
 import { MemoryPasskeys } from './passkeys/memory.js'
+import { MemoryPeople } from './people/memory.js'
 import { MemoryPushedRequests } from './pushed-requests/memory.js'
 import { MemoryRateLimits } from './rate-limits/memory.js'
 import { MemoryRevocations } from './revocations/memory.js'
@@ -60,6 +62,8 @@ export class MemoryStore implements Store {
   readonly passkeys: MemoryPasskeys
   readonly mcpSessions: MemoryMcpSessions
   readonly pushedRequests: MemoryPushedRequests
+  readonly deliveries: MemoryDeliveries
+  readonly people: MemoryPeople
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -86,6 +90,8 @@ export class MemoryStore implements Store {
     this.passkeys = new MemoryPasskeys(s)
     this.mcpSessions = new MemoryMcpSessions(s)
     this.pushedRequests = new MemoryPushedRequests(s)
+    this.deliveries = new MemoryDeliveries(s)
+    this.people = new MemoryPeople(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -103,6 +109,8 @@ export class MemoryStore implements Store {
       this.passkeys,
       this.mcpSessions,
       this.pushedRequests,
+      this.deliveries,
+      this.people,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

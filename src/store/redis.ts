@@ -21,11 +21,13 @@
 import { RedisAllowances } from './allowances/redis.js'
 import { RedisClients } from './clients/redis.js'
 import { RedisCodes } from './codes/redis.js'
+import { RedisDeliveries } from './deliveries/redis.js'
 import { RedisDevices } from './devices/redis.js'
 import { RedisGrants } from './grants/redis.js'
 import { RedisKnownBrowsers } from './known-browsers/redis.js'
 import { RedisOpaqueTokens } from './opaque-tokens/redis.js'
 import { RedisPasskeys } from './passkeys/redis.js'
+import { RedisPeople } from './people/redis.js'
 import { RedisPushedRequests } from './pushed-requests/redis.js'
 import { RedisRateLimits } from './rate-limits/redis.js'
 import { RedisConnection } from './redis/connection.js'
@@ -63,6 +65,8 @@ export class RedisStore implements Store {
   readonly passkeys: RedisPasskeys
   readonly mcpSessions: RedisMcpSessions
   readonly pushedRequests: RedisPushedRequests
+  readonly deliveries: RedisDeliveries
+  readonly people: RedisPeople
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -91,6 +95,8 @@ export class RedisStore implements Store {
     this.passkeys = new RedisPasskeys(r)
     this.mcpSessions = new RedisMcpSessions(r)
     this.pushedRequests = new RedisPushedRequests(r)
+    this.deliveries = new RedisDeliveries(r)
+    this.people = new RedisPeople(r)
   }
 
   async ping(): Promise<void> {

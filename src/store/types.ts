@@ -21,12 +21,14 @@
 import type { AllowanceStore } from './allowances/types.js'
 import type { ClientStore } from './clients/types.js'
 import type { CodeStore } from './codes/types.js'
+import type { DeliveryStore } from './deliveries/types.js'
 import type { DeviceStore } from './devices/types.js'
 import type { GrantStore } from './grants/types.js'
 import type { KnownBrowserStore } from './known-browsers/types.js'
 import type { McpSessionStore } from './mcp-sessions/types.js'
 import type { OpaqueTokenStore } from './opaque-tokens/types.js'
 import type { PasskeyStore } from './passkeys/types.js'
+import type { PeopleStore } from './people/types.js'
 import type { PushedRequestStore } from './pushed-requests/types.js'
 import type { RateLimitStore } from './rate-limits/types.js'
 import type { RevocationStore } from './revocations/types.js'
@@ -38,16 +40,18 @@ import type { UpstreamStore } from './upstream/types.js'
 export type { AllowanceNote, AllowanceRecord, AllowanceStore } from './allowances/types.js'
 export type { ClientSeat, ClientStore, RegisteredClientMetadata, RegisteredClientRecord } from './clients/types.js'
 export type { CodeRecord, CodeStore, TakeCodeResult } from './codes/types.js'
+export type { DeliveryStore, QueuedDelivery } from './deliveries/types.js'
 export type { DeviceDecision, DeviceRecord, DeviceStatus, DeviceStore, PollResult } from './devices/types.js'
 export type { GrantRecord, GrantStore, RefreshLookup, RotateResult } from './grants/types.js'
 export type { KnownBrowserStore } from './known-browsers/types.js'
 export type { McpSessionStore } from './mcp-sessions/types.js'
 export type { OpaqueTokenRecord, OpaqueTokenStore } from './opaque-tokens/types.js'
+export type { PasswordLinkRecord, PeopleStore, PersonChange, PersonCreated, PersonRecord, PersonUpdate } from './people/types.js'
 export type { PasskeyChallengeRecord, PasskeyRecord, PasskeyStore, PasskeyUseResult } from './passkeys/types.js'
 export type { PushedRequestRecord, PushedRequestStore } from './pushed-requests/types.js'
 export type { HitWindow, RateLimitStore } from './rate-limits/types.js'
 export type { RevocationEntry, RevocationKind, RevocationStore } from './revocations/types.js'
-export type { ConsentStore, SessionRecord, SessionStore } from './sessions/types.js'
+export type { ConsentStore, EndedSession, SessionRecord, SessionStore } from './sessions/types.js'
 export type { SingleUseStore } from './single-use/types.js'
 export type { TotpRecord, TotpStore } from './totp/types.js'
 export type { UpstreamContinuation, UpstreamLoginRecord, UpstreamPersonRecord, UpstreamStore } from './upstream/types.js'
@@ -72,6 +76,8 @@ export interface Store {
   readonly passkeys: PasskeyStore
   readonly mcpSessions: McpSessionStore
   readonly pushedRequests: PushedRequestStore
+  readonly deliveries: DeliveryStore
+  readonly people: PeopleStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

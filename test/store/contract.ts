@@ -10,12 +10,14 @@ import { StoreUnavailableError } from '../../src/errors.js'
 import { allowancesContract } from './contract/allowances.js'
 import { clientsContract } from './contract/clients.js'
 import { codesContract } from './contract/codes.js'
+import { deliveriesContract } from './contract/deliveries.js'
 import { devicesContract } from './contract/devices.js'
 import { grantsContract } from './contract/grants.js'
 import { knownBrowsersContract } from './contract/known-browsers.js'
 import { mcpSessionsContract } from './contract/mcp-sessions.js'
 import { opaqueTokensContract } from './contract/opaque-tokens.js'
 import { passkeysContract } from './contract/passkeys.js'
+import { peopleContract } from './contract/people.js'
 import { pushedRequestsContract } from './contract/pushed-requests.js'
 import { rateLimitsContract } from './contract/rate-limits.js'
 import { revocationsContract } from './contract/revocations.js'
@@ -51,6 +53,8 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   clientsContract(t, name, setup)
   mcpSessionsContract(t, name, setup)
   pushedRequestsContract(t, name, setup)
+  deliveriesContract(t, name, setup)
+  peopleContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()

@@ -87,7 +87,7 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
     showLoginAgain(req, res, as, next, { status, error, username: form.username, ...(headers ? { headers } : {}) })
   if (form.username === '' || form.password === '') return again(400, LOGIN_INCOMPLETE)
 
-  const user = as.users.get(form.username)
+  const user = await as.people.byUsername(form.username)
   const known = await knownBrowserFor(req, as, user)
   const throttle = new LoginThrottle(as, as.clientAddress.of(req), form.username, known?.hash ?? null)
   const verdict = await throttle.check()

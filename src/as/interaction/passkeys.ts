@@ -183,7 +183,7 @@ export const passkeyLogin: AsHandler = async (req, res, ctx, as) => {
       ctx.log.info({ event: 'passkey_login_failed', reason: result.reason }, 'passkey sign-in refused')
       return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })
     }
-    const user = as.users.get(result.person.username)
+    const user = await as.people.byUsername(result.person.username)
     if (user === undefined) return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })
     const rememberCookie = await rememberBrowser(req, as, user, await knownBrowserFor(req, as, user))
     const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), passkeySignIn(result.passkey.deviceType))
