@@ -15,7 +15,7 @@ import { Metrics } from './metrics.js'
 import { createAudit } from './audit/trail.js'
 import { ProcessState, Runtime } from './runtime.js'
 import { createAdminServer, processReadiness, type Readiness } from './server/admin.js'
-import { handleAdminApi } from './admin/api.js'
+import { handleAdmin } from './admin/serve.js'
 import { answerClientError } from './server/connection.js'
 import { RequestDispatcher } from './server/dispatch.js'
 import {
@@ -194,7 +194,8 @@ export class App {
           readiness: () => this.readiness(),
           metrics: () => this.shared.metrics.render(),
           // Read per request: a reload's Runtime (and its admin_api) takes over at once.
-          adminApi: (req, res, path) => handleAdminApi(req, res, this.#runtime.asContext, { path, url: `http://${req.headers.host ?? 'localhost'}${path}` }),
+          adminApi: (req, res, path) =>
+            handleAdmin(req, res, this.#runtime.asContext, { path, origin: `http://${req.headers.host ?? 'localhost'}`, mount: '', secure: false }),
         },
         this.shared.log,
       )

@@ -1,4 +1,5 @@
-import { handleAdminApi, publicAdminPath } from '../admin/api.js'
+import { publicAdminPath } from '../admin/api.js'
+import { handleAdmin } from '../admin/serve.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
@@ -136,13 +137,14 @@ export class RequestDispatcher {
       assertHostWithoutUserinfo(req)
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
-      // `admin_api.public_path`: the admin API on this listener too (src/admin/api.ts); no route overlaps it (refused at load).
+      // `admin_api.public_path`: the admin API and pages on this listener too (src/admin/serve.ts); no route overlaps it (refused at load).
       const adminPath = publicAdminPath(runtime.config.adminApi, ctx.rawPath)
       if (adminPath !== null) {
         res.setHeader('x-request-id', ctx.id)
         ctx.routeLabel = 'admin_api'
-        const url = `${new URL(runtime.config.publicUrl).origin}${ctx.rawPath}`
-        handleAdminApi(req, res, runtime.asContext, { path: adminPath, url }).catch((err: unknown) => this.#fail(res, ctx, err, 'as'))
+        const publicUrl = new URL(runtime.config.publicUrl)
+        const place = { path: adminPath, origin: publicUrl.origin, mount: runtime.config.adminApi?.publicPath ?? '', secure: publicUrl.protocol === 'https:' }
+        handleAdmin(req, res, runtime.asContext, place).catch((err: unknown) => this.#fail(res, ctx, err, 'as'))
         return
       }
       const as = runtime.as
