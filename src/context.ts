@@ -1,3 +1,4 @@
+import type { Audit } from './audit/trail.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Clock } from './clock.js'
@@ -24,6 +25,8 @@ export interface Shared {
   readonly metrics: Metrics
   /** Trace context and span export (process-wide: a change of `telemetry` takes a restart). */
   readonly tracing: Tracing
+  /** The audit trail (src/audit/trail.ts; process-wide: a change of `audit` takes a restart). */
+  readonly audit: Audit
 }
 
 /** Per-request state, created by the dispatcher in src/app.ts. */

@@ -141,6 +141,10 @@ export class Metrics {
     'bearward_registrations_refused_total',
     'Client registrations refused because registration.max_clients live registered clients exist (503)',
   )
+  readonly backchannelLogouts = new Counter(
+    'bearward_backchannel_logout_total',
+    'Back-channel logout token deliveries by outcome: delivered, failed (will be retried), dropped (given up, address refused, or the queue was full)',
+  )
   readonly registeredClients = new Gauge(
     'bearward_registered_clients',
     'Live self-registered clients in the store, as this process last counted them (at each registration and deletion)',
@@ -154,6 +158,7 @@ export class Metrics {
     'bearward_concurrency_refused_total',
     'Requests refused with 503 because a concurrency limit was reached, by route, limit (max_in_flight, max_streams) and scope (route, key)',
   )
+  readonly auditEvents = new Counter('bearward_audit_events_total', 'Audit events written, by event (docs/operating.md, "Audit trail")')
 
   /** Per route, per outcome: the rendered label set, built once; requests reuse it. */
   readonly #requestKeys = new Map<string, Map<string, string>>()
@@ -224,6 +229,8 @@ export class Metrics {
         this.inFlight,
         this.openStreams,
         this.concurrencyRefused,
+        this.auditEvents,
+        this.backchannelLogouts,
       ]
         .map((m) => m.render())
         .join('\n') + '\n'

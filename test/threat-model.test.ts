@@ -52,6 +52,7 @@ const REQUIRED_SURFACES = [
   '/par and request objects',
   'FAPI 2.0 profile',
   'Concurrency limits',
+  'Back-channel logout',
 ]
 
 /** One row of a surface table: the attack and the test that refuses it. */

@@ -17,6 +17,8 @@ import { ClientAddress } from '../http/trusted-proxies.js'
 import { UpstreamProviders } from './identity-providers/providers.js'
 import { TotpSecrets } from './totp/secrets.js'
 import { adminAudience } from '../admin/audience.js'
+import { SessionEnds } from './sessions/session-ends.js'
+import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
@@ -38,8 +40,25 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   // Only a token exchange reads other issuers' tokens here: without a client that may exchange, nothing is fetched.
   const exchanges = deps.as.clients.some((c) => c.tokenExchange !== undefined)
   const trustedTokens = new TrustedTokens(exchanges ? config.issuers : [], deps.clock, deps.log)
-  const upstream = new UpstreamProviders(deps.as.identityProviders, deps.log)
+  const upstream = new UpstreamProviders(deps.as.identityProviders, deps.log, deps.clock)
   upstream.start()
+  const sessionEnds = new SessionEnds(deps.log)
+  const findClient = (clientId: string): ReturnType<AsContext['findClient']> => directory.find(clientId)
+  const backchannelLogout = new BackchannelLogoutDelivery({
+    as: deps.as,
+    store: deps.store,
+    log: deps.log,
+    metrics: deps.metrics,
+    clock: deps.clock,
+    keys: deps.keys,
+    issuer: config.publicUrl,
+    sessionEnds,
+    findClient,
+  })
+  // Polling the queue costs a store call per interval: only where a client can have a backchannel_logout_uri.
+  const mayHaveReceivers =
+    deps.as.clients.some((c) => c.backchannelLogout !== undefined) || deps.as.registration !== null || deps.as.clientIdMetadataDocuments !== null
+  if (mayHaveReceivers) backchannelLogout.start()
   return {
     clock: deps.clock,
     log: deps.log,
@@ -47,6 +66,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     revocations: deps.revocations,
     metrics: deps.metrics,
     tracing: deps.tracing,
+    audit: deps.audit,
     config,
     trustedProxies: deps.trustedProxies,
     clientCertificates: deps.clientCertificates,
@@ -56,11 +76,11 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     jwtVerifier: new JwtVerifier({ clock: deps.clock, clockSkewSec: config.gateway.clockSkewSec }),
     issuer: config.publicUrl,
     clients,
-    findClient: (clientId) => directory.find(clientId),
+    findClient,
     // Also ends the identity providers' discovery retries: both belong to this Runtime.
     closeClientLookup: async () => {
       upstream.close()
-      await Promise.all([directory.close(), clientKeys.close(), assertionIssuers.close(), trustedTokens.close()])
+      await Promise.all([backchannelLogout.close(), directory.close(), clientKeys.close(), assertionIssuers.close(), trustedTokens.close()])
     },
     clientKeys,
     assertionIssuers,
@@ -77,5 +97,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     },
     clientAddress: new ClientAddress(deps.trustedProxies),
     failures: { face: 'as', metrics: deps.metrics, rootLog: deps.log, quiet: false },
+    sessionEnds,
+    backchannelLogout,
   }
 }

@@ -18,8 +18,12 @@
  * - `require_pushed_authorization_requests` (RFC 9126 6) and
  *   `require_signed_request_object` (RFC 9101 10.5, private_key_jwt only):
  *   a client may bind itself to the stricter requests, never loosen anything.
+ * - `backchannel_logout_uri` (OIDC Back-Channel Logout 1.0 2.2): https only, no credentials or
+ *   fragment, and an IP literal must be a global unicast address; a name is judged where it
+ *   resolves, at delivery (the metadata-document address rules: backchannel-logout/deliver.ts).
  * Unknown members are ignored (RFC 7591 2: "MUST ignore").
  */
+import { isIP } from 'node:net'
 import { clientTextProblem, MAX_CLIENT_URI, redirectUriProblem, uriCharacterProblem } from '../config/client-values.js'
 import { checkLogoUri, checkPageUri, checkPostLogoutRedirectUri } from '../config/sections/client-metadata.js'
 import { InvalidClientMetadata, InvalidRedirectUri } from '../errors.js'
@@ -27,6 +31,7 @@ import { SCOPE_TOKEN } from '../config/values.js'
 import { jwkSetProblem } from '../keys/jwk-set.js'
 import type { RegisteredClientMetadata } from '../store/types.js'
 import { strangerJwksUriProblem } from './client-keys.js'
+import { specialPurposeProblem } from '../http/public-address.js'
 
 const MAX_REDIRECT_URIS = 10
 const MAX_TEXT = 200
@@ -92,6 +97,19 @@ function clientKeys(input: Record<string, unknown>, method: string): Pick<Regist
   const problem = jwkSetProblem(jwks)
   if (problem !== undefined) throw new InvalidClientMetadata(`jwks: ${problem}`)
   return { jwks: jwks as NonNullable<RegisteredClientMetadata['jwks']> }
+}
+
+/**
+ * Why a stranger's `backchannel_logout_uri` is refused at registration, or undefined: bearward
+ * itself POSTs to it, so only https to a public place. A host name is checked again where it
+ * resolves, at every delivery.
+ */
+export function strangerBackchannelUriProblem(uri: string): string | undefined {
+  const basic = strangerJwksUriProblem(uri)
+  if (basic !== undefined) return basic
+  const host = new URL(uri).hostname
+  const literal = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
+  return isIP(literal) !== 0 ? specialPurposeProblem(literal) : undefined
 }
 
 /** An optional boolean member (RFC 7591 2): absent or null is no opinion; anything but true or false is refused. */
@@ -174,6 +192,11 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
     // RFC 9126 6 and RFC 9101 10.5: a client may hold itself to pushed and signed requests; only true is kept.
     require_pushed_authorization_requests: flag(input, 'require_pushed_authorization_requests') || undefined,
     require_signed_request_object: flag(input, 'require_signed_request_object') || undefined,
+    backchannel_logout_uri: uri(input, 'backchannel_logout_uri', (v) => {
+      const problem = strangerBackchannelUriProblem(v)
+      return problem === undefined ? undefined : `must be an https URL of a public host, without credentials or fragment (${problem})`
+    }),
+    backchannel_logout_session_required: flag(input, 'backchannel_logout_session_required') || undefined,
   }
   if (optional.require_signed_request_object === true && method !== 'private_key_jwt') {
     throw new InvalidClientMetadata(

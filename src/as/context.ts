@@ -12,6 +12,8 @@ import type { ClientKeySets } from './client-keys.js'
 import type { TrustedTokens } from './trusted-tokens.js'
 import type { UpstreamProviders } from './identity-providers/providers.js'
 import type { TotpSecrets } from './totp/secrets.js'
+import type { SessionEnds } from './sessions/session-ends.js'
+import type { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 
 /**
  * Everything the authorization server's endpoints read, precomputed once per
@@ -58,6 +60,10 @@ export interface AsContext extends FaceDeps {
   readonly clientAddress: ClientAddress
   /** How the authorization server's failures are logged and counted (see http/failure.ts). */
   readonly failures: FailureReporting
+  /** Told of every ending of sessions (src/as/sessions/end-sessions.ts): back-channel logout, the Shared Signals transmitter. */
+  readonly sessionEnds: SessionEnds
+  /** Sends logout tokens to clients when sessions end (OIDC Back-Channel Logout 1.0), from the store's queue. */
+  readonly backchannelLogout: BackchannelLogoutDelivery
 }
 
 /** One authorization-server endpoint. */

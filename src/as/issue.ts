@@ -155,6 +155,8 @@ export interface IdTokenInput {
   /** How the person signed in: the `amr` and `acr` claims. */
   strength?: SignInStrength
   nonce: string | null
+  /** The session's id for relying parties (OIDC Back-Channel Logout 1.0 2.4), when known. */
+  sid?: string
   /** The access token issued alongside, for at_hash. */
   accessToken: string
 }
@@ -176,6 +178,7 @@ export async function issueIdToken(as: AsContext, input: IdTokenInput): Promise<
   if (input.authTime !== null) claims.auth_time = input.authTime
   Object.assign(claims, strengthClaims(input.strength))
   if (input.nonce !== null) claims.nonce = input.nonce
+  if (input.sid !== undefined) claims.sid = input.sid
   // Registered claims last: a user's configured claims can never replace them.
   return await signJwt(key, 'JWT', { ...claims, iss: as.issuer, sub: input.sub, aud: input.clientId, iat, exp: iat + as.as.idToken.ttlSec })
 }
@@ -191,6 +194,8 @@ export interface UserTokensInput {
   audience: string
   /** From the authorization request; null at refresh and for device codes. */
   nonce: string | null
+  /** The session's `sid` for the id_token, when known (the code's, or the grant's at refresh). */
+  sid?: string
   /** The refresh token value to hand out, or null when none is issued this time. */
   refreshToken: string | null
   /** DPoP key thumbprint the access token is bound to, or null. */
@@ -224,6 +229,7 @@ export async function userTokenResponse(as: AsContext, input: UserTokensInput): 
       authTime: input.authTime,
       ...(input.strength === undefined ? {} : { strength: input.strength }),
       nonce: input.nonce,
+      ...(input.sid === undefined ? {} : { sid: input.sid }),
       accessToken: access.token,
     })
   }
@@ -243,6 +249,8 @@ export interface NewGrantInput {
   resource: string | null
   audience: string
   nonce: string | null
+  /** The session's `sid` (from the code): the grant keeps it for id_tokens at refresh. */
+  sid?: string
   /** The DPoP key thumbprint of the token request, or null. */
   jkt: string | null
   /** The client certificate thumbprint the tokens are bound to (RFC 8705 3); absent or null when not bound. */
@@ -292,6 +300,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
       ...(input.jkt !== null && input.client.type === 'public' ? { jkt: input.jkt } : {}),
       // RFC 8705 4: likewise a public client's family is bound to its certificate.
       ...(input.x5t != null && input.client.type === 'public' ? { x5t: input.x5t } : {}),
+      ...(input.sid === undefined ? {} : { sid: input.sid }),
     },
     refreshToken === null ? null : hashToken(refreshToken),
   )
@@ -305,6 +314,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     ...(input.strength === undefined ? {} : { strength: input.strength }),
     audience: input.audience,
     nonce: input.nonce,
+    ...(input.sid === undefined ? {} : { sid: input.sid }),
     refreshToken,
     jkt: input.jkt,
     x5t: input.x5t ?? null,

@@ -48,5 +48,8 @@ export function clientFromMetadata(
     // Registration offers no mTLS methods (docs/fapi.md, Gaps): only configured clients bind to certificates.
     tlsClientCertificateBoundAccessTokens: false,
     selfRegistered,
+    ...(metadata.backchannel_logout_uri === undefined
+      ? {}
+      : { backchannelLogout: { uri: metadata.backchannel_logout_uri, sessionRequired: metadata.backchannel_logout_session_required === true } }),
   }
 }

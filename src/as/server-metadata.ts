@@ -15,7 +15,7 @@ import { REQUEST_OBJECT_ALGS } from './request-object.js'
 import { OWN_ACR_VALUES } from '../tokens/acr.js'
 
 /** Claims an ID token can carry besides the scope-released ones (OIDC Core 2). */
-const ID_TOKEN_CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'amr', 'acr', 'nonce', 'at_hash', 'azp']
+const ID_TOKEN_CLAIMS = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'amr', 'acr', 'nonce', 'at_hash', 'azp', 'sid']
 
 /**
  * RFC 8705 5: the endpoints a client authenticates at or gets tokens from,
@@ -63,6 +63,9 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     require_pushed_authorization_requests: as.as.par.required,
     // OIDC RP-Initiated Logout 1.0 2.1
     end_session_endpoint: `${issuer}/logout`,
+    // OIDC Back-Channel Logout 1.0 2.1: logout tokens to clients' backchannel_logout_uri, with `sid` (id_tokens carry it).
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
     scopes_supported: scopes,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

@@ -23,6 +23,7 @@ import { handleToken } from './token.js'
 import { handleUserinfo } from './userinfo.js'
 import { upstreamCallback } from './identity-providers/callback.js'
 import { callbackPath } from './identity-providers/urls.js'
+import { backchannelLogoutPath, upstreamBackchannelLogout } from './identity-providers/backchannel-logout.js'
 
 interface Endpoint {
   /** `routeLabel` for metrics and the access log. */
@@ -47,6 +48,10 @@ function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>)
   // One callback per identity provider: a response can only come back to the provider it was meant for.
   for (const p of as.as.identityProviders) {
     add(base + callbackPath(p.id), { label: 'as:login/upstream/callback', handler: upstreamCallback(p.id), cors: 'none', methods: null })
+    // OIDC Back-Channel Logout 1.0: published only for a provider that sends logout tokens.
+    if (p.backchannelLogout) {
+      add(base + backchannelLogoutPath(p.id), { label: 'as:idp/backchannel-logout', handler: upstreamBackchannelLogout(p.id), cors: 'none', methods: ['POST'] })
+    }
   }
   // RFC 8414 3.1: the well-known segment goes between host and the issuer's path.
   add(`/.well-known/oauth-authorization-server${base}`, { label: 'as:metadata', handler: metadata, cors: 'public', methods: ['GET', 'HEAD'] })

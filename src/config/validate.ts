@@ -27,6 +27,7 @@ import { readDpop } from './sections/dpop.js'
 import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
+import { readAudit } from './sections/audit.js'
 import { readTraces } from './sections/telemetry.js'
 import { readHttp2 } from './sections/http2.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
@@ -91,6 +92,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const workers = readWorkers(r, top, store)
   const log = r.map(top.get('log'), top.pathOf('log'), LOG_KEYS)
   const logLevel = log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info'
+  const audit = readAudit(r, top.get('audit'), top.pathOf('audit'))
   const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), REQUEST_ID_KEYS)
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
   const shutdownTimeoutMs = top.opt('shutdown_timeout', r.millis(), 10_000)
@@ -148,6 +150,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     tls,
     store,
     log: { level: logLevel },
+    audit,
     trustIncomingRequestId,
     shutdownTimeoutMs,
     clientTimeouts,

@@ -49,6 +49,9 @@ export interface LogConfig {
   level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 }
 
+/** `audit.destination`: where the audit trail goes (src/audit/trail.ts); `off` when `audit` is absent. */
+export type AuditDestination = { kind: 'off' } | { kind: 'stdout' } | { kind: 'file'; path: string }
+
 /** `telemetry.traces`: export spans over OTLP/HTTP (docs/telemetry.md). */
 export interface TracesConfig {
   otlp: {
@@ -165,6 +168,11 @@ export interface ClientConfig {
    * Absent for configured clients. Such a client always gets the consent page.
    */
   selfRegistered?: 'registration' | 'metadata_document'
+  /**
+   * OpenID Connect Back-Channel Logout 1.0 (`backchannel_logout_uri`, `backchannel_logout_session_required`):
+   * where logout tokens are POSTed, and whether the client needs `sid` in them. Absent: none sent.
+   */
+  backchannelLogout?: { uri: string; sessionRequired: boolean }
 }
 
 export interface UserConfig {
@@ -206,6 +214,10 @@ export interface IdentityProviderConfig {
    * An unmapped value spelt like one of ours is left out of our tokens (src/as/sign-in-strength.ts).
    */
   acrValues: Readonly<Record<string, 'pwd' | 'mfa' | 'phr'>>
+  /** `backchannel_logout` (default false): `POST /idp/<id>/backchannel-logout` takes the provider's logout tokens. */
+  backchannelLogout: boolean
+  /** `on_logout` (default `sessions`): what a logout token ends; `grants` ends the person's grants too. */
+  onLogout: 'sessions' | 'grants'
   /** Where it is in the config (`authorization_server.identity_providers[1]`), for reports. */
   position: string
 }
@@ -649,6 +661,8 @@ export interface Config {
   tls: TlsConfig | null
   store: StoreConfig
   log: LogConfig
+  /** `audit`: the audit trail's destination (restart to change). */
+  audit: AuditDestination
   /** Honour an incoming X-Request-Id (`request_id.trust_incoming`, default false). */
   trustIncomingRequestId: boolean
   /** Grace for in-flight requests at shutdown (`shutdown_timeout`, default 10s). */

@@ -11,6 +11,7 @@ import type { Clock } from '../clock.js'
 import { MemoryAllowances } from './allowances/memory.js'
 import { MemoryClients } from './clients/memory.js'
 import { MemoryCodes } from './codes/memory.js'
+import { MemoryDeliveries } from './deliveries/memory.js'
 import { MemoryDevices } from './devices/memory.js'
 import { MemoryGrants } from './grants/memory.js'
 import { MemoryKnownBrowsers } from './known-browsers/memory.js'
@@ -60,6 +61,7 @@ export class MemoryStore implements Store {
   readonly passkeys: MemoryPasskeys
   readonly mcpSessions: MemoryMcpSessions
   readonly pushedRequests: MemoryPushedRequests
+  readonly deliveries: MemoryDeliveries
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -86,6 +88,7 @@ export class MemoryStore implements Store {
     this.passkeys = new MemoryPasskeys(s)
     this.mcpSessions = new MemoryMcpSessions(s)
     this.pushedRequests = new MemoryPushedRequests(s)
+    this.deliveries = new MemoryDeliveries(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -103,6 +106,7 @@ export class MemoryStore implements Store {
       this.passkeys,
       this.mcpSessions,
       this.pushedRequests,
+      this.deliveries,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

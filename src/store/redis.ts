@@ -21,6 +21,7 @@
 import { RedisAllowances } from './allowances/redis.js'
 import { RedisClients } from './clients/redis.js'
 import { RedisCodes } from './codes/redis.js'
+import { RedisDeliveries } from './deliveries/redis.js'
 import { RedisDevices } from './devices/redis.js'
 import { RedisGrants } from './grants/redis.js'
 import { RedisKnownBrowsers } from './known-browsers/redis.js'
@@ -63,6 +64,7 @@ export class RedisStore implements Store {
   readonly passkeys: RedisPasskeys
   readonly mcpSessions: RedisMcpSessions
   readonly pushedRequests: RedisPushedRequests
+  readonly deliveries: RedisDeliveries
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -91,6 +93,7 @@ export class RedisStore implements Store {
     this.passkeys = new RedisPasskeys(r)
     this.mcpSessions = new RedisMcpSessions(r)
     this.pushedRequests = new RedisPushedRequests(r)
+    this.deliveries = new RedisDeliveries(r)
   }
 
   async ping(): Promise<void> {

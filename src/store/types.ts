@@ -21,6 +21,7 @@
 import type { AllowanceStore } from './allowances/types.js'
 import type { ClientStore } from './clients/types.js'
 import type { CodeStore } from './codes/types.js'
+import type { DeliveryStore } from './deliveries/types.js'
 import type { DeviceStore } from './devices/types.js'
 import type { GrantStore } from './grants/types.js'
 import type { KnownBrowserStore } from './known-browsers/types.js'
@@ -38,6 +39,7 @@ import type { UpstreamStore } from './upstream/types.js'
 export type { AllowanceNote, AllowanceRecord, AllowanceStore } from './allowances/types.js'
 export type { ClientSeat, ClientStore, RegisteredClientMetadata, RegisteredClientRecord } from './clients/types.js'
 export type { CodeRecord, CodeStore, TakeCodeResult } from './codes/types.js'
+export type { DeliveryStore, QueuedDelivery } from './deliveries/types.js'
 export type { DeviceDecision, DeviceRecord, DeviceStatus, DeviceStore, PollResult } from './devices/types.js'
 export type { GrantRecord, GrantStore, RefreshLookup, RotateResult } from './grants/types.js'
 export type { KnownBrowserStore } from './known-browsers/types.js'
@@ -47,7 +49,7 @@ export type { PasskeyChallengeRecord, PasskeyRecord, PasskeyStore, PasskeyUseRes
 export type { PushedRequestRecord, PushedRequestStore } from './pushed-requests/types.js'
 export type { HitWindow, RateLimitStore } from './rate-limits/types.js'
 export type { RevocationEntry, RevocationKind, RevocationStore } from './revocations/types.js'
-export type { ConsentStore, SessionRecord, SessionStore } from './sessions/types.js'
+export type { ConsentStore, EndedSession, SessionRecord, SessionStore } from './sessions/types.js'
 export type { SingleUseStore } from './single-use/types.js'
 export type { TotpRecord, TotpStore } from './totp/types.js'
 export type { UpstreamContinuation, UpstreamLoginRecord, UpstreamPersonRecord, UpstreamStore } from './upstream/types.js'
@@ -72,6 +74,7 @@ export interface Store {
   readonly passkeys: PasskeyStore
   readonly mcpSessions: McpSessionStore
   readonly pushedRequests: PushedRequestStore
+  readonly deliveries: DeliveryStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

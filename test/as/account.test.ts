@@ -287,3 +287,54 @@ t.test('the store failing mid-withdrawal: a 503 page, nothing half-done, and sen
   t.equal(again.status, 303, 'sent again, it works')
   t.equal(await verifyOwnAccessToken(f.as, alice.access), null)
 })
+
+/** The account page's "Sign out everywhere" form, its button pressed (fields as a browser sends them). */
+function everywhereForm(page: string, url: string): { action: string; method: string; fields: Record<string, string> } | undefined {
+  const form = parseForms(page, url).find((x) => x.buttons.some((b) => b.name === 'sign_out' && b.value === 'everywhere'))
+  return form === undefined ? undefined : { action: form.action, method: form.method, fields: { ...form.fields, sign_out: 'everywhere' } }
+}
+
+t.test('"Sign out everywhere": every session of the person ends, others keep theirs, listeners hear it once', async (t) => {
+  const f = await startFront(yaml)
+  t.teardown(() => f.close())
+  const heard: Array<{ sub: string; reason: string; sessions: number; grants: number | null }> = []
+  f.as.sessionEnds.on((e) => {
+    heard.push({ sub: e.sub, reason: e.reason, sessions: e.sessions.length, grants: e.grantsRevoked })
+  })
+  const laptop = await signInAtAccount(f)
+  const phone = await signInAtAccount(f)
+  const bob = await signInAtAccount(f, 'bob', BOB_PASSWORD)
+  const alice = await allowWeb(f, laptop.b)
+  const form = everywhereForm(laptop.page, `${f.url}/account`)
+  if (form === undefined) throw new Error('no "Sign out everywhere" form')
+  t.equal(form.method, 'POST')
+  t.same(Object.keys(form.fields).sort(), ['csrf', 'sign_out'], 'the session’s CSRF token and the button')
+
+  const res = await reply(postForm(form.action, form.fields, { cookie: cookieOf(laptop.b), origin: f.issuer }))
+  t.equal(res.status, 200)
+  t.match(res.text, /You have signed out everywhere/)
+  t.match(res.headers.get('set-cookie') ?? '', /bw_session=;.*Max-Age=0/i, 'this browser’s cookie is cleared')
+  t.match((await get(`${f.url}/account`, cookieOf(laptop.b))).text, /to see the applications you allowed/, 'the laptop is signed out')
+  t.match((await get(`${f.url}/account`, cookieOf(phone.b))).text, /to see the applications you allowed/, 'and so is the phone')
+  t.match((await get(`${f.url}/account`, cookieOf(bob.b))).text, /<h1>Your account<\/h1>/, 'another person stays signed in')
+  t.same(heard, [{ sub: 'alice', reason: 'sign_out_everywhere', sessions: 2, grants: null }], 'the hook heard both sessions, once')
+  t.ok(await verifyOwnAccessToken(f.as, alice.access), 'grants stay: signing out is not withdrawing')
+})
+
+t.test('"Sign out everywhere" needs the session, its CSRF token and our origin; anything else ends nothing', async (t) => {
+  const f = await startFront(yaml)
+  t.teardown(() => f.close())
+  const { b, page } = await signInAtAccount(f)
+  const form = everywhereForm(page, `${f.url}/account`)
+  if (form === undefined) throw new Error('no "Sign out everywhere" form')
+  const forged: Array<[string, Promise<{ status: number; headers: Headers }>]> = [
+    ['made-up csrf', reply(postForm(form.action, { ...form.fields, csrf: 'A'.repeat(43) }, { cookie: cookieOf(b), origin: f.issuer }))],
+    ['no csrf', reply(postForm(form.action, { sign_out: 'everywhere' }, { cookie: cookieOf(b), origin: f.issuer }))],
+    ['foreign Origin', reply(postForm(form.action, form.fields, { cookie: cookieOf(b), origin: 'https://evil.example' }))],
+    ['Sec-Fetch-Site: cross-site', reply(postForm(form.action, form.fields, { cookie: cookieOf(b), 'sec-fetch-site': 'cross-site' }))],
+  ]
+  for (const [label, sent] of forged) t.equal((await sent).status, 403, label)
+  const viaGet = await get(`${f.url}/account?sign_out=everywhere&csrf=${form.fields.csrf ?? ''}`, cookieOf(b))
+  t.match(viaGet.text, /<h1>Your account<\/h1>/, 'a GET only shows the page')
+  t.match((await get(`${f.url}/account`, cookieOf(b))).text, /<h1>Your account<\/h1>/, 'still signed in')
+})

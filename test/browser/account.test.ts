@@ -15,7 +15,8 @@ t.setTimeout(300_000)
  * who is not signed in signs in and comes back to it, sees the application
  * they allowed (logo, name, scopes, when), and withdraws it; the gateway then
  * refuses that application's access token within a second and its refresh
- * token no longer works. Every page passes PageChecker.check.
+ * token no longer works. "Sign out everywhere" on one device signs the
+ * person out on another too. Every page passes PageChecker.check.
  */
 
 const PERSON: Record<ViewportName, string> = { phone: 'judy', desktop: 'ken' }
@@ -111,4 +112,35 @@ t.test('the account page in Chromium', async (t) => {
       t.equal(await heading(page), 'Allow Example Web App to access your account?', 'the application must ask again')
     })
   }
+})
+
+t.test('"Sign out everywhere" in Chromium: the other device is signed out too', async (t) => {
+  const browser = await launchChromium()
+  t.teardown(() => browser.close())
+  const as = await startBrowserAs(brandedWebClient)
+  t.teardown(() => as.close())
+  const person = { username: 'judy', password: DEMO_PASSWORD }
+
+  // Two devices: the laptop (desktop width) and the phone, each its own browser context (its own cookies).
+  const laptop = await openPage(browser, 'desktop')
+  t.teardown(() => laptop.context.close())
+  const phone = await openPage(browser, 'phone')
+  t.teardown(() => phone.context.close())
+  for (const d of [laptop, phone]) {
+    await d.page.goto(`${as.issuer}/account`)
+    await signIn(d.page, person)
+    t.equal(await heading(d.page), 'Your account', 'signed in')
+  }
+
+  await t.resolves(laptop.page.getByRole('heading', { name: 'Signed in elsewhere?' }).waitFor({ timeout: 1000 }))
+  await laptop.checker.check(t, 'account-everywhere')
+  await submitAndWait(laptop.page, () => laptop.page.getByRole('button', { name: 'Sign out everywhere' }).click())
+  t.equal(await heading(laptop.page), 'Signed out')
+  await t.resolves(laptop.page.getByRole('status').filter({ hasText: 'You have signed out everywhere' }).waitFor({ timeout: 1000 }))
+  await laptop.checker.check(t, 'signed-out-everywhere')
+
+  await phone.page.reload()
+  t.equal(await heading(phone.page), 'Sign in', 'the phone is signed out: its next page is the login page')
+  await laptop.page.goto(`${as.issuer}/account`)
+  t.equal(await heading(laptop.page), 'Sign in', 'and so is the laptop')
 })

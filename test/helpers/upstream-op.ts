@@ -72,11 +72,22 @@ export interface TestOp {
  * must put the issuer in bearward's config before it knows bearward's
  * callback URL (`bin/bearward` picks its port) serves the provider after.
  */
-export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris: string[]): void; stop(): Promise<void> }> {
+export interface TestOpOptions {
+  /**
+   * Turn on the provider's Back-Channel Logout 1.0 feature, with this URI (bearward's
+   * `/idp/<id>/backchannel-logout`) for its client, session required. node-oidc-provider refuses
+   * to call special-use addresses (127.0.0.1 among them): its `fetch` is overridden here to drop
+   * that check, as the test's bearward listens on loopback.
+   */
+  backchannelLogoutUri?: string
+}
+
+export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris: string[], o?: TestOpOptions): void; stop(): Promise<void> }> {
   const l = await listen()
   return {
     issuer: l.origin,
-    serve(redirectUris) {
+    serve(redirectUris, o = {}) {
+      const logout = o.backchannelLogoutUri
       const provider = new Provider(l.origin, {
         clients: [
           {
@@ -86,9 +97,19 @@ export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris
             grant_types: ['authorization_code'],
             response_types: ['code'],
             token_endpoint_auth_method: 'client_secret_basic',
+            ...(logout === undefined ? {} : { backchannel_logout_uri: logout, backchannel_logout_session_required: true }),
           },
         ],
-        features: { devInteractions: { enabled: true } },
+        features: { devInteractions: { enabled: true }, ...(logout === undefined ? {} : { backchannelLogout: { enabled: true } }) },
+        // Its SSRF guard is a dispatcher on the request; without it the call reaches bearward on loopback.
+        ...(logout === undefined
+          ? {}
+          : {
+              fetch: (url: string | URL, options: RequestInit & { dispatcher?: unknown }) => {
+                const { dispatcher: _guard, ...rest } = options
+                return globalThis.fetch(url, rest)
+              },
+            }),
         claims: { openid: ['sub'], profile: ['name'], email: ['email', 'email_verified'], groups: ['groups'] },
         scopes: ['openid', 'profile', 'email', 'groups'],
         async findAccount(_ctx: unknown, id: string) {
@@ -103,9 +124,9 @@ export async function openTestOp(): Promise<{ issuer: string; serve(redirectUris
 }
 
 /** node-oidc-provider with devInteractions, one confidential client whose redirect URIs are `redirectUris`. */
-export async function startTestOp(redirectUris: string[]): Promise<TestOp> {
+export async function startTestOp(redirectUris: string[], o: TestOpOptions = {}): Promise<TestOp> {
   const op = await openTestOp()
-  op.serve(redirectUris)
+  op.serve(redirectUris, o)
   return { issuer: op.issuer, stop: op.stop }
 }
 
@@ -123,6 +144,13 @@ export interface RogueOp {
   tokenRequests: number
   /** More claims for the id_tokens it signs (an `amr`, an `acr`); registered claims are set after them. */
   claims: Record<string, unknown>
+  /**
+   * Sign `payload` as this provider would sign any JWT (a logout token, say): ES256 with its
+   * published key (`kid` rogue-1), or with `key: 'foreign'` a key outside its JWKS under that kid.
+   */
+  sign(payload: Record<string, unknown>, o?: { key?: 'own' | 'foreign'; typ?: string }): Promise<string>
+  /** Its published public key, as a JWK. */
+  publicJwk: Record<string, unknown>
   stop(): Promise<void>
 }
 
@@ -150,7 +178,18 @@ export async function startRogueOp(): Promise<RogueOp> {
   const foreign = await generateKeyPair('ES256')
   const jwk = { ...(await exportJWK(publicKey)), kid: 'rogue-1', alg: 'ES256', use: 'sig' }
   const nonces = new Map<string, string>()
-  const op: RogueOp = { issuer: l.origin, mode: 'good', tokenRequests: 0, claims: {}, stop: l.stop }
+  const op: RogueOp = {
+    issuer: l.origin,
+    mode: 'good',
+    tokenRequests: 0,
+    claims: {},
+    publicJwk: jwk,
+    sign: (payload, o = {}) =>
+      new SignJWT(payload)
+        .setProtectedHeader({ alg: 'ES256', kid: 'rogue-1', ...(o.typ === undefined ? {} : { typ: o.typ }) })
+        .sign(o.key === 'foreign' ? foreign.privateKey : privateKey),
+    stop: l.stop,
+  }
   l.handle((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', l.origin)
     if (url.pathname === '/.well-known/openid-configuration') {

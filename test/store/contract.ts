@@ -10,6 +10,7 @@ import { StoreUnavailableError } from '../../src/errors.js'
 import { allowancesContract } from './contract/allowances.js'
 import { clientsContract } from './contract/clients.js'
 import { codesContract } from './contract/codes.js'
+import { deliveriesContract } from './contract/deliveries.js'
 import { devicesContract } from './contract/devices.js'
 import { grantsContract } from './contract/grants.js'
 import { knownBrowsersContract } from './contract/known-browsers.js'
@@ -51,6 +52,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   clientsContract(t, name, setup)
   mcpSessionsContract(t, name, setup)
   pushedRequestsContract(t, name, setup)
+  deliveriesContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()

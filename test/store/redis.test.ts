@@ -136,6 +136,7 @@ t.test('redis: tokens reach Redis only hashed', async (t) => {
   // The session id is the cookie value; the store hashes it itself.
   await store.sessions.put(sessionId.value, { sub: 'alice', username: 'alice', authTime: 0, csrf: 'c' }, 60)
   t.ok(await store.sessions.get(sessionId.value), 'session readable by its id')
+  await store.sessions.noteClient(sessionId.value, 'app')
 
   const contents = await dump(keyPrefix)
   const everything = [...contents.keys(), ...contents.values()].join('\n')

@@ -124,6 +124,7 @@ export const authorizationCodeGrant: Grant = {
       resource: resource ?? record.resource,
       audience,
       nonce: record.nonce,
+      ...(record.sid === undefined ? {} : { sid: record.sid }),
       jkt: dpop?.jkt ?? null,
       x5t: mtls?.x5t ?? null,
       // A code stored by an older version has no issue time: the earliest it can have been issued.

@@ -97,6 +97,7 @@ export const refreshTokenGrant: Grant = {
       strength: strengthOf(grant),
       audience,
       nonce: null,
+      ...(grant.sid === undefined ? {} : { sid: grant.sid }),
       refreshToken: next,
       jkt: dpop?.jkt ?? null,
       x5t: mtls?.x5t ?? null,

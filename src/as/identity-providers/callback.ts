@@ -106,9 +106,20 @@ async function handleCallback(req: IncomingMessage, res: ServerResponse, ctx: Re
   await as.store.upstream.putPerson(sub, { provider: providerId, upstreamSub, claims, updatedAt: now }, keepSec)
   // The provider's amr/acr, when its id_token has them (the id_token's own claims, never UserInfo's); its acr through `acr_values`.
   const strength = upstreamSignIn(outcome.idToken, provider.config.acrValues)
-  const { setCookie } = await startSession(as, { username: sub, sub, claims }, sessionIdOf(req, as), strength, providerId)
+  // The provider's session id (Back-Channel Logout 1.0 2.4), so its logout token can end this session.
+  const providerSid = providerSessionId(outcome.idToken)
+  const { setCookie } = await startSession(as, { username: sub, sub, claims }, sessionIdOf(req, as), strength, providerId, providerSid)
   ctx.log.info({ event: 'upstream_login', provider: providerId }, 'signed in through identity provider')
   redirect(res, continueUrl(as, pending.continuation), 303, [setCookie, clear])
+}
+
+/** A `sid` of printable ASCII (at most 255 characters, like a `sub`): it becomes a store key. */
+const PROVIDER_SID = /^[\x21-\x7e]{1,255}$/
+
+/** The provider's id_token `sid`, when it has one of a sane shape; undefined otherwise. */
+export function providerSessionId(idToken: Readonly<Record<string, unknown>>): string | undefined {
+  const sid = idToken.sid
+  return typeof sid === 'string' && PROVIDER_SID.test(sid) ? sid : undefined
 }
 
 type Outcome =

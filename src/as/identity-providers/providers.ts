@@ -7,8 +7,13 @@
  * with its config position) and its button answers with an error page.
  */
 import * as oidc from 'openid-client'
+import { Agent } from 'undici'
+import type { Clock } from '../../clock.js'
 import type { IdentityProviderConfig } from '../../config/validated-config.js'
+import { JwksClient } from '../../gateway/jwks-client.js'
 import type { Logger } from '../../log.js'
+import type { KeyLookup } from '../../tokens/verify-jwt.js'
+import { CLIENT_JWKS_SETTINGS } from '../client-keys.js'
 
 /** First retry after this long, doubling up to RETRY_MAX_MS. */
 const RETRY_MIN_MS = 2_000
@@ -39,18 +44,50 @@ function clientAuthFor(config: IdentityProviderConfig, metadata: oidc.ServerMeta
   return oidc.ClientSecretBasic(config.clientSecret)
 }
 
+/** What a provider's logout tokens are checked against: its issuer and its keys (its discovered `jwks_uri`). */
+export interface ProviderSigner {
+  readonly issuer: string
+  readonly keys: KeyLookup
+}
+
 export class UpstreamProvider {
   readonly config: IdentityProviderConfig
   readonly #log: Logger
+  readonly #clock: Clock
+  /** The provider's keys for its logout tokens (id_tokens are checked by openid-client): made on first use. */
+  #signer: ProviderSigner | null = null
+  #jwks: JwksClient | null = null
+  #agent: Agent | null = null
   #configuration: oidc.Configuration | null = null
   #inFlight: Promise<oidc.Configuration> | null = null
   #retryTimer: NodeJS.Timeout | null = null
   #retryMs = RETRY_MIN_MS
   #closed = false
 
-  constructor(config: IdentityProviderConfig, log: Logger) {
+  constructor(config: IdentityProviderConfig, log: Logger, clock: Clock) {
     this.config = config
     this.#log = log
+    this.#clock = clock
+  }
+
+  /**
+   * The issuer and keys that sign this provider's logout tokens (OIDC Back-Channel Logout 1.0 2.6):
+   * the discovered `issuer` and a JWKS client on the discovered `jwks_uri` (cached, refetched for an
+   * unknown kid, like every other JWKS bearward reads). Rejects with ProviderUnavailableError.
+   */
+  async signer(): Promise<ProviderSigner> {
+    if (this.#signer !== null) return this.#signer
+    const metadata = (await this.configuration()).serverMetadata()
+    this.#agent ??= new Agent({ keepAliveTimeout: 30_000, connections: 4 })
+    const jwks = new JwksClient(`identity provider ${this.config.id}`, metadata.jwks_uri as string, CLIENT_JWKS_SETTINGS, {
+      clock: this.#clock,
+      log: this.#log,
+      dispatcher: this.#agent,
+    })
+    jwks.start()
+    this.#jwks = jwks
+    this.#signer = { issuer: metadata.issuer, keys: jwks }
+    return this.#signer
   }
 
   /** True once discovery has succeeded. */
@@ -132,6 +169,8 @@ export class UpstreamProvider {
     this.#closed = true
     if (this.#retryTimer !== null) clearTimeout(this.#retryTimer)
     this.#retryTimer = null
+    void this.#jwks?.close()
+    void this.#agent?.close()
   }
 }
 
@@ -139,8 +178,8 @@ export class UpstreamProvider {
 export class UpstreamProviders {
   readonly #byId: ReadonlyMap<string, UpstreamProvider>
 
-  constructor(configs: readonly IdentityProviderConfig[], log: Logger) {
-    this.#byId = new Map(configs.map((c) => [c.id, new UpstreamProvider(c, log)]))
+  constructor(configs: readonly IdentityProviderConfig[], log: Logger, clock: Clock) {
+    this.#byId = new Map(configs.map((c) => [c.id, new UpstreamProvider(c, log, clock)]))
   }
 
   has(id: string): boolean {

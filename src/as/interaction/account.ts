@@ -3,10 +3,9 @@ import type { RequestContext } from '../../context.js'
 import { epochSeconds } from '../../clock.js'
 import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
 import { FormParams } from '../../http/body.js'
-import type { AllowanceRecord } from '../../store/types.js'
 import type { AsContext, AsHandler } from '../context.js'
 import { hashToken } from '../../store/hash.js'
-import { revokeGrant } from '../revocation.js'
+import { withdrawAccess } from '../withdraw-access.js'
 import { accountPage, confirmSection, type AppView, type FactorAddedView } from '../views/account.js'
 import { headersForClientLogo, isolated, type ClientView } from '../views/client.js'
 import { html, type SafeHtml } from '../views/html.js'
@@ -21,7 +20,9 @@ import { readPageForm } from './form.js'
 import { showLoginPage, type LoginShowing } from './login-page.js'
 import { redirect, showError, showForbidden, showPage } from './respond.js'
 import { describeScopes } from './scopes.js'
-import { currentSession, type ActiveSession } from './session.js'
+import { currentSession, endSession, type ActiveSession } from './session.js'
+import { endSessionsOf } from '../sessions/end-sessions.js'
+import { signedOutPage } from '../views/logout.js'
 import { factorChange } from './factors.js'
 import { totpSetUpOffered } from './enrolment.js'
 
@@ -29,6 +30,9 @@ import { totpSetUpOffered } from './enrolment.js'
  * /account: a signed-in person sees the applications they allowed and can
  * withdraw one. A person who is not signed in gets the login page, which
  * comes back here (the login form's `next=account`).
+ *
+ * "Sign out everywhere" (POST, same origin, the session's CSRF token, `sign_out=everywhere`) ends
+ * every session of the person (end-sessions.ts).
  *
  * Withdrawing (POST, same origin, the session's CSRF token) forgets the
  * remembered consent and revokes every grant of that person and client: the
@@ -187,40 +191,6 @@ async function showAccount(
   showPage(res, 200, page, { headers: passkeys === undefined ? headers : { ...headers, ...passkeyPageHeaders(as, headers['content-security-policy']) } })
 }
 
-/**
- * Revoke every grant of `ids` until the latest access token issued under it
- * has expired (at least an access-token lifetime from now, for a grant whose
- * family record is already gone).
- */
-async function revokeAll(as: AsContext, ids: readonly string[]): Promise<void> {
-  const floor = epochSeconds(as.clock) + as.as.accessToken.ttlSec
-  for (const id of ids) {
-    const grant = await as.store.grants.get(id)
-    await revokeGrant(as, id, Math.max(floor, grant?.maxAccessExp ?? 0))
-  }
-}
-
-/**
- * How long a withdrawal is remembered: the longest `code_ttl` the config accepts, so a code issued
- * before it (even under a longer code_ttl before a reload) is refused at /token for all its life.
- */
-const WITHDRAWAL_MEMORY_SEC = 600
-
-/**
- * Withdraw (sub, client): revoke the grants the allowance lists, then forget
- * it atomically (which also returns any grant that joined meanwhile, revoked
- * too). A failure part-way leaves the allowance in place, so trying again
- * finishes the job.
- */
-async function withdraw(as: AsContext, sub: string, clientId: string): Promise<number> {
-  const listed: AllowanceRecord | undefined = (await as.store.allowances.list(sub)).find((a) => a.clientId === clientId)
-  const first = listed?.grantIds ?? []
-  await revokeAll(as, first)
-  const late = (await as.store.allowances.withdraw(sub, clientId, WITHDRAWAL_MEMORY_SEC)).filter((id) => !first.includes(id))
-  await revokeAll(as, late)
-  return first.length + late.length
-}
-
 async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
   let withdrawn: string | undefined
   let passkey: string | undefined
@@ -263,14 +233,27 @@ async function postAccount(req: IncomingMessage, res: ServerResponse, ctx: Reque
   if (form === null) return
   const csrf = form.get('csrf')
   const clientId = form.get('client_id')
+  const everywhere = form.get('sign_out') === 'everywhere'
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
+    if (everywhere) return signOutEverywhere(res, as, session)
     if (clientId === undefined) return showError(res, new InvalidRequest('Choose an application to withdraw'))
-    const grants = await withdraw(as, session.user.sub, clientId)
+    const grants = await withdrawAccess(as, session.user.sub, clientId)
     ctx.log.info({ event: 'access_withdrawn', client_id: clientId, grants }, 'a person withdrew an application')
     redirect(res, `account?withdrawn=${encodeURIComponent(clientId)}`, 303)
   })
+}
+
+/**
+ * "Sign out everywhere": every session of the person ends (this one too), and each ending is told
+ * to the applications that received an id_token in it (back-channel logout) and to Shared Signals
+ * receivers, through end-sessions.ts. The cookie is cleared; the signed-out page says so.
+ */
+async function signOutEverywhere(res: ServerResponse, as: AsContext, session: ActiveSession): Promise<void> {
+  await endSessionsOf(as, session.user.sub, 'sign_out_everywhere')
+  const clear = await endSession(as, null)
+  showPage(res, 200, signedOutPage(true), { cookies: [clear] })
 }
 
 /** GET /account shows the page (or the login); POST /account withdraws an application. */

@@ -44,6 +44,11 @@ export async function issueCode(as: AsContext, request: AuthorizationRequest, se
     issuedAtMs: as.clock.now(),
   }
   if (request.dpopJkt !== null) record.dpopJkt = request.dpopJkt
+  if (session.record.sid !== undefined) record.sid = session.record.sid
   await as.store.codes.put(hashToken(code), record, ttlSec)
+  // The client gets an id_token in this session: when the session ends it gets a logout token (Back-Channel Logout 1.0 2.5).
+  if (request.client.backchannelLogout !== undefined && request.scopes.includes('openid')) {
+    await as.store.sessions.noteClient(hashToken(session.id), request.client.clientId)
+  }
   return code
 }

@@ -8,6 +8,7 @@ import type { Person } from '../claims.js'
 import type { AsContext } from '../context.js'
 import type { SignInStrength } from '../sign-in-strength.js'
 import { isTokenShaped, randomToken } from '../../crypto/random.js'
+import { endOneSession } from '../sessions/end-sessions.js'
 
 /**
  * The browser login session at the authorization server. The cookie holds a
@@ -59,16 +60,20 @@ export async function startSession(
   previousId: string | null,
   strength: SignInStrength,
   provider?: string,
+  providerSid?: string,
 ): Promise<{ session: ActiveSession; setCookie: string }> {
   const id = randomToken()
   const record: SessionRecord = {
     sub: user.sub,
     username: user.username,
+    // The id relying parties know this session by (id_token `sid`): random, never the cookie value.
+    sid: randomToken(),
     authTime: epochSeconds(as.clock),
     amr: [...strength.amr],
     ...(strength.acr === undefined ? {} : { acr: strength.acr }),
     csrf: randomToken(),
     ...(provider === undefined ? {} : { provider }),
+    ...(provider === undefined || providerSid === undefined ? {} : { providerSid }),
   }
   await as.store.sessions.put(hashToken(id), record, as.as.session.ttlSec)
   if (previousId !== null) await as.store.sessions.delete(hashToken(previousId))
@@ -127,8 +132,11 @@ export function sessionIdOf(req: IncomingMessage, as: AsContext): string | null 
   return isTokenShaped(id) ? id : null
 }
 
-/** Delete the session and return the Set-Cookie that clears the cookie. */
+/**
+ * End the session (the person signed out: its clients are told, see end-sessions.ts) and return
+ * the Set-Cookie that clears the cookie.
+ */
 export async function endSession(as: AsContext, id: string | null): Promise<string> {
-  if (id !== null) await as.store.sessions.delete(hashToken(id))
+  if (id !== null) await endOneSession(as, hashToken(id), 'logout')
   return serializeCookie('bw_session', '', { secure: as.secureCookies, maxAgeSec: 0 })
 }

@@ -94,7 +94,7 @@ ${hiddenFields({ csrf, client_id: a.clientId })}<div class="actions">
 /**
  * The account page: who is signed in, the applications they allowed (name,
  * logo, scopes in plain words, when), each with a "Withdraw access" button,
- * and a sign-out button. Every action is a POST with the session's CSRF token.
+ * a sign-out button and "Sign out everywhere". Every action is a POST with the session's CSRF token.
  */
 export function accountPage(o: AccountPageOptions): string {
   const body = html`<h1>Your account</h1>
@@ -120,6 +120,15 @@ ${hiddenFields({ csrf: o.csrf })}<div class="actions">
 <button class="secondary" type="submit" name="decision" value="logout">Sign out</button>
 </div>
 </form>
+<section id="everywhere">
+<h2>Signed in elsewhere?</h2>
+<p class="fine section-note">Signing out everywhere ends every session of yours here, on every device, and tells the applications you signed in to through it. Applications you allowed keep their access until you withdraw it above.</p>
+<form method="post" action="account">
+${hiddenFields({ csrf: o.csrf })}<div class="actions">
+<button class="secondary" type="submit" name="sign_out" value="everywhere">Sign out everywhere</button>
+</div>
+</form>
+</section>
 ${o.passkeys ? passkeyScript() : ''}`
   return renderPage('Your account', body)
 }

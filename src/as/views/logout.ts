@@ -32,10 +32,13 @@ ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="actions">
   return renderPage('Sign out', body)
 }
 
-/** After signing out, for a person who is not sent back to an application. */
-export function signedOutPage(): string {
+/**
+ * After signing out, for a person who is not sent back to an application; `everywhere` after "Sign
+ * out everywhere" (every session of the person ended, on every device).
+ */
+export function signedOutPage(everywhere = false): string {
   const body = html`<h1>Signed out</h1>
-<p class="notice" role="status">You have signed out.</p>
+<p class="notice" role="status">${everywhere ? 'You have signed out everywhere: on this device and every other one.' : 'You have signed out.'}</p>
 <p class="lead">You can close this page.</p>
 <p><a href="account">Sign in again</a></p>`
   return renderPage('Signed out', body)

@@ -68,6 +68,23 @@ export function checkPageUri(value: string): string | undefined {
   return undefined
 }
 
+/**
+ * `backchannel_logout_uri` (OpenID Connect Back-Channel Logout 1.0 2.2): an absolute https URL
+ * (http only on this machine, for development), no credentials, no fragment (the spec forbids it).
+ * Where a stranger's may be fetched is decided again at delivery (the metadata-document address rules).
+ */
+export function checkBackchannelLogoutUri(value: string): string | undefined {
+  const chars = uriCharacterProblem(value)
+  if (chars !== undefined) return chars
+  const url = parseAbsoluteUrl(value)
+  if (url === undefined) return `\`${value}\` is not an absolute URL; write e.g. \`https://app.example.com/logout/backchannel\``
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `\`${url.protocol}\` URLs are not allowed here; use https://`
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) return 'use https (http is accepted only for localhost, 127.0.0.1 and [::1])'
+  if (url.username !== '' || url.password !== '') return 'credentials in the URL are not allowed here'
+  if (value.includes('#')) return 'a back-channel logout URI must not contain a fragment'
+  return undefined
+}
+
 /** A post-logout redirect URI: absolute, no fragment (matched exactly, like redirect URIs), no script scheme. */
 export function checkPostLogoutRedirectUri(value: string): string | undefined {
   // Printable ASCII only: a raw CR, LF or U+2028 cannot go into a Location header.

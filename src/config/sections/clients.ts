@@ -26,7 +26,7 @@ import { suggest } from '../suggest.js'
 import { UniqueSet } from '../unique.js'
 import { checkOrigin, parseAbsoluteUrl } from '../values.js'
 import { clientTextProblem, redirectUriProblem } from '../client-values.js'
-import { readClientMetadata } from './client-metadata.js'
+import { checkBackchannelLogoutUri, readClientMetadata } from './client-metadata.js'
 import { checkFapi2Client, readClientProfile } from './security-profile.js'
 import { enumAt, keysAt } from '../contract.js'
 
@@ -212,6 +212,15 @@ function readClient(
     const key = requirePushedAuthorizationRequests ? 'require_pushed_authorization_requests' : 'require_signed_request_object'
     r.problem(c.get(key), c.pathOf(key), `\`${key}\` is about authorization requests: the client needs the \`authorization_code\` grant`)
   }
+  const backchannelLogoutUri = c.maybe('backchannel_logout_uri', r.str({ check: checkBackchannelLogoutUri }))
+  const backchannelLogoutSessionRequired = c.opt('backchannel_logout_session_required', r.bool(), false)
+  if (backchannelLogoutSessionRequired && backchannelLogoutUri === undefined) {
+    r.problem(
+      c.get('backchannel_logout_session_required'),
+      c.pathOf('backchannel_logout_session_required'),
+      '`backchannel_logout_session_required` is about logout tokens: set `backchannel_logout_uri` too, or remove it',
+    )
+  }
   const tlsClientCertificateBoundAccessTokens = c.opt('tls_client_certificate_bound_access_tokens', r.bool(), false)
   if (dpopBoundAccessTokens && tlsClientCertificateBoundAccessTokens) {
     // One token, one sender constraint: a gateway checking one of two bindings would let the other go unchecked.
@@ -269,6 +278,7 @@ function readClient(
     ...(tlsClientAuth === undefined ? {} : { tlsClientAuth }),
     tlsClientCertificateBoundAccessTokens,
     ...(profile === undefined ? {} : { profile }),
+    ...(backchannelLogoutUri === undefined ? {} : { backchannelLogout: { uri: backchannelLogoutUri, sessionRequired: backchannelLogoutSessionRequired } }),
   }
   return { clientId, client }
 }

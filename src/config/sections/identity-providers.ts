@@ -16,6 +16,8 @@ export const ALLOWED_KEYS = keysAt('#/$defs/identityProvider/properties/allowed'
 
 /** The provider id is a path segment and the prefix of the person's `sub`, so it is kept plain. */
 const PROVIDER_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/
+/** `on_logout`: what a provider's logout token ends. */
+const ON_LOGOUT = enumAt<IdentityProviderConfig['onLogout']>('#/$defs/identityProvider/properties/on_logout', ['sessions', 'grants'])
 
 export const DEFAULT_PROVIDER_SCOPES: readonly string[] = ['openid', 'profile', 'email']
 
@@ -78,11 +80,20 @@ export function readIdentityProviders(r: Reader, node: Node, path: string): Iden
     const allowed = p.has('allowed') && !p.isNull('allowed') ? readAllowed(r, p.get('allowed'), p.pathOf('allowed')) : null
     const claims = p.has('claims') ? readClaimMapping(r, p.get('claims'), p.pathOf('claims')) : { ...DEFAULT_CLAIM_MAPPING }
     const acrValues = p.has('acr_values') ? readAcrValues(r, p.get('acr_values'), p.pathOf('acr_values')) : {}
+    const backchannelLogout = p.opt('backchannel_logout', r.bool(), false)
+    const onLogout = p.opt('on_logout', r.oneOf(ON_LOGOUT, { what: 'what a logout token ends' }), 'sessions')
+    if (p.has('on_logout') && !backchannelLogout) {
+      r.problem(
+        p.get('on_logout'),
+        p.pathOf('on_logout'),
+        "`on_logout` says what the provider's logout tokens end: set `backchannel_logout: true` too, or remove it",
+      )
+    }
     if (id === undefined) continue
     ids.add(id, p.get('id'), p.pathOf('id'))
     if (name === undefined || issuer === undefined || clientId === undefined || claims === undefined || allowed === undefined || acrValues === undefined)
       continue
-    providers.push({ id, name, issuer, clientId, clientSecret, scopes, allowed, claims, acrValues, position: item.path })
+    providers.push({ id, name, issuer, clientId, clientSecret, scopes, allowed, claims, acrValues, backchannelLogout, onLogout, position: item.path })
   }
   return providers
 }

@@ -22,6 +22,10 @@ export interface RegisteredClientMetadata {
   require_pushed_authorization_requests?: boolean
   /** RFC 9101 10.5: its authorization requests must be request objects signed with its keys (private_key_jwt only). */
   require_signed_request_object?: boolean
+  /** OIDC Back-Channel Logout 1.0 2.2: where logout tokens are POSTed (https, a public host). */
+  backchannel_logout_uri?: string
+  /** OIDC Back-Channel Logout 1.0 2.2: the client needs `sid` in logout tokens (only true is kept). */
+  backchannel_logout_session_required?: boolean
 }
 
 /** What {@link ClientStore.putWithin} did. */

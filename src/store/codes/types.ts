@@ -26,6 +26,8 @@ export interface CodeRecord {
    * exchange. Absent on codes stored by an older version (their issue time is derived from expiresAt).
    */
   issuedAtMs?: number
+  /** The session's `sid` (OIDC Back-Channel Logout 1.0 2.1), which the id_token carries; absent on older codes. */
+  sid?: string
 }
 
 /** Result of takeCode: atomic Issued → Used. */

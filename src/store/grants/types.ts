@@ -24,6 +24,8 @@ export interface GrantRecord {
   jkt?: string
   /** RFC 8705 4: a public client's refresh tokens are bound to this certificate thumbprint (`x5t#S256`). */
   x5t?: string
+  /** The `sid` of the session the grant was authorized in: id_tokens issued at refresh carry it too. */
+  sid?: string
 }
 
 export type RotateResult =
