@@ -53,6 +53,7 @@ const REQUIRED_SURFACES = [
   'FAPI 2.0 profile',
   'Concurrency limits',
   'Back-channel logout',
+  'Audit trail',
 ]
 
 /** One row of a surface table: the attack and the test that refuses it. */

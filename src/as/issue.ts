@@ -304,6 +304,15 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     },
     refreshToken === null ? null : hashToken(refreshToken),
   )
+  // The person's authorization became a grant at /token; `reason` names the grant type, not a refusal.
+  as.audit.record({
+    event: 'grant.created',
+    actor: { kind: 'person', id: input.sub },
+    subject: { kind: 'grant', id: input.grantId },
+    clientId: input.client.clientId,
+    outcome: 'success',
+    reason: input.grant === 'authorization_code' ? 'authorization_code' : 'device_code',
+  })
   return userTokenResponse(as, {
     grant: input.grant,
     clientId: input.client.clientId,

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { auditFactor, auditSignIn } from '../audit.js'
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server'
 import { Forbidden, InvalidRequest, MethodNotAllowed, NotFound, OAuthError, TooManyRequests } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
@@ -132,6 +133,7 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
       }
       // The session keeps the acr/amr of its sign-in: the passkey counts from the next sign-in that uses it.
       ctx.log.info({ event: 'factor_added', factor: 'passkey', sub: session.user.sub }, 'a person added a passkey')
+      auditFactor(as, req, 'factor.added', session.user.sub, added.passkey.credentialId)
       return redirect(res, afterAdding(form), 303)
     }
     if (action === 'rename') {
@@ -147,6 +149,7 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
       if (!(await as.store.passkeys.remove(session.user.sub, id)))
         return showError(res, new InvalidRequest('That passkey is not one of yours, or it was already removed'))
       ctx.log.info({ event: 'factor_removed', factor: 'passkey', sub: session.user.sub }, 'a person removed a passkey')
+      auditFactor(as, req, 'factor.removed', session.user.sub, id)
       return redirect(res, 'account?passkey=removed', 303)
     }
     showError(res, new InvalidRequest('Choose to add, rename or remove a passkey'))
@@ -181,6 +184,7 @@ export const passkeyLogin: AsHandler = async (req, res, ctx, as) => {
     const result = await verifyAssertion(as, ctx, form.get('credential'), { purpose: 'sign-in' })
     if (!result.ok) {
       ctx.log.info({ event: 'passkey_login_failed', reason: result.reason }, 'passkey sign-in refused')
+      auditSignIn(as, req, { ok: false, sub: null, reason: 'passkey_refused' })
       return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })
     }
     const user = await as.people.byUsername(result.person.username)
@@ -188,6 +192,7 @@ export const passkeyLogin: AsHandler = async (req, res, ctx, as) => {
     const rememberCookie = await rememberBrowser(req, as, user, await knownBrowserFor(req, as, user))
     const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), passkeySignIn(result.passkey.deviceType))
     ctx.log.info({ event: 'passkey_login', sub: user.sub }, 'a person signed in with a passkey')
+    auditSignIn(as, req, { ok: true, sub: user.sub, method: 'passkey' })
     await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
   }
   if (next.kind === 'authorize') await guardRedirect(as, ctx, res, next.request.target, 303, attempt)

@@ -16,6 +16,7 @@ const AUDIT_KEYS = keysAt('#/properties/audit')
 const FILE_PREFIX = 'file:'
 
 export function readAudit(r: Reader, node: Node | undefined, path: string): AuditDestination {
+  if (node === undefined) return { kind: 'off' }
   const audit = r.map(node, path, AUDIT_KEYS)
   if (audit === undefined) return { kind: 'off' }
   const destination = audit.req(
