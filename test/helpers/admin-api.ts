@@ -128,3 +128,15 @@ export async function openApiChecker(adminBase: string): Promise<OpenApiChecker>
   if (r.status !== 200 || r.json === null) throw new Error(`openapi.json: ${r.status} ${r.text}`)
   return new OpenApiChecker(r.json)
 }
+
+/** The `items` of a list answer (throws when the answer is not a list). */
+export function itemsOf(r: Reply): Array<Record<string, unknown>> {
+  const items = r.json?.items
+  if (!Array.isArray(items)) throw new Error(`not a list answer: ${r.status} ${r.text}`)
+  return items as Array<Record<string, unknown>>
+}
+
+/** The `id`s of a list answer. */
+export function idsOf(r: Reply): unknown[] {
+  return itemsOf(r).map((item) => item.id)
+}
