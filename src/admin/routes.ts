@@ -4,6 +4,7 @@
  */
 import { CLIENT_ROUTES } from './clients/routes.js'
 import { GRANT_ROUTES } from './grants/routes.js'
+import { PEOPLE_ROUTES } from './people/routes.js'
 import { buildOpenApi } from './openapi.js'
 import { type AdminRoute, AdminRouter } from './router.js'
 
@@ -20,6 +21,6 @@ const OPENAPI_ROUTE: AdminRoute = {
   handle: async ({ admin }) => ({ status: 200, body: buildOpenApi(ADMIN_ROUTES, admin.as.issuer) }),
 }
 
-export const ADMIN_ROUTES: readonly AdminRoute[] = [OPENAPI_ROUTE, ...CLIENT_ROUTES, ...GRANT_ROUTES]
+export const ADMIN_ROUTES: readonly AdminRoute[] = [OPENAPI_ROUTE, ...CLIENT_ROUTES, ...GRANT_ROUTES, ...PEOPLE_ROUTES]
 
 export const ADMIN_ROUTER = new AdminRouter(ADMIN_ROUTES)

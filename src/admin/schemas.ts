@@ -4,6 +4,7 @@
  */
 import { CLIENT_SCHEMAS } from './clients/schemas.js'
 import { GRANT_SCHEMAS } from './grants/schemas.js'
+import { PEOPLE_SCHEMAS } from './people/schemas.js'
 
 type Json = Record<string, unknown>
 
@@ -35,4 +36,4 @@ const CORE_SCHEMAS: Record<string, Json> = {
   OpenApiDocument: { type: 'object', required: ['openapi', 'paths'], properties: { openapi: { const: '3.1.0' }, paths: { type: 'object' } } },
 }
 
-export const ADMIN_SCHEMAS: Record<string, Json> = { ...CORE_SCHEMAS, ...CLIENT_SCHEMAS, ...GRANT_SCHEMAS }
+export const ADMIN_SCHEMAS: Record<string, Json> = { ...CORE_SCHEMAS, ...CLIENT_SCHEMAS, ...GRANT_SCHEMAS, ...PEOPLE_SCHEMAS }
