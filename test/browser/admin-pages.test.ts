@@ -103,8 +103,11 @@ t.test('the admin pages in Chromium', async (t) => {
 
       // Signed in with a password only: the pages send the admin to give a code first.
       await page.goto(`${pages}/`)
-      t.equal(await heading(page), 'Enter your code', 'a sign-in without a second factor is sent to step up')
-      t.equal(new URL(page.url()).origin, as.issuer, 'on the sign-in pages, not the admin listener')
+      t.equal(new URL(page.url()).origin, as.issuer, 'sent to the sign-in pages, not let in')
+      t.ok(await page.getByText('This application asks for a stronger sign-in.').isVisible(), 'a sign-in without a second factor is sent to step up')
+      await checker.check(t, 'admin-step-up', { replace: { [admin]: 'leo' } })
+      await signIn(page, { username: admin, password: DEMO_PASSWORD })
+      t.equal(await heading(page), 'Enter your code')
       await page.getByLabel('Code', { exact: true }).fill(unusedCode(secret, used))
       await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
       t.equal(await heading(page), 'Admin')
@@ -171,8 +174,16 @@ t.test('the admin pages in Chromium', async (t) => {
   await t.test('framing is refused', async (t) => {
     const { context, page } = await openPage(browser, 'desktop')
     t.teardown(() => context.close())
-    const res = await page.request.get(`${pages}/sign-in`, { maxRedirects: 0 })
+    // A page of the admin listener (a sign-in that expired) carries the pages' headers.
+    const res = await page.request.get(`${pages}/callback?state=x&code=y`, { maxRedirects: 0 })
+    t.equal(res.status(), 400)
     t.match(res.headers()['content-security-policy'] ?? '', /frame-ancestors 'none'/, 'CSP frame-ancestors none')
+    t.equal(res.headers()['x-frame-options'], 'DENY', 'X-Frame-Options DENY')
+    // And Chromium does not render the pages in a frame of another origin.
+    await page.setContent(`<!doctype html><title>framing</title><iframe title="admin" src="${pages}/callback?state=x"></iframe>`)
+    const frame = page.frames().find((f) => f !== page.mainFrame())
+    // setContent waits for the load event, the frame's included: by then Chromium has refused it.
+    t.match(frame?.url() ?? '', /^chrome-error:/, 'the frame is refused (Chromium shows its error page)')
     const home = await page.request.get(`${pages}/`, { maxRedirects: 0 })
     t.equal(home.status(), 303, 'no session: sent to sign in')
     const page403 = await page.request.post(`${pages}/act`, { form: { action: 'disable', sub: 'alice' }, maxRedirects: 0 })
@@ -186,6 +197,7 @@ t.test('the admin pages in Chromium', async (t) => {
     t.teardown(() => context.close())
     const { secret, used } = await enrolTotp(page, as, NOT_ADMIN)
     await page.goto(`${pages}/`)
+    await signIn(page, { username: NOT_ADMIN, password: DEMO_PASSWORD })
     await page.getByLabel('Code', { exact: true }).fill(unusedCode(secret, used))
     await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
     t.equal(await heading(page), 'Not an administrator')

@@ -1,84 +1,90 @@
 /**
- * The support-desk actions of the admin pages, each audited with the admin
- * as actor. They go through the functions the rest of bearward uses for the
- * same thing (endSessionsOf, withdrawAccess, the factor and people stores),
- * so a revocation reaches every instance the way the account page's does.
- *
- * NOTE for the merge with the admin API's people endpoints (a-people): when
- * `DELETE /people/{id}/factors`, `DELETE /people/{id}/sessions` and the
- * disable update land, these should call the same functions they do.
+ * The support-desk actions of the admin pages. Each one the admin API has
+ * is done by calling that API route's own handler (the route table,
+ * routes.ts) with the pages' admin as the caller: the same checks, store
+ * calls and audit events as `curl` against /admin/v1 — there is no second
+ * implementation. A route the API does not have yet is said so, never faked.
  */
 import type { IncomingMessage } from 'node:http'
-import { epochSeconds } from '../../clock.js'
-import type { AuditActor, AuditRecord } from '../../audit/events.js'
 import type { AsContext } from '../../as/context.js'
-import { configUserBySub } from '../../as/people/directory.js'
-import { endSessionsOf } from '../../as/sessions/end-sessions.js'
 import { withdrawAccess } from '../../as/withdraw-access.js'
+import type { AdminCaller } from '../auth.js'
+import type { AdminContext } from '../context.js'
+import { type Found, findPerson } from '../people/actions.js'
+import { AdminProblem } from '../problem.js'
+import type { AdminMethod, AdminReply } from '../router.js'
+import { ADMIN_ROUTER } from '../routes.js'
+import type { PagesSession } from './session.js'
 import type { PersonRow } from './views.js'
 
-/** Who is acting and from where, for the audit trail. */
-export interface ActingAdmin {
-  readonly sub: string
-  readonly clientId: string
-  readonly req: IncomingMessage
+/** The admin API's caller for the signed-in admin of the pages (a person with `bearward:admin`). */
+export function callerOf(session: PagesSession): AdminCaller {
+  const c = session.claims
+  return { clientId: c.clientId, sub: c.sub, person: true, jti: c.jti, grantId: c.grantId, write: true }
 }
 
-function record(as: AsContext, by: ActingAdmin, event: Omit<AuditRecord, 'actor' | 'address' | 'userAgent'>): void {
-  const actor: AuditActor = { kind: 'admin', id: by.sub, as: 'person' }
-  as.audit.record({
-    ...event,
-    actor,
-    clientId: event.clientId ?? by.clientId,
-    address: by.req.socket.remoteAddress ?? null,
-    userAgent: by.req.headers['user-agent'] ?? null,
+/** Run the admin API route `method path` (under /admin/v1) for the pages' admin; its AdminProblem, if any, is thrown. */
+export async function callApi(admin: AdminContext, req: IncomingMessage, session: PagesSession, method: AdminMethod, path: string): Promise<AdminReply> {
+  const { route, params } = ADMIN_ROUTER.match(method, path)
+  return route.handle({ req, params, query: new URLSearchParams(), caller: callerOf(session), admin })
+}
+
+/** Whether the admin API has the route `method path` (a rotation not yet served, say). */
+export function apiHas(method: AdminMethod, path: string): boolean {
+  try {
+    ADMIN_ROUTER.match(method, path)
+    return true
+  } catch (err) {
+    if (err instanceof AdminProblem) return false
+    throw err
+  }
+}
+
+const personPath = (username: string): string => `/people/${encodeURIComponent(username)}`
+
+/** The person a username names (as the API finds them), or null. */
+export async function personByUsername(as: AsContext, username: string): Promise<PersonRow | null> {
+  let found: Found
+  try {
+    found = await findPerson(as, username)
+  } catch (err) {
+    if (err instanceof AdminProblem && err.status === 404) return null
+    throw err
+  }
+  return found.kind === 'config'
+    ? { username: found.user.username, sub: found.user.sub, source: 'config', disabled: found.disabled }
+    : { username: found.record.username, sub: found.record.sub, source: 'admin', disabled: found.record.disabled }
+}
+
+/** The actions of a person's page, each the admin API's own route. */
+export const PERSON_ACTIONS = {
+  reset_factors: { method: 'DELETE', path: (username: string) => `${personPath(username)}/factors` },
+  sign_out_everywhere: { method: 'DELETE', path: (username: string) => `${personPath(username)}/sessions` },
+  disable: { method: 'POST', path: (username: string) => `${personPath(username)}/disable` },
+} as const satisfies Record<string, { method: AdminMethod; path: (username: string) => string }>
+
+export type PersonAction = keyof typeof PERSON_ACTIONS
+
+export function isPersonAction(action: string): action is PersonAction {
+  return Object.hasOwn(PERSON_ACTIONS, action)
+}
+
+/**
+ * Revoke what the person allowed a client. The admin API's grant routes are
+ * not served yet, so this is the account page's withdrawal (withdraw-access.ts:
+ * tokens refused, refresh families ended, on every instance), audited as
+ * `grant.revoked` by the pages' admin.
+ */
+export async function revokeGrant(admin: AdminContext, req: IncomingMessage, session: PagesSession, person: PersonRow, clientId: string): Promise<number> {
+  const revoked = await withdrawAccess(admin.as, person.sub, clientId)
+  admin.as.audit.record({
+    event: 'grant.revoked',
+    actor: { kind: 'admin', id: session.claims.sub, as: 'person' },
+    subject: { kind: 'person', id: person.sub },
+    clientId,
+    address: admin.as.clientAddress.of(req),
+    userAgent: req.headers['user-agent'] ?? null,
+    outcome: 'success',
   })
-}
-
-/** The person whose `sub` this is (YAML or managed here, disabled or not), or null. */
-export async function findPerson(as: AsContext, sub: string): Promise<PersonRow | null> {
-  const users = new Map([...as.people.configUsers()].map((u) => [u.username, u]))
-  const yaml = configUserBySub(users, sub)
-  if (yaml !== undefined) return { username: yaml.username, sub: yaml.sub, source: 'config', disabled: await as.store.people.configDisabled(yaml.username) }
-  const stored = await as.store.people.bySub(sub)
-  return stored === null ? null : { username: stored.username, sub: stored.sub, source: 'admin', disabled: stored.disabled }
-}
-
-/** Remove the person's authenticator app and every passkey; returns how many factors were removed. */
-export async function resetFactors(as: AsContext, by: ActingAdmin, sub: string): Promise<number> {
-  let removed = 0
-  if ((await as.store.totp.get(sub)) !== null) {
-    await as.store.totp.delete(sub)
-    removed++
-    record(as, by, { event: 'factor.removed', subject: { kind: 'factor', id: 'totp', person: sub }, outcome: 'success' })
-  }
-  for (const p of await as.store.passkeys.list(sub)) {
-    if (await as.store.passkeys.remove(sub, p.credentialId)) {
-      removed++
-      record(as, by, { event: 'factor.removed', subject: { kind: 'factor', id: p.credentialId, person: sub }, outcome: 'success' })
-    }
-  }
-  return removed
-}
-
-/** End every session of the person, on every instance; returns how many ended. */
-export async function signOutEverywhere(as: AsContext, by: ActingAdmin, sub: string): Promise<number> {
-  const ended = await endSessionsOf(as, sub, 'admin')
-  record(as, by, { event: 'session.ended', subject: { kind: 'person', id: sub }, outcome: 'success' })
-  return ended.sessions.length
-}
-
-/** Disable the person: they cannot sign in, their sessions end and their grants are revoked. */
-export async function disablePerson(as: AsContext, by: ActingAdmin, person: PersonRow): Promise<void> {
-  if (person.source === 'config') await as.store.people.setConfigDisabled(person.username, true)
-  else await as.store.people.update(person.username, null, { disabled: true }, epochSeconds(as.clock))
-  await endSessionsOf(as, person.sub, 'admin', { grants: true })
-  record(as, by, { event: 'person.disabled', subject: { kind: 'person', id: person.sub }, outcome: 'success' })
-}
-
-/** Revoke what the person allowed the client: its tokens are refused at once, its refresh families end. */
-export async function revokeGrant(as: AsContext, by: ActingAdmin, sub: string, clientId: string): Promise<number> {
-  const revoked = await withdrawAccess(as, sub, clientId)
-  record(as, by, { event: 'grant.revoked', subject: { kind: 'person', id: sub }, clientId, outcome: 'success' })
   return revoked
 }

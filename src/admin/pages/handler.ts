@@ -18,7 +18,8 @@ import type { AsContext } from '../../as/context.js'
 import { ClientAborted, OAuthError, StoreUnavailableError } from '../../errors.js'
 import { AS_BODY_LIMIT, FormParams, isFormContentType, readBody } from '../../http/body.js'
 import { type AdminContext, adminContextOf } from '../context.js'
-import { type ActingAdmin, disablePerson, findPerson, resetFactors, revokeGrant, signOutEverywhere } from './actions.js'
+import { AdminProblem } from '../problem.js'
+import { callApi, isPersonAction, PERSON_ACTIONS, personByUsername, revokeGrant } from './actions.js'
 import { currentAdmin, type PagesSession, sessionCookie } from './session.js'
 import { finishSignIn, type PagesPlace, startSignIn } from './sign-in.js'
 import { clientPage, clientsPage, confirmPage, homePage, messageOnly, type PersonDetail, type PersonRow, peoplePage, personPage } from './views.js'
@@ -44,6 +45,8 @@ export async function handleAdminPages(req: IncomingMessage, res: ServerResponse
     if (res.headersSent) return void res.destroy()
     if (err instanceof StoreUnavailableError)
       return showPage(res, 503, messageOnly('Temporarily unavailable', 'The store is unavailable: try again in a moment.'))
+    if (err instanceof AdminProblem && err.status < 500)
+      return showPage(res, err.status, messageOnly('This request cannot be completed', err.detail, { href: './', text: 'Admin' }))
     if (err instanceof OAuthError && err.status < 500)
       return showPage(res, err.status, messageOnly('This request cannot be completed', err.description ?? err.error))
     admin.as.log.error({ err }, 'admin page failed')
@@ -143,7 +146,7 @@ async function showGet(res: ServerResponse, admin: AdminContext, session: PagesS
       return showPage(res, 200, peoplePage({ ...base, q, people: found.slice(0, MAX_RESULTS), more: found.length > MAX_RESULTS }))
     }
     case '/person': {
-      const person = await findPerson(admin.as, place.query.get('sub') ?? '')
+      const person = await personByUsername(admin.as, place.query.get('id') ?? '')
       if (person === null) return showPage(res, 404, messageOnly('No such person', 'Nobody has this id.', { href: './', text: 'Find a person' }))
       return showPage(res, 200, personPage({ ...base, person: await personDetail(admin.as, person), ...(notice === undefined ? {} : { notice }) }))
     }
@@ -222,25 +225,26 @@ async function personDetail(as: AsContext, person: PersonRow): Promise<PersonDet
   return { ...person, totp: totp?.confirmedAt != null, passkeys: passkeys.length, grants }
 }
 
-/** POST /act: without `confirm=yes` the confirmation step; with it, the action, audited, then back to the person. */
+/** POST /act: without `confirm=yes` the confirmation step; with it, the action (the admin API's own route), then back to the person. */
 async function act(req: IncomingMessage, res: ServerResponse, admin: AdminContext, session: PagesSession, form: FormParams): Promise<void> {
   const action = form.get('action') ?? ''
-  const sub = form.get('sub') ?? ''
+  const username = form.get('person') ?? ''
   const clientId = form.get('client_id')
-  const person = await findPerson(admin.as, sub)
-  const known = ['reset_factors', 'sign_out_everywhere', 'disable', 'revoke_grant']
-  if (!known.includes(action) || person === null || (action === 'revoke_grant' && clientId === undefined)) {
+  const person = await personByUsername(admin.as, username)
+  const known = isPersonAction(action) || (action === 'revoke_grant' && clientId !== undefined)
+  if (!known || person === null) {
     return showPage(res, 400, messageOnly('This request cannot be completed', 'Choose an action on a person’s page.', { href: './', text: 'Admin' }))
   }
   if (form.get('confirm') !== 'yes') {
-    const fields: Record<string, string> = { sub, ...(clientId === undefined ? {} : { client_id: clientId }) }
+    const fields: Record<string, string> = { person: username, ...(clientId === undefined ? {} : { client_id: clientId }) }
     const subject = clientId === undefined ? person.username : `${clientId} for ${person.username}`
     return showPage(res, 200, confirmPage({ signedInAs: signedInAs(session), csrf: session.csrf, action, subject, fields }))
   }
-  const by: ActingAdmin = { sub: session.claims.sub, clientId: session.claims.clientId, req }
-  if (action === 'reset_factors') await resetFactors(admin.as, by, person.sub)
-  else if (action === 'sign_out_everywhere') await signOutEverywhere(admin.as, by, person.sub)
-  else if (action === 'disable') await disablePerson(admin.as, by, person)
-  else await revokeGrant(admin.as, by, person.sub, clientId as string)
-  redirect(res, `person?sub=${encodeURIComponent(person.sub)}&done=${action}`, 303)
+  if (isPersonAction(action)) {
+    const { method, path } = PERSON_ACTIONS[action]
+    await callApi(admin, req, session, method, path(person.username))
+  } else {
+    await revokeGrant(admin, req, session, person, clientId as string)
+  }
+  redirect(res, `person?id=${encodeURIComponent(person.username)}&done=${action}`, 303)
 }

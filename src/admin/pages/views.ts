@@ -78,7 +78,7 @@ ${
 ${o.people.map(
   (
     p,
-  ) => html`<li><a href="person?sub=${encodeURIComponent(p.sub)}">${p.username}</a> <span class="fine">(${p.source === 'config' ? 'from the config' : 'managed here'}${p.disabled ? ', disabled' : ''})</span></li>
+  ) => html`<li><a href="person?id=${encodeURIComponent(p.username)}">${p.username}</a> <span class="fine">(${p.source === 'config' ? 'from the config' : 'managed here'}${p.disabled ? ', disabled' : ''})</span></li>
 `,
 )}</ul>`
 }${o.more ? html`<p class="fine">More people match: narrow the search.</p>` : ''}`,
@@ -103,7 +103,7 @@ ${hiddenFields({ csrf, action, ...fields })}<div class="actions">
 /** One person: their ways of signing in, the applications they allowed, and the support-desk actions. */
 export function personPage(o: { signedInAs: string; csrf: string; person: PersonDetail; notice?: string }): string {
   const p = o.person
-  const target = { sub: p.sub }
+  const target = { person: p.username }
   return adminPage(
     `Person ${p.username}`,
     o.signedInAs,
@@ -121,7 +121,7 @@ ${
     : html`<ul class="apps">
 ${p.grants.map(
   (g) => html`<li><h3>${g.clientName}</h3><p class="when">Allowed on ${when(g.allowedAt)}</p>
-${actionForm(o.csrf, 'revoke_grant', { sub: p.sub, client_id: g.clientId }, `Revoke ${g.clientName}’s access`)}</li>
+${actionForm(o.csrf, 'revoke_grant', { person: p.username, client_id: g.clientId }, `Revoke ${g.clientName}’s access`)}</li>
 `,
 )}</ul>`
 }
