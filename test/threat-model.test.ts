@@ -47,6 +47,7 @@ const REQUIRED_SURFACES = [
   'WebSocket and long-lived streams',
   'HTTP/2 and gRPC',
   'Admin listener',
+  'Admin API',
   'Config reload',
   'Store (Redis) faults',
   '/par and request objects',
