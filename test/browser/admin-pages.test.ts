@@ -1,4 +1,7 @@
 import t, { type Test } from 'tap'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import * as OTPAuth from 'otpauth'
 import type { Browser, Page } from 'playwright-core'
 import { DEMO_PASSWORD, demoHashes } from '../helpers/as-config.js'
@@ -25,6 +28,9 @@ t.setTimeout(300_000)
 const ADMIN: Record<ViewportName, string> = { phone: 'leo', desktop: 'mia' }
 const PERSON: Record<ViewportName, string> = { phone: 'judy', desktop: 'ken' }
 const NOT_ADMIN = 'dave'
+
+/** Equal as the trail writes them (members in the trail's order). */
+const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b)
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
 
@@ -56,6 +62,8 @@ interface Setup {
   as: BrowserAs
   /** The pages' URL on admin_listen, `http://127.0.0.1:PORT/admin`. */
   pages: string
+  /** The audit trail's file. */
+  trail: string
 }
 
 async function start(t: Test): Promise<Setup> {
@@ -64,7 +72,11 @@ async function start(t: Test): Promise<Setup> {
   const adminPort = await freePort()
   const pages = `http://127.0.0.1:${adminPort}/admin`
   const { secretHash } = await demoHashes()
+  const dir = await mkdtemp(join(tmpdir(), 'bearward-admin-pages-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const trail = join(dir, 'audit.jsonl')
   const as = await startBrowserAs((config) => {
+    config.audit = { destination: `file:${trail}` }
     config.admin_listen = `127.0.0.1:${adminPort}`
     config.authorization_server.clients.push({
       client_id: 'admin-pages',
@@ -79,11 +91,11 @@ async function start(t: Test): Promise<Setup> {
     config.admin_api = { enabled: true, clients: ['admin-pages'], people: [...Object.values(ADMIN)] }
   })
   t.teardown(() => as.close())
-  return { browser, as, pages }
+  return { browser, as, pages, trail }
 }
 
 t.test('the admin pages in Chromium', async (t) => {
-  const { browser, as, pages } = await start(t)
+  const { browser, as, pages, trail } = await start(t)
   /** A CSRF token of a session of the other width's run: must not work in this one. */
   let otherCsrf: string | null = null
 
@@ -205,5 +217,27 @@ t.test('the admin pages in Chromium', async (t) => {
     const again = await page.request.get(`${pages}/`, { maxRedirects: 0 })
     t.equal(again.status(), 303, 'no pages session was given')
     await checker.check(t, 'admin-refused')
+  })
+
+  await t.test('every action and refusal is in the audit trail', async (t) => {
+    const lines = (await readFile(trail, 'utf8'))
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { event: string; actor: Record<string, unknown>; subject: Record<string, unknown>; reason: string | null })
+    for (const viewport of VIEWPORT_NAMES) {
+      const by = { kind: 'admin', id: ADMIN[viewport], as: 'person' }
+      const person = PERSON[viewport]
+      t.ok(
+        lines.some((l) => l.event === 'factor.removed' && same(l.actor, by) && l.subject.kind === 'factor' && l.subject.person === person),
+        `${viewport}: factor.removed by ${ADMIN[viewport]} for ${person}`,
+      )
+      t.ok(
+        lines.some((l) => l.event === 'session.ended' && same(l.actor, by) && same(l.subject, { kind: 'person', id: person })),
+        `${viewport}: session.ended by ${ADMIN[viewport]} for ${person}`,
+      )
+    }
+    const denied = lines.filter((l) => l.event === 'admin.denied').map((l) => l.reason)
+    t.same(denied.filter((r) => r === 'csrf').length, 3, 'three forms refused for their CSRF token (one per width without, one with another session’s)')
+    t.ok(denied.includes('not_admin'), 'the person not in admin_api.people')
   })
 })
