@@ -8,6 +8,9 @@ import { accessTokenOf, adminConfig, AdminClient, adminToken, idsOf, itemsOf, jt
 import { startBin, tempConfig } from '../helpers/bin.js'
 import { freePort, reply } from '../helpers/http.js'
 import { startUpstream } from '../helpers/upstream.js'
+import { makeProof, proofKeyPair } from '../helpers/dpop.js'
+import { basic } from '../helpers/admin-api.js'
+import { DEMO_SECRET } from '../helpers/as-config.js'
 import type { ConfigTree } from '../helpers/config-tree.js'
 
 async function startAdmin(t: Test, admin?: ConfigTree) {
@@ -213,4 +216,50 @@ t.test("grants: a person's grants listed, one revoked, its tokens refused at onc
   const after = itemsOf(await api.call('GET', '/grants?person=alice', { token }))
   t.same(after.map((g) => g.id).includes(firstGrant), false)
   t.equal(after.length, 1)
+})
+
+t.test('admin_api.public_path serves the same API on the main listener', async (t) => {
+  const { bin, checker } = await startAdmin(t, { public_path: '/-/admin' })
+  const token = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin:read'))
+  const main = new AdminClient(bin.url, checker, '/-/admin/v1')
+  const r = await main.call('GET', '/clients', { token })
+  t.equal(r.status, 200)
+  t.ok(r.headers.get('x-request-id'), 'answered by the main listener')
+  t.equal((await main.call('GET', '/clients')).status, 401)
+  t.equal((await reply(fetch(`${bin.url}/admin/v1/clients`, { headers: { authorization: `Bearer ${token}` } }))).status, 404, 'only under public_path')
+})
+
+t.test('a DPoP-bound admin token works with its proof and is refused without one', async (t) => {
+  const { bin, api } = await startAdmin(t)
+  const key = proofKeyPair()
+  const tokenUrl = `${bin.url}/token`
+  const issued = await reply(
+    fetch(tokenUrl, {
+      method: 'POST',
+      headers: {
+        authorization: basic('ops', DEMO_SECRET),
+        'content-type': 'application/x-www-form-urlencoded',
+        dpop: makeProof(key, { htm: 'POST', htu: tokenUrl }),
+      },
+      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'bearward:admin', resource: `${bin.url}/admin/v1` }).toString(),
+    }),
+  )
+  t.equal(issued.json?.token_type, 'DPoP', issued.text)
+  const token = accessTokenOf(issued)
+  const url = `${bin.admin}/admin/v1/clients`
+  const withProof = await api.call('GET', '/clients', { headers: { authorization: `DPoP ${token}`, dpop: makeProof(key, { htu: url, accessToken: token }) } })
+  t.equal(withProof.status, 200, withProof.text)
+  const asBearer = await api.call('GET', '/clients', { token })
+  t.equal(asBearer.status, 401, 'a bound token sent as Bearer')
+  const noProof = await api.call('GET', '/clients', { headers: { authorization: `DPoP ${token}` } })
+  t.equal(noProof.status, 401)
+  t.match(noProof.headers.get('www-authenticate'), /DPoP/)
+  const otherKey = await api.call('GET', '/clients', {
+    headers: { authorization: `DPoP ${token}`, dpop: makeProof(proofKeyPair(), { htu: url, accessToken: token }) },
+  })
+  t.equal(otherKey.status, 401, 'a proof by another key')
+  const otherUri = await api.call('GET', '/clients', {
+    headers: { authorization: `DPoP ${token}`, dpop: makeProof(key, { htu: `${bin.admin}/admin/v1/grants`, accessToken: token }) },
+  })
+  t.equal(otherUri.status, 401, 'a proof for another URI')
 })
