@@ -89,6 +89,8 @@ t.test('attacks on who may hold the admin scopes and what a token may do', async
     const r = await personToken(bin.url, { client: 'console', username: 'bob', scope: 'openid bearward:admin', resource: `${bin.url}/admin/v1` })
     t.equal(r.status, 400, r.text)
     t.equal(r.json?.error, 'invalid_scope')
+    const ops = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin:read'))
+    t.same(itemsOf(await api.call('GET', '/grants?person=bob', { token: ops })), [], 'no grant was left behind')
   })
 
   t.test('a person in admin_api.people gets an admin token that works', async (t) => {
