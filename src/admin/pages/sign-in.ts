@@ -127,6 +127,8 @@ export async function finishSignIn(req: IncomingMessage, res: ServerResponse, ad
   const error = place.query.get('error')
   const code = place.query.get('code')
   const client = pagesClient(admin, place.base)
+  // The admin scope may be refused at /authorize already (the code is never issued) or at the redemption below.
+  if (error === 'invalid_scope') return notAdmin(res, clearFlow)
   if (error !== null || code === null || client === undefined) {
     showPage(res, 400, messageOnly('You were not signed in', 'The sign-in did not complete.', again), { cookies: [clearFlow] })
     return { kind: 'invalid', reason: error === null ? 'no_code' : 'authorization_error' }
@@ -147,22 +149,19 @@ export async function finishSignIn(req: IncomingMessage, res: ServerResponse, ad
     token = answer.access_token
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err
-    const notAdmin = err.error === 'invalid_scope'
-    showPage(
-      res,
-      403,
-      messageOnly(
-        notAdmin ? 'Not an administrator' : 'You were not signed in',
-        notAdmin ? 'Your account is not one of the admin pages’ people (admin_api.people).' : 'The sign-in did not complete.',
-        notAdmin ? undefined : again,
-      ),
-      { cookies: [clearFlow] },
-    )
-    return { kind: 'refused', sub: null, reason: notAdmin ? 'not_admin' : err.error }
+    if (err.error === 'invalid_scope') return notAdmin(res, clearFlow)
+    showPage(res, 403, messageOnly('You were not signed in', 'The sign-in did not complete.', again), { cookies: [clearFlow] })
+    return { kind: 'refused', sub: null, reason: err.error }
   }
   const claims = await verifyOwnAccessToken(admin.as, token)
   redirect(res, './', 303, [clearFlow, sessionCookie(admin.as, token, place.secure)])
   return { kind: 'signed_in', sub: claims?.sub ?? '' }
+}
+
+/** The admin scope policy refused the person (not in admin_api.people): no pages session. */
+function notAdmin(res: ServerResponse, clearFlow: string): SignInOutcome {
+  showPage(res, 403, messageOnly('Not an administrator', 'Your account is not one of the admin pages’ people (admin_api.people).'), { cookies: [clearFlow] })
+  return { kind: 'refused', sub: null, reason: 'not_admin' }
 }
 
 /** The authorization_code grant never reads `req` (the token endpoint's request context): the pages have none to give. */
