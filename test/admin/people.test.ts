@@ -69,12 +69,12 @@ t.test('people: YAML people listed read-only beside created ones; a username or 
   const list = await api.call('GET', '/people?limit=1', { token: write })
   t.equal(list.status, 200)
   t.same(
-    (list.json?.items as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
+    ((list.json?.items ?? []) as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
     [['alice', 'config']],
   )
   const rest = await api.call('GET', `/people?limit=5&cursor=${encodeURIComponent(list.json?.next_cursor as string)}`, { token: write })
   t.same(
-    (rest.json?.items as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
+    ((rest.json?.items ?? []) as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
     [['carol', 'admin']],
   )
   t.equal(rest.json?.next_cursor, null)
@@ -124,7 +124,7 @@ t.test('people: a read token reads but cannot disable; an id of another kind is 
 
 t.test('people: disabling a YAML person refuses their sign-in and ends their grants; enabling lets them back', async (t) => {
   const { bin, api, write } = await startAdmin(t)
-  const before = await aliceTokens(bin, 'openid orders:read offline_access')
+  const before = await aliceTokens(bin, 'openid orders:read')
   t.type(before.refresh_token, 'string')
   const disabled = await api.call('POST', '/people/alice/disable', { token: write })
   t.equal(disabled.status, 200, disabled.text)
@@ -192,9 +192,11 @@ t.test('people on Redis, two instances: a disable on one is refused on the other
   const id = created.json?.id as string
   t.equal((await apiB.call('GET', `/people/${id}`, { token: write })).status, 200, 'created on A, read on B')
   t.equal((await apiB.call('POST', '/people', { token: write, body: { username: id } })).status, 409, 'and taken on B')
-  const tokens = await aliceTokens(b, 'openid orders:read offline_access')
-  t.equal((await apiA.call('POST', '/people/alice/disable', { token: write })).status, 200)
-  t.equal((await apiB.call('GET', '/people/alice', { token: write })).json?.disabled, true, 'B sees the flag')
-  await t.rejects(aliceTokens(b, 'openid orders:read'), 'sign-in on B is refused at once')
-  t.equal((await refresh(b, tokens.refresh_token as string)).status, 400, "B refuses the grant's refresh token")
+  // The sign-in pages are A's (public_url): B disables, A refuses.
+  const tokens = await aliceTokens(a, 'openid orders:read')
+  t.equal((await apiB.call('POST', '/people/alice/disable', { token: write })).status, 200)
+  t.equal((await apiA.call('GET', '/people/alice', { token: write })).json?.disabled, true, 'A sees the flag')
+  await t.rejects(aliceTokens(a, 'openid orders:read'), 'sign-in on A is refused at once')
+  t.equal((await refresh(a, tokens.refresh_token as string)).status, 400, "A refuses the grant's refresh token")
+  t.equal((await fetch(`${b.url}/orders`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status, 401, 'B refuses the access token')
 })
