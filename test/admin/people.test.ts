@@ -24,6 +24,10 @@ async function startAdmin(t: Test) {
   const port = await freePort()
   const config = await adminConfig({ port, upstream: up.url })
   const cfg = await tempConfig(config)
+  const rewrite = (change: (c: typeof config) => void): Promise<void> => {
+    change(config)
+    return writeFile(cfg.file, JSON.stringify(config))
+  }
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
     await bin.stop()
@@ -34,7 +38,7 @@ async function startAdmin(t: Test) {
   const api = new AdminClient(bin.admin, checker)
   const write = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin'))
   const read = accessTokenOf(await adminToken(bin.url, 'auditor', 'bearward:admin:read'))
-  return { bin, api, checker, write, read }
+  return { bin, api, checker, write, read, rewrite }
 }
 
 async function refresh(bin: RunningBin, refreshToken: string): Promise<Response> {
@@ -139,7 +143,7 @@ t.test('people: disabling a YAML person refuses their sign-in and ends their gra
   t.type((await aliceTokens(bin, 'openid orders:read')).access_token, 'string', 'signed in again once enabled')
 })
 
-t.test('people: password links: single use, refused for YAML and disabled people', async (t) => {
+t.test('people: password links: 24 h, kept hashed, refused for YAML and disabled people', async (t) => {
   const { api, write } = await startAdmin(t)
   await api.call('POST', '/people', { token: write, body: { username: 'carol' } })
   const link = await api.call('POST', '/people/carol/password-link', { token: write })
@@ -199,4 +203,17 @@ t.test('people on Redis, two instances: a disable on one is refused on the other
   await t.rejects(aliceTokens(a, 'openid orders:read'), 'sign-in on A is refused at once')
   t.equal((await refresh(a, tokens.refresh_token as string)).status, 400, "A refuses the grant's refresh token")
   t.equal((await fetch(`${b.url}/orders`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status, 401, 'B refuses the access token')
+})
+
+t.test('people: a reload that adds a YAML user already created through the API is refused, naming both', async (t) => {
+  const { bin, api, write, rewrite } = await startAdmin(t)
+  t.equal((await api.call('POST', '/people', { token: write, body: { username: 'carol' } })).status, 201)
+  await rewrite((c) => {
+    c.authorization_server.users.push({ ...(c.authorization_server.users[0] as Record<string, unknown>), username: 'carol', sub: 'carol-yaml' })
+  })
+  bin.child.kill('SIGHUP')
+  const refused = await bin.waitForLog((e) => String(e.msg).startsWith('config reload refused'))
+  t.match(String(refused.msg), /authorization_server\.users\[1\].*username carol is also a person created through the admin API/)
+  const carol = await api.call('GET', '/people/carol', { token: write })
+  t.equal(carol.json?.source, 'admin', 'still served by the previous config: carol is the stored person')
 })
