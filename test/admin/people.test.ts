@@ -24,6 +24,10 @@ async function startAdmin(t: Test) {
   const port = await freePort()
   const config = await adminConfig({ port, upstream: up.url })
   const cfg = await tempConfig(config)
+  const rewrite = (change: (c: typeof config) => void): Promise<void> => {
+    change(config)
+    return writeFile(cfg.file, JSON.stringify(config))
+  }
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
     await bin.stop()
@@ -34,7 +38,7 @@ async function startAdmin(t: Test) {
   const api = new AdminClient(bin.admin, checker)
   const write = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin'))
   const read = accessTokenOf(await adminToken(bin.url, 'auditor', 'bearward:admin:read'))
-  return { bin, api, checker, write, read }
+  return { bin, api, checker, write, read, rewrite }
 }
 
 async function refresh(bin: RunningBin, refreshToken: string): Promise<Response> {
@@ -69,12 +73,12 @@ t.test('people: YAML people listed read-only beside created ones; a username or 
   const list = await api.call('GET', '/people?limit=1', { token: write })
   t.equal(list.status, 200)
   t.same(
-    (list.json?.items as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
+    ((list.json?.items ?? []) as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
     [['alice', 'config']],
   )
   const rest = await api.call('GET', `/people?limit=5&cursor=${encodeURIComponent(list.json?.next_cursor as string)}`, { token: write })
   t.same(
-    (rest.json?.items as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
+    ((rest.json?.items ?? []) as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
     [['carol', 'admin']],
   )
   t.equal(rest.json?.next_cursor, null)
@@ -124,7 +128,7 @@ t.test('people: a read token reads but cannot disable; an id of another kind is 
 
 t.test('people: disabling a YAML person refuses their sign-in and ends their grants; enabling lets them back', async (t) => {
   const { bin, api, write } = await startAdmin(t)
-  const before = await aliceTokens(bin, 'openid orders:read offline_access')
+  const before = await aliceTokens(bin, 'openid orders:read')
   t.type(before.refresh_token, 'string')
   const disabled = await api.call('POST', '/people/alice/disable', { token: write })
   t.equal(disabled.status, 200, disabled.text)
@@ -139,7 +143,7 @@ t.test('people: disabling a YAML person refuses their sign-in and ends their gra
   t.type((await aliceTokens(bin, 'openid orders:read')).access_token, 'string', 'signed in again once enabled')
 })
 
-t.test('people: password links: single use, refused for YAML and disabled people', async (t) => {
+t.test('people: password links: 24 h, kept hashed, refused for YAML and disabled people', async (t) => {
   const { api, write } = await startAdmin(t)
   await api.call('POST', '/people', { token: write, body: { username: 'carol' } })
   const link = await api.call('POST', '/people/carol/password-link', { token: write })
@@ -192,9 +196,24 @@ t.test('people on Redis, two instances: a disable on one is refused on the other
   const id = created.json?.id as string
   t.equal((await apiB.call('GET', `/people/${id}`, { token: write })).status, 200, 'created on A, read on B')
   t.equal((await apiB.call('POST', '/people', { token: write, body: { username: id } })).status, 409, 'and taken on B')
-  const tokens = await aliceTokens(b, 'openid orders:read offline_access')
-  t.equal((await apiA.call('POST', '/people/alice/disable', { token: write })).status, 200)
-  t.equal((await apiB.call('GET', '/people/alice', { token: write })).json?.disabled, true, 'B sees the flag')
-  await t.rejects(aliceTokens(b, 'openid orders:read'), 'sign-in on B is refused at once')
-  t.equal((await refresh(b, tokens.refresh_token as string)).status, 400, "B refuses the grant's refresh token")
+  // The sign-in pages are A's (public_url): B disables, A refuses.
+  const tokens = await aliceTokens(a, 'openid orders:read')
+  t.equal((await apiB.call('POST', '/people/alice/disable', { token: write })).status, 200)
+  t.equal((await apiA.call('GET', '/people/alice', { token: write })).json?.disabled, true, 'A sees the flag')
+  await t.rejects(aliceTokens(a, 'openid orders:read'), 'sign-in on A is refused at once')
+  t.equal((await refresh(a, tokens.refresh_token as string)).status, 400, "A refuses the grant's refresh token")
+  t.equal((await fetch(`${b.url}/orders`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status, 401, 'B refuses the access token')
+})
+
+t.test('people: a reload that adds a YAML user already created through the API is refused, naming both', async (t) => {
+  const { bin, api, write, rewrite } = await startAdmin(t)
+  t.equal((await api.call('POST', '/people', { token: write, body: { username: 'carol' } })).status, 201)
+  await rewrite((c) => {
+    c.authorization_server.users.push({ ...(c.authorization_server.users[0] as Record<string, unknown>), username: 'carol', sub: 'carol-yaml' })
+  })
+  bin.child.kill('SIGHUP')
+  const refused = await bin.waitForLog((e) => String(e.msg).startsWith('config reload refused'))
+  t.match(String(refused.msg), /authorization_server\.users\[1\].*username carol is also a person created through the admin API/)
+  const carol = await api.call('GET', '/people/carol', { token: write })
+  t.equal(carol.json?.source, 'admin', 'still served by the previous config: carol is the stored person')
 })

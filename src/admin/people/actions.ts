@@ -4,7 +4,7 @@
  * sessions, and audit each change. One module for the API and the pages.
  */
 import type { IncomingMessage } from 'node:http'
-import type { AuditEventName, AuditRecord } from '../../audit/events.js'
+import type { AuditActor, AuditEventName, AuditRecord } from '../../audit/events.js'
 import type { AsContext } from '../../as/context.js'
 import { endSessionsOf } from '../../as/sessions/end-sessions.js'
 import type { UserConfig } from '../../config/validated-config.js'
@@ -27,11 +27,15 @@ export function subOf(found: Found): string {
   return found.kind === 'config' ? found.user.sub : found.record.sub
 }
 
+export function adminActor(caller: AdminCaller): AuditActor {
+  return { kind: 'admin', id: caller.sub, as: caller.person ? 'person' : 'client' }
+}
+
 /** Record an admin action on a person in the audit trail. */
 export function auditPerson(as: AsContext, req: IncomingMessage, caller: AdminCaller, event: AuditEventName, subject: AuditRecord['subject']): void {
   as.audit.record({
     event,
-    actor: { kind: 'admin', id: caller.sub, as: caller.person ? 'person' : 'client' },
+    actor: adminActor(caller),
     subject,
     clientId: caller.clientId,
     address: as.clientAddress.of(req),
@@ -41,8 +45,9 @@ export function auditPerson(as: AsContext, req: IncomingMessage, caller: AdminCa
 }
 
 /** End every session of `sub` and, with `grants`, revoke their grants (tokens refused, streams ended, on every instance). */
-export async function endEverything(as: AsContext, sub: string, grants: boolean): Promise<{ sessions: number; grants: number }> {
-  const ended = await endSessionsOf(as, sub, 'admin', { grants })
+export async function endEverything(as: AsContext, caller: AdminCaller, sub: string, grants: boolean): Promise<{ sessions: number; grants: number }> {
+  // endSessionsOf records session.ended (and grant.revoked) with this actor.
+  const ended = await endSessionsOf(as, sub, 'admin', { grants, actor: adminActor(caller) })
   return { sessions: ended.sessions.length, grants: ended.grantsRevoked ?? 0 }
 }
 

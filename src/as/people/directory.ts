@@ -92,3 +92,20 @@ function fromConfig(u: UserConfig): LocalPerson {
 function fromRecord(r: PersonRecord): LocalPerson {
   return { username: r.username, sub: r.sub, claims: r.claims, passwordHash: r.passwordHash, source: 'admin' }
 }
+
+/**
+ * At load: the YAML users whose username or sub a person created through
+ * the admin API already holds (never silently shadowed: the load is
+ * refused, naming both). Empty when the store cannot be asked; the lookup
+ * refuses the ambiguous username then (see PersonDirectory.byUsername).
+ */
+export async function overlapsWithStore(users: readonly UserConfig[], store: PeopleStore): Promise<Array<{ index: number; message: string }>> {
+  const found: Array<{ index: number; message: string }> = []
+  for (const [index, u] of users.entries()) {
+    const [byName, bySub] = await Promise.all([store.get(u.username), store.bySub(u.sub)])
+    if (byName !== null) found.push({ index, message: `username ${u.username} is also a person created through the admin API: delete one of them` })
+    else if (bySub !== null)
+      found.push({ index, message: `sub ${u.sub} is also the sub of ${bySub.username}, created through the admin API: delete one of them` })
+  }
+  return found
+}
