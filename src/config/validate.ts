@@ -27,6 +27,8 @@ import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { readAudit } from './sections/audit.js'
+import { refuseRoutesOverOwnPaths } from './own-path-overlap.js'
+import { ownPaths } from '../as/own-paths.js'
 import { readTraces } from './sections/telemetry.js'
 import { readHttp2 } from './sections/http2.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
@@ -125,6 +127,9 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
         })
 
   refuseDemoOnNetwork(r, top, listen, authorizationServer)
+  if (authorizationServer !== null) {
+    refuseRoutesOverOwnPaths(r, routesNode, routes, normalizedPublicUrl, ownPaths(normalizedPublicUrl, authorizationServer))
+  }
   if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')
   if (mtlsPath !== null && mtlsPath !== new URL(normalizedPublicUrl).pathname.replace(/\/+$/, '')) {
