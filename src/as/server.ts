@@ -111,7 +111,10 @@ export function createAuthorizationServer(as: AsContext, frontChannel: ReadonlyM
       }
       await endpoint.handler(req, res, ctx, as)
     } catch (err) {
-      sendError(res, answerFailure(err, ctx.log, as.failures).answer)
+      const { answer } = answerFailure(err, ctx.log, as.failures)
+      // The access line's reason: the error code the client was given.
+      ctx.refusal = answer.error
+      sendError(res, answer)
     }
     return true
   }

@@ -93,6 +93,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const workers = readWorkers(r, top, store)
   const log = r.map(top.get('log'), top.pathOf('log'), LOG_KEYS)
   const logLevel = log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info'
+  const accessSub = log?.opt('access_sub', r.bool(), true) ?? true
   const audit = readAudit(r, top.get('audit'), top.pathOf('audit'))
   const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), REQUEST_ID_KEYS)
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
@@ -148,7 +149,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     publicUrl: normalizedPublicUrl,
     tls,
     store,
-    log: { level: logLevel },
+    log: { level: logLevel, accessSub },
     audit,
     trustIncomingRequestId,
     shutdownTimeoutMs,
