@@ -28,6 +28,8 @@ import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { readAudit } from './sections/audit.js'
+import { refuseRoutesOverOwnPaths } from './own-path-overlap.js'
+import { ownPaths } from '../as/own-paths.js'
 import { readTraces } from './sections/telemetry.js'
 import { readHttp2 } from './sections/http2.js'
 import { checkHttpUrl, parseAbsoluteUrl, stripTrailingSlash } from './values.js'
@@ -92,6 +94,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const workers = readWorkers(r, top, store)
   const log = r.map(top.get('log'), top.pathOf('log'), LOG_KEYS)
   const logLevel = log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info'
+  const accessSub = log?.opt('access_sub', r.bool(), true) ?? true
   const audit = readAudit(r, top.get('audit'), top.pathOf('audit'))
   const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), REQUEST_ID_KEYS)
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
@@ -131,6 +134,9 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     r.problem(top.get('admin_api'), top.pathOf('admin_api'), 'with `workers` above 1 the admin API is served only under `admin_api.public_path`: set it')
   }
   refuseDemoOnNetwork(r, top, listen, authorizationServer)
+  if (authorizationServer !== null) {
+    refuseRoutesOverOwnPaths(r, routesNode, routes, normalizedPublicUrl, ownPaths(normalizedPublicUrl, authorizationServer))
+  }
   if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')
   if (mtlsPath !== null && mtlsPath !== new URL(normalizedPublicUrl).pathname.replace(/\/+$/, '')) {
@@ -149,7 +155,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     publicUrl: normalizedPublicUrl,
     tls,
     store,
-    log: { level: logLevel },
+    log: { level: logLevel, accessSub },
     audit,
     trustIncomingRequestId,
     shutdownTimeoutMs,

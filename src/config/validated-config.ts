@@ -47,6 +47,8 @@ export type StoreConfig =
 
 export interface LogConfig {
   level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  /** The access line names the token's subject (`log.access_sub`, default true); false leaves `sub` out. */
+  accessSub: boolean
 }
 
 /** `audit.destination`: where the audit trail goes (src/audit/trail.ts); `off` when `audit` is absent. */

@@ -100,6 +100,7 @@ export class RequestDispatcher {
     // ClientAborted, or the proxy was streaming it): reported here, once.
     if (!req.complete && !answeredInFull(res)) reportAbortedBody(ctx, this.#failures[ctx.routeLabel.startsWith('as:') ? 'as' : 'gateway'])
     ctx.closeListener?.onResponseClose()
+    const accessSub = ctx.runtime?.config.log.accessSub ?? true
     ctx.runtime?.depart()
     ctx.runtime = null
     const seconds = (performance.now() - ctx.started) / 1000
@@ -115,6 +116,9 @@ export class RequestDispatcher {
       ctx.routeLabel,
       res.statusCode,
       Math.round(seconds * 10000) / 10,
+      ctx.clientId,
+      accessSub ? ctx.sub : null,
+      ctx.refusal,
     )
     if (ctx.trace.span !== null) {
       const httpRoute = ctx.httpRoute ?? (ctx.routeLabel.startsWith('as:') ? ctx.rawPath : null)
