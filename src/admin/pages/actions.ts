@@ -3,11 +3,11 @@
  * is done by calling that API route's own handler (the route table,
  * routes.ts) with the pages' admin as the caller: the same checks, store
  * calls and audit events as `curl` against /admin/v1 — there is no second
- * implementation. A route the API does not have yet is said so, never faked.
+ * implementation. A route the API does not have yet (secret rotation) is
+ * said so on the page, never faked.
  */
 import type { IncomingMessage } from 'node:http'
 import type { AsContext } from '../../as/context.js'
-import { withdrawAccess } from '../../as/withdraw-access.js'
 import type { AdminCaller } from '../auth.js'
 import type { AdminContext } from '../context.js'
 import { type Found, findPerson } from '../people/actions.js'
@@ -24,9 +24,16 @@ export function callerOf(session: PagesSession): AdminCaller {
 }
 
 /** Run the admin API route `method path` (under /admin/v1) for the pages' admin; its AdminProblem, if any, is thrown. */
-export async function callApi(admin: AdminContext, req: IncomingMessage, session: PagesSession, method: AdminMethod, path: string): Promise<AdminReply> {
+export async function callApi(
+  admin: AdminContext,
+  req: IncomingMessage,
+  session: PagesSession,
+  method: AdminMethod,
+  path: string,
+  query: URLSearchParams = new URLSearchParams(),
+): Promise<AdminReply> {
   const { route, params } = ADMIN_ROUTER.match(method, path)
-  return route.handle({ req, params, query: new URLSearchParams(), caller: callerOf(session), admin })
+  return route.handle({ req, params, query, caller: callerOf(session), admin })
 }
 
 /** Whether the admin API has the route `method path` (a rotation not yet served, say). */
@@ -69,22 +76,21 @@ export function isPersonAction(action: string): action is PersonAction {
   return Object.hasOwn(PERSON_ACTIONS, action)
 }
 
-/**
- * Revoke what the person allowed a client. The admin API's grant routes are
- * not served yet, so this is the account page's withdrawal (withdraw-access.ts:
- * tokens refused, refresh families ended, on every instance), audited as
- * `grant.revoked` by the pages' admin.
- */
-export async function revokeGrant(admin: AdminContext, req: IncomingMessage, session: PagesSession, person: PersonRow, clientId: string): Promise<number> {
-  const revoked = await withdrawAccess(admin.as, person.sub, clientId)
-  admin.as.audit.record({
-    event: 'grant.revoked',
-    actor: { kind: 'admin', id: session.claims.sub, as: 'person' },
-    subject: { kind: 'person', id: person.sub },
-    clientId,
-    address: admin.as.clientAddress.of(req),
-    userAgent: req.headers['user-agent'] ?? null,
-    outcome: 'success',
-  })
-  return revoked
+/** One of a person's grants as the admin API lists it (GET /grants?person=). */
+export interface GrantItem {
+  id: string
+  client_id: string
+  scope: string
+  created_at: number
+}
+
+/** The person's live grants, through the admin API's own list (first 200). */
+export async function grantsOf(admin: AdminContext, req: IncomingMessage, session: PagesSession, sub: string): Promise<GrantItem[]> {
+  const reply = await callApi(admin, req, session, 'GET', '/grants', new URLSearchParams({ person: sub, limit: '200' }))
+  return (reply.body as { items: GrantItem[] }).items
+}
+
+/** Revoke one grant through the admin API (DELETE /grants/{id}): its tokens refused, its streams ended, `grant.revoked`. */
+export async function revokeGrant(admin: AdminContext, req: IncomingMessage, session: PagesSession, grantId: string): Promise<void> {
+  await callApi(admin, req, session, 'DELETE', `/grants/${encodeURIComponent(grantId)}`)
 }

@@ -19,7 +19,7 @@ import { ClientAborted, OAuthError, StoreUnavailableError } from '../../errors.j
 import { AS_BODY_LIMIT, FormParams, isFormContentType, readBody } from '../../http/body.js'
 import { type AdminContext, adminContextOf } from '../context.js'
 import { AdminProblem } from '../problem.js'
-import { callApi, isPersonAction, PERSON_ACTIONS, personByUsername, revokeGrant } from './actions.js'
+import { callApi, grantsOf, isPersonAction, PERSON_ACTIONS, personByUsername, revokeGrant } from './actions.js'
 import { currentAdmin, type PagesSession, sessionCookie } from './session.js'
 import { finishSignIn, type PagesPlace, startSignIn } from './sign-in.js'
 import { clientPage, clientsPage, confirmPage, homePage, messageOnly, type PersonDetail, type PersonRow, peoplePage, personPage } from './views.js'
@@ -78,7 +78,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, admin: AdminCon
       return showPage(res, 403, messageOnly('This form has expired', 'Sign in to the admin pages again, then try again.', { href: 'sign-in', text: 'Sign in' }))
     return redirect(res, `${place.base}/sign-in`, 303)
   }
-  if (get) return showGet(res, admin, session, place)
+  if (get) return showGet(req, res, admin, session, place)
   if (method !== 'POST') return showPage(res, 405, messageOnly('Method not allowed', 'Use GET or POST.'), { headers: { allow: 'GET, HEAD, POST' } })
   const form = await readForm(req, res, place)
   if (form === null) return
@@ -134,7 +134,7 @@ function signedInAs(session: PagesSession): string {
   return session.claims.sub
 }
 
-async function showGet(res: ServerResponse, admin: AdminContext, session: PagesSession, place: PagesPlace): Promise<void> {
+async function showGet(req: IncomingMessage, res: ServerResponse, admin: AdminContext, session: PagesSession, place: PagesPlace): Promise<void> {
   const base = { signedInAs: signedInAs(session), csrf: session.csrf }
   const q = (place.query.get('q') ?? '').slice(0, MAX_QUERY)
   const notice = noticeOf(place.query.get('done'))
@@ -148,7 +148,7 @@ async function showGet(res: ServerResponse, admin: AdminContext, session: PagesS
     case '/person': {
       const person = await personByUsername(admin.as, place.query.get('id') ?? '')
       if (person === null) return showPage(res, 404, messageOnly('No such person', 'Nobody has this id.', { href: './', text: 'Find a person' }))
-      return showPage(res, 200, personPage({ ...base, person: await personDetail(admin.as, person), ...(notice === undefined ? {} : { notice }) }))
+      return showPage(res, 200, personPage({ ...base, person: await personDetail(admin, req, session, person), ...(notice === undefined ? {} : { notice }) }))
     }
     case '/clients': {
       const needle = q.toLowerCase()
@@ -188,7 +188,7 @@ const NOTICES: Readonly<Record<string, string>> = {
   reset_factors: 'Their second factors were removed.',
   sign_out_everywhere: 'Every session of theirs ended.',
   disable: 'They are disabled.',
-  revoke_grant: 'The application’s access was revoked.',
+  revoke_grant: 'The grant was revoked: its tokens are refused.',
 }
 
 function noticeOf(done: string | null): string | undefined {
@@ -213,14 +213,15 @@ async function searchPeople(as: AsContext, q: string): Promise<PersonRow[]> {
   return rows
 }
 
-async function personDetail(as: AsContext, person: PersonRow): Promise<PersonDetail> {
+async function personDetail(admin: AdminContext, req: IncomingMessage, session: PagesSession, person: PersonRow): Promise<PersonDetail> {
+  const as = admin.as
   const totp = await as.store.totp.get(person.sub)
   const passkeys = await as.store.passkeys.list(person.sub)
-  const allowances = await as.store.allowances.list(person.sub)
+  const items = await grantsOf(admin, req, session, person.sub)
   const grants = await Promise.all(
-    allowances
-      .sort((a, b) => b.allowedAt - a.allowedAt || a.clientId.localeCompare(b.clientId))
-      .map(async (a) => ({ clientId: a.clientId, clientName: (await as.findClient(a.clientId))?.name ?? a.clientId, allowedAt: a.allowedAt })),
+    items
+      .sort((a, b) => b.created_at - a.created_at || a.client_id.localeCompare(b.client_id))
+      .map(async (g) => ({ id: g.id, clientId: g.client_id, clientName: (await as.findClient(g.client_id))?.name ?? g.client_id, allowedAt: g.created_at })),
   )
   return { ...person, totp: totp?.confirmedAt != null, passkeys: passkeys.length, grants }
 }
@@ -229,22 +230,22 @@ async function personDetail(as: AsContext, person: PersonRow): Promise<PersonDet
 async function act(req: IncomingMessage, res: ServerResponse, admin: AdminContext, session: PagesSession, form: FormParams): Promise<void> {
   const action = form.get('action') ?? ''
   const username = form.get('person') ?? ''
-  const clientId = form.get('client_id')
+  const grantId = form.get('grant')
   const person = await personByUsername(admin.as, username)
-  const known = isPersonAction(action) || (action === 'revoke_grant' && clientId !== undefined)
+  const known = isPersonAction(action) || (action === 'revoke_grant' && grantId !== undefined)
   if (!known || person === null) {
     return showPage(res, 400, messageOnly('This request cannot be completed', 'Choose an action on a person’s page.', { href: './', text: 'Admin' }))
   }
   if (form.get('confirm') !== 'yes') {
-    const fields: Record<string, string> = { person: username, ...(clientId === undefined ? {} : { client_id: clientId }) }
-    const subject = clientId === undefined ? person.username : `${clientId} for ${person.username}`
+    const fields: Record<string, string> = { person: username, ...(grantId === undefined ? {} : { grant: grantId }) }
+    const subject = grantId === undefined ? person.username : `a grant of ${person.username}`
     return showPage(res, 200, confirmPage({ signedInAs: signedInAs(session), csrf: session.csrf, action, subject, fields }))
   }
   if (isPersonAction(action)) {
     const { method, path } = PERSON_ACTIONS[action]
     await callApi(admin, req, session, method, path(person.username))
   } else {
-    await revokeGrant(admin, req, session, person, clientId as string)
+    await revokeGrant(admin, req, session, grantId as string)
   }
   redirect(res, `person?id=${encodeURIComponent(person.username)}&done=${action}`, 303)
 }

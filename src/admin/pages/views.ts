@@ -88,7 +88,7 @@ ${o.people.map(
 export interface PersonDetail extends PersonRow {
   totp: boolean
   passkeys: number
-  grants: readonly { clientId: string; clientName: string; allowedAt: number }[]
+  grants: readonly { id: string; clientId: string; clientName: string; allowedAt: number }[]
 }
 
 function actionForm(csrf: string, action: string, fields: Readonly<Record<string, string>>, label: string, danger = true): SafeHtml {
@@ -120,8 +120,8 @@ ${
     ? html`<p>No application has access.</p>`
     : html`<ul class="apps">
 ${p.grants.map(
-  (g) => html`<li><h3>${g.clientName}</h3><p class="when">Allowed on ${when(g.allowedAt)}</p>
-${actionForm(o.csrf, 'revoke_grant', { person: p.username, client_id: g.clientId }, `Revoke ${g.clientName}’s access`)}</li>
+  (g) => html`<li><h3>${g.clientName}</h3><p class="when">Granted on ${when(g.allowedAt)}</p>
+${actionForm(o.csrf, 'revoke_grant', { person: p.username, grant: g.id }, `Revoke ${g.clientName}’s access`)}</li>
 `,
 )}</ul>`
 }
