@@ -10,13 +10,14 @@ import { freePort, reply } from '../helpers/http.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { makeProof, proofKeyPair } from '../helpers/dpop.js'
 import { basic } from '../helpers/admin-api.js'
-import { DEMO_SECRET } from '../helpers/as-config.js'
+import { DEMO_SECRET, type DemoConfig } from '../helpers/as-config.js'
 import type { ConfigTree } from '../helpers/config-tree.js'
 
-async function startAdmin(t: Test, admin?: ConfigTree) {
+async function startAdmin(t: Test, admin?: ConfigTree, edit: (config: DemoConfig) => void = () => undefined) {
   const up = await startUpstream('orders')
   const port = await freePort()
   const config = await adminConfig({ port, upstream: up.url, ...(admin === undefined ? {} : { admin }) })
+  edit(config)
   const cfg = await tempConfig(config)
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
@@ -264,4 +265,18 @@ t.test('a DPoP-bound admin token works with its proof and is refused without one
     headers: { authorization: `DPoP ${token}`, dpop: makeProof(key, { htu: `${bin.admin}/admin/v1/grants`, accessToken: token }) },
   })
   t.equal(otherUri.status, 401, 'a proof for another URI')
+})
+
+t.test('with mfa configured, an admin person signed in with a password alone gets invalid_scope', async (t) => {
+  const { bin, api } = await startAdmin(t, undefined, (config) => {
+    config.authorization_server.mfa = { required: false }
+  })
+  const r = await personToken(bin.url, { client: 'console', username: 'alice', scope: 'openid bearward:admin', resource: `${bin.url}/admin/v1` })
+  t.equal(r.status, 400, r.text)
+  t.equal(r.json?.error, 'invalid_scope')
+  t.match(r.json?.error_description, /second factor/)
+  const ops = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin:read'))
+  t.same(itemsOf(await api.call('GET', '/grants?person=alice', { token: ops })), [], 'no grant was left behind')
+  const orders = await personToken(bin.url, { client: 'web', username: 'alice', scope: 'openid orders:read' })
+  t.equal(orders.status, 200, 'the same sign-in still gets other scopes')
 })
