@@ -29,7 +29,8 @@ COPY config ./config
 RUN mkdir -p /etc/bearward && cp config/gateway.yaml /etc/bearward/gateway.yaml && chown -R node:node /etc/bearward
 USER node
 EXPOSE 8080 9090
-# admin_listen must bind 0.0.0.0:9090 (or the health check's address) in containers.
+# Runs inside the container: the default admin_listen (127.0.0.1:9090) answers it. Probes from
+# outside (the kubelet, a load balancer) need admin_listen: 0.0.0.0:9090.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:9090/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # The V8 flags: see docs/performance.md.

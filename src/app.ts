@@ -12,8 +12,10 @@ import type { ParserError } from './http/client-error.js'
 import { holdContinue } from './http/expect-continue.js'
 import { createAccessLogger, createLogger, redactUrl, type Logger } from './log.js'
 import { Metrics } from './metrics.js'
+import { createAudit } from './audit/trail.js'
 import { ProcessState, Runtime } from './runtime.js'
 import { createAdminServer, processReadiness, type Readiness } from './server/admin.js'
+import { handleAdmin } from './admin/serve.js'
 import { answerClientError } from './server/connection.js'
 import { RequestDispatcher } from './server/dispatch.js'
 import {
@@ -127,7 +129,8 @@ export class App {
     } else log.info('using the embedded memory store (single instance)')
     const revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec, { graceSec: revocationGraceSec(config) })
     await revocations.start()
-    const shared: Shared = { clock, log, store, revocations, metrics, tracing }
+    const audit = createAudit(config.audit, clock, metrics.auditEvents)
+    const shared: Shared = { clock, log, store, revocations, metrics, tracing, audit }
     const state = new ProcessState(shared, options.ephemeralKey)
     let runtime: Runtime
     try {
@@ -137,6 +140,7 @@ export class App {
       await revocations.stop()
       await store.close()
       await tracing.close()
+      audit.close()
       throw err
     }
     metrics.configInfo.set(Math.floor(clock.now() / 1000))
@@ -185,7 +189,16 @@ export class App {
     if (config.http2.tls || config.http2.cleartext) this.#serveHttp2(this.#server, config)
     await listenOn(this.#server, config.listen)
     if (config.adminListen && this.#serveAdmin) {
-      this.#admin = createAdminServer({ readiness: () => this.readiness(), metrics: () => this.shared.metrics.render() }, this.shared.log)
+      this.#admin = createAdminServer(
+        {
+          readiness: () => this.readiness(),
+          metrics: () => this.shared.metrics.render(),
+          // Read per request: a reload's Runtime (and its admin_api) takes over at once.
+          adminApi: (req, res, path) =>
+            handleAdmin(req, res, this.#runtime.asContext, { path, origin: `http://${req.headers.host ?? 'localhost'}`, mount: '', secure: false }),
+        },
+        this.shared.log,
+      )
       await listenOn(this.#admin, config.adminListen)
     }
     const where = this.addresses()
@@ -248,6 +261,7 @@ export class App {
         metrics.reloads.inc({ result: 'ok' })
         metrics.configInfo.set(Math.floor(this.shared.clock.now() / 1000))
         this.log.info({ routes: config.routes.length }, 'config reloaded')
+        this.shared.audit.record({ event: 'config.reloaded', actor: { kind: 'system' }, subject: { kind: 'config', digest }, outcome: 'success' })
         void old.drain(config.shutdownTimeoutMs).then(() => old.close())
         return true
       } catch (err) {
@@ -255,6 +269,13 @@ export class App {
         metrics.reloads.inc({ result: 'error' })
         const message = err instanceof ConfigError ? err.message : (err as Error).message
         this.#lastReloadError = message
+        this.shared.audit.record({
+          event: 'config.refused',
+          actor: { kind: 'system' },
+          subject: { kind: 'none' },
+          outcome: 'failure',
+          reason: err instanceof ConfigError ? 'invalid_config' : 'build_failed',
+        })
         this.log.error(
           { problems: err instanceof ConfigError ? err.problems : undefined },
           `config reload refused, still serving the previous config: ${message}`,
@@ -306,6 +327,7 @@ export class App {
     await this.shared.revocations.stop()
     await this.shared.store.close()
     await this.shared.tracing.close()
+    this.shared.audit.close()
     this.log.info('bearward stopped')
     this.log.flush()
   }

@@ -27,6 +27,8 @@ Commands:
   check-config   validate a config file
   hash-secret    hash a client secret or password (or generate a new client secret)
   keys generate  print a new private signing key (JWK)
+  audit verify   check an audit trail file's hash chains
+  admin          the admin API: clients, grants, tokens (bearward admin --help)
 
 Options:
   -h, --help     help for a command: bearward <command> --help
@@ -61,6 +63,13 @@ secret and prints it together with its hash.
 
 Prints a new private JWK (with kid, alg and use) for authorization_server.keys.
 Keep it secret: store it in a file readable only by bearward.
+`,
+  audit: `Usage: bearward audit verify FILE
+
+Checks the hash chains of an audit trail file (audit.destination, docs/operating.md).
+Exit 0 and a summary when every chain holds; exit 1 and the first broken line
+(its number and what is wrong with it) otherwise. Lines that are not audit lines
+(log lines, when the trail went to stdout) are skipped and counted.
 `,
 }
 
@@ -193,6 +202,34 @@ async function cmdKeys(args: string[]): Promise<number> {
   return 0
 }
 
+async function cmdAudit(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } })
+  const [sub, file, ...extra] = positionals
+  if (values.help || sub !== 'verify' || file === undefined || extra.length > 0) {
+    process.stdout.write(HELP.audit ?? '')
+    return values.help ? 0 : 1
+  }
+  const { verifyAuditText } = await import('./audit/chain.js')
+  const result = verifyAuditText(readFileSync(file, 'utf8'))
+  if (!result.ok) {
+    process.stderr.write(`${file}:${result.line}: ${result.reason}\n`)
+    return 1
+  }
+  const skipped = result.skipped > 0 ? `, ${result.skipped} other line${result.skipped === 1 ? '' : 's'} skipped` : ''
+  process.stdout.write(`ok: ${result.events} event${result.events === 1 ? '' : 's'} in ${result.chains} chain${result.chains === 1 ? '' : 's'}${skipped}\n`)
+  return 0
+}
+
+async function cmdAdmin(args: string[]): Promise<number> {
+  const { adminCli } = await import('./admin/cli.js')
+  return adminCli(
+    args,
+    process.env,
+    (text) => process.stdout.write(text),
+    (text) => process.stderr.write(text),
+  )
+}
+
 function print(text: string | undefined): number {
   process.stdout.write(text ?? '')
   return 0
@@ -211,6 +248,10 @@ export async function main(argv: string[]): Promise<number> {
         return await cmdHashSecret(rest)
       case 'keys':
         return await cmdKeys(rest)
+      case 'audit':
+        return await cmdAudit(rest)
+      case 'admin':
+        return await cmdAdmin(rest)
       case '-v':
       case '--version':
         return print(`${version()}\n`)

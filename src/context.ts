@@ -1,3 +1,4 @@
+import type { Audit } from './audit/trail.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Clock } from './clock.js'
@@ -24,6 +25,8 @@ export interface Shared {
   readonly metrics: Metrics
   /** Trace context and span export (process-wide: a change of `telemetry` takes a restart). */
   readonly tracing: Tracing
+  /** The audit trail (src/audit/trail.ts; process-wide: a change of `audit` takes a restart). */
+  readonly audit: Audit
 }
 
 /** Per-request state, created by the dispatcher in src/app.ts. */
@@ -50,6 +53,10 @@ export interface RequestContext {
   httpRoute: string | null
   /** The client the token was issued to, once the gateway admitted the request (for the request's span). */
   clientId: string | null
+  /** The token's subject, once the gateway admitted the request (the access line's `sub`, unless `log.access_sub: false`). */
+  sub?: string | null
+  /** For a refusal, its reason code (`expired`, `revoked`, `insufficient_scope`, `invalid_grant`…): the access line's `reason`. */
+  refusal?: string | null
   /**
    * Told once when the response closes, finished or cut off by the client.
    * Whoever creates the context calls it from the response's one `close`

@@ -127,10 +127,11 @@ const INFO = 30
 /**
  * Write one access line at `info` through `log` (from
  * {@link createAccessLogger}), when its level lets info lines out. The line
- * is what `log.info({ req_id, trace_id, method, path, route, status, ms },
- * 'request')` writes, byte for byte (test/log.test.ts), built as one string:
- * no object per request, no pino serialization pass. `traceId` null leaves
- * `trace_id` out, as pino leaves out an undefined field.
+ * is what `log.info({ req_id, trace_id, method, path, route, status, ms,
+ * client_id, sub, reason }, 'request')` writes, byte for byte
+ * (test/log.test.ts), built as one string: no object per request, no pino
+ * serialization pass. A null `traceId`, `clientId`, `sub` or `reason` leaves
+ * its field out, as pino leaves out an undefined one.
  */
 export function writeAccessLine(
   log: Logger,
@@ -141,16 +142,33 @@ export function writeAccessLine(
   route: string,
   status: number,
   ms: number,
+  clientId: string | null = null,
+  sub: string | null = null,
+  reason: string | null = null,
 ): void {
   if (!log.isLevelEnabled('info')) return
   const stream = (log as unknown as Record<symbol, DestinationStream>)[pinoSymbols.streamSym]
   const bindings = (log as unknown as Record<symbol, string>)[pinoSymbols.chindingsSym]
   if (stream === undefined || typeof bindings !== 'string') {
-    log.info({ req_id: reqId, trace_id: traceId ?? undefined, method, path, route, status, ms }, 'request')
+    log.info(
+      {
+        req_id: reqId,
+        trace_id: traceId ?? undefined,
+        method,
+        path,
+        route,
+        status,
+        ms,
+        client_id: clientId ?? undefined,
+        sub: sub ?? undefined,
+        reason: reason ?? undefined,
+      },
+      'request',
+    )
     return
   }
   stream.write(
-    `{"level":${INFO}${timeField()}${bindings},"req_id":${jsonString(reqId)}${traceId === null ? '' : `,"trace_id":${jsonString(traceId)}`},"method":${jsonString(method)},"path":${jsonString(path)},"route":${jsonString(route)},"status":${status},"ms":${ms},"msg":"request"}\n`,
+    `{"level":${INFO}${timeField()}${bindings},"req_id":${jsonString(reqId)}${traceId === null ? '' : `,"trace_id":${jsonString(traceId)}`},"method":${jsonString(method)},"path":${jsonString(path)},"route":${jsonString(route)},"status":${status},"ms":${ms}${clientId === null ? '' : `,"client_id":${jsonString(clientId)}`}${sub === null ? '' : `,"sub":${jsonString(sub)}`}${reason === null ? '' : `,"reason":${jsonString(reason)}`},"msg":"request"}\n`,
   )
 }
 

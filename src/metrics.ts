@@ -180,6 +180,7 @@ export class Metrics {
     'bearward_concurrency_refused_total',
     'Requests refused with 503 because a concurrency limit was reached, by route, limit (max_in_flight, max_streams) and scope (route, key)',
   )
+  readonly auditEvents = new Counter('bearward_audit_events_total', 'Audit events written, by event (docs/operating.md, "Audit trail")')
 
   readonly trafficLimitDecisions = new Counter(
     'bearward_traffic_limit_decisions_total',
@@ -266,6 +267,7 @@ export class Metrics {
         this.signalsReceived,
         this.signalActions,
         this.signalPollFailures,
+        this.auditEvents,
         this.backchannelLogouts,
         this.ssfEvents,
       ]

@@ -3,6 +3,8 @@ import type { Face, GatewayFace, Shared } from './context.js'
 import { buildFaceDeps } from './face-deps.js'
 import { loadKeySet, generatePrivateJwk, signingKeyFromJwk, type KeySet, type SigningKey } from './keys/keyset.js'
 import { buildAsContext } from './as/build.js'
+import { overlapsWithStore } from './as/people/directory.js'
+import { ConfigError, StoreUnavailableError } from './errors.js'
 import type { AsContext } from './as/context.js'
 import { createAuthorizationServer } from './as/server.js'
 import { createGateway } from './gateway/gateway.js'
@@ -123,6 +125,7 @@ export class Runtime {
             })
           : null
       as = asContext ? createAuthorizationServer(asContext, undefined, signals) : null
+      if (asContext && config.adminApi) await refuseShadowedPeople(config, asContext, shared)
       const gateway = createGateway(deps, { jwks, upstreamTargets: state.upstreamTargets })
       return new Runtime(config, keys, asContext, as, gateway, jwks, signals)
     } catch (err) {
@@ -196,4 +199,23 @@ export class Runtime {
   async close(): Promise<void> {
     await Promise.allSettled([this.gateway.close(), this.as?.close()])
   }
+}
+
+/**
+ * A YAML user whose username or sub a person created through the admin API
+ * holds refuses the load (issue #42: never silently shadowed). A store that
+ * cannot be asked now does not stop a start: the lookup refuses the
+ * ambiguous username at sign-in instead.
+ */
+async function refuseShadowedPeople(config: Config, as: AsContext, shared: Shared): Promise<void> {
+  let overlaps: Array<{ index: number; message: string }>
+  try {
+    overlaps = await overlapsWithStore(as.as.users, as.store.people)
+  } catch (err) {
+    if (!(err instanceof StoreUnavailableError)) throw err
+    shared.log.warn('config: the store did not answer, so YAML users were not checked against the people created through the admin API')
+    return
+  }
+  if (overlaps.length === 0) return
+  throw new ConfigError(overlaps.map((o) => ({ file: config.file, line: 1, col: 1, path: `authorization_server.users[${o.index}]`, message: o.message })))
 }

@@ -53,6 +53,43 @@ t.test('the access line is what pino wrote for the same fields, byte for byte bu
   }
 })
 
+t.test('client_id, sub and a refusal reason are on the line when known, byte for byte as pino writes them', async (t) => {
+  const ours = capture()
+  const theirs = capture()
+  const log = createAccessLogger(createLogger('info', ours.dest))
+  const reference = createAccessLogger(createLogger('info', theirs.dest))
+  const who: Array<[string | null, string | null, string | null]> = [
+    ['web', 'alice', null],
+    ['web', null, 'insufficient_scope'],
+    [null, null, 'missing'],
+    ['odd "client"\\', 'sub\u2028x', 'expired'],
+  ]
+  for (const [clientId, sub, reason] of who) {
+    writeAccessLine(log, 'r1', null, 'GET', '/orders/1', 'orders', reason === null ? 200 : 401, 1, clientId, sub, reason)
+    reference.info(
+      {
+        req_id: 'r1',
+        method: 'GET',
+        path: '/orders/1',
+        route: 'orders',
+        status: reason === null ? 200 : 401,
+        ms: 1,
+        client_id: clientId ?? undefined,
+        sub: sub ?? undefined,
+        reason: reason ?? undefined,
+      },
+      'request',
+    )
+  }
+  who.forEach((w, i) => {
+    t.equal(timeless(String(ours.lines[i])), timeless(String(theirs.lines[i])))
+    const parsed = JSON.parse(String(ours.lines[i])) as Record<string, unknown>
+    t.equal(parsed.client_id, w[0] ?? undefined)
+    t.equal(parsed.sub, w[1] ?? undefined)
+    t.equal(parsed.reason, w[2] ?? undefined)
+  })
+})
+
 t.test('nothing is written when the level is above info, and the line comes back with it', async (t) => {
   const { dest, lines } = capture()
   const root = createLogger('warn', dest)

@@ -6,6 +6,7 @@
  * checks of a route the reload removed stop, and nothing is left after the
  * last Runtime closed.
  */
+import { noAudit } from '../src/audit/trail.js'
 import t from 'tap'
 import { createServer } from 'node:http'
 import { ManualClock } from '../src/clock.js'
@@ -50,7 +51,7 @@ const store = new MemoryStore(clock)
 const revocations = new RevocationList(store, clock, undefined, 3600)
 await revocations.start()
 const metrics = new Metrics()
-const shared: Shared = { clock, log: createLogger('silent'), store, revocations, metrics, tracing: new Tracing(null) }
+const shared: Shared = { clock, log: createLogger('silent'), store, revocations, metrics, tracing: new Tracing(null), audit: noAudit }
 const state = new ProcessState(shared)
 t.teardown(async () => {
   await state.close()

@@ -4,6 +4,7 @@
  * their settings, no client is added or fetches) and closes what it opened
  * (introspection pools); a good build changes nothing live until commit().
  */
+import { noAudit } from '../src/audit/trail.js'
 import t from 'tap'
 import { createServer } from 'node:http'
 import { keysNeedingRestart } from '../src/server/reload-rules.js'
@@ -80,7 +81,7 @@ const log = createLogger('silent')
 const store = new MemoryStore(clock)
 const revocations = new RevocationList(store, clock, undefined, 3600)
 await revocations.start()
-const shared: Shared = { clock, log, store, revocations, metrics: new Metrics(), tracing: new Tracing(null) }
+const shared: Shared = { clock, log, store, revocations, metrics: new Metrics(), tracing: new Tracing(null), audit: noAudit }
 const state = new ProcessState(shared)
 t.teardown(async () => {
   await state.close()

@@ -43,6 +43,7 @@ const REQUIRED_SURFACES = [
   'Gateway: credentials sent upstream',
   'Request handling: headers, paths and smuggling',
   'Slow and hostile clients',
+  'Admin API',
   'MCP',
   'WebSocket and long-lived streams',
   'HTTP/2 and gRPC',
@@ -56,6 +57,7 @@ const REQUIRED_SURFACES = [
   'Upstream pools and health',
   'Shared signals (CAEP, RISC)',
   'Back-channel logout',
+  'Audit trail',
 ]
 
 /** One row of a surface table: the attack and the test that refuses it. */

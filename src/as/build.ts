@@ -16,9 +16,11 @@ import type { AsContext } from './context.js'
 import { ClientAddress } from '../http/trusted-proxies.js'
 import { UpstreamProviders } from './identity-providers/providers.js'
 import { TotpSecrets } from './totp/secrets.js'
+import { PersonDirectory } from './people/directory.js'
 import { SessionEnds } from './sessions/session-ends.js'
 import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 import { CredentialChanges } from './credential-changes.js'
+import { adminAudience } from '../admin/audience.js'
 
 /**
  * The {@link AsContext} of one Runtime. `issuer` is exactly public_url
@@ -31,7 +33,10 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   // buildFaceDeps makes it whenever there are keys; an AS without it would verify its tokens some other way.
   if (ownIssuer === null) throw new Error('buildAsContext: FaceDeps has keys but no ownIssuer (build them with buildFaceDeps)')
   const resources = new Set<string>([config.publicUrl, ...config.routes.flatMap((r) => r.audiences)])
+  // The admin API's audience (docs/admin.md): its tokens are good nowhere else.
+  if (config.adminApi) resources.add(adminAudience(config.publicUrl))
   const clients = new Map(deps.as.clients.map((c) => [c.clientId, c]))
+  const users = new Map(deps.as.users.map((u) => [u.username, u]))
   const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)
   const clientKeys = new ClientKeySets(deps.clock, deps.log, deps.as.clientIdMetadataDocuments)
   const assertionIssuers = new AssertionIssuers(deps.as.assertionIssuers, deps.clock, deps.log, config.gateway.clockSkewSec)
@@ -64,6 +69,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     revocations: deps.revocations,
     metrics: deps.metrics,
     tracing: deps.tracing,
+    audit: deps.audit,
     config,
     trustedProxies: deps.trustedProxies,
     clientCertificates: deps.clientCertificates,
@@ -82,7 +88,8 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     clientKeys,
     assertionIssuers,
     trustedTokens,
-    users: new Map(deps.as.users.map((u) => [u.username, u])),
+    users,
+    people: new PersonDirectory(users, deps.store.people, deps.log),
     upstream,
     secrets: new SecretVerifier(),
     totpSecrets: TotpSecrets.fromConfig(deps.as, deps.keys),

@@ -6,16 +6,11 @@
 import type { UserConfig } from '../config/validated-config.js'
 import type { AsContext } from './context.js'
 import { providerOfSubject } from './identity-providers/person.js'
+import { configUserBySub } from './people/config-users.js'
 
-/**
- * Someone who can sign in: a configured user, or a person known through an
- * upstream identity provider (whose `username` is their `sub`).
- */
-export interface Person {
-  username: string
-  sub: string
-  claims: Readonly<Record<string, unknown>>
-}
+import type { Person } from './people/person.js'
+
+export type { Person }
 
 /** OIDC Core 5.4: standard claims requested by each scope value. */
 export const SCOPE_CLAIMS: Readonly<Record<string, readonly string[]>> = Object.freeze({
@@ -90,10 +85,7 @@ export async function accessTokenClaims(as: AsContext, sub: string, scope: strin
  * (the user list is config, and small).
  */
 export function findUserBySub(as: AsContext, sub: string): UserConfig | undefined {
-  const direct = as.users.get(sub)
-  if (direct !== undefined && direct.sub === sub) return direct
-  for (const user of as.users.values()) if (user.sub === sub) return user
-  return undefined
+  return configUserBySub(as.users, sub)
 }
 
 /**
@@ -102,7 +94,7 @@ export function findUserBySub(as: AsContext, sub: string): UserConfig | undefine
  * their latest sign-in (kept in the store). Rejects with StoreUnavailableError.
  */
 export async function findPersonBySub(as: AsContext, sub: string): Promise<Person | undefined> {
-  const local = findUserBySub(as, sub)
+  const local = await as.people.bySub(sub)
   if (local !== undefined) return local
   if (providerOfSubject(sub, as.upstream) === null) return undefined
   const record = await as.store.upstream.getPerson(sub)

@@ -1,6 +1,7 @@
 import type { FailureReporting } from '../http/failure.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/validated-config.js'
+import type { PersonDirectory } from './people/directory.js'
 import type { FaceDeps, RequestContext } from '../context.js'
 import type { SecretVerifier } from '../crypto/secret.js'
 import type { DpopVerifier } from '../dpop/verify-proof.js'
@@ -44,7 +45,9 @@ export interface AsContext extends FaceDeps {
   readonly assertionIssuers: AssertionIssuers
   /** Access tokens of the trusted issuers (`issuers[]`), for token exchange. */
   readonly trustedTokens: TrustedTokens
+  /** The YAML users only; look people up with `people` (YAML and admin-managed people, disabled ones refused). */
   readonly users: ReadonlyMap<string, UserConfig>
+  readonly people: PersonDirectory
   /** Upstream OpenID Connect providers (`identity_providers`), discovered in the background. */
   readonly upstream: UpstreamProviders
   /** Verifies client secrets and passwords (scrypt; repeat successes memoized). */

@@ -16,6 +16,7 @@ import { accessTokenClaims, claimsForScope, findPersonBySub } from './claims.js'
 import type { AsContext } from './context.js'
 import type { TokenResponse } from './grants/grant-handler.js'
 import { hasScope } from './scope.js'
+import { checkAdminScope } from '../admin/scope-policy.js'
 import { type SignInStrength, strengthClaims } from './sign-in-strength.js'
 
 /** Label of `bearward_tokens_issued_total{grant}`. */
@@ -82,6 +83,8 @@ export interface IssuedAccessToken {
  * @see https://www.rfc-editor.org/rfc/rfc9068#section-2
  */
 export async function issueAccessToken(as: AsContext, input: AccessTokenInput): Promise<IssuedAccessToken> {
+  // The admin scopes' one gate: every grant type, refresh and exchange mints here.
+  checkAdminScope(as.config.adminApi, as.as.mfa !== undefined, input)
   const iat = epochSeconds(as.clock)
   const exp = Math.min(iat + as.as.accessToken.ttlSec, input.notAfter ?? Number.POSITIVE_INFINITY)
   const expiresIn = exp - iat
@@ -268,6 +271,13 @@ export interface NewGrantInput {
  * is already bound to its client authentication).
  */
 export async function startGrant(as: AsContext, input: NewGrantInput): Promise<TokenResponse> {
+  // Before anything is stored: a person who may not hold the admin scopes leaves no grant behind.
+  checkAdminScope(as.config.adminApi, as.as.mfa !== undefined, {
+    scope: input.scope,
+    clientId: input.client.clientId,
+    sub: input.sub,
+    strength: input.strength ?? {},
+  })
   const now = epochSeconds(as.clock)
   const refreshToken = input.client.grantTypes.includes('refresh_token') ? randomToken() : null
   const accessExp = now + as.as.accessToken.ttlSec
@@ -301,6 +311,15 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     },
     refreshToken === null ? null : hashToken(refreshToken),
   )
+  // The person's authorization became a grant at /token; `reason` names the grant type, not a refusal.
+  as.audit.record({
+    event: 'grant.created',
+    actor: { kind: 'person', id: input.sub },
+    subject: { kind: 'grant', id: input.grantId },
+    clientId: input.client.clientId,
+    outcome: 'success',
+    reason: input.grant === 'authorization_code' ? 'authorization_code' : 'device_code',
+  })
   return userTokenResponse(as, {
     grant: input.grant,
     clientId: input.client.clientId,

@@ -18,6 +18,7 @@
  * - an unused client is forgotten after `client_ttl` (the store's expiry);
  * - its consent page is always shown, with a caution (see interaction/authorization-steps.ts).
  */
+import { requestOrigin } from './audit.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { epochSeconds } from '../clock.js'
 import type { RegistrationConfig } from '../config/validated-config.js'
@@ -107,6 +108,14 @@ async function register(req: IncomingMessage, res: ServerResponse, as: AsContext
     as.metrics.registrationsRefused.inc()
     throw new RegistrationFull(retryAfterSec(as, seat.freeAtMs))
   }
+  as.audit.record({
+    event: 'client.registered',
+    actor: { kind: 'anonymous' },
+    subject: { kind: 'client', id: clientId },
+    clientId,
+    ...requestOrigin(as, req),
+    outcome: 'success',
+  })
   const answer = clientInformation(as, record)
   sendJson(res, 201, { ...answer, ...(secret !== null ? { client_secret: secret } : {}), registration_access_token: registrationToken }, NO_STORE)
 }

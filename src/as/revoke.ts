@@ -9,6 +9,7 @@
  * - JWT access token: its jti goes on the revocation list until its exp.
  * - opaque access token: deleted, and its jti listed as well.
  */
+import { tokenByJti } from '../audit/events.js'
 import { epochSeconds } from '../clock.js'
 import type { ClientConfig } from '../config/validated-config.js'
 import { InvalidRequest, MethodNotAllowed } from '../errors.js'
@@ -30,6 +31,13 @@ async function revokeAccessToken(as: AsContext, token: string, client: ClientCon
   if (claims.clientId !== client.clientId) return true
   if (claims.format === 'opaque') await as.store.opaqueTokens.delete(hashToken(token))
   await revokeEntry(as, { kind: 'jti', id: claims.jti, exp: claims.exp })
+  as.audit.record({
+    event: 'token.revoked',
+    actor: { kind: 'client', id: client.clientId },
+    subject: tokenByJti(claims),
+    clientId: client.clientId,
+    outcome: 'success',
+  })
   return true
 }
 
@@ -39,6 +47,14 @@ async function revokeRefreshToken(as: AsContext, token: string, client: ClientCo
   if (found === null) return false
   if (found.grant.clientId !== client.clientId) return true
   await revokeGrant(as, found.grant.grantId, Math.max(found.grant.maxAccessExp, epochSeconds(as.clock)))
+  as.audit.record({
+    event: 'grant.revoked',
+    actor: { kind: 'client', id: client.clientId },
+    subject: { kind: 'grant', id: found.grant.grantId },
+    clientId: client.clientId,
+    outcome: 'success',
+    reason: 'refresh_token_revoked',
+  })
   return true
 }
 

@@ -22,10 +22,9 @@ import { handleRevoke } from './revoke.js'
 import { handleToken } from './token.js'
 import { handleUserinfo } from './userinfo.js'
 import { upstreamCallback } from './identity-providers/callback.js'
-import { callbackPath } from './identity-providers/urls.js'
+import { upstreamBackchannelLogout } from './identity-providers/backchannel-logout.js'
+import { ownPaths, type BackChannelEndpoint, type OwnEndpoint, type SignalsEndpoint } from '../config/own-paths.js'
 import type { SignalsReceiverFace } from '../signals/build.js'
-import { SSF_PATHS } from '../signals/transmitter/transmitter.js'
-import { backchannelLogoutPath, upstreamBackchannelLogout } from './identity-providers/backchannel-logout.js'
 
 interface Endpoint {
   /** `routeLabel` for metrics and the access log. */
@@ -36,70 +35,90 @@ interface Endpoint {
   methods: readonly string[] | null
 }
 
+/** The endpoint that serves one of bearward's own paths (own-paths.ts: the one list of them). */
+function endpointFor(
+  as: AsContext,
+  own: OwnEndpoint,
+  frontChannel: ReadonlyMap<string, AsHandler>,
+  metadata: AsHandler,
+  signals: SignalsReceiverFace | null,
+): Endpoint {
+  switch (own.kind) {
+    case 'page': {
+      const handler = frontChannel.get(own.page) as AsHandler
+      return { label: `as:${own.page.replace(/^\/+/, '') || 'root'}`, handler, cors: 'none', methods: null }
+    }
+    // One callback per identity provider: a response can only come back to the provider it was meant for.
+    case 'upstream-callback':
+      return { label: 'as:login/upstream/callback', handler: upstreamCallback(own.provider), cors: 'none', methods: null }
+    // OIDC Back-Channel Logout 1.0: published only for a provider that sends logout tokens.
+    case 'upstream-logout':
+      return { label: 'as:idp/backchannel-logout', handler: upstreamBackchannelLogout(own.provider), cors: 'none', methods: ['POST'] }
+    case 'oauth-metadata':
+      return { label: 'as:metadata', handler: metadata, cors: 'public', methods: ['GET', 'HEAD'] }
+    case 'back':
+      return backChannelEndpoint(as, own.name, metadata)
+    case 'signals':
+      return signalsEndpoint(own.name, signals)
+  }
+}
+
+/** A Shared Signals endpoint; ownPaths lists one only where `signals` serves it. */
+function signalsEndpoint(name: SignalsEndpoint, signals: SignalsReceiverFace | null): Endpoint {
+  const push = signals?.push ?? null
+  const transmitter = signals?.transmitter ?? null
+  if (name === 'events') {
+    if (push === null) throw new Error('the push endpoint is listed without a push receiver')
+    // RFC 8935 2: transmitters POST from their back end; no browser has a reason to.
+    return { label: 'as:signals/events', handler: (req, res, ctx) => push(req, res, ctx), cors: 'none', methods: ['POST'] }
+  }
+  if (transmitter === null) throw new Error('a transmitter endpoint is listed without a transmitter')
+  switch (name) {
+    case 'ssfConfiguration':
+      return { label: 'as:ssf-configuration', handler: staticJsonHandler(transmitter.metadata), cors: 'public', methods: ['GET', 'HEAD'] }
+    // Receivers manage their streams from their back end: no browser has a reason to.
+    case 'stream':
+      return { label: 'as:ssf/stream', handler: (req, res) => transmitter.stream(req, res), cors: 'none', methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] }
+    case 'status':
+      return { label: 'as:ssf/status', handler: (req, res) => transmitter.status(req, res), cors: 'none', methods: ['GET', 'POST'] }
+    case 'verify':
+      return { label: 'as:ssf/verify', handler: (req, res) => transmitter.verify(req, res), cors: 'none', methods: ['POST'] }
+  }
+}
+
+function backChannelEndpoint(as: AsContext, name: BackChannelEndpoint, metadata: AsHandler): Endpoint {
+  switch (name) {
+    // OIDC Discovery 4.1: appended to the issuer.
+    case 'openidConfiguration':
+      return { label: 'as:metadata', handler: metadata, cors: 'public', methods: ['GET', 'HEAD'] }
+    case 'jwks':
+      return { label: 'as:jwks', handler: jwksHandler(as), cors: 'public', methods: ['GET', 'HEAD'] }
+    case 'token':
+      return { label: 'as:token', handler: handleToken, cors: 'clients', methods: ['POST'] }
+    case 'revoke':
+      return { label: 'as:revoke', handler: handleRevoke, cors: 'clients', methods: ['POST'] }
+    case 'introspect':
+      return { label: 'as:introspect', handler: handleIntrospect, cors: 'none', methods: ['POST'] }
+    case 'userinfo':
+      return { label: 'as:userinfo', handler: handleUserinfo, cors: 'clients', methods: ['GET', 'HEAD', 'POST'] }
+    // RFC 7591 3 / RFC 7592 2: browser-based clients register too, so any origin may.
+    case 'register':
+      return { label: 'as:register', handler: handleRegister, cors: 'public', methods: ['POST', 'GET', 'DELETE'] }
+    // RFC 9126 2: clients push from their back end; browser-based ones may too, as at /token.
+    case 'par':
+      return { label: 'as:par', handler: handlePushedAuthorizationRequest, cors: 'clients', methods: ['POST'] }
+    case 'deviceAuthorization':
+      return { label: 'as:device_authorization', handler: handleDeviceAuthorization, cors: 'clients', methods: ['POST'] }
+  }
+}
+
 /** Where each endpoint lives relative to the issuer, so an issuer with a path (`https://h/auth`) works. */
 function routeTable(as: AsContext, frontChannel: ReadonlyMap<string, AsHandler>, signals: SignalsReceiverFace | null): Map<string, Endpoint> {
-  const base = new URL(as.issuer).pathname.replace(/\/+$/, '')
   const metadata = staticJsonHandler(metadataDocument(as))
   const routes = new Map<string, Endpoint>()
-  const add = (path: string, e: Endpoint): void => {
-    routes.set(path, e)
-  }
-  for (const [path, handler] of frontChannel) {
-    add(base + path, { label: `as:${path.replace(/^\/+/, '') || 'root'}`, handler, cors: 'none', methods: null })
-  }
-  // One callback per identity provider: a response can only come back to the provider it was meant for.
-  for (const p of as.as.identityProviders) {
-    add(base + callbackPath(p.id), { label: 'as:login/upstream/callback', handler: upstreamCallback(p.id), cors: 'none', methods: null })
-    // OIDC Back-Channel Logout 1.0: published only for a provider that sends logout tokens.
-    if (p.backchannelLogout) {
-      add(base + backchannelLogoutPath(p.id), { label: 'as:idp/backchannel-logout', handler: upstreamBackchannelLogout(p.id), cors: 'none', methods: ['POST'] })
-    }
-  }
-  // RFC 8414 3.1: the well-known segment goes between host and the issuer's path.
-  add(`/.well-known/oauth-authorization-server${base}`, { label: 'as:metadata', handler: metadata, cors: 'public', methods: ['GET', 'HEAD'] })
-  // OIDC Discovery 4.1: appended to the issuer.
-  add(`${base}/.well-known/openid-configuration`, { label: 'as:metadata', handler: metadata, cors: 'public', methods: ['GET', 'HEAD'] })
-  add(`${base}/jwks.json`, { label: 'as:jwks', handler: jwksHandler(as), cors: 'public', methods: ['GET', 'HEAD'] })
-  add(`${base}/token`, { label: 'as:token', handler: handleToken, cors: 'clients', methods: ['POST'] })
-  add(`${base}/revoke`, { label: 'as:revoke', handler: handleRevoke, cors: 'clients', methods: ['POST'] })
-  add(`${base}/introspect`, { label: 'as:introspect', handler: handleIntrospect, cors: 'none', methods: ['POST'] })
-  add(`${base}/userinfo`, { label: 'as:userinfo', handler: handleUserinfo, cors: 'clients', methods: ['GET', 'HEAD', 'POST'] })
-  if (as.as.registration !== null) {
-    // RFC 7591 3 / RFC 7592 2: browser-based clients register too, so any origin may.
-    add(`${base}/register`, { label: 'as:register', handler: handleRegister, cors: 'public', methods: ['POST', 'GET', 'DELETE'] })
-  }
-  // RFC 9126 2: clients push from their back end; browser-based ones may too, as at /token.
-  add(`${base}/par`, { label: 'as:par', handler: handlePushedAuthorizationRequest, cors: 'clients', methods: ['POST'] })
-  add(`${base}/device_authorization`, {
-    label: 'as:device_authorization',
-    handler: handleDeviceAuthorization,
-    cors: 'clients',
-    methods: ['POST'],
-  })
-  const push = signals?.push ?? null
-  if (push !== null) {
-    // RFC 8935 2: transmitters POST from their back end; no browser has a reason to.
-    add(`${base}/signals/events`, { label: 'as:signals/events', handler: (req, res, ctx) => push(req, res, ctx), cors: 'none', methods: ['POST'] })
-  }
-  const transmitter = signals?.transmitter ?? null
-  if (transmitter !== null) {
-    // SSF 1.0 7.2: the well-known segment goes between host and the issuer's path, as RFC 8414's does.
-    add(`/.well-known/ssf-configuration${base}`, {
-      label: 'as:ssf-configuration',
-      handler: staticJsonHandler(transmitter.metadata),
-      cors: 'public',
-      methods: ['GET', 'HEAD'],
-    })
-    // Receivers manage their streams from their back end: no browser has a reason to.
-    add(base + SSF_PATHS.stream, {
-      label: 'as:ssf/stream',
-      handler: (req, res) => transmitter.stream(req, res),
-      cors: 'none',
-      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    })
-    add(base + SSF_PATHS.status, { label: 'as:ssf/status', handler: (req, res) => transmitter.status(req, res), cors: 'none', methods: ['GET', 'POST'] })
-    add(base + SSF_PATHS.verify, { label: 'as:ssf/verify', handler: (req, res) => transmitter.verify(req, res), cors: 'none', methods: ['POST'] })
-  }
+  const served = { push: signals?.push != null, transmitter: signals?.transmitter != null }
+  for (const own of ownPaths(as.issuer, as.as, frontChannel.keys(), served))
+    routes.set(own.path, endpointFor(as, own.endpoint, frontChannel, metadata, signals))
   return routes
 }
 
@@ -130,7 +149,10 @@ export function createAuthorizationServer(
       }
       await endpoint.handler(req, res, ctx, as)
     } catch (err) {
-      sendError(res, answerFailure(err, ctx.log, as.failures).answer)
+      const { answer } = answerFailure(err, ctx.log, as.failures)
+      // The access line's reason: the error code the client was given.
+      ctx.refusal = answer.error
+      sendError(res, answer)
     }
     return true
   }

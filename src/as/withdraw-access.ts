@@ -10,6 +10,7 @@ import { epochSeconds } from '../clock.js'
 import type { AllowanceRecord } from '../store/types.js'
 import type { AsContext } from './context.js'
 import { revokeGrant } from './revocation.js'
+import type { GrantEnding } from './audit.js'
 
 /**
  * How long a withdrawal is remembered: the longest `code_ttl` the config accepts, so a code issued
@@ -22,12 +23,27 @@ const WITHDRAWAL_MEMORY_SEC = 600
  * has expired (at least an access-token lifetime from now, for a grant whose
  * family record is already gone).
  */
-async function revokeAll(as: AsContext, ids: readonly string[]): Promise<void> {
+async function revokeAll(as: AsContext, ids: readonly string[], clientId: string, ending: GrantEnding): Promise<void> {
   const floor = epochSeconds(as.clock) + as.as.accessToken.ttlSec
   for (const id of ids) {
     const grant = await as.store.grants.get(id)
     await revokeGrant(as, id, Math.max(floor, grant?.maxAccessExp ?? 0))
+    as.audit.record({
+      event: ending.event,
+      actor: ending.actor,
+      subject: { kind: 'grant', id },
+      clientId,
+      address: ending.origin?.address ?? null,
+      userAgent: ending.origin?.userAgent ?? null,
+      outcome: 'success',
+      ...(ending.reason === undefined ? {} : { reason: ending.reason }),
+    })
   }
+}
+
+/** The person withdrawing on their own account page: what the audit trail says when no one else is named. */
+function byThePerson(sub: string): GrantEnding {
+  return { event: 'grant.withdrawn', actor: { kind: 'person', id: sub } }
 }
 
 /**
@@ -36,18 +52,18 @@ async function revokeAll(as: AsContext, ids: readonly string[]): Promise<void> {
  * too). A failure part-way leaves the allowance in place, so trying again
  * finishes the job. Returns how many grants were revoked.
  */
-export async function withdrawAccess(as: AsContext, sub: string, clientId: string): Promise<number> {
+export async function withdrawAccess(as: AsContext, sub: string, clientId: string, ending: GrantEnding = byThePerson(sub)): Promise<number> {
   const listed: AllowanceRecord | undefined = (await as.store.allowances.list(sub)).find((a) => a.clientId === clientId)
   const first = listed?.grantIds ?? []
-  await revokeAll(as, first)
+  await revokeAll(as, first, clientId, ending)
   const late = (await as.store.allowances.withdraw(sub, clientId, WITHDRAWAL_MEMORY_SEC)).filter((id) => !first.includes(id))
-  await revokeAll(as, late)
+  await revokeAll(as, late, clientId, ending)
   return first.length + late.length
 }
 
 /** Withdraw every application `sub` allowed; returns how many grants were revoked. */
-export async function withdrawAllAccess(as: AsContext, sub: string): Promise<number> {
+export async function withdrawAllAccess(as: AsContext, sub: string, ending: GrantEnding = byThePerson(sub)): Promise<number> {
   let revoked = 0
-  for (const a of await as.store.allowances.list(sub)) revoked += await withdrawAccess(as, sub, a.clientId)
+  for (const a of await as.store.allowances.list(sub)) revoked += await withdrawAccess(as, sub, a.clientId, ending)
   return revoked
 }

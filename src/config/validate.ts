@@ -21,12 +21,16 @@ import { deepFreeze } from './freeze.js'
 import { parseListenAddress } from './listen.js'
 import { ALLOW_DEMO_ENV, demoOnNetworkRefusal } from './demo.js'
 import type { MapView, Reader } from './reader.js'
+import { readAdminApi, withAdminScopes } from './sections/admin-api.js'
 import { readAuthorizationServer } from './sections/authorization-server.js'
 import { readDpop } from './sections/dpop.js'
 import { readGateway } from './sections/gateway.js'
 import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { checkLimitOverrides } from './sections/route-rate-limits.js'
+import { readAudit } from './sections/audit.js'
+import { refuseRoutesOverOwnPaths } from './own-path-overlap.js'
+import { ownPaths } from './own-paths.js'
 import { readTraces } from './sections/telemetry.js'
 import { readSignals } from './sections/signals.js'
 import { readHttp2 } from './sections/http2.js'
@@ -92,6 +96,8 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const workers = readWorkers(r, top, store)
   const log = r.map(top.get('log'), top.pathOf('log'), LOG_KEYS)
   const logLevel = log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info'
+  const accessSub = log?.opt('access_sub', r.bool(), true) ?? true
+  const audit = readAudit(r, top.get('audit'), top.pathOf('audit'))
   const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), REQUEST_ID_KEYS)
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
   const shutdownTimeoutMs = top.opt('shutdown_timeout', r.millis(), 10_000)
@@ -125,12 +131,21 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
         })
 
   if (authorizationServer !== null) checkLimitOverrides(r, top.get('authorization_server'), authorizationServer.clients, routes)
+  const adminApi = readAdminApi(r, top, authorizationServer ?? null, routes)
+  if (adminApi !== null && adminApi.publicPath === null && workers > 1) {
+    // With workers, admin_listen is the primary's, which holds no authorization server to answer from.
+    r.problem(top.get('admin_api'), top.pathOf('admin_api'), 'with `workers` above 1 the admin API is served only under `admin_api.public_path`: set it')
+  }
   refuseDemoOnNetwork(r, top, listen, authorizationServer)
-  if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const signals =
     top.has('signals') && !top.isNull('signals')
       ? readSignals(r, top.get('signals') as Node, top.pathOf('signals'), authorizationServer?.identityProviders ?? (asBroken ? [] : null))
       : null
+  if (authorizationServer !== null) {
+    const signalsServed = signals === null ? null : { push: signals.transmitters.some((t) => t.delivery === 'push'), transmitter: signals.transmitter !== null }
+    refuseRoutesOverOwnPaths(r, routesNode, routes, normalizedPublicUrl, ownPaths(normalizedPublicUrl, authorizationServer, undefined, signalsServed))
+  }
+  if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')
   if (mtlsPath !== null && mtlsPath !== new URL(normalizedPublicUrl).pathname.replace(/\/+$/, '')) {
     // The endpoints are routed by path under public_url's: another host may differ, its path may not.
@@ -148,12 +163,13 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     publicUrl: normalizedPublicUrl,
     tls,
     store,
-    log: { level: logLevel },
+    log: { level: logLevel, accessSub },
+    audit,
     trustIncomingRequestId,
     shutdownTimeoutMs,
     clientTimeouts,
     http2,
-    authorizationServer,
+    authorizationServer: authorizationServer && adminApi ? withAdminScopes(authorizationServer, adminApi) : authorizationServer,
     issuers,
     gateway,
     routes,
@@ -161,6 +177,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     workers,
     traces,
     signals,
+    adminApi,
   }
   return { config: deepFreeze(config), problems: r.problems, warnings: r.warnings }
 }

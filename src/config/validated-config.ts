@@ -47,7 +47,12 @@ export type StoreConfig =
 
 export interface LogConfig {
   level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  /** The access line names the token's subject (`log.access_sub`, default true); false leaves `sub` out. */
+  accessSub: boolean
 }
+
+/** `audit.destination`: where the audit trail goes (src/audit/trail.ts); `off` when `audit` is absent. */
+export type AuditDestination = { kind: 'off' } | { kind: 'stdout' } | { kind: 'file'; path: string }
 
 /** `telemetry.traces`: export spans over OTLP/HTTP (docs/telemetry.md). */
 export interface TracesConfig {
@@ -677,6 +682,18 @@ export interface ClientTimeouts {
   keepAliveMs: number
 }
 
+/** `admin_api` when enabled (src/config/sections/admin-api.ts, docs/admin.md). */
+export interface AdminApiConfig {
+  /** Also served on the main listener under this path; null: admin_listen only. */
+  publicPath: string | null
+  /** Client ids that may be granted the admin scopes. */
+  clients: string[]
+  /** Usernames (or subs) of the people who may be granted the admin scopes, as configured. */
+  people: string[]
+  /** `people` as the `sub` a token carries (a YAML user's username resolved to their sub). */
+  peopleSubs: string[]
+}
+
 export interface Config {
   /** Absolute path of the file this came from (or `<inline>`). */
   file: string
@@ -687,6 +704,8 @@ export interface Config {
   tls: TlsConfig | null
   store: StoreConfig
   log: LogConfig
+  /** `audit`: the audit trail's destination (restart to change). */
+  audit: AuditDestination
   /** Honour an incoming X-Request-Id (`request_id.trust_incoming`, default false). */
   trustIncomingRequestId: boolean
   /** Grace for in-flight requests at shutdown (`shutdown_timeout`, default 10s). */
@@ -708,6 +727,8 @@ export interface Config {
   traces: TracesConfig | null
   /** `signals` (OpenID Shared Signals, docs/signals.md); null when absent. */
   signals: SignalsConfig | null
+  /** `admin_api` when enabled; absent or null: off. */
+  adminApi?: AdminApiConfig | null
 }
 
 /** `signals.transmitters[]`: an identity provider whose Security Event Tokens bearward acts on. */

@@ -346,6 +346,7 @@ class Gateway implements GatewayFace {
       if (refusal !== null) return this.#refusals.of(refusal, ctx, plan, method, mcp)
     }
     ctx.clientId = identity.clientId
+    ctx.sub = identity.sub
     this.#refusals.countValid()
     const forward: ForwardRequest = {
       route: plan.route,

@@ -100,7 +100,9 @@ export class Refusals {
     if (judging) {
       const result = resultOf(failure)
       if (result !== null) this.#metrics.tokenValidations.incKey(result)
-    }
+      // The access line says why: the validation result (`expired`, `revoked`…), else the error code.
+      ctx.refusal = result ?? failure.answer.error
+    } else ctx.refusal = failure.answer.error
     return failure.answer
   }
 }

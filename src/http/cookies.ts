@@ -42,11 +42,12 @@ export function serializeCookie(cookie: OwnCookie, value: string, o: CookieOptio
 /**
  * Every cookie the authorization server sets, by its base name: the sign-in
  * session, the pre-session CSRF token, the known-browser token and an
- * identity provider's pending-sign-in state. The one list the gateway reads
+ * identity provider's pending-sign-in state; the admin pages' session and
+ * pending sign-in (src/admin/pages/). The one list the gateway reads
  * to keep them from upstreams (gateway/own-cookies.ts): a cookie added to the
  * authorization server is named here or nowhere.
  */
-export const OWN_COOKIES = ['bw_session', 'bw_csrf', 'bw_known', 'bw_upstream'] as const
+export const OWN_COOKIES = ['bw_session', 'bw_csrf', 'bw_known', 'bw_upstream', 'bw_admin', 'bw_admin_flow'] as const
 
 /** One of {@link OWN_COOKIES}. */
 export type OwnCookie = (typeof OWN_COOKIES)[number]

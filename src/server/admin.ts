@@ -2,8 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Shared } from '../context.js'
 import { sendJson } from '../http/reply.js'
 import type { Logger } from '../log.js'
+import { isAdminPath } from '../admin/serve.js'
 
-/** The admin server on `admin_listen`: /healthz, /readyz and /metrics, GET and HEAD only. */
+/** The admin server on `admin_listen`: /healthz, /readyz and /metrics, GET and HEAD only; and the admin API (/admin/v1) and pages (/admin/) when on. */
 
 /** What /readyz answers: ready, or the reasons not to send traffic here. */
 export interface Readiness {
@@ -16,6 +17,8 @@ export interface AdminSources {
   readiness(): Promise<Readiness>
   /** The Prometheus text of /metrics. */
   metrics(): string | Promise<string>
+  /** The admin API and pages (`admin_api`, src/admin/serve.ts) for paths under /admin; absent: not served here. */
+  adminApi?(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>
 }
 
 /**
@@ -34,7 +37,11 @@ export function createAdminServer(sources: AdminSources, log: Logger): Server {
 }
 
 async function answerAdmin(req: IncomingMessage, res: ServerResponse, sources: AdminSources): Promise<void> {
-  const path = (req.url ?? '/').split('?')[0]
+  const path = (req.url ?? '/').split('?')[0] ?? '/'
+  if (sources.adminApi !== undefined && isAdminPath(path)) {
+    await sources.adminApi(req, res, path)
+    return
+  }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     sendJson(res, 405, { error: 'method_not_allowed' }, { allow: 'GET, HEAD' })
     return

@@ -47,6 +47,8 @@ export class Context implements RequestContext {
   readonly trace: RequestTrace
   httpRoute: string | null = null
   clientId: string | null = null
+  sub: string | null = null
+  refusal: string | null = null
   closeListener: ResponseCloseListener | null = null
   /** performance.now() at arrival, for the latency metric and the access log. */
   readonly started = performance.now()

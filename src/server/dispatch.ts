@@ -1,3 +1,5 @@
+import { publicAdminPath } from '../admin/api.js'
+import { handleAdmin } from '../admin/serve.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
@@ -98,6 +100,7 @@ export class RequestDispatcher {
     // ClientAborted, or the proxy was streaming it): reported here, once.
     if (!req.complete && !answeredInFull(res)) reportAbortedBody(ctx, this.#failures[ctx.routeLabel.startsWith('as:') ? 'as' : 'gateway'])
     ctx.closeListener?.onResponseClose()
+    const accessSub = ctx.runtime?.config.log.accessSub ?? true
     ctx.runtime?.depart()
     ctx.runtime = null
     const seconds = (performance.now() - ctx.started) / 1000
@@ -113,6 +116,9 @@ export class RequestDispatcher {
       ctx.routeLabel,
       res.statusCode,
       Math.round(seconds * 10000) / 10,
+      ctx.clientId,
+      accessSub ? ctx.sub : null,
+      ctx.refusal,
     )
     if (ctx.trace.span !== null) {
       const httpRoute = ctx.httpRoute ?? (ctx.routeLabel.startsWith('as:') ? ctx.rawPath : null)
@@ -135,6 +141,16 @@ export class RequestDispatcher {
       assertHostWithoutUserinfo(req)
       assertTargetLength(req)
       assertTargetAgreesWithHost(req, ctx.targetHost)
+      // `admin_api.public_path`: the admin API and pages on this listener too (src/admin/serve.ts); no route overlaps it (refused at load).
+      const adminPath = publicAdminPath(runtime.config.adminApi, ctx.rawPath)
+      if (adminPath !== null) {
+        res.setHeader('x-request-id', ctx.id)
+        ctx.routeLabel = 'admin_api'
+        const publicUrl = new URL(runtime.config.publicUrl)
+        const place = { path: adminPath, origin: publicUrl.origin, mount: runtime.config.adminApi?.publicPath ?? '', secure: publicUrl.protocol === 'https:' }
+        handleAdmin(req, res, runtime.asContext, place).catch((err: unknown) => this.#fail(res, ctx, err, 'as'))
+        return
+      }
       const as = runtime.as
       if (as !== null && (as.owns === undefined || as.owns(ctx.rawPath))) {
         res.setHeader('x-request-id', ctx.id)

@@ -22,6 +22,7 @@ export function keysNeedingRestart(old: Config, next: Config): string[] {
   // The HTTP/2 server and its SETTINGS are made at start.
   if (JSON.stringify(old.http2) !== JSON.stringify(next.http2)) keys.push('http2')
   if (JSON.stringify(old.traces) !== JSON.stringify(next.traces)) keys.push('telemetry')
+  if (JSON.stringify(old.audit) !== JSON.stringify(next.audit)) keys.push('audit')
   return keys
 }
 

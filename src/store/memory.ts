@@ -18,6 +18,7 @@ import { MemoryKnownBrowsers } from './known-browsers/memory.js'
 import { type MemoryFamily, MemoryScope } from './memory/scope.js'
 import { MemoryOpaqueTokens } from './opaque-tokens/memory.js'
 import { MemoryPasskeys } from './passkeys/memory.js'
+import { MemoryPeople } from './people/memory.js'
 import { MemoryPushedRequests } from './pushed-requests/memory.js'
 import { MemoryRateLimits } from './rate-limits/memory.js'
 import { MemoryRevocations } from './revocations/memory.js'
@@ -66,6 +67,7 @@ export class MemoryStore implements Store {
   readonly trafficLimits: MemoryTrafficLimits
   readonly signals: MemorySignals
   readonly deliveries: MemoryDeliveries
+  readonly people: MemoryPeople
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -95,6 +97,7 @@ export class MemoryStore implements Store {
     this.trafficLimits = new MemoryTrafficLimits(s)
     this.signals = new MemorySignals(s)
     this.deliveries = new MemoryDeliveries(s)
+    this.people = new MemoryPeople(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -115,6 +118,7 @@ export class MemoryStore implements Store {
       this.trafficLimits,
       this.signals,
       this.deliveries,
+      this.people,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

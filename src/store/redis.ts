@@ -27,6 +27,7 @@ import { RedisGrants } from './grants/redis.js'
 import { RedisKnownBrowsers } from './known-browsers/redis.js'
 import { RedisOpaqueTokens } from './opaque-tokens/redis.js'
 import { RedisPasskeys } from './passkeys/redis.js'
+import { RedisPeople } from './people/redis.js'
 import { RedisPushedRequests } from './pushed-requests/redis.js'
 import { RedisRateLimits } from './rate-limits/redis.js'
 import { RedisConnection } from './redis/connection.js'
@@ -69,6 +70,7 @@ export class RedisStore implements Store {
   readonly trafficLimits: RedisTrafficLimits
   readonly signals: RedisSignals
   readonly deliveries: RedisDeliveries
+  readonly people: RedisPeople
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -100,6 +102,7 @@ export class RedisStore implements Store {
     this.trafficLimits = new RedisTrafficLimits(r)
     this.signals = new RedisSignals(r)
     this.deliveries = new RedisDeliveries(r)
+    this.people = new RedisPeople(r)
   }
 
   async ping(): Promise<void> {

@@ -28,6 +28,7 @@ import type { KnownBrowserStore } from './known-browsers/types.js'
 import type { McpSessionStore } from './mcp-sessions/types.js'
 import type { OpaqueTokenStore } from './opaque-tokens/types.js'
 import type { PasskeyStore } from './passkeys/types.js'
+import type { PeopleStore } from './people/types.js'
 import type { PushedRequestStore } from './pushed-requests/types.js'
 import type { RateLimitStore } from './rate-limits/types.js'
 import type { RevocationStore } from './revocations/types.js'
@@ -47,6 +48,7 @@ export type { GrantRecord, GrantStore, RefreshLookup, RotateResult } from './gra
 export type { KnownBrowserStore } from './known-browsers/types.js'
 export type { McpSessionStore } from './mcp-sessions/types.js'
 export type { OpaqueTokenRecord, OpaqueTokenStore } from './opaque-tokens/types.js'
+export type { PasswordLinkRecord, PeopleStore, PersonChange, PersonCreated, PersonRecord, PersonUpdate } from './people/types.js'
 export type { PasskeyChallengeRecord, PasskeyRecord, PasskeyStore, PasskeyUseResult } from './passkeys/types.js'
 export type { PushedRequestRecord, PushedRequestStore } from './pushed-requests/types.js'
 export type { HitWindow, RateLimitStore } from './rate-limits/types.js'
@@ -81,6 +83,7 @@ export interface Store {
   readonly trafficLimits: TrafficLimitStore
   readonly signals: SignalStore
   readonly deliveries: DeliveryStore
+  readonly people: PeopleStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

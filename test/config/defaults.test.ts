@@ -43,7 +43,8 @@ routes:
     publicUrl: 'http://localhost:8080',
     tls: null,
     store: { kind: 'memory' },
-    log: { level: 'info' },
+    log: { level: 'info', accessSub: true },
+    audit: { kind: 'off' },
     trustIncomingRequestId: false,
     shutdownTimeoutMs: 10_000,
     clientTimeouts: { headersMs: 20_000, bodyIdleMs: 15_000, requestMs: 300_000, keepAliveMs: 65_000 },
@@ -196,6 +197,7 @@ routes:
     workers: 1,
     traces: null,
     signals: null,
+    adminApi: null,
   })
 })
 
@@ -316,7 +318,8 @@ t.test('the full fixture sets every key', async (t) => {
       keyPrefix: 'bearward:',
       commandTimeoutMs: 250,
     },
-    log: { level: 'debug' },
+    log: { level: 'debug', accessSub: false },
+    audit: { kind: 'file', path: `${files}/audit.jsonl` },
     trustIncomingRequestId: true,
     shutdownTimeoutMs: 30_000,
     clientTimeouts: { headersMs: 5_000, bodyIdleMs: 2_000, requestMs: 120_000, keepAliveMs: 30_000 },

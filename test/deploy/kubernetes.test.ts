@@ -317,3 +317,30 @@ t.test('with-redis: the overlay adds the Redis the base config names, and bearwa
   })
   t.equal(token.status, 200, 'a token is issued through it')
 })
+
+t.test('the sidecar: the app container outlasts bearward on shutdown, within the grace period', async (t) => {
+  const dir = `${ROOT}/sidecar`
+  const manifests = manifestsIn(dir).filter((m) => dirname(m.file) === dir)
+  const [deployment] = byKind(manifests, 'Deployment').map((m) => m.doc)
+  if (deployment === undefined) throw new Error(`${dir} has no Deployment`)
+  const [configMap] = byKind(manifests, 'ConfigMap')
+  const config = parse(String(Object.values(obj(configMap?.doc.data, 'ConfigMap data'))[0])) as Obj
+  const drainSec = Number(/^(\d+)s$/.exec(String(config.shutdown_timeout))?.[1] ?? Number.NaN)
+  const pauseOf = (c: Obj): number => {
+    const preStop = obj(obj(c.lifecycle, `${String(c.name)}.lifecycle`).preStop, `${String(c.name)}.lifecycle.preStop`)
+    if (preStop.sleep !== undefined) return Number(obj(preStop.sleep, 'sleep').seconds)
+    const command = obj(preStop.exec, 'exec').command as string[]
+    return command[0] === 'sleep' ? Number(command[1]) : Number.NaN
+  }
+  const bearward = bearwardContainer(deployment)
+  const apps = list(podSpec(deployment).containers).filter((c) => c !== bearward)
+  t.ok(apps.length >= 1, 'the pod has an app container')
+  const bearwardPause = pauseOf(bearward)
+  for (const app of apps) {
+    t.ok(
+      pauseOf(app) >= bearwardPause + drainSec,
+      `${String(app.name)} pauses ${pauseOf(app)}s: at least bearward's ${bearwardPause}s pause plus its ${drainSec}s drain`,
+    )
+    t.ok(Number(podSpec(deployment).terminationGracePeriodSeconds) > pauseOf(app), 'the grace period covers the pause')
+  }
+})

@@ -105,6 +105,8 @@ export interface HarnessOptions {
   routes: (upstream: string) => string
   /** Extra top-level YAML (issuers:, gateway:). */
   extra?: string
+  /** The `log:` section as flow YAML (default `{ level: debug }`). */
+  log?: string
   /** Keys of the built-in issuer (written inline into the config, the first signs); default one ES256 key. null: no authorization server. */
   keys?: SigningKey[] | null
   clock?: ManualClock
@@ -153,7 +155,7 @@ export async function startGateway(o: HarnessOptions): Promise<Harness> {
   const yaml = `
 listen: 127.0.0.1:0
 public_url: ${PUBLIC_URL}
-log: { level: debug }
+log: ${o.log ?? '{ level: debug }'}
 ${keys === null ? '' : `authorization_server:\n  clients: []\n  keys:\n${keys.map((k) => `    - jwk: ${inlineKey(k)}\n`).join('')}`}
 ${o.extra ?? ''}
 routes:

@@ -16,7 +16,7 @@ t.test('every cookie name the authorization server sets is in the one list', asy
   for (const secure of [false, true]) {
     for (const name of [sessionCookieName(secure), csrfCookieName(secure), knownBrowserCookieName(secure)]) t.ok(isOwnCookieName(name), name)
   }
-  t.same([...OWN_COOKIES], ['bw_session', 'bw_csrf', 'bw_known', 'bw_upstream'])
+  t.same([...OWN_COOKIES], ['bw_session', 'bw_csrf', 'bw_known', 'bw_upstream', 'bw_admin', 'bw_admin_flow'])
   for (const name of ['bw_session', '__Host-bw_session', '__host-BW_SESSION', '__Secure-bw_known', ' bw_csrf ', '__Secure-__Host-bw_upstream']) {
     t.ok(isOwnCookieName(name), `own: ${name}`)
   }
@@ -30,6 +30,8 @@ t.test('withoutOwnCookies keeps every other pair byte for byte and drops a field
   t.equal(withoutOwnCookies('a=1;bw_csrf=c'), 'a=1')
   t.equal(withoutOwnCookies('a=1 ;  bw_known=k ;b=%3D'), 'a=1 ;b=%3D')
   t.equal(withoutOwnCookies('__Host-bw_session=s; __HOST-bw_csrf=c; BW_KNOWN=k; bw_upstream'), null)
+  // The admin pages' session (a sealed admin token) and pending sign-in never reach an upstream either.
+  t.equal(withoutOwnCookies('a=1; bw_admin=sealed.v1.x; __Host-bw_admin_flow=f'), 'a=1')
   t.equal(withoutOwnCookies('bw_session=s;'), null, 'only separators left')
   t.equal(withoutOwnCookies('my_bw_session=1; bw_sessionx=2'), 'my_bw_session=1; bw_sessionx=2', 'longer names are other cookies')
 })

@@ -24,6 +24,8 @@ import type { Shared } from '../../src/context.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { createAccessLogger, createLogger } from '../../src/log.js'
 import { Metrics } from '../../src/metrics.js'
+import type { AuditRecord } from '../../src/audit/events.js'
+import { recordingAudit } from './audit.js'
 import { ProcessState, Runtime } from '../../src/runtime.js'
 import { RequestDispatcher } from '../../src/server/dispatch.js'
 import { applyClientCertificateOptions, refuseRenegotiation, secureContextOptions } from '../../src/server/listen.js'
@@ -82,6 +84,8 @@ export interface ServedRuntime {
   http2: Http2Front | null
   /** Every log line written, as parsed JSON, in order. */
   logs: Record<string, unknown>[]
+  /** Every audit event recorded, in order (the records as given to `audit.record`). */
+  audit: AuditRecord[]
   close(): Promise<void>
 }
 
@@ -95,6 +99,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
   const clock = o.clock ?? new ManualClock()
   const store = o.store ? o.store(clock) : new MemoryStore(clock, { sweepIntervalMs: 0 })
   const logs: Record<string, unknown>[] = []
+  const audit: AuditRecord[] = []
   const log = createLogger(o.logLevel ?? 'info', {
     write(chunk: string) {
       for (const line of chunk.split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>)
@@ -142,7 +147,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
     }
     revocations = new RevocationList(store, clock, log, config.gateway.revocationResyncSec)
     await revocations.start()
-    const shared: Shared = { clock, log, store, revocations, metrics, tracing: new Tracing(null) }
+    const shared: Shared = { clock, log, store, revocations, metrics, tracing: new Tracing(null), audit: recordingAudit(audit, metrics) }
     const state = o.state ?? new ProcessState(shared, signingKey)
     const built = await Runtime.build(config, shared, state)
     built.commit()
@@ -169,6 +174,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
       server,
       http2: h2,
       logs,
+      audit,
       async close() {
         await closeServer()
         await built.close()

@@ -17,6 +17,7 @@ import { knownBrowsersContract } from './contract/known-browsers.js'
 import { mcpSessionsContract } from './contract/mcp-sessions.js'
 import { opaqueTokensContract } from './contract/opaque-tokens.js'
 import { passkeysContract } from './contract/passkeys.js'
+import { peopleContract } from './contract/people.js'
 import { pushedRequestsContract } from './contract/pushed-requests.js'
 import { rateLimitsContract } from './contract/rate-limits.js'
 import { revocationsContract } from './contract/revocations.js'
@@ -57,6 +58,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   trafficLimitsContract(t, name, setup)
   signalsContract(t, name, setup)
   deliveriesContract(t, name, setup)
+  peopleContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()

@@ -90,7 +90,15 @@ export const authorizationCodeGrant: Grant = {
       // overtakes the first exchange; the entry lasts as long as that grant's
       // refresh family could.
       const until = now + Math.max(as.as.accessToken.ttlSec, as.as.refreshToken.ttlSec)
-      await revokeGrant(as, taken.grantId ?? grantIdForCode(codeHash), until)
+      const grantId = taken.grantId ?? grantIdForCode(codeHash)
+      await revokeGrant(as, grantId, until)
+      as.audit.record({
+        event: 'grant.revoked',
+        actor: { kind: 'system' },
+        subject: { kind: 'grant', id: grantId },
+        outcome: 'success',
+        reason: 'code_replayed',
+      })
       throw new InvalidGrant(undefined, { cause: 'code replayed; its grant is revoked' })
     }
     const record = taken.record

@@ -29,10 +29,8 @@ import { ASYMMETRIC_ALGS, assertionParts, audienceContains, type Refuse, singleU
 import { endSessionsByProviderSession, type ProviderSession } from '../sessions/end-sessions.js'
 import { ProviderUnavailableError } from './providers.js'
 
-/** Path of a provider's back-channel logout endpoint, relative to the issuer. */
-export function backchannelLogoutPath(providerId: string): string {
-  return `/idp/${providerId}/backchannel-logout`
-}
+/** Path of a provider's back-channel logout endpoint, relative to the issuer (own-paths.ts, the one list). */
+export { backchannelLogoutPath } from '../../config/own-paths.js'
 
 /** A logout token is sent at once: one issued longer ago than this is refused (with the clock skew). */
 export const LOGOUT_TOKEN_MAX_AGE_SEC = 300

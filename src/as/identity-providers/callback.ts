@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { auditSignIn } from '../audit.js'
 import * as oidc from 'openid-client'
 import { epochSeconds } from '../../clock.js'
 import type { RequestContext } from '../../context.js'
@@ -120,6 +121,7 @@ async function handleCallback(req: IncomingMessage, res: ServerResponse, ctx: Re
   const providerSid = providerSessionId(outcome.idToken)
   const { setCookie } = await startSession(as, { username: sub, sub, claims }, sessionIdOf(req, as), strength, providerId, providerSid)
   ctx.log.info({ event: 'upstream_login', provider: providerId }, 'signed in through identity provider')
+  auditSignIn(as, req, { ok: true, sub, method: `provider:${providerId}` })
   redirect(res, continueUrl(as, pending.continuation), 303, [setCookie, clear])
 }
 

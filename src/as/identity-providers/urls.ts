@@ -5,9 +5,9 @@ import { formatUserCode } from '../../tokens/user-code.js'
 import { ACCOUNT_NEXT } from '../interaction/account.js'
 
 /** Path of a provider's callback, relative to the issuer: register `<public_url>/login/upstream/<id>/callback` at the provider. */
-export function callbackPath(providerId: string): string {
-  return `/login/upstream/${providerId}/callback`
-}
+import { callbackPath } from '../../config/own-paths.js'
+
+export { callbackPath }
 
 export function callbackUrl(as: AsContext, providerId: string): string {
   return as.issuer + callbackPath(providerId)

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { requestOrigin } from '../audit.js'
 import type { RequestContext } from '../../context.js'
 import { epochSeconds } from '../../clock.js'
 import { InvalidRequest, MethodNotAllowed, OAuthError } from '../../errors.js'
@@ -239,7 +240,11 @@ async function postAccount(req: IncomingMessage, res: ServerResponse, ctx: Reque
     if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
     if (everywhere) return signOutEverywhere(res, as, session)
     if (clientId === undefined) return showError(res, new InvalidRequest('Choose an application to withdraw'))
-    const grants = await withdrawAccess(as, session.user.sub, clientId)
+    const grants = await withdrawAccess(as, session.user.sub, clientId, {
+      event: 'grant.withdrawn',
+      actor: { kind: 'person', id: session.user.sub },
+      origin: requestOrigin(as, req),
+    })
     ctx.log.info({ event: 'access_withdrawn', client_id: clientId, grants }, 'a person withdrew an application')
     redirect(res, `account?withdrawn=${encodeURIComponent(clientId)}`, 303)
   })

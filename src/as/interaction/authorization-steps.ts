@@ -235,7 +235,25 @@ function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationR
     action: 'consent',
     continuation: { request: request.raw },
     returnTo: request.target.displayOrigin(),
-    ...(request.client.selfRegistered !== undefined ? { selfRegistered: { redirectHost: request.target.displayHost() } } : {}),
+    ...(request.client.selfRegistered !== undefined
+      ? {
+          selfRegistered: {
+            redirectHost: request.target.displayHost(),
+            how: request.client.selfRegistered,
+            // A metadata-document client's id is the document's URL (draft-ietf-oauth-client-id-metadata-document).
+            ...(request.client.selfRegistered === 'metadata_document' ? { documentHost: hostOf(request.client.clientId) } : {}),
+          },
+        }
+      : {}),
   })
   showPage(res, 200, page, { headers: headersForClientLogo(request.client) })
+}
+
+/** The host of a URL client_id, as shown to a person; the id itself when it is not a URL. */
+function hostOf(clientId: string): string {
+  try {
+    return new URL(clientId).host
+  } catch {
+    return clientId
+  }
 }

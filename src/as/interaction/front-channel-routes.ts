@@ -1,4 +1,5 @@
 import type { AsHandler } from '../context.js'
+import type { FrontChannelPath } from '../../config/own-paths.js'
 import { authorize } from '../authorize.js'
 import { account } from './account.js'
 import { passkeyScript, stylesheet } from './assets.js'
@@ -17,19 +18,22 @@ import { upstreamStart } from '../identity-providers/start.js'
  * (src/as/server.ts) dispatches here. Each handler checks its own method (405
  * with Allow) and answers with HTML pages or redirects, never JSON.
  */
-export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string, AsHandler>([
-  ['/authorize', authorize],
-  ['/login', login],
-  ['/upstream-login', upstreamStart],
-  ['/consent', consent],
-  ['/logout', logout],
-  ['/account', account],
-  ['/device', device],
-  ['/assets/bearward.css', stylesheet],
-  ['/passkey-options', passkeyOptions],
-  ['/passkeys', passkeys],
-  ['/passkey-login', passkeyLogin],
-  ['/assets/passkeys.js', passkeyScript],
-  ['/second-factor', secondFactor],
-  ['/totp', totp],
-])
+export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string, AsHandler>(
+  // Typed as own-paths.ts's list, so a page is added there (where config load sees it) or not at all.
+  Object.entries({
+    '/authorize': authorize,
+    '/login': login,
+    '/upstream-login': upstreamStart,
+    '/consent': consent,
+    '/logout': logout,
+    '/account': account,
+    '/device': device,
+    '/assets/bearward.css': stylesheet,
+    '/passkey-options': passkeyOptions,
+    '/passkeys': passkeys,
+    '/passkey-login': passkeyLogin,
+    '/assets/passkeys.js': passkeyScript,
+    '/second-factor': secondFactor,
+    '/totp': totp,
+  } satisfies Record<FrontChannelPath, AsHandler>),
+)

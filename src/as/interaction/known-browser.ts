@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import type { UserConfig } from '../../config/validated-config.js'
+import type { Person } from '../claims.js'
 import { ownCookieName, parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
 import type { AsContext } from '../context.js'
@@ -44,7 +44,7 @@ function tokensOf(req: IncomingMessage, as: AsContext): string[] {
  * every token whether or not the username exists, so the time taken does not
  * tell which usernames do.
  */
-export async function knownBrowserFor(req: IncomingMessage, as: AsContext, user: UserConfig | undefined): Promise<KnownBrowser | null> {
+export async function knownBrowserFor(req: IncomingMessage, as: AsContext, user: Person | undefined): Promise<KnownBrowser | null> {
   const tokens = tokensOf(req, as).map((token) => ({ token, hash: hashToken(token) }))
   const entries = await Promise.all(tokens.map((t) => as.store.knownBrowsers.remembered(t.hash)))
   const i = user === undefined ? -1 : entries.findIndex((e) => e?.sub === user.sub)
@@ -57,7 +57,7 @@ export async function knownBrowserFor(req: IncomingMessage, as: AsContext, user:
  * or the one it already had, with its lifetime renewed) and return the
  * Set-Cookie that puts it first in the browser's cookie.
  */
-export async function rememberBrowser(req: IncomingMessage, as: AsContext, user: UserConfig, known: KnownBrowser | null): Promise<string> {
+export async function rememberBrowser(req: IncomingMessage, as: AsContext, user: Person, known: KnownBrowser | null): Promise<string> {
   const token = known?.token ?? randomToken()
   const ttlSec = as.as.rateLimit.knownBrowserTtlSec
   await as.store.knownBrowsers.put(hashToken(token), user.sub, ttlSec)

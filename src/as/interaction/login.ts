@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { auditSignIn } from '../audit.js'
 import { DUMMY_HASH } from '../../crypto/secret.js'
 import { InvalidRequest, MethodNotAllowed } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
@@ -87,12 +88,13 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
     showLoginAgain(req, res, as, next, { status, error, username: form.username, ...(headers ? { headers } : {}) })
   if (form.username === '' || form.password === '') return again(400, LOGIN_INCOMPLETE)
 
-  const user = as.users.get(form.username)
+  const user = await as.people.byUsername(form.username)
   const known = await knownBrowserFor(req, as, user)
   const throttle = new LoginThrottle(as, as.clientAddress.of(req), form.username, known?.hash ?? null)
   const verdict = await throttle.check()
   if (verdict.kind !== 'go') {
     ctx.log.warn({ event: 'login_rate_limited', reason: verdict.kind, knownBrowser: throttle.known }, 'login refused: too many failures')
+    auditSignIn(as, req, { ok: false, sub: user?.sub ?? null, reason: 'throttled' })
     return again(429, throttledMessage(verdict), { 'retry-after': String(verdict.retryAfterSec) })
   }
 
@@ -100,6 +102,7 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
   if (user === undefined || !passwordOk) {
     await throttle.fail()
     ctx.log.info({ event: 'login_failed', knownBrowser: throttle.known }, 'login failed')
+    auditSignIn(as, req, { ok: false, sub: user?.sub ?? null, reason: 'invalid_credentials' })
     return again(400, LOGIN_FAILED)
   }
   await throttle.succeed()
@@ -114,6 +117,7 @@ async function signIn(req: IncomingMessage, res: ServerResponse, ctx: RequestCon
   }
   const strength = passwordSignIn()
   const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), strength)
+  auditSignIn(as, req, { ok: true, sub: user.sub, method: 'password' })
   const cookies = (await completeSignIn(as, user.sub, strength.amr)) ? [setCookie, await rememberBrowser(req, as, user, known)] : [setCookie]
   await continueAfterSignIn(req, res, as, next, session, cookies)
 }

@@ -1,5 +1,6 @@
 import { passkeyCredentialType } from '../credential-changes.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { auditFactor, auditSignIn } from '../audit.js'
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server'
 import { Forbidden, InvalidRequest, MethodNotAllowed, NotFound, OAuthError, TooManyRequests } from '../../errors.js'
 import type { FormParams } from '../../http/body.js'
@@ -133,6 +134,7 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
       }
       // The session keeps the acr/amr of its sign-in: the passkey counts from the next sign-in that uses it.
       ctx.log.info({ event: 'factor_added', factor: 'passkey', sub: session.user.sub }, 'a person added a passkey')
+      auditFactor(as, req, 'factor.added', session.user.sub, added.passkey.credentialId)
       return redirect(res, afterAdding(form), 303)
     }
     if (action === 'rename') {
@@ -156,6 +158,7 @@ export const passkeys: AsHandler = async (req, res, ctx, as) => {
         changeType: 'delete',
         ...(removing === null ? {} : { friendlyName: removing.name }),
       })
+      auditFactor(as, req, 'factor.removed', session.user.sub, id)
       return redirect(res, 'account?passkey=removed', 303)
     }
     showError(res, new InvalidRequest('Choose to add, rename or remove a passkey'))
@@ -190,13 +193,15 @@ export const passkeyLogin: AsHandler = async (req, res, ctx, as) => {
     const result = await verifyAssertion(as, ctx, form.get('credential'), { purpose: 'sign-in' })
     if (!result.ok) {
       ctx.log.info({ event: 'passkey_login_failed', reason: result.reason }, 'passkey sign-in refused')
+      auditSignIn(as, req, { ok: false, sub: null, reason: 'passkey_refused' })
       return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })
     }
-    const user = as.users.get(result.person.username)
+    const user = await as.people.byUsername(result.person.username)
     if (user === undefined) return showLoginAgain(req, res, as, next, { status: 400, error: PASSKEY_FAILED })
     const rememberCookie = await rememberBrowser(req, as, user, await knownBrowserFor(req, as, user))
     const { session, setCookie } = await startSession(as, user, sessionIdOf(req, as), passkeySignIn(result.passkey.deviceType))
     ctx.log.info({ event: 'passkey_login', sub: user.sub }, 'a person signed in with a passkey')
+    auditSignIn(as, req, { ok: true, sub: user.sub, method: 'passkey' })
     await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])
   }
   if (next.kind === 'authorize') await guardRedirect(as, ctx, res, next.request.target, 303, attempt)

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { auditSignIn } from '../audit.js'
 import { epochSeconds } from '../../clock.js'
 import type { RequestContext } from '../../context.js'
 import { MethodNotAllowed } from '../../errors.js'
@@ -126,6 +127,7 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
     const wait = await throttle.attempt()
     if (wait > 0) {
       ctx.log.warn({ event: 'second_factor_rate_limited', knownBrowser: throttle.known, sub: pending.user.sub }, 'second factor refused: too many failures')
+      auditSignIn(as, req, { ok: false, sub: pending.user.sub, reason: 'throttled' })
       return again(429, codesLockedMessage(wait), { 'retry-after': String(wait) })
     }
     const recovery = form.get('recovery_code')
@@ -133,6 +135,7 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
       if (!(await useRecoveryCode(as, pending.user.sub, totp, recovery))) {
         await throttle.fail()
         ctx.log.info({ event: 'recovery_code_failed', sub: pending.user.sub }, 'a recovery code was refused')
+        auditSignIn(as, req, { ok: false, sub: pending.user.sub, reason: 'recovery_code_refused' })
         return again(400, RECOVERY_FAILED)
       }
       ctx.log.warn({ event: 'recovery_code_used', sub: pending.user.sub }, 'a person signed in with a recovery code')
@@ -144,6 +147,7 @@ async function postSecondFactor(req: IncomingMessage, res: ServerResponse, ctx: 
       if (result !== 'ok') {
         await throttle.fail()
         ctx.log.info({ event: 'second_factor_failed', reason: result, sub: pending.user.sub }, 'an authenticator code was refused')
+        auditSignIn(as, req, { ok: false, sub: pending.user.sub, reason: result === 'reused' ? 'code_reused' : 'code_refused' })
         return again(400, result === 'reused' ? CODE_REUSED : CODE_FAILED)
       }
       if (opened.stale) await reseal(as, ctx, pending.user.sub, totp, opened.secret)
@@ -180,6 +184,7 @@ async function finish(
   const next = await readContinuation(res, as, fieldsOf(pending.next))
   if (next === null) return
   const { session, setCookie } = await startSession(as, pending.user, pending.id, strength)
+  auditSignIn(as, req, { ok: true, sub: pending.user.sub, method: strength.amr.join('+') || 'second_factor' })
   // Every factor is given: only now is this browser known for the person (it then has its own count of guesses).
   const rememberCookie = await rememberBrowser(req, as, pending.user, await knownBrowserFor(req, as, pending.user))
   await continueAfterSignIn(req, res, as, next, session, [setCookie, rememberCookie])

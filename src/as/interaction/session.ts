@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import { epochSeconds } from '../../clock.js'
 import { ownCookieName, parseCookies, serializeCookie } from '../../http/cookies.js'
 import { hashToken } from '../../store/hash.js'
-import type { UserConfig } from '../../config/validated-config.js'
+import type { LocalPerson } from '../people/directory.js'
 import type { SessionRecord, UpstreamContinuation } from '../../store/types.js'
 import type { Person } from '../claims.js'
 import type { AsContext } from '../context.js'
@@ -44,7 +44,7 @@ export async function currentSession(req: IncomingMessage, as: AsContext): Promi
     if (person === null || person.provider !== record.provider) return null
     return { id, record, user: { username: record.sub, sub: record.sub, claims: person.claims } }
   }
-  const user = as.users.get(record.username)
+  const user = await as.people.byUsername(record.username)
   if (user === undefined || user.sub !== record.sub) return null
   return { id, record, user }
 }
@@ -112,7 +112,7 @@ export async function startPendingSession(as: AsContext, user: Person, previousI
 export interface PendingSession {
   id: string
   record: SessionRecord
-  user: UserConfig
+  user: LocalPerson
   next: UpstreamContinuation
 }
 
@@ -121,7 +121,7 @@ export async function pendingSession(req: IncomingMessage, as: AsContext): Promi
   if (id === null) return null
   const record = await as.store.sessions.get(hashToken(id))
   if (record?.pending === undefined || record.provider !== undefined) return null
-  const user = as.users.get(record.username)
+  const user = await as.people.byUsername(record.username)
   if (user === undefined || user.sub !== record.sub) return null
   return { id, record, user, next: record.pending.next }
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { auditFactor } from '../audit.js'
 import { epochSeconds } from '../../clock.js'
 import type { RequestContext } from '../../context.js'
 import { hashSecret } from '../../crypto/secret.js'
@@ -99,6 +100,7 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
     // set-up (else a password-only session would make itself `mfa` with an app of the stranger's choosing).
     ctx.log.info({ event: 'factor_added', factor: 'totp', sub }, 'a person turned on an authenticator app')
     await as.credentialChanges.emit({ sub, credentialType: 'app', changeType: 'create' })
+    auditFactor(as, req, 'factor.added', sub, 'totp')
     // Back to the authorization that asked for a second factor (/authorize validates it again).
     const next =
       carried !== undefined
@@ -112,6 +114,7 @@ async function act(req: IncomingMessage, res: ServerResponse, ctx: RequestContex
     await as.store.totp.delete(sub)
     ctx.log.info({ event: 'factor_removed', factor: 'totp', sub }, 'a person turned off their authenticator app')
     await as.credentialChanges.emit({ sub, credentialType: 'app', changeType: 'delete' })
+    auditFactor(as, req, 'factor.removed', sub, 'totp')
     return redirect(res, 'account?totp=off', 303)
   }
   showError(res, new InvalidRequest('Choose to set up, turn on or turn off the authenticator app'))

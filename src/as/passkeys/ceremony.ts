@@ -205,7 +205,7 @@ export async function verifyAssertion(
   const passkey = await as.store.passkeys.get(response.id)
   if (passkey === null) return { ok: false, reason: 'unknown passkey' }
   if (use.purpose === 'second-factor' && passkey.sub !== use.person.sub) return { ok: false, reason: "another person's passkey" }
-  const user = as.users.get(passkey.username)
+  const user = await as.people.byUsername(passkey.username)
   if (user === undefined || user.sub !== passkey.sub) return { ok: false, reason: 'the passkey belongs to no configured user' }
   const handle = response.response.userHandle
   if (handle !== undefined && handle !== Buffer.from(userHandleOf(passkey.sub)).toString('base64url')) return { ok: false, reason: 'user handle mismatch' }

@@ -8,6 +8,7 @@
  * every instance.
  */
 import type { EndedSession } from '../../store/types.js'
+import type { AuditActor } from '../../audit/events.js'
 import type { AsContext } from '../context.js'
 import { upstreamSubject } from '../identity-providers/person.js'
 import { withdrawAllAccess } from '../withdraw-access.js'
@@ -19,13 +20,33 @@ export { SessionEnds } from './session-ends.js'
 export interface EndOptions {
   /** Also withdraw every application the person allowed (revoke their grants). Default false. */
   grants?: boolean
+  /** Who ended them, for the audit trail; default: the person for `logout` and `sign_out_everywhere`, else bearward itself. */
+  actor?: AuditActor
+}
+
+/** Who the audit trail says ended sessions, when the caller did not say. */
+function defaultActor(sub: string, reason: SessionEndReason): AuditActor {
+  return reason === 'logout' || reason === 'sign_out_everywhere' ? { kind: 'person', id: sub } : { kind: 'system' }
 }
 
 /** A provider's session (its id_token's `sid`) or a provider's person (its `sub`). */
 export type ProviderSession = { sid: string } | { sub: string }
 
 async function finish(as: AsContext, sub: string, reason: SessionEndReason, sessions: EndedSession[], options: EndOptions): Promise<SessionsEnded> {
-  const grantsRevoked = options.grants === true ? await withdrawAllAccess(as, sub) : null
+  const actor = options.actor ?? defaultActor(sub, reason)
+  const self = actor.kind === 'person' && actor.id === sub
+  const grantsRevoked =
+    options.grants === true ? await withdrawAllAccess(as, sub, { event: self ? 'grant.withdrawn' : 'grant.revoked', actor, ...(self ? {} : { reason }) }) : null
+  // One event per session ended, named by its public id (the id_token `sid`), never its cookie.
+  for (const s of sessions) {
+    as.audit.record({
+      event: 'session.ended',
+      actor,
+      subject: s.record.sid === undefined ? { kind: 'person', id: sub } : { kind: 'session', id: s.record.sid },
+      outcome: 'success',
+      reason,
+    })
+  }
   const ended: SessionsEnded = { sub, reason, sessions, grantsRevoked }
   as.log.info(
     { event: 'sessions_ended', sub, reason, sessions: sessions.length, ...(grantsRevoked === null ? {} : { grants: grantsRevoked }) },

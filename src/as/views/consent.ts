@@ -24,8 +24,12 @@ export interface ConsentPageOptions {
   returnTo?: string
   /** Device flow: the user code to check against the device's screen (formatted XXXX-XXXX). */
   userCode?: string
-  /** A client that registered itself: the host it will send the person to (shown as a caution). */
-  selfRegistered?: { redirectHost: string }
+  /**
+   * A client nobody here vetted: the host it will send the person to (shown as a caution), and how
+   * bearward knows it: it registered itself (RFC 7591), or bearward fetched the metadata document its
+   * client_id names (then `documentHost` is that URL's host).
+   */
+  selfRegistered?: { redirectHost: string; how?: 'registration' | 'metadata_document'; documentHost?: string }
 }
 
 function scopeList(clientName: SafeHtml, scopes: readonly ScopeView[]): SafeHtml {
@@ -71,7 +75,11 @@ ${
 }
 ${
   o.selfRegistered
-    ? html`<p class="alert" role="note">${name} registered itself with this server; nobody here has checked who runs it. If you allow, you will be sent to <code>${isolated(o.selfRegistered.redirectHost)}</code>.</p>
+    ? html`<p class="alert" role="note">${
+        o.selfRegistered.how === 'metadata_document'
+          ? html`This server read ${name}’s description from <code>${isolated(o.selfRegistered.documentHost ?? '')}</code>, where it says it lives`
+          : html`${name} registered itself with this server`
+      }; nobody here has checked who runs it. If you allow, you will be sent to <code>${isolated(o.selfRegistered.redirectHost)}</code>.</p>
 `
     : ''
 }${scopeList(name, o.scopes)}

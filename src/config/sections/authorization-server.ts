@@ -2,6 +2,7 @@
  * `authorization_server`: the built-in issuer (`self`). Durations become whole
  * seconds; the built-in OIDC scopes are always known.
  */
+import { SSF_STREAM_SCOPE } from './ssf-scope.js'
 import type { Node } from 'yaml'
 import type { AuthorizationServerConfig, KeySource } from '../validated-config.js'
 import type { Reader } from '../reader.js'
@@ -101,7 +102,7 @@ export const BUILT_IN_SCOPES: Readonly<Record<string, string>> = {
   email: 'Read your email address',
   offline_access: 'Keep access while you are not using the app',
   // Shared Signals (docs/signals.md): a receiver's client-credentials token manages its stream; advertised only while the transmitter is on.
-  'ssf:stream': "Manage this application's stream of security events",
+  [SSF_STREAM_SCOPE]: "Manage this application's stream of security events",
 }
 
 /** Key types that can sign JWTs with the asymmetric algorithms we allow. */

@@ -4,6 +4,7 @@
  * `allow_hosts` are the hosts that may be fetched although they resolve to a
  * private or loopback address; `ca_file` adds a private CA.
  */
+import { SSF_STREAM_SCOPE } from './ssf-scope.js'
 import type { Node } from 'yaml'
 import { isHostname } from '../listen.js'
 import type { Reader } from '../reader.js'
@@ -39,7 +40,8 @@ export function readMetadataDocuments(
   const config: ClientIdMetadataDocumentsConfig = {
     allowHosts: [...new Set(allowHosts.map((h) => h.toLowerCase()))],
     caFile,
-    scopes: listed === undefined ? [...knownScopes] : [...new Set(listed.map((s) => s.value))],
+    // Strangers' clients use the code flow: `ssf:stream` (a receiver's client-credentials scope) is not theirs by default.
+    scopes: listed === undefined ? [...knownScopes].filter((s) => s !== SSF_STREAM_SCOPE) : [...new Set(listed.map((s) => s.value))],
   }
   return enabled ? config : null
 }

@@ -5,6 +5,7 @@
  * each address may register `rate_limit.per_address` clients per window, and
  * the store holds at most `max_clients` live ones.
  */
+import { SSF_STREAM_SCOPE } from './ssf-scope.js'
 import type { Node } from 'yaml'
 import type { RegistrationConfig } from '../validated-config.js'
 import type { Reader } from '../reader.js'
@@ -43,7 +44,8 @@ export function readRegistration(r: Reader, node: Node | undefined, path: string
   const rate = r.map(m.get('rate_limit'), m.pathOf('rate_limit'), RATE_LIMIT_KEYS)
   const config: RegistrationConfig = {
     initialAccessToken,
-    scopes: listed === undefined ? [...knownScopes] : [...new Set(listed.map((s) => s.value))],
+    // Strangers' clients use the code flow: `ssf:stream` (a receiver's client-credentials scope) is not theirs by default.
+    scopes: listed === undefined ? [...knownScopes].filter((s) => s !== SSF_STREAM_SCOPE) : [...new Set(listed.map((s) => s.value))],
     clientTtlSec: m.opt('client_ttl', r.seconds({ min: 60 }), DEFAULT_CLIENT_TTL_SEC),
     maxClients: m.opt('max_clients', r.int({ min: 1 }), DEFAULT_MAX_CLIENTS),
     perAddress: rate?.opt('per_address', r.int({ min: 1 }), DEFAULT_PER_ADDRESS) ?? DEFAULT_PER_ADDRESS,

@@ -7,6 +7,7 @@
  * removes a factor (src/as/credential-changes.ts). A stream hears only of
  * people who hold a grant with its receiver's client.
  */
+import { SIGNALS_PATHS } from '../../config/own-paths.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AsContext } from '../../as/context.js'
 import type { CredentialChange } from '../../as/credential-changes.js'
@@ -41,7 +42,8 @@ import {
 /** Streams held at most, one per receiver client: past it a new one is 503 (an operator's problem, not a receiver's). */
 export const MAX_STREAMS = 1000
 /** Where the endpoints live, relative to the issuer. */
-export const SSF_PATHS = Object.freeze({ stream: '/ssf/stream', status: '/ssf/status', verify: '/ssf/verify' })
+/** The transmitter's endpoints, relative to the issuer (config/own-paths.ts holds the one list). */
+export const SSF_PATHS = SIGNALS_PATHS
 
 /** CAEP 1.0 `initiating_entity` and an administrator's text for each way sessions end (null: not told). */
 const SESSION_END_TOLD: Readonly<Record<SessionEndReason, { entity: string; text: string } | null>> = {
