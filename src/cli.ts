@@ -28,6 +28,7 @@ Commands:
   hash-secret    hash a client secret or password (or generate a new client secret)
   keys generate  print a new private signing key (JWK)
   audit verify   check an audit trail file's hash chains
+  admin          the admin API: clients, grants, tokens (bearward admin --help)
 
 Options:
   -h, --help     help for a command: bearward <command> --help
@@ -219,6 +220,16 @@ async function cmdAudit(args: string[]): Promise<number> {
   return 0
 }
 
+async function cmdAdmin(args: string[]): Promise<number> {
+  const { adminCli } = await import('./admin/cli.js')
+  return adminCli(
+    args,
+    process.env,
+    (text) => process.stdout.write(text),
+    (text) => process.stderr.write(text),
+  )
+}
+
 function print(text: string | undefined): number {
   process.stdout.write(text ?? '')
   return 0
@@ -239,6 +250,8 @@ export async function main(argv: string[]): Promise<number> {
         return await cmdKeys(rest)
       case 'audit':
         return await cmdAudit(rest)
+      case 'admin':
+        return await cmdAdmin(rest)
       case '-v':
       case '--version':
         return print(`${version()}\n`)

@@ -43,6 +43,7 @@ const REQUIRED_SURFACES = [
   'Gateway: credentials sent upstream',
   'Request handling: headers, paths and smuggling',
   'Slow and hostile clients',
+  'Admin API',
   'MCP',
   'WebSocket and long-lived streams',
   'HTTP/2 and gRPC',

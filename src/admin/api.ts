@@ -9,7 +9,8 @@ import { ADMIN_API_BASE } from '../config/sections/admin-api.js'
 import type { AdminApiConfig } from '../config/validated-config.js'
 import { ClientAborted, StoreUnavailableError } from '../errors.js'
 import { NO_STORE } from '../http/reply.js'
-import { authenticateAdmin } from './auth.js'
+import { requestOrigin } from './actor.js'
+import { type AdminCaller, authenticateAdmin } from './auth.js'
 import { adminContextOf } from './context.js'
 import { AdminProblem, sendProblem } from './problem.js'
 import { ADMIN_ROUTER } from './routes.js'
@@ -63,7 +64,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, as: AsContext |
   if ((req.url ?? '').length > MAX_TARGET) throw new AdminProblem(414, 'invalid_request', 'The request target is too long')
   const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '')
   const { route, params } = ADMIN_ROUTER.match(req.method ?? 'GET', place.path.slice(ADMIN_API_BASE.length) || '/')
-  const caller = route.public ? ANONYMOUS : await authenticateAdmin(req, admin.as, place.url)
+  const caller = route.public ? ANONYMOUS : await authenticated(req, admin.as, place.url)
   const reply = await route.handle({ req, params, query, caller, admin })
   const headers = { ...NO_STORE, ...reply.headers }
   if (reply.body === undefined) {
@@ -74,6 +75,25 @@ async function answer(req: IncomingMessage, res: ServerResponse, as: AsContext |
   const payload = JSON.stringify(reply.body)
   res.writeHead(reply.status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) })
   res.end(req.method === 'HEAD' ? undefined : payload)
+}
+
+/** The caller, or the refusal, which the audit trail records as `admin.denied` with its reason code. */
+async function authenticated(req: IncomingMessage, as: AsContext, url: string): Promise<AdminCaller> {
+  try {
+    return await authenticateAdmin(req, as, url)
+  } catch (err) {
+    if (err instanceof AdminProblem) {
+      as.audit.record({
+        event: 'admin.denied',
+        actor: { kind: 'anonymous' },
+        subject: { kind: 'none' },
+        ...requestOrigin(req),
+        outcome: 'failure',
+        reason: err.reason ?? err.kind,
+      })
+    }
+    throw err
+  }
 }
 
 /** The caller of a public route (the OpenAPI document): no one in particular. */

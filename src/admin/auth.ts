@@ -98,5 +98,5 @@ function refusal(err: OAuthError, as: AsContext): AdminProblem {
   const challenge = answer.headers['www-authenticate']
   const kind = err.status === 401 ? 'unauthorized' : err.status === 403 ? 'forbidden' : 'invalid_request'
   const detail = err.error ? `${err.error}: ${err.description ?? ''}`.trim() : 'A bearer access token is required'
-  return new AdminProblem(err.status, kind, detail, challenge === undefined ? {} : { 'www-authenticate': challenge })
+  return new AdminProblem(err.status, kind, detail, challenge === undefined ? {} : { 'www-authenticate': challenge }, err.error || 'no_token')
 }

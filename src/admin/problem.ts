@@ -32,12 +32,15 @@ export class AdminProblem extends Error {
   readonly kind: ProblemKind
   readonly detail: string
   readonly headers: Readonly<Record<string, string>>
-  constructor(status: number, kind: ProblemKind, detail: string, headers: Readonly<Record<string, string>> = {}) {
+  /** A code for the audit trail and logs (an OAuth error such as `insufficient_scope`); absent: `kind`. */
+  readonly reason: string | undefined
+  constructor(status: number, kind: ProblemKind, detail: string, headers: Readonly<Record<string, string>> = {}, reason?: string) {
     super(detail)
     this.status = status
     this.kind = kind
     this.detail = detail
     this.headers = headers
+    this.reason = reason
   }
 }
 

@@ -271,6 +271,13 @@ export interface NewGrantInput {
  * is already bound to its client authentication).
  */
 export async function startGrant(as: AsContext, input: NewGrantInput): Promise<TokenResponse> {
+  // Before anything is stored: a person who may not hold the admin scopes leaves no grant behind.
+  checkAdminScope(as.config.adminApi, as.as.mfa !== undefined, {
+    scope: input.scope,
+    clientId: input.client.clientId,
+    sub: input.sub,
+    strength: input.strength ?? {},
+  })
   const now = epochSeconds(as.clock)
   const refreshToken = input.client.grantTypes.includes('refresh_token') ? randomToken() : null
   const accessExp = now + as.as.accessToken.ttlSec

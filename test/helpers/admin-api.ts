@@ -5,11 +5,14 @@
  * the OpenAPI document the server itself serves.
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import { asConfig, DEMO_SECRET, type DemoConfig, demoHashes } from './as-config.js'
+import { asConfig, DEMO_PASSWORD, DEMO_SECRET, type DemoConfig, demoHashes } from './as-config.js'
+import { authorizeAs, Browser, pkce } from './as-front.js'
 import type { ConfigTree } from './config-tree.js'
 import { type Reply, reply } from './http.js'
 
 export const ADMIN_AUDIENCE_PATH = '/admin/v1'
+export const CONSOLE_CALLBACK = 'http://127.0.0.1:5556/callback'
+export const WEB_CALLBACK = 'http://127.0.0.1:5555/callback'
 
 export function basic(id: string, secret: string): string {
   return `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`
@@ -23,7 +26,17 @@ export async function adminConfig(o: { port: number; upstream: string; store?: s
     { client_id: 'ops', type: 'confidential', secret_hash: secretHash, grant_types: ['client_credentials'], scopes: [] },
     { client_id: 'auditor', type: 'confidential', secret_hash: secretHash, grant_types: ['client_credentials'], scopes: [] },
   )
-  config.admin_api = { enabled: true, clients: ['ops', 'auditor'], people: ['alice'], ...o.admin }
+  // `console`: the code flow for admin people; bob is a person who is not one.
+  config.authorization_server.clients.push({
+    client_id: 'console',
+    type: 'confidential',
+    secret_hash: secretHash,
+    redirect_uris: [CONSOLE_CALLBACK],
+    grant_types: ['authorization_code', 'refresh_token'],
+    scopes: ['openid'],
+  })
+  config.authorization_server.users.push({ username: 'bob', password_hash: (await demoHashes()).passwordHash, claims: { name: 'Bob' } })
+  config.admin_api = { enabled: true, clients: ['ops', 'auditor', 'console'], people: ['alice'], ...o.admin }
   return config
 }
 
@@ -115,7 +128,7 @@ export class AdminClient {
   async call(method: string, path: string, o: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
     const headers: Record<string, string> = { ...o.headers }
     if (o.token) headers.authorization = `Bearer ${o.token}`
-    if (o.body !== undefined) headers['content-type'] = 'application/json'
+    if (o.body !== undefined) headers['content-type'] ??= 'application/json'
     const r = await reply(fetch(`${this.base}${this.prefix}${path}`, { method, headers, ...(o.body === undefined ? {} : { body: JSON.stringify(o.body) }) }))
     this.checker.check(method, path, r)
     return r
@@ -139,4 +152,40 @@ export function itemsOf(r: Reply): Array<Record<string, unknown>> {
 /** The `id`s of a list answer. */
 export function idsOf(r: Reply): unknown[] {
   return itemsOf(r).map((item) => item.id)
+}
+
+/**
+ * A person's token answer through the code flow (sign in, consent, code at
+ * /token): `client` is `web` (orders) or `console` (admin).
+ */
+export async function personToken(base: string, o: { client: 'web' | 'console'; username: string; scope: string; resource?: string }): Promise<Reply> {
+  const { verifier, challenge } = pkce()
+  const redirect = o.client === 'web' ? WEB_CALLBACK : CONSOLE_CALLBACK
+  const params = new URLSearchParams({
+    response_type: 'code',
+    client_id: o.client,
+    redirect_uri: redirect,
+    scope: o.scope,
+    state: 's1',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...(o.resource === undefined ? {} : { resource: o.resource }),
+  })
+  const back = await authorizeAs(new Browser(), `${base}/authorize?${params}`, { username: o.username, password: DEMO_PASSWORD })
+  const code = back.searchParams.get('code')
+  if (code === null) return { status: 0, headers: new Headers(), text: back.toString(), json: Object.fromEntries(back.searchParams) }
+  return reply(
+    fetch(`${base}/token`, {
+      method: 'POST',
+      headers: { authorization: basic(o.client, DEMO_SECRET), 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirect, code_verifier: verifier }).toString(),
+    }),
+  )
+}
+
+/** The `jti` of a JWT access token (read, not verified: the server verifies). */
+export function jtiOf(token: string): string {
+  const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti?: unknown }
+  if (typeof payload.jti !== 'string') throw new Error('no jti')
+  return payload.jti
 }
