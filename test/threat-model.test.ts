@@ -49,7 +49,6 @@ const REQUIRED_SURFACES = [
   'HTTP/2 and gRPC',
   'Admin listener',
   'Config reload',
-  'Admin API',
   'Store (Redis) faults',
   '/par and request objects',
   'FAPI 2.0 profile',

@@ -80,7 +80,11 @@ t.test('people: YAML people listed read-only beside created ones; a username or 
   const rest = await api.call('GET', `/people?limit=5&cursor=${encodeURIComponent(list.json?.next_cursor as string)}`, { token: write })
   t.same(
     ((rest.json?.items ?? []) as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
-    [['carol', 'admin']],
+    [
+      ['bob', 'config'],
+      ['carol', 'admin'],
+    ],
+    'YAML and stored people in one order by username',
   )
   t.equal(rest.json?.next_cursor, null)
   const clientCursor = await api.call('GET', '/clients?limit=1', { token: write })
@@ -214,7 +218,7 @@ t.test('people: a reload that adds a YAML user already created through the API i
   })
   bin.child.kill('SIGHUP')
   const refused = await bin.waitForLog((e) => String(e.msg).startsWith('config reload refused'))
-  t.match(String(refused.msg), /authorization_server\.users\[1\].*username carol is also a person created through the admin API/)
+  t.match(String(refused.msg), /authorization_server\.users\[2\].*username carol is also a person created through the admin API/)
   const carol = await api.call('GET', '/people/carol', { token: write })
   t.equal(carol.json?.source, 'admin', 'still served by the previous config: carol is the stored person')
 })
