@@ -23,6 +23,7 @@ export const FRONT_CHANNEL_PATHS = [
   '/assets/passkeys.js',
   '/second-factor',
   '/totp',
+  '/set-password',
 ] as const
 
 export type FrontChannelPath = (typeof FRONT_CHANNEL_PATHS)[number]

@@ -4,7 +4,7 @@
  * (disable, factors, sessions, password links) and their refusals. Every
  * answer is validated against the served OpenAPI document.
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -12,6 +12,7 @@ import { generatePrivateJwk } from '../../src/keys/keyset.js'
 import { accessTokenOf, AdminClient, adminConfig, adminToken, openApiChecker } from '../helpers/admin-api.js'
 import { DEMO_SECRET, oneIssuer } from '../helpers/as-config.js'
 import { type RunningBin, startBin, tempConfig } from '../helpers/bin.js'
+import { Browser, authorizeAsPerson, parseForms } from '../helpers/browser.js'
 import { basic } from '../helpers/client-auth.js'
 import { mergeConfig } from '../helpers/config-tree.js'
 import { freePort } from '../helpers/http.js'
@@ -79,7 +80,11 @@ t.test('people: YAML people listed read-only beside created ones; a username or 
   const rest = await api.call('GET', `/people?limit=5&cursor=${encodeURIComponent(list.json?.next_cursor as string)}`, { token: write })
   t.same(
     ((rest.json?.items ?? []) as Array<{ id: string; source: string }>).map((p) => [p.id, p.source]),
-    [['carol', 'admin']],
+    [
+      ['bob', 'config'],
+      ['carol', 'admin'],
+    ],
+    'YAML and stored people in one order by username',
   )
   t.equal(rest.json?.next_cursor, null)
   const clientCursor = await api.call('GET', '/clients?limit=1', { token: write })
@@ -148,7 +153,7 @@ t.test('people: password links: 24 h, kept hashed, refused for YAML and disabled
   await api.call('POST', '/people', { token: write, body: { username: 'carol' } })
   const link = await api.call('POST', '/people/carol/password-link', { token: write })
   t.equal(link.status, 201, link.text)
-  t.match(link.json?.url, /\/set-password#[A-Za-z0-9_-]{43}$/)
+  t.match(link.json?.url, /\/set-password\?token=[A-Za-z0-9_-]{43}$/)
   t.ok((link.json?.expires_at as number) - Date.now() / 1000 > 24 * 3600 - 60, 'good for 24 h')
   t.equal((await api.call('POST', '/people/alice/password-link', { token: write })).status, 409, "a YAML person's password is in YAML")
   await api.call('POST', '/people/carol/disable', { token: write })
@@ -213,7 +218,59 @@ t.test('people: a reload that adds a YAML user already created through the API i
   })
   bin.child.kill('SIGHUP')
   const refused = await bin.waitForLog((e) => String(e.msg).startsWith('config reload refused'))
-  t.match(String(refused.msg), /authorization_server\.users\[1\].*username carol is also a person created through the admin API/)
+  t.match(String(refused.msg), /authorization_server\.users\[2\].*username carol is also a person created through the admin API/)
   const carol = await api.call('GET', '/people/carol', { token: write })
   t.equal(carol.json?.source, 'admin', 'still served by the previous config: carol is the stored person')
+})
+
+t.test('people: a created person sets a password through the link, once, then signs in with it', async (t) => {
+  const { bin, api, write } = await startAdmin(t)
+  await api.call('POST', '/people', { token: write, body: { username: 'carol', claims: { email: 'carol@example.com' } } })
+  const link = (await api.call('POST', '/people/carol/password-link', { token: write })).json?.url as string
+  const browser = new Browser()
+  const page = await browser.get(link)
+  t.equal(page.status, 200)
+  t.match(page.headers.get('content-security-policy'), /frame-ancestors 'none'/)
+  const html = await page.text()
+  const [page1] = parseForms(html, link)
+  if (page1 === undefined) throw new Error(`no form: ${html}`)
+  t.ok('csrf' in page1.fields, 'the form carries a CSRF token')
+  const stranger = await fetch(`${bin.url}/set-password`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
+    body: new URLSearchParams({ ...page1.fields, password: 'not-my-password', confirm: 'not-my-password' }).toString(),
+  })
+  t.equal(stranger.status, 403, 'a cross-site post is refused')
+  const mismatch = await browser.submit(page1, { password: 'a long enough one', confirm: 'another one' })
+  t.equal(mismatch.status, 400, 'the two must match; the link is not spent')
+  const set = await browser.submit(page1, { password: 'carol-secret-42', confirm: 'carol-secret-42' })
+  t.equal(set.status, 200)
+  t.match(await set.text(), /Password set/)
+  t.equal((await api.call('GET', '/people/carol', { token: write })).json?.has_password, true)
+  const used = await browser.submit(page1, { password: 'an-attacker-pass', confirm: 'an-attacker-pass' })
+  t.equal(used.status, 410, 'a used link is refused')
+  t.equal((await new Browser().get(link)).status, 410, 'and shows no form')
+
+  const verifier = randomBytes(32).toString('base64url')
+  const url = `${bin.url}/authorize?${new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: 'http://127.0.0.1:5555/callback',
+    scope: 'openid email',
+    state: 's',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  })}`
+  const cb = await authorizeAsPerson(new Browser(), url, { username: 'carol', password: 'carol-secret-42' })
+  const code = cb.searchParams.get('code')
+  t.type(code, 'string', 'carol signed in on the sign-in page')
+  const tokens = await form(
+    `${bin.url}/token`,
+    { grant_type: 'authorization_code', code: code ?? '', redirect_uri: 'http://127.0.0.1:5555/callback', code_verifier: verifier },
+    basic('web', DEMO_SECRET),
+  )
+  const body = (await tokens.json()) as { id_token: string }
+  const claims = JSON.parse(Buffer.from(body.id_token.split('.')[1] as string, 'base64url').toString('utf8')) as Record<string, unknown>
+  t.equal(claims.sub, 'carol')
+  t.equal(claims.email, 'carol@example.com', 'her stored claims reach the id_token')
 })

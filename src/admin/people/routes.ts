@@ -183,7 +183,7 @@ async function passwordLink({ req, params, caller, admin }: AdminCall): Promise<
   const expiresAtMs = as.clock.now() + PASSWORD_LINK_TTL_SEC * 1000
   await as.store.people.putPasswordLink(hashToken(token), { username: found.record.username, expiresAtMs })
   auditPerson(as, req, caller, 'person.updated', { kind: 'person', id: found.record.sub })
-  return { status: 201, body: { url: `${as.issuer}/set-password#${token}`, expires_at: Math.floor(expiresAtMs / 1000) } }
+  return { status: 201, body: { url: `${as.issuer}/set-password?token=${token}`, expires_at: Math.floor(expiresAtMs / 1000) } }
 }
 
 async function listFactors({ params, admin }: AdminCall): Promise<AdminReply> {

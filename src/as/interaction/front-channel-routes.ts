@@ -9,6 +9,7 @@ import { login } from './login.js'
 import { logout } from './logout.js'
 import { passkeyLogin, passkeyOptions, passkeys } from './passkeys.js'
 import { secondFactor } from './second-factor.js'
+import { setPassword } from './set-password.js'
 import { totp } from './totp.js'
 import { upstreamStart } from '../identity-providers/start.js'
 
@@ -35,5 +36,6 @@ export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string
     '/assets/passkeys.js': passkeyScript,
     '/second-factor': secondFactor,
     '/totp': totp,
+    '/set-password': setPassword,
   } satisfies Record<FrontChannelPath, AsHandler>),
 )

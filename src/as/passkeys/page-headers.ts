@@ -20,7 +20,7 @@ export function passkeyPageHeaders(as: AsContext, base = PAGE_HEADERS['content-s
   return { 'content-security-policy': `${base}; script-src ${script}; connect-src ${connect}` }
 }
 
-/** Passkey sign-in is offered on the login page: on, with the password form, and some local user to sign in. */
+/** Passkey sign-in is offered on the login page: on, with the password form, and some local user to sign in (YAML, or people the admin API may create). */
 export function passkeySignInOffered(as: AsContext): boolean {
-  return as.as.webauthn.enabled && as.as.localLogin && as.users.size > 0
+  return as.as.webauthn.enabled && as.as.localLogin && (as.users.size > 0 || (as.config.adminApi ?? null) !== null)
 }
