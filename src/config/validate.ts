@@ -28,6 +28,7 @@ import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { readAudit } from './sections/audit.js'
 import { refuseRoutesOverOwnPaths } from './own-path-overlap.js'
+import { warnUnreachableScopes } from './unreachable-scopes.js'
 import { ownPaths } from '../as/own-paths.js'
 import { readTraces } from './sections/telemetry.js'
 import { readHttp2 } from './sections/http2.js'
@@ -130,6 +131,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   refuseDemoOnNetwork(r, top, listen, authorizationServer)
   if (authorizationServer !== null) {
     refuseRoutesOverOwnPaths(r, routesNode, routes, normalizedPublicUrl, ownPaths(normalizedPublicUrl, authorizationServer))
+    warnUnreachableScopes(r, routesNode, routes, authorizationServer)
   }
   if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')
