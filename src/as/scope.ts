@@ -52,6 +52,19 @@ export function isSubset(requested: readonly string[], allowed: readonly string[
   return requested.every((s) => set.has(s))
 }
 
+/**
+ * invalid_scope unless every requested scope is allowed; the description names the first one that is
+ * not (issue #42: the client's developer sees which). Scope tokens passed parseScope's character
+ * check, so they are safe in error_description; a long one is cut.
+ */
+export function requireSubset(requested: readonly string[], allowed: readonly string[], exceeds: string): void {
+  const set = new Set(allowed)
+  const fault = requested.find((s) => !set.has(s))
+  if (fault === undefined) return
+  const named = fault.length > 64 ? `${fault.slice(0, 64)}…` : fault
+  throw new InvalidScope(`The requested scope \`${named}\` exceeds ${exceeds}`)
+}
+
 /** True when the space-separated `scope` contains `name`. */
 export function hasScope(scope: string, name: string): boolean {
   return scope.split(' ').includes(name)
@@ -69,6 +82,6 @@ export function requestedClientScope(value: string | undefined, client: ClientCo
   if (requested.some((s) => excluded.includes(s))) {
     throw new InvalidScope('The requested scope is not available for this grant type')
   }
-  if (!isSubset(requested, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+  requireSubset(requested, client.scopes, 'what the client is registered for')
   return requested
 }

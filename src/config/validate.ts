@@ -30,6 +30,7 @@ import { readRoutes } from './sections/routes.js'
 import { checkLimitOverrides } from './sections/route-rate-limits.js'
 import { readAudit } from './sections/audit.js'
 import { refuseRoutesOverOwnPaths } from './own-path-overlap.js'
+import { warnUnreachableScopes } from './unreachable-scopes.js'
 import { ownPaths } from './own-paths.js'
 import { readTraces } from './sections/telemetry.js'
 import { readSignals } from './sections/signals.js'
@@ -144,6 +145,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   if (authorizationServer !== null) {
     const signalsServed = signals === null ? null : { push: signals.transmitters.some((t) => t.delivery === 'push'), transmitter: signals.transmitter !== null }
     refuseRoutesOverOwnPaths(r, routesNode, routes, normalizedPublicUrl, ownPaths(normalizedPublicUrl, authorizationServer, undefined, signalsServed))
+    warnUnreachableScopes(r, routesNode, routes, authorizationServer)
   }
   if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')

@@ -33,7 +33,7 @@ t.test('client_credentials grant', async (t) => {
   t.test('a scope beyond the registration is invalid_scope', async (t) => {
     const r = await token(h, 'service', { grant_type: 'client_credentials', scope: 'orders:read admin' })
     t.equal(r.status, 400)
-    t.same(r.json, { error: 'invalid_scope', error_description: 'The requested scope exceeds what the client is registered for' })
+    t.same(r.json, { error: 'invalid_scope', error_description: 'The requested scope `admin` exceeds what the client is registered for' })
   })
 
   t.test('openid is not available without a user', async (t) => {

@@ -65,7 +65,7 @@ t.test('refresh_token grant', async (t) => {
     const rt = String(first.refresh_token)
     const r = await refresh('web', rt, { scope: 'openid orders:read orders:write' })
     t.equal(r.status, 400)
-    t.same(r.json, { error: 'invalid_scope', error_description: 'The requested scope exceeds the original grant' })
+    t.same(r.json, { error: 'invalid_scope', error_description: 'The requested scope `orders:write` exceeds the original grant' })
     t.equal((await h.store.grants.findRefresh(hashToken(rt)))?.current, true, 'not rotated')
     t.equal((await refresh('web', rt)).status, 200)
   })

@@ -10,13 +10,14 @@
  * A family a token exchange started is bound to its subject's grant
  * (exchanged-family.ts): checked first, and answered as the exchange was.
  */
+import { requireSubset } from '../scope.js'
 import { epochSeconds } from '../../clock.js'
-import { InvalidDpopProof, InvalidGrant, InvalidScope } from '../../errors.js'
+import { InvalidDpopProof, InvalidGrant } from '../../errors.js'
 import { hashToken } from '../../store/hash.js'
 import { userTokenResponse } from '../issue.js'
 import { randomToken } from '../../crypto/random.js'
 import { audienceFor, requestedResource } from '../resource.js'
-import { formatScope, isSubset, parseScope } from '../scope.js'
+import { formatScope, parseScope } from '../scope.js'
 import { strengthOf } from '../sign-in-strength.js'
 import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 import { checkExchangePolicy, checkSubjectGrant, exchangedRefreshResponse, exchangeOf, revokeSubjectGrant } from './exchanged-family.js'
@@ -52,9 +53,9 @@ export const refreshTokenGrant: Grant = {
     }
 
     const granted = parseScope(grant.scope)
-    if (!isSubset(requestedScope, granted)) throw new InvalidScope('The requested scope exceeds the original grant')
+    requireSubset(requestedScope, granted, 'the original grant')
     // Never beyond what the client is registered for now: a scope the operator took from it since the grant is gone.
-    if (!isSubset(requestedScope, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+    requireSubset(requestedScope, client.scopes, 'what the client is registered for')
     const scope = formatScope((requestedScope.length === 0 ? granted : requestedScope).filter((s) => client.scopes.includes(s)))
     const audience = audienceFor(as, resource, grant.resource)
 

@@ -34,12 +34,13 @@
  *
  * @see https://www.rfc-editor.org/rfc/rfc8693#section-2
  */
+import { requireSubset } from '../scope.js'
 import { epochSeconds } from '../../clock.js'
 import { InvalidGrant, InvalidRequest, InvalidScope, InvalidTarget, UnauthorizedClient } from '../../errors.js'
 import type { AsContext } from '../context.js'
 import { issueAccessToken } from '../issue.js'
 import { checkResource } from '../resource.js'
-import { formatScope, isSubset, parseScope } from '../scope.js'
+import { formatScope, parseScope } from '../scope.js'
 import { upstreamSubject } from '../identity-providers/person.js'
 import { verifyOwnAccessToken, type OwnAccessToken } from '../verify-token.js'
 import { strengthClaims, strengthOf, upstreamSignIn } from '../sign-in-strength.js'
@@ -137,9 +138,9 @@ export const tokenExchangeGrant: Grant = {
 
     const granted = parseScope(subject.scope)
     const requested = parseScope(form.get('scope'))
-    if (!isSubset(requested, granted)) throw new InvalidScope('The requested scope exceeds the subject token')
+    requireSubset(requested, granted, 'the subject token')
     // Never beyond the exchanging client's registration either, as every grant is capped (RFC 6749 3.3).
-    if (!isSubset(requested, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+    requireSubset(requested, client.scopes, 'what the client is registered for')
     const scope = formatScope((requested.length > 0 ? requested : granted).filter((s) => client.scopes.includes(s)))
     // A subject token whose scope the client may use none of gives nothing: a token without scope is no answer.
     if (scope === '' && granted.length > 0) throw new InvalidScope("None of the subject token's scope is available to this client")
