@@ -1,6 +1,7 @@
 /**
  * The hook every change of a person's sign-in factors goes through (a passkey
- * added or removed, an authenticator app turned on or off): a listener list
+ * added or removed, an authenticator app turned on or off, a password set
+ * through an admin's password link): a listener list
  * owned by the Runtime's authorization server (AsContext.credentialChanges).
  * The Shared Signals transmitter subscribes (CAEP credential-change). A
  * listener that throws or rejects is logged; it never fails the person's page.

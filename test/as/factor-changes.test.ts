@@ -14,6 +14,7 @@ import t from 'tap'
 import * as OTPAuth from 'otpauth'
 import { CONFIRM_NEEDED } from '../../src/as/interaction/factors.js'
 import { hashToken } from '../../src/store/hash.js'
+import { randomToken } from '../../src/crypto/random.js'
 import type { CredentialChange } from '../../src/as/credential-changes.js'
 import type { PasskeyRecord, SessionRecord } from '../../src/store/types.js'
 import {
@@ -254,4 +255,35 @@ t.test('each factor change is told once to the credential-change hook (the Share
   // A refused change tells nothing.
   await post(front, alice, 'passkeys', { csrf: page.csrf, action: 'remove', credential_id: 'alice-usb' })
   t.equal(heard.length, 3, 'removing it again (refused) told nothing')
+})
+
+t.test('a password set through an admin’s password link is told to the credential-change hook once', async (t) => {
+  const heard: CredentialChange[] = []
+  const off = front.as.credentialChanges.on((c) => {
+    heard.push(c)
+  })
+  t.teardown(off)
+  const at = now()
+  await front.store.people.create({
+    username: 'dora',
+    sub: 'dora-sub',
+    claims: {},
+    passwordHash: null,
+    disabled: false,
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
+  })
+  const token = randomToken()
+  await front.store.people.putPasswordLink(hashToken(token), { username: 'dora', expiresAtMs: front.clock.now() + 3_600_000 })
+  const b = new Browser()
+  const url = `${front.url}/set-password?token=${token}`
+  const html = await (await b.get(url)).text()
+  const csrf = formWith(html, url, 'token').fields.csrf ?? ''
+  const set = await post(front, b, 'set-password', { csrf, token, password: 'a-long-new-password-1', confirm: 'a-long-new-password-1' })
+  t.equal(set.status, 200, 'the password is set')
+  t.same(heard, [{ sub: 'dora-sub', credentialType: 'password', changeType: 'create' }], 'a first password: credential-change create, told once')
+  const again = await post(front, b, 'set-password', { csrf, token, password: 'another-long-password-2', confirm: 'another-long-password-2' })
+  t.equal(again.status, 410, 'the link is used up')
+  t.equal(heard.length, 1, 'a refused post tells nothing')
 })

@@ -86,5 +86,7 @@ export async function setPassword(req: IncomingMessage, res: ServerResponse, _ct
     outcome: 'success',
     reason: 'password_set',
   })
+  // CAEP credential-change (the Shared Signals transmitter tells the person's receivers): a first password is `create`.
+  await as.credentialChanges.emit({ sub: person.sub, credentialType: 'password', changeType: person.passwordHash === null ? 'create' : 'update' })
   return showPage(res, 200, messagePage({ title: 'Password set', message: 'Your password is set. Sign in with it from the application you use.' }))
 }
