@@ -89,7 +89,8 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     assertionIssuers,
     trustedTokens,
     users,
-    people: new PersonDirectory(users, deps.store.people, deps.log),
+    // The store's people and disabled flags exist only through the admin API (docs/admin.md).
+    people: new PersonDirectory(users, deps.store.people, deps.log, config.adminApi != null),
     upstream,
     secrets: new SecretVerifier(),
     totpSecrets: TotpSecrets.fromConfig(deps.as, deps.keys),

@@ -88,7 +88,7 @@ t.test('a passkey as the second factor in Chromium', async (t) => {
       await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 2000 }))
       const synced = ((await page.locator('ul.passkeys .when').textContent()) ?? '').includes('synced')
       await notDiscoverable(cdp, authenticatorId)
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out' }).click())
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out', exact: true }).click())
 
       // An application asks for two factors: the password is not enough.
       const request = authorizeUrl({ acr_values: 'mfa' })
@@ -148,7 +148,7 @@ t.test('a passkey as the second factor in Chromium', async (t) => {
       await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
       t.equal(await heading(page), 'Your recovery codes')
       await page.goto(`${A}/account`)
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out' }).click())
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out', exact: true }).click())
       await page.goto(authorizeUrl({ acr_values: 'mfa' }).url)
       await password(page, person)
       t.equal(await heading(page), 'Enter your code')

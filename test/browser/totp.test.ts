@@ -80,7 +80,7 @@ t.test('an authenticator app in Chromium', async (t) => {
 
       await page.goto(`${as.issuer}/account`)
       await t.resolves(page.getByText('10 of 10 recovery codes unused.').waitFor({ timeout: 2000 }))
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out' }).click())
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out', exact: true }).click())
 
       // The password, then a code from the app.
       await page.goto(`${as.issuer}/account`)
@@ -95,7 +95,7 @@ t.test('an authenticator app in Chromium', async (t) => {
       await page.getByLabel('Code', { exact: true }).fill(second)
       await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
       t.equal(await heading(page), 'Your account', 'signed in')
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out' }).click())
+      await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out', exact: true }).click())
 
       // The password, then a recovery code.
       await page.goto(`${as.issuer}/account`)

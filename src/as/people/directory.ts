@@ -30,11 +30,18 @@ export class PersonDirectory {
   readonly #users: ReadonlyMap<string, UserConfig>
   readonly #store: PeopleStore
   readonly #log: DirectoryLog
+  /**
+   * Whether the store holds people and flags at all: only the admin API
+   * creates people and disables them, so with it off every lookup is the
+   * YAML list alone and a sign-in or /token costs no store read.
+   */
+  readonly #managed: boolean
 
-  constructor(users: ReadonlyMap<string, UserConfig>, store: PeopleStore, log: DirectoryLog) {
+  constructor(users: ReadonlyMap<string, UserConfig>, store: PeopleStore, log: DirectoryLog, managed = true) {
     this.#users = users
     this.#store = store
     this.#log = log
+    this.#managed = managed
   }
 
   /** The YAML user of this name, whatever the store says (for the admin API's listing). */
@@ -50,6 +57,7 @@ export class PersonDirectory {
   /** The person who may sign in as `username`: undefined when unknown, disabled, or ambiguous. Rejects with StoreUnavailableError. */
   async byUsername(username: string): Promise<LocalPerson | undefined> {
     const yaml = this.#users.get(username)
+    if (!this.#managed) return yaml === undefined ? undefined : fromConfig(yaml)
     if (yaml === undefined) {
       const record = await this.#store.get(username)
       return record === null || record.disabled ? undefined : fromRecord(record)
@@ -66,6 +74,7 @@ export class PersonDirectory {
   async bySub(sub: string): Promise<LocalPerson | undefined> {
     const yaml = configUserBySub(this.#users, sub)
     if (yaml !== undefined) return this.byUsername(yaml.username)
+    if (!this.#managed) return undefined
     const record = await this.#store.bySub(sub)
     if (record === null) return undefined
     // Through byUsername: the same refusals (disabled, a YAML user of the same name).
