@@ -19,6 +19,7 @@
  *   a refused address is dropped at once, not retried.
  * - No redirect is followed; the answer's body is not read beyond what closing needs.
  */
+import { DrainRuns } from '../../store/deliveries/drain-runs.js'
 import { readFileSync } from 'node:fs'
 import { Agent, request } from 'undici'
 import { randomToken } from '../../crypto/random.js'
@@ -84,9 +85,11 @@ export class BackchannelLogoutDelivery {
   readonly #stranger: Agent
   readonly #unsubscribe: () => void
   #timer: NodeJS.Timeout | null = null
-  #running: Promise<void> | null = null
-  #again = false
   #closed = false
+  readonly #runs = new DrainRuns(
+    () => this.#drainOnce(),
+    () => this.#closed,
+  )
 
   constructor(as: DeliveryContext) {
     this.#as = as
@@ -115,7 +118,7 @@ export class BackchannelLogoutDelivery {
     this.#unsubscribe()
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#timer = null
-    await this.#running
+    await this.#runs.settled()
     await Promise.all([this.#trusted.close(), this.#stranger.close()])
   }
 
@@ -124,32 +127,22 @@ export class BackchannelLogoutDelivery {
    * run (and a call during a run makes it look once more). Tests call it to deliver without waiting.
    */
   runOnce(): Promise<void> {
-    if (this.#closed) return Promise.resolve()
-    if (this.#running !== null) {
-      this.#again = true
-      return this.#running
-    }
-    this.#running = this.#drain().finally(() => {
-      this.#running = null
-    })
-    return this.#running
+    return this.#runs.run()
   }
 
-  async #drain(): Promise<void> {
-    do {
-      this.#again = false
-      try {
-        let jobs = await this.#as.store.deliveries.claim(LOGOUT_QUEUE, LEASE_MS, BATCH)
-        while (jobs.length > 0 && !this.#closed) {
-          await Promise.all(jobs.map((j) => this.#deliver(j.id, j.payload, j.attempts, j.queuedAtMs)))
-          jobs = await this.#as.store.deliveries.claim(LOGOUT_QUEUE, LEASE_MS, BATCH)
-        }
-      } catch (err) {
-        // The store is down: the jobs wait in it (or were never queued); the next poll tries again.
-        this.#as.log.warn({ event: 'backchannel_logout_store_failed', err }, 'back-channel logout deliveries could not be read')
-        return
+  async #drainOnce(): Promise<'done' | 'stop'> {
+    try {
+      let jobs = await this.#as.store.deliveries.claim(LOGOUT_QUEUE, LEASE_MS, BATCH)
+      while (jobs.length > 0 && !this.#closed) {
+        await Promise.all(jobs.map((j) => this.#deliver(j.id, j.payload, j.attempts, j.queuedAtMs)))
+        jobs = await this.#as.store.deliveries.claim(LOGOUT_QUEUE, LEASE_MS, BATCH)
       }
-    } while (this.#again && !this.#closed)
+      return 'done'
+    } catch (err) {
+      // The store is down: the jobs wait in it (or were never queued); the next poll tries again.
+      this.#as.log.warn({ event: 'backchannel_logout_store_failed', err }, 'back-channel logout deliveries could not be read')
+      return 'stop'
+    }
   }
 
   /** Queue a logout token for each client told in each ended session; then start delivering. */

@@ -20,6 +20,7 @@
  *   disabled or deleted one drops what reaches the head of it.
  * - No redirect is followed; the answer's body is read up to 4 KiB (the `err`).
  */
+import { DrainRuns } from '../../store/deliveries/drain-runs.js'
 import { Agent, request } from 'undici'
 import type { Clock } from '../../clock.js'
 import type { SignalTransmitterOutConfig } from '../../config/validated-config.js'
@@ -79,9 +80,11 @@ export class SetDelivery {
   readonly #config: SignalTransmitterOutConfig
   readonly #agent: Agent
   #timer: NodeJS.Timeout | null = null
-  #running: Promise<void> | null = null
-  #again = false
   #closed = false
+  readonly #runs = new DrainRuns(
+    () => this.#drainOnce(),
+    () => this.#closed,
+  )
 
   constructor(as: TransmitterContext, config: SignalTransmitterOutConfig) {
     this.#as = as
@@ -106,7 +109,7 @@ export class SetDelivery {
     this.#closed = true
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#timer = null
-    await this.#running
+    await this.#runs.settled()
     await this.#agent.close()
   }
 
@@ -144,36 +147,26 @@ export class SetDelivery {
 
   /** Deliver what is due now, on every receiver's queue; concurrent calls share one run. Tests call it to deliver without waiting. */
   runOnce(): Promise<void> {
-    if (this.#closed) return Promise.resolve()
-    if (this.#running !== null) {
-      this.#again = true
-      return this.#running
-    }
-    this.#running = this.#drain().finally(() => {
-      this.#running = null
-    })
-    return this.#running
+    return this.#runs.run()
   }
 
-  async #drain(): Promise<void> {
+  async #drainOnce(): Promise<'done' | 'stop'> {
     const store = this.#as.store
-    do {
-      this.#again = false
-      try {
-        for (const clientId of await store.signals.listStreams()) {
-          const queue = receiverQueue(clientId)
-          let jobs = await store.deliveries.claim(queue, LEASE_MS, BATCH)
-          // One receiver's jobs in order (oldest first): a receiver sees events as they happened.
-          while (jobs.length > 0 && !this.#closed) {
-            for (const j of jobs) await this.#deliver(queue, j.id, j.payload, j.attempts, j.queuedAtMs)
-            jobs = await store.deliveries.claim(queue, LEASE_MS, BATCH)
-          }
+    try {
+      for (const clientId of await store.signals.listStreams()) {
+        const queue = receiverQueue(clientId)
+        let jobs = await store.deliveries.claim(queue, LEASE_MS, BATCH)
+        // One receiver's jobs in order (oldest first): a receiver sees events as they happened.
+        while (jobs.length > 0 && !this.#closed) {
+          for (const j of jobs) await this.#deliver(queue, j.id, j.payload, j.attempts, j.queuedAtMs)
+          jobs = await store.deliveries.claim(queue, LEASE_MS, BATCH)
         }
-      } catch (err) {
-        this.#as.log.warn({ event: 'ssf_store_failed', err }, 'security event deliveries could not be read')
-        return
       }
-    } while (this.#again && !this.#closed)
+      return 'done'
+    } catch (err) {
+      this.#as.log.warn({ event: 'ssf_store_failed', err }, 'security event deliveries could not be read')
+      return 'stop'
+    }
   }
 
   async #deliver(queue: string, id: string, payload: string, attempts: number, queuedAtMs: number): Promise<void> {
