@@ -103,3 +103,63 @@ t.test('redis: two instances racing for the last units get exactly the limit bet
   const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? one : two).trafficLimits.take([take('contested')])))
   tt.equal(answers.filter((a) => a.allowed).length, 10, '40 simultaneous requests through two instances, limit 10')
 })
+
+/** How many script calls Redis has run so far (`INFO commandstats`: evalsha, and eval after a NOSCRIPT). */
+async function scriptCalls(): Promise<number> {
+  const info = await raw.info('commandstats')
+  let calls = 0
+  for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(m[1])
+  return calls
+}
+
+t.test('redis: the requests of one event-loop turn are decided by one script call, in order', async (tt) => {
+  const clock = new ManualClock()
+  const store = new RedisStore({ url: redis.url, keyPrefix: `${redis.prefix}batch:`, clock, commandTimeoutMs: 1000 })
+  tt.teardown(() => store.close())
+  await store.trafficLimits.take([take('warm')]) // loads the script, so the count below is of EVALSHA alone
+  const before = await scriptCalls()
+  // Twelve requests against one limit of ten, two of them also against a limit of one, sent in the same turn.
+  const answers = await Promise.all(
+    Array.from({ length: 12 }, (_, i) => store.trafficLimits.take(i === 3 || i === 4 ? [take('shared'), take('single', ONE_PER_MIN)] : [take('shared')])),
+  )
+  tt.equal((await scriptCalls()) - before, 1, 'one script call for the twelve')
+  tt.same(
+    answers.map((a) => a.allowed),
+    [true, true, true, true, false, true, true, true, true, true, true, false],
+    'decided one after another: the second request on the single limit is refused and counted nowhere, so the shared limit still lets ten in',
+  )
+  tt.same(
+    answers.filter((a) => a.allowed).map((a) => a.states[0]?.remaining),
+    [9, 8, 7, 6, 5, 4, 3, 2, 1, 0],
+    'each allowed request sees what the earlier ones counted',
+  )
+  tt.equal(answers[4]?.states[0]?.remaining, 6, 'the refused request reports the shared limit as it stays')
+})
+
+t.test('redis: a burst larger than one call is split, and decided exactly', async (tt) => {
+  const clock = new ManualClock()
+  const store = new RedisStore({ url: redis.url, keyPrefix: `${redis.prefix}split:`, clock, commandTimeoutMs: 1000 })
+  tt.teardown(() => store.close())
+  await store.trafficLimits.take([take('warm')])
+  const before = await scriptCalls()
+  const hundred = rateRule(100, 60_000, 0)
+  // 600 requests, each against two limits: 1,200 keys, more than one call holds (256).
+  const answers = await Promise.all(Array.from({ length: 600 }, (_, i) => store.trafficLimits.take([take('burst', hundred), take(`own-${i}`, hundred)])))
+  const calls = (await scriptCalls()) - before
+  tt.ok(calls >= 5 && calls <= 10, `split into a few calls of at most 256 keys (${calls})`)
+  tt.equal(answers.filter((a) => a.allowed).length, 100, 'exactly the limit is allowed')
+})
+
+t.test('redis: a failing script call refuses every request of its batch with StoreUnavailableError', async (tt) => {
+  const clock = new ManualClock()
+  const dead = await startRedis()
+  const store = new RedisStore({ url: dead.url, keyPrefix: `${dead.prefix}down:`, clock, commandTimeoutMs: 300 })
+  tt.teardown(() => store.close())
+  await store.trafficLimits.take([take('warm')])
+  await dead.stop()
+  const answers = await Promise.allSettled(Array.from({ length: 3 }, () => store.trafficLimits.take([take('x')])))
+  tt.same(
+    answers.map((a) => (a.status === 'rejected' && a.reason instanceof Error ? a.reason.name : a.status)),
+    ['StoreUnavailableError', 'StoreUnavailableError', 'StoreUnavailableError'],
+  )
+})
