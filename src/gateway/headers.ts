@@ -136,6 +136,11 @@ export class RequestHeaderPolicy {
   readonly #identity: readonly [name: string, pick: (id: TokenIdentity) => string | null][]
   readonly #credentialHeader: string | null
 
+  /** The client's Host is passed on (`preserve_host`): a pool target must not replace it. */
+  get preservesHost(): boolean {
+    return this.#preserveHost
+  }
+
   constructor(options: RequestHeaderOptions) {
     this.#preserveHost = options.preserveHost
     this.#upstreamHost = options.upstreamHost

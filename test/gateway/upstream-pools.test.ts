@@ -7,7 +7,9 @@
  */
 import t from 'tap'
 import { once } from 'node:events'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createHash, randomBytes } from 'node:crypto'
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { createServer as createH2cServer } from 'node:http2'
 import { createServer as createHttpsServer } from 'node:https'
 import type { TLSSocket } from 'node:tls'
@@ -673,4 +675,78 @@ t.test('a name of /etc/hosts (localhost) is found through the system lookup when
     local.seen.every((s) => s.host === `localhost:${local.port}`),
     'named localhost',
   )
+})
+
+/** Answer every WebSocket handshake on `target` with 101, recording it (the tunnel is closed at once). */
+function acceptUpgrades(target: TestTarget): SeenUpgradeHost[] {
+  const seen: SeenUpgradeHost[] = []
+  target.server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    seen.push({ url: req.url ?? '', host: req.headers.host })
+    const accept = createHash('sha1')
+      .update(`${req.headers['sec-websocket-key'] ?? ''}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+      .digest('base64')
+    socket.on('error', () => {})
+    socket.end(`HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ${accept}\r\n\r\n`)
+  })
+  return seen
+}
+
+interface SeenUpgradeHost {
+  url: string
+  host: string | undefined
+}
+
+/** A WebSocket handshake through the gateway: 101 or the status it was refused with. */
+function handshake(base: string, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${base}${path}`, {
+      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') },
+    })
+    req.once('upgrade', (res: IncomingMessage, socket: Duplex) => {
+      socket.destroy()
+      resolve(res.statusCode ?? 0)
+    })
+    req.once('response', (res: IncomingMessage) => {
+      res.resume()
+      resolve(res.statusCode ?? 0)
+    })
+    req.once('error', reject)
+    req.end()
+  })
+}
+
+t.test('WebSocket upgrades on a pooled route are balanced; a target that refuses them is ejected', async (t) => {
+  const clock = new ManualClock()
+  const metrics = new Metrics()
+  const registry = new UpstreamTargets({ clock, metrics })
+  const pool = await Promise.all(['a', 'b'].map((n) => startTarget(n)))
+  const [a, b] = pool as [TestTarget, TestTarget]
+  const seenA = acceptUpgrades(a)
+  const seenB = acceptUpgrades(b)
+  const route = poolRoute(`    upstreams: { targets: [${pool.map((x) => x.url).join(', ')}], health: { unhealthy_after: 2, interval: 5s } }\n`)
+  const gw = await startProxy([route], gatewayConfig(), () => ({}), registry)
+  t.teardown(async () => {
+    await gw.close()
+    await Promise.all(pool.map(stop))
+  })
+  const statuses = []
+  for (let i = 0; i < 6; i++) statuses.push(await handshake(gw.url, `/ws/${i}`))
+  t.same(statuses, [101, 101, 101, 101, 101, 101])
+  t.same([seenA.length, seenB.length], [3, 3], 'round robin, as requests are')
+  t.same(
+    [...seenA, ...seenB].map((s) => s.host),
+    [a.url.slice(7), a.url.slice(7), a.url.slice(7), b.url.slice(7), b.url.slice(7), b.url.slice(7)],
+    'each handshake names the target it went to in Host',
+  )
+
+  const ejected = nextChange(registry, b.url)
+  await stop(b)
+  const during = []
+  for (let i = 0; i < 4; i++) during.push(await handshake(gw.url, `/down/${i}`))
+  t.same(during.filter((s) => s === 502).length, 2, 'two handshakes met the dead target: 502, not retried (a 101 cannot be taken back)')
+  t.equal(await ejected, false, 'after unhealthy_after connect failures the target is ejected')
+  t.equal(metrics.upstreamConnectFailures.get({ route: 'pool', target: b.url }), 2, 'its failed handshakes are counted')
+  const after = []
+  for (let i = 0; i < 4; i++) after.push(await handshake(gw.url, `/after/${i}`))
+  t.same(after, [101, 101, 101, 101], 'while it is ejected every handshake goes to the live target')
 })

@@ -215,6 +215,7 @@ function planBalancer(route: RouteConfig, config: UpstreamPoolConfig, ca: string
       // A resolved name is dialled by address but named by its host name: SNI stays on.
       options: poolOptions(route, secure, !hostName, ca),
       optionsKey,
+      websocket: { ca, handshakeTimeoutMs: route.timeouts.connectMs + route.timeouts.headersMs },
     })
     if (!hostName) return { target: registry.acquire(specFor(httpOrigin(url))) }
     return { dns: new DnsGroup(new URL(httpOrigin(url)), specFor, registry, resolver, registry.log) }

@@ -28,7 +28,8 @@ const CONNECT_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_SOCKET',
 ])
 
-function isConnectFailure(code: string): boolean {
+/** A failure to connect at all (nothing reached the target): what ejects a target and allows a retry. */
+export function isConnectFailure(code: string): boolean {
   return CONNECT_CODES.has(code) || code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || code.includes('CERT')
 }
 

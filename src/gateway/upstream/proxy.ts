@@ -19,7 +19,7 @@ import { Exchange } from './exchange.js'
 import { errorCode } from './failure.js'
 import type { UpstreamPlan } from '../plan/upstreams.js'
 import type { Balancer } from './balancer.js'
-import { PoolDispatch, type PoolRequest } from './pool-dispatch.js'
+import { isConnectFailure, PoolDispatch, type PoolRequest } from './pool-dispatch.js'
 
 /**
  * Forwarding: one authorized request in, one upstream exchange out.
@@ -292,8 +292,25 @@ export class UpstreamProxy {
       path: plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query),
       headers: headerObject(plan.headers.build(req, fwd.identity, null, true, upstreamTrace(ctx, null), credential)),
     }
+    // A pooled route balances upgrades as it does requests (eligible targets
+    // only), and a handshake that cannot connect counts against the target's
+    // health; it is not retried on another (docs/traffic.md).
+    let ws = plan.ws
+    let failed: ((code: string) => void) | null = null
+    if (plan.balancer !== null) {
+      const target = plan.balancer.pick(null)
+      if (target === null) {
+        errorOnSocket(socket, new BadGateway(), {}, ctx.id)
+        return
+      }
+      ws = target.ws
+      failed = (code) => {
+        if (isConnectFailure(code)) target.connectFailed(code)
+      }
+      if (!plan.headers.preservesHost) upstream.headers.host = target.host
+    }
     try {
-      const tunnel = plan.ws.forward(upstream, socket, head, ctx.log)
+      const tunnel = ws.forward(upstream, socket, head, ctx.log, failed)
       if (fwd.identity !== null && this.#exchanges !== null) tunnel.track(this.#exchanges.open(tunnel, fwd.identity, plan.name, ctx))
     } catch (err) {
       // node:http refuses a header value synchronously (e.g. a control

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { Pool } from 'undici'
 import { systemClock, type Clock } from '../../clock.js'
 import type { RouteConfig } from '../../config/validated-config.js'
@@ -5,6 +6,7 @@ import type { Logger } from '../../log.js'
 import { labelKey, type Metrics } from '../../metrics.js'
 import { HealthChecker } from './health-check.js'
 import { TargetHealth } from './target-health.js'
+import { WebSocketUpstream } from './websocket.js'
 
 /** How a pool target is reached: the address (or name) dialled, and what the upstream is told it is. */
 export interface TargetSpec {
@@ -19,6 +21,8 @@ export interface TargetSpec {
   readonly options: Pool.Options
   /** What besides the origin makes two pools differ (CA file, timeouts, HTTP/2): part of the key. */
   readonly optionsKey: string
+  /** How a WebSocket handshake reaches this target (the CA and timeouts are those of optionsKey). */
+  readonly websocket: { readonly ca: string | null; readonly handshakeTimeoutMs: number }
 }
 
 /**
@@ -37,6 +41,10 @@ export class Target {
   /** The Host header to send when the dialled origin is an address found for a host name; null: undici's own. */
   readonly hostHeader: string | null
   readonly servername: string | undefined
+  /** `host[:port]` as configured: the Host of a WebSocket handshake sent here (unless preserve_host). */
+  readonly host: string
+  /** WebSocket upgrades balanced to this target (node:http, a connection of their own each). */
+  readonly ws: WebSocketUpstream
   readonly checker: HealthChecker | null
   refs = 0
   readonly #counted: (() => void) | null
@@ -56,6 +64,10 @@ export class Target {
     this.health = new TargetHealth(clock, settings, (healthy, reason) => onChange(this, healthy, reason))
     this.hostHeader = new URL(spec.dial).host === spec.host ? null : spec.host
     this.servername = spec.servername
+    this.host = spec.host
+    // An IP literal is no TLS name (RFC 6066 3): no SNI, the address is checked.
+    const tlsName = spec.servername === undefined || isIP(spec.servername) !== 0 ? '' : spec.servername
+    this.ws = new WebSocketUpstream({ url: new URL(spec.dial), servername: tlsName, ...spec.websocket })
     const path = settings.path
     const labels = labelKey({ route: this.route, target: this.label })
     this.#counted = metrics === null ? null : () => metrics.upstreamConnectFailures.incKey(labels)
@@ -63,7 +75,7 @@ export class Target {
       path === null ? null : new HealthChecker({ pool: this.pool, host: spec.host, servername: spec.servername }, { ...settings, path }, this.health)
   }
 
-  /** A request could not connect to this target (pool-dispatch.ts): counted, and held against its health. */
+  /** A request (pool-dispatch.ts) or a WebSocket handshake could not connect to this target: counted, and held against its health. */
   connectFailed(code: string): void {
     this.#counted?.()
     this.health.connectFailed(code)

@@ -41,6 +41,8 @@ export interface WebSocketUpstreamOptions {
   ca: string | null
   /** Time allowed from dispatch to the upstream's answer to the handshake (connect + headers). */
   handshakeTimeoutMs: number
+  /** TLS name when the URL dials an address found for a host name (a pool target); else taken from the URL. */
+  servername?: string
 }
 
 /** What the upstream should receive: the route's header rules and the path the policy judged. */
@@ -88,16 +90,17 @@ export class WebSocketUpstream {
     this.#port = url.port === '' ? (this.#secure ? 443 : 80) : Number(url.port)
     this.#ca = options.ca
     this.#timeoutMs = options.handshakeTimeoutMs
-    this.#servername = isIP(this.#host) !== 0 ? '' : this.#host
+    this.#servername = options.servername ?? (isIP(this.#host) !== 0 ? '' : this.#host)
   }
 
   /**
    * Relay one upgrade: `upstream` holds what the upstream should see. Throws
    * synchronously when node:http refuses a header value (nothing was sent);
    * every later failure is answered on `socket`. The tunnel it returns can
-   * be ended (its token revoked or expired).
+   * be ended (its token revoked or expired). `failed` hears the error code
+   * of a handshake that got no answer (a pool target's health counts it).
    */
-  forward(upstream: UpgradeRequest, socket: Duplex, head: Buffer, log: Logger): Tunnel {
+  forward(upstream: UpgradeRequest, socket: Duplex, head: Buffer, log: Logger, failed: ((code: string) => void) | null = null): Tunnel {
     const common = {
       host: this.#host,
       port: this.#port,
@@ -113,7 +116,7 @@ export class WebSocketUpstream {
     // Node leaves an upgraded socket without an error listener; a client reset
     // must not crash the process.
     socket.on('error', () => socket.destroy())
-    const handshake = new Handshake(proxyReq, socket, head, log, this.#timeoutMs)
+    const handshake = new Handshake(proxyReq, socket, head, log, this.#timeoutMs, failed)
     handshake.start()
     return handshake
   }
@@ -140,8 +143,11 @@ class Handshake implements Tunnel {
   /** The gateway is ending the tunnel: the upstream's close must not cut our Close frame short. */
   #ending = false
 
-  constructor(proxyReq: ClientRequest, socket: Duplex, head: Buffer, log: Logger, timeoutMs: number) {
+  readonly #failed: ((code: string) => void) | null
+
+  constructor(proxyReq: ClientRequest, socket: Duplex, head: Buffer, log: Logger, timeoutMs: number, failed: ((code: string) => void) | null) {
     this.#proxyReq = proxyReq
+    this.#failed = failed
     this.#socket = socket
     this.#head = head
     this.#log = log
@@ -267,7 +273,9 @@ class Handshake implements Tunnel {
     }
     this.#answered = true
     const failure = err instanceof HandshakeTimeout ? new GatewayTimeout() : new BadGateway()
-    this.#log.warn({ code: (err as NodeJS.ErrnoException).code ?? err.name, status: failure.status }, 'websocket upstream failed')
+    const code = (err as NodeJS.ErrnoException).code ?? err.name
+    this.#failed?.(code)
+    this.#log.warn({ code, status: failure.status }, 'websocket upstream failed')
     errorOnSocket(socket, failure)
   }
 }
