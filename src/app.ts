@@ -29,6 +29,7 @@ import {
 } from './server/listen.js'
 import { serveHttp2, type Http2Front } from './server/http2.js'
 import { keysNeedingRestart, revocationGraceSec } from './server/reload-rules.js'
+import { configChanges, reloadReport, startupReport, WarningMemory } from './server/config-report.js'
 import { createStore } from './store/index.js'
 import { RevocationList } from './store/revocation-list.js'
 import { exportSettings, Tracing } from './telemetry/tracing.js'
@@ -79,6 +80,8 @@ export class App {
   #admin: Server | null = null
   #watcher: ConfigWatcher | null = null
   #lastReloadError: string | null = null
+  /** The last load's warnings: a reload logs only new ones (server/config-report.ts). */
+  #warnings = new WarningMemory()
   /** The access line's logger (no redaction pass: it logs only fields we build). */
   readonly #accessLog: Logger
   readonly #dispatcher: RequestDispatcher
@@ -113,7 +116,8 @@ export class App {
     const load = options.loadConfig ?? (() => loadConfigSnapshot(options.configPath, env))
     const { config, digest, warnings } = await load()
     const log = createLogger(config.log.level, options.logDestination, options.logBindings)
-    for (const w of warnings) log.warn(`config: ${formatProblem(w)}`)
+    const warningMemory = new WarningMemory()
+    for (const w of warningMemory.fresh(warnings)) log.warn(`config: ${formatProblem(w)}`)
     const clock = options.clock ?? systemClock
     const metrics = new Metrics()
     const tracing = await Tracing.create(exportSettings(config.traces, env))
@@ -145,6 +149,7 @@ export class App {
     }
     metrics.configInfo.set(Math.floor(clock.now() / 1000))
     const app = new App(shared, state, runtime, load, options.admin !== false, env[ALLOW_DEMO_ENV])
+    app.#warnings = warningMemory
     try {
       // Watch before listening: a change made as soon as we say we listen must not be missed.
       if (options.watch !== false) {
@@ -205,6 +210,8 @@ export class App {
     // A worker process says so: `bearward listening` is its primary's line, once every worker is up.
     const who = this.#serveAdmin ? 'bearward' : 'worker'
     this.log.info({ listen: where.listen, admin: where.admin, public_url: config.publicUrl }, `${who} listening on ${where.listen}`)
+    // What it serves, once: a worker leaves it to its primary, as it does the line above.
+    if (this.#serveAdmin) for (const line of startupReport(config, where.listen)) this.log.info(line.fields, line.msg)
   }
 
   /** HTTP/2 beside HTTP/1.1 on `listen` (server/http2.ts), to the same dispatcher. */
@@ -233,7 +240,8 @@ export class App {
       let next: Runtime | null = null
       try {
         const { config, digest, warnings } = await this.#load()
-        for (const w of warnings) this.log.warn(`config: ${formatProblem(w)}`)
+        // Only what the running config did not already warn about: a reload repeats no warning.
+        for (const w of this.#warnings.fresh(warnings)) this.log.warn(`config: ${formatProblem(w)}`)
         // The load judged the demo secrets at the file's `listen`; the socket is still where the process started.
         const demo = demoOnNetworkRefusal(this.#served.host, config.authorizationServer, this.#allowDemo)
         if (demo !== null) throw new ConfigError([{ file: config.file, line: 1, col: 1, path: 'listen', message: demo }])
@@ -260,6 +268,8 @@ export class App {
         this.#lastReloadError = null
         metrics.reloads.inc({ result: 'ok' })
         metrics.configInfo.set(Math.floor(this.shared.clock.now() / 1000))
+        const changed = reloadReport(configChanges(old.config, config))
+        this.log.info(changed.fields, changed.msg)
         this.log.info({ routes: config.routes.length }, 'config reloaded')
         this.shared.audit.record({ event: 'config.reloaded', actor: { kind: 'system' }, subject: { kind: 'config', digest }, outcome: 'success' })
         void old.drain(config.shutdownTimeoutMs).then(() => old.close())

@@ -9,6 +9,7 @@ import { ConfigError, formatProblem } from './errors.js'
 import { generateClientSecret, hashSecret } from './crypto/secret.js'
 import { generatePrivateJwk, SUPPORTED_ALGS, type SigningAlg } from './keys/keyset.js'
 import { handleSignals, shutdownBoundMs } from './server/lifecycle.js'
+import { compileWasmAtTopTier } from './server/wasm-tier.js'
 
 const DEFAULT_CONFIG = 'config/gateway.yaml'
 
@@ -105,6 +106,8 @@ async function cmdStart(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } })
   if (values.help) return print(HELP.start)
   const file = configPath(values.config)
+  // Before undici compiles llhttp: no background compile job to wait for at exit.
+  compileWasmAtTopTier()
   // The server's modules load only here: the other commands (--version, hash-secret, keygen,
   // check-config) answer without paying for the server's module loading (docs/performance.md).
   // `workers` > 1: this process is the primary, or one of the workers it forked (docs/many-instances.md).

@@ -24,6 +24,9 @@ export class ProcessState {
   readonly jwks: JwksRegistry
   /** Upstream pool targets (connections, health, checkers), kept across reloads for unchanged targets. */
   readonly upstreamTargets: UpstreamTargets
+  readonly #log: Pick<Shared, 'log'>['log']
+  /** Warnings a build gave already: a reload rebuilds the Runtime but does not repeat them. */
+  readonly #warned = new Set<string>()
 
   /**
    * `ephemeralSource` makes the key when the AS has none configured: by
@@ -37,6 +40,14 @@ export class ProcessState {
     this.jwks = new JwksRegistry(shared.clock, shared.log, shared.tracing ?? null)
     this.upstreamTargets = new UpstreamTargets({ clock: shared.clock, log: shared.log, metrics: shared.metrics ?? null })
     this.#ephemeralSource = ephemeralSource
+    this.#log = shared.log
+  }
+
+  /** Log `message` as a warning unless an earlier build of this process did (issue #42: a reload repeats no warning). */
+  warnOnce(message: string): void {
+    if (this.#warned.has(message)) return
+    this.#warned.add(message)
+    this.#log.warn(message)
   }
 
   ephemeralKey(): Promise<SigningKey> {
@@ -102,7 +113,7 @@ export class Runtime {
       const keys = asConfig ? await loadKeySet(asConfig.keys, () => state.ephemeralKey()) : null
       // An ephemeral key is reported by the config's warnings (logged at load).
       if (keys && keys.idToken.alg !== 'RS256') {
-        shared.log.warn(
+        state.warnOnce(
           `no RS256 key: ID tokens are signed with ${keys.idToken.alg}, but OpenID Connect clients that do not read discovery expect RS256; add one with \`bearward keys generate --alg RS256\``,
         )
       }

@@ -45,7 +45,7 @@ export const authorize: AsHandler = async (req, res, ctx, as) => {
     // A client nobody vouched for: the redirect waits until the person has signed in (RFC 9700 4.11.2).
     return guardPage(as, ctx, res, async () => {
       const signedIn = (await currentSession(req, as)) !== null
-      answerAuthorizationError(res, target, error, { status: 302, signedIn, clientName: client.name })
+      answerAuthorizationError(res, target, error, { status: 302, signedIn, client })
     })
   }
   const { request } = parsed

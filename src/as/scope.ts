@@ -61,8 +61,12 @@ export function requireSubset(requested: readonly string[], allowed: readonly st
   const set = new Set(allowed)
   const fault = requested.find((s) => !set.has(s))
   if (fault === undefined) return
-  const named = fault.length > 64 ? `${fault.slice(0, 64)}…` : fault
-  throw new InvalidScope(`The requested scope \`${named}\` exceeds ${exceeds}`)
+  throw new InvalidScope(`The requested scope \`${scopeForDescription(fault)}\` exceeds ${exceeds}`)
+}
+
+/** A scope token as an error_description names it: cut when long (its characters passed SCOPE_TOKEN). */
+export function scopeForDescription(scope: string): string {
+  return scope.length > 64 ? `${scope.slice(0, 64)}…` : scope
 }
 
 /** True when the space-separated `scope` contains `name`. */

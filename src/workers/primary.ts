@@ -15,6 +15,7 @@ import { readFile } from 'node:fs/promises'
 import type { JWK } from 'jose'
 import { shutdownBoundMs } from '../server/lifecycle.js'
 import { keysNeedingRestart } from '../server/reload-rules.js'
+import { configChanges, reloadReport, WarningMemory } from '../server/config-report.js'
 import { checkConfig, snapshotOfText, type ConfigSnapshot } from '../config/load.js'
 import { ConfigWatcher } from '../config/watch.js'
 import type { Config } from '../config/validated-config.js'
@@ -76,6 +77,8 @@ export class Primary {
   #reloading: Promise<boolean> | null = null
   #stopping = false
   #lastReloadError: string | null = null
+  /** The last load's warnings: a reload logs only new ones. */
+  readonly #warnings = new WarningMemory()
   /** Set while the first workers start: the whole start fails if one of them does. */
   #initial: { resolve(): void; reject(err: Error): void } | null = null
   #listen: string | null = null
@@ -112,7 +115,7 @@ export class Primary {
 
   /** Start every worker; rejects (after stopping the others) when one cannot start. */
   async start(): Promise<void> {
-    for (const w of this.#current.warnings) this.log.warn(`config: ${formatProblem(w)}`)
+    for (const w of this.#warnings.fresh(this.#current.warnings)) this.log.warn(`config: ${formatProblem(w)}`)
     await this.#prepareKeys(this.config)
     this.#metrics.workers.set(this.#slots.length)
     this.#metrics.configTime.set(Math.floor(Date.now() / 1000))
@@ -290,7 +293,7 @@ export class Primary {
       )
       return false
     }
-    for (const w of snapshot.warnings) this.log.warn(`config: ${formatProblem(w)}`)
+    for (const w of this.#warnings.fresh(snapshot.warnings)) this.log.warn(`config: ${formatProblem(w)}`)
     for (const key of keysNeedingRestart(this.config, snapshot.config)) {
       this.log.warn({ key }, `config: ${key} changed; it takes effect at the next restart`)
     }
@@ -308,6 +311,8 @@ export class Primary {
       this.#lastReloadError = null
       this.#metrics.reloads.inc({ result: 'ok' })
       this.#metrics.configTime.set(Math.floor(Date.now() / 1000))
+      const changed = reloadReport(configChanges(previous.config, snapshot.config))
+      this.log.info(changed.fields, changed.msg)
       this.log.info({ routes: snapshot.config.routes.length, workers: outcomes }, 'config reloaded')
       return true
     }

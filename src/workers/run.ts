@@ -5,6 +5,7 @@
 import type { Server } from 'node:http'
 import type { ConfigSnapshot } from '../config/load.js'
 import { handleSignals, shutdownBoundMs } from '../server/lifecycle.js'
+import { startupReport } from '../server/config-report.js'
 import { startPrimaryAdmin } from './admin.js'
 import { Primary } from './primary.js'
 
@@ -37,6 +38,7 @@ export async function runPrimary(configPath: string, snapshot: ConfigSnapshot, o
     { listen: primary.listen, admin: admin?.url ?? null, public_url: config.publicUrl, workers: config.workers },
     `bearward listening on ${primary.listen ?? '?'} with ${config.workers} worker processes`,
   )
+  if (primary.listen !== null) for (const line of startupReport(config, primary.listen)) log.info(line.fields, line.msg)
   onStarted(primary)
   handleSignals({
     name: 'bearward',

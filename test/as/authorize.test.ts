@@ -198,11 +198,17 @@ t.test('a client not registered for the authorization code grant is unauthorized
 
 t.test('scope', async (t) => {
   await t.test('unknown scope', async (t) => {
-    await refusedWithRedirect(t, authParams({ scope: 'openid orders:delete' }), 'invalid_scope')
+    const location = await refusedWithRedirect(t, authParams({ scope: 'openid orders:delete' }), 'invalid_scope')
+    t.equal(location.searchParams.get('error_description'), 'The requested scope `orders:delete` is unknown or not allowed for this application', 'named')
   })
   await t.test('a known scope the client may not have', async (t) => {
     const p = authParams({ client_id: 'spa', redirect_uri: 'https://spa.example.com/cb', scope: 'orders:write' })
-    await refusedWithRedirect(t, p, 'invalid_scope', { callback: 'https://spa.example.com/cb' })
+    const location = await refusedWithRedirect(t, p, 'invalid_scope', { callback: 'https://spa.example.com/cb' })
+    t.match(location.searchParams.get('error_description'), /`orders:write`/, 'named')
+  })
+  await t.test('a scope that is no scope token is not echoed', async (t) => {
+    const location = await refusedWithRedirect(t, authParams({ scope: 'openid "quoted"' }), 'invalid_scope')
+    t.equal(location.searchParams.get('error_description'), 'The scope parameter is malformed')
   })
   await t.test('scope names are case-sensitive', async (t) => {
     await refusedWithRedirect(t, authParams({ scope: 'OPENID' }), 'invalid_scope')

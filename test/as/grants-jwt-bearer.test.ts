@@ -155,6 +155,7 @@ t.test('assertion issuers: ID-JAG grants and workload identity', async (t) => {
     const wider = await grant(await idJag({ claims: { scope: 'orders:read' } }), { scope: 'orders:read orders:write' })
     t.equal(wider.status, 400)
     t.equal(wider.json?.error, 'invalid_scope')
+    t.equal(wider.json?.error_description, 'The requested scope `orders:write` exceeds what the assertion grants', 'names the scope at fault')
     const nothing = await grant(await idJag({ claims: { scope: 'profile' } }))
     t.equal(nothing.status, 400, 'a scope the client may use none of grants nothing')
     t.equal(nothing.json?.error, 'invalid_scope')

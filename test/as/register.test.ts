@@ -159,6 +159,9 @@ t.test('dynamic registration', async (t) => {
       t.equal(res.status, 400, what)
       t.equal(res.json?.error, 'invalid_client_metadata', what)
     }
+    // The description names the scope at fault (issue #42), and what may be asked for.
+    const scoped = await register(h, { ...PUBLIC_CLIENT, scope: 'orders:read admin' })
+    t.match(scoped.json?.error_description, /scope `admin` is not one this server lets registered clients ask for; allowed: .*orders:read/)
     const wrongType = await send(`${h.url}/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

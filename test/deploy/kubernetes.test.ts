@@ -248,6 +248,27 @@ t.test('the ConfigMap configs pass check-config, and the gateway one starts and 
   t.equal(token.status, 200, "the ConfigMap's client gets a token with the secret whose hash the Secret holds")
 })
 
+t.test('check-config on the ConfigMap as shipped, keys not mounted: the missing file, not an ephemeral key', async (t) => {
+  const [configMap] = byKind(
+    manifestsIn(ROOT).filter((m) => dirname(m.file) === ROOT),
+    'ConfigMap',
+  )
+  const tmp = await mkdtemp(join(tmpdir(), 'bearward-k8s-'))
+  t.teardown(() => rm(tmp, { recursive: true, force: true }))
+  const file = join(tmp, 'gateway.yaml')
+  await writeFile(file, String(obj(configMap?.doc.data, 'data')['gateway.yaml']))
+  const failure = await execFileP(process.execPath, [BIN, 'check-config', '-c', file], {
+    env: childEnv({ REDIS_PASSWORD: 'unused', ORDERS_SERVICE_SECRET_HASH: DEMO_HASH }),
+  }).then(
+    () => null,
+    (err: { code?: number; stderr?: string }) => err,
+  )
+  t.equal(failure?.code, 1, 'refused: the key file the Deployment mounts is not here')
+  const said = failure?.stderr ?? ''
+  t.match(said, /authorization_server\.keys\[0\]\.file: file not found: \/etc\/bearward-keys\/signing\.jwk/, 'names the missing key file')
+  t.notMatch(said, /ephemeral/, 'and does not also claim an ephemeral key would be generated')
+})
+
 t.test('with-redis: the overlay adds the Redis the base config names, and bearward uses it with its password', async (t) => {
   const dir = `${ROOT}/with-redis`
   const kustomization = parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as { resources: string[] }

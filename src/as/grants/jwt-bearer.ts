@@ -40,7 +40,7 @@ import { randomId } from '../../crypto/random.js'
 import type { AsContext } from '../context.js'
 import { startGrant } from '../issue.js'
 import { requestedResource } from '../resource.js'
-import { formatScope, isSubset, parseScope } from '../scope.js'
+import { formatScope, parseScope, requireSubset } from '../scope.js'
 import { checkAllowed, upstreamSubject } from '../identity-providers/person.js'
 import type { VerifiedAssertion } from '../assertion-issuers.js'
 import { singleUseJti, useJtiOnce } from '../jwt-assertion.js'
@@ -105,9 +105,9 @@ export const jwtBearerGrant: Grant = {
     if (bound === null) throw refuse('scope claim is not a string')
     const requested = parseScope(form.get('scope'))
     const wanted = requested.length > 0 ? requested : (bound ?? client.scopes)
-    if (bound !== undefined && !isSubset(wanted, bound)) throw new InvalidScope('The requested scope exceeds what the assertion grants')
+    if (bound !== undefined) requireSubset(wanted, bound, 'what the assertion grants')
     const scope = formatScope(wanted.filter((s) => client.scopes.includes(s)))
-    if (requested.length > 0 && !isSubset(requested, client.scopes)) throw new InvalidScope('The requested scope exceeds what the client is registered for')
+    requireSubset(requested, client.scopes, 'what the client is registered for')
     // An assertion whose scope the client may use none of grants nothing: a token without scope is no answer.
     if (scope === '') throw new InvalidScope('None of the scope the assertion grants is available to this client')
 

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import type { ClientConfig } from '../../config/validated-config.js'
 import type { OAuthError } from '../../errors.js'
 import { unvouchedErrorPage } from '../views/authorization-error.js'
 import type { RedirectTarget } from './authorization-request.js'
@@ -16,8 +17,8 @@ export interface AuthorizationErrorOptions {
   status: 302 | 303
   /** Whether the person has signed in (a session), so the redirect follows their own action. */
   signedIn: boolean
-  /** The application's name, for the page. */
-  clientName: string
+  /** The application, for the page: its name, and how bearward knows it when nobody vouched for it. */
+  client: Pick<ClientConfig, 'clientId' | 'name' | 'selfRegistered'>
   cookies?: readonly string[]
 }
 
@@ -38,8 +39,18 @@ export function answerAuthorizationError(res: ServerResponse, target: RedirectTa
     title: TITLES[err.status] ?? TITLES[400] ?? 'Error',
     message: err.description === undefined ? err.error : `${err.description}.`,
     error: err.error,
-    clientName: o.clientName,
+    clientName: o.client.name,
+    known: o.client.selfRegistered === 'metadata_document' ? { how: 'metadata_document', documentHost: hostOf(o.client.clientId) } : { how: 'registration' },
     returnTo: target.displayOrigin(),
   })
   showPage(res, err.status, page, { cookies: o.cookies ?? [], headers: err.headers })
+}
+
+/** The host a metadata-document client's id (an https URL) names. */
+function hostOf(clientId: string): string {
+  try {
+    return new URL(clientId).host
+  } catch {
+    return clientId
+  }
 }

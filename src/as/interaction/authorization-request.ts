@@ -8,6 +8,8 @@ import { checkResource } from '../resource.js'
 import { type HeldRequest, resolveRequestUri, startHeld } from './held-request.js'
 import { appendQuery, matchRedirectUri } from './redirect-uri.js'
 import { redirectUriProblem } from '../../config/client-values.js'
+import { SCOPE_TOKEN } from '../../config/values.js'
+import { scopeForDescription } from '../scope.js'
 
 /**
  * Validation of an authorization request (RFC 6749 4.1.1, RFC 7636 4.3,
@@ -343,7 +345,9 @@ function parseScopes(value: string | undefined, client: ClientConfig, as: AsCont
   const scopes = [...new Set(value.split(' ').filter((s) => s !== ''))]
   for (const scope of scopes) {
     if (!Object.hasOwn(as.as.scopes, scope) || !client.scopes.includes(scope)) {
-      throw new InvalidScope('The requested scope is unknown or not allowed for this application')
+      // Named (issue #42) only when it is a scope token: error_description allows no `"` or `\` (RFC 6749 4.1.2.1).
+      if (!SCOPE_TOKEN.test(scope)) throw new InvalidScope('The scope parameter is malformed')
+      throw new InvalidScope(`The requested scope \`${scopeForDescription(scope)}\` is unknown or not allowed for this application`)
     }
   }
   return scopes

@@ -155,7 +155,7 @@ export async function continueAuthorization(
       return answerAuthorizationError(res, target, new LoginRequired(), {
         status: o.redirectStatus,
         signedIn,
-        clientName: request.client.name,
+        client: request.client,
         cookies: o.cookies,
       })
     }

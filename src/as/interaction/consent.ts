@@ -36,7 +36,7 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
     ctx.log.warn({ err: err.message }, 'store unavailable at consent')
     if (parsed?.kind === 'ok') {
       const { target, client } = parsed.request
-      return answerAuthorizationError(res, target, new TemporarilyUnavailable(), { status: 302, signedIn: false, clientName: client.name })
+      return answerAuthorizationError(res, target, new TemporarilyUnavailable(), { status: 302, signedIn: false, client })
     }
     return showError(res, new TemporarilyUnavailable())
   }

@@ -30,7 +30,7 @@ export async function readContinuation(
     }
     if (parsed.kind === 'redirect') {
       // The person is still signing in: a client nobody vouched for gets no redirect yet.
-      answerAuthorizationError(res, parsed.target, parsed.error, { status: 303, signedIn: false, clientName: parsed.client.name })
+      answerAuthorizationError(res, parsed.target, parsed.error, { status: 303, signedIn: false, client: parsed.client })
       return null
     }
     return { kind: 'authorize', request: parsed.request }

@@ -11,6 +11,12 @@ export interface UnvouchedErrorOptions {
   error: string
   /** The application's name, as it registered it. */
   clientName: string
+  /**
+   * How bearward knows it: it registered itself (RFC 7591), or bearward read
+   * its metadata document from `documentHost` (issue #42: such a client did
+   * not register itself, and the page must not say it did).
+   */
+  known: { how: 'registration' } | { how: 'metadata_document'; documentHost: string }
   /** Where it would have been sent: an origin, or a private-use scheme. */
   returnTo: string
 }
@@ -26,7 +32,11 @@ export interface UnvouchedErrorOptions {
 export function unvouchedErrorPage(o: UnvouchedErrorOptions): string {
   const body = html`<h1>${o.title}</h1>
 <p class="lead">${o.message}</p>
-<p><span class="client">${isolated(o.clientName)}</span> registered itself with this server; nobody here has checked who runs it, so you are not sent back to it automatically. It said it is at <code>${isolated(o.returnTo)}</code>; go back there yourself if you trust it.</p>
+<p>${
+    o.known.how === 'metadata_document'
+      ? html`This server read <span class="client">${isolated(o.clientName)}</span>’s description from <code>${isolated(o.known.documentHost)}</code>`
+      : html`<span class="client">${isolated(o.clientName)}</span> registered itself with this server`
+  }; nobody here has checked who runs it, so you are not sent back to it automatically. It said it is at <code>${isolated(o.returnTo)}</code>; go back there yourself if you trust it.</p>
 <p class="fine">Error code: <code>${o.error}</code></p>`
   return renderPage(o.title, body)
 }

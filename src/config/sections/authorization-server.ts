@@ -3,7 +3,7 @@
  * seconds; the built-in OIDC scopes are always known.
  */
 import { SSF_STREAM_SCOPE } from './ssf-scope.js'
-import type { Node } from 'yaml'
+import { isSeq, type Node } from 'yaml'
 import type { AuthorizationServerConfig, KeySource } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { checkHttpUrl, parseAbsoluteUrl, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
@@ -119,7 +119,10 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
   if (as === undefined) return undefined
 
   const keys = as.opt('keys', (n, p) => readKeys(r, n, p), [])
-  if (keys.length === 0) {
+  // Only when none is listed: a listed key that is refused (file not found) is already an
+  // error, and saying an ephemeral key will be generated would be untrue (the load fails).
+  const keysNode = r.resolve(as.get('keys'))
+  if (keys.length === 0 && (keysNode === undefined || (isSeq(keysNode) && keysNode.items.length === 0))) {
     r.warn(
       as.get('keys') ?? as.node,
       as.pathOf('keys'),
