@@ -194,6 +194,30 @@ export class AccessDenied extends OAuthError {
   }
 }
 
+/** OpenID CIBA Core 1.0 13: the backchannel authentication request was refused by the server or the person's bounds (403). */
+export class CibaAccessDenied extends OAuthError {
+  static override readonly code = 'ERR_CIBA_ACCESS_DENIED'
+  constructor(description = 'The OpenID Provider denied the request', o: Opts = {}) {
+    super(403, 'access_denied', description, o)
+  }
+}
+
+/** OpenID CIBA Core 1.0 13: the hint names nobody this server knows (or nobody who may sign in). */
+export class UnknownUserId extends OAuthError {
+  static override readonly code = 'ERR_UNKNOWN_USER_ID'
+  constructor(description = 'The hint does not identify a known person', o: Opts = {}) {
+    super(400, 'unknown_user_id', description, o)
+  }
+}
+
+/** OpenID CIBA Core 1.0 13: the binding message is invalid or unacceptable. */
+export class InvalidBindingMessage extends OAuthError {
+  static override readonly code = 'ERR_INVALID_BINDING_MESSAGE'
+  constructor(description = 'The binding message is invalid', o: Opts = {}) {
+    super(400, 'invalid_binding_message', description, o)
+  }
+}
+
 /** OIDC Core 3.1.2.6: prompt=none but the user must log in. */
 export class LoginRequired extends OAuthError {
   static override readonly code = 'ERR_LOGIN_REQUIRED'

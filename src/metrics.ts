@@ -163,6 +163,10 @@ export class Metrics {
     'bearward_backchannel_logout_total',
     'Back-channel logout token deliveries by outcome: delivered, failed (will be retried), dropped (given up, address refused, or the queue was full)',
   )
+  readonly cibaPings = new Counter(
+    'bearward_ciba_pings_total',
+    'OpenID CIBA ping notifications to clients by outcome: delivered, failed (will be retried), dropped (given up, address refused, the queue was full)',
+  )
   readonly ssfEvents = new Counter(
     'bearward_ssf_events_total',
     'Security Event Tokens bearward transmits to Shared Signals receivers, by outcome: queued, delivered, failed (will be retried), dropped (queue full, refused by the receiver, address refused, given up)',
@@ -269,6 +273,7 @@ export class Metrics {
         this.signalPollFailures,
         this.auditEvents,
         this.backchannelLogouts,
+        this.cibaPings,
         this.ssfEvents,
       ]
         .map((m) => m.render())

@@ -39,6 +39,8 @@ export const BACK_CHANNEL_PATHS = {
   register: '/register',
   par: '/par',
   deviceAuthorization: '/device_authorization',
+  /** OpenID CIBA Core 1.0 7: `backchannel_authentication_endpoint`. */
+  backchannelAuthentication: '/bc-authorize',
 } as const
 
 export type BackChannelEndpoint = keyof typeof BACK_CHANNEL_PATHS

@@ -94,6 +94,7 @@ export type GrantType =
   | 'urn:ietf:params:oauth:grant-type:device_code'
   | 'urn:ietf:params:oauth:grant-type:jwt-bearer'
   | 'urn:ietf:params:oauth:grant-type:token-exchange'
+  | 'urn:openid:params:grant-type:ciba'
 
 /** RFC 7591 2 client metadata that pages render; OIDC RP-Initiated Logout 1.0 3.1. */
 export interface ClientMetadata {
@@ -177,7 +178,16 @@ export interface ClientConfig {
    * where logout tokens are POSTed, and whether the client needs `sid` in them. Absent: none sent.
    */
   backchannelLogout?: { uri: string; sessionRequired: boolean }
+  /**
+   * OpenID CIBA Core 1.0 4 (`backchannel_token_delivery_mode`, `backchannel_client_notification_endpoint`):
+   * how a CIBA client learns of a decision. `ping`: bearward POSTs the auth_req_id to `notificationEndpoint`.
+   * Absent: the client does not use the CIBA grant.
+   */
+  ciba?: CibaClientConfig
 }
+
+/** A CIBA client's delivery mode (CIBA Core 1.0 5): poll only, or ping then poll. */
+export type CibaClientConfig = { deliveryMode: 'poll' } | { deliveryMode: 'ping'; notificationEndpoint: string }
 
 export interface UserConfig {
   username: string
@@ -326,6 +336,8 @@ export interface AuthorizationServerConfig {
   }
   /** RFC 8628 (`device.*`). */
   device: { ttlSec: number; intervalSec: number }
+  /** OpenID CIBA Core 1.0 (`ciba.*`): how long a backchannel request waits for the person (`ttl`, the most `requested_expiry` gets), and the polling interval. */
+  ciba: { ttlSec: number; intervalSec: number }
   /** `profile: fapi2`: every client follows the FAPI 2.0 Security Profile (docs/fapi.md); null: no server-wide profile. */
   profile: SecurityProfile | null
   /** RFC 9126 (`par.*`): every client must push (`required`, default false); how long a pushed request_uri lives (`request_uri_ttl`, default 60s). */
