@@ -20,6 +20,7 @@ import { PersonDirectory } from './people/directory.js'
 import { SessionEnds } from './sessions/session-ends.js'
 import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 import { CredentialChanges } from './credential-changes.js'
+import { ApprovalDesk } from './approvals/desk.js'
 import { adminAudience } from '../admin/audience.js'
 
 /**
@@ -105,5 +106,6 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     sessionEnds,
     backchannelLogout,
     credentialChanges: new CredentialChanges(deps.log),
+    approvals: new ApprovalDesk({ store: deps.store, clock: deps.clock, audit: deps.audit, metrics: deps.metrics }),
   }
 }
