@@ -184,6 +184,14 @@ export class Metrics {
     'bearward_concurrency_refused_total',
     'Requests refused with 503 because a concurrency limit was reached, by route, limit (max_in_flight, max_streams) and scope (route, key)',
   )
+  readonly approvals = new Counter(
+    'bearward_approvals_total',
+    'Approvals (docs/approvals.md) by kind (mcp_tool, ciba) and outcome: requested, again (a retry found the pending one), refused (too many pending), approved, denied, passed (a call or tokens went through), cancelled',
+  )
+  readonly approvalNotifications = new Counter(
+    'bearward_approval_notifications_total',
+    'Approval notifications POSTed to approvals.notify, by outcome: delivered, failed (will be retried), dropped (given up or the queue was full)',
+  )
   readonly auditEvents = new Counter('bearward_audit_events_total', 'Audit events written, by event (docs/operating.md, "Audit trail")')
 
   readonly trafficLimitDecisions = new Counter(

@@ -20,6 +20,10 @@ import { PersonDirectory } from './people/directory.js'
 import { SessionEnds } from './sessions/session-ends.js'
 import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 import { CredentialChanges } from './credential-changes.js'
+import { ApprovalDesk } from './approvals/desk.js'
+import { CibaPings } from './ciba/ping.js'
+import { CibaRuntime } from './ciba/runtime.js'
+import { ClientPushes } from './client-push.js'
 import { adminAudience } from '../admin/audience.js'
 
 /**
@@ -62,6 +66,24 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   const mayHaveReceivers =
     deps.as.clients.some((c) => c.backchannelLogout !== undefined) || deps.as.registration !== null || deps.as.clientIdMetadataDocuments !== null
   if (mayHaveReceivers) backchannelLogout.start()
+  const approvals = new ApprovalDesk({ store: deps.store, clock: deps.clock, audit: deps.audit, metrics: deps.metrics })
+  const cibaPushes = new ClientPushes(deps.as)
+  const cibaPings = new CibaPings(
+    {
+      deliveries: deps.store.deliveries,
+      log: deps.log,
+      metrics: deps.metrics,
+      clock: deps.clock,
+      pushes: cibaPushes,
+      approval: (id) => approvals.get(id),
+      findClient,
+    },
+    deps.keys,
+  )
+  // A decision made here makes its ping due at once; only where a client can be a ping client is the queue polled.
+  const stopPings = approvals.onDecided((record) => cibaPings.decided(record))
+  const mayPing = deps.as.clients.some((c) => c.ciba?.deliveryMode === 'ping') || deps.as.registration !== null || deps.as.clientIdMetadataDocuments !== null
+  if (mayPing) cibaPings.start()
   return {
     clock: deps.clock,
     log: deps.log,
@@ -83,7 +105,9 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     // Also ends the identity providers' discovery retries: both belong to this Runtime.
     closeClientLookup: async () => {
       upstream.close()
-      await Promise.all([backchannelLogout.close(), directory.close(), clientKeys.close(), assertionIssuers.close(), trustedTokens.close()])
+      stopPings()
+      await cibaPings.close()
+      await Promise.all([backchannelLogout.close(), cibaPushes.close(), directory.close(), clientKeys.close(), assertionIssuers.close(), trustedTokens.close()])
     },
     clientKeys,
     assertionIssuers,
@@ -105,5 +129,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     sessionEnds,
     backchannelLogout,
     credentialChanges: new CredentialChanges(deps.log),
+    approvals,
+    ciba: new CibaRuntime(cibaPings, deps.as.users),
   }
 }

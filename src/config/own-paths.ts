@@ -24,6 +24,7 @@ export const FRONT_CHANNEL_PATHS = [
   '/second-factor',
   '/totp',
   '/set-password',
+  '/approve',
 ] as const
 
 export type FrontChannelPath = (typeof FRONT_CHANNEL_PATHS)[number]
