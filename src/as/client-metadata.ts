@@ -132,7 +132,8 @@ function cibaMetadata(
     return problem === undefined ? undefined : `must be an https URL of a public host, without credentials or fragment (${problem})`
   })
   if (!grants.includes(CIBA_GRANT)) {
-    if (mode !== undefined || endpoint !== undefined) throw new InvalidClientMetadata(`backchannel_token_delivery_mode and its endpoint need the ${CIBA_GRANT} grant`)
+    if (mode !== undefined || endpoint !== undefined)
+      throw new InvalidClientMetadata(`backchannel_token_delivery_mode and its endpoint need the ${CIBA_GRANT} grant`)
     return {}
   }
   if (method === 'none') throw new InvalidClientMetadata('the CIBA grant needs client authentication: token_endpoint_auth_method none is refused')

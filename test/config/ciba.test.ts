@@ -1,5 +1,5 @@
 import t from 'tap'
-import { at, describe, inspect } from './helpers.js'
+import { at, describe, HASH, inspect } from './helpers.js'
 import { validateClientMetadata } from '../../src/as/client-metadata.js'
 import { OAuthError } from '../../src/errors.js'
 
@@ -14,7 +14,7 @@ authorization_server:
   clients:
     - client_id: c
       type: ${type}
-${type === 'confidential' ? '      secret_hash: "$scrypt$ln=15,r=8,p=1$c2FsdHNhbHRzYWx0c2FsdA$8A3Oc6mRNYhdUpSq2T6Xm8Kq8ggmDNPgDqWCcCgtgiI"\n' : ''}${extra
+${type === 'confidential' ? `      secret_hash: "${HASH}"\n` : ''}${extra
   .trim()
   .split('\n')
   .map((l) => `      ${l}`)
@@ -27,7 +27,10 @@ t.test('a CIBA client: poll by default, ping with its endpoint', async (t) => {
   t.same(poll.config?.authorizationServer?.clients[0]?.ciba, { deliveryMode: 'poll' })
   t.same(poll.config?.authorizationServer?.clients[0]?.grantTypes, ['urn:openid:params:grant-type:ciba'], 'the short name is the grant URN')
   const ping = inspect(
-    client('confidential', 'grant_types: [urn:openid:params:grant-type:ciba]\nbackchannel_token_delivery_mode: ping\nbackchannel_client_notification_endpoint: https://agent.example.com/ciba'),
+    client(
+      'confidential',
+      'grant_types: [urn:openid:params:grant-type:ciba]\nbackchannel_token_delivery_mode: ping\nbackchannel_client_notification_endpoint: https://agent.example.com/ciba',
+    ),
   )
   t.same(ping.problems, [], describe(ping.problems))
   t.same(ping.config?.authorizationServer?.clients[0]?.ciba, { deliveryMode: 'ping', notificationEndpoint: 'https://agent.example.com/ciba' })
@@ -37,11 +40,31 @@ t.test('a CIBA client: poll by default, ping with its endpoint', async (t) => {
 t.test('CIBA client settings that cannot work are refused at load', async (t) => {
   const cases: Array<[string, string, string, RegExp]> = [
     ['public', 'grant_types: [ciba]', 'grant_types', /a public client cannot use `ciba`/],
-    ['confidential', 'grant_types: [ciba]\nbackchannel_token_delivery_mode: ping', 'backchannel_token_delivery_mode', /ping mode needs `backchannel_client_notification_endpoint`/],
-    ['confidential', 'grant_types: [ciba]\nbackchannel_client_notification_endpoint: https://a.example.com/n', 'backchannel_client_notification_endpoint', /for `backchannel_token_delivery_mode: ping`/],
-    ['confidential', 'grant_types: [client_credentials]\nbackchannel_token_delivery_mode: poll', 'backchannel_token_delivery_mode', /add `ciba` to `grant_types`/],
+    [
+      'confidential',
+      'grant_types: [ciba]\nbackchannel_token_delivery_mode: ping',
+      'backchannel_token_delivery_mode',
+      /ping mode needs `backchannel_client_notification_endpoint`/,
+    ],
+    [
+      'confidential',
+      'grant_types: [ciba]\nbackchannel_client_notification_endpoint: https://a.example.com/n',
+      'backchannel_client_notification_endpoint',
+      /for `backchannel_token_delivery_mode: ping`/,
+    ],
+    [
+      'confidential',
+      'grant_types: [client_credentials]\nbackchannel_token_delivery_mode: poll',
+      'backchannel_token_delivery_mode',
+      /add `ciba` to `grant_types`/,
+    ],
     ['confidential', 'grant_types: [ciba]\nbackchannel_token_delivery_mode: push', 'backchannel_token_delivery_mode', /not a CIBA token delivery mode/],
-    ['confidential', 'grant_types: [ciba]\nbackchannel_token_delivery_mode: ping\nbackchannel_client_notification_endpoint: http://agent.example.com/n', 'backchannel_client_notification_endpoint', /use https/],
+    [
+      'confidential',
+      'grant_types: [ciba]\nbackchannel_token_delivery_mode: ping\nbackchannel_client_notification_endpoint: http://agent.example.com/n',
+      'backchannel_client_notification_endpoint',
+      /use https/,
+    ],
   ]
   for (const [type, body, key, message] of cases) {
     const { problems } = inspect(client(type, body))
@@ -71,9 +94,17 @@ t.test('registration: the CIBA grant and its metadata, by the same rules', async
     ['a public client', { ...base, token_endpoint_auth_method: 'none', backchannel_token_delivery_mode: 'poll' }, /needs client authentication/],
     ['no mode', base, /must be poll or ping/],
     ['ping without endpoint', { ...base, backchannel_token_delivery_mode: 'ping' }, /ping mode needs/],
-    ['an endpoint on a private address', { ...base, backchannel_token_delivery_mode: 'ping', backchannel_client_notification_endpoint: 'https://10.0.0.1/n' }, /public host/],
+    [
+      'an endpoint on a private address',
+      { ...base, backchannel_token_delivery_mode: 'ping', backchannel_client_notification_endpoint: 'https://10.0.0.1/n' },
+      /public host/,
+    ],
     ['an http endpoint', { ...base, backchannel_token_delivery_mode: 'ping', backchannel_client_notification_endpoint: 'http://agent.example.com/n' }, /https/],
-    ['the metadata without the grant', { redirect_uris: base.redirect_uris, backchannel_token_delivery_mode: 'poll' }, /need the urn:openid:params:grant-type:ciba grant/],
+    [
+      'the metadata without the grant',
+      { redirect_uris: base.redirect_uris, backchannel_token_delivery_mode: 'poll' },
+      /need the urn:openid:params:grant-type:ciba grant/,
+    ],
   ]
   for (const [name, input, message] of refusals) {
     try {

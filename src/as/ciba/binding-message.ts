@@ -21,6 +21,7 @@ export function readBindingMessage(value: string | undefined): string | null {
   if (value.trim() === '') throw new InvalidBindingMessage('The binding message is empty')
   if ([...value].length > MAX_BINDING_MESSAGE) throw new InvalidBindingMessage(`The binding message is longer than ${MAX_BINDING_MESSAGE} characters`)
   const problem = clientTextProblem(value)
-  if (problem !== undefined) throw new InvalidBindingMessage('The binding message must be printable text without control or bidirectional characters', { cause: problem })
+  if (problem !== undefined)
+    throw new InvalidBindingMessage('The binding message must be printable text without control or bidirectional characters', { cause: problem })
   return value
 }

@@ -326,7 +326,11 @@ function readCibaDelivery(r: Reader, c: MapView, type: ClientType | undefined, g
   }
   if (endpoint === undefined) {
     if (!c.has('backchannel_client_notification_endpoint'))
-      r.problem(c.get('backchannel_token_delivery_mode'), c.pathOf('backchannel_token_delivery_mode'), 'ping mode needs `backchannel_client_notification_endpoint`')
+      r.problem(
+        c.get('backchannel_token_delivery_mode'),
+        c.pathOf('backchannel_token_delivery_mode'),
+        'ping mode needs `backchannel_client_notification_endpoint`',
+      )
     return undefined
   }
   return { deliveryMode: 'ping', notificationEndpoint: endpoint }

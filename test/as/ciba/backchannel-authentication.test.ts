@@ -74,7 +74,8 @@ async function cibaClients(pingUrl: string): Promise<string> {
 `
 }
 
-const auth = (clientId: string): string => (clientId === 'agent' ? basicAuth('agent', AGENT_SECRET) : clientId === 'pinger' ? basicAuth('pinger', PINGER_SECRET) : basic(clientId))
+const auth = (clientId: string): string =>
+  clientId === 'agent' ? basicAuth('agent', AGENT_SECRET) : clientId === 'pinger' ? basicAuth('pinger', PINGER_SECRET) : basic(clientId)
 
 function bcAuthorize(h: Harness, params: Record<string, string>, clientId = 'agent'): Promise<Reply> {
   return reply(postForm(`${h.url}/bc-authorize`, params, { authorization: auth(clientId) }))
@@ -109,7 +110,7 @@ t.test('CIBA', async (t) => {
     t.equal(r.json?.backchannel_authentication_endpoint, `${h.issuer}/bc-authorize`)
     t.same(r.json?.backchannel_token_delivery_modes_supported, ['poll', 'ping'])
     t.equal(r.json?.backchannel_user_code_parameter_supported, false)
-    t.ok((r.json?.grant_types_supported as string[]).includes(CIBA))
+    t.ok((r.json?.grant_types_supported as string[] | undefined)?.includes(CIBA))
   })
 
   t.test('poll mode: pending, slow_down, approved → tokens once for the person, grant recorded', async (t) => {
@@ -123,7 +124,12 @@ t.test('CIBA', async (t) => {
     const approval = await h.as.approvals.get(approvalIdOf(authReqId))
     t.equal(approval?.kind, 'ciba')
     t.equal(approval?.sub, 'alice')
-    t.same(approval?.subject, { kind: 'ciba', scopes: ['openid', 'email', 'orders:read'], bindingMessage: 'Order 42: pay 500 EUR', authorizationDetailsJson: null })
+    t.same(approval?.subject, {
+      kind: 'ciba',
+      scopes: ['openid', 'email', 'orders:read'],
+      bindingMessage: 'Order 42: pay 500 EUR',
+      authorizationDetailsJson: null,
+    })
     t.notOk(JSON.stringify(approval).includes(authReqId.split('.')[1] as string), 'the secret part of auth_req_id is not stored')
 
     const pending = await poll(h, authReqId)
@@ -135,7 +141,7 @@ t.test('CIBA', async (t) => {
     t.equal((await poll(h, authReqId)).json?.error, 'authorization_pending', 'the interval respected')
     wait(5)
     t.equal((await poll(h, authReqId)).json?.error, 'slow_down', 'after a slow_down the interval is 10 s')
-    wait(10)
+    wait(15)
 
     await decide(h, authReqId, 'approved')
     const ok = await poll(h, authReqId)
@@ -158,7 +164,7 @@ t.test('CIBA', async (t) => {
       'the grant is on the account page',
     )
 
-    wait(10)
+    wait(15)
     const again = await poll(h, authReqId)
     t.equal(again.json?.error, 'invalid_grant', 'tokens are issued once')
   })
@@ -180,7 +186,16 @@ t.test('CIBA', async (t) => {
     wait(31)
     const r = await poll(h, String(started.json?.auth_req_id))
     t.equal(r.json?.error, 'expired_token')
-    t.equal(await h.as.approvals.decide(approvalIdOf(String(started.json?.auth_req_id)), 'approved', { sub: 'alice', acr: 'pwd', address: null, userAgent: null }, 60), null, 'an expired request cannot be approved')
+    t.equal(
+      await h.as.approvals.decide(
+        approvalIdOf(String(started.json?.auth_req_id)),
+        'approved',
+        { sub: 'alice', acr: 'pwd', address: null, userAgent: null },
+        60,
+      ),
+      null,
+      'an expired request cannot be approved',
+    )
   })
 
   t.test("another client's auth_req_id, a forged or unknown one: invalid_grant, nothing changes", async (t) => {
@@ -223,7 +238,12 @@ t.test('CIBA', async (t) => {
       ['an email nobody has', { scope: 'openid', login_hint: 'alice@example.org' }, 'unknown_user_id', 400],
       ['an id_token_hint that is not ours', { scope: 'openid', id_token_hint: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2ln' }, 'unknown_user_id', 400],
       ['a binding_message of 65 characters', { scope: 'openid', login_hint: 'alice', binding_message: 'x'.repeat(65) }, 'invalid_binding_message', 400],
-      ['a binding_message with a bidi override', { scope: 'openid', login_hint: 'alice', binding_message: 'pay 5\u202E00 EUR' }, 'invalid_binding_message', 400],
+      [
+        'a binding_message with a bidi override',
+        { scope: 'openid', login_hint: 'alice', binding_message: 'pay 5\u202E00 EUR' },
+        'invalid_binding_message',
+        400,
+      ],
       ['a binding_message with a line break', { scope: 'openid', login_hint: 'alice', binding_message: 'ok\nApprove' }, 'invalid_binding_message', 400],
       ['a binding_message with a zero-width space', { scope: 'openid', login_hint: 'alice', binding_message: 'pa\u200By' }, 'invalid_binding_message', 400],
       ['an empty binding_message', { scope: 'openid', login_hint: 'alice', binding_message: ' ' }, 'invalid_binding_message', 400],
