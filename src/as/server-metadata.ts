@@ -54,6 +54,7 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
   // FAPI 2.0 5.3.2.1: under the profile, a key or a certificate only; never a secret, never none.
   const secretMethods = fapi2 ? [] : ['client_secret_basic', 'client_secret_post']
   const noneMethod = fapi2 ? [] : ['none']
+  const cibaClients = as.as.clients.some((c) => c.ciba !== undefined) || as.as.registration !== null || as.as.clientIdMetadataDocuments !== null
   return {
     issuer,
     authorization_endpoint: `${issuer}/authorize`,
@@ -87,7 +88,8 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
       ...(as.assertionIssuers.has('id-jag') ? [JWT_BEARER_GRANT] : []),
       // RFC 8693: only while a client may exchange tokens.
       ...(as.as.clients.some((c) => c.tokenExchange !== undefined) ? [TOKEN_EXCHANGE_GRANT] : []),
-      CIBA_GRANT,
+      // OpenID CIBA Core 1.0 4: only while a client may use it (configured, or one that registers itself).
+      ...(cibaClients ? [CIBA_GRANT] : []),
     ],
     code_challenge_methods_supported: pkceMethods,
     token_endpoint_auth_methods_supported: [...secretMethods, 'private_key_jwt', ...certificateMethods, ...noneMethod],

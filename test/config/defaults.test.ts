@@ -130,6 +130,7 @@ routes:
         ipv6Prefix: 64,
       },
       device: { ttlSec: 600, intervalSec: 5 },
+      ciba: { ttlSec: 300, intervalSec: 5 },
       par: { required: false, requestUriTtlSec: 60 },
       profile: null,
       registration: null,

@@ -21,18 +21,6 @@ import { verifyIdTokenHint } from '../interaction/id-token-hint.js'
 /** The longest login_hint worth looking up (a username, an email or an upstream sub). */
 const MAX_LOGIN_HINT = 320
 
-/** YAML people by lower-cased email, built once per Runtime: an email two people share maps to both (and names nobody). */
-export function emailIndex(users: Iterable<{ username: string; claims: Readonly<Record<string, unknown>> }>): ReadonlyMap<string, readonly string[]> {
-  const out = new Map<string, string[]>()
-  for (const u of users) {
-    const email = u.claims.email
-    if (typeof email !== 'string' || email === '') continue
-    const key = email.toLowerCase()
-    out.set(key, [...(out.get(key) ?? []), u.username])
-  }
-  return out
-}
-
 /**
  * The `sub` of the person the request's hint names, for the authenticated client `clientId`.
  * @see https://openid.net/specs/openid-client-initiated-backchannel-authentication-core-1_0.html#rfc.section.7.1
