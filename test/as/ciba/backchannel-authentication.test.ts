@@ -213,6 +213,28 @@ t.test('CIBA', async (t) => {
     t.equal(ok.status, 200, 'the owner still gets its tokens at the first poll')
   })
 
+  t.test('two racing polls of an approved request: tokens exactly once', async (t) => {
+    const started = await bcAuthorize(h, { scope: 'openid', login_hint: 'alice' })
+    const authReqId = String(started.json?.auth_req_id)
+    await decide(h, authReqId, 'approved')
+    const answers = await Promise.all([poll(h, authReqId), poll(h, authReqId), poll(h, authReqId)])
+    t.equal(answers.filter((a) => a.status === 200).length, 1, 'one poll gets the tokens')
+    wait(5)
+    t.equal((await poll(h, authReqId)).json?.error, 'invalid_grant', 'and no later one')
+  })
+
+  t.test('a request approved before the person withdrew the client: invalid_grant, no grant', async (t) => {
+    const started = await bcAuthorize(h, { scope: 'openid', login_hint: 'bob' })
+    const authReqId = String(started.json?.auth_req_id)
+    await decide(h, authReqId, 'approved', 'user-0002')
+    wait(1)
+    await h.store.allowances.withdraw('user-0002', 'agent', 600) // what the account page's withdrawal does
+    const r = await poll(h, authReqId)
+    t.equal(r.status, 400)
+    t.equal(r.json?.error, 'invalid_grant')
+    t.notOk((await h.store.allowances.list('user-0002')).some((a) => a.clientId === 'agent' && a.grantIds.length > 0), 'no grant was made')
+  })
+
   t.test('login_hint by email (any case) and id_token_hint of this client', async (t) => {
     const byEmail = await bcAuthorize(h, { scope: 'openid', login_hint: 'Bob@Example.com' })
     t.equal(byEmail.status, 200, byEmail.text)
