@@ -594,6 +594,19 @@ export class TemporarilyUnavailable extends OAuthError {
 export type JsonRpcId = string | number | null
 
 /**
+ * A `tools/call` of a tool whose rule says `approval: required` (docs/approvals.md), held: the call was
+ * not forwarded, and the client is sent to the approval page in the form its revision defines (the
+ * 2025-11-25 `-32042` error, the 2026-07-28 `input_required` result, or a tool result with `isError`).
+ * Not an HTTP failure: 200 with that JSON-RPC answer, which an MCP client reads as the call's answer.
+ */
+export class McpApprovalRequired extends OAuthError {
+  static override readonly code = 'ERR_MCP_APPROVAL_REQUIRED'
+  constructor(body: Record<string, unknown>, o: Opts = {}) {
+    super(200, 'approval_required', 'The call waits for the person’s approval', { ...o, body })
+  }
+}
+
+/**
  * MCP 2026-07-28 Streamable HTTP, Server Validation: a required standard
  * header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) is missing or
  * disagrees with the body. 400 with the JSON-RPC `HeaderMismatch` error

@@ -395,6 +395,14 @@ const CASES: Record<string, Expected> = {
     error: 'temporarily_unavailable',
     description: 'The service is temporarily unavailable',
   },
+  McpApprovalRequired: {
+    make: () => new E.McpApprovalRequired({ jsonrpc: '2.0', id: 3, result: { content: [], isError: true } }),
+    code: 'ERR_MCP_APPROVAL_REQUIRED',
+    status: 200,
+    error: 'approval_required',
+    description: 'The call waits for the person’s approval',
+    body: { jsonrpc: '2.0', id: 3, result: { content: [], isError: true } },
+  },
   McpHeaderMismatch: {
     make: () => new E.McpHeaderMismatch(7),
     code: 'ERR_MCP_HEADER_MISMATCH',

@@ -624,6 +624,38 @@ export interface McpRouteConfig {
   protocolVersions: string[] | null
   /** Origins a browser request may come from (`allowed_origins`, default public_url's origin). */
   allowedOrigins: string[]
+  /** Tool names (or patterns) whose calls wait for the person's approval (`approval: required`, docs/approvals.md). */
+  approvalTools: string[]
+  /** `approvals`: the defaults of those tools' approvals. */
+  approvals: McpApprovalsConfig
+}
+
+/** Where a new pending approval is told (docs/approvals.md, "Notifications"). */
+export interface ApprovalNotifyConfig {
+  url: string
+  /** The HMAC-SHA256 key (at least 32 characters). */
+  secret: string
+}
+
+/** A route's `mcp.approvals`. */
+export interface McpApprovalsConfig {
+  /** How long the person has to decide, and an approval then lasts (`ttl`, default 5m). */
+  ttlSec: number
+  /** `once` (default): one call per approval; `ttl`: every identical call until it ends. */
+  reuse: 'once' | 'ttl'
+  /** acr values one of which the deciding session must meet; empty (default): any. */
+  acr: string[]
+  /** The deciding sign-in's greatest age (`max_age`, default 10m). */
+  maxAgeSec: number
+  /** The route's own notification; null: the top-level `approvals.notify`, if any. */
+  notify: ApprovalNotifyConfig | null
+}
+
+/** The top-level `approvals`. */
+export interface ApprovalsConfig {
+  notify: ApprovalNotifyConfig | null
+  maxPendingPerPerson: number
+  maxPendingPerClient: number
 }
 
 export interface GatewayConfig {
@@ -718,6 +750,8 @@ export interface Config {
   log: LogConfig
   /** `audit`: the audit trail's destination (restart to change). */
   audit: AuditDestination
+  /** `approvals` (docs/approvals.md): notification and bounds. */
+  approvals: ApprovalsConfig
   /** Honour an incoming X-Request-Id (`request_id.trust_incoming`, default false). */
   trustIncomingRequestId: boolean
   /** Grace for in-flight requests at shutdown (`shutdown_timeout`, default 10s). */

@@ -45,6 +45,7 @@ routes:
     store: { kind: 'memory' },
     log: { level: 'info', accessSub: true },
     audit: { kind: 'off' },
+    approvals: { notify: null, maxPendingPerPerson: 20, maxPendingPerClient: 100 },
     trustIncomingRequestId: false,
     shutdownTimeoutMs: 10_000,
     clientTimeouts: { headersMs: 20_000, bodyIdleMs: 15_000, requestMs: 300_000, keepAliveMs: 65_000 },
