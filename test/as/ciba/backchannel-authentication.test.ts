@@ -1,11 +1,9 @@
 import t from 'tap'
-import { createServer, type IncomingMessage } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { decodeJwt } from 'jose'
-import { hashSecret } from '../../../src/crypto/secret.js'
-import { basic, startAs, tokensFor, type Harness } from '../../helpers/as-back.js'
+import { basic, startAs, tokensFor } from '../../helpers/as-back.js'
 import { postForm, reply, type Reply } from '../../helpers/http.js'
 import { basic as basicAuth } from '../../helpers/client-auth.js'
+import { approvalIdOf, auth, bcAuthorize, CIBA, cibaClients, decide, poll, startReceiver } from '../../helpers/ciba.js'
 
 /**
  * OpenID CIBA Core 1.0 at /bc-authorize and the `urn:openid:params:grant-type:ciba` grant, on the
@@ -13,87 +11,6 @@ import { basic as basicAuth } from '../../helpers/client-auth.js'
  * approval desk (what the approval page's form calls); the page itself is driven in
  * test/e2e/ciba.test.ts.
  */
-
-const CIBA = 'urn:openid:params:grant-type:ciba'
-const AGENT_SECRET = 'agent-secret-0123456789abcdefghijklmnopqrs'
-const PINGER_SECRET = 'pinger-secret-0123456789abcdefghijklmnopq'
-
-interface Ping {
-  authorization: string | undefined
-  contentType: string | undefined
-  body: Record<string, unknown>
-}
-
-/** A client's notification endpoint: records each POST, answers 204 (or `status`). */
-async function startReceiver(): Promise<{ url: string; pings: Ping[]; next(): Promise<Ping>; status: number; close(): Promise<void> }> {
-  const pings: Ping[] = []
-  const waiting: Array<(p: Ping) => void> = []
-  const state = { status: 204 }
-  const server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const ping: Ping = {
-        authorization: req.headers.authorization,
-        contentType: req.headers['content-type'],
-        body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
-      }
-      res.statusCode = state.status
-      res.end()
-      if (state.status >= 300) return
-      pings.push(ping)
-      waiting.shift()?.(ping)
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as AddressInfo).port
-  return {
-    url: `http://127.0.0.1:${port}/ciba/ping`,
-    pings,
-    next: () => new Promise<Ping>((resolve) => waiting.push(resolve)),
-    get status() {
-      return state.status
-    },
-    set status(v: number) {
-      state.status = v
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  }
-}
-
-async function cibaClients(pingUrl: string): Promise<string> {
-  const [agent, pinger] = await Promise.all([hashSecret(AGENT_SECRET), hashSecret(PINGER_SECRET)])
-  return `    - { client_id: agent, name: Order agent, type: confidential, secret_hash: "${agent}", grant_types: [ciba, refresh_token], scopes: [openid, profile, email, orders:read] }
-    - client_id: pinger
-      type: confidential
-      secret_hash: "${pinger}"
-      grant_types: [ciba]
-      scopes: [openid, orders:read]
-      backchannel_token_delivery_mode: ping
-      backchannel_client_notification_endpoint: "${pingUrl}"
-`
-}
-
-const auth = (clientId: string): string =>
-  clientId === 'agent' ? basicAuth('agent', AGENT_SECRET) : clientId === 'pinger' ? basicAuth('pinger', PINGER_SECRET) : basic(clientId)
-
-function bcAuthorize(h: Harness, params: Record<string, string>, clientId = 'agent'): Promise<Reply> {
-  return reply(postForm(`${h.url}/bc-authorize`, params, { authorization: auth(clientId) }))
-}
-
-function poll(h: Harness, authReqId: string, clientId = 'agent'): Promise<Reply> {
-  return reply(postForm(`${h.url}/token`, { grant_type: CIBA, auth_req_id: authReqId }, { authorization: auth(clientId) }))
-}
-
-/** The approval an auth_req_id names (its first part). */
-function approvalIdOf(authReqId: string): string {
-  return authReqId.split('.')[0] as string
-}
-
-async function decide(h: Harness, authReqId: string, decision: 'approved' | 'denied', sub = 'alice'): Promise<void> {
-  const record = await h.as.approvals.decide(approvalIdOf(authReqId), decision, { sub, acr: 'mfa', address: null, userAgent: null }, 120)
-  if (record === null) throw new Error('the decision was refused')
-}
 
 t.test('CIBA', async (t) => {
   const receiver = await startReceiver()
@@ -232,7 +149,10 @@ t.test('CIBA', async (t) => {
     const r = await poll(h, authReqId)
     t.equal(r.status, 400)
     t.equal(r.json?.error, 'invalid_grant')
-    t.notOk((await h.store.allowances.list('user-0002')).some((a) => a.clientId === 'agent' && a.grantIds.length > 0), 'no grant was made')
+    t.notOk(
+      (await h.store.allowances.list('user-0002')).some((a) => a.clientId === 'agent' && a.grantIds.length > 0),
+      'no grant was made',
+    )
   })
 
   t.test('login_hint by email (any case) and id_token_hint of this client', async (t) => {
