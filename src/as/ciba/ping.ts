@@ -159,8 +159,8 @@ export class CibaPings {
       c.log.info({ event: 'ciba_ping_delivered', client_id: job.clientId, status: outcome.status }, 'CIBA ping delivered')
       return
     }
-    // The job was parked once when queued: its first failure is attempt 1.
-    const failures = Math.max(0, attempts - 1)
+    // Parking it when queued and making it due at the decision each counted an attempt: the first failure waits FIRST_BACKOFF_MS.
+    const failures = Math.max(0, attempts - 2)
     const nextAt = now + Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** failures)
     const decidedMs = (record.decidedAt ?? 0) * 1000
     if (outcome.permanent || nextAt - decidedMs > GIVE_UP_MS) {
