@@ -70,6 +70,15 @@ function acrValuesOf(value: string | undefined): string[] {
   return values
 }
 
+/** CIBA 7.1: a ping client's `client_notification_token`, required: what bearward sends back as its Bearer token. */
+function notificationTokenOf(value: string | undefined): string {
+  if (value === undefined) throw new InvalidRequest('client_notification_token is required for a ping client')
+  if (value.length > MAX_NOTIFICATION_TOKEN || !NOTIFICATION_TOKEN.test(value)) {
+    throw new InvalidRequest(`client_notification_token must be a bearer token (RFC 6750 2.1) of at most ${MAX_NOTIFICATION_TOKEN} characters`)
+  }
+  return value
+}
+
 /** CIBA 7.1: `openid` required; every scope allowed to the client. */
 function scopesOf(value: string | undefined, allowed: readonly string[], known: Readonly<Record<string, string>>): string[] {
   if (value === undefined) throw new InvalidRequest('scope is required and must include openid')
@@ -101,16 +110,10 @@ export const handleBackchannelAuthentication: AsHandler = async (req, res, ctx, 
   const bindingMessage = readBindingMessage(form.get('binding_message'))
   const { ttlSec, intervalSec } = as.as.ciba
   const expiresIn = expiryOf(form.get('requested_expiry'), ttlSec)
-  const notificationToken = form.get('client_notification_token')
-  if (mode.deliveryMode === 'ping') {
-    if (notificationToken === undefined) throw new InvalidRequest('client_notification_token is required for a ping client')
-    if (notificationToken.length > MAX_NOTIFICATION_TOKEN || !NOTIFICATION_TOKEN.test(notificationToken)) {
-      throw new InvalidRequest(`client_notification_token must be a bearer token (RFC 6750 2.1) of at most ${MAX_NOTIFICATION_TOKEN} characters`)
-    }
-  }
-  const sub = await personOfHint(as, form, client.clientId, as.ciba.emails)
-
+  const notificationToken = mode.deliveryMode === 'ping' ? notificationTokenOf(form.get('client_notification_token')) : null
   const signIn = { acr: acrValuesOf(form.get('acr_values')), maxAgeSec: null }
+  // Last: the only check that reads the store.
+  const sub = await personOfHint(as, form, client.clientId, as.ciba.emails)
 
   const secret = newAuthReqSecret()
   const subject: ApprovalSubject = { kind: 'ciba', scopes, bindingMessage, authorizationDetailsJson: null }
@@ -129,7 +132,7 @@ export const handleBackchannelAuthentication: AsHandler = async (req, res, ctx, 
   if (opened.outcome !== 'created') throw new ServerError('The request could not be stored', { cause: 'a fresh CIBA binding matched a pending approval' })
   const { record } = opened
   const authReqId = authReqIdOf(record.id, secret, record.expiresAt)
-  if (mode.deliveryMode === 'ping') await as.ciba.pings.queue(record.id, client.clientId, authReqId, notificationToken as string, record.expiresAt)
+  if (notificationToken !== null) await as.ciba.pings.queue(record.id, client.clientId, authReqId, notificationToken, record.expiresAt)
   const body: BackchannelAuthenticationResponse = { auth_req_id: authReqId, expires_in: expiresIn, interval: intervalSec }
   sendJson(res, 200, body, NO_STORE)
 }
