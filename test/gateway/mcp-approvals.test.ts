@@ -14,7 +14,7 @@ const MODERN = '2026-07-28'
 const URL_CAPS = { elicitation: { url: {} } }
 
 /** An upstream MCP server: initialize opens a session; a tools/call answers with what it received. */
-function upstream(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, body: string): void {
+function upstream(_req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, body: string): void {
   const msg = JSON.parse(body) as { id: number | string; method: string; params?: unknown }
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   let result: unknown = { content: [{ type: 'text', text: body }] }
@@ -232,7 +232,7 @@ t.test('a client that declared no URL elicitation gets a tool error naming the p
   t.equal(result.isError, true)
   t.match(result.content[0]?.text, /approve\?id=/)
   const legacy = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'delete_order', arguments: { id: 1 } } })
-  t.equal((((await post(gw, token, legacy, {})).json().result as { isError: boolean }) ?? {}).isError, true, 'and without a session')
+  t.equal(((await post(gw, token, legacy, {})).json().result as { isError?: boolean } | undefined)?.isError, true, 'and without a session')
   t.equal(calls(gw), 0)
 })
 
@@ -259,6 +259,51 @@ t.test('reuse ttl: every identical call passes until the approval ends', async (
   await post(gw, token, modernCall({ id: 1 }))
   t.equal(calls(gw), 2)
   gw.clock.advance(301_000)
-  t.equal((await post(gw, token, modernCall({ id: 1 }))).json().result !== undefined, true)
+  t.equal(((await post(gw, token, modernCall({ id: 1 }))).json().result as Record<string, unknown>).resultType, 'input_required')
   t.equal(calls(gw), 2, 'not after it ended')
+})
+
+t.test('notify: a signed event per new pending approval, retried after a failure, never the token', async (t) => {
+  const { createServer } = await import('node:http')
+  const { notificationSignature } = await import('../../src/as/approvals/notify.js')
+  const got: Array<{ headers: import('node:http').IncomingHttpHeaders; body: string; status: number }> = []
+  let fail = 1
+  const receiver = createServer((req, res) => {
+    let body = ''
+    req.on('data', (c: Buffer) => {
+      body += c.toString('utf8')
+    })
+    req.on('end', () => {
+      const status = fail-- > 0 ? 503 : 204
+      got.push({ headers: req.headers, body, status })
+      res.writeHead(status)
+      res.end()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => receiver.close())
+  const address = receiver.address() as import('node:net').AddressInfo
+  const secret = 'a-notification-secret-of-32-chars!!'
+  const gw = await gateway(t, `{ notify: { url: "http://127.0.0.1:${address.port}/hook", secret: "${secret}" } }`)
+  const token = await gw.mint({ scope: 'mcp:tools orders:write' })
+  const held = await post(gw, token, modernCall({ id: 1 }))
+  await post(gw, token, modernCall({ id: 1 }))
+  const { eventually } = await import('../helpers/http.js')
+  await eventually(() => got.length >= 1)
+  t.equal(got[0]?.status, 503, 'the first attempt failed')
+  gw.clock.advance(2000)
+  t.ok(await eventually(() => got.length >= 2), 'retried after the backoff')
+  t.equal(got[1]?.status, 204)
+  t.equal(got[1]?.body, got[0]?.body, 'the same event again')
+  const first = got[0]
+  if (first === undefined) throw new Error('nothing delivered')
+  const event = JSON.parse(first.body) as Record<string, unknown>
+  t.match(event, { type: 'approval.requested', id: approvalIdOf(held), kind: 'mcp_tool', sub: 'alice', client_id: 'web', tool: 'delete_order' })
+  t.equal(event.url, `${PUBLIC_URL}/approve?id=${approvalIdOf(held)}`)
+  t.notMatch(first.body, token, 'never the token')
+  t.notOk('arguments' in event, 'nor the arguments')
+  const sig = String(first.headers['bearward-signature'])
+  const ts = Number(/^t=(\d+),/.exec(sig)?.[1])
+  t.equal(sig, notificationSignature(secret, ts, first.body), 'HMAC-SHA256 over timestamp and body')
+  t.equal(new Set(got.map((g) => JSON.parse(g.body).id)).size, 1, 'one event per approval, the retry of the same pending one opens none')
 })

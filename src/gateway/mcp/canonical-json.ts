@@ -14,7 +14,9 @@
  */
 
 /** Why a value has no canonical form here. */
-export class NotCanonicalizable extends Error {}
+export class NotCanonicalizable extends Error {
+  override readonly name = 'NotCanonicalizable'
+}
 
 /** Deeper than this is no tool's arguments (and would cost the stack). */
 export const MAX_DEPTH = 64
