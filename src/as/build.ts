@@ -21,6 +21,8 @@ import { SessionEnds } from './sessions/session-ends.js'
 import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 import { CredentialChanges } from './credential-changes.js'
 import { ApprovalDesk } from './approvals/desk.js'
+import { ApprovalNotifier, TOP_LEVEL_TARGET } from './approvals/notify.js'
+import { approvalPageUrl } from './interaction/approval-next.js'
 import { CibaPings } from './ciba/ping.js'
 import { CibaRuntime } from './ciba/runtime.js'
 import { ClientPushes } from './client-push.js'
@@ -66,7 +68,27 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   const mayHaveReceivers =
     deps.as.clients.some((c) => c.backchannelLogout !== undefined) || deps.as.registration !== null || deps.as.clientIdMetadataDocuments !== null
   if (mayHaveReceivers) backchannelLogout.start()
-  const approvals = new ApprovalDesk({ store: deps.store, clock: deps.clock, audit: deps.audit, metrics: deps.metrics })
+  const approvals = new ApprovalDesk({
+    store: deps.store,
+    clock: deps.clock,
+    audit: deps.audit,
+    metrics: deps.metrics,
+    maxPendingPerPerson: config.approvals.maxPendingPerPerson,
+    maxPendingPerClient: config.approvals.maxPendingPerClient,
+  })
+  // A CIBA request is told through the top-level `approvals.notify` (with its binding message), as a held MCP call is.
+  const notify = config.approvals.notify
+  const cibaNotifier =
+    notify === null
+      ? null
+      : new ApprovalNotifier({ store: deps.store, clock: deps.clock, log: deps.log, metrics: deps.metrics, targets: new Map([[TOP_LEVEL_TARGET, notify]]) })
+  cibaNotifier?.start()
+  const stopNotices =
+    cibaNotifier === null
+      ? () => undefined
+      : approvals.onOpened((record) => {
+          if (record.kind === 'ciba') void cibaNotifier.queue(TOP_LEVEL_TARGET, record, approvalPageUrl(config.publicUrl, record.id))
+        })
   const cibaPushes = new ClientPushes(deps.as)
   const cibaPings = new CibaPings(
     {
@@ -106,7 +128,8 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     closeClientLookup: async () => {
       upstream.close()
       stopPings()
-      await cibaPings.close()
+      stopNotices()
+      await Promise.all([cibaPings.close(), cibaNotifier?.close()])
       await Promise.all([backchannelLogout.close(), cibaPushes.close(), directory.close(), clientKeys.close(), assertionIssuers.close(), trustedTokens.close()])
     },
     clientKeys,
