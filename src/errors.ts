@@ -194,6 +194,30 @@ export class AccessDenied extends OAuthError {
   }
 }
 
+/** OpenID CIBA Core 1.0 13: the backchannel authentication request was refused by the server or the person's bounds (403). */
+export class CibaAccessDenied extends OAuthError {
+  static override readonly code = 'ERR_CIBA_ACCESS_DENIED'
+  constructor(description = 'The OpenID Provider denied the request', o: Opts = {}) {
+    super(403, 'access_denied', description, o)
+  }
+}
+
+/** OpenID CIBA Core 1.0 13: the hint names nobody this server knows (or nobody who may sign in). */
+export class UnknownUserId extends OAuthError {
+  static override readonly code = 'ERR_UNKNOWN_USER_ID'
+  constructor(description = 'The hint does not identify a known person', o: Opts = {}) {
+    super(400, 'unknown_user_id', description, o)
+  }
+}
+
+/** OpenID CIBA Core 1.0 13: the binding message is invalid or unacceptable. */
+export class InvalidBindingMessage extends OAuthError {
+  static override readonly code = 'ERR_INVALID_BINDING_MESSAGE'
+  constructor(description = 'The binding message is invalid', o: Opts = {}) {
+    super(400, 'invalid_binding_message', description, o)
+  }
+}
+
 /** OIDC Core 3.1.2.6: prompt=none but the user must log in. */
 export class LoginRequired extends OAuthError {
   static override readonly code = 'ERR_LOGIN_REQUIRED'
@@ -568,6 +592,19 @@ export class TemporarilyUnavailable extends OAuthError {
 
 /** A JSON-RPC request id (JSON-RPC 2.0 4), or null when the request's could not be read. */
 export type JsonRpcId = string | number | null
+
+/**
+ * A `tools/call` of a tool whose rule says `approval: required` (docs/approvals.md), held: the call was
+ * not forwarded, and the client is sent to the approval page in the form its revision defines (the
+ * 2025-11-25 `-32042` error, the 2026-07-28 `input_required` result, or a tool result with `isError`).
+ * Not an HTTP failure: 200 with that JSON-RPC answer, which an MCP client reads as the call's answer.
+ */
+export class McpApprovalRequired extends OAuthError {
+  static override readonly code = 'ERR_MCP_APPROVAL_REQUIRED'
+  constructor(body: Record<string, unknown>, o: Opts = {}) {
+    super(200, 'approval_required', 'The call waits for the person’s approval', { ...o, body })
+  }
+}
 
 /**
  * MCP 2026-07-28 Streamable HTTP, Server Validation: a required standard

@@ -163,6 +163,10 @@ export class Metrics {
     'bearward_backchannel_logout_total',
     'Back-channel logout token deliveries by outcome: delivered, failed (will be retried), dropped (given up, address refused, or the queue was full)',
   )
+  readonly cibaPings = new Counter(
+    'bearward_ciba_pings_total',
+    'OpenID CIBA ping notifications to clients by outcome: delivered, failed (will be retried), dropped (given up, address refused, the queue was full)',
+  )
   readonly ssfEvents = new Counter(
     'bearward_ssf_events_total',
     'Security Event Tokens bearward transmits to Shared Signals receivers, by outcome: queued, delivered, failed (will be retried), dropped (queue full, refused by the receiver, address refused, given up)',
@@ -179,6 +183,14 @@ export class Metrics {
   readonly concurrencyRefused = new Counter(
     'bearward_concurrency_refused_total',
     'Requests refused with 503 because a concurrency limit was reached, by route, limit (max_in_flight, max_streams) and scope (route, key)',
+  )
+  readonly approvals = new Counter(
+    'bearward_approvals_total',
+    'Approvals (docs/approvals.md) by kind (mcp_tool, ciba) and outcome: requested, again (a retry found the pending one), refused (too many pending), approved, denied, passed (a call or tokens went through), cancelled',
+  )
+  readonly approvalNotifications = new Counter(
+    'bearward_approval_notifications_total',
+    'Approval notifications POSTed to approvals.notify, by outcome: delivered, failed (will be retried), dropped (given up or the queue was full)',
   )
   readonly auditEvents = new Counter('bearward_audit_events_total', 'Audit events written, by event (docs/operating.md, "Audit trail")')
 
@@ -269,6 +281,7 @@ export class Metrics {
         this.signalPollFailures,
         this.auditEvents,
         this.backchannelLogouts,
+        this.cibaPings,
         this.ssfEvents,
       ]
         .map((m) => m.render())

@@ -142,6 +142,27 @@ const CASES: Record<string, Expected> = {
     error: 'consent_required',
     description: 'The user must give consent',
   },
+  CibaAccessDenied: {
+    make: () => new E.CibaAccessDenied(),
+    code: 'ERR_CIBA_ACCESS_DENIED',
+    status: 403,
+    error: 'access_denied',
+    description: 'The OpenID Provider denied the request',
+  },
+  UnknownUserId: {
+    make: () => new E.UnknownUserId(),
+    code: 'ERR_UNKNOWN_USER_ID',
+    status: 400,
+    error: 'unknown_user_id',
+    description: 'The hint does not identify a known person',
+  },
+  InvalidBindingMessage: {
+    make: () => new E.InvalidBindingMessage(),
+    code: 'ERR_INVALID_BINDING_MESSAGE',
+    status: 400,
+    error: 'invalid_binding_message',
+    description: 'The binding message is invalid',
+  },
   AuthorizationPending: {
     make: () => new E.AuthorizationPending(),
     code: 'ERR_AUTHORIZATION_PENDING',
@@ -373,6 +394,14 @@ const CASES: Record<string, Expected> = {
     status: 503,
     error: 'temporarily_unavailable',
     description: 'The service is temporarily unavailable',
+  },
+  McpApprovalRequired: {
+    make: () => new E.McpApprovalRequired({ jsonrpc: '2.0', id: 3, result: { content: [], isError: true } }),
+    code: 'ERR_MCP_APPROVAL_REQUIRED',
+    status: 200,
+    error: 'approval_required',
+    description: 'The call waits for the person’s approval',
+    body: { jsonrpc: '2.0', id: 3, result: { content: [], isError: true } },
   },
   McpHeaderMismatch: {
     make: () => new E.McpHeaderMismatch(7),

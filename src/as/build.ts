@@ -20,6 +20,12 @@ import { PersonDirectory } from './people/directory.js'
 import { SessionEnds } from './sessions/session-ends.js'
 import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 import { CredentialChanges } from './credential-changes.js'
+import { ApprovalDesk } from './approvals/desk.js'
+import { ApprovalNotifier, TOP_LEVEL_TARGET } from './approvals/notify.js'
+import { approvalPageUrl } from './interaction/approval-next.js'
+import { CibaPings } from './ciba/ping.js'
+import { CibaRuntime } from './ciba/runtime.js'
+import { ClientPushes } from './client-push.js'
 import { adminAudience } from '../admin/audience.js'
 
 /**
@@ -62,6 +68,44 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   const mayHaveReceivers =
     deps.as.clients.some((c) => c.backchannelLogout !== undefined) || deps.as.registration !== null || deps.as.clientIdMetadataDocuments !== null
   if (mayHaveReceivers) backchannelLogout.start()
+  const approvals = new ApprovalDesk({
+    store: deps.store,
+    clock: deps.clock,
+    audit: deps.audit,
+    metrics: deps.metrics,
+    maxPendingPerPerson: config.approvals.maxPendingPerPerson,
+    maxPendingPerClient: config.approvals.maxPendingPerClient,
+  })
+  // A CIBA request is told through the top-level `approvals.notify` (with its binding message), as a held MCP call is.
+  const notify = config.approvals.notify
+  const cibaNotifier =
+    notify === null
+      ? null
+      : new ApprovalNotifier({ store: deps.store, clock: deps.clock, log: deps.log, metrics: deps.metrics, targets: new Map([[TOP_LEVEL_TARGET, notify]]) })
+  cibaNotifier?.start()
+  const stopNotices =
+    cibaNotifier === null
+      ? () => undefined
+      : approvals.onOpened((record) => {
+          if (record.kind === 'ciba') void cibaNotifier.queue(TOP_LEVEL_TARGET, record, approvalPageUrl(config.publicUrl, record.id))
+        })
+  const cibaPushes = new ClientPushes(deps.as)
+  const cibaPings = new CibaPings(
+    {
+      deliveries: deps.store.deliveries,
+      log: deps.log,
+      metrics: deps.metrics,
+      clock: deps.clock,
+      pushes: cibaPushes,
+      approval: (id) => approvals.get(id),
+      findClient,
+    },
+    deps.keys,
+  )
+  // A decision made here makes its ping due at once; only where a client can be a ping client is the queue polled.
+  const stopPings = approvals.onDecided((record) => cibaPings.decided(record))
+  const mayPing = deps.as.clients.some((c) => c.ciba?.deliveryMode === 'ping') || deps.as.registration !== null || deps.as.clientIdMetadataDocuments !== null
+  if (mayPing) cibaPings.start()
   return {
     clock: deps.clock,
     log: deps.log,
@@ -83,7 +127,10 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     // Also ends the identity providers' discovery retries: both belong to this Runtime.
     closeClientLookup: async () => {
       upstream.close()
-      await Promise.all([backchannelLogout.close(), directory.close(), clientKeys.close(), assertionIssuers.close(), trustedTokens.close()])
+      stopPings()
+      stopNotices()
+      await Promise.all([cibaPings.close(), cibaNotifier?.close()])
+      await Promise.all([backchannelLogout.close(), cibaPushes.close(), directory.close(), clientKeys.close(), assertionIssuers.close(), trustedTokens.close()])
     },
     clientKeys,
     assertionIssuers,
@@ -105,5 +152,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     sessionEnds,
     backchannelLogout,
     credentialChanges: new CredentialChanges(deps.log),
+    approvals,
+    ciba: new CibaRuntime(cibaPings, deps.as.users),
   }
 }

@@ -10,8 +10,8 @@
  *   scheme with a dot (RFC 8252 7); no fragment, no credentials.
  * - texts (name, software id and version, contacts) pass `clientTextProblem`:
  *   no controls, line separators, bidi controls or zero-width characters.
- * - only the authorization code grant (and refresh): a client nobody vetted
- *   gets nothing without a person's consent.
+ * - only the authorization code grant (and refresh, and CIBA): a client nobody
+ *   vetted gets nothing without a person's consent or approval.
  * - scopes within `registration.scopes` (and `openid`, `offline_access`: scope.ts); a refusal names the scope.
  * - texts people see (name, logo, links) pass the checks configured clients'
  *   do (`src/config/sections/client-metadata.ts`).
@@ -21,6 +21,8 @@
  * - `backchannel_logout_uri` (OIDC Back-Channel Logout 1.0 2.2): https only, no credentials or
  *   fragment, and an IP literal must be a global unicast address; a name is judged where it
  *   resolves, at delivery (the metadata-document address rules: backchannel-logout/deliver.ts).
+ * - the CIBA grant (OpenID CIBA Core 1.0 4): an authenticating client, `poll` or `ping`, a ping
+ *   endpoint under the `backchannel_logout_uri` rules (cibaMetadata).
  * Unknown members are ignored (RFC 7591 2: "MUST ignore").
  */
 import { isIP } from 'node:net'
@@ -32,11 +34,12 @@ import { jwkSetProblem } from '../keys/jwk-set.js'
 import type { RegisteredClientMetadata } from '../store/types.js'
 import { strangerJwksUriProblem } from './client-keys.js'
 import { specialPurposeProblem } from '../http/public-address.js'
+import { CIBA_GRANT } from '../config/sections/clients.js'
 
 const MAX_REDIRECT_URIS = 10
 const MAX_TEXT = 200
 const AUTH_METHODS: ReadonlySet<string> = new Set(['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'])
-const GRANTS: ReadonlySet<string> = new Set(['authorization_code', 'refresh_token'])
+const GRANTS: ReadonlySet<string> = new Set(['authorization_code', 'refresh_token', CIBA_GRANT])
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -112,6 +115,34 @@ export function strangerBackchannelUriProblem(uri: string): string | undefined {
   return isIP(literal) !== 0 ? specialPurposeProblem(literal) : undefined
 }
 
+/**
+ * OpenID CIBA Core 1.0 4: a client registering the CIBA grant authenticates (never `none`: anyone
+ * could ask a person to approve), says `poll` or `ping`, and a ping client's notification endpoint
+ * follows the rules of `backchannel_logout_uri` (bearward POSTs to both). Without the grant, the
+ * CIBA members are refused rather than kept for nothing.
+ */
+function cibaMetadata(
+  input: Record<string, unknown>,
+  grants: readonly string[],
+  method: string,
+): Pick<RegisteredClientMetadata, 'backchannel_token_delivery_mode' | 'backchannel_client_notification_endpoint'> {
+  const mode = input.backchannel_token_delivery_mode ?? undefined
+  const endpoint = uri(input, 'backchannel_client_notification_endpoint', (v) => {
+    const problem = strangerBackchannelUriProblem(v)
+    return problem === undefined ? undefined : `must be an https URL of a public host, without credentials or fragment (${problem})`
+  })
+  if (!grants.includes(CIBA_GRANT)) {
+    if (mode !== undefined || endpoint !== undefined)
+      throw new InvalidClientMetadata(`backchannel_token_delivery_mode and its endpoint need the ${CIBA_GRANT} grant`)
+    return {}
+  }
+  if (method === 'none') throw new InvalidClientMetadata('the CIBA grant needs client authentication: token_endpoint_auth_method none is refused')
+  if (mode !== 'poll' && mode !== 'ping') throw new InvalidClientMetadata('backchannel_token_delivery_mode must be poll or ping')
+  if (mode === 'ping' && endpoint === undefined) throw new InvalidClientMetadata('ping mode needs backchannel_client_notification_endpoint')
+  if (mode === 'poll' && endpoint !== undefined) throw new InvalidClientMetadata('backchannel_client_notification_endpoint is for ping mode')
+  return { backchannel_token_delivery_mode: mode, ...(endpoint === undefined ? {} : { backchannel_client_notification_endpoint: endpoint }) }
+}
+
 /** An optional boolean member (RFC 7591 2): absent or null is no opinion; anything but true or false is refused. */
 function flag(input: Record<string, unknown>, name: string): boolean | undefined {
   const value = input[name]
@@ -142,7 +173,7 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
   }
   const keys = clientKeys(input, method)
   const grants = strings(input, 'grant_types', 4) ?? ['authorization_code']
-  for (const g of grants) if (!GRANTS.has(g)) throw new InvalidClientMetadata('grant_types may only hold authorization_code and refresh_token')
+  for (const g of grants) if (!GRANTS.has(g)) throw new InvalidClientMetadata(`grant_types may only hold authorization_code, refresh_token and ${CIBA_GRANT}`)
   if (!grants.includes('authorization_code')) throw new InvalidClientMetadata('grant_types must include authorization_code')
   const responseTypes = strings(input, 'response_types', 2) ?? ['code']
   if (responseTypes.length !== 1 || responseTypes[0] !== 'code') throw new InvalidClientMetadata('response_types may only hold code')
@@ -198,6 +229,7 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
     }),
     backchannel_logout_session_required: flag(input, 'backchannel_logout_session_required') || undefined,
   }
+  Object.assign(optional, cibaMetadata(input, grants, method))
   if (optional.require_signed_request_object === true && method !== 'private_key_jwt') {
     throw new InvalidClientMetadata(
       'require_signed_request_object needs token_endpoint_auth_method private_key_jwt: request objects are verified with its jwks',

@@ -16,6 +16,8 @@ import type { TotpSecrets } from './totp/secrets.js'
 import type { SessionEnds } from './sessions/session-ends.js'
 import type { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 import type { CredentialChanges } from './credential-changes.js'
+import type { ApprovalDesk } from './approvals/desk.js'
+import type { CibaRuntime } from './ciba/runtime.js'
 
 /**
  * Everything the authorization server's endpoints read, precomputed once per
@@ -70,6 +72,10 @@ export interface AsContext extends FaceDeps {
   readonly backchannelLogout: BackchannelLogoutDelivery
   /** Told of every change of a person's factors (credential-changes.ts): the Shared Signals transmitter. */
   readonly credentialChanges: CredentialChanges
+  /** Approvals (issue #41, docs/approvals.md): open, decide, pass, cancel; its onDecided listeners run here. */
+  readonly approvals: ApprovalDesk
+  /** OpenID CIBA Core 1.0 (ciba/runtime.ts): ping deliveries and the login_hint email index. */
+  readonly ciba: CibaRuntime
 }
 
 /** One authorization-server endpoint. */

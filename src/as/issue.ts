@@ -20,7 +20,7 @@ import { checkAdminScope } from '../admin/scope-policy.js'
 import { type SignInStrength, strengthClaims } from './sign-in-strength.js'
 
 /** Label of `bearward_tokens_issued_total{grant}`. */
-export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'jwt_bearer' | 'token_exchange'
+export type GrantLabel = 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'jwt_bearer' | 'token_exchange' | 'ciba'
 
 /** The rendered label sets, built once (issuing is a hot path). */
 const GRANT_LABELS: Readonly<Record<GrantLabel, string>> = {
@@ -30,6 +30,7 @@ const GRANT_LABELS: Readonly<Record<GrantLabel, string>> = {
   device_code: labelKey({ grant: 'device_code' }),
   jwt_bearer: labelKey({ grant: 'jwt_bearer' }),
   token_exchange: labelKey({ grant: 'token_exchange' }),
+  ciba: labelKey({ grant: 'ciba' }),
 }
 
 export interface AccessTokenInput {
@@ -265,7 +266,7 @@ export interface NewGrantInput {
 /**
  * A user's authorization becomes a grant: the root of a refresh family
  * (with its first refresh token when the client may refresh), then the
- * token response. Shared by the authorization-code and device-code grants.
+ * token response. Shared by the authorization-code, device-code and CIBA grants.
  * With a DPoP proof (or a bound client's certificate, RFC 8705 3) the access
  * token is bound to its key, and so is a public client's refresh family (RFC 9449 5: a confidential client's refresh token
  * is already bound to its client authentication).
@@ -318,7 +319,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     subject: { kind: 'grant', id: input.grantId },
     clientId: input.client.clientId,
     outcome: 'success',
-    reason: input.grant === 'authorization_code' ? 'authorization_code' : 'device_code',
+    reason: input.grant === 'authorization_code' || input.grant === 'ciba' ? input.grant : 'device_code',
   })
   return userTokenResponse(as, {
     grant: input.grant,

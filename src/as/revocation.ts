@@ -18,4 +18,6 @@ export async function revokeEntry(as: AsContext, entry: RevocationEntry): Promis
 export async function revokeGrant(as: AsContext, grantId: string, until: number): Promise<void> {
   await as.store.grants.revoke(grantId, until)
   as.revocations.add({ kind: 'grant', id: grantId, exp: until })
+  // Its approvals (issue #41) pass nothing more, and leave the account page's pending list.
+  await as.approvals.cancelGrant(grantId)
 }

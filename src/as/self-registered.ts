@@ -6,6 +6,7 @@
  * and never a skipped consent.
  */
 import type { ClientConfig } from '../config/validated-config.js'
+import { CIBA_GRANT } from '../config/sections/clients.js'
 import type { RegisteredClientMetadata } from '../store/types.js'
 
 export function clientFromMetadata(
@@ -51,5 +52,14 @@ export function clientFromMetadata(
     ...(metadata.backchannel_logout_uri === undefined
       ? {}
       : { backchannelLogout: { uri: metadata.backchannel_logout_uri, sessionRequired: metadata.backchannel_logout_session_required === true } }),
+    ...cibaOf(metadata),
   }
+}
+
+/** OpenID CIBA Core 1.0 4: the delivery mode of a client that registered the CIBA grant (validated by client-metadata.ts). */
+function cibaOf(metadata: RegisteredClientMetadata): Pick<ClientConfig, 'ciba'> {
+  if (!metadata.grant_types.includes(CIBA_GRANT)) return {}
+  const endpoint = metadata.backchannel_client_notification_endpoint
+  if (metadata.backchannel_token_delivery_mode === 'ping' && endpoint !== undefined) return { ciba: { deliveryMode: 'ping', notificationEndpoint: endpoint } }
+  return { ciba: { deliveryMode: 'poll' } }
 }

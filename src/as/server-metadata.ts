@@ -8,6 +8,7 @@ import { SSF_STREAM_SCOPE } from '../signals/transmitter/scope.js'
 import { releasableClaims } from './claims.js'
 import { CLIENT_ASSERTION_ALGS } from './client-assertion.js'
 import type { AsContext } from './context.js'
+import { CIBA_GRANT } from './grants/ciba.js'
 import { DEVICE_CODE_GRANT } from './grants/device-code.js'
 import { JWT_BEARER_GRANT } from './grants/jwt-bearer.js'
 import { TOKEN_EXCHANGE_GRANT } from './grants/token-exchange.js'
@@ -29,6 +30,7 @@ function mtlsEndpointAliases(base: string): Record<string, string> {
     revocation_endpoint: `${base}/revoke`,
     introspection_endpoint: `${base}/introspect`,
     device_authorization_endpoint: `${base}/device_authorization`,
+    backchannel_authentication_endpoint: `${base}/bc-authorize`,
     userinfo_endpoint: `${base}/userinfo`,
   }
 }
@@ -52,6 +54,7 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
   // FAPI 2.0 5.3.2.1: under the profile, a key or a certificate only; never a secret, never none.
   const secretMethods = fapi2 ? [] : ['client_secret_basic', 'client_secret_post']
   const noneMethod = fapi2 ? [] : ['none']
+  const cibaClients = as.as.clients.some((c) => c.ciba !== undefined) || as.as.registration !== null || as.as.clientIdMetadataDocuments !== null
   return {
     issuer,
     authorization_endpoint: `${issuer}/authorize`,
@@ -61,6 +64,10 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     revocation_endpoint: `${issuer}/revoke`,
     introspection_endpoint: `${issuer}/introspect`,
     device_authorization_endpoint: `${issuer}/device_authorization`,
+    // OpenID CIBA Core 1.0 4: poll and ping; no user_code (the person approves on bearward's own page, signed in).
+    backchannel_authentication_endpoint: `${issuer}/bc-authorize`,
+    backchannel_token_delivery_modes_supported: ['poll', 'ping'],
+    backchannel_user_code_parameter_supported: false,
     // RFC 9126 5: where requests are pushed, and whether every client must.
     pushed_authorization_request_endpoint: `${issuer}/par`,
     require_pushed_authorization_requests: as.as.par.required,
@@ -81,6 +88,8 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
       ...(as.assertionIssuers.has('id-jag') ? [JWT_BEARER_GRANT] : []),
       // RFC 8693: only while a client may exchange tokens.
       ...(as.as.clients.some((c) => c.tokenExchange !== undefined) ? [TOKEN_EXCHANGE_GRANT] : []),
+      // OpenID CIBA Core 1.0 4: only while a client may use it (configured, or one that registers itself).
+      ...(cibaClients ? [CIBA_GRANT] : []),
     ],
     code_challenge_methods_supported: pkceMethods,
     token_endpoint_auth_methods_supported: [...secretMethods, 'private_key_jwt', ...certificateMethods, ...noneMethod],

@@ -11,6 +11,7 @@ import { answerFailure } from '../http/failure.js'
 import { sendError } from '../http/reply.js'
 import type { AsContext, AsHandler } from './context.js'
 import { CorsPolicy, type CorsMode } from './cors.js'
+import { handleBackchannelAuthentication } from './ciba/backchannel-authentication.js'
 import { handleDeviceAuthorization } from './device-authorization.js'
 import { frontChannelRoutes } from './interaction/front-channel-routes.js'
 import { handleIntrospect } from './introspect.js'
@@ -109,6 +110,9 @@ function backChannelEndpoint(as: AsContext, name: BackChannelEndpoint, metadata:
       return { label: 'as:par', handler: handlePushedAuthorizationRequest, cors: 'clients', methods: ['POST'] }
     case 'deviceAuthorization':
       return { label: 'as:device_authorization', handler: handleDeviceAuthorization, cors: 'clients', methods: ['POST'] }
+    // CIBA 7: confidential clients from their back end; no browser has a reason to.
+    case 'backchannelAuthentication':
+      return { label: 'as:bc-authorize', handler: handleBackchannelAuthentication, cors: 'none', methods: ['POST'] }
   }
 }
 

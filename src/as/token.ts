@@ -1,5 +1,5 @@
 /**
- * POST /token (RFC 6749 3.2, 4.1.3, 4.4.2, 6; RFC 8628 3.4).
+ * POST /token (RFC 6749 3.2, 4.1.3, 4.4.2, 6; RFC 8628 3.4; OpenID CIBA Core 1.0 10.1).
  *
  * Order: form body only → grant_type known → no repeated parameter the grant
  * reads → client authentication → the client may use this grant → the grant.
@@ -23,6 +23,7 @@ import type { ClientCertificate } from '../http/client-certificate.js'
 import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
 import type { AsHandler } from './context.js'
 import { authorizationCodeGrant } from './grants/authorization-code.js'
+import { CIBA_GRANT, cibaGrant } from './grants/ciba.js'
 import { clientCredentialsGrant } from './grants/client-credentials.js'
 import { DEVICE_CODE_GRANT, deviceCodeGrant } from './grants/device-code.js'
 import { JWT_BEARER_GRANT, jwtBearerGrant } from './grants/jwt-bearer.js'
@@ -38,6 +39,7 @@ export const GRANTS: ReadonlyMap<GrantType, Grant> = new Map<GrantType, Grant>([
   [DEVICE_CODE_GRANT, deviceCodeGrant],
   [JWT_BEARER_GRANT, jwtBearerGrant],
   [TOKEN_EXCHANGE_GRANT, tokenExchangeGrant],
+  [CIBA_GRANT, cibaGrant],
 ])
 
 /**

@@ -65,5 +65,7 @@ export async function withdrawAccess(as: AsContext, sub: string, clientId: strin
 export async function withdrawAllAccess(as: AsContext, sub: string, ending: GrantEnding = byThePerson(sub)): Promise<number> {
   let revoked = 0
   for (const a of await as.store.allowances.list(sub)) revoked += await withdrawAccess(as, sub, a.clientId, ending)
+  // Every approval of the person ends too, CIBA requests (no grant yet) included.
+  await as.approvals.cancelPerson(sub)
   return revoked
 }

@@ -30,6 +30,9 @@ export const AUDIT_EVENTS = [
   'admin.denied',
   'config.reloaded',
   'config.refused',
+  'approval.requested',
+  'approval.approved',
+  'approval.denied',
 ] as const
 
 export type AuditEventName = (typeof AUDIT_EVENTS)[number]
@@ -67,6 +70,8 @@ export type AuditSubject =
   | { readonly kind: 'client'; readonly id: string }
   | { readonly kind: 'grant'; readonly id: string }
   | { readonly kind: 'session'; readonly id: string }
+  /** An approval (issue #41, docs/approvals.md): its id, which the approval page's URL carries. */
+  | { readonly kind: 'approval'; readonly id: string }
   | { readonly kind: 'factor'; readonly id: string; readonly person: string }
   | { readonly kind: 'token'; readonly jti: Jti }
   | { readonly kind: 'config'; readonly digest: string }

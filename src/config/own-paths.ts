@@ -24,6 +24,7 @@ export const FRONT_CHANNEL_PATHS = [
   '/second-factor',
   '/totp',
   '/set-password',
+  '/approve',
 ] as const
 
 export type FrontChannelPath = (typeof FRONT_CHANNEL_PATHS)[number]
@@ -39,6 +40,8 @@ export const BACK_CHANNEL_PATHS = {
   register: '/register',
   par: '/par',
   deviceAuthorization: '/device_authorization',
+  /** OpenID CIBA Core 1.0 7: `backchannel_authentication_endpoint`. */
+  backchannelAuthentication: '/bc-authorize',
 } as const
 
 export type BackChannelEndpoint = keyof typeof BACK_CHANNEL_PATHS

@@ -29,6 +29,7 @@ import { readIssuers } from './sections/issuers.js'
 import { readRoutes } from './sections/routes.js'
 import { checkLimitOverrides } from './sections/route-rate-limits.js'
 import { readAudit } from './sections/audit.js'
+import { readApprovals } from './sections/approvals.js'
 import { refuseRoutesOverOwnPaths } from './own-path-overlap.js'
 import { warnUnreachableScopes } from './unreachable-scopes.js'
 import { ownPaths } from './own-paths.js'
@@ -99,6 +100,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
   const logLevel = log?.opt('level', r.oneOf(LOG_LEVELS, { what: 'a log level' }), 'info') ?? 'info'
   const accessSub = log?.opt('access_sub', r.bool(), true) ?? true
   const audit = readAudit(r, top.get('audit'), top.pathOf('audit'))
+  const approvals = readApprovals(r, top.get('approvals'), top.pathOf('approvals'))
   const requestId = r.map(top.get('request_id'), top.pathOf('request_id'), REQUEST_ID_KEYS)
   const trustIncomingRequestId = requestId?.opt('trust_incoming', r.bool(), false) ?? false
   const shutdownTimeoutMs = top.opt('shutdown_timeout', r.millis(), 10_000)
@@ -147,6 +149,15 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     refuseRoutesOverOwnPaths(r, routesNode, routes, normalizedPublicUrl, ownPaths(normalizedPublicUrl, authorizationServer, undefined, signalsServed))
     warnUnreachableScopes(r, routesNode, routes, authorizationServer)
   }
+  for (const route of routes) {
+    // The approval page is the authorization server's: without one, nobody could ever approve.
+    if ((route.mcp?.approvalTools.length ?? 0) > 0 && authorizationServer === null && !asBroken)
+      r.problem(
+        routesNode,
+        `routes.${route.name}.mcp.tools`,
+        '`approval: required` needs the `authorization_server` (its approval page); add one or remove the approval',
+      )
+  }
   if (authorizationServer !== null) refuseMtlsWithoutCertificates(r, top, tls, gateway, authorizationServer)
   const mtlsPath = authorizationServer?.mtlsUrl == null ? null : new URL(authorizationServer.mtlsUrl).pathname.replace(/\/+$/, '')
   if (mtlsPath !== null && mtlsPath !== new URL(normalizedPublicUrl).pathname.replace(/\/+$/, '')) {
@@ -167,6 +178,7 @@ export function validateRoot(r: Reader, root: Node | undefined, file: string): V
     store,
     log: { level: logLevel, accessSub },
     audit,
+    approvals,
     trustIncomingRequestId,
     shutdownTimeoutMs,
     clientTimeouts,

@@ -94,6 +94,7 @@ export type GrantType =
   | 'urn:ietf:params:oauth:grant-type:device_code'
   | 'urn:ietf:params:oauth:grant-type:jwt-bearer'
   | 'urn:ietf:params:oauth:grant-type:token-exchange'
+  | 'urn:openid:params:grant-type:ciba'
 
 /** RFC 7591 2 client metadata that pages render; OIDC RP-Initiated Logout 1.0 3.1. */
 export interface ClientMetadata {
@@ -177,7 +178,16 @@ export interface ClientConfig {
    * where logout tokens are POSTed, and whether the client needs `sid` in them. Absent: none sent.
    */
   backchannelLogout?: { uri: string; sessionRequired: boolean }
+  /**
+   * OpenID CIBA Core 1.0 4 (`backchannel_token_delivery_mode`, `backchannel_client_notification_endpoint`):
+   * how a CIBA client learns of a decision. `ping`: bearward POSTs the auth_req_id to `notificationEndpoint`.
+   * Absent: the client does not use the CIBA grant.
+   */
+  ciba?: CibaClientConfig
 }
+
+/** A CIBA client's delivery mode (CIBA Core 1.0 5): poll only, or ping then poll. */
+export type CibaClientConfig = { deliveryMode: 'poll' } | { deliveryMode: 'ping'; notificationEndpoint: string }
 
 export interface UserConfig {
   username: string
@@ -326,6 +336,8 @@ export interface AuthorizationServerConfig {
   }
   /** RFC 8628 (`device.*`). */
   device: { ttlSec: number; intervalSec: number }
+  /** OpenID CIBA Core 1.0 (`ciba.*`): how long a backchannel request waits for the person (`ttl`, the most `requested_expiry` gets), and the polling interval. */
+  ciba: { ttlSec: number; intervalSec: number }
   /** `profile: fapi2`: every client follows the FAPI 2.0 Security Profile (docs/fapi.md); null: no server-wide profile. */
   profile: SecurityProfile | null
   /** RFC 9126 (`par.*`): every client must push (`required`, default false); how long a pushed request_uri lives (`request_uri_ttl`, default 60s). */
@@ -612,6 +624,38 @@ export interface McpRouteConfig {
   protocolVersions: string[] | null
   /** Origins a browser request may come from (`allowed_origins`, default public_url's origin). */
   allowedOrigins: string[]
+  /** Tool names (or patterns) whose calls wait for the person's approval (`approval: required`, docs/approvals.md). */
+  approvalTools: string[]
+  /** `approvals`: the defaults of those tools' approvals. */
+  approvals: McpApprovalsConfig
+}
+
+/** Where a new pending approval is told (docs/approvals.md, "Notifications"). */
+export interface ApprovalNotifyConfig {
+  url: string
+  /** The HMAC-SHA256 key (at least 32 characters). */
+  secret: string
+}
+
+/** A route's `mcp.approvals`. */
+export interface McpApprovalsConfig {
+  /** How long the person has to decide, and an approval then lasts (`ttl`, default 5m). */
+  ttlSec: number
+  /** `once` (default): one call per approval; `ttl`: every identical call until it ends. */
+  reuse: 'once' | 'ttl'
+  /** acr values one of which the deciding session must meet; empty (default): any. */
+  acr: string[]
+  /** The deciding sign-in's greatest age (`max_age`, default 10m). */
+  maxAgeSec: number
+  /** The route's own notification; null: the top-level `approvals.notify`, if any. */
+  notify: ApprovalNotifyConfig | null
+}
+
+/** The top-level `approvals`. */
+export interface ApprovalsConfig {
+  notify: ApprovalNotifyConfig | null
+  maxPendingPerPerson: number
+  maxPendingPerClient: number
 }
 
 export interface GatewayConfig {
@@ -706,6 +750,8 @@ export interface Config {
   log: LogConfig
   /** `audit`: the audit trail's destination (restart to change). */
   audit: AuditDestination
+  /** `approvals` (docs/approvals.md): notification and bounds. */
+  approvals: ApprovalsConfig
   /** Honour an incoming X-Request-Id (`request_id.trust_incoming`, default false). */
   trustIncomingRequestId: boolean
   /** Grace for in-flight requests at shutdown (`shutdown_timeout`, default 10s). */

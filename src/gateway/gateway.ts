@@ -12,7 +12,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'
-import { ConcurrencyLimitReached, InsufficientScope, InsufficientUserAuthentication, InvalidRequest, InvalidToken, MethodNotAllowed } from '../errors.js'
+import {
+  ConcurrencyLimitReached,
+  InsufficientScope,
+  InsufficientUserAuthentication,
+  InvalidRequest,
+  InvalidToken,
+  MethodNotAllowed,
+  TemporarilyUnavailable,
+} from '../errors.js'
 import { cannotAnswer } from '../http/http2-request.js'
 import { errorOnSocket, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
 import type { ConcurrencyPlan } from './concurrency.js'
@@ -37,6 +45,11 @@ import { RouteTable, stripPrefix, type RouteMatch } from './route-table.js'
 import type { ForwardRequest } from './forward-request.js'
 import type { TokenIdentity } from './token-identity.js'
 import { limitDeps } from './limits/deps.js'
+import { ApprovalGate } from './mcp/approval-gate.js'
+import { ApprovalDesk } from '../as/approvals/desk.js'
+import { ApprovalNotifier, TOP_LEVEL_TARGET } from '../as/approvals/notify.js'
+import type { ApprovalNotifyConfig } from '../config/validated-config.js'
+import { epochSeconds } from '../clock.js'
 import type { LimitPlan } from './limits/plan.js'
 
 /** What outlives a Runtime and is handed to every gateway the process builds. */
@@ -81,12 +94,19 @@ class Gateway implements GatewayFace {
   readonly #refusals: Refusals
   /** MCP session ids bound to who opened them (mcp/sessions.ts). */
   readonly #sessions: McpSessions
+  /** Calls of approval-required tools (mcp/approval-gate.ts); null when no route has one. */
+  readonly #approvalGate: ApprovalGate | null
+  /** Their notifications (as/approvals/notify.ts); null when none is configured. */
+  readonly #approvalNotifier: ApprovalNotifier | null
 
   constructor(deps: FaceDeps, shared: GatewayShared) {
     const { config } = deps
     this.#deps = deps
     this.#refusals = new Refusals({ face: 'gateway', metrics: deps.metrics, rootLog: deps.log, quiet: true }, deps.metrics)
     this.#sessions = new McpSessions(deps.store)
+    const approvals = approvalParts(deps)
+    this.#approvalGate = approvals.gate
+    this.#approvalNotifier = approvals.notifier
     let built: readonly Balancer[] = []
     const issuers = buildTrustedIssuers({ config, own: deps.ownIssuer, store: deps.store, jwks: shared.jwks, tracing: deps.tracing })
     try {
@@ -301,17 +321,17 @@ class Gateway implements GatewayFace {
     // A 2024-11-05 session travels in the query (the one forwarded): checked alike, and a header beside it must be the same id.
     const legacy = legacySessionIdOf(extracted.query)
     const session = legacy === undefined || legacy === header ? header : header === undefined ? legacy : null
-    const judge = (): Decision | Promise<Decision> => {
+    const judge = (sessionUrlElicitation: boolean): Decision | Promise<Decision> => {
       if (!allowBody || !mcp.applies(req)) return this.#admit(req, ctx, plan, path, extracted, identity, req.method, null, session)
       return mcp.judge(req).then(
-        (judged) => this.#admit(req, ctx, plan, path, extracted, identity, req.method, judged, session),
+        (judged) => this.#admit(req, ctx, plan, path, extracted, identity, req.method, judged, session, sessionUrlElicitation),
         (err: unknown) => this.#refusals.of(err, ctx, plan, req.method, null, presented),
       )
     }
-    if (session === undefined) return judge()
+    if (session === undefined) return judge(false)
     // A session is someone's: only a token of whoever opened it may use it (any method: POST, the GET stream, DELETE).
     return this.#sessions.check(plan.route.name, session, identity).then(
-      (refused) => (refused === null ? judge() : this.#refusals.of(refused, ctx, plan, req.method, null, presented)),
+      (checked) => (checked.refused === null ? judge(checked.urlElicitation) : this.#refusals.of(checked.refused, ctx, plan, req.method, null, presented)),
       (err: unknown) => this.#refusals.of(err, ctx, plan, req.method, null, presented),
     )
   }
@@ -336,6 +356,7 @@ class Gateway implements GatewayFace {
     method: string | undefined,
     mcp: McpJudgement | null,
     session?: string | null,
+    sessionUrlElicitation = false,
   ): Decision | Promise<Decision> {
     const required = mcp?.requirement ?? null
     if (required !== null) {
@@ -364,8 +385,25 @@ class Gateway implements GatewayFace {
       // The answer lists what this token may use: filtered on its way back.
       forward.rewriter = new ListFilter(lists, (kind, name) => rule.visible(kind, name, identity.scopes), mcp?.modern ?? false)
     }
-    // An answer that opens a session reaches the client only once the session is bound to this token's owner.
-    if (rule !== null) forward.rewriter = this.#sessions.binder(plan.route.name, session ?? undefined, identity, ctx.id, forward.rewriter ?? null)
+    // An answer that opens a session reaches the client only once the session is bound to this token's owner
+    // (with whether its initialize declared URL elicitation: a held call is then answered with -32042).
+    if (rule !== null)
+      forward.rewriter = this.#sessions.binder(plan.route.name, session ?? undefined, identity, ctx.id, forward.rewriter ?? null, mcp?.urlElicitation ?? false)
+    const approval = mcp?.approval ?? null
+    if (approval !== null && mcp !== null) {
+      // A call that waits for the person's approval (approval-gate.ts): forwarded only once approved.
+      const gate = this.#approvalGate
+      if (gate === null) return this.#refusals.of(new TemporarilyUnavailable('Approvals are not available here'), ctx, plan, method, null)
+      const urlElicitation = mcp.modern ? mcp.urlElicitation : sessionUrlElicitation
+      return gate.pass(plan.route, identity, approval, mcp.body, mcp.modern, urlElicitation).then(
+        (outcome) => {
+          if ('answer' in outcome) return this.#refusals.of(outcome.answer, ctx, plan, method, null)
+          forward.body = outcome.forward
+          return plan.limits === null ? forward : this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp)
+        },
+        (err: unknown) => this.#refusals.of(err, ctx, plan, method, null),
+      )
+    }
     return plan.limits === null ? forward : this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp)
   }
 
@@ -482,8 +520,31 @@ class Gateway implements GatewayFace {
     // Exchanges still open (WebSocket tunnels outlive a reload) stay ended by revocation and expiry until they close.
     this.#exchanges.retire()
     this.#auth.clear()
+    await this.#approvalNotifier?.close()
     await Promise.all([this.#proxy.close(), ...[...this.#issuers.values()].map((i) => i.opaque?.close())])
   }
+}
+
+/** The approval gate and its notifier, when a route has an approval-required tool (and there are keys to seal with). */
+function approvalParts(deps: FaceDeps): { gate: ApprovalGate | null; notifier: ApprovalNotifier | null } {
+  const { config } = deps
+  const routes = config.routes.filter((r) => (r.mcp?.approvalTools.length ?? 0) > 0)
+  if (routes.length === 0 || deps.keys === null) return { gate: null, notifier: null }
+  const targets = new Map<string, ApprovalNotifyConfig>()
+  if (config.approvals.notify !== null) targets.set(TOP_LEVEL_TARGET, config.approvals.notify)
+  for (const r of routes) if (r.mcp?.approvals.notify) targets.set(r.name, r.mcp.approvals.notify)
+  const notifier = targets.size === 0 ? null : new ApprovalNotifier({ store: deps.store, clock: deps.clock, log: deps.log, metrics: deps.metrics, targets })
+  notifier?.start()
+  const desk = new ApprovalDesk({
+    store: deps.store,
+    clock: deps.clock,
+    audit: deps.audit,
+    metrics: deps.metrics,
+    maxPendingPerPerson: config.approvals.maxPendingPerPerson,
+    maxPendingPerClient: config.approvals.maxPendingPerClient,
+  })
+  const gate = new ApprovalGate({ desk, notifier, keys: deps.keys, issuer: config.publicUrl, now: () => epochSeconds(deps.clock) })
+  return { gate, notifier }
 }
 
 /**

@@ -9,6 +9,7 @@
  */
 import type { Clock } from '../clock.js'
 import { MemoryAllowances } from './allowances/memory.js'
+import { MemoryApprovals } from './approvals/memory.js'
 import { MemoryClients } from './clients/memory.js'
 import { MemoryCodes } from './codes/memory.js'
 import { MemoryDeliveries } from './deliveries/memory.js'
@@ -68,6 +69,7 @@ export class MemoryStore implements Store {
   readonly signals: MemorySignals
   readonly deliveries: MemoryDeliveries
   readonly people: MemoryPeople
+  readonly approvals: MemoryApprovals
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -98,6 +100,7 @@ export class MemoryStore implements Store {
     this.signals = new MemorySignals(s)
     this.deliveries = new MemoryDeliveries(s)
     this.people = new MemoryPeople(s)
+    this.approvals = new MemoryApprovals(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -119,6 +122,7 @@ export class MemoryStore implements Store {
       this.signals,
       this.deliveries,
       this.people,
+      this.approvals,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

@@ -19,6 +19,7 @@
  * revocation list never trusts a feed that may have missed a message.
  */
 import { RedisAllowances } from './allowances/redis.js'
+import { RedisApprovals } from './approvals/redis.js'
 import { RedisClients } from './clients/redis.js'
 import { RedisCodes } from './codes/redis.js'
 import { RedisDeliveries } from './deliveries/redis.js'
@@ -71,6 +72,7 @@ export class RedisStore implements Store {
   readonly signals: RedisSignals
   readonly deliveries: RedisDeliveries
   readonly people: RedisPeople
+  readonly approvals: RedisApprovals
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -103,6 +105,7 @@ export class RedisStore implements Store {
     this.signals = new RedisSignals(r)
     this.deliveries = new RedisDeliveries(r)
     this.people = new RedisPeople(r)
+    this.approvals = new RedisApprovals(r)
   }
 
   async ping(): Promise<void> {

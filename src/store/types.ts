@@ -19,6 +19,7 @@
  * the family's interface itself.
  */
 import type { AllowanceStore } from './allowances/types.js'
+import type { ApprovalStore } from './approvals/types.js'
 import type { ClientStore } from './clients/types.js'
 import type { CodeStore } from './codes/types.js'
 import type { DeliveryStore } from './deliveries/types.js'
@@ -40,6 +41,16 @@ import type { TrafficLimitStore } from './traffic-limits/types.js'
 import type { UpstreamStore } from './upstream/types.js'
 
 export type { AllowanceNote, AllowanceRecord, AllowanceStore } from './allowances/types.js'
+export type {
+  ApprovalKind,
+  ApprovalRecord,
+  ApprovalSignIn,
+  ApprovalStatus,
+  ApprovalStore,
+  ApprovalSubject,
+  NewApproval,
+  OpenResult,
+} from './approvals/types.js'
 export type { ClientSeat, ClientStore, RegisteredClientMetadata, RegisteredClientRecord } from './clients/types.js'
 export type { CodeRecord, CodeStore, TakeCodeResult } from './codes/types.js'
 export type { DeliveryStore, QueuedDelivery } from './deliveries/types.js'
@@ -84,6 +95,7 @@ export interface Store {
   readonly signals: SignalStore
   readonly deliveries: DeliveryStore
   readonly people: PeopleStore
+  readonly approvals: ApprovalStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

@@ -219,6 +219,7 @@ t.test('mutual TLS at the authorization server (client_certificates: optional)',
       revocation_endpoint: `${h.issuer}/revoke`,
       introspection_endpoint: `${h.issuer}/introspect`,
       device_authorization_endpoint: `${h.issuer}/device_authorization`,
+      backchannel_authentication_endpoint: `${h.issuer}/bc-authorize`,
       userinfo_endpoint: `${h.issuer}/userinfo`,
     })
   })

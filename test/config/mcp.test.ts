@@ -78,6 +78,8 @@ t.test('mcp rules', async (t) => {
     filterLists: true,
     protocolVersions: null,
     allowedOrigins: ['http://localhost:8080'],
+    approvalTools: [],
+    approvals: { ttlSec: 300, reuse: 'once', acr: [], maxAgeSec: 600, notify: null },
   })
   const all = inspect(
     route(`mcp:
@@ -172,4 +174,42 @@ ${extra}
   t.match(at(bad.problems, 'authorization_server.client_id_metadata_documents.allow_hosts[0]'), [{ message: /not a host name/ }])
   t.match(at(bad.problems, 'authorization_server.client_id_metadata_documents.ca_file'), [{ message: /file not found/ }])
   t.match(at(bad.problems, 'authorization_server.client_id_metadata_documents.scopes[0]'), [{ message: /unknown scope `nope`/ }])
+})
+
+t.test('approval: required and mcp.approvals (issue #41)', async (t) => {
+  const ok = inspect(`
+authorization_server:
+  clients: []
+approvals:
+  notify: { url: "https://hooks.example.com/approvals", secret: "0123456789abcdef0123456789abcdef" }
+  max_pending_per_person: 5
+${route(`mcp:
+  tools:
+    delete_order: { scopes: [orders:write], approval: required }
+    "refund_*": { approval: required }
+    get_order: [orders:read]
+  approvals: { ttl: 2m, reuse: ttl, acr: [mfa], max_age: 5m }`)}`)
+  t.same(ok.problems, [], describe(ok.problems))
+  t.same(ok.config?.routes[0]?.mcp?.approvalTools, ['delete_order', 'refund_*'])
+  t.same(ok.config?.routes[0]?.mcp?.tools, { delete_order: ['orders:write'], get_order: ['orders:read'] })
+  t.same(ok.config?.routes[0]?.mcp?.approvals, { ttlSec: 120, reuse: 'ttl', acr: ['mfa'], maxAgeSec: 300, notify: null })
+  t.same(ok.config?.approvals, {
+    notify: { url: 'https://hooks.example.com/approvals', secret: '0123456789abcdef0123456789abcdef' },
+    maxPendingPerPerson: 5,
+    maxPendingPerClient: 100,
+  })
+
+  const noAs = inspect(route('mcp: { tools: { delete_order: { approval: required } } }'))
+  t.match(describe(noAs.problems), /approval: required. needs the .authorization_server/, 'no approval page without the authorization server')
+  const wrong = inspect(`
+authorization_server:
+  clients: []
+approvals: { notify: { url: "ftp://x", secret: short } }
+${route('mcp: { tools: { delete_order: { approval: maybe } }, approvals: { reuse: twice } }')}`)
+  const problems = describe(wrong.problems)
+  t.match(problems, /approvals\.notify\.url/, 'an http(s) URL')
+  t.match(problems, /at least 32 characters/, 'a secret long enough')
+  t.match(problems, /delete_order\.approval/, 'approval is `required` or absent')
+  t.match(problems, /approvals\.reuse/, 'reuse is once or ttl')
+  t.equal(wrong.config, null)
 })

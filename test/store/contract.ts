@@ -8,6 +8,7 @@ import type { Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import { allowancesContract } from './contract/allowances.js'
+import { approvalsContract } from './contract/approvals.js'
 import { clientsContract } from './contract/clients.js'
 import { codesContract } from './contract/codes.js'
 import { deliveriesContract } from './contract/deliveries.js'
@@ -59,6 +60,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   signalsContract(t, name, setup)
   deliveriesContract(t, name, setup)
   peopleContract(t, name, setup)
+  approvalsContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()
@@ -78,6 +80,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.signals.isDisabled('a'), StoreUnavailableError)
     await tt.rejects(h.store.allowances.note('alice', 'app', { scopes: [], at: 0, grantId: 'g', until: 1 }), StoreUnavailableError)
     await tt.rejects(h.store.allowances.list('alice'), StoreUnavailableError)
+    await tt.rejects(h.store.approvals.get('a', 0), StoreUnavailableError)
     await tt.rejects(h.store.allowances.withdraw('alice', 'app', 600), StoreUnavailableError)
     await tt.rejects(h.store.trafficLimits.take([{ key: 'k', cost: 1, rule: { kind: 'rate', intervalMs: 1000, capacityMs: 1000 } }]), StoreUnavailableError)
   })

@@ -13,17 +13,12 @@
  *   MAX_QUEUED jobs (the oldest dropped). Each outcome is counted
  *   (`bearward_backchannel_logout_total{outcome=delivered|failed|dropped}`) and logged, never
  *   with the token.
- * - A configured client's URI is fetched as the operator wrote it. A stranger's (registered, or
- *   a metadata document) is fetched under the metadata-document address rules
- *   (src/http/public-address.ts: global unicast only, never this host, `allow_hosts` excepted);
- *   a refused address is dropped at once, not retried.
- * - No redirect is followed; the answer's body is not read beyond what closing needs.
+ * - The POST follows the rules of every push to a client (src/as/client-push.ts): a stranger's URI
+ *   only to public addresses; a refused address is dropped at once, not retried.
  */
 import { DrainRuns } from '../../store/deliveries/drain-runs.js'
-import { readFileSync } from 'node:fs'
-import { Agent, request } from 'undici'
 import { randomToken } from '../../crypto/random.js'
-import { NonPublicAddressError, PublicAddresses } from '../../http/public-address.js'
+import { ClientPushes, type PushOutcome } from '../client-push.js'
 import type { Clock } from '../../clock.js'
 import type { AuthorizationServerConfig, ClientConfig } from '../../config/validated-config.js'
 import type { KeySet } from '../../keys/keyset.js'
@@ -43,8 +38,6 @@ export const POLL_MS = 500
 const LEASE_MS = 30_000
 /** How many deliveries one instance sends at a time. */
 const BATCH = 16
-/** One POST's time limit. */
-export const FETCH_TIMEOUT_MS = 5000
 /** The first retry's delay; each later one doubles, up to MAX_BACKOFF_MS. */
 export const FIRST_BACKOFF_MS = 1000
 const MAX_BACKOFF_MS = 60_000
@@ -57,8 +50,6 @@ interface LogoutJob {
   sub: string
   sid?: string
 }
-
-type Outcome = { ok: true; status: number } | { ok: false; reason: string; permanent: boolean }
 
 /** The delay before retry number `attempts + 1`. */
 export function backoffMs(attempts: number): number {
@@ -81,8 +72,7 @@ export interface DeliveryContext {
 /** The delivery of one Runtime: subscribed to its session ends, with its own connection pools. */
 export class BackchannelLogoutDelivery {
   readonly #as: DeliveryContext
-  readonly #trusted = new Agent({ keepAliveTimeout: 30_000, connections: 8 })
-  readonly #stranger: Agent
+  readonly #pushes: ClientPushes
   readonly #unsubscribe: () => void
   #timer: NodeJS.Timeout | null = null
   #closed = false
@@ -93,16 +83,7 @@ export class BackchannelLogoutDelivery {
 
   constructor(as: DeliveryContext) {
     this.#as = as
-    const documents = as.as.clientIdMetadataDocuments
-    // The address check lives in the connector: what is checked is what is connected to.
-    const addresses = new PublicAddresses({ allowHosts: documents?.allowHosts ?? [] })
-    const ca = documents?.caFile ?? null
-    this.#stranger = new Agent({
-      connect: addresses.connector({ ...(ca !== null ? { ca: readFileSync(ca, 'utf8') } : {}), timeout: FETCH_TIMEOUT_MS }),
-      headersTimeout: FETCH_TIMEOUT_MS,
-      bodyTimeout: FETCH_TIMEOUT_MS,
-      connections: 8,
-    })
+    this.#pushes = new ClientPushes(as.as)
     this.#unsubscribe = as.sessionEnds.on((ended) => this.#queue(ended))
   }
 
@@ -119,7 +100,7 @@ export class BackchannelLogoutDelivery {
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#timer = null
     await this.#runs.settled()
-    await Promise.all([this.#trusted.close(), this.#stranger.close()])
+    await this.#pushes.close()
   }
 
   /**
@@ -190,29 +171,16 @@ export class BackchannelLogoutDelivery {
     )
   }
 
-  async #post(jti: string, job: LogoutJob): Promise<Outcome> {
+  async #post(jti: string, job: LogoutJob): Promise<PushOutcome> {
     const client = await this.#as.findClient(job.clientId)
     const target = client?.backchannelLogout
     if (client === undefined || target === undefined) return { ok: false, reason: 'the client no longer has a backchannel_logout_uri', permanent: true }
     const token = await signLogoutToken(this.#as, { clientId: job.clientId, sub: job.sub, ...(job.sid === undefined ? {} : { sid: job.sid }), jti })
-    try {
-      const res = await request(target.uri, {
-        dispatcher: client.selfRegistered === undefined ? this.#trusted : this.#stranger,
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ logout_token: token }).toString(),
-        signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-      })
-      // Nothing in the answer matters beyond its status (2.8).
-      res.body.on('error', () => undefined)
-      res.body.destroy()
-      if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode }
-      return { ok: false, reason: `status ${res.statusCode}`, permanent: false }
-    } catch (err) {
-      if (err instanceof NonPublicAddressError || (err instanceof Error && err.cause instanceof NonPublicAddressError)) {
-        return { ok: false, reason: 'address refused: not a public address', permanent: true }
-      }
-      return { ok: false, reason: err instanceof Error ? err.message : 'request failed', permanent: false }
-    }
+    return this.#pushes.post({
+      uri: target.uri,
+      stranger: client.selfRegistered !== undefined,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ logout_token: token }).toString(),
+    })
   }
 }

@@ -74,6 +74,7 @@ export const refreshTokenGrant: Grant = {
     if (result.status === 'reused') {
       // The store revoked the family and published it; apply it here at once too.
       as.revocations.add({ kind: 'grant', id: grant.grantId, exp: Math.max(result.grant.maxAccessExp, now) })
+      await as.approvals.cancelGrant(grant.grantId)
       if (exchange !== undefined) await revokeSubjectGrant(as, exchange)
       throw new InvalidGrant(undefined, { cause: 'replaced refresh token reused; family revoked' })
     }

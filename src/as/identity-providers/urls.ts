@@ -1,4 +1,5 @@
 import type { UpstreamContinuation } from '../../store/types.js'
+import { approvalPagePath } from '../interaction/approval-next.js'
 import type { AsContext } from '../context.js'
 import { afterLogin } from '../interaction/authorization-request.js'
 import { formatUserCode } from '../../tokens/user-code.js'
@@ -22,6 +23,7 @@ export function callbackUrl(as: AsContext, providerId: string): string {
 export function continueUrl(as: AsContext, c: UpstreamContinuation): string {
   if (c.kind === 'authorize') return `${as.issuer}/authorize?${afterLogin(c.request)}`
   if (c.kind === 'device') return `${as.issuer}/device?user_code=${encodeURIComponent(formatUserCode(c.userCode))}`
+  if (c.kind === 'approve') return `${as.issuer}/${approvalPagePath(c.id)}`
   return `${as.issuer}/${ACCOUNT_NEXT}`
 }
 
@@ -29,5 +31,6 @@ export function continueUrl(as: AsContext, c: UpstreamContinuation): string {
 export function retryLink(as: AsContext, c: UpstreamContinuation): { href: string; text: string } {
   if (c.kind === 'authorize') return { href: `${as.issuer}/authorize?${c.request}`, text: 'Back to sign-in' }
   if (c.kind === 'device') return { href: `${as.issuer}/device?user_code=${encodeURIComponent(formatUserCode(c.userCode))}`, text: 'Back to sign-in' }
+  if (c.kind === 'approve') return { href: `${as.issuer}/${approvalPagePath(c.id)}`, text: 'Back to sign-in' }
   return { href: `${as.issuer}/${ACCOUNT_NEXT}`, text: 'Back to sign-in' }
 }

@@ -26,6 +26,9 @@ import { endSessionsOf } from '../sessions/end-sessions.js'
 import { signedOutPage } from '../views/logout.js'
 import { factorChange } from './factors.js'
 import { totpSetUpOffered } from './enrolment.js'
+import { approvalsSection, type ApprovalListView } from '../views/approval.js'
+import { isApprovalId } from './approval-next.js'
+import { whatOf } from './approve-page.js'
 
 /**
  * /account: a signed-in person sees the applications they allowed and can
@@ -156,6 +159,7 @@ async function showAccount(
   setupFor?: Readonly<Record<string, string>>,
   confirmRefused = false,
   passkeyOnly = false,
+  approvalNotice?: string,
 ): Promise<void> {
   const allowances = await as.store.allowances.list(session.user.sub)
   const apps: AppView[] = await Promise.all(
@@ -173,6 +177,7 @@ async function showAccount(
   const passkeys = await passkeysOf(as, session, carry, canChange)
   const totp = await totpOf(as, session, totpNotice, passkeyOnly ? {} : carry, canChange)
   const factorsAdded = await factorsAddedOf(as, session)
+  const approvals = await approvalsOf(as, session)
   const page = accountPage({
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,
@@ -184,16 +189,31 @@ async function showAccount(
     ...(passkeys !== undefined ? { passkeys } : {}),
     ...(totp !== undefined ? { totp } : {}),
     ...(totpNotice === 'off' ? { notice: TOTP_OFF } : {}),
+    ...(approvalNotice === 'denied' ? { notice: APPROVAL_DENIED } : approvalNotice === 'gone' ? { notice: APPROVAL_GONE } : {}),
     ...(setupFor !== undefined ? { notice: totpSetUpOffered(as) && !passkeyOnly ? MFA_SETUP : MFA_SETUP_PASSKEY } : {}),
     ...(factorsAdded.length > 0 ? { factorsAdded } : {}),
+    approvals: approvalsSection(approvals, session.record.csrf),
     ...(change !== null && !change.ok ? { confirm: confirmSection(change.need, confirmRefused) } : {}),
   })
-  const headers = headersForClientLogo(...apps.map((a) => a.client))
+  const headers = headersForClientLogo(...apps.map((a) => a.client), ...approvals.map((a) => a.client))
   showPage(res, 200, page, { headers: passkeys === undefined ? headers : { ...headers, ...passkeyPageHeaders(as, headers['content-security-policy']) } })
 }
 
+/** The person's approvals (issue #41), newest first, each with its client as the page shows it. */
+async function approvalsOf(as: AsContext, session: ActiveSession): Promise<ApprovalListView[]> {
+  const list = await as.approvals.listForPerson(session.user.sub)
+  return Promise.all(
+    list.map(async (r) => ({ id: r.id, client: await clientView(as, r.clientId), what: whatOf(as, r), status: r.status, createdAt: r.createdAt })),
+  )
+}
+
+/** The status line after denying an approval from the list. */
+const APPROVAL_DENIED = 'You denied the request.'
+const APPROVAL_GONE = 'That request was no longer waiting: nothing was changed.'
+
 async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: RequestContext, as: AsContext): Promise<void> {
   let withdrawn: string | undefined
+  let approvalNotice: string | undefined
   let passkey: string | undefined
   let totpNotice: string | undefined
   let setupFor: Readonly<Record<string, string>> | undefined
@@ -206,6 +226,7 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
     confirmRefused = query.get('confirm') === 'needed'
     signInAgain = query.get('sign_in') === 'again'
     withdrawn = query.get('withdrawn')
+    approvalNotice = query.get('approval')
     passkey = query.get('passkey')
     totpNotice = query.get('totp')
     const mfa = query.get('mfa')
@@ -225,7 +246,7 @@ async function getAccount(req: IncomingMessage, res: ServerResponse, ctx: Reques
     if (session === null) return showAccountLogin(req, res, as, { status: 200 })
     // "Sign in again" (Confirm it's you): the login page although signed in; the new sign-in replaces the session.
     if (signInAgain && session.record.provider === undefined) return showAccountLogin(req, res, as, { status: 200 })
-    await showAccount(res, as, session, withdrawn, passkey, totpNotice, setupFor, confirmRefused, passkeyOnly)
+    await showAccount(res, as, session, withdrawn, passkey, totpNotice, setupFor, confirmRefused, passkeyOnly, approvalNotice)
   })
 }
 
@@ -235,10 +256,18 @@ async function postAccount(req: IncomingMessage, res: ServerResponse, ctx: Reque
   const csrf = form.get('csrf')
   const clientId = form.get('client_id')
   const everywhere = form.get('sign_out') === 'everywhere'
+  const denyApproval = form.get('deny_approval')
   await guardPage(as, ctx, res, async () => {
     const session = await currentSession(req, as)
     if (session === null || !tokensMatch(session.record.csrf, csrf)) return showForbidden(res)
     if (everywhere) return signOutEverywhere(res, as, session)
+    if (denyApproval !== undefined) {
+      // Only the person's own pending approval: the store decides nothing for another sub.
+      const origin = requestOrigin(as, req)
+      const by = { sub: session.user.sub, acr: session.record.acr ?? null, address: origin.address, userAgent: origin.userAgent }
+      const denied = isApprovalId(denyApproval) ? await as.approvals.decide(denyApproval, 'denied', by, 1) : null
+      return redirect(res, `account?approval=${denied === null ? 'gone' : 'denied'}#approvals`, 303)
+    }
     if (clientId === undefined) return showError(res, new InvalidRequest('Choose an application to withdraw'))
     const grants = await withdrawAccess(as, session.user.sub, clientId, {
       event: 'grant.withdrawn',

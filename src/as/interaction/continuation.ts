@@ -4,13 +4,18 @@ import type { FormParams } from '../../http/body.js'
 import type { UpstreamContinuation } from '../../store/types.js'
 import type { AsContext } from '../context.js'
 import { ACCOUNT_NEXT } from './account.js'
+import { approvalIdOfNext } from './approval-next.js'
 import { parseAuthorizationRequest, type AuthorizationRequest } from './authorization-request.js'
 import { answerAuthorizationError } from './authorization-error.js'
 import { showError } from './respond.js'
 import { normalizeUserCode } from '../../tokens/user-code.js'
 
 /** What a sign-in continues: an authorization request, a device approval, or the account page. */
-export type Continuation = { kind: 'authorize'; request: AuthorizationRequest } | { kind: 'device'; userCode: string } | { kind: 'account' }
+export type Continuation =
+  | { kind: 'authorize'; request: AuthorizationRequest }
+  | { kind: 'device'; userCode: string }
+  | { kind: 'account' }
+  | { kind: 'approve'; id: string }
 
 /**
  * The continuation a sign-in form carries (`request`, `user_code` or `next`),
@@ -44,6 +49,8 @@ export async function readContinuation(
     return { kind: 'device', userCode }
   }
   if (form.next === ACCOUNT_NEXT) return { kind: 'account' }
+  const approval = approvalIdOfNext(form.next)
+  if (approval !== null) return { kind: 'approve', id: approval }
   showError(res, new InvalidRequest('The sign-in form does not say what it is for'))
   return null
 }

@@ -2,6 +2,7 @@ import type { AsHandler } from '../context.js'
 import type { FrontChannelPath } from '../../config/own-paths.js'
 import { authorize } from '../authorize.js'
 import { account } from './account.js'
+import { approve } from './approve-page.js'
 import { passkeyScript, stylesheet } from './assets.js'
 import { consent } from './consent.js'
 import { device } from './device-page.js'
@@ -37,5 +38,6 @@ export const frontChannelRoutes: ReadonlyMap<string, AsHandler> = new Map<string
     '/second-factor': secondFactor,
     '/totp': totp,
     '/set-password': setPassword,
+    '/approve': approve,
   } satisfies Record<FrontChannelPath, AsHandler>),
 )

@@ -50,7 +50,7 @@ export function wantsSecondFactor(as: AsContext, request: AuthorizationRequest):
  * factors.ts), one that could change nothing.
  */
 export async function passkeySecondFactorDue(as: AsContext, sub: string, next: Continuation): Promise<boolean> {
-  const wanted = next.kind === 'account' || (next.kind === 'authorize' && wantsSecondFactor(as, next.request))
+  const wanted = next.kind === 'account' || next.kind === 'approve' || (next.kind === 'authorize' && wantsSecondFactor(as, next.request))
   return wanted && (await passkeySecondFactorOffered(as, sub))
 }
 

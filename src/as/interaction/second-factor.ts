@@ -17,6 +17,7 @@ import { knownBrowserFor, rememberBrowser, type KnownBrowser } from './known-bro
 import { SecondFactorThrottle, waitInWords } from '../throttle.js'
 import { showError, showForbidden, showPage } from './respond.js'
 import { continueAfterSignIn } from './signed-in.js'
+import { approvalNext } from './approval-next.js'
 import { pendingSession, startSession, type PendingSession } from './session.js'
 import {
   passkeyAfterPassword,
@@ -102,6 +103,7 @@ async function reseal(as: AsContext, ctx: RequestContext, sub: string, read: Tot
 function fieldsOf(next: UpstreamContinuation): { request: string | undefined; userCode: string | undefined; next: string | undefined } {
   if (next.kind === 'authorize') return { request: next.request, userCode: undefined, next: undefined }
   if (next.kind === 'device') return { request: undefined, userCode: next.userCode, next: undefined }
+  if (next.kind === 'approve') return { request: undefined, userCode: undefined, next: approvalNext(next.id) }
   return { request: undefined, userCode: undefined, next: 'account' }
 }
 

@@ -5,6 +5,8 @@ import { showAccountLogin } from './account.js'
 import type { Continuation } from './continuation.js'
 import { continueAuthorization, showAuthorizationLogin } from './authorization-steps.js'
 import { showDeviceLogin } from './device-page.js'
+import { approvalPagePath } from './approval-next.js'
+import { showApprovalLogin } from './approve-page.js'
 import { redirect } from './respond.js'
 import type { ActiveSession } from './session.js'
 
@@ -23,6 +25,7 @@ export function showLoginAgain(
 ): void {
   if (next.kind === 'authorize') showAuthorizationLogin(req, res, as, next.request, o)
   else if (next.kind === 'device') showDeviceLogin(req, res, as, next.userCode, o)
+  else if (next.kind === 'approve') showApprovalLogin(req, res, as, next.id, o)
   else showAccountLogin(req, res, as, o)
 }
 
@@ -37,5 +40,6 @@ export async function continueAfterSignIn(
 ): Promise<void> {
   if (next.kind === 'device') return redirect(res, `device?user_code=${encodeURIComponent(formatUserCode(next.userCode))}`, 303, cookies)
   if (next.kind === 'account') return redirect(res, 'account', 303, cookies)
+  if (next.kind === 'approve') return redirect(res, approvalPagePath(next.id), 303, cookies)
   await continueAuthorization(req, res, as, next.request, { session, freshLogin: true, cookies, redirectStatus: 303 })
 }

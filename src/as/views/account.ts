@@ -30,6 +30,8 @@ export interface AccountPageOptions {
   factorsAdded?: readonly FactorAddedView[]
   /** Why the factor sections cannot change anything now, and the way to sign in again (see {@link confirmSection}). */
   confirm?: SafeHtml
+  /** The approvals section (views/approval.ts): pending ones with Deny, then the ones given. */
+  approvals?: SafeHtml
 }
 
 /** A way of signing in added lately, as the account page tells of it. */
@@ -109,7 +111,7 @@ ${
 <ul class="apps">
 ${o.apps.map((a) => app(a, o.csrf))}</ul>`
 }
-${o.confirm ?? ''}${o.passkeys ?? ''}${
+${o.approvals ?? ''}${o.confirm ?? ''}${o.passkeys ?? ''}${
   o.totp
     ? html`<section id="totp">
 ${o.totp}</section>

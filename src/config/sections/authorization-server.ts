@@ -90,6 +90,7 @@ const SUB_KEYS = {
   consent: keysAt('#/$defs/authorizationServer/properties/consent'),
   rate_limit: keysAt('#/$defs/authorizationServer/properties/rate_limit'),
   device: keysAt('#/$defs/authorizationServer/properties/device'),
+  ciba: keysAt('#/$defs/authorizationServer/properties/ciba'),
   par: keysAt('#/$defs/authorizationServer/properties/par'),
 }
 const KEY_SOURCE_KEYS = keysAt('#/$defs/authorizationServer/properties/keys/items')
@@ -137,6 +138,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
   const consent = r.map(as.get('consent'), as.pathOf('consent'), SUB_KEYS.consent)
   const rate = r.map(as.get('rate_limit'), as.pathOf('rate_limit'), SUB_KEYS.rate_limit)
   const device = r.map(as.get('device'), as.pathOf('device'), SUB_KEYS.device)
+  const ciba = r.map(as.get('ciba'), as.pathOf('ciba'), SUB_KEYS.ciba)
   const par = r.map(as.get('par'), as.pathOf('par'), SUB_KEYS.par)
 
   const scopes: Record<string, string> = { ...BUILT_IN_SCOPES }
@@ -153,6 +155,15 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     if (description !== undefined) scopes[e.key] = description
   }
 
+  const cibaTtlSec = ciba?.opt('ttl', r.seconds({ min: 1 }), 300) ?? 300
+  const cibaIntervalSec = ciba?.opt('interval', r.seconds({ min: 1 }), 5) ?? 5
+  if (ciba !== undefined && cibaIntervalSec >= cibaTtlSec) {
+    r.problem(
+      ciba.get('interval') ?? ciba.node,
+      ciba.pathOf('interval'),
+      `the polling interval (${cibaIntervalSec}s) must be shorter than the backchannel request ttl (${cibaTtlSec}s)`,
+    )
+  }
   const deviceTtlSec = device?.opt('ttl', r.seconds({ min: 1 }), 600) ?? 600
   const intervalSec = device?.opt('interval', r.seconds({ min: 1 }), 5) ?? 5
   if (device !== undefined && intervalSec >= deviceTtlSec) {
@@ -247,6 +258,7 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
       ipv6Prefix: rate?.opt('ipv6_prefix', r.int({ min: 32, max: 128 }), 64) ?? 64,
     },
     device: { ttlSec: deviceTtlSec, intervalSec },
+    ciba: { ttlSec: cibaTtlSec, intervalSec: cibaIntervalSec },
     par: {
       // FAPI 2.0 5.3.2.2: under the profile every client pushes.
       required: parRequired || profile === 'fapi2',

@@ -8,6 +8,7 @@ import type { Node } from 'yaml'
 import { isIP } from 'node:net'
 import type {
   AssertionIssuerConfig,
+  CibaClientConfig,
   ClientConfig,
   ClientType,
   GrantType,
@@ -41,8 +42,12 @@ export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 /** Short names a config may write for a grant type. */
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange'
 
+/** OpenID CIBA Core 1.0 10.1: the backchannel authentication grant. */
+export const CIBA_GRANT = 'urn:openid:params:grant-type:ciba'
+
 /** Short names a config may write for a grant type. */
 const GRANT_ALIASES: Readonly<Record<string, GrantType>> = {
+  ciba: CIBA_GRANT,
   device_code: DEVICE_CODE_GRANT,
   'jwt-bearer': JWT_BEARER_GRANT,
   'token-exchange': TOKEN_EXCHANGE_GRANT,
@@ -222,6 +227,7 @@ function readClient(
       '`backchannel_logout_session_required` is about logout tokens: set `backchannel_logout_uri` too, or remove it',
     )
   }
+  const ciba = readCibaDelivery(r, c, type, grantTypes)
   const tlsClientCertificateBoundAccessTokens = c.opt('tls_client_certificate_bound_access_tokens', r.bool(), false)
   if (dpopBoundAccessTokens && tlsClientCertificateBoundAccessTokens) {
     // One token, one sender constraint: a gateway checking one of two bindings would let the other go unchecked.
@@ -282,8 +288,52 @@ function readClient(
     ...(profile === undefined ? {} : { profile }),
     ...(rateLimits === undefined ? {} : { rateLimits }),
     ...(backchannelLogoutUri === undefined ? {} : { backchannelLogout: { uri: backchannelLogoutUri, sessionRequired: backchannelLogoutSessionRequired } }),
+    ...(ciba === undefined ? {} : { ciba }),
   }
   return { clientId, client }
+}
+
+/**
+ * OpenID CIBA Core 1.0 4: a CIBA client's delivery mode. The grant needs client authentication (a
+ * public client could be anyone asking a person to approve); `ping` needs the notification endpoint,
+ * checked as `backchannel_logout_uri` is (bearward POSTs to both).
+ */
+function readCibaDelivery(r: Reader, c: MapView, type: ClientType | undefined, grantTypes: readonly GrantType[]): CibaClientConfig | undefined {
+  const mode = c.opt('backchannel_token_delivery_mode', r.oneOf<'poll' | 'ping'>(['poll', 'ping'], { what: 'a CIBA token delivery mode' }), 'poll')
+  const endpoint = c.maybe('backchannel_client_notification_endpoint', r.str({ check: checkBackchannelLogoutUri }))
+  if (!grantTypes.includes(CIBA_GRANT)) {
+    for (const key of ['backchannel_token_delivery_mode', 'backchannel_client_notification_endpoint']) {
+      if (c.has(key)) r.problem(c.get(key), c.pathOf(key), `\`${key}\` is about backchannel authentication: add \`ciba\` to \`grant_types\`, or remove it`)
+    }
+    return undefined
+  }
+  if (type === 'public') {
+    r.problem(
+      c.get('grant_types') ?? c.node,
+      c.pathOf('grant_types'),
+      'a public client cannot use `ciba`: backchannel authentication needs client authentication (OpenID CIBA Core 1.0 7.1)',
+    )
+  }
+  if (mode === 'poll') {
+    if (endpoint !== undefined) {
+      r.problem(
+        c.get('backchannel_client_notification_endpoint'),
+        c.pathOf('backchannel_client_notification_endpoint'),
+        'a notification endpoint is for `backchannel_token_delivery_mode: ping`: set that mode, or remove the endpoint',
+      )
+    }
+    return { deliveryMode: 'poll' }
+  }
+  if (endpoint === undefined) {
+    if (!c.has('backchannel_client_notification_endpoint'))
+      r.problem(
+        c.get('backchannel_token_delivery_mode'),
+        c.pathOf('backchannel_token_delivery_mode'),
+        'ping mode needs `backchannel_client_notification_endpoint`',
+      )
+    return undefined
+  }
+  return { deliveryMode: 'ping', notificationEndpoint: endpoint }
 }
 
 /**

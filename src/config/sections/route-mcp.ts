@@ -6,6 +6,7 @@ import { checkOrigin } from '../values.js'
 import { keysAt } from '../contract.js'
 import { acceptedByAll, readRequirement } from './route-authentication.js'
 import { scopeName } from './route-scopes.js'
+import { readMcpApprovals } from './approvals.js'
 
 export const MCP_KEYS = keysAt('#/$defs/route/properties/mcp')
 /** An MCP rule written as a mapping: `{ scopes, authentication }`. */
@@ -42,6 +43,7 @@ export function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: b
   }
   const scopeToken = scopeName(r)
   const stepUps: McpRouteConfig['authentication'] = { tools: {}, resources: {}, prompts: {} }
+  const approvalTools: string[] = []
   const rules = (key: 'tools' | 'resources' | 'prompts', what: string): Record<string, string[]> => {
     const out: Record<string, string[]> = {}
     const rulesNode = mcp.get(key)
@@ -54,6 +56,7 @@ export function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: b
       if (rule === undefined) continue
       if (rule.scopes.length > 0) out[e.key] = rule.scopes
       if (rule.authentication !== null) stepUps[key][e.key] = rule.authentication
+      if (rule.approval) approvalTools.push(e.key)
     }
     return out
   }
@@ -77,6 +80,8 @@ export function readMcp(r: Reader, m: MapView, isPublic: boolean, tokenInBody: b
     filterLists: mcp.opt('filter_lists', r.bool(), true),
     protocolVersions: versions === undefined ? null : [...new Set(versions)],
     allowedOrigins: origins === undefined ? [new URL(publicUrl).origin] : [...new Set(origins)],
+    approvalTools,
+    approvals: readMcpApprovals(r, mcp),
   }
 }
 
@@ -92,11 +97,11 @@ function readMcpRule(
   what: string,
   scopeToken: ReturnType<Reader['str']>,
   keys: readonly string[],
-): { scopes: string[]; authentication: AuthenticationRequirement | null } | undefined {
+): { scopes: string[]; authentication: AuthenticationRequirement | null; approval: boolean } | undefined {
   const resolved = r.resolve(node)
   if (!isMap(resolved)) {
     const scopes = r.list(scopeToken, { nonEmpty: true, emptyMessage: `list the scopes this ${what} needs, or remove it` })(node, path)
-    return scopes === undefined ? undefined : { scopes: [...new Set(scopes)], authentication: null }
+    return scopes === undefined ? undefined : { scopes: [...new Set(scopes)], authentication: null, approval: false }
   }
   const rule = r.map(node, path, keys)
   if (rule === undefined) return undefined
@@ -109,7 +114,9 @@ function readMcpRule(
     r.problem(node, path, `name the \`scopes\` or the \`authentication\` this ${what} needs, or remove it`)
     return undefined
   }
-  return { scopes: [...new Set(scopes ?? [])], authentication }
+  // `approval: required` (tools only, issue #41): a call waits for the person's approval (docs/approvals.md).
+  const approval = keys.includes('approval') && rule.opt('approval', r.oneOf(['required'] as const, { what: 'an approval' }), null) === 'required'
+  return { scopes: [...new Set(scopes ?? [])], authentication, approval }
 }
 
 /**

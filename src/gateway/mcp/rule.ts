@@ -69,6 +69,44 @@ export interface McpJudgement {
   readonly toolCalls: readonly string[]
   /** The single request's JSON-RPC id (a refusal names it), else null. */
   readonly id: JsonRpcId
+  /** The `tools/call` of a tool whose rule says `approval: required` (docs/approvals.md); null when the body has none. */
+  readonly approval: ApprovalCall | null
+  /**
+   * The client declared URL-mode elicitation: in `initialize`'s capabilities (remembered with the session it opens), or
+   * in a 2026-07-28 request's own `_meta` client capabilities.
+   */
+  readonly urlElicitation: boolean
+}
+
+/** A call that waits for the person's approval: always a single request (batches and notifications of it are refused). */
+export interface ApprovalCall {
+  readonly id: string | number
+  readonly tool: string
+  readonly params: Params
+  /** The whole message as parsed: re-serialized only when the gateway takes its own retry members out. */
+  readonly message: Readonly<Record<string, unknown>>
+}
+
+/** The `_meta` key of the 2026-07-28 envelope's client capabilities. */
+const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapabilities'
+
+function objectParam(params: Params | undefined, key: string): Params | undefined {
+  if (params === undefined) return undefined
+  const v = param(params, key)
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Params) : undefined
+}
+
+/** `capabilities.elicitation.url` is an object (MCP 2025-11-25: `elicitation: {}` alone means form mode only). */
+function declaresUrl(capabilities: Params | undefined): boolean {
+  return objectParam(objectParam(capabilities, 'elicitation'), 'url') !== undefined
+}
+
+/** Whether a single message declares URL elicitation: an initialize's capabilities, or a request's 2026-07-28 envelope. */
+function urlElicitationOf(body: Body): boolean {
+  const m = body.messages[0]
+  if (body.batch || m === undefined || m.kind !== 'request') return false
+  if (m.method === 'initialize') return declaresUrl(objectParam(m.params, 'capabilities'))
+  return declaresUrl(objectParam(objectParam(m.params, '_meta'), CLIENT_CAPABILITIES_META_KEY))
 }
 
 const NO_CALLS: readonly string[] = Object.freeze([])
@@ -122,6 +160,8 @@ export class McpRule {
   readonly #filtered: ReadonlyMap<string, ListKind>
   /** The route limits tool calls (docs/traffic.md): every tools/call names its tool in a spelling judged like a ruled one. */
   readonly #toolsLimited: boolean
+  /** Tools whose calls wait for the person's approval (`approval: required`). */
+  readonly #approvalTools: NameValues<true>
 
   constructor(route: RouteConfig, scopes: ScopeRule, stepUp: StepUpRule | null = null) {
     const mcp = route.mcp
@@ -152,6 +192,7 @@ export class McpRule {
     }
     this.#filtered = filtered
     this.#toolsLimited = (route.limits?.rateLimits ?? []).some((l) => l.tool !== null || l.key === 'tool')
+    this.#approvalTools = new NameValues(Object.fromEntries(mcp.approvalTools.map((t) => [t, true as const])))
   }
 
   /** Whether a request of this method carries a JSON-RPC message to judge (Streamable HTTP sends them by POST). */
@@ -235,7 +276,28 @@ export class McpRule {
       if (refusal !== null) throw refusal
     }
     const toolCalls = this.#toolsLimited ? toolCallsOf(body.messages) : NO_CALLS
-    return { body: raw, requirement: this.#requirementOf(body.messages), lists: this.#listsOf(body.messages), modern, toolCalls, id: idOf(body) }
+    const requirement = this.#requirementOf(body.messages)
+    const approval = this.#approvalTools.empty ? null : this.#approvalOf(body, parsed.value)
+    return { body: raw, requirement, lists: this.#listsOf(body.messages), modern, toolCalls, id: idOf(body), approval, urlElicitation: urlElicitationOf(body) }
+  }
+
+  /**
+   * The body's call of an approval-required tool (names already judged by #requirementOf). Such a call
+   * must be a single request: in a batch, the gateway would have to hold one element and forward the
+   * others, and a notification has no answer to send the person to the page with (400 for both).
+   */
+  #approvalOf(body: Body, value: unknown): ApprovalCall | null {
+    let found: ApprovalCall | null = null
+    body.messages.forEach((m, i) => {
+      if (m.kind === 'response' || m.method !== 'tools/call') return
+      const tool = param(m.params, 'name')
+      if (typeof tool !== 'string' || this.#approvalTools.of(tool).length === 0) return
+      if (body.batch) throw invalid('A call that needs a person’s approval must be sent alone, not in a batch', 'mcp approval call in a batch')
+      if (m.kind === 'notification')
+        throw invalid('A call that needs a person’s approval must be a request, not a notification', 'mcp approval call as notification')
+      found = { id: m.id, tool, params: m.params, message: (Array.isArray(value) ? value[i] : value) as Record<string, unknown> }
+    })
+    return found
   }
 
   /**
@@ -333,7 +395,7 @@ export class McpRule {
 
   /** Whether the route has no rule (scopes or sign-in) for names of this kind. */
   #ruleless(kind: NamedKind): boolean {
-    if (kind === 'tools' && this.#toolsLimited) return false
+    if (kind === 'tools' && (this.#toolsLimited || !this.#approvalTools.empty)) return false
     const rules = kind === 'tools' ? this.#tools : kind === 'prompts' ? this.#prompts : this.#resources
     return rules.empty && this.#stepUps[kind].empty
   }

@@ -123,6 +123,21 @@ function ownerOf(identity: TokenIdentity): string {
   return hashToken(JSON.stringify([identity.issuer, identity.sub, identity.clientId]))
 }
 
+/**
+ * Beside the owner, the binding remembers whether `initialize` declared URL-mode elicitation (issue #41): a
+ * call that needs the person's approval is then answered with the 2025-11-25 `-32042` error that sends them
+ * to the approval page. The owner is base64url: a space cannot be part of it.
+ */
+const URL_ELICITATION = ' url'
+
+/** What a session's check found. */
+export interface SessionCheck {
+  /** The 404 when the request may not use the session; null when it may. */
+  readonly refused: OAuthError | null
+  /** The session's initialize declared URL-mode elicitation. */
+  readonly urlElicitation: boolean
+}
+
 /** The gateway's session bindings, over the shared store. */
 export class McpSessions {
   readonly #store: Pick<Store, 'mcpSessions'>
@@ -136,12 +151,15 @@ export class McpSessions {
    * `identity`: null when it may, the 404 otherwise. Rejects with the
    * store's error (the gateway fails closed, 503).
    */
-  async check(route: string, id: string | null, identity: TokenIdentity): Promise<OAuthError | null> {
-    if (id === null) return new McpSessionNotFound({ cause: 'mcp session id malformed' })
-    const owner = await this.#store.mcpSessions.ownerOf(route, hashToken(id), MCP_SESSION_TTL_SEC)
-    if (owner === null) return new McpSessionNotFound({ cause: 'mcp session not bound' })
-    if (owner !== ownerOf(identity)) return new McpSessionNotFound({ cause: 'mcp session bound to another' })
-    return null
+  async check(route: string, id: string | null, identity: TokenIdentity): Promise<SessionCheck> {
+    const refused = (cause: string): SessionCheck => ({ refused: new McpSessionNotFound({ cause }), urlElicitation: false })
+    if (id === null) return refused('mcp session id malformed')
+    const bound = await this.#store.mcpSessions.ownerOf(route, hashToken(id), MCP_SESSION_TTL_SEC)
+    if (bound === null) return refused('mcp session not bound')
+    const urlElicitation = bound.endsWith(URL_ELICITATION)
+    const owner = urlElicitation ? bound.slice(0, -URL_ELICITATION.length) : bound
+    if (owner !== ownerOf(identity)) return refused('mcp session bound to another')
+    return { refused: null, urlElicitation }
   }
 
   /**
@@ -150,8 +168,15 @@ export class McpSessions {
    * `identity`, then passed on (through `inner`, the list filter, when
    * set). `requested`: the session id the request carried (already checked).
    */
-  binder(route: string, requested: string | undefined, identity: TokenIdentity, requestId: string, inner: ResponseRewriter | null): ResponseRewriter {
-    return new SessionBinder(this.#store, route, requested, ownerOf(identity), requestId, inner)
+  binder(
+    route: string,
+    requested: string | undefined,
+    identity: TokenIdentity,
+    requestId: string,
+    inner: ResponseRewriter | null,
+    urlElicitation = false,
+  ): ResponseRewriter {
+    return new SessionBinder(this.#store, route, requested, ownerOf(identity) + (urlElicitation ? URL_ELICITATION : ''), requestId, inner)
   }
 }
 

@@ -13,8 +13,14 @@
 
 export type ApprovalKind = 'mcp_tool' | 'ciba'
 
-/** `pending` until the person decides or it expires; `used` once a `reuse: once` approval passed a call (or a CIBA grant issued tokens). */
-export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'used' | 'cancelled'
+/**
+ * `pending` until the person decides or it expires; `used` once a `reuse: once` approval passed a call (or a CIBA grant
+ * issued tokens). `expired` is never stored: a read reports a pending or approved record whose `expiresAt` has passed so.
+ */
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'used' | 'cancelled' | 'expired'
+
+/** How long a record is kept after its `expiresAt`, so the account page lists given approvals (and CIBA can say expired_token). */
+export const APPROVAL_KEEP_SEC = 86_400
 
 /** What the approval page shows and what the approval is bound to. */
 export type ApprovalSubject =
@@ -36,6 +42,14 @@ export type ApprovalSubject =
       readonly authorizationDetailsJson: string | null
     }
 
+/** What the deciding session must show (the approval page checks it; every instance reads it from the record). */
+export interface ApprovalSignIn {
+  /** acr values one of which the session must meet (src/tokens/acr.ts meetsAcr); empty: any sign-in. */
+  readonly acr: readonly string[]
+  /** The sign-in may be at most this old (seconds) when the person decides; null: any age. */
+  readonly maxAgeSec: number | null
+}
+
 export interface ApprovalRecord {
   /** Random (crypto/random), URL-safe; the page's URL carries it; for CIBA it is not the auth_req_id (that is hashed). */
   readonly id: string
@@ -48,6 +62,7 @@ export interface ApprovalRecord {
   /** SHA-256 (base64url) of what the approval is bound to: equal bindings share one pending approval. */
   readonly binding: string
   readonly subject: ApprovalSubject
+  readonly signIn: ApprovalSignIn
   readonly status: ApprovalStatus
   readonly createdAt: number
   /** Pending: when the request lapses. Approved with `reuse: ttl`: until when calls pass. */
@@ -65,6 +80,7 @@ export interface NewApproval {
   readonly grantId: string | null
   readonly binding: string
   readonly subject: ApprovalSubject
+  readonly signIn: ApprovalSignIn
   readonly expiresAt: number
 }
 
@@ -82,7 +98,10 @@ export interface ApprovalStore {
    */
   open(approval: NewApproval, now: number, maxPerPerson: number, maxPerClient: number): Promise<OpenResult>
   get(id: string, now: number): Promise<ApprovalRecord | null>
-  /** Atomic pending → approved | denied, only by `sub`; null when not pending (or not theirs). For `approved` with reuse ttl, `expiresAt` becomes `approvedUntil`. */
+  /**
+   * Atomic pending → approved | denied, only by `sub`; null when not pending, expired or not theirs. For `approved`,
+   * `expiresAt` becomes `approvedUntil` (the desk passes now + ttl: how long the retry may come, or calls pass with reuse ttl).
+   */
   decide(id: string, sub: string, decision: 'approved' | 'denied', acr: string | null, approvedUntil: number, now: number): Promise<ApprovalRecord | null>
   /**
    * Atomic: find an approved, unexpired approval for (sub, clientId, grantId, binding) and pass it:

@@ -6,7 +6,7 @@ export interface RegisteredClientMetadata {
   jwks?: { keys: Array<Record<string, unknown>> }
   /** ... or where it publishes them (https). */
   jwks_uri?: string
-  grant_types: Array<'authorization_code' | 'refresh_token'>
+  grant_types: Array<'authorization_code' | 'refresh_token' | 'urn:openid:params:grant-type:ciba'>
   response_types: ['code']
   client_name?: string
   client_uri?: string
@@ -26,6 +26,10 @@ export interface RegisteredClientMetadata {
   backchannel_logout_uri?: string
   /** OIDC Back-Channel Logout 1.0 2.2: the client needs `sid` in logout tokens (only true is kept). */
   backchannel_logout_session_required?: boolean
+  /** OpenID CIBA Core 1.0 4: `poll` or `ping` (only with the CIBA grant). */
+  backchannel_token_delivery_mode?: 'poll' | 'ping'
+  /** OpenID CIBA Core 1.0 4: where a ping client is notified (https, a public host). */
+  backchannel_client_notification_endpoint?: string
 }
 
 /** What {@link ClientStore.putWithin} did. */

@@ -3,6 +3,7 @@
  * (the Redis command-count test, the benchmark) show an EVALSHA as.
  */
 export * from '../allowances/scripts.js'
+export * from '../approvals/scripts.js'
 export * from '../clients/scripts.js'
 export * from '../codes/scripts.js'
 export * from '../deliveries/scripts.js'

@@ -1,5 +1,10 @@
 /** What a sign-in at an upstream identity provider resumes once the person is back. */
-export type UpstreamContinuation = { kind: 'authorize'; request: string } | { kind: 'device'; userCode: string } | { kind: 'account' }
+export type UpstreamContinuation =
+  | { kind: 'authorize'; request: string }
+  | { kind: 'device'; userCode: string }
+  | { kind: 'account' }
+  /** The approval page (issue #41) of approval `id`. */
+  | { kind: 'approve'; id: string }
 
 /**
  * A sign-in sent to an upstream identity provider and not yet back, under
