@@ -106,6 +106,13 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     sessionEnds,
     backchannelLogout,
     credentialChanges: new CredentialChanges(deps.log),
-    approvals: new ApprovalDesk({ store: deps.store, clock: deps.clock, audit: deps.audit, metrics: deps.metrics }),
+    approvals: new ApprovalDesk({
+      store: deps.store,
+      clock: deps.clock,
+      audit: deps.audit,
+      metrics: deps.metrics,
+      maxPendingPerPerson: config.approvals.maxPendingPerPerson,
+      maxPendingPerClient: config.approvals.maxPendingPerClient,
+    }),
   }
 }
