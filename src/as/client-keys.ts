@@ -21,6 +21,7 @@ import { readFileSync } from 'node:fs'
 import { Agent } from 'undici'
 import type { Clock } from '../clock.js'
 import type { ClientConfig, ClientIdMetadataDocumentsConfig } from '../config/validated-config.js'
+import { urlsFromOutside } from './client-push.js'
 import { JwksClient, type JwksSettings } from '../gateway/jwks-client.js'
 import { parseJwks } from '../keys/jwk-set.js'
 import type { Logger } from '../log.js'
@@ -103,7 +104,8 @@ export class ClientKeySets {
     }
     const uri = client.jwksUri
     if (uri === undefined) return 'the client has no keys'
-    if (client.selfRegistered === undefined) return this.#remote(this.#configured, uri, this.#trusted, Number.POSITIVE_INFINITY)
+    // Only YAML clients' keys come from private addresses: an admin-managed client's URL came through an API token, fetched like a stranger's.
+    if (!urlsFromOutside(client)) return this.#remote(this.#configured, uri, this.#trusted, Number.POSITIVE_INFINITY)
     const problem = strangerJwksUriProblem(uri)
     if (problem !== undefined) return `jwks_uri refused: ${problem}`
     return this.#remote(this.#strangers, uri, this.#stranger, MAX_STRANGER_SETS)

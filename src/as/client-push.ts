@@ -12,13 +12,23 @@
  */
 import { readFileSync } from 'node:fs'
 import { Agent, request } from 'undici'
-import type { AuthorizationServerConfig } from '../config/validated-config.js'
+import type { AuthorizationServerConfig, ClientConfig } from '../config/validated-config.js'
 import { NonPublicAddressError, PublicAddresses } from '../http/public-address.js'
 
 /** One POST's time limit. */
 export const FETCH_TIMEOUT_MS = 5000
 
 export type PushOutcome = { ok: true; status: number } | { ok: false; reason: string; permanent: boolean }
+
+/**
+ * Whether a client's URLs (jwks_uri, back-channel logout, CIBA notification)
+ * came from outside the operator's YAML: registration, a metadata document,
+ * or an admin API token. Such URLs are fetched only at public addresses; a
+ * stolen admin token must not point bearward at an internal one.
+ */
+export function urlsFromOutside(client: Pick<ClientConfig, 'selfRegistered' | 'adminManaged'>): boolean {
+  return client.selfRegistered !== undefined || client.adminManaged === true
+}
 
 /** What one POST carries. */
 export interface ClientPush {

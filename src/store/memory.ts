@@ -20,6 +20,7 @@ import { type MemoryFamily, MemoryScope } from './memory/scope.js'
 import { MemoryOpaqueTokens } from './opaque-tokens/memory.js'
 import { MemoryPasskeys } from './passkeys/memory.js'
 import { MemoryPeople } from './people/memory.js'
+import { MemoryAdminClients } from './admin-clients/memory.js'
 import { MemoryPushedRequests } from './pushed-requests/memory.js'
 import { MemoryRateLimits } from './rate-limits/memory.js'
 import { MemoryRevocations } from './revocations/memory.js'
@@ -70,6 +71,7 @@ export class MemoryStore implements Store {
   readonly deliveries: MemoryDeliveries
   readonly people: MemoryPeople
   readonly approvals: MemoryApprovals
+  readonly adminClients: MemoryAdminClients
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -101,6 +103,7 @@ export class MemoryStore implements Store {
     this.deliveries = new MemoryDeliveries(s)
     this.people = new MemoryPeople(s)
     this.approvals = new MemoryApprovals(s)
+    this.adminClients = new MemoryAdminClients(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -123,6 +126,7 @@ export class MemoryStore implements Store {
       this.deliveries,
       this.people,
       this.approvals,
+      this.adminClients,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

@@ -29,6 +29,7 @@ import { RedisKnownBrowsers } from './known-browsers/redis.js'
 import { RedisOpaqueTokens } from './opaque-tokens/redis.js'
 import { RedisPasskeys } from './passkeys/redis.js'
 import { RedisPeople } from './people/redis.js'
+import { RedisAdminClients } from './admin-clients/redis.js'
 import { RedisPushedRequests } from './pushed-requests/redis.js'
 import { RedisRateLimits } from './rate-limits/redis.js'
 import { RedisConnection } from './redis/connection.js'
@@ -73,6 +74,7 @@ export class RedisStore implements Store {
   readonly deliveries: RedisDeliveries
   readonly people: RedisPeople
   readonly approvals: RedisApprovals
+  readonly adminClients: RedisAdminClients
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -106,6 +108,7 @@ export class RedisStore implements Store {
     this.deliveries = new RedisDeliveries(r)
     this.people = new RedisPeople(r)
     this.approvals = new RedisApprovals(r)
+    this.adminClients = new RedisAdminClients(r)
   }
 
   async ping(): Promise<void> {

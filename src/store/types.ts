@@ -18,6 +18,7 @@
  * A caller takes only the families it uses: `Pick<Store, 'revocations'>`, or
  * the family's interface itself.
  */
+import type { AdminClientStore } from './admin-clients/types.js'
 import type { AllowanceStore } from './allowances/types.js'
 import type { ApprovalStore } from './approvals/types.js'
 import type { ClientStore } from './clients/types.js'
@@ -40,6 +41,7 @@ import type { TotpStore } from './totp/types.js'
 import type { TrafficLimitStore } from './traffic-limits/types.js'
 import type { UpstreamStore } from './upstream/types.js'
 
+export type { AdminClientChange, AdminClientRecord, AdminClientStore, AdminClientUpdate } from './admin-clients/types.js'
 export type { AllowanceNote, AllowanceRecord, AllowanceStore } from './allowances/types.js'
 export type {
   ApprovalKind,
@@ -96,6 +98,7 @@ export interface Store {
   readonly deliveries: DeliveryStore
   readonly people: PeopleStore
   readonly approvals: ApprovalStore
+  readonly adminClients: AdminClientStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

@@ -18,7 +18,7 @@
  */
 import { DrainRuns } from '../../store/deliveries/drain-runs.js'
 import { randomToken } from '../../crypto/random.js'
-import { ClientPushes, type PushOutcome } from '../client-push.js'
+import { ClientPushes, type PushOutcome, urlsFromOutside } from '../client-push.js'
 import type { Clock } from '../../clock.js'
 import type { AuthorizationServerConfig, ClientConfig } from '../../config/validated-config.js'
 import type { KeySet } from '../../keys/keyset.js'
@@ -178,7 +178,7 @@ export class BackchannelLogoutDelivery {
     const token = await signLogoutToken(this.#as, { clientId: job.clientId, sub: job.sub, ...(job.sid === undefined ? {} : { sid: job.sid }), jti })
     return this.#pushes.post({
       uri: target.uri,
-      stranger: client.selfRegistered !== undefined,
+      stranger: urlsFromOutside(client),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ logout_token: token }).toString(),
     })

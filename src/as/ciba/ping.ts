@@ -26,7 +26,7 @@ import type { Metrics } from '../../metrics.js'
 import type { ApprovalRecord } from '../../store/approvals/types.js'
 import { DrainRuns } from '../../store/deliveries/drain-runs.js'
 import type { DeliveryStore } from '../../store/deliveries/types.js'
-import type { ClientPushes } from '../client-push.js'
+import { type ClientPushes, urlsFromOutside } from '../client-push.js'
 
 /** The store queue of pings. */
 export const PING_QUEUE = 'ciba'
@@ -183,7 +183,7 @@ export class CibaPings {
     if (!authReqId.ok || !token.ok) return { ok: false, reason: 'the sealed request no longer opens (signing keys changed)', permanent: true }
     return this.#c.pushes.post({
       uri: mode.notificationEndpoint,
-      stranger: client.selfRegistered !== undefined,
+      stranger: urlsFromOutside(client),
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token.plain}` },
       body: JSON.stringify({ auth_req_id: authReqId.plain }),
     })
