@@ -307,3 +307,13 @@ t.test('notify: a signed event per new pending approval, retried after a failure
   t.equal(sig, notificationSignature(secret, ts, first.body), 'HMAC-SHA256 over timestamp and body')
   t.equal(new Set(got.map((g) => JSON.parse(g.body).id)).size, 1, 'one event per approval, the retry of the same pending one opens none')
 })
+
+t.test('headers that disagree with the body cannot carry an approval-required call past the gate', async (t) => {
+  const gw = await gateway(t)
+  const token = await gw.mint({ scope: 'mcp:tools orders:write orders:read' })
+  const res = await post(gw, token, modernCall({ id: 1 }), { ...MODERN_HEADERS, 'mcp-name': 'get_order' })
+  t.equal(res.status, 400)
+  t.equal((res.json().error as { code: number }).code, -32020, 'HeaderMismatch')
+  t.equal(gw.upstream.seen.length, 0)
+  t.same(await gw.store.approvals.listForPerson('alice', Math.floor(gw.clock.now() / 1000), 10), [], 'nothing opened')
+})
