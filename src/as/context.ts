@@ -1,4 +1,5 @@
 import type { FailureReporting } from '../http/failure.js'
+import type { AuthorizationDetailsTypes } from './authorization-details/authorization-details.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/validated-config.js'
 import type { PersonDirectory } from './people/directory.js'
@@ -70,6 +71,8 @@ export interface AsContext extends FaceDeps {
   readonly backchannelLogout: BackchannelLogoutDelivery
   /** Told of every change of a person's factors (credential-changes.ts): the Shared Signals transmitter. */
   readonly credentialChanges: CredentialChanges
+  /** RFC 9396: the declared authorization details types, their schemas compiled once for this Runtime. */
+  readonly authorizationDetailsTypes: AuthorizationDetailsTypes
 }
 
 /** One authorization-server endpoint. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { consentedItems, describeDetails } from './consented-details.js'
 import { epochSeconds } from '../../clock.js'
 import { AccessDenied, ConsentRequired, LoginRequired } from '../../errors.js'
 import { passkeySignInOffered } from '../passkeys/page-headers.js'
@@ -125,7 +126,8 @@ export async function needsConsent(as: AsContext, request: AuthorizationRequest,
   if (!as.as.consent.remember) return true
   const granted = await as.store.consents.get(session.user.sub, request.client.clientId)
   if (granted === null) return true
-  return !request.scopes.every((s) => granted.includes(s))
+  // RFC 9396: consent is remembered per exact entry; a new value (another amount, another account) asks again.
+  return !consentedItems(request).every((s) => granted.includes(s))
 }
 
 export interface ContinueOptions {
@@ -230,6 +232,7 @@ function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationR
   const page = consentPage({
     client: request.client,
     scopes: describeScopes(as, request.scopes),
+    details: describeDetails(request.authorizationDetails),
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,
     action: 'consent',
