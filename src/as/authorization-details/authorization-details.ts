@@ -161,3 +161,18 @@ export function narrowAuthorizationDetails(requested: AuthorizationDetails | nul
     return true
   })
 }
+
+/** Entries as a store record keeps them (written by this module's callers), typed again; entries without a string `type` are dropped. */
+export function storedDetails(stored: readonly Record<string, unknown>[] | undefined): AuthorizationDetails | undefined {
+  if (stored === undefined) return undefined
+  return stored.filter((e): e is AuthorizationDetail => typeof e.type === 'string')
+}
+
+/**
+ * `authorization_details` of a token request (RFC 9396 6), parsed with the
+ * client's allowed types; null when not sent.
+ */
+export function requestedDetails(form: { get(name: string): string | undefined }, types: AuthorizationDetailsTypes, allowed: readonly string[] | undefined): AuthorizationDetails | null {
+  const raw = form.get('authorization_details')
+  return raw === undefined ? null : parseAuthorizationDetails(raw, types, allowed)
+}

@@ -26,6 +26,8 @@ export interface RegisteredClientMetadata {
   backchannel_logout_uri?: string
   /** OIDC Back-Channel Logout 1.0 2.2: the client needs `sid` in logout tokens (only true is kept). */
   backchannel_logout_session_required?: boolean
+  /** RFC 9396 10: the authorization details types it may request (each declared by the server). */
+  authorization_details_types?: string[]
 }
 
 /** What {@link ClientStore.putWithin} did. */
