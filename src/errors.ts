@@ -304,8 +304,11 @@ export class InsufficientScope extends OAuthError {
  */
 export class InsufficientAuthorizationDetails extends OAuthError {
   static override readonly code = 'ERR_INSUFFICIENT_AUTHORIZATION_DETAILS'
-  constructor(type: string, description = 'The access token does not hold the authorization details this request needs') {
-    super(403, 'insufficient_authorization_details', description, { challenge: 'Bearer', challengeParams: { authorization_details_type: type } })
+  constructor(type: string | null, description = 'The access token does not hold the authorization details this request needs') {
+    super(403, 'insufficient_authorization_details', description, {
+      challenge: 'Bearer',
+      challengeParams: type === null ? {} : { authorization_details_type: type },
+    })
   }
 }
 

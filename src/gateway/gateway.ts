@@ -12,7 +12,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'
-import { ConcurrencyLimitReached, InsufficientScope, InsufficientUserAuthentication, InvalidRequest, InvalidToken, MethodNotAllowed } from '../errors.js'
+import {
+  ConcurrencyLimitReached,
+  InsufficientAuthorizationDetails,
+  InsufficientScope,
+  InsufficientUserAuthentication,
+  InvalidRequest,
+  InvalidToken,
+  MethodNotAllowed,
+} from '../errors.js'
 import { cannotAnswer } from '../http/http2-request.js'
 import { errorOnSocket, sendErrorWithId, type ErrorReplyOptions } from '../http/reply.js'
 import type { ConcurrencyPlan } from './concurrency.js'
@@ -345,6 +353,9 @@ class Gateway implements GatewayFace {
         checkRequirement(required, identity.scopes)
       if (refusal !== null) return this.#refusals.of(refusal, ctx, plan, method, mcp)
     }
+    // RFC 9396: the route's authorization details rule, and the entries it forwards.
+    const details = plan.authorizationDetails === null ? null : plan.authorizationDetails.judge(identity)
+    if (details instanceof InsufficientAuthorizationDetails) return this.#refusals.of(details, ctx, plan, method, mcp)
     ctx.clientId = identity.clientId
     ctx.sub = identity.sub
     this.#refusals.countValid()
@@ -357,6 +368,7 @@ class Gateway implements GatewayFace {
       body: mcp?.body ?? extracted.body,
       concurrency: plan.concurrency,
     }
+    if (details !== null) forward.authorizationDetails = details
     if (plan.route.upstreamToken !== null) forward.token = extracted.token
     const lists = mcp?.lists ?? null
     const rule = plan.mcp

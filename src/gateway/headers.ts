@@ -135,6 +135,8 @@ export class RequestHeaderPolicy {
   readonly #trusted: TrustedProxies
   readonly #identity: readonly [name: string, pick: (id: TokenIdentity) => string | null][]
   readonly #credentialHeader: string | null
+  /** `identity_headers.authorization_details` in lower case (RFC 9396), or null: the route sends none. */
+  readonly #detailsHeader: string | null
 
   constructor(options: RequestHeaderOptions) {
     this.#preserveHost = options.preserveHost
@@ -165,6 +167,10 @@ export class RequestHeaderPolicy {
     // A client's own copy of the signed credential's header (or its `_` variant) never passes.
     this.#credentialHeader = options.credentialHeader?.toLowerCase() ?? null
     if (this.#credentialHeader !== null) this.#rules.set(canonicalHeaderName(this.#credentialHeader), DROP)
+    // A client's own copy of the authorization details header never passes, whether or not this request's token has any.
+    const details = options.identityHeaders.authorizationDetails ?? ''
+    this.#detailsHeader = details === '' ? null : details.toLowerCase()
+    if (this.#detailsHeader !== null) this.#rules.set(canonicalHeaderName(this.#detailsHeader), DROP)
     // Sent in lower case: field names are case-insensitive (RFC 9110 5.1),
     // and undici checks a name outside its own table in lower case, so a
     // mixed-case name costs it a lower-casing and a second lookup on every
@@ -190,6 +196,8 @@ export class RequestHeaderPolicy {
    * @param trace the trace context to send (the client's own is never passed on as sent).
    * @param credential the signed upstream credential's value for this
    *   request (`upstream_token`), sent in the policy's `credentialHeader`.
+   * @param details the token's authorization details as the header's value
+   *   (src/gateway/authorization-details.ts), sent in `identity_headers.authorization_details`.
    */
   build(
     req: IncomingMessage,
@@ -198,6 +206,7 @@ export class RequestHeaderPolicy {
     upgrade: boolean,
     trace: UpstreamTrace | null = null,
     credential: string | null = null,
+    details: string | null = null,
   ): FlatHeaders {
     const raw = req.rawHeaders
     const named = connectionNamed(req.headers.connection)
@@ -307,6 +316,7 @@ export class RequestHeaderPolicy {
       }
     }
     if (credential !== null && this.#credentialHeader !== null) out.push(this.#credentialHeader, credential)
+    if (details !== null && this.#detailsHeader !== null) out.push(this.#detailsHeader, details)
     return out
   }
 }

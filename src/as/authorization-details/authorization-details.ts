@@ -144,7 +144,10 @@ export function detailDigest(detail: AuthorizationDetail): string {
  * @see https://www.rfc-editor.org/rfc/rfc9396#section-6.1
  * @see https://www.rfc-editor.org/rfc/rfc9396#section-6.2
  */
-export function narrowAuthorizationDetails(requested: AuthorizationDetails | null, granted: AuthorizationDetails | undefined): AuthorizationDetails | undefined {
+export function narrowAuthorizationDetails(
+  requested: AuthorizationDetails | null,
+  granted: AuthorizationDetails | undefined,
+): AuthorizationDetails | undefined {
   if (requested === null) return granted
   const held = new Set((granted ?? []).map(canonicalJson))
   for (const [index, entry] of requested.entries()) {
@@ -172,7 +175,11 @@ export function storedDetails(stored: readonly Record<string, unknown>[] | undef
  * `authorization_details` of a token request (RFC 9396 6), parsed with the
  * client's allowed types; null when not sent.
  */
-export function requestedDetails(form: { get(name: string): string | undefined }, types: AuthorizationDetailsTypes, allowed: readonly string[] | undefined): AuthorizationDetails | null {
+export function requestedDetails(
+  form: { get(name: string): string | undefined },
+  types: AuthorizationDetailsTypes,
+  allowed: readonly string[] | undefined,
+): AuthorizationDetails | null {
   const raw = form.get('authorization_details')
   return raw === undefined ? null : parseAuthorizationDetails(raw, types, allowed)
 }

@@ -48,7 +48,8 @@ function escapeHidden(text: string): string {
 
 /** A JSON value folded for reading: long strings cut, deep nesting elided. */
 function folded(value: unknown, depth: number): unknown {
-  if (typeof value === 'string') return value.length <= FOLD_STRING_AT ? value : `${value.slice(0, FOLD_STRING_AT)}… (${value.length - FOLD_STRING_AT} more characters)`
+  if (typeof value === 'string')
+    return value.length <= FOLD_STRING_AT ? value : `${value.slice(0, FOLD_STRING_AT)}… (${value.length - FOLD_STRING_AT} more characters)`
   if (Array.isArray(value)) return depth >= FOLD_DEPTH ? '[…]' : value.map((v) => folded(v, depth + 1))
   if (typeof value === 'object' && value !== null) {
     if (depth >= FOLD_DEPTH) return '{…}'

@@ -62,8 +62,10 @@ function detailsList(details: readonly DetailsView[] | undefined): SafeHtml | ''
 <p>It asks to do this:</p>
 ${details.map(
   (d) => html`<h2 class="details-type"><bdi dir="ltr">${d.type}</bdi></h2>
-${d.entries.map((e) => html`<pre class="detail" dir="ltr"><bdi dir="ltr">${e}</bdi></pre>
-`)}`,
+${d.entries.map(
+  (e) => html`<pre class="detail" dir="ltr"><bdi dir="ltr">${e}</bdi></pre>
+`,
+)}`,
 )}</section>
 `
 }

@@ -260,7 +260,13 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
 }
 
 /** RFC 9396 10: a client may be allowed only types the server declares. */
-function checkClientDetailsTypes(r: Reader, clients: readonly ClientConfig[], declared: Readonly<Record<string, unknown>>, node: Node | undefined, path: string): void {
+function checkClientDetailsTypes(
+  r: Reader,
+  clients: readonly ClientConfig[],
+  declared: Readonly<Record<string, unknown>>,
+  node: Node | undefined,
+  path: string,
+): void {
   for (const [index, client] of clients.entries()) {
     for (const type of client.authorizationDetailsTypes ?? []) {
       if (Object.hasOwn(declared, type)) continue

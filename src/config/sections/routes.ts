@@ -168,6 +168,9 @@ function readRouteAuthorizationDetails(r: Reader, m: MapView, isPublic: boolean)
     return undefined
   }
   const d = r.map(node, m.pathOf('authorization_details'), ROUTE_AUTHORIZATION_DETAILS_KEYS)
-  const type = d?.req('type', r.str({ check: (v) => (AUTHORIZATION_DETAILS_TYPE.test(v) ? undefined : 'an authorization details type is printable characters without spaces') }))
+  const type = d?.req(
+    'type',
+    r.str({ check: (v) => (AUTHORIZATION_DETAILS_TYPE.test(v) ? undefined : 'an authorization details type is printable characters without spaces') }),
+  )
   return type === undefined ? undefined : { type }
 }
