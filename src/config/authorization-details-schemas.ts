@@ -17,7 +17,17 @@ export type DetailsValidator = ValidateFunction
 
 /** A fresh validator set: strict, all formats, nothing loaded from elsewhere. */
 function newAjv(): Ajv {
-  const ajv = new Ajv({ strict: true, allErrors: false, validateSchema: true, validateFormats: true, addUsedSchema: false })
+  // strictSchema: an unknown or misspelt keyword is refused; the stricter type and `required` rules would refuse schemas JSON Schema allows.
+  const ajv = new Ajv({
+    strict: true,
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false,
+    allErrors: false,
+    validateSchema: true,
+    validateFormats: true,
+    addUsedSchema: false,
+  })
   addFormats.default(ajv)
   return ajv
 }
