@@ -38,9 +38,10 @@ export function rememberedConsent(before: readonly string[], request: Pick<Autho
 /**
  * Characters that would hide or reorder what the page shows: controls, bidi
  * embeddings, overrides and isolates, zero-width and other format characters,
- * line and paragraph separators. Written as JSON escapes (`\u202e`) instead.
+ * line and paragraph separators. Written as JSON escapes (`\u202e`) instead;
+ * only the line breaks of the indentation stay (JSON.stringify escapes those in strings).
  */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu
+const HIDDEN = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu
 
 function escapeHidden(text: string): string {
   return text.replace(HIDDEN, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`)

@@ -54,7 +54,8 @@ ${scopes.map((s) => html`<li>${s.description}<span class="scope-name">${s.name}<
 /**
  * RFC 9396: what the client asks to do, per type a heading and each entry as
  * JSON, escaped by the template and isolated (`<bdi>`, left to right), so a
- * value can neither become markup nor reorder the text around it.
+ * value can neither become markup nor reorder the text around it. Shown
+ * whole (never in a scrolling box): the person approves what they can read.
  */
 function detailsList(details: readonly DetailsView[] | undefined): SafeHtml | '' {
   if (details === undefined || details.length === 0) return ''

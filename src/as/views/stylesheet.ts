@@ -197,8 +197,6 @@ h2.details-type { font-size: 1rem; margin: 1rem 0 .25rem; font-family: ui-monosp
 pre.detail {
   margin: 0 0 .5rem;
   padding: .5rem .75rem;
-  max-height: 16rem;
-  overflow: auto;
   white-space: pre-wrap;
   overflow-wrap: anywhere;
   background: color-mix(in srgb, var(--muted) 12%, transparent);
