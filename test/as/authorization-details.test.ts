@@ -402,3 +402,48 @@ t.test('an opaque token keeps its details for introspection', async (t) => {
   t.equal(answer.active, true)
   t.same(answer.authorization_details, [ACCOUNT])
 })
+
+t.test('a registered client names only declared types, and may then request them', async (t) => {
+  const front = await startRar(t, '  registration: { enabled: true, scopes: [orders:read], rate_limit: { per_address: 100, window: 1h } }\n')
+  const register = (types: unknown): Promise<Response> =>
+    fetch(`${front.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        client_name: 'Desk Tool',
+        redirect_uris: ['http://127.0.0.1:33418/callback'],
+        token_endpoint_auth_method: 'none',
+        scope: 'orders:read',
+        authorization_details_types: types,
+      }),
+    })
+  const undeclared = await register(['account_information', 'wire_transfer'])
+  t.equal(undeclared.status, 400)
+  t.same(await undeclared.json(), {
+    error: 'invalid_client_metadata',
+    error_description: 'authorization_details_types names a type this server does not declare',
+  })
+  t.equal((await register('account_information')).status, 400, 'not an array')
+  const ok = await register(['account_information'])
+  t.equal(ok.status, 201)
+  const body = (await ok.json()) as Record<string, unknown>
+  t.same(body.authorization_details_types, ['account_information'], 'echoed in the registration response')
+  const { browser } = await loggedIn(front)
+  const { challenge } = pkce()
+  const url = authorizeUrl(front, {
+    response_type: 'code',
+    client_id: String(body.client_id),
+    redirect_uri: 'http://127.0.0.1:33418/callback',
+    scope: 'orders:read',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    authorization_details: JSON.stringify([ACCOUNT]),
+  })
+  const page = await browser.get(url)
+  t.equal(page.status, 200, 'the consent page: the allowed type is accepted')
+  t.match(await page.text(), 'account_information')
+  const refused = await browser.get(
+    authorizeUrl(front, { ...Object.fromEntries(new URL(url).searchParams), authorization_details: JSON.stringify([payment()]) }),
+  )
+  t.equal(new URL(refused.headers.get('location') ?? '').searchParams.get('error'), 'invalid_authorization_details', 'a type it did not register')
+})
