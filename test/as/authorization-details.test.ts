@@ -5,7 +5,10 @@
  * /par, /token (code, refresh narrowing, client_credentials), the token,
  * the token response, introspection and the metadata.
  */
+import * as oauth from 'oauth4webapi'
 import t, { type Test } from 'tap'
+import { ManualClock } from '../../src/clock.js'
+import { clientKeyPair, keyedClientLines } from '../helpers/keyed-clients.js'
 import { decodeJwt } from 'jose'
 import {
   AuthorizationDetailsTypes,
@@ -446,4 +449,63 @@ t.test('a registered client names only declared types, and may then request them
     authorizeUrl(front, { ...Object.fromEntries(new URL(url).searchParams), authorization_details: JSON.stringify([payment()]) }),
   )
   t.equal(new URL(refused.headers.get('location') ?? '').searchParams.get('error'), 'invalid_authorization_details', 'a type it did not register')
+})
+
+t.test('a signed request object carries authorization_details as a JSON array (RFC 9396 3)', async (t) => {
+  const key = await clientKeyPair('jar-1')
+  // oauth4webapi dates its assertions and request objects with Date.now(): the server's clock starts there.
+  const yaml = await frontYaml({
+    asExtra: `  authorization_details_types:
+    account_information: { schema: ${JSON.stringify(ACCOUNT_SCHEMA)} }
+`,
+    clientsExtra: keyedClientLines({
+      clientId: 'jar',
+      name: 'Signed Requests',
+      jwk: key.publicJwk,
+      redirectUri: PAY_REDIRECT,
+      grantTypes: ['authorization_code'],
+      scopes: ['orders:read'],
+      more: ['      require_signed_request_object: true', '      authorization_details_types: [account_information]'],
+    }).join('\n'),
+  })
+  const front = await startFront(yaml, { clock: new ManualClock(Date.now()) })
+  t.teardown(() => front.close())
+  const insecure = { [oauth.allowInsecureRequests]: true } as const
+  const as = await oauth.processDiscoveryResponse(
+    new URL(front.issuer),
+    await oauth.discoveryRequest(new URL(front.issuer), { algorithm: 'oauth2', ...insecure }),
+  )
+  const client: oauth.Client = { client_id: 'jar' }
+  const auth = oauth.PrivateKeyJwt({ key: key.privateKey, kid: 'jar-1' })
+  const { verifier, challenge } = pkce()
+  const jar = await oauth.issueRequestObject(
+    as,
+    client,
+    new URLSearchParams({
+      response_type: 'code',
+      redirect_uri: PAY_REDIRECT,
+      scope: 'orders:read',
+      state: 's-jar',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      authorization_details: JSON.stringify([ACCOUNT]),
+    }),
+    { key: key.privateKey, kid: 'jar-1' },
+  )
+  t.same(JSON.parse(Buffer.from(jar.split('.')[1] ?? '', 'base64url').toString()).authorization_details, [ACCOUNT], 'a JSON array claim')
+  const pushed = await oauth.processPushedAuthorizationResponse(
+    as,
+    client,
+    await oauth.pushedAuthorizationRequest(as, client, auth, { request: jar }, insecure),
+  )
+  const { browser } = await loggedIn(front)
+  const { page, location } = await allow(browser, authorizeUrl(front, { client_id: 'jar', request_uri: pushed.request_uri }))
+  t.match(page, 'account_information', 'shown on the consent page')
+  const params = oauth.validateAuthResponse(as, client, location, 's-jar')
+  const tokens = await oauth.processAuthorizationCodeResponse(
+    as,
+    client,
+    await oauth.authorizationCodeGrantRequest(as, client, auth, params, PAY_REDIRECT, verifier, insecure),
+  )
+  t.same(tokens.authorization_details, [ACCOUNT])
 })
