@@ -171,6 +171,15 @@ ${asExtra}`,
       scopes: [openid, orders:read]
       introspect: true
       authorization_details_types: [payment_initiation, account_information]
+    - client_id: inhouse
+      name: In-house App
+      type: confidential
+      secret_hash: "${secret}"
+      redirect_uris: [https://inhouse.example.com/cb]
+      grant_types: [authorization_code]
+      scopes: [orders:read]
+      skip_consent: true
+      authorization_details_types: [payment_initiation]
 `,
   })
   const front = await startFront(yaml)
@@ -508,4 +517,25 @@ t.test('a signed request object carries authorization_details as a JSON array (R
     await oauth.authorizationCodeGrantRequest(as, client, auth, params, PAY_REDIRECT, verifier, insecure),
   )
   t.same(tokens.authorization_details, [ACCOUNT])
+})
+
+t.test('a skip_consent client skips the page for scopes, never for authorization details', async (t) => {
+  const front = await startRar(t)
+  const { browser } = await loggedIn(front)
+  const inhouse = (details: unknown = [payment()]): string =>
+    authorizeUrl(front, authorizeParams(payerParams(details, { client_id: 'inhouse', redirect_uri: 'https://inhouse.example.com/cb' })))
+  const plain = authorizeUrl(front, {
+    response_type: 'code',
+    client_id: 'inhouse',
+    redirect_uri: 'https://inhouse.example.com/cb',
+    scope: 'orders:read',
+    code_challenge: pkce().challenge,
+    code_challenge_method: 'S256',
+  })
+  t.equal((await browser.get(plain)).status, 302, 'scopes only: no consent page')
+  const { page, location } = await allow(browser, inhouse())
+  t.match(page, 'payment_initiation', 'details: the consent page')
+  t.type(location.searchParams.get('code'), 'string')
+  t.equal((await browser.get(inhouse())).status, 302, 'the same entry again: remembered')
+  t.equal((await browser.get(inhouse([payment('1.00')]))).status, 200, 'another amount: asked again')
 })

@@ -116,18 +116,22 @@ async function hasTotp(as: AsContext, session: ActiveSession): Promise<boolean> 
 }
 
 /**
- * prompt=consent always asks; a `skip_consent` client never does otherwise;
- * else ask unless a remembered consent covers every requested scope.
+ * prompt=consent always asks; a `skip_consent` client never does otherwise
+ * for its scopes, but RFC 9396 authorization details (a payment, an account)
+ * are always the person's to approve; else ask unless a remembered consent
+ * covers every requested scope and detail.
  */
 export async function needsConsent(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<boolean> {
   // A client nobody vetted (it registered itself) is always shown to the person.
   if (request.prompt.has('consent') || request.client.selfRegistered !== undefined) return true
-  if (request.client.skipConsent) return false
+  const details = request.authorizationDetails !== null
+  if (request.client.skipConsent && !details) return false
   if (!as.as.consent.remember) return true
   const granted = await as.store.consents.get(session.user.sub, request.client.clientId)
   if (granted === null) return true
   // RFC 9396: consent is remembered per exact entry; a new value (another amount, another account) asks again.
-  return !consentedItems(request).every((s) => granted.includes(s))
+  const needed = consentedItems(request.client.skipConsent ? { scopes: [], authorizationDetails: request.authorizationDetails } : request)
+  return !needed.every((s) => granted.includes(s))
 }
 
 export interface ContinueOptions {
