@@ -59,10 +59,11 @@ export const refreshTokenGrant: Grant = {
     requireSubset(requestedScope, client.scopes, 'what the client is registered for')
     const scope = formatScope((requestedScope.length === 0 ? granted : requestedScope).filter((s) => client.scopes.includes(s)))
     const audience = audienceFor(as, resource, grant.resource)
-    // RFC 9396 6.2: a refresh may narrow the granted details (whole entries), never widen them.
+    // RFC 9396 6.2: a refresh may narrow the granted details (whole entries), never widen them; as with
+    // scopes, an entry of a type the operator took from the client since the grant is gone.
     const details = narrowAuthorizationDetails(
       requestedDetails(form, as.authorizationDetailsTypes, client.authorizationDetailsTypes),
-      storedDetails(grant.authorizationDetails),
+      storedDetails(grant.authorizationDetails)?.filter((e) => client.authorizationDetailsTypes?.includes(e.type) === true),
     )
 
     // Public clients always rotate (RFC 9700 4.14.2: sender-constrained or rotated).
