@@ -163,6 +163,20 @@ export class InvalidScope extends OAuthError {
   }
 }
 
+/**
+ * RFC 9396 5: `authorization_details` is not a JSON array of objects, names
+ * a type unknown or not allowed to the client, fails its type's schema, is
+ * too large, or (at /token) asks for more than was granted. The description
+ * names the entry's index and the failing path, never the values.
+ * @see https://www.rfc-editor.org/rfc/rfc9396#section-5
+ */
+export class InvalidAuthorizationDetails extends OAuthError {
+  static override readonly code = 'ERR_INVALID_AUTHORIZATION_DETAILS'
+  constructor(description = 'authorization_details is not acceptable', o: Opts = {}) {
+    super(400, 'invalid_authorization_details', description, o)
+  }
+}
+
 /** RFC 8707 2: the `resource` parameter names no resource this server issues for. */
 export class InvalidTarget extends OAuthError {
   static override readonly code = 'ERR_INVALID_TARGET'
@@ -301,6 +315,23 @@ export class InsufficientScope extends OAuthError {
     super(403, 'insufficient_scope', description, {
       challenge: 'Bearer',
       challengeParams: requiredScopes.length > 0 ? { scope: requiredScopes.join(' ') } : {},
+    })
+  }
+}
+
+/**
+ * A route's `authorization_details: { type }` (RFC 9396): the token holds no
+ * entry of that type, or its entries are too large to forward. RFC 9396
+ * defines no resource server error; this is the 403 of RFC 6750 3.1 with
+ * the code draft-zehavi-oauth-rar-metadata proposes, and the type needed in
+ * the challenge (docs/authorization-details.md).
+ */
+export class InsufficientAuthorizationDetails extends OAuthError {
+  static override readonly code = 'ERR_INSUFFICIENT_AUTHORIZATION_DETAILS'
+  constructor(type: string | null, description = 'The access token does not hold the authorization details this request needs') {
+    super(403, 'insufficient_authorization_details', description, {
+      challenge: 'Bearer',
+      challengeParams: type === null ? {} : { authorization_details_type: type },
     })
   }
 }

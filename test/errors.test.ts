@@ -106,6 +106,13 @@ const CASES: Record<string, Expected> = {
     error: 'invalid_scope',
     description: 'The requested scope is invalid, unknown, or exceeds what was granted',
   },
+  InvalidAuthorizationDetails: {
+    make: () => new E.InvalidAuthorizationDetails(),
+    code: 'ERR_INVALID_AUTHORIZATION_DETAILS',
+    status: 400,
+    error: 'invalid_authorization_details',
+    description: 'authorization_details is not acceptable',
+  },
   InvalidTarget: {
     make: () => new E.InvalidTarget(),
     code: 'ERR_INVALID_TARGET',
@@ -224,6 +231,15 @@ const CASES: Record<string, Expected> = {
     description: 'The access token does not grant the scope this request needs',
     wwwAuthenticate:
       'Bearer realm="bearward", error="insufficient_scope", error_description="The access token does not grant the scope this request needs", scope="orders:write orders:read"',
+  },
+  InsufficientAuthorizationDetails: {
+    make: () => new E.InsufficientAuthorizationDetails('payment_initiation'),
+    code: 'ERR_INSUFFICIENT_AUTHORIZATION_DETAILS',
+    status: 403,
+    error: 'insufficient_authorization_details',
+    description: 'The access token does not hold the authorization details this request needs',
+    wwwAuthenticate:
+      'Bearer realm="bearward", error="insufficient_authorization_details", error_description="The access token does not hold the authorization details this request needs", authorization_details_type="payment_initiation"',
   },
   InsufficientUserAuthentication: {
     make: () => new E.InsufficientUserAuthentication({ acrValues: 'phr mfa', maxAgeSec: 300 }, 'max_age', { cause: 'step-up: auth_time older than max_age' }),

@@ -2,6 +2,7 @@
  * Build the authorization server's per-Runtime context from the validated
  * config: lookups by client id and username are maps, computed once.
  */
+import { AuthorizationDetailsTypes } from './authorization-details/authorization-details.js'
 import type { AuthorizationServerConfig } from '../config/validated-config.js'
 import type { FaceDeps } from '../context.js'
 import { SecretVerifier } from '../crypto/secret.js'
@@ -154,5 +155,6 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     credentialChanges: new CredentialChanges(deps.log),
     approvals,
     ciba: new CibaRuntime(cibaPings, deps.as.users),
+    authorizationDetailsTypes: new AuthorizationDetailsTypes(deps.as.authorizationDetailsTypes),
   }
 }

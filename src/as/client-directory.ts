@@ -42,7 +42,11 @@ export class ClientDirectory {
     this.#as = as
     this.#store = store
     this.#clock = clock
-    this.#documents = documents ?? (as.clientIdMetadataDocuments !== null ? new MetadataDocuments(as.clientIdMetadataDocuments, clock) : null)
+    this.#documents =
+      documents ??
+      (as.clientIdMetadataDocuments !== null
+        ? new MetadataDocuments(as.clientIdMetadataDocuments, clock, { declaredDetailsTypes: Object.keys(as.authorizationDetailsTypes ?? {}) })
+        : null)
   }
 
   /** Release the metadata document fetcher's connections (at Runtime close). */

@@ -68,11 +68,14 @@ export interface DocumentFetchOptions {
   timeoutMs?: number
   /** This host's interfaces, for the own-address rule (default `os.networkInterfaces`; tests pass their own). */
   interfaces?: PublicAddressOptions['interfaces']
+  /** RFC 9396 10: the authorization details types the server declares, which a document may name (default none). */
+  declaredDetailsTypes?: readonly string[]
 }
 
 /** The documents of one Runtime: the fetcher, its connection pool and its cache. */
 export class MetadataDocuments {
   readonly #scopes: readonly string[]
+  readonly #detailsTypes: readonly string[]
   readonly #clock: Clock
   readonly #agent: Agent
   readonly #timeoutMs: number
@@ -81,6 +84,7 @@ export class MetadataDocuments {
 
   constructor(config: ClientIdMetadataDocumentsConfig, clock: Clock, options: DocumentFetchOptions = {}) {
     this.#scopes = selfDescribedClientScopes(config.scopes)
+    this.#detailsTypes = options.declaredDetailsTypes ?? []
     this.#clock = clock
     this.#timeoutMs = options.timeoutMs ?? FETCH_TIMEOUT_MS
     // The address check lives in the connector: what is checked is what is connected to.
@@ -153,7 +157,10 @@ export class MetadataDocuments {
     if (typeof document !== 'object' || document === null || (document as Record<string, unknown>).client_id !== clientId) {
       throw new Refused('the document names another client_id')
     }
-    const metadata = validateClientMetadata({ token_endpoint_auth_method: 'none', ...document }, { allowedScopes: this.#scopes })
+    const metadata = validateClientMetadata(
+      { token_endpoint_auth_method: 'none', ...document },
+      { allowedScopes: this.#scopes, declaredDetailsTypes: this.#detailsTypes },
+    )
     // It can hold no secret, but it may prove itself with its key (private_key_jwt, jwks or jwks_uri in the document).
     const method = metadata.token_endpoint_auth_method
     if (method !== 'none' && method !== 'private_key_jwt') throw new Refused('a metadata document client has no secret')

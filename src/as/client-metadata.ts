@@ -162,6 +162,8 @@ export interface MetadataRules {
    * (a stranger gets nothing without a person's consent). Absent: none.
    */
   extraGrants?: readonly 'client_credentials'[]
+  /** RFC 9396 10: the authorization details types this server declares; a client may name only these. Absent: none. */
+  declaredDetailsTypes?: readonly string[]
 }
 
 /**
@@ -216,6 +218,11 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
     scope = scopes.length > 0 ? scopes.join(' ') : undefined
   }
 
+  // RFC 9396 10: the types the client will request, each one this server declares.
+  const detailsTypes = strings(input, 'authorization_details_types', 16)
+  const undeclared = detailsTypes?.find((t) => !(rules.declaredDetailsTypes ?? []).includes(t))
+  if (undeclared !== undefined) throw new InvalidClientMetadata('authorization_details_types names a type this server does not declare')
+
   const metadata: RegisteredClientMetadata = {
     redirect_uris: [...new Set(redirectUris as string[])],
     token_endpoint_auth_method: method as RegisteredClientMetadata['token_endpoint_auth_method'],
@@ -242,6 +249,7 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
       return problem === undefined ? undefined : `must be an https URL of a public host, without credentials or fragment (${problem})`
     }),
     backchannel_logout_session_required: flag(input, 'backchannel_logout_session_required') || undefined,
+    authorization_details_types: detailsTypes !== undefined && detailsTypes.length > 0 ? detailsTypes : undefined,
   }
   Object.assign(optional, cibaMetadata(input, grants, method))
   if (optional.require_signed_request_object === true && method !== 'private_key_jwt') {

@@ -1,4 +1,5 @@
 import type { FailureReporting } from '../http/failure.js'
+import type { AuthorizationDetailsTypes } from './authorization-details/authorization-details.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AuthorizationServerConfig, ClientConfig, UserConfig } from '../config/validated-config.js'
 import type { PersonDirectory } from './people/directory.js'
@@ -76,6 +77,8 @@ export interface AsContext extends FaceDeps {
   readonly approvals: ApprovalDesk
   /** OpenID CIBA Core 1.0 (ciba/runtime.ts): ping deliveries and the login_hint email index. */
   readonly ciba: CibaRuntime
+  /** RFC 9396: the declared authorization details types, their schemas compiled once for this Runtime. */
+  readonly authorizationDetailsTypes: AuthorizationDetailsTypes
 }
 
 /** One authorization-server endpoint. */

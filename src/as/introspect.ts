@@ -77,6 +77,8 @@ async function introspectAccessToken(as: AsContext, token: string): Promise<Intr
     ...confirmationOf(c),
     // RFC 8693 4.1: who acts for the subject (an exchanged token).
     ...(c.act === undefined ? {} : { act: c.act }),
+    // RFC 9396 9.2: the details the token holds.
+    ...(c.authorizationDetails === undefined ? {} : { authorization_details: c.authorizationDetails }),
   }
 }
 
@@ -99,6 +101,8 @@ async function introspectRefreshToken(as: AsContext, token: string): Promise<Int
     sub: g.sub,
     iss: as.issuer,
     ...confirmationOf(g),
+    // RFC 9396 9.2: what the grant holds, as every token refreshed from it may.
+    ...(g.authorizationDetails === undefined ? {} : { authorization_details: g.authorizationDetails }),
   }
 }
 

@@ -3,6 +3,7 @@
  * tokens (OIDC Core 2). Token values never leave this module except in the
  * token response; the store sees only their hashes.
  */
+import type { AuthorizationDetails } from './authorization-details/authorization-details.js'
 import { createHash } from 'node:crypto'
 import { randomId, randomToken } from '../crypto/random.js'
 import { labelKey } from '../metrics.js'
@@ -61,6 +62,8 @@ export interface AccessTokenInput {
   notedAccessExp?: number
   /** Epoch seconds the token may not outlive (a token exchange's subject token's `exp`); default: `access_token.ttl` from now. */
   notAfter?: number
+  /** RFC 9396 9.1: the authorization details the token carries (claim `authorization_details`); absent: none. */
+  authorizationDetails?: AuthorizationDetails
 }
 
 export interface IssuedAccessToken {
@@ -110,6 +113,7 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
       ...(input.claims === undefined ? {} : { claims: { ...input.claims } }),
       ...(input.authTime === null ? {} : { authTime: input.authTime }),
       ...strengthClaims(input.strength),
+      ...(input.authorizationDetails === undefined ? {} : { authorizationDetails: [...input.authorizationDetails] }),
     })
   } else {
     // The person's claims first: every registered claim below is set after them.
@@ -120,6 +124,8 @@ export async function issueAccessToken(as: AsContext, input: AccessTokenInput): 
     if (input.grantId !== null) claims.grant_id = input.grantId
     if (input.authTime !== null) claims.auth_time = input.authTime
     Object.assign(claims, strengthClaims(input.strength))
+    // RFC 9396 9.1: the granted details travel in the token, for the resource server.
+    if (input.authorizationDetails !== undefined) claims.authorization_details = input.authorizationDetails
     // RFC 9068 2.2: iss, exp, aud, sub, client_id, iat, jti (+ scope, auth_time, acr, amr).
     // RFC 9470 3 reads acr and auth_time from the token for step-up.
     token = await signJwt(as.keys.signing, 'at+jwt', { ...claims, iss: as.issuer, sub: input.sub, aud: input.audience, iat, exp, jti })
@@ -205,6 +211,8 @@ export interface UserTokensInput {
   x5t: string | null
   /** See AccessTokenInput.notedAccessExp. */
   notedAccessExp?: number
+  /** RFC 9396: the details the tokens carry (and the response names, 7); absent: none. */
+  authorizationDetails?: AuthorizationDetails
 }
 
 /**
@@ -221,6 +229,8 @@ export async function userTokenResponse(as: AsContext, input: UserTokensInput): 
     expires_in: access.expiresIn,
     scope: input.scope,
   }
+  // RFC 9396 7: the response says which details the access token holds.
+  if (input.authorizationDetails !== undefined) body.authorization_details = input.authorizationDetails
   if (input.refreshToken !== null) body.refresh_token = input.refreshToken
   if (hasScope(input.scope, 'openid')) {
     body.id_token = await issueIdToken(as, {
@@ -261,6 +271,10 @@ export interface NewGrantInput {
    * withdrew the client at or after it, no grant is made (invalid_grant).
    */
   authorizedAtMs?: number
+  /** RFC 9396: the details the person approved; the grant keeps them, so every refresh can carry (or narrow) them. */
+  grantedDetails?: AuthorizationDetails
+  /** The details this first access token carries (a narrowing of `grantedDetails` at the code exchange, RFC 9396 6.1). */
+  authorizationDetails?: AuthorizationDetails
 }
 
 /**
@@ -309,6 +323,7 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
       // RFC 8705 4: likewise a public client's family is bound to its certificate.
       ...(input.x5t != null && input.client.type === 'public' ? { x5t: input.x5t } : {}),
       ...(input.sid === undefined ? {} : { sid: input.sid }),
+      ...(input.grantedDetails === undefined ? {} : { authorizationDetails: [...input.grantedDetails] }),
     },
     refreshToken === null ? null : hashToken(refreshToken),
   )
@@ -337,5 +352,6 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     x5t: input.x5t ?? null,
     // grants.create recorded maxAccessExp = accessExp: the access token below needs no second write.
     notedAccessExp: accessExp,
+    ...(input.authorizationDetails === undefined ? {} : { authorizationDetails: input.authorizationDetails }),
   })
 }

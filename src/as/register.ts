@@ -86,7 +86,10 @@ async function register(req: IncomingMessage, res: ServerResponse, as: AsContext
   } catch {
     throw new InvalidClientMetadata('The request body is not valid JSON')
   }
-  const metadata: RegisteredClientMetadata = validateClientMetadata(input, { allowedScopes: selfDescribedClientScopes(registration.scopes) })
+  const metadata: RegisteredClientMetadata = validateClientMetadata(input, {
+    allowedScopes: selfDescribedClientScopes(registration.scopes),
+    declaredDetailsTypes: as.authorizationDetailsTypes.names(),
+  })
 
   const clientId = randomBase64url(16)
   // A public client has no secret, and a private_key_jwt client needs none: it signs with its key.

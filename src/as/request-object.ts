@@ -55,6 +55,9 @@ const NUMERIC_PARAMS: ReadonlySet<string> = new Set(['max_age'])
 /** Parameters a request object may hold as a JSON object (OIDC Core 5.5 `claims`), kept as its JSON text. */
 const OBJECT_PARAMS: ReadonlySet<string> = new Set(['claims'])
 
+/** Parameters a request object holds as a JSON array (RFC 9396 3: `authorization_details`), kept as its JSON text. */
+const ARRAY_PARAMS: ReadonlySet<string> = new Set(['authorization_details'])
+
 /** Parameters that may repeat (RFC 8707 `resource`), a JSON array of strings in a request object. */
 const LIST_PARAMS: ReadonlySet<string> = new Set(['resource'])
 
@@ -71,6 +74,7 @@ function parametersOf(claims: Readonly<Record<string, unknown>>, clientId: strin
     if (typeof value === 'string') params.push([name, value])
     else if (NUMERIC_PARAMS.has(name) && typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) params.push([name, String(value)])
     else if (OBJECT_PARAMS.has(name) && typeof value === 'object' && value !== null && !Array.isArray(value)) params.push([name, JSON.stringify(value)])
+    else if (ARRAY_PARAMS.has(name) && Array.isArray(value)) params.push([name, JSON.stringify(value)])
     else if (LIST_PARAMS.has(name) && Array.isArray(value) && value.every((v) => typeof v === 'string')) for (const v of value) params.push([name, v])
     else throw refuse(`claim ${name.slice(0, 40)} is not a parameter value`)
   }

@@ -47,6 +47,7 @@ export function clientFromMetadata(
     dpopBoundAccessTokens: false,
     ...(metadata.require_pushed_authorization_requests === true ? { requirePushedAuthorizationRequests: true } : {}),
     ...(metadata.require_signed_request_object === true ? { requireSignedRequestObject: true } : {}),
+    ...(metadata.authorization_details_types === undefined ? {} : { authorizationDetailsTypes: metadata.authorization_details_types }),
     // Registration offers no mTLS methods (docs/fapi.md, Gaps): only configured clients bind to certificates.
     tlsClientCertificateBoundAccessTokens: false,
     // An admin-managed client was vetted by an operator: no stranger's consent caution (its URLs are still fetched like a stranger's).

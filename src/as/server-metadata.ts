@@ -119,6 +119,8 @@ export function metadataDocument(as: AsContext): Record<string, unknown> {
     ...(mtls && as.as.mtlsUrl !== null ? { mtls_endpoint_aliases: mtlsEndpointAliases(as.as.mtlsUrl) } : {}),
     // RFC 7591 3: only while registration is on.
     ...(as.as.registration !== null ? { registration_endpoint: `${issuer}/register` } : {}),
+    // RFC 9396 10: the authorization details types clients may request.
+    ...(as.authorizationDetailsTypes.names().length === 0 ? {} : { authorization_details_types_supported: as.authorizationDetailsTypes.names() }),
     // Client ID Metadata Documents: a client_id may be the https URL of the client's metadata.
     ...(as.as.clientIdMetadataDocuments !== null ? { client_id_metadata_document_supported: true } : {}),
   }

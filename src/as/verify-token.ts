@@ -80,7 +80,14 @@ async function verifyJwt(as: AsContext, token: string): Promise<OwnAccessToken |
     ...(c.x5t === null ? {} : { x5t: c.x5t }),
     ...personClaims(as, payload),
     ...delegation(payload),
+    ...detailsClaim(payload.authorization_details),
   }
+}
+
+/** RFC 9396 9.1: a JWT's `authorization_details`, when it is an array of objects (we wrote it; anything else is dropped). */
+function detailsClaim(value: unknown): Pick<OwnAccessToken, 'authorizationDetails'> {
+  if (!Array.isArray(value) || !value.every((e) => typeof e === 'object' && e !== null && !Array.isArray(e))) return {}
+  return { authorizationDetails: value as Array<Record<string, unknown>> }
 }
 
 /** The person's claims a JWT carries: those `access_token.claims` names (as an opaque record keeps them). */
@@ -115,6 +122,7 @@ async function lookupOpaque(as: AsContext, token: string): Promise<OwnAccessToke
     ...(r.x5t === undefined ? {} : { x5t: r.x5t }),
     ...(r.claims === undefined ? {} : { claims: { ...r.claims } }),
     ...delegation(r.claims),
+    ...(r.authorizationDetails === undefined ? {} : { authorizationDetails: r.authorizationDetails }),
   }
 }
 

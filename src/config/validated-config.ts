@@ -145,6 +145,8 @@ export interface ClientConfig {
    * whether an exchange also issues a refresh token (`refresh_tokens`, default false); absent: none.
    */
   tokenExchange?: { audiences: string[]; refreshTokens: boolean }
+  /** RFC 9396 10 (`authorization_details_types`): the authorization details types this client may request; absent: none. */
+  authorizationDetailsTypes?: readonly string[]
   /** Skip the consent page for this (first-party) client (`skip_consent`, default false). */
   skipConsent: boolean
   /** `require_mfa`: this client's authorizations need a two-factor sign-in (absent: false). */
@@ -350,6 +352,11 @@ export interface AuthorizationServerConfig {
   registration: RegistrationConfig | null
   /** Client ID Metadata Documents (`client_id_metadata_documents`); null when off (the default). */
   clientIdMetadataDocuments: ClientIdMetadataDocumentsConfig | null
+  /**
+   * RFC 9396 2 (`authorization_details_types`): each type clients may request, and its JSON Schema
+   * (parsed; compiled once per Runtime by src/as/authorization-details/). Absent or empty: none.
+   */
+  authorizationDetailsTypes?: Readonly<Record<string, unknown>>
 }
 
 /** `authorization_server.client_id_metadata_documents`. */
@@ -414,6 +421,8 @@ export interface IdentityHeaders {
   clientId: string
   scope: string
   issuer: string
+  /** The token's RFC 9396 `authorization_details` as compact JSON (`identity_headers.authorization_details`); absent: not sent. */
+  authorizationDetails?: string
   /** Token claim name → header name (`identity_headers.claims`). */
   claims: Readonly<Record<string, string>>
 }
@@ -450,6 +459,8 @@ export interface RouteConfig {
   protectedResource: ProtectedResourceConfig | null
   /** Extra scopes per MCP tool (`mcp`); null when the route does not front an MCP server. */
   mcp: McpRouteConfig | null
+  /** RFC 9396 (`authorization_details`): the token must hold an entry of this type; absent: no such rule. */
+  authorizationDetails?: { type: string }
   token: RouteTokenKind
   /** Issuer ids: `self` and/or ids from `issuers[]`. Default [self] when the AS is configured. */
   issuers: string[]

@@ -28,4 +28,6 @@ export interface ForwardRequest {
   concurrency?: ConcurrencyPlan | null
   /** The slot taken for this exchange, told of the answer's Content-Type (an event stream moves it); absent: none. */
   slot?: ConcurrencySlot | null
+  /** The token's authorization details for `identity_headers.authorization_details` (RFC 9396), as the header's value; absent: none sent. */
+  authorizationDetails?: string | null
 }

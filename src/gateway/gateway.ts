@@ -14,6 +14,7 @@ import type { FaceDeps, GatewayFace, RequestContext } from '../context.js'
 import { DpopVerifier, proofHeader } from '../dpop/verify-proof.js'
 import {
   ConcurrencyLimitReached,
+  InsufficientAuthorizationDetails,
   InsufficientScope,
   InsufficientUserAuthentication,
   InvalidRequest,
@@ -366,6 +367,9 @@ class Gateway implements GatewayFace {
         checkRequirement(required, identity.scopes)
       if (refusal !== null) return this.#refusals.of(refusal, ctx, plan, method, mcp)
     }
+    // RFC 9396: the route's authorization details rule, and the entries it forwards.
+    const details = plan.authorizationDetails === null ? null : plan.authorizationDetails.judge(identity)
+    if (details instanceof InsufficientAuthorizationDetails) return this.#refusals.of(details, ctx, plan, method, mcp)
     ctx.clientId = identity.clientId
     ctx.sub = identity.sub
     this.#refusals.countValid()
@@ -378,6 +382,7 @@ class Gateway implements GatewayFace {
       body: mcp?.body ?? extracted.body,
       concurrency: plan.concurrency,
     }
+    if (details !== null) forward.authorizationDetails = details
     if (plan.route.upstreamToken !== null) forward.token = extracted.token
     const lists = mcp?.lists ?? null
     const rule = plan.mcp

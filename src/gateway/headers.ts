@@ -135,6 +135,8 @@ export class RequestHeaderPolicy {
   readonly #trusted: TrustedProxies
   readonly #identity: readonly [name: string, pick: (id: TokenIdentity) => string | null][]
   readonly #credentialHeader: string | null
+  /** `identity_headers.authorization_details` in lower case (RFC 9396), or null: the route sends none. */
+  readonly #detailsHeader: string | null
 
   /** The client's Host is passed on (`preserve_host`): a pool target must not replace it. */
   get preservesHost(): boolean {
@@ -170,6 +172,10 @@ export class RequestHeaderPolicy {
     // A client's own copy of the signed credential's header (or its `_` variant) never passes.
     this.#credentialHeader = options.credentialHeader?.toLowerCase() ?? null
     if (this.#credentialHeader !== null) this.#rules.set(canonicalHeaderName(this.#credentialHeader), DROP)
+    // A client's own copy of the authorization details header never passes, whether or not this request's token has any.
+    const details = options.identityHeaders.authorizationDetails ?? ''
+    this.#detailsHeader = details === '' ? null : details.toLowerCase()
+    if (this.#detailsHeader !== null) this.#rules.set(canonicalHeaderName(this.#detailsHeader), DROP)
     // Sent in lower case: field names are case-insensitive (RFC 9110 5.1),
     // and undici checks a name outside its own table in lower case, so a
     // mixed-case name costs it a lower-casing and a second lookup on every
@@ -195,6 +201,8 @@ export class RequestHeaderPolicy {
    * @param trace the trace context to send (the client's own is never passed on as sent).
    * @param credential the signed upstream credential's value for this
    *   request (`upstream_token`), sent in the policy's `credentialHeader`.
+   * @param details the token's authorization details as the header's value
+   *   (src/gateway/authorization-details.ts), sent in `identity_headers.authorization_details`.
    */
   build(
     req: IncomingMessage,
@@ -203,6 +211,7 @@ export class RequestHeaderPolicy {
     upgrade: boolean,
     trace: UpstreamTrace | null = null,
     credential: string | null = null,
+    details: string | null = null,
   ): FlatHeaders {
     const raw = req.rawHeaders
     const named = connectionNamed(req.headers.connection)
@@ -312,6 +321,7 @@ export class RequestHeaderPolicy {
       }
     }
     if (credential !== null && this.#credentialHeader !== null) out.push(this.#credentialHeader, credential)
+    if (details !== null && this.#detailsHeader !== null) out.push(this.#detailsHeader, details)
     return out
   }
 }

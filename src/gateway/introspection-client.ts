@@ -71,15 +71,18 @@ interface SignInFields {
 
 /**
  * The claims of a stored token as a JWT of it would carry them: the
- * person's released claims, and `auth_time`, `acr`, `amr` from the record,
+ * person's released claims, `authorization_details` (RFC 9396), and `auth_time`, `acr`, `amr` from the record,
  * which step-up reads (RFC 9470 3, src/gateway/step-up.ts).
  */
 function storedClaims(record: OpaqueTokenRecord): Readonly<Record<string, unknown>> {
   const signIn: SignInFields = record
   const released = record.claims ?? NO_CLAIMS
-  if (signIn.authTime === undefined && signIn.acr === undefined && signIn.amr === undefined) return released
+  const details = record.authorizationDetails
+  if (signIn.authTime === undefined && signIn.acr === undefined && signIn.amr === undefined && details === undefined) return released
   return Object.freeze({
     ...released,
+    // RFC 9396 9.1: as the JWT's claim, for a route's `authorization_details` rule.
+    ...(details === undefined ? {} : { authorization_details: details }),
     ...(signIn.authTime === undefined ? {} : { auth_time: signIn.authTime }),
     ...(signIn.acr === undefined ? {} : { acr: signIn.acr }),
     ...(signIn.amr === undefined ? {} : { amr: signIn.amr }),

@@ -8,6 +8,7 @@ import type { RequestContext } from '../context.js'
 import {
   AccessTokenExpired,
   AccessTokenRevoked,
+  InsufficientAuthorizationDetails,
   InsufficientScope,
   InsufficientUserAuthentication,
   MissingToken,
@@ -36,6 +37,7 @@ const RESULT = {
   revoked: labelKey({ result: 'revoked' }),
   insufficientScope: labelKey({ result: 'insufficient_scope' }),
   insufficientUserAuthentication: labelKey({ result: 'insufficient_user_authentication' }),
+  insufficientAuthorizationDetails: labelKey({ result: 'insufficient_authorization_details' }),
   unavailable: labelKey({ result: 'unavailable' }),
 } as const
 
@@ -54,6 +56,8 @@ function resultOf(failure: Failure): string | null {
       return RESULT.insufficientScope
     case InsufficientUserAuthentication.code:
       return RESULT.insufficientUserAuthentication
+    case InsufficientAuthorizationDetails.code:
+      return RESULT.insufficientAuthorizationDetails
     case TemporarilyUnavailable.code:
       return RESULT.unavailable
   }

@@ -22,6 +22,7 @@
  *   with a proof by that key; otherwise it is a failing check like PKCE.
  * - Every cause is the same 400 invalid_grant; the cause is only logged.
  */
+import { type AuthorizationDetails, narrowAuthorizationDetails, requestedDetails, storedDetails } from '../authorization-details/authorization-details.js'
 import { createHash } from 'node:crypto'
 import { epochSeconds } from '../../clock.js'
 import type { ClientConfig } from '../../config/validated-config.js'
@@ -72,7 +73,7 @@ function dpopJktFailure(record: CodeRecord, dpop: { jkt: string } | null): strin
 }
 
 export const authorizationCodeGrant: Grant = {
-  params: ['code', 'redirect_uri', 'code_verifier', 'resource'],
+  params: ['code', 'redirect_uri', 'code_verifier', 'resource', 'authorization_details'],
 
   async handle({ form, client, as, dpop, mtls }: GrantRequest): Promise<TokenResponse> {
     const code = form.require('code')
@@ -110,9 +111,13 @@ export const authorizationCodeGrant: Grant = {
       pkceFailure(record, client, verifier) ??
       dpopJktFailure(record, dpop)
     let audience: string
+    const granted = storedDetails(record.authorizationDetails)
+    let details: AuthorizationDetails | undefined
     try {
       if (failure !== null) throw new InvalidGrant(undefined, { cause: failure })
       audience = audienceFor(as, resource, record.resource)
+      // RFC 9396 6.1: the token request may name a subset of what the person approved, never more.
+      details = narrowAuthorizationDetails(requestedDetails(form, as.authorizationDetailsTypes, client.authorizationDetailsTypes), granted)
     } catch (err) {
       // docs/architecture.md: a failing check leaves the code Issued.
       await as.store.codes.put(codeHash, record, Math.max(1, record.expiresAt - now))
@@ -137,6 +142,8 @@ export const authorizationCodeGrant: Grant = {
       x5t: mtls?.x5t ?? null,
       // A code stored by an older version has no issue time: the earliest it can have been issued.
       authorizedAtMs: record.issuedAtMs ?? (record.expiresAt - as.as.codeTtlSec) * 1000,
+      ...(granted === undefined ? {} : { grantedDetails: granted }),
+      ...(details === undefined ? {} : { authorizationDetails: details }),
     })
   },
 }

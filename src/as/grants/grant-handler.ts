@@ -14,6 +14,8 @@ export interface TokenResponse {
   refresh_token?: string
   scope: string
   id_token?: string
+  /** RFC 9396 7: the authorization details the access token holds. */
+  authorization_details?: readonly Record<string, unknown>[]
 }
 
 export interface GrantRequest {

@@ -10,6 +10,7 @@
  * A family a token exchange started is bound to its subject's grant
  * (exchanged-family.ts): checked first, and answered as the exchange was.
  */
+import { narrowAuthorizationDetails, requestedDetails, storedDetails } from '../authorization-details/authorization-details.js'
 import { requireSubset } from '../scope.js'
 import { epochSeconds } from '../../clock.js'
 import { InvalidDpopProof, InvalidGrant } from '../../errors.js'
@@ -23,7 +24,7 @@ import type { Grant, GrantRequest, TokenResponse } from './grant-handler.js'
 import { checkExchangePolicy, checkSubjectGrant, exchangedRefreshResponse, exchangeOf, revokeSubjectGrant } from './exchanged-family.js'
 
 export const refreshTokenGrant: Grant = {
-  params: ['refresh_token', 'scope', 'resource'],
+  params: ['refresh_token', 'scope', 'resource', 'authorization_details'],
 
   async handle({ form, client, as, dpop, mtls, certificate }: GrantRequest): Promise<TokenResponse> {
     const presented = form.require('refresh_token')
@@ -58,6 +59,12 @@ export const refreshTokenGrant: Grant = {
     requireSubset(requestedScope, client.scopes, 'what the client is registered for')
     const scope = formatScope((requestedScope.length === 0 ? granted : requestedScope).filter((s) => client.scopes.includes(s)))
     const audience = audienceFor(as, resource, grant.resource)
+    // RFC 9396 6.2: a refresh may narrow the granted details (whole entries), never widen them; as with
+    // scopes, an entry of a type the operator took from the client since the grant is gone.
+    const details = narrowAuthorizationDetails(
+      requestedDetails(form, as.authorizationDetailsTypes, client.authorizationDetailsTypes),
+      storedDetails(grant.authorizationDetails)?.filter((e) => client.authorizationDetailsTypes?.includes(e.type) === true),
+    )
 
     // Public clients always rotate (RFC 9700 4.14.2: sender-constrained or rotated).
     const rotate = client.type === 'public' || client.rotateRefreshTokens
@@ -104,6 +111,7 @@ export const refreshTokenGrant: Grant = {
       jkt: dpop?.jkt ?? null,
       x5t: mtls?.x5t ?? null,
       notedAccessExp: accessExp,
+      ...(details === undefined ? {} : { authorizationDetails: details }),
     })
   },
 }

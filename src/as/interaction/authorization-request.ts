@@ -10,6 +10,7 @@ import { appendQuery, matchRedirectUri } from './redirect-uri.js'
 import { redirectUriProblem } from '../../config/client-values.js'
 import { SCOPE_TOKEN } from '../../config/values.js'
 import { scopeForDescription } from '../scope.js'
+import { type AuthorizationDetails, parseAuthorizationDetails } from '../authorization-details/authorization-details.js'
 
 /**
  * Validation of an authorization request (RFC 6749 4.1.1, RFC 7636 4.3,
@@ -52,6 +53,7 @@ const SINGLE_VALUED = [
   'request',
   'request_uri',
   'registration',
+  'authorization_details',
 ] as const
 
 export type Prompt = 'none' | 'login' | 'consent' | 'select_account'
@@ -136,6 +138,8 @@ export interface AuthorizationRequest {
   /** RFC 9449 10: the thumbprint of the DPoP key the code is bound to, or null. */
   dpopJkt: string | null
   loginHint: string | null
+  /** RFC 9396: the authorization details asked for, validated against their types' schemas; null when none. */
+  authorizationDetails: AuthorizationDetails | null
   /** The request's parameters as received, carried through the login and consent forms (a held request: its reference only). */
   raw: string
   /** A request the server holds (pushed, or a request object): the started record to take when the code is issued; null otherwise. */
@@ -314,6 +318,9 @@ function validateRest(
   const acrValues = parseAcrValues(params.get('acr_values'))
   const resource = parseResource(params, as)
   const dpopJkt = params.get('dpop_jkt') ?? null
+  const details = params.get('authorization_details')
+  // RFC 9396 5: refused as invalid_authorization_details at the redirect URI, as any other parameter.
+  const authorizationDetails = details === undefined ? null : parseAuthorizationDetails(details, as.authorizationDetailsTypes, client.authorizationDetailsTypes)
   if (dpopJkt !== null && !JKT.test(dpopJkt)) throw new InvalidRequest('dpop_jkt is a SHA-256 JWK thumbprint: 43 base64url characters')
 
   return {
@@ -330,6 +337,7 @@ function validateRest(
     resource,
     dpopJkt,
     loginHint: params.get('login_hint') ?? null,
+    authorizationDetails,
     raw,
   }
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { consentedItems, describeDetails } from './consented-details.js'
 import { epochSeconds } from '../../clock.js'
 import { AccessDenied, ConsentRequired, LoginRequired } from '../../errors.js'
 import { passkeySignInOffered } from '../passkeys/page-headers.js'
@@ -115,17 +116,22 @@ async function hasTotp(as: AsContext, session: ActiveSession): Promise<boolean> 
 }
 
 /**
- * prompt=consent always asks; a `skip_consent` client never does otherwise;
- * else ask unless a remembered consent covers every requested scope.
+ * prompt=consent always asks; a `skip_consent` client never does otherwise
+ * for its scopes, but RFC 9396 authorization details (a payment, an account)
+ * are always the person's to approve; else ask unless a remembered consent
+ * covers every requested scope and detail.
  */
 export async function needsConsent(as: AsContext, request: AuthorizationRequest, session: ActiveSession): Promise<boolean> {
   // A client nobody vetted (it registered itself) is always shown to the person.
   if (request.prompt.has('consent') || request.client.selfRegistered !== undefined) return true
-  if (request.client.skipConsent) return false
+  const details = request.authorizationDetails !== null
+  if (request.client.skipConsent && !details) return false
   if (!as.as.consent.remember) return true
   const granted = await as.store.consents.get(session.user.sub, request.client.clientId)
   if (granted === null) return true
-  return !request.scopes.every((s) => granted.includes(s))
+  // RFC 9396: consent is remembered per exact entry; a new value (another amount, another account) asks again.
+  const needed = consentedItems(request.client.skipConsent ? { scopes: [], authorizationDetails: request.authorizationDetails } : request)
+  return !needed.every((s) => granted.includes(s))
 }
 
 export interface ContinueOptions {
@@ -230,6 +236,7 @@ function showConsent(res: ServerResponse, as: AsContext, request: AuthorizationR
   const page = consentPage({
     client: request.client,
     scopes: describeScopes(as, request.scopes),
+    details: describeDetails(request.authorizationDetails),
     signedInAs: displayName(session.user),
     csrf: session.record.csrf,
     action: 'consent',

@@ -6,6 +6,7 @@ import { tokensMatch } from './csrf.js'
 import { answerAuthorizationError } from './authorization-error.js'
 import { guardRedirect } from './failures.js'
 import { readPageForm } from './form.js'
+import { rememberedConsent } from './consented-details.js'
 import { finishHeld } from './held-request.js'
 import { issueCode } from './issue-code.js'
 import { redirect, showError, showForbidden } from './respond.js'
@@ -57,7 +58,7 @@ export const consent: AsHandler = async (req, res, ctx, as) => {
   await guardRedirect(as, ctx, res, request.target, 302, async () => {
     if (as.as.consent.remember) {
       const before = (await as.store.consents.get(signedIn.user.sub, request.client.clientId)) ?? []
-      const scopes = [...new Set([...before, ...request.scopes])]
+      const scopes = rememberedConsent(before, request)
       await as.store.consents.put(signedIn.user.sub, request.client.clientId, scopes, as.as.consent.ttlSec)
       const now = epochSeconds(as.clock)
       await as.store.allowances.note(signedIn.user.sub, request.client.clientId, {

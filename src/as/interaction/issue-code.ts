@@ -14,7 +14,7 @@ import { FAPI2_MAX_CODE_TTL_SEC } from '../../config/sections/security-profile.j
  * Mint an authorization code (RFC 6749 4.1.2): 32 random bytes, base64url;
  * only its hash is stored, with everything /token must check (client,
  * redirect URI, PKCE challenge) and what the tokens will carry (scope, sub,
- * auth_time, amr, acr, nonce, resource). Single use and short-lived: `code_ttl`
+ * auth_time, amr, acr, nonce, resource, authorization_details). Single use and short-lived: `code_ttl`
  * (RFC 9700 4.1.1 / docs/architecture.md: at most 10 minutes; a FAPI 2.0
  * client's at most 60 s). A held request
  * (held-request.ts) is finished here, so it yields one code.
@@ -45,6 +45,7 @@ export async function issueCode(as: AsContext, request: AuthorizationRequest, se
   }
   if (request.dpopJkt !== null) record.dpopJkt = request.dpopJkt
   if (session.record.sid !== undefined) record.sid = session.record.sid
+  if (request.authorizationDetails !== null) record.authorizationDetails = [...request.authorizationDetails]
   await as.store.codes.put(hashToken(code), record, ttlSec)
   // The client gets an id_token in this session: when the session ends it gets a logout token (Back-Channel Logout 1.0 2.5).
   if (request.client.backchannelLogout !== undefined && request.scopes.includes('openid')) {

@@ -8,10 +8,18 @@ export interface ScopeView {
   description: string
 }
 
+/** RFC 9396: the requested authorization details of one type, each entry as folded JSON text (consented-details.ts). */
+export interface DetailsView {
+  type: string
+  entries: readonly string[]
+}
+
 export interface ConsentPageOptions {
   /** The application asking: its name, logo, policy and terms links. */
   client: ClientView
   scopes: readonly ScopeView[]
+  /** RFC 9396 authorization details asked for, per type; absent or empty: none. */
+  details?: readonly DetailsView[]
   /** Who is signed in, as people call them (name claim or username). */
   signedInAs: string
   /** The session's CSRF token. */
@@ -32,7 +40,8 @@ export interface ConsentPageOptions {
   selfRegistered?: { redirectHost: string; how?: 'registration' | 'metadata_document'; documentHost?: string }
 }
 
-function scopeList(clientName: SafeHtml, scopes: readonly ScopeView[]): SafeHtml {
+function scopeList(clientName: SafeHtml, scopes: readonly ScopeView[], details: boolean): SafeHtml | '' {
+  if (scopes.length === 0 && details) return ''
   if (scopes.length === 0) {
     return html`<p>It will know who you are, and get no other access to your account.</p>`
   }
@@ -40,6 +49,26 @@ function scopeList(clientName: SafeHtml, scopes: readonly ScopeView[]): SafeHtml
 <ul class="scopes">
 ${scopes.map((s) => html`<li>${s.description}<span class="scope-name">${s.name}</span></li>\n`)}</ul>
 <p class="fine">Only allow this if you trust ${clientName}.</p>`
+}
+
+/**
+ * RFC 9396: what the client asks to do, per type a heading and each entry as
+ * JSON, escaped by the template and isolated (`<bdi>`, left to right), so a
+ * value can neither become markup nor reorder the text around it. Shown
+ * whole (never in a scrolling box): the person approves what they can read.
+ */
+function detailsList(details: readonly DetailsView[] | undefined): SafeHtml | '' {
+  if (details === undefined || details.length === 0) return ''
+  return html`<section class="authorization-details" aria-label="What it asks to do">
+<p>It asks to do this:</p>
+${details.map(
+  (d) => html`<h2 class="details-type"><bdi dir="ltr">${d.type}</bdi></h2>
+${d.entries.map(
+  (e) => html`<pre class="detail" dir="ltr"><bdi dir="ltr">${e}</bdi></pre>
+`,
+)}`,
+)}</section>
+`
 }
 
 /**
@@ -82,8 +111,8 @@ ${
       }; nobody here has checked who runs it. If you allow, you will be sent to <code>${isolated(o.selfRegistered.redirectHost)}</code>.</p>
 `
     : ''
-}${scopeList(name, o.scopes)}
-${clientLinks(o.client)}
+}${scopeList(name, o.scopes, (o.details?.length ?? 0) > 0)}
+${detailsList(o.details)}${clientLinks(o.client)}
 <form method="post" action="${o.action}">
 ${hiddenFields({ csrf: o.csrf, ...o.continuation })}<div class="actions">
 <button class="primary" type="submit" name="decision" value="allow">Allow</button>

@@ -193,6 +193,17 @@ ul.scopes .scope-name {
   font-size: .8125rem;
   font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
 }
+h2.details-type { font-size: 1rem; margin: 1rem 0 .25rem; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+pre.detail {
+  margin: 0 0 .5rem;
+  padding: .5rem .75rem;
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
+  background: color-mix(in srgb, var(--muted) 12%, transparent);
+  border-radius: 6px;
+  font-size: .8125rem;
+  font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+}
 .user-code {
   display: block;
   margin: 0 0 16px;

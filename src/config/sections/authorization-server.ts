@@ -4,7 +4,7 @@
  */
 import { SSF_STREAM_SCOPE } from './ssf-scope.js'
 import { isSeq, type Node } from 'yaml'
-import type { AuthorizationServerConfig, KeySource } from '../validated-config.js'
+import type { AuthorizationServerConfig, ClientConfig, KeySource } from '../validated-config.js'
 import type { Reader } from '../reader.js'
 import { checkHttpUrl, parseAbsoluteUrl, SCOPE_TOKEN, stripTrailingSlash } from '../values.js'
 import { readAssertionIssuers } from './assertion-issuers.js'
@@ -15,6 +15,7 @@ import { readUsers } from './users.js'
 import { checkLocalUsersAgainstProviders, readIdentityProviders } from './identity-providers.js'
 import { enumAt, keysAt } from '../contract.js'
 import { readWebAuthn } from './webauthn.js'
+import { readAuthorizationDetailsTypes } from './authorization-details-types.js'
 import { checkFapi2Server, SECURITY_PROFILES } from './security-profile.js'
 
 /**
@@ -180,6 +181,8 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
   const profile = as.maybe('profile', r.oneOf(SECURITY_PROFILES, { what: 'a security profile' })) ?? null
   const clients = as.opt('clients', (n, p) => readClients(r, n, p, knownScopes, workloadClients, profile), [])
   checkWorkloadSubjects(r, assertionIssuers, clients, as.get('assertion_issuers'))
+  const authorizationDetailsTypes = readAuthorizationDetailsTypes(r, as.get('authorization_details_types'), as.pathOf('authorization_details_types'))
+  checkClientDetailsTypes(r, clients, authorizationDetailsTypes, as.get('clients') ?? as.node, as.pathOf('clients'))
   const users = as.opt('users', (n, p) => readUsers(r, n, p), [])
   const identityProviders = as.opt('identity_providers', (n, p) => readIdentityProviders(r, n, p), [])
   const localLogin = as.opt('local_login', r.bool(), true)
@@ -267,6 +270,27 @@ export function readAuthorizationServer(r: Reader, node: Node, path: string, pub
     },
     registration,
     clientIdMetadataDocuments,
+    ...(Object.keys(authorizationDetailsTypes).length === 0 ? {} : { authorizationDetailsTypes }),
+  }
+}
+
+/** RFC 9396 10: a client may be allowed only types the server declares. */
+function checkClientDetailsTypes(
+  r: Reader,
+  clients: readonly ClientConfig[],
+  declared: Readonly<Record<string, unknown>>,
+  node: Node | undefined,
+  path: string,
+): void {
+  for (const [index, client] of clients.entries()) {
+    for (const type of client.authorizationDetailsTypes ?? []) {
+      if (Object.hasOwn(declared, type)) continue
+      r.problem(
+        node,
+        `${path}[${index}].authorization_details_types`,
+        `client \`${client.clientId}\` names the authorization details type \`${type}\`, which is not declared under \`authorization_server.authorization_details_types\``,
+      )
+    }
   }
 }
 

@@ -188,6 +188,7 @@ function readClient(
   const introspect = c.opt('introspect', r.bool(), false)
   const allowPlainPkce = c.opt('allow_plain_pkce', r.bool(), false)
   const skipConsent = c.opt('skip_consent', r.bool(), false)
+  const authorizationDetailsTypes = dedupe(c.opt('authorization_details_types', r.list(r.str()), []))
   const requireMfa = c.opt('require_mfa', r.bool(), false)
 
   const requirePkce = c.opt('require_pkce', r.bool(), true)
@@ -270,6 +271,7 @@ function readClient(
     tokenEndpointAuthMethod,
     ...keys,
     ...(tokenExchange === undefined ? {} : { tokenExchange }),
+    ...(authorizationDetailsTypes.length === 0 ? {} : { authorizationDetailsTypes }),
     redirectUris,
     grantTypes,
     scopes: dedupe(scopes.map((s) => s.value)),

@@ -59,11 +59,21 @@ export function readIdentityHeaders(r: Reader, node: Node | undefined, path: str
     issuer: m.opt('issuer', header, fallback.issuer),
     claims: fallback.claims,
   }
+  const details = m.maybe('authorization_details', header) ?? fallback.authorizationDetails
+  if (details !== undefined) headers.authorizationDetails = details
   const names = new UniqueSet(r, 'identity header')
-  const keyOf: Record<Exclude<keyof IdentityHeaders, 'claims'>, string> = { subject: 'subject', clientId: 'client_id', scope: 'scope', issuer: 'issuer' }
+  const keyOf: Record<Exclude<keyof IdentityHeaders, 'claims' | 'authorizationDetails'>, string> = {
+    subject: 'subject',
+    clientId: 'client_id',
+    scope: 'scope',
+    issuer: 'issuer',
+  }
   for (const field of ['subject', 'clientId', 'scope', 'issuer'] as const) {
     const key = keyOf[field]
     names.add(headers[field].toLowerCase(), m.get(key) ?? m.node, m.pathOf(key))
+  }
+  if (headers.authorizationDetails !== undefined) {
+    names.add(headers.authorizationDetails.toLowerCase(), m.get('authorization_details') ?? m.node, m.pathOf('authorization_details'))
   }
   const claimsNode = m.get('claims')
   if (claimsNode !== undefined) {

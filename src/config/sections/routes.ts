@@ -7,6 +7,7 @@ import type { Node } from 'yaml'
 import type { RouteConfig, RouteTokenKind, UpstreamTokenConfig } from '../validated-config.js'
 import type { MapView, Reader } from '../reader.js'
 import { UniqueSet } from '../unique.js'
+import { AUTHORIZATION_DETAILS_TYPE } from './authorization-details-types.js'
 import { checkRealm, readIdentityHeaders } from './gateway.js'
 import { enumAt, keysAt } from '../contract.js'
 import { readAuthentication } from './route-authentication.js'
@@ -77,6 +78,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
   const tokenInBody = m.opt('token_in_body', r.bool(), false)
   const mcp = readMcp(r, m, isPublic, tokenInBody, ctx.publicUrl)
   checkMcpStepUps(r, m, authentication, mcp, issuers.includes(SELF))
+  const authorizationDetails = readRouteAuthorizationDetails(r, m, isPublic)
   const route = {
     audience,
     audiences: [...new Set([audience, ...(protectedResource === null ? [] : [protectedResource.resource])])],
@@ -116,6 +118,7 @@ function readRoute(r: Reader, m: MapView, ctx: RouteContext): { name: string | u
     upstreamToken: null as UpstreamTokenConfig | null,
     limits: readRouteLimits(r, m, { isPublic, mcp }),
     concurrency: readConcurrency(r, m, isPublic),
+    ...(authorizationDetails === undefined ? {} : { authorizationDetails }),
   }
   route.upstreamToken = readUpstreamToken(r, m, ctx, { ...route, upstream })
   if (isPublic && m.has('dpop')) r.problem(m.get('dpop'), m.pathOf('dpop'), '`dpop` has no effect on a public route (no token is checked); remove it')
@@ -152,4 +155,22 @@ function warnOverlap(r: Reader, earlier: ReadonlyArray<{ route: RouteConfig; pat
       `route \`${route.name}\` matches the same requests as route \`${other.route.name}\` (${other.path}) for ${common.join(', ')} ${where}; only one of them can serve them`,
     )
   }
+}
+
+const ROUTE_AUTHORIZATION_DETAILS_KEYS = keysAt('#/$defs/route/properties/authorization_details')
+
+/** `authorization_details: { type }` (RFC 9396): a type the token must hold an entry of; a public route has no token to hold one. */
+function readRouteAuthorizationDetails(r: Reader, m: MapView, isPublic: boolean): { type: string } | undefined {
+  const node = m.get('authorization_details')
+  if (node === undefined) return undefined
+  if (isPublic) {
+    r.problem(node, m.pathOf('authorization_details'), '`authorization_details` has no effect on a public route (no token is checked); remove it')
+    return undefined
+  }
+  const d = r.map(node, m.pathOf('authorization_details'), ROUTE_AUTHORIZATION_DETAILS_KEYS)
+  const type = d?.req(
+    'type',
+    r.str({ check: (v) => (AUTHORIZATION_DETAILS_TYPE.test(v) ? undefined : 'an authorization details type is printable characters without spaces') }),
+  )
+  return type === undefined ? undefined : { type }
 }

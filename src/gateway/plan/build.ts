@@ -5,6 +5,7 @@
  * built in this file and read from the plan (CONTRIBUTING.md, "Adding a
  * per-route step").
  */
+import { AuthorizationDetailsStep } from '../authorization-details.js'
 import type { Pool } from 'undici'
 import type { Config, RouteConfig } from '../../config/validated-config.js'
 import { MethodNotAllowed } from '../../errors.js'
@@ -81,6 +82,7 @@ export function buildRoutePlans(sources: PlanSources): RoutePlans {
       upstream,
       limits: planLimits(route, sources.limits),
       concurrency: route.concurrency === null ? null : new ConcurrencyPlan(route, route.concurrency, sources.metrics, addresses),
+      authorizationDetails: token === null ? null : planAuthorizationDetails(route),
       ...replyOptions(route, token, sources.metadataUrlOf(route), dpopAlgs),
     })
   })
@@ -148,4 +150,11 @@ function replyOptions(route: RouteConfig, token: TokenPlan | null, metadataUrl: 
   if (replies.has('GET') && !replies.has('HEAD')) replies.set('HEAD', make(token.scopes.required('HEAD')))
   // No real method is empty: this reads the fallback rule.
   return { reply: make(token.scopes.required('')), replies }
+}
+
+/** RFC 9396: the route's `authorization_details` rule and header, or null when it sets neither (it then pays nothing). */
+function planAuthorizationDetails(route: RouteConfig): AuthorizationDetailsStep | null {
+  const type = route.authorizationDetails?.type ?? null
+  const forward = (route.identityHeaders.authorizationDetails ?? '') !== ''
+  return type === null && !forward ? null : new AuthorizationDetailsStep(type, forward)
 }

@@ -9,6 +9,7 @@
  * route without `mcp` runs no MCP code; a route without `authentication`
  * rules runs no step-up check.
  */
+import type { AuthorizationDetailsStep } from '../authorization-details.js'
 import type { RouteConfig } from '../../config/validated-config.js'
 import type { MethodNotAllowed } from '../../errors.js'
 import type { ErrorReplyOptions } from '../../http/reply.js'
@@ -62,4 +63,6 @@ export interface RoutePlan {
   readonly limits: LimitPlan | null
   /** `max_in_flight` / `max_streams` slots (concurrency.ts); null: the route sets neither, nothing is counted. */
   readonly concurrency: ConcurrencyPlan | null
+  /** RFC 9396: the type a token must hold an entry of, and the header the entries go upstream in; null: the route sets neither. */
+  readonly authorizationDetails: AuthorizationDetailsStep | null
 }

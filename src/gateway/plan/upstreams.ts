@@ -121,9 +121,18 @@ export function planUpstreams(
   // stripped on every route: an upstream that takes assertions from one
   // route must not find a client-written one arriving through another.
   const assertionHeaders = routes.flatMap((r) => (r.upstreamToken?.mode === 'assertion' ? [r.upstreamToken.header] : []))
-  const identityDefaults = [defaults.subject, defaults.clientId, defaults.scope, defaults.issuer, ...Object.values(defaults.claims)]
+  const identityDefaults = [
+    defaults.subject,
+    defaults.clientId,
+    defaults.scope,
+    defaults.issuer,
+    ...Object.values(defaults.claims),
+    ...(defaults.authorizationDetails === undefined ? [] : [defaults.authorizationDetails]),
+  ]
   // A client certificate reaches the gateway from a trusted proxy's header only; no upstream ever learns one from a header.
-  const alsoStrip = [...identityDefaults, DEFAULT_ASSERTION_HEADER, ...assertionHeaders, ...clientCertificateHeaderNames(gateway)]
+  // Likewise every route's authorization details header (RFC 9396): a client's copy never reaches an upstream through another route.
+  const detailsHeaders = routes.flatMap((r) => (r.identityHeaders.authorizationDetails === undefined ? [] : [r.identityHeaders.authorizationDetails]))
+  const alsoStrip = [...identityDefaults, DEFAULT_ASSERTION_HEADER, ...assertionHeaders, ...detailsHeaders, ...clientCertificateHeaderNames(gateway)]
   const pools = new Map<string, Pool>()
   const sockets = new Map<string, WebSocketUpstream>()
   const upstreams: UpstreamPlan[] = []

@@ -173,7 +173,15 @@ export class UpstreamProxy {
     if (body === req || (limit !== null && body === limit)) continueIfExpected(req)
     const path = plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query)
     const span = ctx.trace.span === null ? null : this.#upstreamSpan(req.method ?? 'GET', plan, fwd.path, ctx.trace.span)
-    const headers: FlatHeaders = plan.headers.build(req, fwd.identity, contentLength, false, upstreamTrace(ctx, span), credential)
+    const headers: FlatHeaders = plan.headers.build(
+      req,
+      fwd.identity,
+      contentLength,
+      false,
+      upstreamTrace(ctx, span),
+      credential,
+      fwd.authorizationDetails ?? null,
+    )
     const done = span === null ? this.#drain.done : () => this.#endUpstreamSpan(span, res)
     const exchange = new Exchange(req, res, plan, ctx, limit, done, fwd.rewriter ?? null, fwd.slot ?? null, fwd.fields ?? null)
     this.#drain.started()
@@ -290,7 +298,7 @@ export class UpstreamProxy {
     const upstream = {
       method: 'GET',
       path: plan.basePath + fwd.path + (fwd.query === '' ? '' : '?' + fwd.query),
-      headers: headerObject(plan.headers.build(req, fwd.identity, null, true, upstreamTrace(ctx, null), credential)),
+      headers: headerObject(plan.headers.build(req, fwd.identity, null, true, upstreamTrace(ctx, null), credential, fwd.authorizationDetails ?? null)),
     }
     // A pooled route balances upgrades as it does requests (eligible targets
     // only), and a handshake that cannot connect counts against the target's

@@ -31,6 +31,8 @@ export interface RegisteredClientMetadata {
   backchannel_token_delivery_mode?: 'poll' | 'ping'
   /** OpenID CIBA Core 1.0 4: where a ping client is notified (https, a public host). */
   backchannel_client_notification_endpoint?: string
+  /** RFC 9396 10: the authorization details types it may request (each declared by the server). */
+  authorization_details_types?: string[]
 }
 
 /** What {@link ClientStore.putWithin} did. */

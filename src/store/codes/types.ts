@@ -28,6 +28,8 @@ export interface CodeRecord {
   issuedAtMs?: number
   /** The session's `sid` (OIDC Back-Channel Logout 1.0 2.1), which the id_token carries; absent on older codes. */
   sid?: string
+  /** RFC 9396: the authorization details the person approved; absent when none were requested. */
+  authorizationDetails?: Array<Record<string, unknown>>
 }
 
 /** Result of takeCode: atomic Issued → Used. */

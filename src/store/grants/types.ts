@@ -26,6 +26,8 @@ export interface GrantRecord {
   x5t?: string
   /** The `sid` of the session the grant was authorized in: id_tokens issued at refresh carry it too. */
   sid?: string
+  /** RFC 9396: the authorization details granted; refreshes may narrow them, never widen. Absent: none. */
+  authorizationDetails?: Array<Record<string, unknown>>
 }
 
 export type RotateResult =

@@ -19,6 +19,8 @@ export interface OpaqueTokenRecord {
   authTime?: number
   amr?: string[]
   acr?: string
+  /** RFC 9396 9.2: the token's authorization details, answered by introspection. */
+  authorizationDetails?: Array<Record<string, unknown>>
 }
 
 /** Opaque access tokens: their claims, with the token's lifetime as TTL. */

@@ -1,0 +1,77 @@
+/**
+ * RFC 9396 on the consent page: what the person reads of each requested
+ * authorization detail, and how their consent to it is remembered.
+ *
+ * Remembered consent keeps scopes; each approved entry is kept beside them
+ * as `authorization_details <digest of its canonical JSON>`. A scope never
+ * contains a space (RFC 6749 3.3), so the two can never be confused, and an
+ * entry with any other value (another amount, another account) has another
+ * digest: the person is asked again.
+ */
+import { type AuthorizationDetail, type AuthorizationDetails, detailDigest } from '../authorization-details/authorization-details.js'
+import type { DetailsView } from '../views/consent.js'
+import type { AuthorizationRequest } from './authorization-request.js'
+
+const DETAIL_CONSENT_PREFIX = 'authorization_details '
+
+/** At most this many approved entries are remembered per person and client: the oldest are forgotten (and asked again). */
+const MAX_REMEMBERED_DETAILS = 32
+
+/** A string value longer than this is shown cut, with how much is left out. */
+const FOLD_STRING_AT = 120
+/** Deeper than this, an object or array is shown as `{…}` / `[…]`. */
+const FOLD_DEPTH = 6
+
+/** What a remembered consent must hold for this request to need no consent page: its scopes and each detail's digest. */
+export function consentedItems(request: Pick<AuthorizationRequest, 'scopes' | 'authorizationDetails'>): string[] {
+  return [...request.scopes, ...(request.authorizationDetails ?? []).map((d) => DETAIL_CONSENT_PREFIX + detailDigest(d))]
+}
+
+/** The remembered consent after this one: every scope, and the most recent {@link MAX_REMEMBERED_DETAILS} entries. */
+export function rememberedConsent(before: readonly string[], request: Pick<AuthorizationRequest, 'scopes' | 'authorizationDetails'>): string[] {
+  const all = [...new Set([...before, ...consentedItems(request)])]
+  const details = all.filter((s) => s.startsWith(DETAIL_CONSENT_PREFIX))
+  const forget = new Set(details.slice(0, Math.max(0, details.length - MAX_REMEMBERED_DETAILS)))
+  return all.filter((s) => !forget.has(s))
+}
+
+/**
+ * Characters that would hide or reorder what the page shows: controls, bidi
+ * embeddings, overrides and isolates, zero-width and other format characters,
+ * line and paragraph separators. Written as JSON escapes (`\u202e`) instead;
+ * only the line breaks of the indentation stay (JSON.stringify escapes those in strings).
+ */
+const HIDDEN = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu
+
+function escapeHidden(text: string): string {
+  return text.replace(HIDDEN, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`)
+}
+
+/** A JSON value folded for reading: long strings cut, deep nesting elided. */
+function folded(value: unknown, depth: number): unknown {
+  if (typeof value === 'string')
+    return value.length <= FOLD_STRING_AT ? value : `${value.slice(0, FOLD_STRING_AT)}… (${value.length - FOLD_STRING_AT} more characters)`
+  if (Array.isArray(value)) return depth >= FOLD_DEPTH ? '[…]' : value.map((v) => folded(v, depth + 1))
+  if (typeof value === 'object' && value !== null) {
+    if (depth >= FOLD_DEPTH) return '{…}'
+    // fromEntries defines own members: a `__proto__` key stays a key, never a prototype.
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [folded(k, depth) as string, folded(v, depth + 1)]))
+  }
+  return value
+}
+
+/** One entry as the page shows it: indented JSON, folded, every hidden character visible as an escape. */
+export function detailText(detail: AuthorizationDetail): string {
+  return escapeHidden(JSON.stringify(folded(detail, 0), null, 2))
+}
+
+/** The requested entries grouped by type, in request order, for the consent page. */
+export function describeDetails(details: AuthorizationDetails | null): DetailsView[] {
+  const byType = new Map<string, string[]>()
+  for (const d of details ?? []) {
+    const texts = byType.get(d.type) ?? []
+    texts.push(detailText(d))
+    byType.set(d.type, texts)
+  }
+  return [...byType].map(([type, entries]) => ({ type: escapeHidden(type), entries }))
+}
