@@ -16,6 +16,7 @@ import { CibaAccessDenied, InvalidRequest, InvalidScope, MethodNotAllowed, Serve
 import { readForm } from '../../http/body.js'
 import { NO_STORE, sendJson } from '../../http/reply.js'
 import type { ApprovalSubject } from '../../store/approvals/types.js'
+import { requestedDetails } from '../authorization-details/authorization-details.js'
 import { authenticateClient, CLIENT_AUTH_PARAMS } from '../client-auth.js'
 import type { AsHandler } from '../context.js'
 import { parseScope, requireSubset } from '../scope.js'
@@ -103,9 +104,8 @@ export const handleBackchannelAuthentication: AsHandler = async (req, res, ctx, 
   }
   if (form.has('request')) throw new InvalidRequest('Signed authentication requests are not supported: send the parameters in the body')
   if (form.has('user_code')) throw new InvalidRequest('user_code is not supported (backchannel_user_code_parameter_supported is false)')
-  // TODO(#41, lead): RFC 9396 `authorization_details` — wire src/as/authorization-details/ here (validate against the
-  // declared types, then put the validated JSON in the approval's `authorizationDetailsJson` and the grant).
-  if (form.has('authorization_details')) throw new InvalidRequest('authorization_details is not supported yet')
+  // RFC 9396 5: validated against the declared types the client may use; the person sees them on the approval page.
+  const details = requestedDetails(form, as.authorizationDetailsTypes, client.authorizationDetailsTypes)
   const scopes = scopesOf(form.get('scope'), client.scopes, as.as.scopes)
   const bindingMessage = readBindingMessage(form.get('binding_message'))
   const { ttlSec, intervalSec } = as.as.ciba
@@ -116,7 +116,7 @@ export const handleBackchannelAuthentication: AsHandler = async (req, res, ctx, 
   const sub = await personOfHint(as, form, client.clientId, as.ciba.emails)
 
   const secret = newAuthReqSecret()
-  const subject: ApprovalSubject = { kind: 'ciba', scopes, bindingMessage, authorizationDetailsJson: null }
+  const subject: ApprovalSubject = { kind: 'ciba', scopes, bindingMessage, authorizationDetailsJson: details === null ? null : JSON.stringify(details) }
   const opened = await as.approvals.open({
     kind: 'ciba',
     sub,

@@ -18,6 +18,7 @@ import { randomId } from '../../crypto/random.js'
 import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant } from '../../errors.js'
 import { pacePoll } from '../ciba/pacing.js'
 import { authReqBinding, parseAuthReqId, sameBinding } from '../ciba/request-id.js'
+import { storedDetails } from '../authorization-details/authorization-details.js'
 import { startGrant } from '../issue.js'
 import { audienceFor, requestedResource } from '../resource.js'
 import { formatScope } from '../scope.js'
@@ -66,6 +67,11 @@ export const cibaGrant: Grant = {
     const taken = await as.approvals.take(record.id)
     if (taken === null || taken.subject.kind !== 'ciba') throw new InvalidGrant(undefined, { cause: 'auth_req_id redeemed by a concurrent poll' })
     const decidedAt = taken.decidedAt ?? now
+    // RFC 9396: what the person approved is the grant's, and this first token carries all of it.
+    const details =
+      taken.subject.authorizationDetailsJson === null
+        ? undefined
+        : storedDetails(JSON.parse(taken.subject.authorizationDetailsJson) as Record<string, unknown>[])
     return startGrant(as, {
       grant: 'ciba',
       client,
@@ -81,6 +87,7 @@ export const cibaGrant: Grant = {
       x5t: mtls?.x5t ?? null,
       // A withdrawal of the client after the person approved refuses the grant.
       authorizedAtMs: decidedAt * 1000,
+      ...(details === undefined ? {} : { grantedDetails: details, authorizationDetails: details }),
     })
   },
 }

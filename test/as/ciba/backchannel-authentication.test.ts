@@ -192,7 +192,12 @@ t.test('CIBA', async (t) => {
       ['user_code', { scope: 'openid', login_hint: 'alice', user_code: '1234' }, 'invalid_request', 400],
       ['requested_expiry 0', { scope: 'openid', login_hint: 'alice', requested_expiry: '0' }, 'invalid_request', 400],
       ['requested_expiry not a number', { scope: 'openid', login_hint: 'alice', requested_expiry: '1e3' }, 'invalid_request', 400],
-      ['authorization_details (not wired yet)', { scope: 'openid', login_hint: 'alice', authorization_details: '[]' }, 'invalid_request', 400],
+      [
+        'authorization_details the client may not use',
+        { scope: 'openid', login_hint: 'alice', authorization_details: '[]' },
+        'invalid_authorization_details',
+        400,
+      ],
       ['acr_values bearward does not know', { scope: 'openid', login_hint: 'alice', acr_values: 'urn:x:loa:4' }, 'invalid_request', 400],
       ['a signed request', { scope: 'openid', login_hint: 'alice', request: 'eyJ.x.y' }, 'invalid_request', 400],
     ]
