@@ -12,11 +12,11 @@ import { clientKeyPair, keyedClientLines } from '../helpers/keyed-clients.js'
 import { decodeJwt } from 'jose'
 import {
   AuthorizationDetailsTypes,
-  canonicalJson,
   MAX_AUTHORIZATION_DETAILS_BYTES,
   narrowAuthorizationDetails,
   parseAuthorizationDetails,
 } from '../../src/as/authorization-details/authorization-details.js'
+import { canonicalJson } from '../../src/crypto/canonical-json.js'
 import { hashSecret } from '../../src/crypto/secret.js'
 import { InvalidAuthorizationDetails } from '../../src/errors.js'
 import { hashToken } from '../../src/store/hash.js'
@@ -98,6 +98,15 @@ t.test('parseAuthorizationDetails refuses, naming the entry and the path, never 
   t.match(
     refusal(JSON.stringify([{ type: 'account_information', locations: ['not a uri'] }])),
     /^authorization_details\[0\]: \/locations\/0 must match format "uri"$/,
+  )
+  // Entries are compared by their RFC 8785 form; a value without one would be read otherwise by another parser.
+  t.equal(
+    refusal('[{"type":"account_information","locations":[],"note":"\\ud800"}]'),
+    'authorization_details[0] has no canonical JSON form (a string with a lone surrogate)',
+  )
+  t.equal(
+    refusal('[{"type":"account_information","locations":[],"id":9007199254740993}]'),
+    'authorization_details[0] has no canonical JSON form (an integer beyond 2^53)',
   )
 })
 

@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto'
 import { compileAuthorizationDetailsSchemas, type DetailsValidator } from '../../config/authorization-details-schemas.js'
+import { canonicalJson, NotCanonicalizable } from '../../crypto/canonical-json.js'
 import { InvalidAuthorizationDetails } from '../../errors.js'
 
 /** One entry of `authorization_details`: a JSON object with a string `type` (RFC 9396 2). */
@@ -109,25 +110,17 @@ export function parseAuthorizationDetails(raw: string, types: AuthorizationDetai
     if (!(allowed ?? []).includes(detail.type)) throw new InvalidAuthorizationDetails(`${at} has a type this client may not request`)
     const problem = types.problem(detail)
     if (problem !== null) throw new InvalidAuthorizationDetails(`${at}: ${problem}`)
+    // Entries are compared by their canonical form (narrowing, remembered consent): one that has
+    // none (a lone surrogate, an integer beyond 2^53, deep nesting) would be read otherwise elsewhere.
+    try {
+      canonicalJson(detail)
+    } catch (err) {
+      if (err instanceof NotCanonicalizable) throw new InvalidAuthorizationDetails(`${at} has no canonical JSON form (${err.message})`)
+      throw err
+    }
     entries.push(detail)
   }
   return entries
-}
-
-/**
- * RFC 8785 canonical JSON of a parsed JSON value: what two entries are
- * compared by (narrowing, remembered consent, approvals).
- * @see https://www.rfc-editor.org/rfc/rfc8785#section-3.2
- */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (isObject(value)) {
-    // RFC 8785 3.2.3: member names sorted by their UTF-16 code units, which is what the default sort compares.
-    const names = Object.keys(value).sort()
-    return `{${names.map((n) => `${JSON.stringify(n)}:${canonicalJson(value[n])}`).join(',')}}`
-  }
-  // Strings, finite numbers (ECMAScript's shortest form, RFC 8785 3.2.2.3), booleans and null: JSON.stringify's forms.
-  return JSON.stringify(value) ?? 'null'
 }
 
 /** A short, stable name for one entry (SHA-256 of its canonical JSON, base64url): what remembered consent keeps. */

@@ -25,7 +25,7 @@ import { sealingKey, type SealingKey } from '../../crypto/sealed.js'
 import { InvalidRequest, McpApprovalRequired } from '../../errors.js'
 import type { KeySet } from '../../keys/keyset.js'
 import type { TokenIdentity } from '../token-identity.js'
-import { canonicalJson, NotCanonicalizable } from './canonical-json.js'
+import { canonicalJson, NotCanonicalizable } from '../../crypto/canonical-json.js'
 import { param, type Params } from './messages.js'
 import type { ApprovalCall } from './rule.js'
 

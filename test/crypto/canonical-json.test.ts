@@ -1,6 +1,6 @@
-/** RFC 8785 canonical JSON (src/gateway/mcp/canonical-json.ts): what an approval is bound to. */
+/** RFC 8785 canonical JSON (src/crypto/canonical-json.ts): what an approval and an authorization detail are bound to. */
 import t from 'tap'
-import { canonicalJson, MAX_DEPTH, NotCanonicalizable } from '../../src/gateway/mcp/canonical-json.js'
+import { canonicalJson, MAX_DEPTH, NotCanonicalizable } from '../../src/crypto/canonical-json.js'
 
 t.test('RFC 8785 3.2.2 and 3.2.3: members sorted by UTF-16 code units, numbers and strings as ECMAScript writes them', async (t) => {
   t.equal(canonicalJson(JSON.parse('{ "b": 1, "a": [true, null, "x"] }')), '{"a":[true,null,"x"],"b":1}')

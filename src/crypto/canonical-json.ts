@@ -1,11 +1,12 @@
 /**
- * The JSON Canonicalization Scheme (RFC 8785) of a value JSON.parse made: what an approval is
- * bound to (docs/approvals.md). Key order and whitespace do not matter, and neither do the
- * spellings of one value: `1`, `1.0` and `1e0` are one number, `"\u0061"` and `"a"` one string.
- * Any change of a value does.
+ * The JSON Canonicalization Scheme (RFC 8785) of a value JSON.parse made: what an MCP tool
+ * call's approval is bound to (docs/approvals.md), and what RFC 9396 authorization details are
+ * compared and remembered by (docs/authorization-details.md). Key order and whitespace do not
+ * matter, and neither do the spellings of one value: `1`, `1.0` and `1e0` are one number,
+ * `"\u0061"` and `"a"` one string. Any change of a value does.
  *
- * The body was read strictly before (json.ts: UTF-8, no repeated or `__proto__` member), so no
- * other parser reads another object. What RFC 8785 leaves to I-JSON (RFC 7493) is refused here
+ * Callers read their JSON strictly before (gateway/mcp/json.ts: UTF-8, no repeated or
+ * `__proto__` member), so no other parser reads another object. What RFC 8785 leaves to I-JSON (RFC 7493) is refused here
  * rather than canonicalized into something an upstream reads otherwise: a string with a lone
  * surrogate, an integer beyond 2^53 (an upstream with big integers would read digits the IEEE
  * double lost, so two calls would share one approval), and nesting deeper than MAX_DEPTH.
