@@ -74,12 +74,7 @@ export interface NotifierDeps {
 export class ApprovalNotifier {
   readonly #d: NotifierDeps
   readonly #agent = new Agent({ keepAliveTimeout: 30_000, connections: 8, headersTimeout: FETCH_TIMEOUT_MS, bodyTimeout: FETCH_TIMEOUT_MS })
-  #timer: NodeJS.Timeout | null = null
-  #closed = false
-  readonly #runs = new DrainRuns(
-    () => this.#drainOnce(),
-    () => this.#closed,
-  )
+  readonly #runs = new DrainRuns(() => this.#drainOnce(), POLL_MS)
 
   constructor(deps: NotifierDeps) {
     this.#d = deps
@@ -91,16 +86,11 @@ export class ApprovalNotifier {
   }
 
   start(): void {
-    if (this.#timer !== null || this.#closed || this.#d.targets.size === 0) return
-    this.#timer = setInterval(() => void this.runOnce(), POLL_MS)
-    this.#timer.unref()
+    if (this.#d.targets.size > 0) this.#runs.start()
   }
 
   async close(): Promise<void> {
-    this.#closed = true
-    if (this.#timer !== null) clearInterval(this.#timer)
-    this.#timer = null
-    await this.#runs.settled()
+    await this.#runs.close()
     await this.#agent.close()
   }
 
@@ -125,7 +115,7 @@ export class ApprovalNotifier {
   async #drainOnce(): Promise<'done' | 'stop'> {
     try {
       let jobs = await this.#d.store.deliveries.claim(NOTIFY_QUEUE, LEASE_MS, BATCH)
-      while (jobs.length > 0 && !this.#closed) {
+      while (jobs.length > 0 && !this.#runs.closed) {
         await Promise.all(jobs.map((j) => this.#deliver(j.id, j.payload, j.attempts, j.queuedAtMs)))
         jobs = await this.#d.store.deliveries.claim(NOTIFY_QUEUE, LEASE_MS, BATCH)
       }

@@ -74,12 +74,7 @@ export class BackchannelLogoutDelivery {
   readonly #as: DeliveryContext
   readonly #pushes: ClientPushes
   readonly #unsubscribe: () => void
-  #timer: NodeJS.Timeout | null = null
-  #closed = false
-  readonly #runs = new DrainRuns(
-    () => this.#drainOnce(),
-    () => this.#closed,
-  )
+  readonly #runs = new DrainRuns(() => this.#drainOnce(), POLL_MS)
 
   constructor(as: DeliveryContext) {
     this.#as = as
@@ -89,17 +84,12 @@ export class BackchannelLogoutDelivery {
 
   /** Look for due deliveries every POLL_MS (unref'd: it never keeps the process alive). */
   start(): void {
-    if (this.#timer !== null || this.#closed) return
-    this.#timer = setInterval(() => void this.runOnce(), POLL_MS)
-    this.#timer.unref()
+    this.#runs.start()
   }
 
   async close(): Promise<void> {
-    this.#closed = true
     this.#unsubscribe()
-    if (this.#timer !== null) clearInterval(this.#timer)
-    this.#timer = null
-    await this.#runs.settled()
+    await this.#runs.close()
     await this.#pushes.close()
   }
 
@@ -114,7 +104,7 @@ export class BackchannelLogoutDelivery {
   async #drainOnce(): Promise<'done' | 'stop'> {
     try {
       let jobs = await this.#as.store.deliveries.claim(LOGOUT_QUEUE, LEASE_MS, BATCH)
-      while (jobs.length > 0 && !this.#closed) {
+      while (jobs.length > 0 && !this.#runs.closed) {
         await Promise.all(jobs.map((j) => this.#deliver(j.id, j.payload, j.attempts, j.queuedAtMs)))
         jobs = await this.#as.store.deliveries.claim(LOGOUT_QUEUE, LEASE_MS, BATCH)
       }

@@ -67,12 +67,7 @@ export interface PingContext {
 export class CibaPings {
   readonly #c: PingContext
   readonly #sealer: Sealer
-  #timer: NodeJS.Timeout | null = null
-  #closed = false
-  readonly #runs = new DrainRuns(
-    () => this.#drainOnce(),
-    () => this.#closed,
-  )
+  readonly #runs = new DrainRuns(() => this.#drainOnce(), POLL_MS)
 
   constructor(c: PingContext, keys: KeySet) {
     this.#c = c
@@ -82,16 +77,11 @@ export class CibaPings {
 
   /** Look for due pings every POLL_MS (unref'd: it never keeps the process alive). */
   start(): void {
-    if (this.#timer !== null || this.#closed) return
-    this.#timer = setInterval(() => void this.runOnce(), POLL_MS)
-    this.#timer.unref()
+    this.#runs.start()
   }
 
   async close(): Promise<void> {
-    this.#closed = true
-    if (this.#timer !== null) clearInterval(this.#timer)
-    this.#timer = null
-    await this.#runs.settled()
+    await this.#runs.close()
   }
 
   /** Deliver what is due now; concurrent calls share one run. Tests call it to deliver without waiting. */
@@ -126,7 +116,7 @@ export class CibaPings {
   async #drainOnce(): Promise<'done' | 'stop'> {
     try {
       let jobs = await this.#c.deliveries.claim(PING_QUEUE, LEASE_MS, BATCH)
-      while (jobs.length > 0 && !this.#closed) {
+      while (jobs.length > 0 && !this.#runs.closed) {
         await Promise.all(jobs.map((j) => this.#deliver(j.id, j.payload, j.attempts)))
         jobs = await this.#c.deliveries.claim(PING_QUEUE, LEASE_MS, BATCH)
       }

@@ -79,12 +79,7 @@ export class SetDelivery {
   readonly #as: TransmitterContext
   readonly #config: SignalTransmitterOutConfig
   readonly #agent: Agent
-  #timer: NodeJS.Timeout | null = null
-  #closed = false
-  readonly #runs = new DrainRuns(
-    () => this.#drainOnce(),
-    () => this.#closed,
-  )
+  readonly #runs = new DrainRuns(() => this.#drainOnce(), POLL_MS)
 
   constructor(as: TransmitterContext, config: SignalTransmitterOutConfig) {
     this.#as = as
@@ -100,16 +95,11 @@ export class SetDelivery {
   }
 
   start(): void {
-    if (this.#timer !== null || this.#closed) return
-    this.#timer = setInterval(() => void this.runOnce(), POLL_MS)
-    this.#timer.unref()
+    this.#runs.start()
   }
 
   async close(): Promise<void> {
-    this.#closed = true
-    if (this.#timer !== null) clearInterval(this.#timer)
-    this.#timer = null
-    await this.#runs.settled()
+    await this.#runs.close()
     await this.#agent.close()
   }
 
@@ -157,7 +147,7 @@ export class SetDelivery {
         const queue = receiverQueue(clientId)
         let jobs = await store.deliveries.claim(queue, LEASE_MS, BATCH)
         // One receiver's jobs in order (oldest first): a receiver sees events as they happened.
-        while (jobs.length > 0 && !this.#closed) {
+        while (jobs.length > 0 && !this.#runs.closed) {
           for (const j of jobs) await this.#deliver(queue, j.id, j.payload, j.attempts, j.queuedAtMs)
           jobs = await store.deliveries.claim(queue, LEASE_MS, BATCH)
         }
