@@ -10,6 +10,7 @@
  */
 import { type AuthorizationDetail, type AuthorizationDetails, detailDigest } from '../authorization-details/authorization-details.js'
 import type { DetailsView } from '../views/consent.js'
+import { visibleJson, visibleText } from '../views/visible-text.js'
 import type { AuthorizationRequest } from './authorization-request.js'
 
 const DETAIL_CONSENT_PREFIX = 'authorization_details '
@@ -35,18 +36,6 @@ export function rememberedConsent(before: readonly string[], request: Pick<Autho
   return all.filter((s) => !forget.has(s))
 }
 
-/**
- * Characters that would hide or reorder what the page shows: controls, bidi
- * embeddings, overrides and isolates, zero-width and other format characters,
- * line and paragraph separators. Written as JSON escapes (`\u202e`) instead;
- * only the line breaks of the indentation stay (JSON.stringify escapes those in strings).
- */
-const HIDDEN = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu
-
-function escapeHidden(text: string): string {
-  return text.replace(HIDDEN, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`)
-}
-
 /** A JSON value folded for reading: long strings cut, deep nesting elided. */
 function folded(value: unknown, depth: number): unknown {
   if (typeof value === 'string')
@@ -62,7 +51,7 @@ function folded(value: unknown, depth: number): unknown {
 
 /** One entry as the page shows it: indented JSON, folded, every hidden character visible as an escape. */
 export function detailText(detail: AuthorizationDetail): string {
-  return escapeHidden(JSON.stringify(folded(detail, 0), null, 2))
+  return visibleJson(JSON.stringify(folded(detail, 0), null, 2))
 }
 
 /** The requested entries grouped by type, in request order, for the consent page. */
@@ -73,5 +62,5 @@ export function describeDetails(details: AuthorizationDetails | null): DetailsVi
     texts.push(detailText(d))
     byType.set(d.type, texts)
   }
-  return [...byType].map(([type, entries]) => ({ type: escapeHidden(type), entries }))
+  return [...byType].map(([type, entries]) => ({ type: visibleText(type), entries }))
 }

@@ -9,20 +9,13 @@ import { clientLogo, isolated, type ClientView } from './client.js'
 import type { ScopeView } from './consent.js'
 import { html, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
+import { visibleJson, visibleText } from './visible-text.js'
 
 const WHEN = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', hour: '2-digit', minute: '2-digit', timeZone: 'UTC', timeZoneName: 'short' })
 
 /** A value longer than this (as shown) is folded: its start is shown, the rest behind a disclosure. */
 export const FOLD_AT = 240
 const FOLDED_START = 120
-
-/** Characters that would not show as themselves (controls, bidi and other format characters, line separators). */
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu
-
-/** JSON text with every invisible character as its `\uXXXX` escape (still the same JSON). */
-export function visibleJson(text: string): string {
-  return text.replace(INVISIBLE, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`)
-}
 
 /** One value, as JSON, left-to-right in its own isolate, folded when long. */
 function jsonValue(value: unknown): SafeHtml {
@@ -44,7 +37,7 @@ export function argumentsView(argumentsJson: string): SafeHtml {
   const entries = Object.entries(parsed)
   if (entries.length === 0) return html`<p>No arguments.</p>`
   return html`<dl class="arguments">
-${entries.map(([k, v]) => html`<dt dir="ltr"><bdi>${visibleJson(k)}</bdi></dt><dd>${jsonValue(v)}</dd>\n`)}</dl>`
+${entries.map(([k, v]) => html`<dt dir="ltr"><bdi>${visibleText(k)}</bdi></dt><dd>${jsonValue(v)}</dd>\n`)}</dl>`
 }
 
 /** What is asked, as the page shows it. */
@@ -54,14 +47,14 @@ export type ApprovalWhat =
 
 function whatView(name: SafeHtml, what: ApprovalWhat): SafeHtml {
   if (what.kind === 'mcp_tool')
-    return html`<p class="lead"><span class="client">${name}</span> asks to run the tool <code dir="ltr"><bdi>${visibleJson(what.tool)}</bdi></code> for you, with these arguments:</p>
+    return html`<p class="lead"><span class="client">${name}</span> asks to run the tool <code dir="ltr"><bdi>${visibleText(what.tool)}</bdi></code> for you, with these arguments:</p>
 ${argumentsView(what.argumentsJson)}`
   return html`<p class="lead"><span class="client">${name}</span> asks to act for you.</p>
 ${
   what.bindingMessage === null
     ? ''
     : html`<p>Check that this message matches the one the application shows:</p>
-<p class="user-code" dir="ltr"><bdi>${visibleJson(what.bindingMessage)}</bdi></p>
+<p class="user-code" dir="ltr"><bdi>${visibleText(what.bindingMessage)}</bdi></p>
 `
 }${
   what.scopes.length === 0
@@ -125,7 +118,7 @@ const STATUS_WORDS: Readonly<Record<ApprovalListView['status'], string>> = {
 
 function approvalItem(a: ApprovalListView, csrf: string): SafeHtml {
   const when = new Date(a.createdAt * 1000)
-  const title = a.what.kind === 'mcp_tool' ? html`<code dir="ltr"><bdi>${visibleJson(a.what.tool)}</bdi></code>` : 'Act for you'
+  const title = a.what.kind === 'mcp_tool' ? html`<code dir="ltr"><bdi>${visibleText(a.what.tool)}</bdi></code>` : 'Act for you'
   return html`<li>
 <div class="client-head">${clientLogo(a.client, 32)}<h3>${isolated(a.client.name)}: ${title}</h3></div>
 <p class="when">${STATUS_WORDS[a.status]} · asked on <time datetime="${when.toISOString()}">${WHEN.format(when)}</time></p>
