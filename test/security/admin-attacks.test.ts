@@ -6,22 +6,27 @@
  * another kind. Each test sends the attack and checks the refusal and that
  * nothing was stored.
  */
-import { writeFile } from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { accessTokenOf, AdminClient, adminConfig, adminToken, itemsOf, openApiChecker, personToken, WEB_CALLBACK } from '../helpers/admin-api.js'
 import { authorizeAs, Browser, parseForms, pkce } from '../helpers/as-front.js'
 import { DEMO_PASSWORD, DEMO_SECRET } from '../helpers/as-config.js'
-import { startBin, tempConfig } from '../helpers/bin.js'
+import { BIN, childEnv, startBin, tempConfig } from '../helpers/bin.js'
 import { basic } from '../helpers/client-auth.js'
 import { type DeviceStart, pollOnce, startDevice } from '../helpers/device-client.js'
 import { freePort, postForm, reply } from '../helpers/http.js'
 import { startUpstream } from '../helpers/upstream.js'
 
-async function startAdmin(t: Test) {
+async function startAdmin(t: Test, o: { audit?: boolean } = {}) {
   const up = await startUpstream('orders')
   const port = await freePort()
   const config = await adminConfig({ port, upstream: up.url })
+  // The trail, beside the config file: `audit.jsonl`.
+  if (o.audit === true) Object.assign(config, { audit: { destination: 'file:audit.jsonl' } })
   const cfg = await tempConfig(config)
+  const auditFile = join(cfg.dir, 'audit.jsonl')
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
     await bin.stop()
@@ -39,7 +44,7 @@ async function startAdmin(t: Test) {
   const api = new AdminClient(bin.admin, await openApiChecker(bin.admin))
   const write = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin'))
   const read = accessTokenOf(await adminToken(bin.url, 'auditor', 'bearward:admin:read'))
-  return { bin, up, api, write, read, reload }
+  return { bin, up, api, write, read, reload, auditFile }
 }
 
 /** bob through /authorize for the `web` client: the code, not yet redeemed. */
@@ -143,5 +148,51 @@ t.test('admin tokens outliving their holder’s place in admin_api', async (t) =
     t.equal((await api.call('POST', '/people/bob/disable', { token: alice })).status, 401, 'nor can she write')
     const bob = await api.call('GET', '/people/bob', { token: accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin')) })
     t.equal(bob.json?.disabled, false, 'bob was not disabled')
+  })
+})
+
+function verifyTrail(file: string): { status: number | null; out: string } {
+  const run = spawnSync(process.execPath, [BIN, 'audit', 'verify', file], { env: childEnv(), encoding: 'utf8' })
+  return { status: run.status, out: `${run.stdout}${run.stderr}` }
+}
+
+t.test('the audit trail under attack', async (t) => {
+  const { bin, api, write, auditFile } = await startAdmin(t, { audit: true })
+  const person = await personToken(bin.url, { client: 'console', username: 'alice', scope: 'openid bearward:admin', resource: `${bin.url}/admin/v1` })
+  const refreshToken = person.json?.refresh_token
+  if (typeof refreshToken !== 'string') throw new Error(`no refresh token: ${person.text}`)
+
+  t.test('a refresh token pasted where a jti goes is 400 and never reaches the trail', async (t) => {
+    const r = await api.call('POST', '/tokens/revoke', { token: write, body: { jti: refreshToken } })
+    t.equal(r.status, 400, r.text)
+    t.equal(r.json?.type, 'https://bearward.dev/problems/admin/invalid_request')
+    const trail = await readFile(auditFile, 'utf8')
+    t.notOk(trail.includes(refreshToken), 'the refresh token is in no line')
+    t.notOk(trail.includes('token.revoked'), 'no token.revoked was recorded')
+  })
+
+  t.test('a user agent written to inject JSON into a line stays one field, and the chain verifies', async (t) => {
+    const forged = 'x","event":"person.deleted","subject":{"kind":"person","id":"alice"},"y":"\\'
+    const r = await reply(fetch(`${bin.admin}/admin/v1/people`, { headers: { 'user-agent': forged, authorization: 'Bearer nope' } }))
+    t.equal(r.status, 401)
+    const lines = (await readFile(auditFile, 'utf8')).trim().split('\n')
+    const events = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
+    t.notOk(
+      events.some((e) => e.event === 'person.deleted'),
+      'no forged event',
+    )
+    const denied = events.filter((e) => e.event === 'admin.denied')
+    t.ok(
+      denied.some((e) => e.user_agent === forged),
+      'the user agent is kept as one string',
+    )
+    const verified = verifyTrail(auditFile)
+    t.equal(verified.status, 0, verified.out)
+  })
+
+  t.test('no secret, token, code or password in any line of the whole run', async (t) => {
+    const trail = await readFile(auditFile, 'utf8')
+    const secrets = [DEMO_SECRET, DEMO_PASSWORD, write, refreshToken, String(person.json?.access_token), String(person.json?.id_token)]
+    for (const s of secrets) t.notOk(trail.includes(s), `not in the trail: ${s.slice(0, 12)}…`)
   })
 })
