@@ -37,7 +37,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   if (config.adminApi) resources.add(adminAudience(config.publicUrl))
   const clients = new Map(deps.as.clients.map((c) => [c.clientId, c]))
   const users = new Map(deps.as.users.map((u) => [u.username, u]))
-  const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock)
+  const directory = new ClientDirectory(clients, deps.as, deps.store, deps.clock, null, config.adminApi != null)
   const clientKeys = new ClientKeySets(deps.clock, deps.log, deps.as.clientIdMetadataDocuments)
   const assertionIssuers = new AssertionIssuers(deps.as.assertionIssuers, deps.clock, deps.log, config.gateway.clockSkewSec)
   // Only a token exchange reads other issuers' tokens here: without a client that may exchange, nothing is fetched.

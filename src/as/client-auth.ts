@@ -25,6 +25,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { ClientConfig, TlsClientAuthName } from '../config/validated-config.js'
 import { DUMMY_HASH } from '../crypto/secret.js'
+import { epochSeconds } from '../clock.js'
 import { ClientAuthenticationLocked, InvalidClient, InvalidClientAssertion, InvalidClientCertificate, InvalidRequest } from '../errors.js'
 import type { FormParams } from '../http/body.js'
 import type { ClientCertificate } from '../http/client-certificate.js'
@@ -295,10 +296,17 @@ export async function authenticateClient(req: IncomingMessage, form: FormParams,
   if (lockedFor > 0) {
     throw new ClientAuthenticationLocked(lockedFor)
   }
-  const ok = await as.secrets.verify(p.secret, client?.secretHash ?? DUMMY_HASH)
+  const ok = (await as.secrets.verify(p.secret, client?.secretHash ?? DUMMY_HASH)) || (await previousSecretMatches(as, p.secret, client))
   if (!ok || client === undefined || client.secretHash === null) {
     await limit.fail()
     throw new InvalidClient(undefined, { cause: client === undefined ? 'unknown client' : 'wrong client secret' })
   }
   return { client, method: p.method }
+}
+
+/** After a rotation through the admin API, the previous secret until its `previous_expires_at`. */
+async function previousSecretMatches(as: AsContext, secret: string, client: ClientConfig | undefined): Promise<boolean> {
+  const previous = client?.previousSecret
+  if (previous === undefined || epochSeconds(as.clock) >= previous.expiresAt) return false
+  return as.secrets.verify(secret, previous.hash)
 }

@@ -126,6 +126,11 @@ const MAX_NAMED_SCOPE = 200
 export interface MetadataRules {
   /** The most a self-registered client may ask for (`registration.scopes`). */
   allowedScopes: readonly string[]
+  /**
+   * Grants beyond the code flow: only for a client an operator creates through the admin API
+   * (a stranger gets nothing without a person's consent). Absent: none.
+   */
+  extraGrants?: readonly 'client_credentials'[]
 }
 
 /**
@@ -142,13 +147,22 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
   }
   const keys = clientKeys(input, method)
   const grants = strings(input, 'grant_types', 4) ?? ['authorization_code']
-  for (const g of grants) if (!GRANTS.has(g)) throw new InvalidClientMetadata('grant_types may only hold authorization_code and refresh_token')
-  if (!grants.includes('authorization_code')) throw new InvalidClientMetadata('grant_types must include authorization_code')
+  const extraGrants: readonly string[] = rules.extraGrants ?? []
+  for (const g of grants) {
+    if (!GRANTS.has(g) && !extraGrants.includes(g))
+      throw new InvalidClientMetadata(`grant_types may only hold ${['authorization_code', 'refresh_token', ...extraGrants].join(', ')}`)
+  }
+  const codeFlow = grants.includes('authorization_code')
+  if (!codeFlow && !grants.some((g) => extraGrants.includes(g)))
+    throw new InvalidClientMetadata(`grant_types must include authorization_code${extraGrants.length > 0 ? ` or ${extraGrants.join(', ')}` : ''}`)
+  // RFC 6749 4.4: the client credentials grant needs client authentication.
+  if (grants.includes('client_credentials') && method === 'none') throw new InvalidClientMetadata('a public client (none) cannot use client_credentials')
   const responseTypes = strings(input, 'response_types', 2) ?? ['code']
   if (responseTypes.length !== 1 || responseTypes[0] !== 'code') throw new InvalidClientMetadata('response_types may only hold code')
 
-  const redirectUris = input.redirect_uris
-  if (!Array.isArray(redirectUris) || redirectUris.length === 0) throw new InvalidRedirectUri('redirect_uris must list at least one redirect URI')
+  // Without the code flow (client credentials only) nothing redirects: redirect_uris may be absent or empty.
+  const redirectUris = input.redirect_uris ?? (codeFlow ? undefined : [])
+  if (!Array.isArray(redirectUris) || (codeFlow && redirectUris.length === 0)) throw new InvalidRedirectUri('redirect_uris must list at least one redirect URI')
   if (redirectUris.length > MAX_REDIRECT_URIS) throw new InvalidRedirectUri(`at most ${MAX_REDIRECT_URIS} redirect URIs`)
   for (const r of redirectUris) {
     if (typeof r !== 'string') throw new InvalidRedirectUri('each redirect URI must be a string')

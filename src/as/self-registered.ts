@@ -1,6 +1,7 @@
 /**
  * A client that described itself (RFC 7591 registration, or a Client ID
- * Metadata Document) as the rest of the authorization server sees clients:
+ * Metadata Document), or one an operator described through the admin API
+ * (the same metadata), as the rest of the authorization server sees clients:
  * a ClientConfig with the safe settings a configured client can only opt
  * out of: PKCE always, rotated refresh tokens, no introspection, no CORS,
  * and never a skipped consent.
@@ -12,7 +13,7 @@ export function clientFromMetadata(
   clientId: string,
   metadata: RegisteredClientMetadata,
   secretHash: string | null,
-  selfRegistered: NonNullable<ClientConfig['selfRegistered']>,
+  source: NonNullable<ClientConfig['selfRegistered']> | 'admin',
   allowedScopes: readonly string[],
 ): ClientConfig {
   const method = metadata.token_endpoint_auth_method
@@ -47,7 +48,8 @@ export function clientFromMetadata(
     ...(metadata.require_signed_request_object === true ? { requireSignedRequestObject: true } : {}),
     // Registration offers no mTLS methods (docs/fapi.md, Gaps): only configured clients bind to certificates.
     tlsClientCertificateBoundAccessTokens: false,
-    selfRegistered,
+    // An admin-managed client was vetted by an operator: no stranger's consent caution, its keys fetched like a configured client's.
+    ...(source === 'admin' ? { adminManaged: true as const } : { selfRegistered: source }),
     ...(metadata.backchannel_logout_uri === undefined
       ? {}
       : { backchannelLogout: { uri: metadata.backchannel_logout_uri, sessionRequired: metadata.backchannel_logout_session_required === true } }),

@@ -172,6 +172,10 @@ export interface ClientConfig {
    * Absent for configured clients. Such a client always gets the consent page.
    */
   selfRegistered?: 'registration' | 'metadata_document'
+  /** Created through the admin API (`source: admin`): an operator vetted it, so it is no stranger. Absent otherwise. */
+  adminManaged?: true
+  /** After a secret rotation through the admin API: the previous secret's hash, still good until `expiresAt` (epoch seconds). */
+  previousSecret?: { hash: string; expiresAt: number }
   /**
    * OpenID Connect Back-Channel Logout 1.0 (`backchannel_logout_uri`, `backchannel_logout_session_required`):
    * where logout tokens are POSTed, and whether the client needs `sid` in them. Absent: none sent.

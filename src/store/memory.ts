@@ -19,6 +19,7 @@ import { type MemoryFamily, MemoryScope } from './memory/scope.js'
 import { MemoryOpaqueTokens } from './opaque-tokens/memory.js'
 import { MemoryPasskeys } from './passkeys/memory.js'
 import { MemoryPeople } from './people/memory.js'
+import { MemoryAdminClients } from './admin-clients/memory.js'
 import { MemoryPushedRequests } from './pushed-requests/memory.js'
 import { MemoryRateLimits } from './rate-limits/memory.js'
 import { MemoryRevocations } from './revocations/memory.js'
@@ -68,6 +69,7 @@ export class MemoryStore implements Store {
   readonly signals: MemorySignals
   readonly deliveries: MemoryDeliveries
   readonly people: MemoryPeople
+  readonly adminClients: MemoryAdminClients
 
   readonly #scope: MemoryScope
   /** The families whose entries expire (authenticator apps are kept until removed). */
@@ -98,6 +100,7 @@ export class MemoryStore implements Store {
     this.signals = new MemorySignals(s)
     this.deliveries = new MemoryDeliveries(s)
     this.people = new MemoryPeople(s)
+    this.adminClients = new MemoryAdminClients(s)
     this.#expiring = [
       this.codes,
       this.grants,
@@ -119,6 +122,7 @@ export class MemoryStore implements Store {
       this.signals,
       this.deliveries,
       this.people,
+      this.adminClients,
     ]
     const every = options.sweepIntervalMs ?? DEFAULT_SWEEP_MS
     if (every > 0) {

@@ -28,6 +28,7 @@ import { RedisKnownBrowsers } from './known-browsers/redis.js'
 import { RedisOpaqueTokens } from './opaque-tokens/redis.js'
 import { RedisPasskeys } from './passkeys/redis.js'
 import { RedisPeople } from './people/redis.js'
+import { RedisAdminClients } from './admin-clients/redis.js'
 import { RedisPushedRequests } from './pushed-requests/redis.js'
 import { RedisRateLimits } from './rate-limits/redis.js'
 import { RedisConnection } from './redis/connection.js'
@@ -71,6 +72,7 @@ export class RedisStore implements Store {
   readonly signals: RedisSignals
   readonly deliveries: RedisDeliveries
   readonly people: RedisPeople
+  readonly adminClients: RedisAdminClients
 
   readonly #r: RedisConnection
   readonly #feed: RevocationFeed
@@ -103,6 +105,7 @@ export class RedisStore implements Store {
     this.signals = new RedisSignals(r)
     this.deliveries = new RedisDeliveries(r)
     this.people = new RedisPeople(r)
+    this.adminClients = new RedisAdminClients(r)
   }
 
   async ping(): Promise<void> {

@@ -18,6 +18,7 @@
  * A caller takes only the families it uses: `Pick<Store, 'revocations'>`, or
  * the family's interface itself.
  */
+import type { AdminClientStore } from './admin-clients/types.js'
 import type { AllowanceStore } from './allowances/types.js'
 import type { ClientStore } from './clients/types.js'
 import type { CodeStore } from './codes/types.js'
@@ -39,6 +40,7 @@ import type { TotpStore } from './totp/types.js'
 import type { TrafficLimitStore } from './traffic-limits/types.js'
 import type { UpstreamStore } from './upstream/types.js'
 
+export type { AdminClientChange, AdminClientRecord, AdminClientStore, AdminClientUpdate } from './admin-clients/types.js'
 export type { AllowanceNote, AllowanceRecord, AllowanceStore } from './allowances/types.js'
 export type { ClientSeat, ClientStore, RegisteredClientMetadata, RegisteredClientRecord } from './clients/types.js'
 export type { CodeRecord, CodeStore, TakeCodeResult } from './codes/types.js'
@@ -84,6 +86,7 @@ export interface Store {
   readonly signals: SignalStore
   readonly deliveries: DeliveryStore
   readonly people: PeopleStore
+  readonly adminClients: AdminClientStore
 
   /** Resolves when the store answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>

@@ -155,7 +155,7 @@ t.test('requests the API refuses: problems with a status and a type', async (t) 
 
   const method = await api.call('PUT', '/clients', { token })
   t.equal(method.status, 405)
-  t.equal(method.headers.get('allow'), 'GET, HEAD')
+  t.equal(method.headers.get('allow'), 'GET, POST, HEAD')
 
   const forged = await api.call('GET', '/clients?cursor=eyJsIjoiY2xpZW50cyIsInAiOiJ3In0.AAAA', { token })
   t.equal(forged.status, 400)

@@ -7,6 +7,7 @@
 import type { Test } from 'tap'
 import { ManualClock } from '../../src/clock.js'
 import { StoreUnavailableError } from '../../src/errors.js'
+import { adminClientsContract } from './contract/admin-clients.js'
 import { allowancesContract } from './contract/allowances.js'
 import { clientsContract } from './contract/clients.js'
 import { codesContract } from './contract/codes.js'
@@ -59,6 +60,7 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
   signalsContract(t, name, setup)
   deliveriesContract(t, name, setup)
   peopleContract(t, name, setup)
+  adminClientsContract(t, name, setup)
 
   t.test(`${name}: a closed store rejects with StoreUnavailableError`, async (tt) => {
     const clock = new ManualClock()

@@ -4,9 +4,13 @@
  * it: `config` (YAML, read-only), `registration` (RFC 7591),
  * `metadata_document` (fetched), `admin` (this API).
  */
+import { adminManagedClient } from '../../as/admin-managed-client.js'
 import type { ClientConfig } from '../../config/validated-config.js'
+import type { AdminClientRecord } from '../../store/types.js'
 
 export type ClientSource = 'config' | 'registration' | 'metadata_document' | 'admin'
+
+export const CLIENT_SOURCES: readonly ClientSource[] = ['config', 'registration', 'metadata_document', 'admin']
 
 export interface ClientView {
   id: string
@@ -19,10 +23,14 @@ export interface ClientView {
   scopes: string[]
   has_secret: boolean
   disabled: boolean
+  revision?: number
+  created_at?: number
+  updated_at?: number
+  previous_secret_expires_at?: number | null
 }
 
 export function sourceOf(client: ClientConfig): ClientSource {
-  return client.selfRegistered ?? 'config'
+  return client.adminManaged ? 'admin' : (client.selfRegistered ?? 'config')
 }
 
 export function clientView(client: ClientConfig, source: ClientSource = sourceOf(client), disabled = false): ClientView {
@@ -37,5 +45,17 @@ export function clientView(client: ClientConfig, source: ClientSource = sourceOf
     scopes: [...client.scopes],
     has_secret: client.secretHash !== null,
     disabled,
+  }
+}
+
+/** An admin-managed client, disabled or not, with its revision (the ETag) and when the previous secret stops working. */
+export function adminClientView(record: AdminClientRecord, nowSec: number): ClientView {
+  const previous = record.previousExpiresAt !== null && record.previousExpiresAt > nowSec ? record.previousExpiresAt : null
+  return {
+    ...clientView(adminManagedClient(record, nowSec), 'admin', record.disabled),
+    revision: record.version,
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+    previous_secret_expires_at: previous,
   }
 }

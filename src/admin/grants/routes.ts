@@ -1,6 +1,7 @@
 /**
  * /admin/v1/grants: a person's grants (refresh families), listed through the
- * index the account page reads (allowances), and revoked through the one
+ * index the account page reads (allowances), or a client's, through the
+ * grants store's index by client, and revoked through the one
  * revocation path (src/as/revocation.ts): the family ends, the grant id goes
  * on the revocation list published to every instance, which refuses its
  * access tokens and ends its open streams. /admin/v1/tokens/revoke puts one
@@ -23,10 +24,30 @@ function grantView(g: GrantRecord) {
   return { id: g.grantId, person: g.sub, client_id: g.clientId, scope: g.scope, resource: g.resource, created_at: g.createdAt, expires_at: g.expiresAt }
 }
 
-async function listGrants({ query, admin }: AdminCall): Promise<AdminReply> {
+/** A client's live grants, without naming a person: the grants store's index by client. */
+async function grantsOfClient({ query, admin }: AdminCall, client: string): Promise<AdminReply> {
+  const limit = pageLimit(query.get('limit'))
+  const list = `grants?client=${client}`
+  const cursor = query.get('cursor')
+  const after = cursor === null ? null : admin.cursors.decode(list, cursor)
+  // One more than a page says whether another follows; a revoked grant is gone from the store (and refused meanwhile).
+  const found = (await admin.as.store.grants.listByClient(client, after, limit + 1)).filter((g) => !admin.as.revocations.isRevoked(null, g.grantId))
+  const page = found.slice(0, limit)
+  const last = page[page.length - 1]
+  return {
+    status: 200,
+    body: { items: page.map(grantView), next_cursor: found.length > limit && last !== undefined ? admin.cursors.encode(list, last.grantId) : null },
+  }
+}
+
+async function listGrants(call: AdminCall): Promise<AdminReply> {
+  const { query, admin } = call
   const person = query.get('person')
-  if (person === null || person === '' || person.length > MAX_SUB) throw badRequest('Name the person whose grants to list: ?person=<sub>')
   const client = query.get('client')
+  if (client !== null && (client === '' || client.length > MAX_SUB)) throw badRequest('client must name a client_id')
+  if (person === null && client !== null) return grantsOfClient(call, client)
+  if (person === null || person === '' || person.length > MAX_SUB)
+    throw badRequest('Name the person or the client whose grants to list: ?person=<sub> or ?client=<client_id>')
   const limit = pageLimit(query.get('limit'))
   // The cursor is bound to the list and its filter: another person's (or client's) cursor is refused.
   const list = `grants?person=${person}&client=${client ?? ''}`
@@ -89,11 +110,11 @@ export const GRANT_ROUTES: readonly AdminRoute[] = [
     path: '/grants',
     operation: {
       operationId: 'listGrants',
-      summary: 'List a person’s live grants',
+      summary: 'List the live grants of a person or of a client',
       tags: ['grants'],
       query: {
-        person: { schema: { type: 'string' }, description: 'The person’s `sub` (required)' },
-        client: { schema: { type: 'string' }, description: 'Only this client’s grants' },
+        person: { schema: { type: 'string' }, description: 'The person’s `sub` (this, or client, or both)' },
+        client: { schema: { type: 'string' }, description: 'Only this client’s grants (alone: every person’s grants of this client)' },
         limit: { schema: { type: 'integer', minimum: 1, maximum: 200 }, description: 'Page size (default 50)' },
         cursor: { schema: { type: 'string' }, description: 'next_cursor of the previous page' },
       },

@@ -1,6 +1,7 @@
 /** Registered clients (RFC 7591) in memory. */
 import { copy } from '../memory/expiring.js'
 import type { MemoryFamily, MemoryScope } from '../memory/scope.js'
+import { byBytes } from '../people/memory.js'
 import type { ClientSeat, ClientStore, RegisteredClientRecord } from './types.js'
 
 export class MemoryClients implements ClientStore, MemoryFamily {
@@ -55,6 +56,15 @@ export class MemoryClients implements ClientStore, MemoryFamily {
   async count(): Promise<number> {
     this.#s.open()
     return this.#liveClients().length
+  }
+
+  async list(after: string | null, limit: number): Promise<RegisteredClientRecord[]> {
+    this.#s.open()
+    const live = this.#liveClients().filter((c) => after === null || byBytes(c.clientId, after) > 0)
+    return live
+      .sort((a, b) => byBytes(a.clientId, b.clientId))
+      .slice(0, limit)
+      .map((c) => copy(c))
   }
 
   /** The live registrations; the expired ones are forgotten on the way. */

@@ -7,6 +7,7 @@
 import type { RedisConnection } from '../redis/connection.js'
 import type { Client } from '../redis/link.js'
 import { list, num } from '../redis/replies.js'
+import { byBytes } from '../people/memory.js'
 import { SEAT_CLIENT, TOUCH_CLIENT } from './scripts.js'
 import type { ClientSeat, ClientStore, RegisteredClientRecord } from './types.js'
 
@@ -61,6 +62,24 @@ export class RedisClients implements ClientStore {
   async count(): Promise<number> {
     const r = this.#r
     return num(await r.do((c) => c.zcount(this.#index(), `(${r.clock.now()}`, '+inf')))
+  }
+
+  /**
+   * The index is ordered by expiry, not id: the live ids (at most
+   * `registration.max_clients`, the cap) are read and ordered here.
+   */
+  async list(after: string | null, limit: number): Promise<RegisteredClientRecord[]> {
+    const r = this.#r
+    const ids = (await r.do((c) => c.zrangebyscore(this.#index(), `(${r.clock.now()}`, '+inf')))
+      .filter((id) => after === null || byBytes(id, after) > 0)
+      .sort(byBytes)
+    const out: RegisteredClientRecord[] = []
+    for (const id of ids) {
+      if (out.length >= limit) break
+      const record = await this.get(id)
+      if (record !== null) out.push(record)
+    }
+    return out
   }
 
   async get(clientId: string): Promise<RegisteredClientRecord | null> {

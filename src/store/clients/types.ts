@@ -6,7 +6,8 @@ export interface RegisteredClientMetadata {
   jwks?: { keys: Array<Record<string, unknown>> }
   /** ... or where it publishes them (https). */
   jwks_uri?: string
-  grant_types: Array<'authorization_code' | 'refresh_token'>
+  /** `client_credentials` only for clients an operator created through the admin API (client-metadata.ts `extraGrants`). */
+  grant_types: Array<'authorization_code' | 'refresh_token' | 'client_credentials'>
   response_types: ['code']
   client_name?: string
   client_uri?: string
@@ -70,4 +71,6 @@ export interface ClientStore {
   putWithin(record: RegisteredClientRecord, maxLive: number): Promise<ClientSeat>
   /** How many registrations are live. */
   count(): Promise<number>
+  /** Up to `limit` live registrations by client id (UTF-8 byte order), those after `after` (exclusive): the admin API's pages. */
+  list(after: string | null, limit: number): Promise<RegisteredClientRecord[]>
 }

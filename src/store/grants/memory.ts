@@ -1,6 +1,7 @@
 /** Grants and refresh-token families in memory. */
 import { copy } from '../memory/expiring.js'
 import type { MemoryFamily, MemoryScope } from '../memory/scope.js'
+import { byBytes } from '../people/memory.js'
 import type { MemoryRevocations } from '../revocations/memory.js'
 import type { GrantRecord, GrantStore, RefreshLookup, RotateResult } from './types.js'
 
@@ -21,6 +22,8 @@ export class MemoryGrants implements GrantStore, MemoryFamily {
   readonly #families = new Map<string, FamilyEntry>()
   /** Refresh-token hash → grant id. */
   readonly #refreshIndex = new Map<string, string>()
+  /** Client id → its grant ids (the admin API's grants of a client). */
+  readonly #byClient = new Map<string, Set<string>>()
 
   constructor(scope: MemoryScope, revocations: MemoryRevocations) {
     this.#s = scope
@@ -47,6 +50,21 @@ export class MemoryGrants implements GrantStore, MemoryFamily {
       this.#refreshIndex.set(refreshHash, grant.grantId)
     }
     this.#families.set(grant.grantId, { grant: copy(grant), current: refreshHash, tokens, revoked: false })
+    const ofClient = this.#byClient.get(grant.clientId) ?? new Set<string>()
+    ofClient.add(grant.grantId)
+    this.#byClient.set(grant.clientId, ofClient)
+  }
+
+  async listByClient(clientId: string, after: string | null, limit: number): Promise<GrantRecord[]> {
+    this.#s.open()
+    const ids = [...(this.#byClient.get(clientId) ?? [])].filter((id) => after === null || byBytes(id, after) > 0).sort(byBytes)
+    const out: GrantRecord[] = []
+    for (const id of ids) {
+      if (out.length >= limit) break
+      const f = this.#family(id)
+      if (f && !f.revoked) out.push(copy(f.grant))
+    }
+    return out
   }
 
   async get(grantId: string): Promise<GrantRecord | null> {
@@ -120,6 +138,9 @@ export class MemoryGrants implements GrantStore, MemoryFamily {
 
   #drop(grantId: string, f: FamilyEntry): void {
     this.#families.delete(grantId)
+    const ofClient = this.#byClient.get(f.grant.clientId)
+    ofClient?.delete(grantId)
+    if (ofClient?.size === 0) this.#byClient.delete(f.grant.clientId)
     for (const h of f.tokens.keys()) {
       if (this.#refreshIndex.get(h) === grantId) this.#refreshIndex.delete(h)
     }

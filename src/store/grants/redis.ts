@@ -3,7 +3,10 @@
  *
  * Keys: `p grant:{gid}` hash {g: grant JSON, exp, max, cur: current hash,
  * rev: revoked-until (tombstone), t:<hash>: issuedAt}; `p rt:{hash}` string
- * grant id (the refresh-token index).
+ * grant id (the refresh-token index); `p grantsof:{client id}` sorted set of
+ * the client's grant ids (score 0, by lex: the admin API's pages), a hint
+ * written beside the family (another slot on a cluster) and cleaned of gone
+ * families when listed.
  *
  * The caller gives only a token hash, so `rt:{hash}` maps it to its grant id
  * (one GET), and the rotation script then runs on the grant's key alone and
@@ -61,12 +64,41 @@ export class RedisGrants implements GrantStore {
       // connection runs its commands in the order written, so on a single
       // node both go out together (one round trip); a cluster may put them
       // on different nodes, so there the index is confirmed first.
+      // The client's index is a hint (listByClient checks each family), so it goes out beside them.
       const family = r.key('grant', grant.grantId)
-      if (refreshHash === null) await r.putHash(c, family, ttl, fields)
+      const ofClient = (): Promise<unknown> => c.zadd(this.#ofClient(grant.clientId), 0, grant.grantId)
+      if (refreshHash === null) await Promise.all([r.putHash(c, family, ttl, fields), ofClient()])
       else if (r.cluster) {
         await c.set(r.key('rt', refreshHash), grant.grantId, 'PX', ttl)
-        await r.putHash(c, family, ttl, fields)
-      } else await Promise.all([c.set(r.key('rt', refreshHash), grant.grantId, 'PX', ttl), r.putHash(c, family, ttl, fields)])
+        await Promise.all([r.putHash(c, family, ttl, fields), ofClient()])
+      } else await Promise.all([c.set(r.key('rt', refreshHash), grant.grantId, 'PX', ttl), r.putHash(c, family, ttl, fields), ofClient()])
+    })
+  }
+
+  #ofClient(clientId: string): string {
+    return this.#r.key('grantsof', clientId)
+  }
+
+  async listByClient(clientId: string, after: string | null, limit: number): Promise<GrantRecord[]> {
+    const r = this.#r
+    const index = this.#ofClient(clientId)
+    return r.do(async (c) => {
+      const out: GrantRecord[] = []
+      let from = after
+      // Gone families are dropped from the index as they are met, so a page may take more than one read.
+      for (;;) {
+        const ids = await c.zrangebylex(index, from === null ? '-' : `(${from}`, '+', 'LIMIT', 0, limit)
+        const gone: string[] = []
+        for (const id of ids) {
+          const f = out.length < limit ? await this.#readFamily(c, id, null) : undefined
+          if (f === null) gone.push(id)
+          else if (f !== undefined) out.push(f.grant)
+        }
+        if (gone.length > 0) await c.zrem(index, ...gone)
+        const last = ids[ids.length - 1]
+        if (out.length >= limit || ids.length < limit || last === undefined) return out
+        from = last
+      }
     })
   }
 

@@ -64,4 +64,10 @@ export interface GrantStore {
   findRefresh(refreshHash: string): Promise<RefreshLookup | null>
   /** Delete the family and put the grant id on the revocation list until `until` (published). Idempotent. */
   revoke(grantId: string, until: number): Promise<void>
+  /**
+   * Up to `limit` live grants of one client, by grant id (UTF-8 byte order), those after `after`
+   * (exclusive): the admin API's grants of a client. The index behind it is a hint kept beside the
+   * families; an entry whose family is gone (expired, revoked) is dropped when met.
+   */
+  listByClient(clientId: string, after: string | null, limit: number): Promise<GrantRecord[]>
 }
