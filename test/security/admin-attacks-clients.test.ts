@@ -63,6 +63,12 @@ t.test('admin-managed clients under attack', async (t) => {
       const after = await orders(bin.url, access)
       t.equal(after.status, 401, `${end}: its live token is refused`)
       t.equal(up.seen.length, seen, `${end}: nothing reached the upstream`)
+      if (end === 'disable') {
+        t.equal((await api.call('POST', `/clients/${id}/enable`, { token: write })).status, 200)
+        const fresh = accessTokenOf(await reply(clientCredentials(bin.url, id, String(created.json?.client_secret))))
+        t.equal((await orders(bin.url, fresh)).status, 200, 'enabled again at once: a new token works')
+        t.equal((await orders(bin.url, access)).status, 401, 'the one from before the disable is still refused')
+      }
     }
   })
 
