@@ -103,7 +103,8 @@ export class ClientKeySets {
     }
     const uri = client.jwksUri
     if (uri === undefined) return 'the client has no keys'
-    if (client.selfRegistered === undefined) return this.#remote(this.#configured, uri, this.#trusted, Number.POSITIVE_INFINITY)
+    // Only YAML clients' keys come from private addresses: an admin-managed client's URL came through an API token, fetched like a stranger's.
+    if (client.selfRegistered === undefined && client.adminManaged !== true) return this.#remote(this.#configured, uri, this.#trusted, Number.POSITIVE_INFINITY)
     const problem = strangerJwksUriProblem(uri)
     if (problem !== undefined) return `jwks_uri refused: ${problem}`
     return this.#remote(this.#strangers, uri, this.#stranger, MAX_STRANGER_SETS)

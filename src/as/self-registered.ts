@@ -48,7 +48,7 @@ export function clientFromMetadata(
     ...(metadata.require_signed_request_object === true ? { requireSignedRequestObject: true } : {}),
     // Registration offers no mTLS methods (docs/fapi.md, Gaps): only configured clients bind to certificates.
     tlsClientCertificateBoundAccessTokens: false,
-    // An admin-managed client was vetted by an operator: no stranger's consent caution, its keys fetched like a configured client's.
+    // An admin-managed client was vetted by an operator: no stranger's consent caution (its URLs are still fetched like a stranger's).
     ...(source === 'admin' ? { adminManaged: true as const } : { selfRegistered: source }),
     ...(metadata.backchannel_logout_uri === undefined
       ? {}

@@ -22,10 +22,11 @@ import { startUpstream } from '../helpers/upstream.js'
 
 const APP_CALLBACK = 'http://127.0.0.1:5557/callback'
 
-async function startAdmin(t: Test) {
+async function startAdmin(t: Test, registration = false) {
   const up = await startUpstream('orders')
   const port = await freePort()
   const config = await adminConfig({ port, upstream: up.url })
+  if (registration) (config.authorization_server as Record<string, unknown>).registration = { enabled: true, scopes: ['orders:read'] }
   const cfg = await tempConfig('')
   const trail = join(cfg.dir, 'audit.jsonl')
   const file = join(cfg.dir, 'gateway.json')
@@ -256,4 +257,24 @@ t.test('clients: a disabled client gets no token and no authorization; its grant
   t.equal(about('client.updated'), 2, 'disable and enable')
   t.equal(about('client.deleted'), 1)
   t.ok(about('grant.revoked') >= 2, 'each grant ended is audited')
+})
+
+t.test('clients: a registered client is listed with source registration, and its id cannot be taken', async (t) => {
+  const { bin, api, write, read } = await startAdmin(t, true)
+  const registered = await reply(
+    fetch(`${bin.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [APP_CALLBACK], client_name: 'Self-made', token_endpoint_auth_method: 'none' }),
+    }),
+  )
+  t.equal(registered.status, 201, registered.text)
+  const id = String(registered.json?.client_id)
+  t.match(itemsOf(await api.call('GET', '/clients?source=registration', { token: read })), [{ id, source: 'registration', name: 'Self-made' }])
+  t.ok(idsOf(await api.call('GET', '/clients?limit=200', { token: read })).includes(id), 'and in the whole list')
+  const taken = await api.call('POST', '/clients', { token: write, body: { client_id: id, grant_types: ['client_credentials'] } })
+  t.equal(taken.status, 409, 'a registered client’s id is refused')
+  const change = await api.call('POST', `/clients/${encodeURIComponent(id)}/secrets`, { token: write })
+  t.equal(change.status, 409, 'a registered client is not managed here')
+  t.equal(change.json?.type, 'https://bearward.dev/problems/admin/read_only')
 })

@@ -76,7 +76,8 @@ t.test('Redis commands per /token request', async (t) => {
       t.type(r.json?.refresh_token, 'string')
     })
     // The grant records the access token's expiry when it is created: no noteAccessExp after it.
-    t.same(commands, ['hitWindows', 'takeCode', 'linkCodeGrant', 'noteAllowance', 'set', 'putHash'])
+    // putGrant: the family and its client's index (the admin API's grants of a client) in one script.
+    t.same(commands, ['hitWindows', 'takeCode', 'linkCodeGrant', 'noteAllowance', 'set', 'putGrant'])
   })
 
   t.test('refresh rotation: six commands, the rotation one atomic script', async (t) => {

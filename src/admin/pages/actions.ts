@@ -3,12 +3,12 @@
  * is done by calling that API route's own handler (the route table,
  * routes.ts) with the pages' admin as the caller: the same checks, store
  * calls and audit events as `curl` against /admin/v1 — there is no second
- * implementation. A route the API does not have yet (secret rotation) is
- * said so on the page, never faked.
+ * implementation.
  */
 import type { IncomingMessage } from 'node:http'
 import type { AsContext } from '../../as/context.js'
 import type { AdminCaller } from '../auth.js'
+import { findAnyClient, readOnlyClient, rotateSecret } from '../clients/actions.js'
 import type { AdminContext } from '../context.js'
 import { type Found, findPerson } from '../people/actions.js'
 import { AdminProblem } from '../problem.js'
@@ -93,4 +93,63 @@ export async function grantsOf(admin: AdminContext, req: IncomingMessage, sessio
 /** Revoke one grant through the admin API (DELETE /grants/{id}): its tokens refused, its streams ended, `grant.revoked`. */
 export async function revokeGrant(admin: AdminContext, req: IncomingMessage, session: PagesSession, grantId: string): Promise<void> {
   await callApi(admin, req, session, 'DELETE', `/grants/${encodeURIComponent(grantId)}`)
+}
+
+/** One of a client's live grants as the admin API lists it (GET /grants?client=). */
+export interface ClientGrantItem extends GrantItem {
+  person: string
+}
+
+/** The client's live grants, through the admin API's own list (first 200). */
+export async function grantsOfClient(admin: AdminContext, req: IncomingMessage, session: PagesSession, clientId: string): Promise<ClientGrantItem[]> {
+  const reply = await callApi(admin, req, session, 'GET', '/grants', new URLSearchParams({ client: clientId, limit: '200' }))
+  return (reply.body as { items: ClientGrantItem[] }).items
+}
+
+/**
+ * Rotate an admin-managed client's secret with the API's own action
+ * (clients/actions.ts, as `POST /clients/{id}/secrets` does; the route's JSON
+ * body is not the pages' form): the new secret, shown once, the default overlap.
+ */
+export async function rotateClientSecret(
+  admin: AdminContext,
+  req: IncomingMessage,
+  session: PagesSession,
+  clientId: string,
+): Promise<{ secret: string; previousExpiresAt: number }> {
+  const found = await findAnyClient(admin.as, clientId)
+  if (found.kind !== 'admin') throw readOnlyClient(found.client)
+  const { record, secret } = await rotateSecret(admin.as, req, callerOf(session), found.record, null, null)
+  return { secret, previousExpiresAt: record.previousExpiresAt as number }
+}
+
+/** One item of the admin API's client list. */
+export interface ClientItem {
+  id: string
+  name: string
+  type: string
+  source: string
+  disabled: boolean
+}
+
+/** Clients whose id or name contains `needle`, through the admin API's own list (every source), up to `max` + 1 and `maxScanned` read. */
+export async function searchClients(
+  admin: AdminContext,
+  req: IncomingMessage,
+  session: PagesSession,
+  needle: string,
+  max: number,
+  maxScanned: number,
+): Promise<ClientItem[]> {
+  const found: ClientItem[] = []
+  let cursor: string | null = null
+  for (let scanned = 0; scanned < maxScanned && found.length <= max; ) {
+    const query = new URLSearchParams({ limit: '200', ...(cursor === null ? {} : { cursor }) })
+    const page = (await callApi(admin, req, session, 'GET', '/clients', query)).body as { items: ClientItem[]; next_cursor: string | null }
+    scanned += page.items.length
+    for (const c of page.items) if (c.id.toLowerCase().includes(needle) || c.name.toLowerCase().includes(needle)) found.push(c)
+    cursor = page.next_cursor
+    if (cursor === null) break
+  }
+  return found
 }

@@ -19,10 +19,33 @@ import { ClientAborted, OAuthError, StoreUnavailableError } from '../../errors.j
 import { AS_BODY_LIMIT, FormParams, isFormContentType, readBody } from '../../http/body.js'
 import { type AdminContext, adminContextOf } from '../context.js'
 import { AdminProblem } from '../problem.js'
-import { callApi, grantsOf, isPersonAction, PERSON_ACTIONS, personByUsername, revokeGrant } from './actions.js'
+import { findAnyClient } from '../clients/actions.js'
+import {
+  callApi,
+  grantsOf,
+  grantsOfClient,
+  isPersonAction,
+  PERSON_ACTIONS,
+  personByUsername,
+  revokeGrant,
+  rotateClientSecret,
+  searchClients,
+} from './actions.js'
 import { currentAdmin, type PagesSession, sessionCookie } from './session.js'
 import { finishSignIn, type PagesPlace, startSignIn } from './sign-in.js'
-import { clientPage, clientsPage, confirmPage, homePage, messageOnly, type PersonDetail, type PersonRow, peoplePage, personPage } from './views.js'
+import {
+  type ClientDetail,
+  clientPage,
+  clientsPage,
+  confirmPage,
+  homePage,
+  messageOnly,
+  newSecretPage,
+  type PersonDetail,
+  type PersonRow,
+  peoplePage,
+  personPage,
+} from './views.js'
 
 /** The pages' path on either listener (after the mount point is removed): `/admin` and below, except the API's `/admin/v1`. */
 export const ADMIN_PAGES_BASE = '/admin'
@@ -151,32 +174,14 @@ async function showGet(req: IncomingMessage, res: ServerResponse, admin: AdminCo
       return showPage(res, 200, personPage({ ...base, person: await personDetail(admin, req, session, person), ...(notice === undefined ? {} : { notice }) }))
     }
     case '/clients': {
-      const needle = q.toLowerCase()
-      const found = [...admin.as.clients.values()]
-        .filter((c) => c.clientId.toLowerCase().includes(needle) || c.name.toLowerCase().includes(needle))
-        .sort((a, b) => a.clientId.localeCompare(b.clientId))
-      const rows = found.slice(0, MAX_RESULTS).map((c) => ({ clientId: c.clientId, name: c.name, confidential: c.type === 'confidential' }))
+      const found = await searchClients(admin, req, session, q.toLowerCase(), MAX_RESULTS, MAX_SCANNED)
+      const rows = found.slice(0, MAX_RESULTS).map((c) => ({ clientId: c.id, name: c.name, confidential: c.type === 'confidential' }))
       return showPage(res, 200, clientsPage({ ...base, q, clients: rows, more: found.length > MAX_RESULTS }))
     }
     case '/client': {
-      const client = await admin.as.findClient(place.query.get('id') ?? '')
-      if (client === undefined) return showPage(res, 404, messageOnly('No such client', 'No client has this id.', { href: './', text: 'Find a client' }))
-      const configured = admin.as.clients.get(client.clientId) === client
-      return showPage(
-        res,
-        200,
-        clientPage({
-          ...base,
-          // Rotation is the admin API's (`POST /clients/{id}/secrets`): not yet offered here.
-          client: {
-            clientId: client.clientId,
-            name: client.name,
-            confidential: client.type === 'confidential',
-            source: configured ? 'the config file' : 'the store',
-            rotatable: false,
-          },
-        }),
-      )
+      const detail = await clientDetail(admin, req, session, place.query.get('id') ?? '')
+      if (detail === null) return showPage(res, 404, messageOnly('No such client', 'No client has this id.', { href: './', text: 'Find a client' }))
+      return showPage(res, 200, clientPage({ ...base, client: detail, ...(notice === undefined ? {} : { notice }) }))
     }
     default:
       return showPage(res, 404, messageOnly('Page not found', 'There is no such admin page.', { href: './', text: 'Admin' }))
@@ -226,8 +231,74 @@ async function personDetail(admin: AdminContext, req: IncomingMessage, session: 
   return { ...person, totp: totp?.confirmedAt != null, passkeys: passkeys.length, grants }
 }
 
+/** A client as its page shows it, wherever it lives; null when no client has this id. */
+async function clientDetail(admin: AdminContext, req: IncomingMessage, session: PagesSession, id: string): Promise<ClientDetail | null> {
+  let found: Awaited<ReturnType<typeof findAnyClient>>
+  try {
+    found = await findAnyClient(admin.as, id)
+  } catch (err) {
+    if (err instanceof AdminProblem && err.status === 404) return null
+    throw err
+  }
+  const grants = await grantsOfClient(admin, req, session, id)
+  if (found.kind === 'admin') {
+    const r = found.record
+    const name = r.metadata.client_name ?? r.clientId
+    return {
+      clientId: r.clientId,
+      name,
+      confidential: r.secretHash !== null,
+      source: 'the admin API',
+      rotatable: r.secretHash !== null,
+      disabled: r.disabled,
+      grants,
+    }
+  }
+  const c = found.client
+  const source = c.selfRegistered === undefined ? 'the config file' : c.selfRegistered === 'registration' ? 'its own registration' : 'its metadata document'
+  return { clientId: c.clientId, name: c.name, confidential: c.type === 'confidential', source, rotatable: false, disabled: false, grants }
+}
+
+/**
+ * POST /act on a client (`client_id`): rotate its secret, shown once on the
+ * answer page, or revoke one of its grants; the confirmation step first.
+ */
+async function clientAct(req: IncomingMessage, res: ServerResponse, admin: AdminContext, session: PagesSession, form: FormParams): Promise<void> {
+  const action = form.get('action') ?? ''
+  const clientId = form.get('client_id') ?? ''
+  const grantId = form.get('grant')
+  const known = action === 'rotate_secret' || (action === 'revoke_grant' && grantId !== undefined)
+  const detail = known ? await clientDetail(admin, req, session, clientId) : null
+  if (detail === null) {
+    return showPage(res, 400, messageOnly('This request cannot be completed', 'Choose an action on a client’s page.', { href: './', text: 'Admin' }))
+  }
+  if (form.get('confirm') !== 'yes') {
+    const fields: Record<string, string> = { client_id: clientId, ...(grantId === undefined ? {} : { grant: grantId }) }
+    const subject = grantId === undefined ? `client ${clientId}` : `a grant of client ${clientId}`
+    return showPage(res, 200, confirmPage({ signedInAs: signedInAs(session), csrf: session.csrf, action, subject, fields }))
+  }
+  if (action === 'revoke_grant') {
+    await revokeGrant(admin, req, session, grantId as string)
+    return redirect(res, `client?id=${encodeURIComponent(clientId)}&done=revoke_grant`, 303)
+  }
+  // Shown on this answer only (never cached: the pages' headers say no-store); only its hash is kept.
+  const rotated = await rotateClientSecret(admin, req, session, clientId)
+  showPage(
+    res,
+    200,
+    newSecretPage({
+      signedInAs: signedInAs(session),
+      csrf: session.csrf,
+      clientId,
+      secret: rotated.secret,
+      previousExpiresAt: rotated.previousExpiresAt,
+    }),
+  )
+}
+
 /** POST /act: without `confirm=yes` the confirmation step; with it, the action (the admin API's own route), then back to the person. */
 async function act(req: IncomingMessage, res: ServerResponse, admin: AdminContext, session: PagesSession, form: FormParams): Promise<void> {
+  if (form.get('client_id') !== undefined) return clientAct(req, res, admin, session, form)
   const action = form.get('action') ?? ''
   const username = form.get('person') ?? ''
   const grantId = form.get('grant')

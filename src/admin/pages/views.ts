@@ -14,6 +14,12 @@ function when(epochSec: number): SafeHtml {
   return html`<time datetime="${at.toISOString()}">${DATE.format(at)}</time>`
 }
 
+/** A date with its time of day (UTC), for an end that is hours away. */
+function whenExactly(epochSec: number): SafeHtml {
+  const at = new Date(epochSec * 1000)
+  return html`<time datetime="${at.toISOString()}">${DATE.format(at)}, ${at.toISOString().slice(11, 16)} UTC</time>`
+}
+
 /** Every admin page: the heading, who is signed in, a way back home and out. */
 function adminPage(title: string, signedInAs: string, csrf: string, body: SafeHtml, notice?: HtmlValue): string {
   return renderPage(
@@ -156,21 +162,53 @@ ${o.clients.map(
   )
 }
 
-/** One client, and its secret's rotation when it has one. */
-export function clientPage(o: { signedInAs: string; csrf: string; client: ClientRow & { source: string; rotatable: boolean }; notice?: string }): string {
+export interface ClientDetail extends ClientRow {
+  source: string
+  rotatable: boolean
+  disabled: boolean
+  grants: readonly { id: string; person: string; created_at: number }[]
+}
+
+/** One client: its secret's rotation when it has one, and the grants people gave it, each revocable. */
+export function clientPage(o: { signedInAs: string; csrf: string; client: ClientDetail; notice?: string }): string {
   const c = o.client
   return adminPage(
     `Client ${c.clientId}`,
     o.signedInAs,
     o.csrf,
-    html`<p>${c.name} · ${c.confidential ? 'confidential' : 'public'} · from ${c.source}.</p>
+    html`<p>${c.name} · ${c.confidential ? 'confidential' : 'public'} · from ${c.source}.${c.disabled ? html` <strong>Disabled:</strong> it gets no tokens.` : ''}</p>
 <h2>Secret</h2>
 ${
   c.rotatable
     ? actionForm(o.csrf, 'rotate_secret', { client_id: c.clientId }, 'Rotate the secret')
-    : html`<p>This client’s secret cannot be rotated here (it has none, or it lives in the config file).</p>`
+    : html`<p>This client’s secret cannot be rotated here (it has none, or it lives in the config file or with the client).</p>`
+}
+<h2>People who allowed it</h2>
+${
+  c.grants.length === 0
+    ? html`<p>Nobody has allowed this client.</p>`
+    : html`<ul class="apps">
+${c.grants.map(
+  (g) => html`<li><h3>${g.person}</h3><p class="when">Granted on ${when(g.created_at)}</p>
+${actionForm(o.csrf, 'revoke_grant', { client_id: c.clientId, grant: g.id }, `Revoke ${g.person}’s grant`)}</li>
+`,
+)}</ul>`
 }`,
     o.notice,
+  )
+}
+
+/** The answer to a rotation: the new secret, shown this once. */
+export function newSecretPage(o: { signedInAs: string; csrf: string; clientId: string; secret: string; previousExpiresAt: number }): string {
+  return adminPage(
+    `New secret of ${o.clientId}`,
+    o.signedInAs,
+    o.csrf,
+    html`<p>Copy it now: it is shown only this once, and only its hash is kept.</p>
+<p><label for="new-secret">New client secret</label>
+<input id="new-secret" type="text" readonly value="${o.secret}" autocomplete="off" spellcheck="false"></p>
+<p>The old secret keeps working until ${whenExactly(o.previousExpiresAt)}.</p>
+<p><a href="client?id=${encodeURIComponent(o.clientId)}">Back to the client</a></p>`,
   )
 }
 

@@ -197,7 +197,8 @@ export class BackchannelLogoutDelivery {
     const token = await signLogoutToken(this.#as, { clientId: job.clientId, sub: job.sub, ...(job.sid === undefined ? {} : { sid: job.sid }), jti })
     try {
       const res = await request(target.uri, {
-        dispatcher: client.selfRegistered === undefined ? this.#trusted : this.#stranger,
+        // Only YAML clients reach private addresses: an admin-managed client's URL came through an API token, judged like a stranger's.
+        dispatcher: client.selfRegistered === undefined && client.adminManaged !== true ? this.#trusted : this.#stranger,
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ logout_token: token }).toString(),

@@ -26,7 +26,7 @@ import type { Arg, RedisConnection } from '../redis/connection.js'
 import type { Client } from '../redis/link.js'
 import { list, num, str } from '../redis/replies.js'
 import { durableGrantRevocation, revokedKey } from '../revocations/redis.js'
-import { NOTE_ACCESS_EXP, REVOKE_GRANT, ROTATE_REFRESH } from './scripts.js'
+import { NOTE_ACCESS_EXP, PUT_GRANT, REVOKE_GRANT, ROTATE_REFRESH } from './scripts.js'
 import type { GrantRecord, GrantStore, RefreshLookup, RotateResult } from './types.js'
 
 export class RedisGrants implements GrantStore {
@@ -64,14 +64,19 @@ export class RedisGrants implements GrantStore {
       // connection runs its commands in the order written, so on a single
       // node both go out together (one round trip); a cluster may put them
       // on different nodes, so there the index is confirmed first.
-      // The client's index is a hint (listByClient checks each family), so it goes out beside them.
+      // The family and its client's index (listByClient checks each family): one script on a
+      // single node; on a cluster the index is another slot, written beside the family.
       const family = r.key('grant', grant.grantId)
-      const ofClient = (): Promise<unknown> => c.zadd(this.#ofClient(grant.clientId), 0, grant.grantId)
-      if (refreshHash === null) await Promise.all([r.putHash(c, family, ttl, fields), ofClient()])
+      const index = this.#ofClient(grant.clientId)
+      const put = (): Promise<unknown> =>
+        r.cluster
+          ? Promise.all([r.putHash(c, family, ttl, fields), c.zadd(index, 0, grant.grantId)])
+          : r.eval(c, PUT_GRANT, [family, index], [ttl, grant.grantId, ...Object.entries(fields).flat()])
+      if (refreshHash === null) await put()
       else if (r.cluster) {
         await c.set(r.key('rt', refreshHash), grant.grantId, 'PX', ttl)
-        await Promise.all([r.putHash(c, family, ttl, fields), ofClient()])
-      } else await Promise.all([c.set(r.key('rt', refreshHash), grant.grantId, 'PX', ttl), r.putHash(c, family, ttl, fields), ofClient()])
+        await put()
+      } else await Promise.all([c.set(r.key('rt', refreshHash), grant.grantId, 'PX', ttl), put()])
     })
   }
 

@@ -83,3 +83,20 @@ add_revocation(KEYS[2], 'grant', ARGV[1], until_sec, now_sec, ARGV[4], true)
 return tostring(until_sec)
 `,
 )
+
+/**
+ * Store a new family and note it in its client's index, in one step (single
+ * node only: on a cluster the index lives in another slot and is written
+ * beside it). KEYS: 1 grant key, 2 the client's index (sorted set by lex).
+ * ARGV: 1 ttl ms, 2 grant id, then the family's fields and values.
+ */
+export const PUT_GRANT = script(
+  'putGrant',
+  `
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], 0, ARGV[2])
+return 1
+`,
+)

@@ -2,6 +2,7 @@
  * Every Lua script of the Redis store, by name: what tools that watch Redis
  * (the Redis command-count test, the benchmark) show an EVALSHA as.
  */
+export * from '../admin-clients/scripts.js'
 export * from '../allowances/scripts.js'
 export * from '../clients/scripts.js'
 export * from '../codes/scripts.js'
