@@ -4,6 +4,7 @@ import { buildFaceDeps } from './face-deps.js'
 import { loadKeySet, generatePrivateJwk, signingKeyFromJwk, type KeySet, type SigningKey } from './keys/keyset.js'
 import { buildAsContext } from './as/build.js'
 import { overlapsWithStore } from './as/people/directory.js'
+import { clientsShadowingStore } from './as/admin-managed-client.js'
 import { ConfigError, StoreUnavailableError } from './errors.js'
 import type { AsContext } from './as/context.js'
 import { createAuthorizationServer } from './as/server.js'
@@ -214,19 +215,26 @@ export class Runtime {
 
 /**
  * A YAML user whose username or sub a person created through the admin API
- * holds refuses the load (issue #42: never silently shadowed). A store that
+ * holds, or a YAML client whose id a client created there holds, refuses
+ * the load (issue #42: never silently shadowed). A store that
  * cannot be asked now does not stop a start: the lookup refuses the
  * ambiguous username at sign-in instead.
  */
 async function refuseShadowedPeople(config: Config, as: AsContext, shared: Shared): Promise<void> {
-  let overlaps: Array<{ index: number; message: string }>
+  let overlaps: Array<{ index: number; message: string; path: string }>
   try {
-    overlaps = await overlapsWithStore(as.as.users, as.store.people)
+    const people = await overlapsWithStore(as.as.users, as.store.people)
+    // Clients likewise: a YAML client is found before a stored one, so it would take its place.
+    const clients = await clientsShadowingStore(as.as.clients, as.store.adminClients)
+    overlaps = [
+      ...people.map((o) => ({ ...o, path: `authorization_server.users[${o.index}]` })),
+      ...clients.map((o) => ({ ...o, path: `authorization_server.clients[${o.index}]` })),
+    ]
   } catch (err) {
     if (!(err instanceof StoreUnavailableError)) throw err
-    shared.log.warn('config: the store did not answer, so YAML users were not checked against the people created through the admin API')
+    shared.log.warn('config: the store did not answer, so YAML users and clients were not checked against those created through the admin API')
     return
   }
   if (overlaps.length === 0) return
-  throw new ConfigError(overlaps.map((o) => ({ file: config.file, line: 1, col: 1, path: `authorization_server.users[${o.index}]`, message: o.message })))
+  throw new ConfigError(overlaps.map((o) => ({ file: config.file, line: 1, col: 1, path: o.path, message: o.message })))
 }

@@ -11,13 +11,14 @@
 import type { IncomingMessage } from 'node:http'
 import { ADMIN_READ_SCOPE, ADMIN_SCOPE } from '../config/sections/admin-api.js'
 import { proofHeader } from '../dpop/verify-proof.js'
-import { InsufficientScope, InvalidDpopProof, InvalidToken, MissingToken, type OAuthError } from '../errors.js'
+import { InsufficientScope, InvalidDpopProof, InvalidScope, InvalidToken, MissingToken, type OAuthError } from '../errors.js'
 import { checkedTokenFromHeader } from '../http/authorization.js'
 import { errorAnswer } from '../http/reply.js'
 import type { AsContext } from '../as/context.js'
 import { type OwnAccessToken, verifyOwnAccessToken } from '../as/verify-token.js'
 import { checkCertificateBinding } from '../tokens/certificate-binding.js'
 import { adminAudience } from './audience.js'
+import { checkAdminScope } from './scope-policy.js'
 import { AdminProblem } from './problem.js'
 
 /** The caller of one admin request, for the handlers and the audit trail. */
@@ -63,7 +64,30 @@ async function caller(req: IncomingMessage, as: AsContext, url: string): Promise
   const write = scopes.includes(ADMIN_SCOPE)
   if (!write && !scopes.includes(ADMIN_READ_SCOPE)) throw new InsufficientScope([ADMIN_SCOPE])
   if (!write && !READ_METHODS.has(req.method ?? 'GET')) throw new InsufficientScope([ADMIN_SCOPE], 'A read-only admin token cannot change anything')
+  stillAnAdmin(as, claims)
   return { clientId: claims.clientId, sub: claims.sub, person: claims.grantId !== null, jti: claims.jti, grantId: claims.grantId, write }
+}
+
+/**
+ * The scope policy once more, against the config of now: it ran when the token was minted, but a
+ * reload that takes a client out of `admin_api.clients` (or a person out of `admin_api.people`)
+ * must end what their live tokens may do at once, not at their expiry.
+ */
+function stillAnAdmin(as: AsContext, claims: OwnAccessToken): void {
+  // A person's token carries how they signed in; a client's own token carries none of it.
+  const person = claims.authTime !== null || claims.amr !== undefined || claims.acr !== undefined
+  try {
+    checkAdminScope(as.config.adminApi, as.as.mfa !== undefined, {
+      scope: claims.scope,
+      clientId: claims.clientId,
+      sub: claims.sub,
+      ...(person ? { strength: { ...(claims.amr === undefined ? {} : { amr: claims.amr }), ...(claims.acr === undefined ? {} : { acr: claims.acr }) } } : {}),
+    })
+  } catch (err) {
+    if (err instanceof InvalidScope)
+      throw new InvalidToken('The access token’s holder may no longer use the admin API', { cause: 'admin scope holder no longer in admin_api' })
+    throw err
+  }
 }
 
 async function checkBinding(

@@ -28,7 +28,8 @@ export function ifMatchRevision(req: IncomingMessage): number | null {
   if (raw === undefined) return null
   const value = raw.trim()
   if (value === '*') return -1
-  const m = /^"r([0-9]{1,15})"$/.exec(value)
+  // Strong comparison (RFC 9110 8.8.3.2) is of the characters: "r01" is not the tag "r1" we sent.
+  const m = /^"r([1-9][0-9]{0,14})"$/.exec(value)
   if (m === null) {
     // Another resource's tag, a weak one, or a list: it can never match a revision of ours.
     throw new AdminProblem(412, 'precondition_failed', 'If-Match does not name the current revision')

@@ -6,7 +6,7 @@
  * is no client at all to the flows (client-directory.ts).
  */
 import type { ClientConfig } from '../config/validated-config.js'
-import type { AdminClientRecord } from '../store/types.js'
+import type { AdminClientRecord, AdminClientStore } from '../store/types.js'
 import { parseScope } from './scope.js'
 import { clientFromMetadata } from './self-registered.js'
 
@@ -16,4 +16,21 @@ export function adminManagedClient(record: AdminClientRecord, nowSec: number): C
   const { previousSecretHash: hash, previousExpiresAt: expiresAt } = record
   if (client.secretHash !== null && hash !== null && expiresAt !== null && nowSec < expiresAt) client.previousSecret = { hash, expiresAt }
   return client
+}
+
+/**
+ * At load: the YAML clients whose id a client created through the admin API already holds. The
+ * configured client is found first, so it would silently take the stored one's place (its grants,
+ * its refresh tokens) with another secret and other scopes: the load is refused, naming both.
+ */
+export async function clientsShadowingStore(
+  clients: readonly ClientConfig[],
+  store: Pick<AdminClientStore, 'get'>,
+): Promise<Array<{ index: number; message: string }>> {
+  const found: Array<{ index: number; message: string }> = []
+  for (const [index, c] of clients.entries()) {
+    if ((await store.get(c.clientId)) !== null)
+      found.push({ index, message: `client_id ${c.clientId} is also a client created through the admin API: delete one of them` })
+  }
+  return found
 }

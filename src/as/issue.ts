@@ -17,6 +17,7 @@ import { accessTokenClaims, claimsForScope, findPersonBySub } from './claims.js'
 import type { AsContext } from './context.js'
 import type { TokenResponse } from './grants/grant-handler.js'
 import { hasScope } from './scope.js'
+import { providerOfSubject } from './identity-providers/person.js'
 import { checkAdminScope } from '../admin/scope-policy.js'
 import { type SignInStrength, strengthClaims } from './sign-in-strength.js'
 
@@ -278,6 +279,15 @@ export interface NewGrantInput {
 }
 
 /**
+ * Whether `sub` may still sign in: a local person the directory answers (not disabled, not
+ * deleted, not removed from YAML), or someone of a configured identity provider (not disabled here).
+ */
+async function maySignIn(as: AsContext, sub: string): Promise<boolean> {
+  if ((await as.people.bySub(sub)) !== undefined) return true
+  return providerOfSubject(sub, as.upstream) !== null
+}
+
+/**
  * A user's authorization becomes a grant: the root of a refresh family
  * (with its first refresh token when the client may refresh), then the
  * token response. Shared by the authorization-code, device-code and CIBA grants.
@@ -307,6 +317,10 @@ export async function startGrant(as: AsContext, input: NewGrantInput): Promise<T
     ...(input.authorizedAtMs === undefined ? {} : { authorizedAtMs: input.authorizedAtMs }),
   })
   if (!noted) throw new InvalidGrant(undefined, { cause: 'the person withdrew this client after authorizing it' })
+  // A code or device code outlives the sign-in that approved it: a person disabled or deleted since
+  // (a leaver polling a device code approved minutes before) gets no grant. Read after the note, so a
+  // disable running now has either set its flag before this read or lists this grant and revokes it.
+  if (!(await maySignIn(as, input.sub))) throw new InvalidGrant(undefined, { cause: 'the person was disabled or removed after authorizing' })
   await as.store.grants.create(
     {
       grantId: input.grantId,

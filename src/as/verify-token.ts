@@ -135,6 +135,6 @@ export async function verifyOwnAccessToken(as: AsContext, token: string, options
   if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return null
   const claims = looksLikeJwt(token) ? await verifyJwt(as, token) : await lookupOpaque(as, token)
   if (claims === null) return null
-  if (!options.includeRevoked && as.revocations.isRevoked(claims.jti, claims.grantId)) return null
+  if (!options.includeRevoked && as.revocations.isRevoked(claims.jti, claims.grantId, { id: claims.clientId, exp: claims.exp })) return null
   return claims
 }

@@ -6,6 +6,7 @@
  * free text. A token can be named only through {@link tokenByJti}, which
  * takes its claims, not its compact form.
  */
+import { isTokenShaped } from '../crypto/random.js'
 
 /** Every event the trail can carry, and nothing else. */
 export const AUDIT_EVENTS = [
@@ -50,7 +51,7 @@ export type Jti = string & { readonly [jtiBrand]: true }
  * type-check; and a value that looks like a JWT is refused at run time too.
  */
 export function tokenByJti(claims: { readonly jti: string }): { kind: 'token'; jti: Jti } {
-  if (looksLikeJwt(claims.jti)) throw new TypeError('audit: a jti was expected, not a token')
+  if (looksLikeToken(claims.jti)) throw new TypeError('audit: a jti was expected, not a token')
   return { kind: 'token', jti: claims.jti as Jti }
 }
 
@@ -107,4 +108,13 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*$/
 /** A compact JWS/JWT (three base64url parts): what the trail never writes. */
 export function looksLikeJwt(value: string): boolean {
   return JWT_SHAPE.test(value)
+}
+
+/**
+ * A token value of ours: a compact JWT, or a random token (an opaque access token, a refresh
+ * token, a code: 32 bytes, base64url). A jti is 16 bytes, so it is never either: a value so shaped
+ * given as a jti is a token pasted by mistake, and the trail must not keep it.
+ */
+export function looksLikeToken(value: string): boolean {
+  return looksLikeJwt(value) || isTokenShaped(value)
 }

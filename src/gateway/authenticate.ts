@@ -33,7 +33,8 @@ import { SpanKind, type Span, type Tracing } from '../telemetry/tracing.js'
 
 /** The revocation list as the gateway reads it: in memory, kept in sync with the store. */
 export interface RevocationView {
-  isRevoked(jti: string | null, grantId: string | null): boolean
+  /** `client`: the client and exp of an access token of this server's own (a disabled client's are refused). */
+  isRevoked(jti: string | null, grantId: string | null, client?: { id: string; exp: number } | null): boolean
   readonly healthy: boolean
 }
 
@@ -269,8 +270,10 @@ export class Authenticator {
   /** Revocation and the store_unavailable policy. */
   #current(identity: TokenIdentity, policy: TokenPlan, now: number): void {
     // Revocation is known only to the list, never to the cache: every request asks.
-    if (this.#revocations.isRevoked(identity.jti, identity.grantId)) {
-      throw new AccessTokenRevoked({ cause: 'jti or grant on the revocation list' })
+    // A client entry speaks of this server's own tokens only: another issuer's client ids are not ours.
+    const own = identity.issuerId === 'self' && identity.clientId !== null ? { id: identity.clientId, exp: identity.exp } : null
+    if (this.#revocations.isRevoked(identity.jti, identity.grantId, own)) {
+      throw new AccessTokenRevoked({ cause: 'jti, grant or client on the revocation list' })
     }
     if (!this.#revocations.healthy) {
       if (policy.route.storeUnavailable === 'closed') {

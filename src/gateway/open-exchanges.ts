@@ -194,6 +194,8 @@ export class OpenExchanges {
 
   /** End the open exchanges of the revoked token or grant. */
   #revoked(revoked: RevocationEntry): void {
+    // A client entry: its tokens' open exchanges end when the token expires (they carry no client id here).
+    if (revoked.kind === 'client') return
     const matches = revoked.kind === 'jti' ? (e: OpenExchange) => e.jti === revoked.id : (e: OpenExchange) => e.grantId === revoked.id
     for (const entry of this.#select(matches)) if (entry.open) this.#end(entry, 'revoked')
   }

@@ -25,6 +25,13 @@
  */
 import type { Clock } from '../clock.js'
 import type { RevocationEntry, Store } from './types.js'
+import { REVOCATION_KINDS } from './revocations/types.js'
+
+/** The client and `exp` of an access token of this server's own (a `client` entry refuses those issued before it). */
+export interface OwnTokenClient {
+  id: string
+  exp: number
+}
 
 /** The subset of a pino logger the list uses. */
 export interface RevocationListLog {
@@ -48,10 +55,10 @@ const RESEED_MARGIN_SEC = 5
 /** Writes in flight at once when writing back lost entries. */
 const RESEED_BATCH = 100
 
-type Entries = { jti: Map<string, number>; grant: Map<string, number> }
+type Entries = { jti: Map<string, number>; grant: Map<string, number>; client: Map<string, number> }
 
 function emptyEntries(): Entries {
-  return { jti: new Map(), grant: new Map() }
+  return { jti: new Map(), grant: new Map(), client: new Map() }
 }
 
 /** In-memory revocation set kept in sync with the {@link Store}. */
@@ -126,7 +133,7 @@ export class RevocationList {
 
   /** Number of entries held (expired ones may linger until the next resync). */
   get size(): number {
-    return this.#entries.jti.size + this.#entries.grant.size
+    return this.#entries.jti.size + this.#entries.grant.size + this.#entries.client.size
   }
 
   /**
@@ -153,12 +160,18 @@ export class RevocationList {
   }
 
   /**
-   * Whether a token with this jti or grant id is revoked. Pure in-memory
-   * lookup (the hot path): no I/O, no allocation.
+   * Whether a token with this jti or grant id is revoked, or (`client`, for
+   * an access token of this server's own only) issued to a client disabled
+   * or deleted after it was issued. Pure in-memory lookup (the hot path):
+   * no I/O, no allocation.
    */
-  isRevoked(jti: string | null | undefined, grantId: string | null | undefined): boolean {
+  isRevoked(jti: string | null | undefined, grantId: string | null | undefined, client?: OwnTokenClient | null): boolean {
     const nowSec = Math.floor(this.#clock.now() / 1000)
-    return (jti != null && this.#live(this.#entries.jti, jti, nowSec)) || (grantId != null && this.#live(this.#entries.grant, grantId, nowSec))
+    return (
+      (jti != null && this.#live(this.#entries.jti, jti, nowSec)) ||
+      (grantId != null && this.#live(this.#entries.grant, grantId, nowSec)) ||
+      (client != null && this.#live(this.#entries.client, client.id, nowSec) && client.exp <= (this.#entries.client.get(client.id) as number))
+    )
   }
 
   #live(map: Map<string, number>, id: string, nowSec: number): boolean {
@@ -263,7 +276,7 @@ export class RevocationList {
       await this.#reseed(loaded, nowSec)
       const next = emptyEntries()
       // Keep every entry we hold until its exp plus grace (the store forgets at exp).
-      for (const kind of ['jti', 'grant'] as const) {
+      for (const kind of REVOCATION_KINDS) {
         for (const [id, exp] of this.#entries[kind]) {
           if (exp + this.#graceSec >= nowSec) next[kind].set(id, exp)
         }
@@ -297,10 +310,10 @@ export class RevocationList {
    * left out: the store may already have expired them by its own clock.
    */
   async #reseed(loaded: readonly RevocationEntry[], nowSec: number): Promise<void> {
-    const stored = { jti: new Set<string>(), grant: new Set<string>() }
+    const stored = { jti: new Set<string>(), grant: new Set<string>(), client: new Set<string>() }
     for (const e of loaded) stored[e.kind].add(e.id)
     const lost: RevocationEntry[] = []
-    for (const kind of ['jti', 'grant'] as const) {
+    for (const kind of REVOCATION_KINDS) {
       for (const [id, exp] of this.#entries[kind]) if (exp > nowSec + RESEED_MARGIN_SEC && !stored[kind].has(id)) lost.push({ kind, id, exp })
     }
     if (lost.length === 0) return

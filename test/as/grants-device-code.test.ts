@@ -51,12 +51,13 @@ t.test('device_code grant', async (t) => {
 
   t.test('a device code approved before the person withdrew the client: invalid_grant at the poll, no grant', async (t) => {
     const now = Math.floor(h.clock.now() / 1000)
+    // bob (a configured person): a grant is made only for someone who may still sign in.
     // The person had allowed tv before, so the account page offers to withdraw it.
-    await h.store.allowances.note('carol', 'tv', { scopes: ['orders:read'], at: now, grantId: null, until: now + 3600 })
+    await h.store.allowances.note('user-0002', 'tv', { scopes: ['orders:read'], at: now, grantId: null, until: now + 3600 })
     const { deviceCode, userCode } = await authorizeDevice(h)
-    t.ok(await h.store.devices.decide(userCode, { approved: true, sub: 'carol', authTime: now }))
+    t.ok(await h.store.devices.decide(userCode, { approved: true, sub: 'user-0002', authTime: now }))
     wait(1)
-    await h.store.allowances.withdraw('carol', 'tv', 600) // what POST /account does
+    await h.store.allowances.withdraw('user-0002', 'tv', 600) // what POST /account does
     wait(5)
     const issuedBefore = h.metrics.tokensIssued.get({ grant: 'device_code' })
     const r = await poll(deviceCode)
@@ -64,10 +65,10 @@ t.test('device_code grant', async (t) => {
     t.equal(r.json?.error, 'invalid_grant')
     t.notOk('access_token' in (r.json ?? {}), 'no access token')
     t.equal(h.metrics.tokensIssued.get({ grant: 'device_code' }), issuedBefore, 'nothing issued')
-    t.same(await h.store.allowances.list('carol'), [], 'no grant for tv came back')
+    t.same(await h.store.allowances.list('user-0002'), [], 'no grant for tv came back')
 
     const next = await authorizeDevice(h)
-    t.ok(await h.store.devices.decide(next.userCode, { approved: true, sub: 'carol', authTime: now }))
+    t.ok(await h.store.devices.decide(next.userCode, { approved: true, sub: 'user-0002', authTime: now }))
     wait(5)
     t.equal((await poll(next.deviceCode)).status, 200, 'an approval given after the withdrawal is honoured')
   })

@@ -286,6 +286,24 @@ function runRevocationListSuite(t: Test, name: string, makeStore: MakeStore): vo
   })
 }
 
+t.test('a client entry refuses the tokens of that client that expire at or before it, and no others', async (t) => {
+  const clock = new ManualClock(1_700_000_000_000)
+  const store = new MemoryStore(clock)
+  t.teardown(() => store.close())
+  const list = new RevocationList(store, clock, undefined, 3600)
+  await list.start()
+  t.teardown(() => list.stop())
+  const now = Math.floor(clock.now() / 1000)
+  list.add({ kind: 'client', id: 'svc', exp: now + 600 })
+  t.equal(list.isRevoked('j', null, { id: 'svc', exp: now + 600 }), true, 'issued before the entry')
+  t.equal(list.isRevoked('j', null, { id: 'svc', exp: now + 10 }), true, 'and an older one')
+  t.equal(list.isRevoked('j', null, { id: 'svc', exp: now + 601 }), false, 'issued after it (enabled again)')
+  t.equal(list.isRevoked('j', null, { id: 'other', exp: now + 10 }), false, 'another client')
+  t.equal(list.isRevoked('j', null), false, 'a caller that names no client')
+  clock.advance(3600_000)
+  t.equal(list.isRevoked('j', null, { id: 'svc', exp: now + 600 }), false, 'forgotten after its exp and grace')
+})
+
 runRevocationListSuite(t, 'memory', async (clock) => {
   const store = new MemoryStore(clock)
   return { store, peer: async () => store, cleanup: () => store.close() }

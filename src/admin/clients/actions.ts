@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http'
 import type { AuditEventName } from '../../audit/events.js'
 import { validateClientMetadata } from '../../as/client-metadata.js'
 import type { AsContext } from '../../as/context.js'
-import { revokeGrant } from '../../as/revocation.js'
+import { revokeEntry, revokeGrant } from '../../as/revocation.js'
 import { OIDC_SCOPES } from '../../as/scope.js'
 import { epochSeconds } from '../../clock.js'
 import { ADMIN_SCOPES } from '../../config/sections/admin-api.js'
@@ -145,6 +145,8 @@ export async function rotateSecret(
  * every instance (the revocation list). Returns how many.
  */
 export async function endClientGrants(as: AsContext, req: IncomingMessage, caller: AdminCaller, clientId: string): Promise<number> {
+  // Its own tokens (client credentials) have no grant: the list refuses every token of it issued until now.
+  await revokeEntry(as, { kind: 'client', id: clientId, exp: epochSeconds(as.clock) + as.as.accessToken.ttlSec })
   let ended = 0
   for (;;) {
     // Each revoked family leaves the index, so the first page is read again until it is empty.

@@ -5,7 +5,8 @@
  * and paginated with a signed cursor bound to the `source` filter.
  */
 import { registeredClient } from '../../as/client-directory.js'
-import { epochSeconds } from '../../clock.js'
+import { setTimeout as delay } from 'node:timers/promises'
+import { type Clock, epochSeconds } from '../../clock.js'
 import { byBytes } from '../../store/people/memory.js'
 import { pageLimit } from '../cursor.js'
 import { checkRevision, contentTag, ifMatchRevision, requiredIfMatch, revisionTag } from '../etag.js'
@@ -106,12 +107,22 @@ async function patchClient(call: AdminCall): Promise<AdminReply> {
   return clientReply({ kind: 'admin', record: next }, epochSeconds(as.clock))
 }
 
+/** Resolve once `clock` is past the whole second `sec` (at most a second's wait). */
+async function untilAfter(clock: Clock, sec: number): Promise<void> {
+  const wait = (sec + 1) * 1000 - clock.now()
+  if (wait > 0 && wait <= 1000) await delay(wait)
+}
+
 async function setDisabled(call: AdminCall, disabled: boolean): Promise<AdminReply> {
   const { req, caller, admin } = call
   const as = admin.as
   const expected = ifMatchRevision(req)
   const record = await managed(call)
   checkRevision(expected, record.version)
+  // The disable put a `client` entry on the revocation list that refuses its tokens expiring up to
+  // a token lifetime from that second: enabled in that same second, its new tokens would be refused
+  // too. Wait for the next second (at most one) so they expire after the entry.
+  if (!disabled && record.disabled) await untilAfter(as.clock, record.updatedAt)
   const next = changed(
     await as.store.adminClients.update(record.clientId, expected === null || expected === -1 ? null : expected, { disabled }, epochSeconds(as.clock)),
   )

@@ -10,7 +10,7 @@
 import { revokeEntry, revokeGrant } from '../../as/revocation.js'
 import { epochSeconds } from '../../clock.js'
 import type { GrantRecord } from '../../store/types.js'
-import { looksLikeJwt, tokenByJti } from '../../audit/events.js'
+import { looksLikeToken, tokenByJti } from '../../audit/events.js'
 import { adminActor, requestOrigin } from '../actor.js'
 import { pageLimit, pageOf } from '../cursor.js'
 import { readJsonObject } from '../json-body.js'
@@ -90,7 +90,7 @@ async function revokeToken({ req, admin, caller }: AdminCall): Promise<AdminRepl
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256 || Object.keys(body).some((k) => k !== 'jti')) {
     throw badRequest('The body is {"jti": "<the access token’s jti>"}')
   }
-  if (looksLikeJwt(jti)) throw badRequest('Send the token’s jti, not the token')
+  if (looksLikeToken(jti)) throw badRequest('Send the token’s jti, not the token')
   const as = admin.as
   // No token outlives access_token.ttl from now: the entry need not last longer.
   await revokeEntry(as, { kind: 'jti', id: jti, exp: epochSeconds(as.clock) + as.as.accessToken.ttlSec })

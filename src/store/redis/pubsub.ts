@@ -16,7 +16,7 @@ import { describe, unavailable } from './replies.js'
 function parseEntry(message: string): RevocationEntry | null {
   try {
     const v = JSON.parse(message) as { kind?: unknown; id?: unknown; exp?: unknown }
-    if ((v.kind === 'jti' || v.kind === 'grant') && typeof v.id === 'string' && typeof v.exp === 'number') {
+    if ((v.kind === 'jti' || v.kind === 'grant' || v.kind === 'client') && typeof v.id === 'string' && typeof v.exp === 'number') {
       return { kind: v.kind, id: v.id, exp: v.exp }
     }
   } catch {

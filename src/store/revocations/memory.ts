@@ -3,7 +3,7 @@
  * this instance only (there is no other instance).
  */
 import type { MemoryFamily, MemoryScope } from '../memory/scope.js'
-import type { RevocationEntry, RevocationKind, RevocationStore } from './types.js'
+import { REVOCATION_KINDS, type RevocationEntry, type RevocationKind, type RevocationStore } from './types.js'
 
 export interface MemoryRevocationsOptions {
   /** Where a failing revocation subscriber is reported. */
@@ -12,7 +12,7 @@ export interface MemoryRevocationsOptions {
 
 export class MemoryRevocations implements RevocationStore, MemoryFamily {
   readonly #s: MemoryScope
-  readonly #revoked: Record<RevocationKind, Map<string, number>> = { jti: new Map(), grant: new Map() }
+  readonly #revoked: Record<RevocationKind, Map<string, number>> = { jti: new Map(), grant: new Map(), client: new Map() }
   readonly #listeners = new Set<(entry: RevocationEntry) => void>()
   readonly #log: MemoryRevocationsOptions['log']
 
@@ -22,12 +22,12 @@ export class MemoryRevocations implements RevocationStore, MemoryFamily {
   }
 
   get size(): number {
-    return this.#revoked.jti.size + this.#revoked.grant.size
+    return this.#revoked.jti.size + this.#revoked.grant.size + this.#revoked.client.size
   }
 
   sweep(nowMs: number): void {
     const nowSec = Math.floor(nowMs / 1000)
-    for (const kind of ['jti', 'grant'] as const) {
+    for (const kind of REVOCATION_KINDS) {
       for (const [id, exp] of this.#revoked[kind]) if (exp < nowSec) this.#revoked[kind].delete(id)
     }
   }
@@ -65,7 +65,7 @@ export class MemoryRevocations implements RevocationStore, MemoryFamily {
     this.#s.open()
     const nowSec = this.#s.nowSec()
     const out: RevocationEntry[] = []
-    for (const kind of ['jti', 'grant'] as const) {
+    for (const kind of REVOCATION_KINDS) {
       for (const [id, exp] of this.#revoked[kind]) {
         if (exp >= nowSec) out.push({ kind, id, exp })
         else this.#revoked[kind].delete(id)

@@ -9,9 +9,9 @@ import type { Client } from '../redis/link.js'
 import type { RevocationFeed } from '../redis/pubsub.js'
 import { num, str } from '../redis/replies.js'
 import { ADD_REVOCATION } from './scripts.js'
-import type { RevocationEntry, RevocationKind, RevocationStore } from './types.js'
+import { REVOCATION_KINDS, type RevocationEntry, type RevocationKind, type RevocationStore } from './types.js'
 
-const KINDS: readonly RevocationKind[] = ['jti', 'grant']
+const KINDS: readonly RevocationKind[] = REVOCATION_KINDS
 
 /** The sorted set of revoked ids of one kind. */
 export function revokedKey(r: RedisConnection, kind: RevocationKind): string {

@@ -1,4 +1,13 @@
-export type RevocationKind = 'jti' | 'grant'
+/**
+ * `jti`: one access token; `grant`: every token of a grant; `client`: every access token of
+ * this server's own issued to the client whose `exp` is at or before the entry's `exp` (a
+ * client disabled or deleted through the admin API: its tokens without a grant, client
+ * credentials, are refused until they expire; tokens issued later expire later and are not).
+ */
+export type RevocationKind = 'jti' | 'grant' | 'client'
+
+/** Every kind, for the stores and the in-memory list. */
+export const REVOCATION_KINDS: readonly RevocationKind[] = ['jti', 'grant', 'client']
 
 /** One entry of the revocation list; `exp` = epoch seconds after which it can be forgotten. */
 export interface RevocationEntry {

@@ -25,6 +25,19 @@ export function revocationsContract(t: Test, name: string, setup: Setup): void {
       t2.same(await store.revocations.list(), [{ kind: 'jti', id: 'j2', exp: now + 120 }])
     })
 
+    tt.test('a client entry is kept, listed and published like the others', async (t2) => {
+      const { clock, h, store } = await setup(t2)
+      const other = await h.peer()
+      const seen: RevocationEntry[] = []
+      const unsubscribe = await other.revocations.subscribe((e) => seen.push(e))
+      t2.teardown(unsubscribe)
+      const now = nowSec(clock)
+      await store.revocations.add({ kind: 'client', id: 'svc', exp: now + 60 })
+      await store.revocations.add({ kind: 'client', id: 'svc', exp: now + 30 })
+      t2.same(await other.revocations.list(), [{ kind: 'client', id: 'svc', exp: now + 60 }], 'the later exp is kept, seen by the other instance')
+      t2.ok(await eventually(() => seen.some((e) => e.kind === 'client' && e.id === 'svc')), 'published to the other instance')
+    })
+
     tt.test('subscribers receive entries until they unsubscribe', async (t2) => {
       const { clock, store } = await setup(t2)
       const seen: RevocationEntry[] = []
