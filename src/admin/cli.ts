@@ -8,7 +8,7 @@
  *   BEARWARD_ADMIN_CLIENT_SECRET  its secret
  *   BEARWARD_ADMIN_SCOPE          optional: bearward:admin (default) or bearward:admin:read
  */
-import { parseArgs } from 'node:util'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
 
 export const ADMIN_CLI_HELP = `Usage: bearward admin <resource> <action> [options]
 
@@ -156,29 +156,62 @@ function clientMetadata(values: Values): Json {
 
 const path = (...parts: string[]): string => parts.map((p) => (p.startsWith('/') ? p : encodeURIComponent(p))).join('/')
 
+/** The options of `bearward admin`. */
+const ADMIN_OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  output: { type: 'string', default: 'table' },
+  person: { type: 'string' },
+  client: { type: 'string' },
+  source: { type: 'string' },
+  name: { type: 'string' },
+  scope: { type: 'string' },
+  'auth-method': { type: 'string' },
+  'grant-type': { type: 'string', multiple: true },
+  'redirect-uri': { type: 'string', multiple: true },
+  metadata: { type: 'string' },
+  'previous-expires-in': { type: 'string' },
+  sub: { type: 'string' },
+  claims: { type: 'string' },
+  remove: { type: 'string' },
+} as const satisfies ParseArgsConfig['options']
+
+/**
+ * `args` with every option first and every positional after `--`: a grant id or a jti is random
+ * base64url and may begin with `-` (`-lq3…`), which parseArgs would read as an unknown option.
+ * Only the declared options are options; a string option's value is joined to it (`--person=-x`).
+ */
+export function idsAsPositionals(args: readonly string[], options: NonNullable<ParseArgsConfig['options']>): string[] {
+  const opts: string[] = []
+  const positionals: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string
+    if (arg === '--') {
+      positionals.push(...args.slice(i + 1))
+      break
+    }
+    // An unknown `--name` stays an option, so a typo is refused by name; an id that itself begins
+    // with `--` (one in 4,096) is written after `--`, as for any command.
+    const name = arg.startsWith('--')
+      ? arg.slice(2).split('=')[0]
+      : Object.entries(options).find(([, o]) => o.short !== undefined && arg === `-${o.short}`)?.[0]
+    const option = name === undefined ? undefined : options[name]
+    if (option === undefined && !arg.startsWith('--')) {
+      positionals.push(arg)
+      continue
+    }
+    if (name === undefined || option === undefined) {
+      opts.push(arg)
+      continue
+    }
+    if (option.type === 'string' && !arg.includes('=') && i + 1 < args.length) opts.push(`--${name}=${args[++i] as string}`)
+    else opts.push(arg.startsWith('--') ? arg : `--${name}`)
+  }
+  return [...opts, '--', ...positionals]
+}
+
 /** Run `bearward admin ARGS`; resolves to the exit code. */
 export async function adminCli(args: string[], env: NodeJS.ProcessEnv, out: (text: string) => void, err: (text: string) => void): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      help: { type: 'boolean', short: 'h' },
-      output: { type: 'string', default: 'table' },
-      person: { type: 'string' },
-      client: { type: 'string' },
-      source: { type: 'string' },
-      name: { type: 'string' },
-      scope: { type: 'string' },
-      'auth-method': { type: 'string' },
-      'grant-type': { type: 'string', multiple: true },
-      'redirect-uri': { type: 'string', multiple: true },
-      metadata: { type: 'string' },
-      'previous-expires-in': { type: 'string' },
-      sub: { type: 'string' },
-      claims: { type: 'string' },
-      remove: { type: 'string' },
-    },
-  })
+  const { values, positionals } = parseArgs({ args: idsAsPositionals(args, ADMIN_OPTIONS), allowPositionals: true, options: ADMIN_OPTIONS })
   if (values.help || positionals.length === 0) {
     out(ADMIN_CLI_HELP)
     return values.help ? 0 : 1
