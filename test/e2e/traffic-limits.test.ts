@@ -119,8 +119,13 @@ t.test('a client limited to 100/min gets 100 across both instances; another clie
     [200, 200],
     'another client, on either instance',
   )
-  const remaining = replies.map((r) => readRateLimitFields(Object.fromEntries(r.headers)).states.get('per-client')?.r).sort()
-  t.same(remaining, [98, 99], 'its own count, shared by both instances: one request each')
+  const remaining = replies.map((r) => readRateLimitFields(Object.fromEntries(r.headers)).states.get('per-client')?.r ?? -1).sort()
+  // One request each, counted once in the shared state: the first to reach Redis sees 99, the
+  // second sees the first. Each instance passes its own "now" (docs/traffic.md, error bound), so
+  // when the later-stamped request is decided first, the other reads its TAT as a few ms further
+  // off and reports one unit less: 98, or 97.
+  t.equal(remaining[1], 99, 'the first request decided sees only itself')
+  t.ok(remaining[0] === 98 || remaining[0] === 97, `the second sees the first, shared by both instances (${remaining[0]})`)
 })
 
 t.test("a person's limit follows them across clients and instances", async (t) => {
