@@ -16,7 +16,11 @@ import { routeConfig, startProxy, startUpstream } from './proxy-helpers.js'
 
 const TOTAL = 100 * 1024 * 1024
 const CHUNK = 64 * 1024
-const MAX_GROWTH = 60 * 1024 * 1024
+// Buffering the body would hold all of it (100 MB and more); streaming holds a few chunks. The
+// process's RSS also keeps pages the GC freed but did not return: on Node 24 a run now and then
+// reads 65 MB where the usual is 3 MB (Node 20: about 30 MB), so the bound sits between the two
+// readings a bounded stream gives and a buffered body's, not at a stream's typical figure.
+const MAX_GROWTH = 85 * 1024 * 1024
 const WARM_UP = 8 * 1024 * 1024
 
 /**
