@@ -21,7 +21,7 @@ import { PersonDirectory } from './people/directory.js'
 import { SessionEnds } from './sessions/session-ends.js'
 import { BackchannelLogoutDelivery } from './backchannel-logout/deliver.js'
 import { CredentialChanges } from './credential-changes.js'
-import { ApprovalDesk } from './approvals/desk.js'
+import { deskFor } from './approvals/desk.js'
 import { ApprovalNotifier, TOP_LEVEL_TARGET } from './approvals/notify.js'
 import { approvalPageUrl } from './interaction/approval-next.js'
 import { CibaPings } from './ciba/ping.js'
@@ -69,14 +69,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
   const mayHaveReceivers =
     deps.as.clients.some((c) => c.backchannelLogout !== undefined) || deps.as.registration !== null || deps.as.clientIdMetadataDocuments !== null
   if (mayHaveReceivers) backchannelLogout.start()
-  const approvals = new ApprovalDesk({
-    store: deps.store,
-    clock: deps.clock,
-    audit: deps.audit,
-    metrics: deps.metrics,
-    maxPendingPerPerson: config.approvals.maxPendingPerPerson,
-    maxPendingPerClient: config.approvals.maxPendingPerClient,
-  })
+  const approvals = deskFor(deps, config.approvals)
   // A CIBA request is told through the top-level `approvals.notify` (with its binding message), as a held MCP call is.
   const notify = config.approvals.notify
   const cibaNotifier =

@@ -47,7 +47,7 @@ import type { ForwardRequest } from './forward-request.js'
 import type { TokenIdentity } from './token-identity.js'
 import { limitDeps } from './limits/deps.js'
 import { ApprovalGate } from './mcp/approval-gate.js'
-import { ApprovalDesk } from '../as/approvals/desk.js'
+import { deskFor } from '../as/approvals/desk.js'
 import { ApprovalNotifier, TOP_LEVEL_TARGET } from '../as/approvals/notify.js'
 import type { ApprovalNotifyConfig } from '../config/validated-config.js'
 import { epochSeconds } from '../clock.js'
@@ -540,14 +540,7 @@ function approvalParts(deps: FaceDeps): { gate: ApprovalGate | null; notifier: A
   for (const r of routes) if (r.mcp?.approvals.notify) targets.set(r.name, r.mcp.approvals.notify)
   const notifier = targets.size === 0 ? null : new ApprovalNotifier({ store: deps.store, clock: deps.clock, log: deps.log, metrics: deps.metrics, targets })
   notifier?.start()
-  const desk = new ApprovalDesk({
-    store: deps.store,
-    clock: deps.clock,
-    audit: deps.audit,
-    metrics: deps.metrics,
-    maxPendingPerPerson: config.approvals.maxPendingPerPerson,
-    maxPendingPerClient: config.approvals.maxPendingPerClient,
-  })
+  const desk = deskFor(deps, config.approvals)
   const gate = new ApprovalGate({ desk, notifier, keys: deps.keys, issuer: config.publicUrl, now: () => epochSeconds(deps.clock) })
   return { gate, notifier }
 }

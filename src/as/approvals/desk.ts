@@ -10,6 +10,7 @@
 import type { Audit } from '../../audit/trail.js'
 import { epochSeconds, type Clock } from '../../clock.js'
 import { randomBase64url } from '../../crypto/random.js'
+import type { ApprovalsConfig } from '../../config/validated-config.js'
 import type { Metrics } from '../../metrics.js'
 import type { ApprovalKind, ApprovalRecord, ApprovalSignIn, ApprovalStore, ApprovalSubject, OpenResult } from '../../store/types.js'
 
@@ -27,6 +28,11 @@ export interface ApprovalDeskDeps {
   readonly metrics: Metrics
   readonly maxPendingPerPerson?: number
   readonly maxPendingPerClient?: number
+}
+
+/** The desk of one Runtime's face, bounded by the top-level `approvals` settings. */
+export function deskFor(deps: Omit<ApprovalDeskDeps, 'maxPendingPerPerson' | 'maxPendingPerClient'>, approvals: ApprovalsConfig): ApprovalDesk {
+  return new ApprovalDesk({ ...deps, maxPendingPerPerson: approvals.maxPendingPerPerson, maxPendingPerClient: approvals.maxPendingPerClient })
 }
 
 /** What a caller asks for; the desk makes the id and the times. */
