@@ -113,7 +113,7 @@ export const handleBackchannelAuthentication: AsHandler = async (req, res, ctx, 
   const notificationToken = mode.deliveryMode === 'ping' ? notificationTokenOf(form.get('client_notification_token')) : null
   const signIn = { acr: acrValuesOf(form.get('acr_values')), maxAgeSec: null }
   // Last: the only check that reads the store.
-  const sub = await personOfHint(as, form, client.clientId, as.ciba.emails)
+  const sub = await personOfHint(as, form, client.clientId)
 
   const secret = newAuthReqSecret()
   const subject: ApprovalSubject = { kind: 'ciba', scopes, bindingMessage, authorizationDetailsJson: details === null ? null : JSON.stringify(details) }

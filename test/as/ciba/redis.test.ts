@@ -6,7 +6,7 @@ import t from 'tap'
 import { ManualClock } from '../../../src/clock.js'
 import { RedisStore } from '../../../src/store/redis.js'
 import { startAs } from '../../helpers/as-back.js'
-import { bcAuthorize, cibaClients, decide, poll, startReceiver } from '../../helpers/ciba.js'
+import { approvalIdOf, bcAuthorize, cibaClients, decide, poll, startReceiver } from '../../helpers/ciba.js'
 import { startRedis } from '../../helpers/redis.js'
 
 t.test('CIBA on Redis', async (t) => {
@@ -19,7 +19,12 @@ t.test('CIBA on Redis', async (t) => {
     clock: new ManualClock(Date.now()),
     store: (clock) => new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock }),
     clientsExtra: await cibaClients(receiver.url),
-    asExtra: '  ciba: { ttl: 120s, interval: 5s }',
+    top: 'admin_api: { enabled: true }',
+    asExtra: [
+      '  ciba: { ttl: 120s, interval: 5s }',
+      '  identity_providers:',
+      '    - { id: corp, name: Corp SSO, issuer: "https://corp.example.com", client_id: bearward }',
+    ].join('\n'),
   })
   t.teardown(() => h.close())
 
@@ -33,6 +38,33 @@ t.test('CIBA on Redis', async (t) => {
     const replies = await Promise.all(Array.from({ length: 20 }, () => poll(h, authReqId)))
     t.equal(replies.filter((r) => r.status === 200).length, 1)
     t.equal(replies.filter((r) => r.json?.error === 'slow_down').length, 19)
+  })
+
+  t.test('login_hint by email: a person created, or signed in, on another instance is found at once', async (t) => {
+    const peer = new RedisStore({ url: redis.url, keyPrefix: redis.prefix, clock: h.clock })
+    t.teardown(() => peer.close())
+    const at = Math.floor(h.clock.now() / 1000)
+    const created = await peer.people.create({
+      username: 'erin',
+      sub: 'user-erin',
+      claims: { email: 'Erin@Corp.example' },
+      passwordHash: null,
+      disabled: false,
+      createdAt: at,
+      updatedAt: at,
+      version: 1,
+    })
+    t.equal(created, 'created')
+    const byAdminEmail = await bcAuthorize(h, { scope: 'openid', login_hint: 'erin@CORP.example' })
+    t.equal(byAdminEmail.status, 200, byAdminEmail.text)
+    t.equal((await h.as.approvals.get(approvalIdOf(String(byAdminEmail.json?.auth_req_id))))?.sub, 'user-erin')
+    await peer.upstream.putPerson('corp:u-7', { provider: 'corp', upstreamSub: 'u-7', claims: { email: 'gus@corp.example' }, updatedAt: at }, 3600)
+    const byFederatedEmail = await bcAuthorize(h, { scope: 'openid', login_hint: 'Gus@corp.example' })
+    t.equal(byFederatedEmail.status, 200, byFederatedEmail.text)
+    t.equal((await h.as.approvals.get(approvalIdOf(String(byFederatedEmail.json?.auth_req_id))))?.sub, 'corp:u-7')
+    await peer.upstream.putPerson('corp:u-8', { provider: 'corp', upstreamSub: 'u-8', claims: { email: 'erin@corp.example' }, updatedAt: at }, 3600)
+    const shared = await bcAuthorize(h, { scope: 'openid', login_hint: 'erin@corp.example' })
+    t.equal(shared.json?.error, 'unknown_user_id', 'an email an admin-created and a federated person share names nobody')
   })
 
   t.test('ping: the parked job is made due by the decision and delivered once', async (t) => {
