@@ -8,8 +8,8 @@
  * sorted set of usernames (score 0, ordered by lex: the list's pages);
  * `p people:{people}off:<username>` "1" when a YAML person is disabled;
  * `p people:{people}e:<lower-cased email>` set of the usernames whose claims hold that email
- * (kept by the same scripts as the record; a person created before it existed is in it from their
- * next change);
+ * (kept by the same scripts as the record); `p people:{people}e-indexed` "1" once the people
+ * created before that index existed were added to it (by the first email lookup of any instance);
  * `p pwlink:{<hash>}` hash {r: PasswordLinkRecord JSON, e: expires ms}.
  */
 import { part } from '../redis/keys.js'
@@ -20,9 +20,13 @@ import { CREATE_PERSON, DELETE_PERSON, SWAP_PERSON, TAKE_PASSWORD_LINK } from '.
 import { emailKeyOf, type PasswordLinkRecord, type PeopleStore, type PersonChange, type PersonCreated, type PersonRecord, type PersonUpdate } from './types.js'
 
 const TAG = 'people'
+/** People read per page when the email index is first filled. */
+const BACKFILL_PAGE = 100
 
 export class RedisPeople implements PeopleStore {
   readonly #r: RedisConnection
+  /** This instance has seen the email index complete (the marker key): no more checks. */
+  #emailsIndexed = false
 
   constructor(r: RedisConnection) {
     this.#r = r
@@ -77,7 +81,33 @@ export class RedisPeople implements PeopleStore {
     return username === null ? null : this.get(username)
   }
 
+  /**
+   * People created by a version without the email index are added to it once, by the first lookup
+   * (a rolling upgrade finds them at once). Racing a change is harmless: each read checks the record.
+   */
+  async #indexEmails(): Promise<void> {
+    if (this.#emailsIndexed) return
+    const r = this.#r
+    const marker = r.key('people', TAG, 'e-indexed')
+    if ((await r.do((c) => c.exists(marker))) === 0) {
+      let after: string | null = null
+      for (;;) {
+        const page = await this.list(after, BACKFILL_PAGE)
+        for (const p of page) {
+          const email = emailKeyOf(p.claims)
+          if (email !== null) await r.do((c) => c.sadd(this.#email(email), p.username))
+        }
+        const last = page.at(-1)
+        if (page.length < BACKFILL_PAGE || last === undefined) break
+        after = last.username
+      }
+      await r.do((c) => c.set(marker, '1'))
+    }
+    this.#emailsIndexed = true
+  }
+
   async byEmail(email: string): Promise<PersonRecord[]> {
+    await this.#indexEmails()
     const key = email.toLowerCase()
     const names = await this.#r.do((c) => c.smembers(this.#email(key)))
     const people: PersonRecord[] = []
