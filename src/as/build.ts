@@ -147,7 +147,7 @@ export function buildAsContext(deps: FaceDeps & { as: AuthorizationServerConfig;
     backchannelLogout,
     credentialChanges: new CredentialChanges(deps.log),
     approvals,
-    ciba: new CibaRuntime(cibaPings, deps.as.users),
+    ciba: new CibaRuntime(cibaPings),
     authorizationDetailsTypes: new AuthorizationDetailsTypes(deps.as.authorizationDetailsTypes),
   }
 }

@@ -10,8 +10,9 @@
  *   scheme with a dot (RFC 8252 7); no fragment, no credentials.
  * - texts (name, software id and version, contacts) pass `clientTextProblem`:
  *   no controls, line separators, bidi controls or zero-width characters.
- * - only the authorization code grant (and refresh, and CIBA): a client nobody
- *   vetted gets nothing without a person's consent or approval.
+ * - only the authorization code grant and CIBA (and refresh): a client nobody
+ *   vetted gets nothing without a person's consent or approval. A CIBA-only
+ *   client (OpenID CIBA Core 1.0 4) needs no redirect URI: nothing redirects.
  * - scopes within `registration.scopes` (and `openid`, `offline_access`: scope.ts); a refusal names the scope.
  * - texts people see (name, logo, links) pass the checks configured clients'
  *   do (`src/config/sections/client-metadata.ts`).
@@ -186,14 +187,15 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
       throw new InvalidClientMetadata(`grant_types may only hold ${['authorization_code', 'refresh_token', CIBA_GRANT, ...extraGrants].join(', ')}`)
   }
   const codeFlow = grants.includes('authorization_code')
-  if (!codeFlow && !grants.some((g) => extraGrants.includes(g)))
-    throw new InvalidClientMetadata(`grant_types must include authorization_code${extraGrants.length > 0 ? ` or ${extraGrants.join(', ')}` : ''}`)
+  // OpenID CIBA Core 1.0 4: a CIBA client needs no code flow; the person approves on bearward's own page.
+  const ownGrants = ['authorization_code', CIBA_GRANT, ...extraGrants]
+  if (!grants.some((g) => ownGrants.includes(g))) throw new InvalidClientMetadata(`grant_types must include ${ownGrants.join(' or ')}`)
   // RFC 6749 4.4: the client credentials grant needs client authentication.
   if (grants.includes('client_credentials') && method === 'none') throw new InvalidClientMetadata('a public client (none) cannot use client_credentials')
   const responseTypes = strings(input, 'response_types', 2) ?? ['code']
   if (responseTypes.length !== 1 || responseTypes[0] !== 'code') throw new InvalidClientMetadata('response_types may only hold code')
 
-  // Without the code flow (client credentials only) nothing redirects: redirect_uris may be absent or empty.
+  // Without the code flow (CIBA or client credentials only) nothing redirects: redirect_uris may be absent or empty.
   const redirectUris = input.redirect_uris ?? (codeFlow ? undefined : [])
   if (!Array.isArray(redirectUris) || (codeFlow && redirectUris.length === 0)) throw new InvalidRedirectUri('redirect_uris must list at least one redirect URI')
   if (redirectUris.length > MAX_REDIRECT_URIS) throw new InvalidRedirectUri(`at most ${MAX_REDIRECT_URIS} redirect URIs`)

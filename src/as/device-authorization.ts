@@ -4,7 +4,7 @@
  * types at `{issuer}/device` on another screen.
  */
 import { epochSeconds } from '../clock.js'
-import { MethodNotAllowed, ServerError, UnauthorizedClient } from '../errors.js'
+import { InvalidRequest, MethodNotAllowed, ServerError, UnauthorizedClient } from '../errors.js'
 import { readForm } from '../http/body.js'
 import { NO_STORE, sendJson } from '../http/reply.js'
 import { authenticateClient, CLIENT_AUTH_PARAMS } from './client-auth.js'
@@ -36,6 +36,12 @@ export const handleDeviceAuthorization: AsHandler = async (req, res, ctx, as) =>
   ctx.clientId = client.clientId
   if (!client.grantTypes.includes(DEVICE_CODE_GRANT)) {
     throw new UnauthorizedClient('The client is not allowed to use the device authorization grant')
+  }
+  // RFC 9396 6: the device flow's consent shows no details, so a request with them is refused, never granted without them.
+  if (form.has('authorization_details')) {
+    throw new InvalidRequest('authorization_details is not supported in the device authorization flow', {
+      cause: 'authorization_details at device authorization',
+    })
   }
   const scope = formatScope(requestedClientScope(form.get('scope'), client))
   const { ttlSec, intervalSec } = as.as.device

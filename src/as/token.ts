@@ -3,7 +3,10 @@
  *
  * Order: form body only → grant_type known → no repeated parameter the grant
  * reads → client authentication → the client may use this grant → the grant.
- * Parameters a grant does not read are ignored (RFC 6749 3.2).
+ * Parameters a grant does not read are ignored (RFC 6749 3.2), except
+ * `authorization_details` (RFC 9396 6): a grant that does not take it
+ * (device code, token exchange, jwt-bearer, CIBA) refuses it with
+ * invalid_request rather than issue a token without the details asked for.
  *
  * DPoP (RFC 9449 5): a `DPoP` proof is checked for every grant once the
  * client is known (htm POST, htu the token endpoint); its key's thumbprint
@@ -75,6 +78,12 @@ export const handleToken: AsHandler = async (req, res, ctx, as) => {
   if (grant === undefined) throw new UnsupportedGrantType()
   // RFC 8707 2 / RFC 8693 2.1: `resource` and `audience` may repeat; the grant answers that with invalid_target.
   form.assertNoRepeats([...grant.params.filter((p) => p !== 'resource' && p !== 'audience'), ...CLIENT_AUTH_PARAMS])
+  // RFC 9396 6: a client that sends authorization_details expects them honoured; a grant that cannot says so, never drops them.
+  if (form.has('authorization_details') && !grant.params.includes('authorization_details')) {
+    throw new InvalidRequest(`authorization_details is not supported with grant_type ${grantType}`, {
+      cause: 'authorization_details sent to a grant that does not take it',
+    })
+  }
   const proof = proofHeader(req, 'token')
   const { client } = await authenticateClient(req, form, as)
   // The request's span names the client only once it is authenticated: a refused one could name anyone (docs/telemetry.md).

@@ -149,6 +149,42 @@ t.test('clients: created with the registration rules, never over another client;
   t.notOk(JSON.stringify(trail).includes(secret), 'the secret is not in the trail')
 })
 
+t.test('clients: a CIBA-only client is created without the code grant or redirect URIs, and asks at /bc-authorize', async (t) => {
+  const { bin, api, write } = await startAdmin(t)
+  const CIBA = 'urn:openid:params:grant-type:ciba'
+  const created = await api.call('POST', '/clients', {
+    token: write,
+    body: { client_id: 'desk-agent', client_name: 'Desk agent', grant_types: [CIBA], backchannel_token_delivery_mode: 'poll', scope: 'openid orders:read' },
+  })
+  t.equal(created.status, 201, created.text)
+  const secret = String(created.json?.client_secret)
+  const asked = await reply(
+    form(`${bin.url}/bc-authorize`, { scope: 'openid orders:read', login_hint: 'alice', binding_message: 'Refund order 7' }, basic('desk-agent', secret)),
+  )
+  t.equal(asked.status, 200, asked.text)
+  t.match(asked.json, { auth_req_id: String, expires_in: Number, interval: Number })
+  const polled = await reply(form(`${bin.url}/token`, { grant_type: CIBA, auth_req_id: String(asked.json?.auth_req_id) }, basic('desk-agent', secret)))
+  t.equal(polled.json?.error, 'authorization_pending', 'its request waits for alice')
+
+  const ping = await api.call('POST', '/clients', {
+    token: write,
+    body: {
+      client_id: 'ping-agent',
+      grant_types: [CIBA],
+      backchannel_token_delivery_mode: 'ping',
+      backchannel_client_notification_endpoint: 'https://agent.example.com/ciba',
+    },
+  })
+  t.equal(ping.status, 201, ping.text)
+  const withCode = await api.call('POST', '/clients', {
+    token: write,
+    body: { client_id: 'code-agent', grant_types: ['authorization_code', CIBA], backchannel_token_delivery_mode: 'poll' },
+  })
+  t.equal(withCode.status, 400, 'with the code grant, redirect URIs are still required')
+  t.match(withCode.text, /redirect_uris must list at least one redirect URI/)
+  t.equal((await api.call('GET', '/clients/code-agent', { token: write })).status, 404, 'and nothing was created')
+})
+
 t.test('clients: PATCH needs If-Match; of two updates from one ETag exactly one wins; YAML clients are read-only', async (t) => {
   const { api, write, read } = await startAdmin(t)
   await api.call('POST', '/clients', { token: write, body: { client_id: 'app', redirect_uris: [APP_CALLBACK], client_name: 'App' } })

@@ -82,6 +82,26 @@ t.test('device_code grant', async (t) => {
     t.equal(decodeJwt(String(ok.json?.id_token)).aud, 'spa')
   })
 
+  t.test('RFC 9396: authorization_details in the device flow is refused with invalid_request, never dropped', async (t) => {
+    const details = JSON.stringify([{ type: 'payment_initiation', instructedAmount: { currency: 'EUR', amount: '500.00' } }])
+    const asked = await reply(postForm(`${h.url}/device_authorization`, { client_id: 'tv', authorization_details: details }))
+    t.equal(asked.status, 400)
+    t.equal(asked.json?.error, 'invalid_request')
+    t.match(asked.json?.error_description, /authorization_details is not supported/)
+    t.equal(asked.json?.device_code, undefined, 'no device code was given')
+    const { deviceCode, userCode } = await authorizeDevice(h)
+    t.ok(await h.store.devices.decide(userCode, { approved: true, sub: 'alice', authTime: Math.floor(h.clock.now() / 1000) }))
+    wait(5)
+    const issuedBefore = h.metrics.tokensIssued.get({ grant: 'device_code' })
+    const withDetails = await token(h, 'tv', { grant_type: DEVICE_GRANT, device_code: deviceCode, authorization_details: details })
+    t.equal(withDetails.status, 400)
+    t.equal(withDetails.json?.error, 'invalid_request')
+    t.notOk('access_token' in (withDetails.json ?? {}), 'no token without the details asked for')
+    t.equal(h.metrics.tokensIssued.get({ grant: 'device_code' }), issuedBefore, 'nothing issued')
+    wait(5)
+    t.equal((await poll(deviceCode)).status, 200, 'the device code was not spent: the poll without details gets its tokens')
+  })
+
   t.test('denied is access_denied', async (t) => {
     const { deviceCode, userCode } = await authorizeDevice(h)
     await h.store.devices.decide(userCode, { approved: false })

@@ -142,6 +142,18 @@ t.test('assertion issuers: ID-JAG grants and workload identity', async (t) => {
     t.same(await h.store.allowances.list('corp:user-123').then((a) => a.map((x) => x.clientId)), ['agent'], "on the person's account page")
   })
 
+  t.test('RFC 9396: authorization_details with an ID-JAG is refused with invalid_request, and the assertion is not spent', async (t) => {
+    const assertion = await idJag()
+    const refused = await grant(assertion, {
+      authorization_details: JSON.stringify([{ type: 'payment_initiation', instructedAmount: { currency: 'EUR', amount: '500.00' } }]),
+    })
+    t.equal(refused.status, 400)
+    t.equal(refused.json?.error, 'invalid_request')
+    t.match(refused.json?.error_description, /authorization_details is not supported with grant_type urn:ietf:params:oauth:grant-type:jwt-bearer/)
+    t.notOk('access_token' in (refused.json ?? {}))
+    t.equal((await grant(assertion)).status, 200, 'the same assertion without details: tokens (its jti was not used)')
+  })
+
   t.test('the email rule finds a local user; the request may narrow the scope, never widen it', async (t) => {
     const r = await grant(
       await idJag({ by: mail, iss: MAIL_IDP, claims: { sub: 'opaque-42', email: 'alice@example.com', scope: 'orders:read orders:write' } }),

@@ -97,6 +97,20 @@ t.test('token exchange', async (t) => {
     t.ok((m.grant_types_supported as string[]).includes(EXCHANGE))
   })
 
+  t.test('RFC 9396: authorization_details on a token exchange is refused with invalid_request, nothing issued', async (t) => {
+    const person = await tokensFor(h)
+    const params = { subject_token: String(person.access_token), resource: API_AUDIENCE, scope: 'orders:read' }
+    const refused = await exchange({
+      ...params,
+      authorization_details: JSON.stringify([{ type: 'payment_initiation', instructedAmount: { currency: 'EUR', amount: '500.00' } }]),
+    })
+    t.equal(refused.status, 400)
+    t.equal(refused.json?.error, 'invalid_request')
+    t.match(refused.json?.error_description, /authorization_details is not supported with grant_type urn:ietf:params:oauth:grant-type:token-exchange/)
+    t.notOk('access_token' in (refused.json ?? {}), 'no token without the details asked for')
+    t.equal((await exchange(params)).status, 200, 'the same exchange without details goes through')
+  })
+
   t.test("oauth4webapi: a person's token becomes one for the API, same subject, act naming the client, no refresh token", async (t) => {
     const person = await tokensFor(h)
     const subjectToken = String(person.access_token)

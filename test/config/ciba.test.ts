@@ -26,6 +26,13 @@ t.test('a CIBA client: poll by default, ping with its endpoint', async (t) => {
   t.same(poll.problems, [], describe(poll.problems))
   t.same(poll.config?.authorizationServer?.clients[0]?.ciba, { deliveryMode: 'poll' })
   t.same(poll.config?.authorizationServer?.clients[0]?.grantTypes, ['urn:openid:params:grant-type:ciba'], 'the short name is the grant URN')
+  t.same(poll.config?.authorizationServer?.clients[0]?.redirectUris, [], 'a CIBA-only client needs no redirect URI (OpenID CIBA Core 1.0 4)')
+  const withCode = inspect(client('confidential', 'grant_types: [authorization_code, ciba]\nscopes: [openid]'))
+  t.match(
+    at(withCode.problems, 'authorization_server.clients[0].redirect_uris'),
+    [{ message: /the `authorization_code` grant needs at least one redirect URI/ }],
+    `with the code grant the redirect URI is still required: ${describe(withCode.problems)}`,
+  )
   const ping = inspect(
     client(
       'confidential',

@@ -195,6 +195,47 @@ t.test('redis: keys carry one hash tag each; a family lives in one key', async (
   for (const k of keys) t.match(k, /^[^{}]*\{[^{}]+\}[^{}]*$/, `${k} has exactly one hash tag`)
 })
 
+t.test('redis: people written before the email index are found by email after an upgrade', async (t) => {
+  const clock = new ManualClock()
+  const keyPrefix = prefix()
+  const at = nowSec(clock)
+  // What an earlier version's createPerson script wrote: the record, its sub, its place in the list; no email set.
+  const legacy = (username: string, email: string) => ({
+    username,
+    sub: `s-${username}`,
+    claims: { email },
+    passwordHash: null,
+    disabled: false,
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
+  })
+  for (const p of [legacy('olga', 'Olga@Corp.example'), legacy('piet', 'piet@corp.example')]) {
+    await raw.hset(`${keyPrefix}people:{people}u:${p.username}`, 'r', JSON.stringify(p), 'v', '1')
+    await raw.set(`${keyPrefix}people:{people}s:${p.sub}`, p.username)
+    await raw.zadd(`${keyPrefix}people:{people}index`, 0, p.username)
+  }
+  const store = makeRedisStore(clock, keyPrefix)
+  t.teardown(() => store.close())
+  t.same(
+    (await store.people.byEmail('olga@corp.example')).map((p) => p.username),
+    ['olga'],
+    'the first lookup indexes them',
+  )
+  t.same(
+    (await store.people.byEmail('PIET@corp.example')).map((p) => p.username),
+    ['piet'],
+  )
+  t.equal(await raw.get(`${keyPrefix}people:{people}e-indexed`), '1', 'once: the marker tells every instance')
+  const other = makeRedisStore(clock, keyPrefix)
+  t.teardown(() => other.close())
+  t.same(
+    (await other.people.byEmail('olga@corp.example')).map((p) => p.username),
+    ['olga'],
+    'another instance reads the same index',
+  )
+})
+
 t.test('redis: scripts are reloaded after SCRIPT FLUSH (NOSCRIPT fallback)', async (t) => {
   const clock = new ManualClock()
   const store = makeRedisStore(clock, prefix())

@@ -46,6 +46,15 @@ export interface ApprovalRequest {
   readonly signIn: ApprovalSignIn
   /** How long the person has to decide. */
   readonly ttlSec: number
+  /** The id and expiry {@link ApprovalDesk.reserve} gave, when the caller prepared for the approval before opening it. */
+  readonly reserved?: ReservedApproval
+}
+
+/** An approval's id and expiry, known before it is opened (CIBA queues its ping first). */
+export interface ReservedApproval {
+  readonly id: string
+  /** Epoch seconds. */
+  readonly expiresAt: number
 }
 
 /** Who decided, from where (the audit line). */
@@ -93,12 +102,17 @@ export class ApprovalDesk {
     return () => this.#openedListeners.delete(listener)
   }
 
+  /** The id and expiry of an approval to open with `ttlSec` (pass them as `reserved`): what must be stored before it exists can name it. */
+  reserve(ttlSec: number): ReservedApproval {
+    return { id: newApprovalId(), expiresAt: this.#now() + ttlSec }
+  }
+
   /** Open an approval, or find the pending one of the same call; refused past the bounds. */
   async open(request: ApprovalRequest): Promise<OpenResult> {
     const now = this.#now()
     const result = await this.#d.store.approvals.open(
       {
-        id: newApprovalId(),
+        id: request.reserved?.id ?? newApprovalId(),
         kind: request.kind,
         sub: request.sub,
         clientId: request.clientId,
@@ -106,7 +120,7 @@ export class ApprovalDesk {
         binding: request.binding,
         subject: request.subject,
         signIn: request.signIn,
-        expiresAt: now + request.ttlSec,
+        expiresAt: request.reserved?.expiresAt ?? now + request.ttlSec,
       },
       now,
       this.#maxPerPerson,

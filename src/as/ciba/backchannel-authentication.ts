@@ -5,8 +5,9 @@
  *
  * Order: form body only → no repeated parameter → client authentication (every method the client
  * is registered with, as at /token) → the client holds the CIBA grant → parameters (refusals as
- * CIBA 13 names them) → the person the hint names → an approval of kind `ciba` opened (bounded per
- * person and per client) → the ping parked, for a ping client.
+ * CIBA 13 names them) → the person the hint names → the ping parked, for a ping client → an
+ * approval of kind `ciba` opened (bounded per person and per client). The ping comes first so that
+ * a store failure answers 503 with no approval left pending for the person to decide.
  *
  * Not supported, refused with invalid_request: `login_hint_token`, `user_code`
  * (`backchannel_user_code_parameter_supported: false`), signed requests (`request`).
@@ -15,10 +16,10 @@ import { CIBA_GRANT } from '../../config/sections/clients.js'
 import { CibaAccessDenied, InvalidRequest, InvalidScope, MethodNotAllowed, ServerError, UnauthorizedClient } from '../../errors.js'
 import { readForm } from '../../http/body.js'
 import { NO_STORE, sendJson } from '../../http/reply.js'
-import type { ApprovalSubject } from '../../store/approvals/types.js'
+import type { ApprovalSubject, OpenResult } from '../../store/approvals/types.js'
 import { requestedDetails } from '../authorization-details/authorization-details.js'
 import { authenticateClient, CLIENT_AUTH_PARAMS } from '../client-auth.js'
-import type { AsHandler } from '../context.js'
+import type { AsContext, AsHandler } from '../context.js'
 import { parseScope, requireSubset } from '../scope.js'
 import { OWN_ACR_VALUES } from '../../tokens/acr.js'
 import { readBindingMessage } from './binding-message.js'
@@ -90,6 +91,15 @@ function scopesOf(value: string | undefined, allowed: readonly string[], known: 
   return scopes
 }
 
+/** A ping queued for an approval that was not opened: removed when the store lets us, else dropped unsent at its expiry (ping.ts). */
+async function forgetPing(as: AsContext, approvalId: string): Promise<void> {
+  try {
+    await as.ciba.pings.forget(approvalId)
+  } catch {
+    // The store is failing already; the request's own error is the answer.
+  }
+}
+
 /** @see https://openid.net/specs/openid-client-initiated-backchannel-authentication-core-1_0.html#rfc.section.7 */
 export const handleBackchannelAuthentication: AsHandler = async (req, res, ctx, as) => {
   if (req.method !== 'POST') throw new MethodNotAllowed(['POST'])
@@ -113,26 +123,35 @@ export const handleBackchannelAuthentication: AsHandler = async (req, res, ctx, 
   const notificationToken = mode.deliveryMode === 'ping' ? notificationTokenOf(form.get('client_notification_token')) : null
   const signIn = { acr: acrValuesOf(form.get('acr_values')), maxAgeSec: null }
   // Last: the only check that reads the store.
-  const sub = await personOfHint(as, form, client.clientId, as.ciba.emails)
+  const sub = await personOfHint(as, form, client.clientId)
 
   const secret = newAuthReqSecret()
   const subject: ApprovalSubject = { kind: 'ciba', scopes, bindingMessage, authorizationDetailsJson: details === null ? null : JSON.stringify(details) }
-  const opened = await as.approvals.open({
-    kind: 'ciba',
-    sub,
-    clientId: client.clientId,
-    grantId: null,
-    binding: authReqBinding(client.clientId, secret),
-    subject,
-    signIn,
-    ttlSec: expiresIn,
-  })
+  const reserved = as.approvals.reserve(expiresIn)
+  const authReqId = authReqIdOf(reserved.id, secret, reserved.expiresAt)
+  // The ping first: when it cannot be queued (a 503), no approval exists that the person could still approve for nothing.
+  if (notificationToken !== null) await as.ciba.pings.queue(reserved.id, client.clientId, authReqId, notificationToken, reserved.expiresAt)
+  let opened: OpenResult
+  try {
+    opened = await as.approvals.open({
+      kind: 'ciba',
+      sub,
+      clientId: client.clientId,
+      grantId: null,
+      binding: authReqBinding(client.clientId, secret),
+      subject,
+      signIn,
+      ttlSec: expiresIn,
+      reserved,
+    })
+  } catch (err) {
+    if (notificationToken !== null) await forgetPing(as, reserved.id)
+    throw err
+  }
+  if (opened.outcome !== 'created' && notificationToken !== null) await forgetPing(as, reserved.id)
   if (opened.outcome === 'too_many') throw new CibaAccessDenied('Too many requests are waiting for this person or this client', { cause: 'approval bounds' })
   // Every secret is a fresh binding: an existing pending approval can never match it.
   if (opened.outcome !== 'created') throw new ServerError('The request could not be stored', { cause: 'a fresh CIBA binding matched a pending approval' })
-  const { record } = opened
-  const authReqId = authReqIdOf(record.id, secret, record.expiresAt)
-  if (notificationToken !== null) await as.ciba.pings.queue(record.id, client.clientId, authReqId, notificationToken, record.expiresAt)
   const body: BackchannelAuthenticationResponse = { auth_req_id: authReqId, expires_in: expiresIn, interval: intervalSec }
   sendJson(res, 200, body, NO_STORE)
 }

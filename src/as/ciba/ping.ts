@@ -5,7 +5,8 @@
  * Bearer token; the client then fetches the answer at /token.
  *
  * - The job is queued in the store (the `deliveries` family, queue `ciba`) when the request is
- *   made, parked until the request's expiry, so nothing is lost when another instance decides: the
+ *   made, before its approval is opened (a failure to queue opens nothing: no approval the person
+ *   could decide for a client that got a 503), parked until the request's expiry, so nothing is lost when another instance decides: the
  *   deciding instance's desk tells this module (`onDecided`), which makes the job due at once, and
  *   any instance delivers it. A job that reaches its expiry undecided is dropped unsent (the
  *   client's poll says expired_token).
@@ -44,11 +45,13 @@ export const GIVE_UP_MS = 10 * 60_000
 /** HKDF info: keys made for this never seal anything else. */
 const PURPOSE = 'ciba ping v1'
 
-/** What a queued ping holds: the request's two bearer secrets, sealed. */
+/** What a queued ping holds: the request's two bearer secrets, sealed, and when the request lapses. */
 interface PingJob {
   clientId: string
   authReqId: string
   token: string
+  /** Epoch seconds; absent in jobs queued before it was kept (they are dropped when their approval is gone). */
+  expiresAt?: number
 }
 
 /** What a ping needs to read of a request, and of the client. */
@@ -89,12 +92,16 @@ export class CibaPings {
     return this.#runs.run()
   }
 
-  /** Queue the ping of a new request, parked until it expires (a decision makes it due). */
+  /**
+   * Queue the ping of a new request, parked until it expires (a decision makes it due). Called before
+   * the approval is opened: a queue that fails leaves no approval the person could still decide.
+   */
   async queue(approvalId: string, clientId: string, authReqId: string, token: string, expiresAt: number): Promise<void> {
     const job: PingJob = {
       clientId,
       authReqId: this.#sealer.seal(authReqId, approvalId),
       token: this.#sealer.seal(token, approvalId),
+      expiresAt,
     }
     const dropped = await this.#c.deliveries.enqueue(PING_QUEUE, approvalId, JSON.stringify(job), MAX_QUEUED)
     await this.#c.deliveries.retry(PING_QUEUE, approvalId, expiresAt * 1000)
@@ -102,6 +109,11 @@ export class CibaPings {
       this.#c.metrics.cibaPings.inc({ outcome: 'dropped' }, dropped)
       this.#c.log.warn({ event: 'ciba_ping_dropped', reason: 'queue full', dropped }, 'CIBA pings dropped: the queue is full')
     }
+  }
+
+  /** The approval a queued ping was for was never opened: forget the ping (best effort; else it is dropped at its expiry). */
+  async forget(approvalId: string): Promise<void> {
+    await this.#c.deliveries.complete(PING_QUEUE, approvalId)
   }
 
   /** The desk's `onDecided`: a ping client's request was approved or denied here; send its ping now. */
@@ -135,6 +147,11 @@ export class CibaPings {
     if (record?.status === 'pending') {
       // Claimed before it was parked (or the clock moved): wait for the decision, or the expiry.
       await c.deliveries.retry(PING_QUEUE, approvalId, Math.max(record.expiresAt * 1000, now + FIRST_BACKOFF_MS))
+      return
+    }
+    if (record === null && job.expiresAt !== undefined && now < job.expiresAt * 1000) {
+      // Queued before its approval is opened (or the opening failed): wait for it, or the expiry.
+      await c.deliveries.retry(PING_QUEUE, approvalId, Math.max(job.expiresAt * 1000, now + FIRST_BACKOFF_MS))
       return
     }
     // Decided and already fetched (`used`) also deserves no ping: the client has its answer.

@@ -29,6 +29,35 @@ import { totpSetUpOffered } from './enrolment.js'
 import { approvalsSection, type ApprovalListView } from '../views/approval.js'
 import { isApprovalId } from './approval-next.js'
 import { whatOf } from './approve-page.js'
+import { type AuthorizationDetail, detailDigest } from '../authorization-details/authorization-details.js'
+import type { DetailsView } from '../views/consent.js'
+import { describeDetails } from './consented-details.js'
+
+/** The newest grants of one application read for its approved details (a person rarely holds more). */
+const GRANTS_READ_FOR_DETAILS = 20
+
+/**
+ * RFC 9396: the authorization details the person approved in an application's live grants (a
+ * refresh narrows a grant's; a revoked or ended grant shows none), each entry once, as the consent
+ * page showed it: escaped, folded, every hidden character visible.
+ */
+async function approvedDetails(as: AsContext, sub: string, grantIds: readonly string[]): Promise<DetailsView[]> {
+  const grants = await Promise.all(grantIds.slice(-GRANTS_READ_FOR_DETAILS).map((id) => as.store.grants.get(id)))
+  const seen = new Set<string>()
+  const entries: AuthorizationDetail[] = []
+  for (const grant of grants) {
+    if (grant === null || grant.sub !== sub) continue
+    for (const d of grant.authorizationDetails ?? []) {
+      if (typeof d.type !== 'string') continue
+      const detail = d as AuthorizationDetail
+      const digest = detailDigest(detail)
+      if (seen.has(digest)) continue
+      seen.add(digest)
+      entries.push(detail)
+    }
+  }
+  return describeDetails(entries)
+}
 
 /**
  * /account: a signed-in person sees the applications they allowed and can
@@ -165,7 +194,13 @@ async function showAccount(
   const apps: AppView[] = await Promise.all(
     allowances
       .sort((a, b) => b.allowedAt - a.allowedAt || a.clientId.localeCompare(b.clientId))
-      .map(async (a) => ({ clientId: a.clientId, client: await clientView(as, a.clientId), scopes: describeScopes(as, a.scopes), allowedAt: a.allowedAt })),
+      .map(async (a) => ({
+        clientId: a.clientId,
+        client: await clientView(as, a.clientId),
+        scopes: describeScopes(as, a.scopes),
+        details: await approvedDetails(as, session.user.sub, a.grantIds),
+        allowedAt: a.allowedAt,
+      })),
   )
   // The notice names only a configured client that is no longer listed: never text taken from the URL as such, nor a
   // registered client's or metadata document's name (a stranger's words, which a link would put on this page).

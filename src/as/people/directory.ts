@@ -11,6 +11,7 @@
  */
 import type { UserConfig } from '../../config/validated-config.js'
 import type { PeopleStore, PersonRecord } from '../../store/types.js'
+import { emailKeyOf } from '../../store/people/types.js'
 import type { Person } from './person.js'
 import { configUserBySub } from './config-users.js'
 
@@ -36,12 +37,31 @@ export class PersonDirectory {
    * YAML list alone and a sign-in or /token costs no store read.
    */
   readonly #managed: boolean
+  /** YAML people's subs by their lower-cased email (built once: the list changes only with a reload). */
+  readonly #configEmails = new Map<string, string[]>()
 
   constructor(users: ReadonlyMap<string, UserConfig>, store: PeopleStore, log: DirectoryLog, managed = true) {
     this.#users = users
     this.#store = store
     this.#log = log
     this.#managed = managed
+    for (const u of users.values()) {
+      const email = emailKeyOf(u.claims)
+      if (email !== null && u.claims.email_verified !== false) this.#configEmails.set(email, [...(this.#configEmails.get(email) ?? []), u.sub])
+    }
+  }
+
+  /**
+   * The subs of every local person whose `email` claim is `email` (compared lower-cased), disabled
+   * ones too (they still hold it): YAML people, and people created through the admin API on every
+   * instance. An email a person's claims mark `email_verified: false` is not theirs to be found by.
+   */
+  async subsWithEmail(email: string): Promise<string[]> {
+    const key = email.toLowerCase()
+    const yaml = this.#configEmails.get(key) ?? []
+    if (!this.#managed) return [...yaml]
+    const stored = (await this.#store.byEmail(key)).filter((r) => r.claims.email_verified !== false).map((r) => r.sub)
+    return [...new Set([...yaml, ...stored])]
   }
 
   /** The YAML user of this name, whatever the store says (for the admin API's listing). */

@@ -1,5 +1,5 @@
 import { clientLogo, isolated, type ClientView } from './client.js'
-import type { ScopeView } from './consent.js'
+import type { DetailsView, ScopeView } from './consent.js'
 import { html, type HtmlValue, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 import { passkeyScript } from './passkeys.js'
@@ -11,6 +11,8 @@ export interface AppView {
   clientId: string
   client: ClientView
   scopes: readonly ScopeView[]
+  /** RFC 9396: the authorization details approved in its live grants, per type (consented-details.ts); empty: none. */
+  details?: readonly DetailsView[]
   /** Epoch seconds of the latest allowance. */
   allowedAt: number
 }
@@ -72,6 +74,24 @@ ${list.map((f) => {
 `
 }
 
+/**
+ * RFC 9396: what the person approved in detail, as the consent page showed it: per type a heading
+ * and each entry as JSON text, escaped and isolated (`<bdi>`, left to right).
+ */
+function approvedDetails(details: readonly DetailsView[] | undefined): SafeHtml | '' {
+  if (details === undefined || details.length === 0) return ''
+  return html`<section class="authorization-details" aria-label="What you approved in detail">
+<p>In detail, you approved:</p>
+${details.map(
+  (d) => html`<h4 class="details-type"><bdi dir="ltr">${d.type}</bdi></h4>
+${d.entries.map(
+  (e) => html`<pre class="detail" dir="ltr"><bdi dir="ltr">${e}</bdi></pre>
+`,
+)}`,
+)}</section>
+`
+}
+
 function app(a: AppView, csrf: string): SafeHtml {
   const when = new Date(a.allowedAt * 1000)
   const logo = clientLogo(a.client, 32)
@@ -84,7 +104,7 @@ ${
     : html`<ul class="scopes">
 ${a.scopes.map((s) => html`<li>${s.description}<span class="scope-name">${s.name}</span></li>\n`)}</ul>`
 }
-<form method="post" action="account">
+${approvedDetails(a.details)}<form method="post" action="account">
 ${hiddenFields({ csrf, client_id: a.clientId })}<div class="actions">
 <button class="danger" type="submit" name="withdraw" value="1" aria-label="Withdraw access for ${a.client.name}">Withdraw access</button>
 </div>

@@ -193,7 +193,7 @@ ul.scopes .scope-name {
   font-size: .8125rem;
   font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
 }
-h2.details-type { font-size: 1rem; margin: 1rem 0 .25rem; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+h2.details-type, h4.details-type { font-size: 1rem; margin: 1rem 0 .25rem; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 pre.detail {
   margin: 0 0 .5rem;
   padding: .5rem .75rem;

@@ -1,7 +1,7 @@
 /** Local people and password links in memory. */
 import { copy } from '../memory/expiring.js'
 import type { MemoryFamily, MemoryScope } from '../memory/scope.js'
-import type { PasswordLinkRecord, PeopleStore, PersonChange, PersonCreated, PersonRecord, PersonUpdate } from './types.js'
+import { emailKeyOf, type PasswordLinkRecord, type PeopleStore, type PersonChange, type PersonCreated, type PersonRecord, type PersonUpdate } from './types.js'
 
 export class MemoryPeople implements PeopleStore, MemoryFamily {
   readonly #s: MemoryScope
@@ -42,6 +42,12 @@ export class MemoryPeople implements PeopleStore, MemoryFamily {
     this.#s.open()
     const username = this.#bySub.get(sub)
     return username === undefined ? null : this.get(username)
+  }
+
+  async byEmail(email: string): Promise<PersonRecord[]> {
+    this.#s.open()
+    const key = email.toLowerCase()
+    return [...this.#people.values()].filter((p) => emailKeyOf(p.claims) === key).map((p) => copy(p))
   }
 
   async update(username: string, ifVersion: number | null, change: PersonChange, atSec: number): Promise<PersonUpdate> {

@@ -7,6 +7,9 @@
  * `p people:{people}s:<sub>` string username; `p people:{people}index`
  * sorted set of usernames (score 0, ordered by lex: the list's pages);
  * `p people:{people}off:<username>` "1" when a YAML person is disabled;
+ * `p people:{people}e:<lower-cased email>` set of the usernames whose claims hold that email
+ * (kept by the same scripts as the record); `p people:{people}e-indexed` "1" once the people
+ * created before that index existed were added to it (by the first email lookup of any instance);
  * `p pwlink:{<hash>}` hash {r: PasswordLinkRecord JSON, e: expires ms}.
  */
 import { part } from '../redis/keys.js'
@@ -14,12 +17,16 @@ import type { RedisConnection } from '../redis/connection.js'
 import { num } from '../redis/replies.js'
 import { applyChange } from './memory.js'
 import { CREATE_PERSON, DELETE_PERSON, SWAP_PERSON, TAKE_PASSWORD_LINK } from './scripts.js'
-import type { PasswordLinkRecord, PeopleStore, PersonChange, PersonCreated, PersonRecord, PersonUpdate } from './types.js'
+import { emailKeyOf, type PasswordLinkRecord, type PeopleStore, type PersonChange, type PersonCreated, type PersonRecord, type PersonUpdate } from './types.js'
 
 const TAG = 'people'
+/** People read per page when the email index is first filled. */
+const BACKFILL_PAGE = 100
 
 export class RedisPeople implements PeopleStore {
   readonly #r: RedisConnection
+  /** This instance has seen the email index complete (the marker key): no more checks. */
+  #emailsIndexed = false
 
   constructor(r: RedisConnection) {
     this.#r = r
@@ -41,6 +48,11 @@ export class RedisPeople implements PeopleStore {
     return this.#r.key('people', TAG, `off:${part(username)}`)
   }
 
+  /** The set of usernames with this lower-cased email; with none, the index's key (a key of the tag the script leaves alone). */
+  #email(email: string | null): string {
+    return email === null ? this.#index() : this.#r.key('people', TAG, `e:${part(email)}`)
+  }
+
   #link(hash: string): string {
     return this.#r.key('pwlink', hash)
   }
@@ -51,8 +63,8 @@ export class RedisPeople implements PeopleStore {
       r.eval(
         c,
         CREATE_PERSON,
-        [this.#person(record.username), this.#sub(record.sub), this.#index()],
-        [JSON.stringify(record), record.username, record.version],
+        [this.#person(record.username), this.#sub(record.sub), this.#index(), this.#email(emailKeyOf(record.claims))],
+        [JSON.stringify(record), record.username, record.version, emailKeyOf(record.claims) === null ? '0' : '1'],
       ),
     )
     const code = num(reply)
@@ -69,6 +81,44 @@ export class RedisPeople implements PeopleStore {
     return username === null ? null : this.get(username)
   }
 
+  /**
+   * People created by a version without the email index are added to it once, by the first lookup
+   * (a rolling upgrade finds them at once). Racing a change is harmless: each read checks the record.
+   */
+  async #indexEmails(): Promise<void> {
+    if (this.#emailsIndexed) return
+    const r = this.#r
+    const marker = r.key('people', TAG, 'e-indexed')
+    if ((await r.do((c) => c.exists(marker))) === 0) {
+      let after: string | null = null
+      for (;;) {
+        const page = await this.list(after, BACKFILL_PAGE)
+        for (const p of page) {
+          const email = emailKeyOf(p.claims)
+          if (email !== null) await r.do((c) => c.sadd(this.#email(email), p.username))
+        }
+        const last = page.at(-1)
+        if (page.length < BACKFILL_PAGE || last === undefined) break
+        after = last.username
+      }
+      await r.do((c) => c.set(marker, '1'))
+    }
+    this.#emailsIndexed = true
+  }
+
+  async byEmail(email: string): Promise<PersonRecord[]> {
+    await this.#indexEmails()
+    const key = email.toLowerCase()
+    const names = await this.#r.do((c) => c.smembers(this.#email(key)))
+    const people: PersonRecord[] = []
+    for (const name of names) {
+      const p = await this.get(name)
+      // The set and the record change in one script; the check keeps a read between two changes honest.
+      if (p !== null && emailKeyOf(p.claims) === key) people.push(p)
+    }
+    return people
+  }
+
   async update(username: string, ifVersion: number | null, change: PersonChange, atSec: number): Promise<PersonUpdate> {
     const r = this.#r
     // Read, change, compare-and-set on the version read. Without ifVersion a lost race is read again (bounded by the writers).
@@ -77,7 +127,15 @@ export class RedisPeople implements PeopleStore {
       if (current === null) return { kind: 'missing' }
       if (ifVersion !== null && current.version !== ifVersion) return { kind: 'stale', current }
       const next = applyChange(current, change, atSec)
-      const swapped = await r.do((c) => r.eval(c, SWAP_PERSON, [this.#person(username)], [current.version, JSON.stringify(next), next.version]))
+      const [was, is] = [emailKeyOf(current.claims), emailKeyOf(next.claims)]
+      const swapped = await r.do((c) =>
+        r.eval(
+          c,
+          SWAP_PERSON,
+          [this.#person(username), this.#email(was), this.#email(is)],
+          [current.version, JSON.stringify(next), next.version, username, was === null ? '0' : '1', is === null ? '0' : '1'],
+        ),
+      )
       if (num(swapped) === 1) return { kind: 'updated', record: next }
       if (ifVersion !== null) {
         const now = await this.get(username)
@@ -90,7 +148,9 @@ export class RedisPeople implements PeopleStore {
     const r = this.#r
     const current = await this.get(username)
     if (current === null) return null
-    const raw = await r.do((c) => r.eval(c, DELETE_PERSON, [this.#person(username), this.#sub(current.sub), this.#index()], [username]))
+    const email = emailKeyOf(current.claims)
+    const keys = [this.#person(username), this.#sub(current.sub), this.#index(), this.#email(email)]
+    const raw = await r.do((c) => r.eval(c, DELETE_PERSON, keys, [username, email === null ? '0' : '1']))
     return typeof raw === 'string' ? (JSON.parse(raw) as PersonRecord) : null
   }
 

@@ -51,6 +51,11 @@ export interface PeopleStore {
   /** The person whose `sub` this is, or null. */
   bySub(sub: string): Promise<PersonRecord | null>
   /**
+   * The people whose `claims.email` is `email`, compared lower-cased (disabled ones too: the caller
+   * judges). Every instance sees a create, change or delete at once.
+   */
+  byEmail(email: string): Promise<PersonRecord[]>
+  /**
    * Apply `change` at `atSec`, one more version. With `ifVersion` the write
    * happens only while the record is still at that version (compare and set:
    * of two writers from one version exactly one wins).
@@ -69,4 +74,10 @@ export interface PeopleStore {
   peekPasswordLink(hash: string): Promise<PasswordLinkRecord | null>
   /** Use the link: atomic, of N concurrent takes exactly one gets the record; null when unknown, used or expired. */
   takePasswordLink(hash: string): Promise<PasswordLinkRecord | null>
+}
+
+/** The lower-cased email a record's claims hold, or null: the key people are found by (CIBA `login_hint`). */
+export function emailKeyOf(claims: Readonly<Record<string, unknown>>): string | null {
+  const email = claims.email
+  return typeof email === 'string' && email !== '' ? email.toLowerCase() : null
 }

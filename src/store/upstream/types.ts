@@ -42,4 +42,9 @@ export interface UpstreamStore {
   /** Remember an upstream person's claims under their bearward `sub`; replaces the earlier record. */
   putPerson(sub: string, record: UpstreamPersonRecord, ttlSec: number): Promise<void>
   getPerson(sub: string): Promise<UpstreamPersonRecord | null>
+  /**
+   * The `sub`s of the remembered people whose latest claims hold `email` (compared lower-cased),
+   * on every instance, as long as their records are kept.
+   */
+  subsByEmail(email: string): Promise<string[]>
 }

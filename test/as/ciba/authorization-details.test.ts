@@ -61,6 +61,13 @@ t.test('the approved details are the approval’s, then the tokens’', async (t
 
   await decide(h, authReqId, 'approved')
   h.clock.advance(5000)
+  const other = { type: 'payment_initiation', instructedAmount: { currency: 'EUR', amount: '5000.00' } }
+  const changed = await reply(
+    postForm(`${h.url}/token`, { grant_type: CIBA, auth_req_id: authReqId, authorization_details: JSON.stringify([other]) }, { authorization }),
+  )
+  t.equal(changed.status, 400, 'details at the CIBA token request are refused, never dropped: they were asked at /bc-authorize')
+  t.equal(changed.json?.error, 'invalid_request')
+  t.notOk('access_token' in (changed.json ?? {}))
   const ok = await reply(postForm(`${h.url}/token`, { grant_type: CIBA, auth_req_id: authReqId }, { authorization }))
   t.equal(ok.status, 200, ok.text)
   t.same(ok.json?.authorization_details, [PAYMENT], 'the token response names them (RFC 9396 7)')

@@ -44,5 +44,28 @@ export function upstreamContract(t: Test, name: string, setup: Setup): void {
       clock.advance(100_000)
       t2.equal(await store.upstream.getPerson('corp:u-1'), null, 'expired')
     })
+    tt.test('people are found by the email of their latest sign-in, in any case, on every instance, until they are forgotten', async (t2) => {
+      const { clock, store, h } = await setup(t2)
+      const other = await h.peer()
+      const rec = (sub: string, claims: Record<string, unknown>): UpstreamPersonRecord => ({
+        provider: 'corp',
+        upstreamSub: sub,
+        claims,
+        updatedAt: nowSec(clock),
+      })
+      await store.upstream.putPerson('corp:u-1', rec('u-1', { email: 'Una@Corp.example' }), 100)
+      await store.upstream.putPerson('corp:u-2', rec('u-2', { name: 'No email' }), 100)
+      t2.same(await other.upstream.subsByEmail('una@corp.example'), ['corp:u-1'], 'lower-cased, seen by the other instance')
+      t2.same(await other.upstream.subsByEmail('nobody@corp.example'), [])
+      clock.advance(50_000)
+      await other.upstream.putPerson('corp:u-3', rec('u-3', { email: 'una@corp.example' }), 100)
+      t2.same((await store.upstream.subsByEmail('UNA@corp.example')).sort(), ['corp:u-1', 'corp:u-3'], 'two people with one email: both')
+      await store.upstream.putPerson('corp:u-1', rec('u-1', { email: 'una@elsewhere.example' }), 100)
+      t2.same(await store.upstream.subsByEmail('una@corp.example'), ['corp:u-3'], 'a later sign-in with another email moves the person')
+      t2.same(await store.upstream.subsByEmail('una@elsewhere.example'), ['corp:u-1'])
+      clock.advance(100_000)
+      t2.same(await store.upstream.subsByEmail('una@corp.example'), [], 'forgotten with their record')
+      t2.same(await store.upstream.subsByEmail('una@elsewhere.example'), [])
+    })
   })
 }
