@@ -85,3 +85,34 @@ t.test('a stranger, a GET with a decision, and a decision after expiry decide no
     t.equal((await b.get(`${f.url}/approve?id=${id}`)).status, 404, `id ${JSON.stringify(id)}: 404`)
   }
 })
+
+t.test('a CIBA approval shows its authorization details whole, not folded behind a disclosure', async (t) => {
+  const f = await startFront()
+  t.teardown(() => f.close())
+  const sub = (await f.as.people.byUsername('alice'))?.sub ?? 'alice'
+  // What matters (the amount and the payee) comes after the first 120 characters.
+  const details = [
+    {
+      type: 'payment_initiation',
+      remittanceInformationUnstructured: 'Invoice 2026-001 '.repeat(10),
+      instructedAmount: { currency: 'EUR', amount: '9000.00' },
+      creditorAccount: { iban: 'FR7630006000011234567890189' },
+    },
+  ]
+  const opened = await f.as.approvals.open({
+    kind: 'ciba',
+    sub,
+    clientId: 'web',
+    grantId: null,
+    binding: 'ciba-b',
+    subject: { kind: 'ciba', scopes: ['openid'], bindingMessage: 'Order 42', authorizationDetailsJson: JSON.stringify(details) },
+    signIn: { acr: [], maxAgeSec: null },
+    ttlSec: 120,
+  })
+  if (opened.outcome === 'too_many') throw new Error('too many')
+  const { html } = await signedIn(t, f, opened.record.id)
+  const shown = /<p>In detail:<\/p>\n<pre class="detail" dir="ltr"><bdi>([^<]*)<\/bdi><\/pre>/.exec(html)?.[1] ?? ''
+  t.match(shown, '&quot;amount&quot;: &quot;9000.00&quot;', 'the amount is in the open text')
+  t.match(shown, 'FR7630006000011234567890189', 'so is the payee')
+  t.notMatch(html, /<details class="json">/, 'nothing of it behind a closed disclosure')
+})
