@@ -53,11 +53,11 @@ t.test('characters that show as nothing or as a plain space are written as escap
   for (const [what, value] of Object.entries(hidden)) {
     const odd = [...value].find((c) => !/^[a-zA-Z0-9]$/.test(c)) as string
     t.notOk(html.includes(odd), `${what}: the character itself is not on the page`)
-    const escape = [...odd]
+    const written = [...odd]
       .flatMap((c) => (c.length === 2 ? [c.charCodeAt(0), c.charCodeAt(1)] : [c.charCodeAt(0)]))
       .map((u) => `\\u${u.toString(16).padStart(4, '0')}`)
       .join('')
-    t.ok(html.includes(escape), `${what}: shown as ${escape}`)
+    t.ok(html.includes(written), `${what}: shown as ${written}`)
   }
 })
 
