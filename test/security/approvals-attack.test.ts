@@ -221,3 +221,38 @@ t.test('smuggled members around an approval-required call are refused whole, not
   t.same(toolCalls(gw), [], 'nothing reached the upstream, though the call with id 7 was approved')
   t.equal((await gw.store.approvals.listForPerson('alice', Math.floor(gw.clock.now() / 1000), 50)).length, before, 'no approval opened')
 })
+
+t.test('a content-coded MCP body is refused: the upstream would decode other bytes than the gateway judged', async (t) => {
+  const gw = await gateway(t)
+  const token = await gw.mint({ scope: 'mcp:tools orders:write orders:read', claims: { grant_id: 'g1' } })
+  // A harmless call as the gateway reads it; an upstream that inflates `deflate` (as Express's body-parser does) would read the decoded bytes.
+  const harmless = callText('{"id":7}').replace('"name":"delete_order"', '"name":"get_order"')
+  for (const coding of ['deflate', 'gzip', 'br', 'identity, gzip']) {
+    const reply = await gw.send('/mcp', {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'content-encoding': coding,
+        authorization: `Bearer ${token}`,
+        ...MODERN_HEADERS,
+        'mcp-name': 'get_order',
+      },
+      body: harmless,
+    })
+    t.equal(reply.status, 400, `Content-Encoding: ${coding}: 400`)
+  }
+  t.equal(gw.upstream.seen.length, 0, 'nothing reached the upstream')
+  const plain = await gw.send('/mcp', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'content-encoding': 'identity',
+      authorization: `Bearer ${token}`,
+      ...MODERN_HEADERS,
+      'mcp-name': 'get_order',
+    },
+    body: harmless,
+  })
+  t.equal(plain.status, 200, 'identity is no coding')
+  t.equal(gw.upstream.seen.length, 1)
+})

@@ -243,6 +243,11 @@ export class McpRule {
     if (!isJsonContentType(req.headers['content-type'])) {
       throw invalid('An MCP request body is a JSON-RPC message sent as application/json', 'mcp post not json')
     }
+    // The gateway judges the bytes as sent; an upstream that decodes a content coding (body-parser inflates) would act on others.
+    const coding = req.headers['content-encoding']
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+      throw invalid('An MCP request body is sent without a content coding', 'mcp post content-encoding')
+    }
     const raw = await readBody(req, this.#maxBody)
     const parsed = parseStrictJson(raw)
     if ('problem' in parsed) {
