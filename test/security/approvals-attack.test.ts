@@ -256,3 +256,20 @@ t.test('a content-coded MCP body is refused: the upstream would decode other byt
   t.equal(plain.status, 200, 'identity is no coding')
   t.equal(gw.upstream.seen.length, 1)
 })
+
+t.test('twenty concurrent retries of a once-approved call: exactly one reaches the upstream', async (t) => {
+  const gw = await gateway(t)
+  const token = await gw.mint({ scope: 'mcp:tools orders:write', claims: { grant_id: 'g1' } })
+  await approve(gw, approvalIdOf(await post(gw, token, callText('{"id":7}'))))
+  const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => post(gw, token, callText('{"id":7}', `race-${i}`))))
+  t.same(
+    replies.map((r) => r.status),
+    Array(20).fill(200),
+    'every retry is answered',
+  )
+  const passed = replies.filter((r) => (r.json().result as { resultType?: string }).resultType !== 'input_required')
+  t.equal(passed.length, 1, 'one retry used the approval')
+  t.equal(toolCalls(gw).length, 1, 'exactly one call reached the upstream')
+  const held = new Set(replies.filter((r) => (r.json().result as { resultType?: string }).resultType === 'input_required').map(approvalIdOf))
+  t.equal(held.size, 1, 'the others share one new pending approval')
+})
