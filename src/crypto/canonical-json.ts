@@ -9,7 +9,8 @@
  * `__proto__` member), so no other parser reads another object. What RFC 8785 leaves to I-JSON (RFC 7493) is refused here
  * rather than canonicalized into something an upstream reads otherwise: a string with a lone
  * surrogate, an integer beyond 2^53 (an upstream with big integers would read digits the IEEE
- * double lost, so two calls would share one approval), and nesting deeper than MAX_DEPTH.
+ * double lost, so two calls would share one approval), nesting deeper than MAX_DEPTH, and a
+ * `__proto__` member (an upstream that merges the object would read it as its prototype).
  *
  * @see https://www.rfc-editor.org/rfc/rfc8785
  */
@@ -39,6 +40,8 @@ export function canonicalJson(value: unknown, depth = 0): string {
   if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, depth + 1)).join(',')}]`
   if (typeof value === 'object') {
     const o = value as Record<string, unknown>
+    // JSON.parse makes it an own member; a reader that assigns members (Object.assign, merges) makes it the prototype.
+    if (Object.hasOwn(o, '__proto__')) throw new NotCanonicalizable('a __proto__ member')
     // Plain `<` compares UTF-16 code units, as RFC 8785 3.2.3 asks (not the locale, not code points).
     const keys = Object.keys(o).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     return `{${keys.map((k) => `${canonicalString(k)}:${canonicalJson(o[k], depth + 1)}`).join(',')}}`

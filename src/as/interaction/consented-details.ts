@@ -18,11 +18,6 @@ const DETAIL_CONSENT_PREFIX = 'authorization_details '
 /** At most this many approved entries are remembered per person and client: the oldest are forgotten (and asked again). */
 const MAX_REMEMBERED_DETAILS = 32
 
-/** A string value longer than this is shown cut, with how much is left out. */
-const FOLD_STRING_AT = 120
-/** Deeper than this, an object or array is shown as `{…}` / `[…]`. */
-const FOLD_DEPTH = 6
-
 /** What a remembered consent must hold for this request to need no consent page: its scopes and each detail's digest. */
 export function consentedItems(request: Pick<AuthorizationRequest, 'scopes' | 'authorizationDetails'>): string[] {
   return [...request.scopes, ...(request.authorizationDetails ?? []).map((d) => DETAIL_CONSENT_PREFIX + detailDigest(d))]
@@ -36,22 +31,13 @@ export function rememberedConsent(before: readonly string[], request: Pick<Autho
   return all.filter((s) => !forget.has(s))
 }
 
-/** A JSON value folded for reading: long strings cut, deep nesting elided. */
-function folded(value: unknown, depth: number): unknown {
-  if (typeof value === 'string')
-    return value.length <= FOLD_STRING_AT ? value : `${value.slice(0, FOLD_STRING_AT)}… (${value.length - FOLD_STRING_AT} more characters)`
-  if (Array.isArray(value)) return depth >= FOLD_DEPTH ? '[…]' : value.map((v) => folded(v, depth + 1))
-  if (typeof value === 'object' && value !== null) {
-    if (depth >= FOLD_DEPTH) return '{…}'
-    // fromEntries defines own members: a `__proto__` key stays a key, never a prototype.
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [folded(k, depth) as string, folded(v, depth + 1)]))
-  }
-  return value
-}
-
-/** One entry as the page shows it: indented JSON, folded, every hidden character visible as an escape. */
+/**
+ * One entry as the page shows it: indented JSON, whole, every hidden character visible as an escape.
+ * Never cut or elided: what the person does not see, they would approve unseen (the parameter is at
+ * most 8 KiB, so whole is bounded).
+ */
 export function detailText(detail: AuthorizationDetail): string {
-  return visibleJson(JSON.stringify(folded(detail, 0), null, 2))
+  return visibleJson(JSON.stringify(detail, null, 2))
 }
 
 /** The requested entries grouped by type, in request order, for the consent page. */

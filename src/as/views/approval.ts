@@ -25,6 +25,11 @@ function jsonValue(value: unknown): SafeHtml {
 <pre class="json" dir="ltr"><bdi>${text}</bdi></pre></details>`
 }
 
+/** RFC 9396 details (at most 8 KiB): whole, never folded, as on the consent page; what is folded away could be approved unseen. */
+function wholeJson(value: unknown): SafeHtml {
+  return html`<pre class="detail" dir="ltr"><bdi>${visibleJson(JSON.stringify(value, null, 2) ?? 'null')}</bdi></pre>`
+}
+
 /** A tool's arguments (canonical JSON text of an object): one row per argument; anything else as one value. */
 export function argumentsView(argumentsJson: string): SafeHtml {
   let parsed: unknown
@@ -63,7 +68,7 @@ ${
 <ul class="scopes">
 ${what.scopes.map((s) => html`<li>${s.description}<span class="scope-name">${s.name}</span></li>\n`)}</ul>
 `
-}${what.authorizationDetailsJson === null ? '' : html`<p>In detail:</p>\n${jsonValue(JSON.parse(what.authorizationDetailsJson))}\n`}`
+}${what.authorizationDetailsJson === null ? '' : html`<p>In detail:</p>\n${wholeJson(JSON.parse(what.authorizationDetailsJson))}\n`}`
 }
 
 export interface ApprovalPageOptions {

@@ -6,12 +6,21 @@
  * JSON escape (`\u202e`). The `html` template escapes markup; this makes the hidden visible.
  */
 
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu
+/**
+ * Also what shows as nothing or as a plain space though it is not one: default-ignorable characters
+ * that are not format characters (Hangul fillers U+3164 and U+FFA0, variation selectors, the combining
+ * grapheme joiner), the blank braille pattern U+2800, and every space but U+0020 (U+00A0, U+3000):
+ * `"bob\u3164"` is another account than `"bob"`, and must not read as it.
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]|(?! )\p{Zs}/gu
 /** As INVISIBLE, but a line break stays: in JSON text it is layout (a string's own is already `\n`). */
-const INVISIBLE_IN_JSON = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu
+const INVISIBLE_IN_JSON = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]|(?! )\p{Zs}/gu
 
+/** Each UTF-16 unit as `\uXXXX`: a character beyond U+FFFF (a tag, a variation selector) as its surrogate pair, as JSON writes it. */
 function escapeCharacter(c: string): string {
-  return `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`
+  let out = ''
+  for (let i = 0; i < c.length; i++) out += `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`
+  return out
 }
 
 /** A raw string (a name, a message) with every invisible character, line breaks too, as its escape. */

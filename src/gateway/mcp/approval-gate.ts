@@ -15,6 +15,8 @@
  *   one `mode: "url"` elicitation.
  * - Otherwise: a tool result with `isError: true` whose text gives the page's URL.
  * Only tokens of this authorization server name a person its page can sign in.
+ * A call holding a number whose decimal digits are not the value JSON.parse read (json.ts) is refused:
+ * the upstream acts on the digits, the person would have approved the double.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 import type { ApprovalDesk } from '../../as/approvals/desk.js'
@@ -26,6 +28,7 @@ import { InvalidRequest, McpApprovalRequired } from '../../errors.js'
 import type { KeySet } from '../../keys/keyset.js'
 import type { TokenIdentity } from '../token-identity.js'
 import { canonicalJson, NotCanonicalizable } from '../../crypto/canonical-json.js'
+import { inexactNumber } from './json.js'
 import { param, type Params } from './messages.js'
 import type { ApprovalCall } from './rule.js'
 
@@ -89,6 +92,12 @@ export class ApprovalGate {
     const { sub, clientId } = identity
     if (identity.issuerId !== 'self' || sub === null || clientId === null)
       return this.#toolError(call, 'This tool needs the approval of a person signed in at this server, which only its own tokens can ask for.')
+    // The upstream parses the bytes forwarded: a number whose digits say more than the double the binding holds would pass unseen.
+    const inexact = inexactNumber(body.toString('utf8'))
+    if (inexact !== null)
+      throw new InvalidRequest('The tool call holds a number that cannot be bound to an approval as written', {
+        cause: `mcp approval inexact number ${inexact.slice(0, 40)}`,
+      })
     const args = param(call.params, 'arguments') ?? {}
     let argumentsJson: string
     let binding: string

@@ -83,3 +83,47 @@ function memberProblem(text: string): JsonProblem | null {
   }
   return null
 }
+
+/** A JSON number token (RFC 8259 6), matched where a value starts outside a string. */
+const NUMBER_TOKEN = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y
+
+/** A decimal number's value as `<digits>e<exponent>` (no leading or trailing zeros; `0` for zero, whatever its sign). */
+function decimalValue(literal: string): string {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal)
+  if (m === null) return literal
+  const fraction = m[3] ?? ''
+  let digits = `${m[2]}${fraction}`.replace(/^0+/, '')
+  if (digits === '') return '0'
+  let exponent = Number(m[4] ?? '0') - fraction.length
+  const trailing = /0+$/.exec(digits)?.[0].length ?? 0
+  digits = digits.slice(0, digits.length - trailing)
+  exponent += trailing
+  return `${m[1]}${digits}e${exponent}`
+}
+
+/**
+ * The first number in `text` (JSON that parseStrictJson accepted) whose
+ * decimal value is not the one JSON.parse gave it, as ECMAScript writes that
+ * double back (`0.10000000000000001`, `1e-400`); null when every number is
+ * exact. `1.0`, `1e0` and `-0` are the values `1` and `0` and pass. A
+ * parser with decimals or big numbers (Python's Decimal, Java's BigDecimal,
+ * Go's json.Number) reads the digits as sent: an approval bound to what
+ * JSON.parse read would pass a value the person never saw.
+ */
+export function inexactNumber(text: string): string | null {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22 /* " */) {
+      let j = i + 1
+      while (j < text.length && text.charCodeAt(j) !== 0x22) j += text.charCodeAt(j) === 0x5c ? 2 : 1
+      i = j
+    } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
+      NUMBER_TOKEN.lastIndex = i
+      const literal = NUMBER_TOKEN.exec(text)?.[0]
+      if (literal === undefined) continue
+      if (decimalValue(literal) !== decimalValue(String(Number(literal)))) return literal
+      i += literal.length - 1
+    }
+  }
+  return null
+}

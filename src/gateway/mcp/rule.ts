@@ -5,7 +5,8 @@
  *
  * Before the token (headers only, nothing read): a browser request from an
  * origin the route does not allow is 403 (DNS rebinding); a GET or DELETE
- * of a revision the route does not accept is 400.
+ * of a revision the route does not accept is 400; an upgrade (WebSocket)
+ * is 400, its messages would pass unjudged.
  *
  * After the token is valid (`judge`): the body, at most `mcp.max_body`, is
  * read and decided message by message (messages.ts). Every request needs the
@@ -202,12 +203,14 @@ export class McpRule {
 
   /**
    * The checks that need no body and no token, answered before either:
-   * Origin (403), an MCP-Protocol-Version that is not even a version token
-   * (400), the revision of a GET or DELETE the route does not accept (400).
-   * null when the request may go on.
+   * an upgrade (400), Origin (403), an MCP-Protocol-Version that is not even
+   * a version token (400), the revision of a GET or DELETE the route does
+   * not accept (400). null when the request may go on.
    * @see https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http#security-%26-endpoint
    */
   precheck(req: IncomingMessage): OAuthError | null {
+    // MCP runs over Streamable HTTP only: a WebSocket tunnel would carry calls no rule judges (and no approval holds).
+    if (req.headers.upgrade !== undefined) return invalid('An MCP route carries JSON-RPC over Streamable HTTP, never an upgraded connection', 'mcp upgrade')
     const origin = originOf(req)
     // No Origin: not a browser request (DNS rebinding needs a browser); a malformed one is refused.
     if (origin !== undefined && (origin === null || !this.#origins.has(origin))) return new McpOriginRefused({ cause: 'mcp origin not allowed' })
@@ -239,6 +242,11 @@ export class McpRule {
   async judge(req: IncomingMessage): Promise<McpJudgement> {
     if (!isJsonContentType(req.headers['content-type'])) {
       throw invalid('An MCP request body is a JSON-RPC message sent as application/json', 'mcp post not json')
+    }
+    // The gateway judges the bytes as sent; an upstream that decodes a content coding (body-parser inflates) would act on others.
+    const coding = req.headers['content-encoding']
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+      throw invalid('An MCP request body is sent without a content coding', 'mcp post content-encoding')
     }
     const raw = await readBody(req, this.#maxBody)
     const parsed = parseStrictJson(raw)
