@@ -29,8 +29,19 @@ async function startAdmin(t: Test, admin?: ConfigTree, edit: (config: DemoConfig
   return { bin, up, api: new AdminClient(bin.admin, checker), checker }
 }
 
+/**
+ * One instance for the tests that only read it or change what is theirs
+ * alone, since a start costs about a second of CPU on the suite's two cores;
+ * the grants test (it counts alice's grants) and other configs start their own.
+ */
+let shared: ReturnType<typeof startAdmin> | undefined
+function sharedAdmin(): ReturnType<typeof startAdmin> {
+  shared ??= startAdmin(t)
+  return shared
+}
+
 t.test('the OpenAPI document is served without a token and describes every route', async (t) => {
-  const { bin } = await startAdmin(t)
+  const { bin } = await sharedAdmin()
   const r = await reply(fetch(`${bin.admin}/admin/v1/openapi.json`))
   t.equal(r.status, 200)
   t.equal(r.headers.get('content-type'), 'application/json')
@@ -42,7 +53,7 @@ t.test('the OpenAPI document is served without a token and describes every route
 })
 
 t.test('without a token: 401 problem with a Bearer challenge', async (t) => {
-  const { api } = await startAdmin(t)
+  const { api } = await sharedAdmin()
   const r = await api.call('GET', '/clients')
   t.equal(r.status, 401)
   t.equal(r.headers.get('content-type'), 'application/problem+json')
@@ -52,7 +63,7 @@ t.test('without a token: 401 problem with a Bearer challenge', async (t) => {
 })
 
 t.test('an admin client lists the YAML clients, read-only with source config, in signed pages', async (t) => {
-  const { bin, api } = await startAdmin(t)
+  const { bin, api } = await sharedAdmin()
   const token = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin'))
   const first = await api.call('GET', '/clients?limit=2', { token })
   t.equal(first.status, 200, first.text)
@@ -76,7 +87,7 @@ t.test('an admin client lists the YAML clients, read-only with source config, in
 })
 
 t.test('attacks on who may hold the admin scopes and what a token may do', async (t) => {
-  const { bin, api } = await startAdmin(t)
+  const { bin, api } = await sharedAdmin()
 
   t.test('a client not in admin_api.clients asking for the scope gets invalid_scope', async (t) => {
     for (const scope of ['bearward:admin', 'bearward:admin:read']) {
@@ -146,7 +157,7 @@ t.test('attacks on who may hold the admin scopes and what a token may do', async
 })
 
 t.test('requests the API refuses: problems with a status and a type', async (t) => {
-  const { bin, api } = await startAdmin(t)
+  const { bin, api } = await sharedAdmin()
   const token = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin'))
 
   const missing = await api.call('GET', '/nothing-here', { token })
@@ -233,7 +244,7 @@ t.test('admin_api.public_path serves the same API on the main listener', async (
 })
 
 t.test('a DPoP-bound admin token works with its proof and is refused without one', async (t) => {
-  const { bin, api } = await startAdmin(t)
+  const { bin, api } = await sharedAdmin()
   const key = proofKeyPair()
   const tokenUrl = `${bin.url}/token`
   const issued = await reply(

@@ -23,11 +23,13 @@ const PERSON: Record<ViewportName, string> = { phone: 'judy', desktop: 'ken' }
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
 
+// One Chromium and one bin/bearward for both tests (each starts new contexts): a launch costs a second of CPU or more.
+const browser = await launchChromium()
+t.teardown(() => browser.close())
+const as = await startBrowserAs(brandedWebClient)
+t.teardown(() => as.close())
+
 t.test('the account page in Chromium', async (t) => {
-  const browser = await launchChromium()
-  t.teardown(() => browser.close())
-  const as = await startBrowserAs(brandedWebClient)
-  t.teardown(() => as.close())
   const stablePort = { [`127.0.0.1:${new URL(as.callback).port}`]: '127.0.0.1:5555' }
 
   for (const viewport of VIEWPORT_NAMES) {
@@ -115,10 +117,6 @@ t.test('the account page in Chromium', async (t) => {
 })
 
 t.test('"Sign out everywhere" in Chromium: the other device is signed out too', async (t) => {
-  const browser = await launchChromium()
-  t.teardown(() => browser.close())
-  const as = await startBrowserAs(brandedWebClient)
-  t.teardown(() => as.close())
   const person = { username: 'judy', password: DEMO_PASSWORD }
 
   // Two devices: the laptop (desktop width) and the phone, each its own browser context (its own cookies).

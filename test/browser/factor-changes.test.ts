@@ -47,9 +47,11 @@ function onLocalhost(config: DemoConfig): void {
   config.public_url = `http://localhost:${new URL(String(config.public_url)).port}`
 }
 
+// One Chromium for both tests (each starts new contexts): a launch costs a second of CPU or more.
+const browser = await launchChromium()
+t.teardown(() => browser.close())
+
 t.test('factor changes and acr enrolment in Chromium', async (t) => {
-  const browser = await launchChromium()
-  t.teardown(() => browser.close())
   const as: BrowserAs = await startBrowserAs(onLocalhost)
   t.teardown(() => as.close())
   const A = as.issuer.replace('//127.0.0.1:', '//localhost:')
@@ -139,8 +141,6 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
 })
 
 t.test('acr_values=mfa where no second factor can be set up: access_denied with a description at the client', async (t) => {
-  const browser = await launchChromium()
-  t.teardown(() => browser.close())
   // Passkeys are off (an IP-address public_url) and mfa.methods names only them: nothing could meet mfa.
   const as: BrowserAs = await startBrowserAs((config) => {
     config.authorization_server.mfa = { methods: ['passkey'] }
