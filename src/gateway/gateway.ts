@@ -400,14 +400,19 @@ class Gateway implements GatewayFace {
       const gate = this.#approvalGate
       if (gate === null) return this.#refusals.of(new TemporarilyUnavailable('Approvals are not available here'), ctx, plan, method, null)
       const urlElicitation = mcp.modern ? mcp.urlElicitation : sessionUrlElicitation
-      return gate.pass(plan.route, identity, approval, mcp.body, mcp.modern, urlElicitation).then(
-        (outcome) => {
-          if ('answer' in outcome) return this.#refusals.of(outcome.answer, ctx, plan, method, null)
-          forward.body = outcome.forward
-          return plan.limits === null ? forward : this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp)
-        },
-        (err: unknown) => this.#refusals.of(err, ctx, plan, method, null),
-      )
+      const pass = (): Promise<Decision> =>
+        gate.pass(plan.route, identity, approval, mcp.body, mcp.modern, urlElicitation).then(
+          (outcome) => {
+            if ('answer' in outcome) return this.#refusals.of(outcome.answer, ctx, plan, method, null)
+            forward.body = outcome.forward
+            return forward
+          },
+          (err: unknown) => this.#refusals.of(err, ctx, plan, method, null),
+        )
+      // The limits first: a `reuse: once` approval is used only by a call that is then forwarded, never by one a
+      // limit refuses (a call that waits for the person is counted, as any request the gateway answers for the route).
+      if (plan.limits === null) return pass()
+      return this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp).then((d) => (d === forward ? pass() : d))
     }
     return plan.limits === null ? forward : this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp)
   }

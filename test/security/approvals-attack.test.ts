@@ -273,3 +273,36 @@ t.test('twenty concurrent retries of a once-approved call: exactly one reaches t
   const held = new Set(replies.filter((r) => (r.json().result as { resultType?: string }).resultType === 'input_required').map(approvalIdOf))
   t.equal(held.size, 1, 'the others share one new pending approval')
 })
+
+t.test('a once-approved call a rate limit refuses keeps its approval for the retry', async (t) => {
+  const gw = await startGateway({
+    upstreamHandler: upstream,
+    routes: (up) => `
+  - name: mcp
+    match: { path: /mcp }
+    upstream: ${up}
+    scopes: { "*": ["mcp:tools"] }
+    mcp:
+      tools:
+        delete_order: { scopes: ["orders:write"], approval: required, rate_limit: { limit: 1, per: 1m } }
+      approvals: {}`,
+  })
+  t.teardown(() => gw.close())
+  const token = await gw.mint({ scope: 'mcp:tools orders:write', claims: { grant_id: 'g1' } })
+  const statusOf = async (id: string) => (await gw.store.approvals.get(id, Math.floor(gw.clock.now() / 1000)))?.status
+  // The first call is counted and waits for alice; she approves it.
+  const id = approvalIdOf(await post(gw, token, callText('{"id":9}')))
+  await approve(gw, id)
+  // The retry in the same minute is over the tool's limit: 429, and the approval is not spent on it.
+  const limited = await post(gw, token, callText('{"id":9}'))
+  t.equal(limited.status, 429, limited.body)
+  t.ok(limited.headers['retry-after'], 'with Retry-After')
+  t.same(toolCalls(gw), [], 'nothing reached the upstream')
+  t.equal(await statusOf(id), 'approved', 'the approval still waits to be used')
+  // A minute later the retry passes with it, once.
+  gw.clock.advance(60_000)
+  const passed = await post(gw, token, callText('{"id":9}'))
+  t.equal(passed.status, 200, passed.body)
+  t.equal(toolCalls(gw).length, 1, 'the approved call reached the upstream')
+  t.equal(await statusOf(id), 'used')
+})

@@ -11,7 +11,7 @@
  */
 import type { UserConfig } from '../../config/validated-config.js'
 import type { PeopleStore, PersonRecord } from '../../store/types.js'
-import { emailKeyOf } from '../../store/people/types.js'
+import { emailKey, emailKeyOf } from '../../store/people/types.js'
 import type { Person } from './person.js'
 import { configUserBySub } from './config-users.js'
 
@@ -57,7 +57,7 @@ export class PersonDirectory {
    * instance. An email a person's claims mark `email_verified: false` is not theirs to be found by.
    */
   async subsWithEmail(email: string): Promise<string[]> {
-    const key = email.toLowerCase()
+    const key = emailKey(email)
     const yaml = this.#configEmails.get(key) ?? []
     if (!this.#managed) return [...yaml]
     const stored = (await this.#store.byEmail(key)).filter((r) => r.claims.email_verified !== false).map((r) => r.sub)

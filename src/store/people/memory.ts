@@ -1,7 +1,16 @@
 /** Local people and password links in memory. */
 import { copy } from '../memory/expiring.js'
 import type { MemoryFamily, MemoryScope } from '../memory/scope.js'
-import { emailKeyOf, type PasswordLinkRecord, type PeopleStore, type PersonChange, type PersonCreated, type PersonRecord, type PersonUpdate } from './types.js'
+import {
+  emailKey,
+  emailKeyOf,
+  type PasswordLinkRecord,
+  type PeopleStore,
+  type PersonChange,
+  type PersonCreated,
+  type PersonRecord,
+  type PersonUpdate,
+} from './types.js'
 
 export class MemoryPeople implements PeopleStore, MemoryFamily {
   readonly #s: MemoryScope
@@ -46,7 +55,7 @@ export class MemoryPeople implements PeopleStore, MemoryFamily {
 
   async byEmail(email: string): Promise<PersonRecord[]> {
     this.#s.open()
-    const key = email.toLowerCase()
+    const key = emailKey(email)
     return [...this.#people.values()].filter((p) => emailKeyOf(p.claims) === key).map((p) => copy(p))
   }
 

@@ -17,7 +17,16 @@ import type { RedisConnection } from '../redis/connection.js'
 import { num } from '../redis/replies.js'
 import { applyChange } from './memory.js'
 import { CREATE_PERSON, DELETE_PERSON, SWAP_PERSON, TAKE_PASSWORD_LINK } from './scripts.js'
-import { emailKeyOf, type PasswordLinkRecord, type PeopleStore, type PersonChange, type PersonCreated, type PersonRecord, type PersonUpdate } from './types.js'
+import {
+  emailKey,
+  emailKeyOf,
+  type PasswordLinkRecord,
+  type PeopleStore,
+  type PersonChange,
+  type PersonCreated,
+  type PersonRecord,
+  type PersonUpdate,
+} from './types.js'
 
 const TAG = 'people'
 /** People read per page when the email index is first filled. */
@@ -108,7 +117,7 @@ export class RedisPeople implements PeopleStore {
 
   async byEmail(email: string): Promise<PersonRecord[]> {
     await this.#indexEmails()
-    const key = email.toLowerCase()
+    const key = emailKey(email)
     const names = await this.#r.do((c) => c.smembers(this.#email(key)))
     const people: PersonRecord[] = []
     for (const name of names) {

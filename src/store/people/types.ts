@@ -76,8 +76,17 @@ export interface PeopleStore {
   takePasswordLink(hash: string): Promise<PasswordLinkRecord | null>
 }
 
-/** The lower-cased email a record's claims hold, or null: the key people are found by (CIBA `login_hint`). */
+/**
+ * The key an email is found by: ASCII letters lower-cased, nothing else changed. `toLowerCase()`
+ * would fold some non-ASCII letters onto ASCII ones (the Kelvin sign U+212A becomes `k`), so an
+ * address nobody holds could name the person whose address merely looks like it.
+ */
+export function emailKey(email: string): string {
+  return email.replace(/[A-Z]+/g, (letters) => letters.toLowerCase())
+}
+
+/** The key of the email a record's claims hold, or null: the key people are found by (CIBA `login_hint`). */
 export function emailKeyOf(claims: Readonly<Record<string, unknown>>): string | null {
   const email = claims.email
-  return typeof email === 'string' && email !== '' ? email.toLowerCase() : null
+  return typeof email === 'string' && email !== '' ? emailKey(email) : null
 }

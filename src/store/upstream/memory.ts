@@ -1,7 +1,7 @@
 /** Upstream sign-ins and people in memory. */
 import { copy, type Expiring, live, sweepExpiring } from '../memory/expiring.js'
 import type { MemoryFamily, MemoryScope } from '../memory/scope.js'
-import { emailKeyOf } from '../people/types.js'
+import { emailKey, emailKeyOf } from '../people/types.js'
 import type { UpstreamLoginRecord, UpstreamPersonRecord, UpstreamStore } from './types.js'
 
 export class MemoryUpstream implements UpstreamStore, MemoryFamily {
@@ -47,7 +47,7 @@ export class MemoryUpstream implements UpstreamStore, MemoryFamily {
 
   async subsByEmail(email: string): Promise<string[]> {
     this.#s.open()
-    const key = email.toLowerCase()
+    const key = emailKey(email)
     const now = this.#s.nowMs()
     return [...this.#people].filter(([, p]) => now < p.expMs && emailKeyOf(p.value.claims) === key).map(([sub]) => sub)
   }

@@ -7,7 +7,7 @@
  * at a sign-in (each read checks the person's record still holds it).
  */
 import type { RedisConnection } from '../redis/connection.js'
-import { emailKeyOf } from '../people/types.js'
+import { emailKey, emailKeyOf } from '../people/types.js'
 import type { UpstreamLoginRecord, UpstreamPersonRecord, UpstreamStore } from './types.js'
 
 export class RedisUpstream implements UpstreamStore {
@@ -47,7 +47,7 @@ export class RedisUpstream implements UpstreamStore {
   }
 
   async subsByEmail(email: string): Promise<string[]> {
-    const key = email.toLowerCase()
+    const key = emailKey(email)
     const entries = await this.#r.do((c) => c.hgetall(this.#r.key('upem', key)))
     const subs: string[] = []
     for (const [sub, expMs] of Object.entries(entries)) {

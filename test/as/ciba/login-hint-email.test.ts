@@ -63,6 +63,16 @@ t.test('login_hint by email finds admin-created and federated people, and only o
     t.equal(await whoIs('erin@new.example'), 'user-erin')
   })
 
+  await t.test('an email is compared with only its ASCII letters folded: the Kelvin sign is not a k', async (t) => {
+    // toLowerCase() folds U+212A, the Kelvin sign, to an ASCII "k": an address nobody holds would name someone.
+    t.equal(await h.store.people.create(person('kim', 'user-kim', { email: 'kim@corp.example' })), 'created')
+    await federated('u-10', { email: 'kate@corp.example', email_verified: true })
+    t.equal(await whoIs('KIM@corp.example'), 'user-kim', 'ASCII case is folded')
+    t.equal(await whoIs('\u212Aim@corp.example'), 'unknown_user_id', 'an admin-created person is not named by the Kelvin sign')
+    t.equal(await whoIs('\u212Aate@corp.example'), 'unknown_user_id', 'nor a federated one')
+    t.equal(await whoIs('KATE@corp.example'), 'corp:u-10')
+  })
+
   await t.test('a person who signed in through an identity provider, while the store remembers them', async (t) => {
     await federated('u-7', { name: 'Gus', email: 'Gus@Corp.example', email_verified: true })
     t.equal(await whoIs('gus@corp.example'), 'corp:u-7')
