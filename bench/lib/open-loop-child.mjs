@@ -157,5 +157,7 @@ process.stdout.write(
     errors: rec.errors,
     timeouts: 0,
     rotation: values ? { values: values.length, used: next + wraps * values.length, usedInWarmup, wraps } : null,
+    // CLOCK_MONOTONIC µs, the clock V8 CPU profiles use: `profile.mjs --window` selects this phase.
+    window: { startUs: Number(started / 1000n), endUs: Number(started / 1000n) + Math.round(elapsedSec * 1e6) },
   }) + '\n',
 )
