@@ -214,6 +214,7 @@ t.test('with telemetry.traces, spans reach an OTLP receiver: parentage, names, a
   t.equal(upstream?.spanId, upstreamParent, "the upstream's traceparent names that client span as its parent")
   t.equal(attr(upstream, 'http.response.status_code'), 200)
   t.equal(attr(upstream, 'server.address'), '127.0.0.1')
+  t.equal(attr(upstream, 'server.port'), Number(new URL(up.url).port), "the upstream's port")
   t.equal(attr(upstream, 'url.path'), '/orders/7')
 
   const tokenSpan = spans.find((s) => s.name === 'POST /token' && attr(s, 'http.response.status_code') === 200)
