@@ -145,20 +145,10 @@ export class Tracing {
         ? ROOT_CONTEXT
         : trace.setSpanContext(ROOT_CONTEXT, { traceId: incoming.traceId, spanId: incoming.parentSpanId, traceFlags: incoming.flags, isRemote: true })
     const method = req.method ?? 'GET'
-    const span = tracer.startSpan(
-      method,
-      {
-        kind: SpanKind.SERVER,
-        attributes: {
-          'http.request.method': method,
-          'url.scheme': (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
-          'network.protocol.version': req.httpVersion,
-          ...(req.socket.remoteAddress === undefined ? {} : { 'client.address': req.socket.remoteAddress }),
-          ...(typeof req.headers['user-agent'] === 'string' ? { 'user_agent.original': req.headers['user-agent'] } : {}),
-        },
-      },
-      parent,
-    )
+    const span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent)
+    const recording = span.isRecording()
+    // Attributes for a recorded span only: most requests are not sampled, and the sampler reads none of them.
+    if (recording) span.setAttributes(serverAttributes(req, method))
     const sc = span.spanContext()
     return {
       traceId: sc.traceId,
@@ -166,7 +156,7 @@ export class Tracing {
       spanId: sc.spanId,
       flags: sc.traceFlags & 1,
       tracestate,
-      span: span.isRecording() ? span : null,
+      span: recording ? span : null,
     }
   }
 
@@ -247,6 +237,19 @@ export class Tracing {
   async close(): Promise<void> {
     await this.#provider?.shutdown().catch(() => undefined)
   }
+}
+
+/** A server span's request attributes (HTTP server span conventions); never a header but the User-Agent. */
+function serverAttributes(req: IncomingMessage, method: string): Attributes {
+  const attributes: Attributes = {
+    'http.request.method': method,
+    'url.scheme': (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
+    'network.protocol.version': req.httpVersion,
+  }
+  if (req.socket.remoteAddress !== undefined) attributes['client.address'] = req.socket.remoteAddress
+  const userAgent = req.headers['user-agent']
+  if (typeof userAgent === 'string') attributes['user_agent.original'] = userAgent
+  return attributes
 }
 
 function failed(span: Span, err: unknown): void {

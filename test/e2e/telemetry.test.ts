@@ -203,6 +203,9 @@ t.test('with telemetry.traces, spans reach an OTLP receiver: parentage, names, a
   t.equal(attr(server, 'url.path'), '/orders/7', 'the path, without the query')
   t.equal(attr(server, 'bearward.route'), 'orders')
   t.equal(attr(server, 'bearward.client_id'), 'svc')
+  t.equal(attr(server, 'url.scheme'), 'http')
+  t.equal(attr(server, 'network.protocol.version'), '1.1')
+  t.equal(attr(server, 'client.address'), '127.0.0.1', "the request's attributes, set once the span is known to be recorded")
 
   const children = spans.filter((s) => s.parentSpanId === server?.spanId)
   const verify = children.find((s) => s.name === 'bearward.token.verify')
