@@ -8,6 +8,7 @@
 //   public route, log.level info      the access line written per request
 //   public route, log.level warn      no access line: the floor config allows
 //   JWT route, log.level info / warn  the same, with a token checked from the verified-token cache
+//   DPoP route at warn: a fresh proof per request (the DPoP floor: an ES256 verify and one store write)
 //   JWT route, tracing configured but off (OTEL_TRACES_EXPORTER=none): what configuring it costs
 //   JWT route, tracing on, 10 % sampled and exported to a local OTLP sink: what spans cost
 // The extras config cannot turn off (X-Request-Id on every answer, the
@@ -28,6 +29,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const BENCH = fileURLToPath(new URL('..', import.meta.url))
+/** DPoP proofs signed per second of load, above what the DPoP route serves (as in the cpu scenario). */
+const PROOFS_PER_SEC = 15_000
 const SINK = fileURLToPath(new URL('../lib/otlp-sink.mjs', import.meta.url))
 
 /**
@@ -105,6 +108,22 @@ export default {
       target('publicInfo', 'bearward public route, log.level info', requestFor(info, 'public'), info.bw),
       target('jwtWarn', 'bearward JWT route, log.level warn', requestFor(warn, 'jwt', warn.bw.url), warn.bw),
       target('jwtInfo', 'bearward JWT route, log.level info', jwt, info.bw),
+      // DPoP at warn: a fresh proof per request (one ES256 verify, one replay-cache write to Redis); the floor's arithmetic in bench/README.md.
+      {
+        id: 'dpopWarn',
+        label: 'bearward DPoP route, log.level warn, a fresh proof per request',
+        profileDir: warn.bw.profileDir,
+        measure: () =>
+          runOpenLoop(
+            {
+              ...common,
+              ...requestFor(warn, 'jwt', warn.bw.url),
+              values: { file: info.dpopProofs(Math.ceil(PROOFS_PER_SEC * (opts.warmupSec + opts.durationSec))), as: 'dpop', once: true },
+              serverPids: [warn.bw.pid],
+            },
+            ctx.workDir,
+          ),
+      },
       target('jwtTracingOff', 'bearward JWT route, log.level warn, tracing configured but off', requestFor(off, 'jwt', off.bw.url), off.bw),
       target('jwtTracingOn', 'bearward JWT route, log.level warn, tracing 10 % sampled', requestFor(on, 'jwt', on.bw.url), on.bw),
     ]
@@ -119,6 +138,11 @@ export default {
           r(a.publicInfo, 'public route, log.level info (+ the access line)', pairedCpuAdded(a.publicInfo, a.publicWarn, 'warn')),
           r(a.jwtWarn, 'JWT route, log.level warn (+ token from the cache, identity headers)', pairedCpuAdded(a.jwtWarn, a.publicWarn, 'public at warn')),
           r(a.jwtInfo, 'JWT route, log.level info (+ the access line)', pairedCpuAdded(a.jwtInfo, a.jwtWarn, 'warn')),
+          r(
+            a.dpopWarn,
+            'DPoP route, log.level warn (+ an ES256 proof verified, its jti written to Redis)',
+            pairedCpuAdded(a.dpopWarn, a.jwtWarn, 'JWT at warn'),
+          ),
           r(a.jwtTracingOff, 'JWT route, warn, tracing configured but off', pairedCpuAdded(a.jwtTracingOff, a.jwtWarn, 'not configured')),
           r(a.jwtTracingOn, 'JWT route, warn, tracing 10 % sampled, exported', pairedCpuAdded(a.jwtTracingOn, a.jwtWarn, 'not configured')),
         ]
