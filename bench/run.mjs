@@ -42,6 +42,7 @@ export const SCENARIOS = [
   'token-code-refresh',
   'open-loop',
   'cpu',
+  'floor',
   'memory',
   'rate-limit',
   'rate-limit-keys',

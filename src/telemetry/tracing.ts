@@ -15,7 +15,8 @@
  * request's span through an AsyncLocalStorage owned by this object (`within`),
  * switched off again whenever no traced endpoint request is in flight. With
  * no exporter, none of that runs: a request costs one header parse and two
- * random ids.
+ * random ids. With one, the sampling decision is made before the SDK is
+ * called, so an unsampled request costs the same and the sampler's check.
  *
  * No span attribute holds a token, a secret or a query string (queries can
  * carry `access_token`); paths and header-free attributes only.
@@ -24,8 +25,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { IncomingMessage } from 'node:http'
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
-import type { TracerProvider } from '@opentelemetry/sdk-trace'
+import { ROOT_CONTEXT, SamplingDecision, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
+import type { IdGenerator, Sampler, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { TracesConfig } from '../config/validated-config.js'
 import { formatTraceparent, traceOf, TraceIds, tracestateOf, type TraceParent } from './trace-context.js'
 
@@ -87,17 +88,27 @@ export function exportSettings(config: TracesConfig | null, env: NodeJS.ProcessE
 
 /** Process-wide: built once at start (changing `telemetry` takes a restart). */
 export class Tracing {
-  readonly #ids = new TraceIds()
+  readonly #ids: TraceIds
   readonly #provider: TracerProvider | null
   readonly #tracer: Tracer | null
   readonly #current = new AsyncLocalStorage<Span>()
   /** The traced requests that entered #current and have not finished: when none is left, it is disabled. */
   readonly #inside = new Set<RequestTrace>()
 
+  /**
+   * How a new trace is sampled, and the trace ids the SDK starts root spans
+   * with, when `create` built the provider: the decision is then made before
+   * the SDK is called. null: every request goes through the SDK's sampler.
+   */
+  readonly #sampling: NewTraceSampling | null
+
   /** Tracing that records spans through `provider`; null: trace context only, nothing recorded. */
-  constructor(provider: TracerProvider | null, version = '0') {
+  constructor(provider: TracerProvider | null, version = '0', sampling: NewTraceSampling | null = null) {
     this.#provider = provider
     this.#tracer = provider === null ? null : provider.getTracer('bearward', version)
+    this.#sampling = sampling
+    // One id source: the SDK's root spans take the trace ids sampled here.
+    this.#ids = sampling?.ids.source ?? new TraceIds()
   }
 
   /**
@@ -113,12 +124,15 @@ export class Tracing {
       import('@opentelemetry/sdk-trace'),
     ])
     const exporter = new OTLPTraceExporter({ url: settings.url, headers: { ...settings.headers } })
+    const root = new sdk.TraceIdRatioBasedSampler(settings.sample)
+    const ids = new ChosenTraceIds(new TraceIds())
     const provider = new sdk.TracerProvider({
       resource: resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': version }),
-      sampler: new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(settings.sample) }),
+      sampler: new sdk.ParentBasedSampler({ root }),
+      idGenerator: ids,
       spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: 1000 })],
     })
-    return new Tracing(provider, version)
+    return new Tracing(provider, version, { root, ids })
   }
 
   /** Whether spans are recorded and exported. */
@@ -140,25 +154,27 @@ export class Tracing {
       return { traceId: t.traceId, parentSpanId: t.parentSpanId, spanId: t.spanId, flags: t.flags, tracestate, span: null }
     }
     const incoming = traceOf(req.headers.traceparent, this.#ids, false)
+    const sampling = this.#sampling
+    if (sampling !== null) {
+      // The sampler's decision, made here (ParentBased: a caller's flag, else the ratio over the trace
+      // id), so the unsampled majority never enters the SDK; a sampled new trace keeps this trace id.
+      const sampled =
+        incoming.parentSpanId !== null
+          ? incoming.flags === 1
+          : sampling.root.shouldSample(ROOT_CONTEXT, incoming.traceId, '', SpanKind.SERVER, {}, []).decision === SamplingDecision.RECORD_AND_SAMPLED
+      if (!sampled) return { traceId: incoming.traceId, parentSpanId: incoming.parentSpanId, spanId: incoming.spanId, flags: 0, tracestate, span: null }
+      if (incoming.parentSpanId === null) sampling.ids.next = incoming.traceId
+    }
     const parent =
       incoming.parentSpanId === null
         ? ROOT_CONTEXT
         : trace.setSpanContext(ROOT_CONTEXT, { traceId: incoming.traceId, spanId: incoming.parentSpanId, traceFlags: incoming.flags, isRemote: true })
     const method = req.method ?? 'GET'
-    const span = tracer.startSpan(
-      method,
-      {
-        kind: SpanKind.SERVER,
-        attributes: {
-          'http.request.method': method,
-          'url.scheme': (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
-          'network.protocol.version': req.httpVersion,
-          ...(req.socket.remoteAddress === undefined ? {} : { 'client.address': req.socket.remoteAddress }),
-          ...(typeof req.headers['user-agent'] === 'string' ? { 'user_agent.original': req.headers['user-agent'] } : {}),
-        },
-      },
-      parent,
-    )
+    const span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent)
+    if (sampling !== null) sampling.ids.next = null
+    const recording = span.isRecording()
+    // Attributes for a recorded span only: most requests are not sampled, and the sampler reads none of them.
+    if (recording) span.setAttributes(serverAttributes(req, method))
     const sc = span.spanContext()
     return {
       traceId: sc.traceId,
@@ -166,7 +182,7 @@ export class Tracing {
       spanId: sc.spanId,
       flags: sc.traceFlags & 1,
       tracestate,
-      span: span.isRecording() ? span : null,
+      span: recording ? span : null,
     }
   }
 
@@ -247,6 +263,50 @@ export class Tracing {
   async close(): Promise<void> {
     await this.#provider?.shutdown().catch(() => undefined)
   }
+}
+
+/** How `Tracing.start` samples a new trace before the SDK is called: the SDK's own root sampler, and its id source. */
+interface NewTraceSampling {
+  /** The ratio sampler under ParentBased (TraceIdRatioBased: deterministic in the trace id). */
+  readonly root: Sampler
+  readonly ids: ChosenTraceIds
+}
+
+/**
+ * The SDK's id source: a root span starts with the trace id `Tracing.start`
+ * sampled (`next`, taken once), so the SDK's sampler, asked again, sees the
+ * same id and decides the same; anything else gets fresh random ids.
+ */
+class ChosenTraceIds implements IdGenerator {
+  next: string | null = null
+  readonly source: TraceIds
+
+  constructor(source: TraceIds) {
+    this.source = source
+  }
+
+  generateTraceId(): string {
+    const id = this.next ?? this.source.traceId()
+    this.next = null
+    return id
+  }
+
+  generateSpanId(): string {
+    return this.source.spanId()
+  }
+}
+
+/** A server span's request attributes (HTTP server span conventions); never a header but the User-Agent. */
+function serverAttributes(req: IncomingMessage, method: string): Attributes {
+  const attributes: Attributes = {
+    'http.request.method': method,
+    'url.scheme': (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
+    'network.protocol.version': req.httpVersion,
+  }
+  if (req.socket.remoteAddress !== undefined) attributes['client.address'] = req.socket.remoteAddress
+  const userAgent = req.headers['user-agent']
+  if (typeof userAgent === 'string') attributes['user_agent.original'] = userAgent
+  return attributes
 }
 
 function failed(span: Span, err: unknown): void {

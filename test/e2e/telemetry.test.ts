@@ -203,6 +203,9 @@ t.test('with telemetry.traces, spans reach an OTLP receiver: parentage, names, a
   t.equal(attr(server, 'url.path'), '/orders/7', 'the path, without the query')
   t.equal(attr(server, 'bearward.route'), 'orders')
   t.equal(attr(server, 'bearward.client_id'), 'svc')
+  t.equal(attr(server, 'url.scheme'), 'http')
+  t.equal(attr(server, 'network.protocol.version'), '1.1')
+  t.equal(attr(server, 'client.address'), '127.0.0.1', "the request's attributes, set once the span is known to be recorded")
 
   const children = spans.filter((s) => s.parentSpanId === server?.spanId)
   const verify = children.find((s) => s.name === 'bearward.token.verify')
@@ -214,6 +217,7 @@ t.test('with telemetry.traces, spans reach an OTLP receiver: parentage, names, a
   t.equal(upstream?.spanId, upstreamParent, "the upstream's traceparent names that client span as its parent")
   t.equal(attr(upstream, 'http.response.status_code'), 200)
   t.equal(attr(upstream, 'server.address'), '127.0.0.1')
+  t.equal(attr(upstream, 'server.port'), Number(new URL(up.url).port), "the upstream's port")
   t.equal(attr(upstream, 'url.path'), '/orders/7')
 
   const tokenSpan = spans.find((s) => s.name === 'POST /token' && attr(s, 'http.response.status_code') === 200)

@@ -38,6 +38,8 @@ export interface UpstreamPlan {
   readonly maxBodyBytes: number
   /** The upstream origin for logs (userinfo redacted). */
   readonly label: string
+  /** `label`'s host and port, the upstream span's `server.address` and `server.port`: parsed once here, not per traced request. */
+  readonly server: { readonly address: string; readonly port: number }
   /**
    * TLS server name for an https upstream (its own host name, or its address
    * for an IP literal), sent with every request; undefined for http.
@@ -178,6 +180,7 @@ export function planUpstreams(
     }
     const basePath = url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname
     const credential = credentials[i] ?? null
+    const label = redactUrl(origin)
     upstreams.push({
       name: route.name,
       realm: route.realm,
@@ -196,11 +199,18 @@ export function planUpstreams(
       }),
       credential,
       maxBodyBytes: route.maxBodyBytes,
-      label: redactUrl(origin),
+      label,
+      server: serverOf(label),
       servername: secure ? upstreamName : undefined,
     })
   }
   return { upstreams, pools: [...pools.values()], balancers }
+}
+
+/** The host and port of an origin URL (the scheme's default port when it names none). */
+function serverOf(origin: string): { address: string; port: number } {
+  const url = new URL(origin)
+  return { address: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)) }
 }
 
 /**

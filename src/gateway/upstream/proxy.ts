@@ -227,15 +227,14 @@ export class UpstreamProxy {
 
   /** The upstream exchange's client span (HTTP client span conventions; the path only, never the query). */
   #upstreamSpan(method: string, plan: UpstreamPlan, path: string, parent: Span): Span | null {
-    const origin = new URL(plan.label)
     return (
       this.#tracing?.child(
         method,
         SpanKind.CLIENT,
         {
           'http.request.method': method,
-          'server.address': origin.hostname,
-          'server.port': Number(origin.port || (origin.protocol === 'https:' ? 443 : 80)),
+          'server.address': plan.server.address,
+          'server.port': plan.server.port,
           'url.path': plan.basePath + path,
           'bearward.route': plan.name,
         },

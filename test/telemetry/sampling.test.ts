@@ -1,0 +1,80 @@
+import { createServer, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { ROOT_CONTEXT, SamplingDecision } from '@opentelemetry/api'
+import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace'
+import t, { type Test } from 'tap'
+import { Tracing } from '../../src/telemetry/tracing.js'
+
+/**
+ * Tracing.start decides the sampling before the SDK is called (so unsampled
+ * requests skip it): its decisions must be the SDK's own, ParentBased over
+ * TraceIdRatioBased, and a sampled new trace must keep the trace id decided on.
+ */
+
+const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
+const PARENT = '00f067aa0ba902b7'
+
+/** A request as Tracing.start reads it: headers, method, protocol version, peer. */
+function request(headers: Record<string, string> = {}): IncomingMessage {
+  return { headers, method: 'GET', httpVersion: '1.1', socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage
+}
+
+async function tracingAt(sample: number, t: Test): Promise<Tracing> {
+  // A receiver that takes every export, so closing (which flushes the recorded spans) does not wait on retries.
+  const receiver = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'))
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  const { port } = receiver.address() as AddressInfo
+  const tracing = await Tracing.create({ url: `http://127.0.0.1:${port}/v1/traces`, headers: {}, sample, serviceName: 'bearward-test' })
+  t.teardown(async () => {
+    await tracing.close()
+    receiver.closeAllConnections()
+    await new Promise((resolve) => receiver.close(resolve))
+  })
+  return tracing
+}
+
+t.test('a new trace is sampled exactly when the SDK sampler samples its trace id, and keeps that id', async (t) => {
+  const tracing = await tracingAt(0.5, t)
+  const reference = new TraceIdRatioBasedSampler(0.5)
+  let sampled = 0
+  let mismatches = 0
+  for (let i = 0; i < 400; i++) {
+    const trace = tracing.start(request())
+    const expected = reference.shouldSample(ROOT_CONTEXT, trace.traceId).decision === SamplingDecision.RECORD_AND_SAMPLED
+    if ((trace.span !== null) !== expected) mismatches++
+    t.equal(trace.flags, expected ? 1 : 0)
+    if (trace.span !== null) {
+      sampled++
+      t.equal(trace.span.spanContext().traceId, trace.traceId, 'the recorded span carries the trace id sampled on')
+      t.equal(trace.span.spanContext().spanId, trace.spanId)
+      tracing.finish(trace, 'GET', '/x', null, 'r', 200, null)
+    }
+  }
+  t.equal(mismatches, 0, "every decision is the SDK sampler's")
+  // Binomial(400, 0.5): 200 ± 10. Had the SDK drawn a trace id of its own, only a quarter would be recorded.
+  t.ok(sampled > 150 && sampled < 250, `about half sampled (${sampled} of 400)`)
+})
+
+t.test("a caller's sampled flag is followed either way, whatever the ratio", async (t) => {
+  const never = await tracingAt(0, t)
+  const followed = never.start(request({ traceparent: `00-${TRACE}-${PARENT}-01` }))
+  t.not(followed.span, null, 'sampled by the caller: recorded at ratio 0')
+  t.equal(followed.traceId, TRACE)
+  t.equal(followed.parentSpanId, PARENT)
+  t.equal(followed.flags, 1)
+  never.finish(followed, 'GET', '/x', null, 'r', 200, null)
+
+  const always = await tracingAt(1, t)
+  const declined = always.start(request({ traceparent: `00-${TRACE}-${PARENT}-00` }))
+  t.equal(declined.span, null, 'not sampled by the caller: not recorded at ratio 1')
+  t.equal(declined.traceId, TRACE)
+  t.equal(declined.parentSpanId, PARENT)
+  t.equal(declined.flags, 0)
+  t.not(declined.spanId, PARENT, 'our own span id all the same')
+  const fresh = always.start(request())
+  t.not(fresh.span, null, 'a new trace at ratio 1 is recorded')
+  always.finish(fresh, 'GET', '/x', null, 'r', 200, null)
+})
