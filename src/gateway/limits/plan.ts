@@ -134,10 +134,20 @@ function periodOf(per: QuotaConfig['per'], nowMs: number): { period: string; sta
   return { period: `d${y}-${m + 1}-${d.getUTCDate()}`, startMs, endMs: startMs + DAY_MS }
 }
 
-/** The GCRA rule of `limit` per `perMs` with `burst` more (types.ts, RateRule). */
+/** A lease is this part of a limit (1 %): small enough that units withheld by leases stay a small part of it. */
+const LEASE_DIVISOR = 100
+
+/**
+ * The GCRA rule of `limit` per `perMs` with `burst` more (types.ts,
+ * RateRule), with the lease an instance may take of it on Redis: 1 % of
+ * `limit`, only when that is at least 2 units (a limit under 200 stays
+ * exact, one store call per request).
+ */
 export function rateRule(limit: number, perMs: number, burst: number): RateRule {
   const intervalMs = perMs / limit
-  return { kind: 'rate', intervalMs, capacityMs: (limit + burst) * intervalMs }
+  const lease = Math.floor(limit / LEASE_DIVISOR)
+  const rule = { kind: 'rate', intervalMs, capacityMs: (limit + burst) * intervalMs } as const
+  return lease >= 2 ? { ...rule, lease } : rule
 }
 
 export class LimitPlan {
@@ -192,7 +202,8 @@ export class LimitPlan {
     let verdict: LimitVerdict
     try {
       verdict = await this.#deps.store.take(applied.map((a) => a.take))
-      this.#deps.outage.answered()
+      // Decided from leases, the store was not asked: that says nothing about an outage's end.
+      if (verdict.leased !== true) this.#deps.outage.answered()
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err
       return this.#withoutStore(err, applied)
