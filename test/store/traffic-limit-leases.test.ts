@@ -153,7 +153,9 @@ t.test('unused units go back to Redis when a lease expires, and the other instan
   tt.equal(byTwo, 990)
   const start = clock.now()
   tt.equal(await tatAhead('giveback', 'client', start), 1000 * 3600, 'the shared state is full: 990 + the lease of 10')
-  // The lease's timer gives back the 5 units it did not spend (a real 1 s; awaited, not slept).
+  tt.equal(one.trafficLimits.leases, 1, 'the lease is held while the clock has not reached its end')
+  clock.advance(1000) // the lease's end (1 s); a unit refills in 3.6 s, so none has yet
+  // The lease's timer gives back the 5 units it did not spend (within a real second; awaited, not slept).
   tt.ok(await eventually(async () => (await tatAhead('giveback', 'client', start)) === 995 * 3600, 3000), 'the TAT moved back by 5 units')
   tt.equal(one.trafficLimits.leases, 0, 'the lease is gone')
   const after = await Promise.all(Array.from({ length: 8 }, () => two.trafficLimits.take([take('client', rule)])))
