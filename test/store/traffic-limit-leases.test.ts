@@ -13,6 +13,7 @@ import { Redis } from 'ioredis'
 import { ManualClock } from '../../src/clock.js'
 import { rateRule } from '../../src/gateway/limits/plan.js'
 import { RedisStore } from '../../src/store/redis.js'
+import { MAX_LEASES } from '../../src/store/traffic-limits/lease.js'
 import type { LimitTake, RateRule } from '../../src/store/types.js'
 import { eventually } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
@@ -210,4 +211,21 @@ t.test('outage: a held lease is not spent while the connection is down; waiting 
     }, 10_000),
     'back after the restart',
   )
+})
+
+t.test('at most MAX_LEASES leases per instance: keys beyond are decided per request, exactly', async (tt) => {
+  const clock = new ManualClock()
+  const [one, two] = instances('many', clock)
+  tt.teardown(async () => {
+    await one.close()
+    await two.close()
+  })
+  const rule = rateRule(1000, 60_000, 0)
+  const keys = MAX_LEASES + 200
+  const answers = await Promise.all(Array.from({ length: keys }, (_, i) => one.trafficLimits.take([take(`client-${i}`, rule)])))
+  tt.equal(answers.filter((a) => a.allowed).length, keys, 'every first request allowed')
+  tt.equal(one.trafficLimits.leases, MAX_LEASES, `${MAX_LEASES} leases held, not ${keys}`)
+  const last = `client-${keys - 1}`
+  tt.equal(await tatAhead('many', last, clock.now()), 60, 'a key past the bound counted its one request only')
+  tt.equal(await tatAhead('many', 'client-0', clock.now()), 600, 'a key within it counted a lease of 10')
 })

@@ -158,7 +158,8 @@ export class RedisTrafficLimits implements TrafficLimitStore {
       const old = this.#leases.get(key)
       if (old !== undefined) this.#drop(key, old)
       let want = t.cost
-      if (isLeasable(t) && !this.#pending.has(key) && (old !== undefined || this.#leases.size < MAX_LEASES)) {
+      // Leases held and being asked for count against the bound alike.
+      if (isLeasable(t) && !this.#pending.has(key) && (old !== undefined || this.#leases.size + this.#pending.size < MAX_LEASES)) {
         want = t.rule.lease
         this.#pending.set(key, settled)
         mine.push(key)
