@@ -180,6 +180,27 @@ t.test('units of a lease from before the TAT passed are not given back into a ne
   tt.equal(await tatAhead('run', 'client', clock.now()), 20 * 3600, 'the 9 stale units were not taken off two’s run: both new leases stay counted')
 })
 
+t.test('a give-back never moves the TAT before the end of another instance’s lease (its units stay counted while it may spend them)', async (tt) => {
+  const clock = new ManualClock()
+  const [one, two] = instances('hold', clock)
+  tt.teardown(async () => {
+    await one.close()
+    await two.close()
+  })
+  const rule = rateRule(1000, 60_000, 0) // 60 ms a unit, a lease of 10 living 600 ms
+  const start = clock.now()
+  await one.trafficLimits.take([take('client', rule)]) // one: a lease of 10 from start (TAT start + 600), 9 unspent
+  clock.advance(300)
+  await two.trafficLimits.take([take('client', rule)]) // two: a lease of 10 (TAT start + 1200), spendable until start + 900
+  tt.equal(await tatAhead('hold', 'client', start), 1200)
+  clock.advance(300) // one's lease ends; its timer gives back its 9 unspent units
+  // Taken off in full, the TAT would be start + 660: past by start + 700, while two may still
+  // spend its lease until start + 900 (GCRA would have forgotten units two still spends).
+  tt.ok(await eventually(async () => (await tatAhead('hold', 'client', start)) === 900, 3000), 'the TAT stops at the end of two’s lease')
+  tt.equal(one.trafficLimits.leases, 0)
+  tt.equal(two.trafficLimits.leases, 1, 'two still holds its lease')
+})
+
 t.test('outage: a held lease is not spent while the connection is down; waiting requests fail with the lease call', async (tt) => {
   const clock = new ManualClock()
   const own = await startRedis({ own: true })

@@ -7,8 +7,9 @@
  * shared state when leased (every instance's decisions see them), and a
  * lease is spent only until `granted × interval` after it was counted
  * (capped at MAX_LEASE_MS). Within that time the TAT cannot have passed (it
- * lies at least that far ahead of the lease's "now"), so GCRA has not
- * forgotten them yet, and a unit spent a little after it was counted is
+ * lies at least that far ahead of the lease's "now", and no give-back moves
+ * it back before the latest lease's end: scripts.ts, `hold`), so GCRA has
+ * not forgotten them yet, and a unit spent a little after it was counted is
  * decided as strictly as if it had been counted when spent. What it costs:
  * units leased but not yet spent on one instance are refused to the same
  * client on the others, at most one lease per key per instance, each for

@@ -5,6 +5,7 @@
  * lease.ts.
  */
 import { script } from '../redis/scripts.js'
+import { MAX_LEASE_MS } from './lease.js'
 
 /** Replies per key after the request's verdict (remaining, reset, wait, granted, run). */
 export const REPLIES_PER_KEY = 5
@@ -24,12 +25,16 @@ export const REPLIES_PER_KEY = 5
  * lease's run, below); `q` ignores the last three. Returns, per request,
  * {allowed, then per key remaining, reset ms, wait ms, units counted, run}.
  *
- * A rate key holds `<TAT>|<run>`: the TAT (epoch ms, 3 decimals) and the
- * time the TAT last started again from "now" (an absent key, or a TAT that
- * had passed). Between two such starts the TAT is the plain sum of every
- * unit counted, so units given back are taken off it only when the run is
- * the one they were counted in: after a new start they are already
- * forgotten, and taking them off again would let more through. The key
+ * A rate key holds `<TAT>|<run>|<hold>`: the TAT (epoch ms, 3 decimals),
+ * the time the TAT last started again from "now" (an absent key, or a TAT
+ * that had passed), and the latest end of a lease counted in this run.
+ * Between two such starts the TAT is the plain sum of every unit counted,
+ * so units given back are taken off it only when the run is the one they
+ * were counted in: after a new start they are already forgotten, and taking
+ * them off again would let more through. Nor is the TAT moved back before
+ * `hold`: another instance's lease may be spent until then, and its units
+ * must not be forgotten (a TAT passed) while it is. A lease of `g` units
+ * lives min(g × interval, MAX_LEASE_MS) (lease.ts). The key
  * expires when the TAT has passed (an absent key is a whole allowance). A
  * quota key holds its count and expires a day after its period ends (its
  * name carries the period, so a new period is a new key).
@@ -42,9 +47,9 @@ local stamp = string.format('%.3f', now)
 local out = {}
 local k = 0
 local a = 2
-local function put(key, tat, run)
+local function put(key, tat, run, hold)
   if tat > now then
-    redis.call('SET', key, string.format('%.3f', tat) .. '|' .. run, 'PX', math.ceil(tat - now) + 1000)
+    redis.call('SET', key, string.format('%.3f|%s|%.3f', tat, run, hold), 'PX', math.ceil(tat - now) + 1000)
   else
     redis.call('DEL', key)
   end
@@ -56,6 +61,7 @@ while a <= #ARGV do
   local res = {}
   local nexts = {}
   local runs = {}
+  local holds = {}
   local gave = {}
   local idle = {}
   for i = 1, n do
@@ -72,19 +78,22 @@ while a <= #ARGV do
       local want = tonumber(ARGV[base + 4])
       local back = tonumber(ARGV[base + 5])
       local v = nil
+      local hold = 0
       if raw then
-        local tat, r = string.match(raw, '^([^|]*)|?(.*)$')
+        local tat, r, h = string.match(raw, '^([^|]*)|?([^|]*)|?(.*)$')
         v = tonumber(tat)
         run = r
+        hold = tonumber(h) or 0
       end
       if v and back > 0 and run == ARGV[base + 6] then
-        v = v - back * x
+        v = math.max(v - back * x, hold)
         gave[i] = v
       end
       local from = v
       if not v or v < now then
         from = now
         run = stamp
+        hold = 0
       end
       local nxt = from + cost * x
       local late = nxt - y - now
@@ -96,7 +105,10 @@ while a <= #ARGV do
       else
         local avail = math.floor((y - (from - now)) / x + 1e-9)
         granted = cost
-        if want > cost and avail > cost then granted = math.min(want, avail) end
+        if want > cost and avail > cost then
+          granted = math.min(want, avail)
+          hold = math.max(hold, now + math.min(granted * x, ${MAX_LEASE_MS}))
+        end
         nxt = from + granted * x
         nexts[i] = nxt
         remaining = math.floor((y - (nxt - now)) / x + 1e-9)
@@ -105,6 +117,7 @@ while a <= #ARGV do
         idle[i] = {avail, math.ceil(from - now)}
       end
       runs[i] = run
+      holds[i] = hold
     else
       local count = tonumber(raw or '') or 0
       reset = math.ceil(y - now)
@@ -136,13 +149,13 @@ while a <= #ARGV do
       res[5 * i - 1] = 0
     end
     -- Units given back are given back all the same: they were never spent.
-    for i, v in pairs(gave) do put(KEYS[k + i], v, runs[i]) end
+    for i, v in pairs(gave) do put(KEYS[k + i], v, runs[i], holds[i]) end
   else
     for i = 1, n do
       local base = a + (i - 1) * 7
       local nxt = nexts[i]
       if ARGV[base] == 'r' then
-        put(KEYS[k + i], nxt, runs[i])
+        put(KEYS[k + i], nxt, runs[i], holds[i])
       else
         redis.call('SET', KEYS[k + i], nxt, 'PX', math.ceil(tonumber(ARGV[base + 3]) - now) + 86400000)
       end
