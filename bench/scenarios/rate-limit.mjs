@@ -1,7 +1,8 @@
 // What one rate limit costs a route (issue #44), as deployed (Redis store, log
 // level info; lib/deployed.mjs): the JWT route, and the same route with one
-// rate limit keyed by client (one Lua script per request, one round trip),
-// high enough that nothing is refused, measured in the same interleaved
+// rate limit keyed by client (leased from Redis 1 % at a time, so about one
+// Lua script call per lease of 10,000 units rather than one per request;
+// docs/traffic.md "Leases"), high enough that nothing is refused, measured in the same interleaved
 // rounds. Target: CPU per request without ÷ with ≥ 0.90.
 import { bearwardUnavailable } from '../lib/bearward.mjs'
 import { deployedRoutes, requestFor, startDeployed } from '../lib/deployed.mjs'

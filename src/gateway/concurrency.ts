@@ -18,9 +18,10 @@
  * a stream from the start (what `opensStream` recognises) takes a stream
  * slot; an ordinary request whose answer turns out to be an event stream
  * moves from the requests to the streams when its response head arrives
- * (`answered`), where a stream slot is free; where none is, it stays counted
- * as a request (it is bounded there, and an answer the upstream already
- * produced is not thrown away).
+ * (`answered`), where a stream slot is free; where none is, the answer is
+ * not relayed and the client gets the streams' 503 (counted as a request,
+ * an endless answer would hold a request slot for hours, and without
+ * `max_in_flight` nothing would bound how many).
  *
  * Per-key counts live in a map keyed by the SHA-256 of the key's value, one
  * entry per key holding at least one slot: an entry is deleted when its
@@ -196,14 +197,23 @@ export class ConcurrencyPlan {
     this.#gauge(kind, -1)
   }
 
+  /** An MCP route's POST answered with an event stream is the answer to one call: it stays a request. */
+  get movesOnEventStream(): boolean {
+    return this.#movesOnEventStream
+  }
+
   /**
    * A request's answer is an event stream: move its slot to the streams when
-   * one is free there. The stream key, or undefined when it stays a request.
+   * one is free there. The stream key, or undefined when none is (counted
+   * as a refusal of `max_streams`).
    */
   move(identity: TokenIdentity | null, req: IncomingMessage): string | null | undefined {
-    if (!this.#movesOnEventStream) return undefined
     const key = this.#keyOf(this.#streams, identity, req)
-    if (this.#streams.take(key) !== null) return undefined
+    const refused = this.#streams.take(key)
+    if (refused !== null) {
+      this.#metrics.concurrencyRefused.incKey(this.#refusedSeries.streams[refused])
+      return undefined
+    }
     this.#gauge('streams', 1)
     return key
   }
@@ -237,18 +247,23 @@ export class ConcurrencySlot {
     return this.#kind
   }
 
-  /** The upstream's response head arrived with this Content-Type: an event stream moves the slot to the streams. */
-  answered(contentType: string | string[] | undefined): void {
+  /**
+   * The upstream's response head arrived with this Content-Type: an event
+   * stream moves the slot to the streams. False when no stream slot is free:
+   * the answer must not be relayed (the caller answers the streams' 503).
+   */
+  answered(contentType: string | string[] | undefined): boolean {
     const req = this.#req
     const identity = this.#identity
     this.#req = null
     this.#identity = null
-    if (this.#released || this.#kind === 'streams' || req === null || !isEventStream(contentType)) return
+    if (this.#released || this.#kind === 'streams' || req === null || !this.#plan.movesOnEventStream || !isEventStream(contentType)) return true
     const key = this.#plan.move(identity, req)
-    if (key === undefined) return
+    if (key === undefined) return false
     this.#plan.give('requests', this.#key)
     this.#kind = 'streams'
     this.#key = key
+    return true
   }
 
   /** The exchange ended: give the slot back (idempotent). */

@@ -15,6 +15,7 @@ import { createServer } from 'node:http'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
+import { Redis } from 'ioredis'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { configYaml, type ConfigTree } from '../helpers/config-tree.js'
 import { eventually, freePort, listen } from '../helpers/http.js'
@@ -74,6 +75,7 @@ function config(port: number): ConfigTree {
       route('daily', { quotas: [{ name: 'daily', key: 'client', limit: 5, per: 'day' }] }),
       route('open', { store_unavailable: 'open', rate_limits: [{ name: 'per-client', key: 'client', limit: 1000, per: '1m' }] }),
       route('mcp', { mcp: { tools: { search: { rate_limit: { limit: 2, per: '1m' } } } } }),
+      route('leased', { rate_limits: [{ name: 'per-client', key: 'client', limit: 1000, per: '1m' }] }),
     ],
   }
 }
@@ -126,6 +128,53 @@ t.test('a client limited to 100/min gets 100 across both instances; another clie
   // off and reports one unit less: 98, or 97.
   t.equal(remaining[1], 99, 'the first request decided sees only itself')
   t.ok(remaining[0] === 98 || remaining[0] === 97, `the second sees the first, shared by both instances (${remaining[0]})`)
+})
+
+/** Script calls Redis has run so far (INFO commandstats: evalsha, and eval after a NOSCRIPT). */
+async function scriptCalls(): Promise<number> {
+  const raw = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+  try {
+    const info = await raw.info('commandstats')
+    let calls = 0
+    for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(m[1])
+    return calls
+  } finally {
+    raw.disconnect()
+  }
+}
+
+t.test('a limit of 1000/min is leased: most requests make no script call, and both instances still pass only the limit', async (t) => {
+  const busy = await token('leased', 'svc')
+  const started = Date.now()
+  const before = await scriptCalls()
+  const statuses: number[] = []
+  const send = async (rounds: number): Promise<void> => {
+    for (let round = 0; round < rounds; round++) {
+      const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => get(i % 2 === 0 ? a : b, '/leased/x', busy)))
+      for (const r of replies) {
+        statuses.push(r.status)
+        await r.arrayBuffer()
+      }
+    }
+  }
+  await send(50)
+  const calls = (await scriptCalls()) - before
+  t.same(
+    statuses.filter((s) => s !== 200),
+    [],
+    '500 requests under the limit: all served',
+  )
+  // A lease is 10 units (1 %): one call to take it and at most one to give back what is left.
+  t.ok(calls <= (500 / 10) * 2 + 10, `${calls} script calls for 500 requests`)
+  await send(70)
+  const elapsedMs = Date.now() - started
+  const allowed = statuses.filter((s) => s === 200).length
+  const bound = 1000 + Math.ceil(elapsedMs / 60)
+  t.ok(
+    allowed >= 1000 - 10 && allowed <= bound,
+    `${allowed} of 1200 allowed in ${elapsedMs} ms (the limit to ${bound}; a lease unspent on the other instance may refuse up to 10 early)`,
+  )
+  t.equal(statuses.filter((s) => s !== 200 && s !== 429).length, 0, 'every other answer is 429')
 })
 
 t.test("a person's limit follows them across clients and instances", async (t) => {

@@ -251,7 +251,7 @@ t.test('HTTP/1.1', async (t) => {
     t.ok(await drained(h, 'mcp'), 'closing the streams gives their slots back')
   })
 
-  await t.test('an SSE GET is a stream; an answer that turns into an event stream moves to the streams when one is free', async (t) => {
+  await t.test('an SSE GET is a stream; an answer that turns into an event stream takes a stream slot, or is refused when none is free', async (t) => {
     const token = await h.mint()
     const sse = start(h.url, '/events/live', { token, headers: { accept: 'text/event-stream' } })
     t.equal((await sse.head).statusCode, 200)
@@ -260,12 +260,20 @@ t.test('HTTP/1.1', async (t) => {
     isLimitAnswer(t, second, 'streams')
     t.equal(reached('/events/live'), 1)
 
-    // A POST the upstream answers with an event stream: the stream slots are full, so it stays counted in flight.
-    const post = start(h.url, '/events/feed', { token, method: 'POST', body: 'x' })
-    t.equal((await post.head).statusCode, 200, 'it is not cut: the upstream already answered')
-    t.same(gauges(h, 'events'), { inFlight: 1, streams: 1 })
+    // A POST the upstream answers with an event stream while the stream slots are full: not relayed, the streams' 503.
+    const refusedBefore = refused(h, 'events', 'max_streams', 'route')
+    const feedsBefore = up.streams.length
+    const post = await start(h.url, '/events/feed', { token, method: 'POST', body: 'x' }).answer
+    isLimitAnswer(t, post, 'streams')
+    t.notMatch(post.body, /: open/, 'nothing of the upstream’s event stream reached the client')
+    t.equal(reached('/events/feed'), 1, 'the upstream saw it (and answered): its effects stand')
+    t.equal(refused(h, 'events', 'max_streams', 'route') - refusedBefore, 1, 'counted as a max_streams refusal')
+    t.equal(up.streams.length, feedsBefore + 1)
+    const upstreamFeed = up.streams.at(-1)
+    t.ok(await eventually(() => upstreamFeed?.destroyed === true || upstreamFeed?.writableEnded === true), 'the upstream’s stream was closed')
+    t.ok(await eventually(() => gauges(h, 'events').inFlight === 0), 'it holds no slot once refused')
+    t.same(gauges(h, 'events'), { inFlight: 0, streams: 1 }, 'only the SSE GET holds one')
     sse.abort()
-    post.abort()
     t.ok(await drained(h, 'events'))
 
     const moved = start(h.url, '/events/feed', { token, method: 'POST', body: 'x' })

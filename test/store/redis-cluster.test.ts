@@ -8,6 +8,7 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { ManualClock } from '../../src/clock.js'
+import { rateRule } from '../../src/gateway/limits/plan.js'
 import { RedisStore } from '../../src/store/redis.js'
 import { eventually } from '../helpers/http.js'
 import { startRedisCluster } from '../helpers/redis-cluster.js'
@@ -39,6 +40,30 @@ runStoreContract(t, 'redis cluster', async (clock) => {
       await Promise.all(stores.map((s) => s.close()))
     },
   }
+})
+
+t.test('leased rate limits on the cluster: two instances, two limits a request, never more than the limit', async (t) => {
+  const clock = new ManualClock()
+  const keyPrefix = `${cluster.prefix}lease:`
+  const make = (): RedisStore => new RedisStore({ url: cluster.url, cluster: cluster.seeds, keyPrefix, clock, commandTimeoutMs: 1000 })
+  const [one, two] = [make(), make()]
+  t.teardown(async () => {
+    await one.close()
+    await two.close()
+  })
+  const client = rateRule(1000, 3_600_000, 0) // a lease of 10, 1 s
+  const person = rateRule(100_000, 3_600_000, 0) // a lease of 1,000: it never refuses here
+  const takes = [
+    { key: 'client', cost: 1, rule: client },
+    { key: 'person', cost: 1, rule: person },
+  ]
+  const burst = await Promise.all(Array.from({ length: 1200 }, (_, i) => (i % 2 === 0 ? one : two).trafficLimits.take(takes)))
+  const allowed = burst.filter((a) => a.allowed).length
+  t.ok(allowed >= 990 && allowed <= 1000, `${allowed} of 1200 at once: the limit, less at most the other instance's unspent lease`)
+  t.ok(one.trafficLimits.leases > 0 && two.trafficLimits.leases > 0, 'both instances leased')
+  let more = 0
+  for (let i = 0; i < 40; i++) if ((await (i % 2 === 0 ? one : two).trafficLimits.take(takes)).allowed) more++
+  t.equal(allowed + more, 1000, 'each instance spends what it holds: together exactly the limit')
 })
 
 /**

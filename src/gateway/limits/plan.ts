@@ -113,6 +113,16 @@ interface Applied {
 
 const DAY_MS = 86_400_000
 
+/**
+ * Buckets per `key: tool` limit (and per set of matching patterns) for the
+ * tool names the route's config does not name: a caller invents names for
+ * free, and on Redis each would be a key of its own (docs/traffic.md).
+ */
+export const UNNAMED_TOOL_BUCKETS = 1024
+
+/** Called names whose identity is kept worked out (the names of real tools repeat; a flood clears it). */
+const MAX_CACHED_TOOL_NAMES = 4096
+
 /** A 128-bit hash, base64url: the store key of who is counted by which limit. */
 function keyHash(prefix: string, identity: string): string {
   return createHash('sha256')
@@ -134,10 +144,20 @@ function periodOf(per: QuotaConfig['per'], nowMs: number): { period: string; sta
   return { period: `d${y}-${m + 1}-${d.getUTCDate()}`, startMs, endMs: startMs + DAY_MS }
 }
 
-/** The GCRA rule of `limit` per `perMs` with `burst` more (types.ts, RateRule). */
+/** A lease is this part of a limit (1 %): small enough that units withheld by leases stay a small part of it. */
+const LEASE_DIVISOR = 100
+
+/**
+ * The GCRA rule of `limit` per `perMs` with `burst` more (types.ts,
+ * RateRule), with the lease an instance may take of it on Redis: 1 % of
+ * `limit`, only when that is at least 2 units (a limit under 200 stays
+ * exact, one store call per request).
+ */
 export function rateRule(limit: number, perMs: number, burst: number): RateRule {
   const intervalMs = perMs / limit
-  return { kind: 'rate', intervalMs, capacityMs: (limit + burst) * intervalMs }
+  const lease = Math.floor(limit / LEASE_DIVISOR)
+  const rule = { kind: 'rate', intervalMs, capacityMs: (limit + burst) * intervalMs } as const
+  return lease >= 2 ? { ...rule, lease } : rule
 }
 
 export class LimitPlan {
@@ -146,6 +166,10 @@ export class LimitPlan {
   readonly #routeLimits: readonly CompiledLimit[]
   /** Tools' own limits, by the tool name or pattern they were written for. */
   readonly #toolLimits: NameValues<CompiledRate>
+  /** The route's `mcp.tools` keys (names and patterns), each to itself: which rules a called name meets. */
+  readonly #toolRules: NameValues<string>
+  /** `key: tool` identities already worked out, by name as called (bounded: cleared when full). */
+  readonly #toolIdentities = new Map<string, string>()
   /** The route can serve while the store is down (public, or `store_unavailable: open`): on_store_failure decides. */
   readonly #servesWithoutStore: boolean
   readonly #storeFailure: { readonly allowed: string; readonly refused: string }
@@ -178,6 +202,8 @@ export class LimitPlan {
     const quota = (q: QuotaConfig): CompiledQuota => compile<CompiledQuota>(q.name, { kind: 'quota', per: q.per }, q.key, q.limit, q.onStoreFailure === 'deny')
     this.#routeLimits = [...limits.rateLimits.filter((l) => l.tool === null).map(rate), ...limits.quotas.map(quota)]
     this.#toolLimits = new NameValues(Object.fromEntries(limits.rateLimits.flatMap((l) => (l.tool === null ? [] : [[l.tool, rate(l)]]))))
+    const ruleKeys = [...Object.keys(route.mcp?.tools ?? {}), ...limits.rateLimits.flatMap((l) => (l.tool === null ? [] : [l.tool]))]
+    this.#toolRules = new NameValues(Object.fromEntries(ruleKeys.map((k) => [k, k])))
     this.#servesWithoutStore = route.public || route.storeUnavailable === 'open'
     this.#storeFailure = {
       allowed: labelKey({ route: route.name, result: 'allowed' }),
@@ -192,7 +218,8 @@ export class LimitPlan {
     let verdict: LimitVerdict
     try {
       verdict = await this.#deps.store.take(applied.map((a) => a.take))
-      this.#deps.outage.answered()
+      // Decided from leases, the store was not asked: that says nothing about an outage's end.
+      if (verdict.leased !== true) this.#deps.outage.answered()
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err
       return this.#withoutStore(err, applied)
@@ -225,14 +252,14 @@ export class LimitPlan {
         add(limit, this.#identity(limit.key, r), 1)
         continue
       }
-      // Per tool: each tool the body calls is counted once per call, under its folded name (`Search` is `search`).
-      for (const [tool, calls] of countBy(r.toolCalls.map(foldName))) add(limit, tool, calls)
+      // Per tool: each tool the body calls is counted once per call, under its identity (#toolIdentity).
+      for (const [tool, calls] of countBy(r.toolCalls.map((n) => this.#toolIdentity(n)))) add(limit, tool, calls)
     }
     if (r.toolCalls.length > 0 && !this.#toolLimits.empty) {
       const calls = new Map<CompiledRate, Map<string, number>>()
       for (const name of r.toolCalls) {
         for (const limit of this.#toolLimits.of(name)) {
-          const identity = limit.key === 'tool' ? foldName(name) : this.#identity(limit.key, r)
+          const identity = limit.key === 'tool' ? this.#toolIdentity(name) : this.#identity(limit.key, r)
           const byIdentity = calls.get(limit) ?? new Map<string, number>()
           byIdentity.set(identity, (byIdentity.get(identity) ?? 0) + 1)
           calls.set(limit, byIdentity)
@@ -241,6 +268,36 @@ export class LimitPlan {
       for (const [limit, byIdentity] of calls) for (const [identity, cost] of byIdentity) add(limit, identity, cost)
     }
     return out
+  }
+
+  /**
+   * Who a `key: tool` limit counts for a called tool name. A name the
+   * route's config writes out (an `mcp.tools` key without `*`, matched as
+   * tool scopes are) is counted under that key, folded (`Search` is
+   * `search`). Any other name is counted in one of UNNAMED_TOOL_BUCKETS
+   * buckets by a hash of its folded form, apart for each set of patterns it
+   * matches: so the keys a caller can make a `key: tool` limit create are
+   * bounded whatever names it invents, and an invented name can share a
+   * bucket only with tools that need the same scopes (which its caller may
+   * call anyway). Two unnamed tools sharing a bucket count together
+   * (stricter); naming a tool in `mcp.tools` gives it its own count.
+   */
+  #toolIdentity(name: string): string {
+    const known = this.#toolIdentities.get(name)
+    if (known !== undefined) return known
+    const rules = this.#toolRules.of(name)
+    const exact = rules.find((k) => !k.includes('*'))
+    let identity: string
+    if (exact !== undefined) identity = foldName(exact)
+    else {
+      const folded = foldName(name)
+      const bucket = createHash('sha256').update(folded).digest().readUInt32BE(0) % UNNAMED_TOOL_BUCKETS
+      identity = `\u0000${[...rules].sort().join('\u0000')}\u0000${bucket}`
+    }
+    // Bounded: invented names would otherwise grow the cache without end.
+    if (this.#toolIdentities.size >= MAX_CACHED_TOOL_NAMES) this.#toolIdentities.clear()
+    this.#toolIdentities.set(name, identity)
+    return identity
   }
 
   /**

@@ -10,6 +10,7 @@ import { responseHeaderList } from '../response-headers.js'
 import { dropOwnSetCookies } from '../own-cookies.js'
 import type { EndReason, Endable, OpenExchange } from '../open-exchanges.js'
 import type { ConcurrencySlot } from '../concurrency.js'
+import { ConcurrencyLimitReached } from '../../errors.js'
 import type { BodyLimit } from './body-limit.js'
 import { errorCode, upstreamFailure } from './failure.js'
 import type { UpstreamPlan } from '../plan/upstreams.js'
@@ -144,7 +145,11 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusText?: string): void {
     if (statusCode < 200) return
-    this.#slot?.answered(headers['content-type'])
+    if (this.#slot !== null && !this.#slot.answered(headers['content-type'])) {
+      // An event stream with no stream slot free: not relayed; onResponseError answers the streams' 503.
+      controller.abort(new ConcurrencyLimitReached('streams'))
+      return
+    }
     try {
       const relayed = responseHeaderList(rawList(controller.rawHeaders, headers))
       dropOwnSetCookies(relayed, this.#ctx, this.#plan.name)
@@ -231,7 +236,7 @@ export class Exchange implements Dispatcher.DispatchHandler, ResponseCloseListen
       return
     }
     const failure = upstreamFailure(err)
-    if (failure.status !== 413) {
+    if (failure.status !== 413 && !(err instanceof ConcurrencyLimitReached)) {
       this.#ctx.log.warn(
         { route: this.#plan.name, upstream: this.upstream ?? this.#plan.label, code: errorCode(err), status: failure.status },
         'upstream request failed',

@@ -1,4 +1,4 @@
-import { BadGateway, GatewayTimeout, PayloadTooLarge, type OAuthError } from '../../errors.js'
+import { BadGateway, ConcurrencyLimitReached, GatewayTimeout, PayloadTooLarge, type OAuthError } from '../../errors.js'
 import { BodyTooLarge } from './body-limit.js'
 
 /** undici error codes that mean "the upstream took too long" rather than "could not be reached". */
@@ -17,6 +17,8 @@ export function errorCode(err: unknown): string {
 /** Map an upstream failure before the response started to the error the client sees. */
 export function upstreamFailure(err: unknown): OAuthError {
   if (err instanceof BodyTooLarge) return new PayloadTooLarge()
+  // The answer turned into an event stream with no stream slot free (exchange.ts): the streams' own 503.
+  if (err instanceof ConcurrencyLimitReached) return err
   if (TIMEOUT_CODES.has(errorCode(err))) return new GatewayTimeout()
   return new BadGateway()
 }

@@ -13,6 +13,12 @@ export interface RateRule {
   readonly kind: 'rate'
   readonly intervalMs: number
   readonly capacityMs: number
+  /**
+   * Units an instance may lease at once from the shared state on Redis
+   * (lease.ts), spending them without a store call; absent on a limit too
+   * small for a lease to be a small part of it, which stays exact.
+   */
+  readonly lease?: number
 }
 
 /** A quota: `limit` units in the calendar period that ends at `endMs` (epoch ms), named `period` (`d2026-11-28`, `m2026-11`). */
@@ -57,6 +63,8 @@ export interface LimitVerdict {
   readonly allowed: boolean
   /** One per take, in order. */
   readonly states: readonly LimitState[]
+  /** Decided from this instance's leases alone, without asking the store (Redis; lease.ts). */
+  readonly leased?: boolean
 }
 
 export interface TrafficLimitStore {

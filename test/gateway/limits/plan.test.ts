@@ -11,11 +11,12 @@ import type { RouteConfig } from '../../../src/config/validated-config.js'
 import { policyName } from '../../../src/gateway/limits/fields.js'
 import { LimitPlan, StoreOutage } from '../../../src/gateway/limits/plan.js'
 import type { TokenIdentity } from '../../../src/gateway/token-identity.js'
-import { createLogger } from '../../../src/log.js'
+import { StoreUnavailableError } from '../../../src/errors.js'
+import { createLogger, type Logger } from '../../../src/log.js'
 import { Metrics } from '../../../src/metrics.js'
 import { MemoryScope } from '../../../src/store/memory/scope.js'
 import { MemoryTrafficLimits } from '../../../src/store/traffic-limits/memory.js'
-import type { LimitTake, TrafficLimitStore } from '../../../src/store/types.js'
+import type { LimitTake, LimitVerdict, TrafficLimitStore } from '../../../src/store/types.js'
 
 const route = {
   name: 'api',
@@ -73,4 +74,30 @@ t.test('a policy name is an sf-string whatever a tool pattern holds', async (t) 
   t.equal(policyName('per-client'), '"per-client"')
   t.equal(policyName('tool:say "hi"\\'), '"tool:say \\"hi\\"\\\\"')
   t.equal(policyName('tool:café'), '"tool:caf%C3%A9"', 'non-ASCII percent-encoded (an sf-string is printable ASCII)')
+})
+
+t.test('an outage ends when the store answers, not when a request was decided from a lease', async (t) => {
+  const lines: string[] = []
+  const log = { warn: (_o: object, msg: string) => lines.push(msg), info: (msg: string) => lines.push(msg) } as unknown as Logger
+  const answers: Array<() => Promise<LimitVerdict>> = [
+    () => Promise.reject(new StoreUnavailableError('down')),
+    () => Promise.resolve({ allowed: true, states: [{ remaining: 1, resetMs: 1, waitMs: 0 }], leased: true }),
+    () => Promise.resolve({ allowed: true, states: [{ remaining: 1, resetMs: 1, waitMs: 0 }] }),
+  ]
+  const store: TrafficLimitStore = { take: () => (answers.shift() as () => Promise<LimitVerdict>)() }
+  const p = new LimitPlan({ ...route, public: true } as RouteConfig, {
+    store,
+    metrics: new Metrics(),
+    now: () => 0,
+    address: () => '127.0.0.1',
+    overrides: new Map(),
+    outage: new StoreOutage(log),
+  })
+  const apply = () => p.apply({ req, identity: identity('self', 'c'), toolCalls: [], mcp: null })
+  t.same(await apply(), { fields: [] }, 'store down, public route: served without fields')
+  t.equal(lines.length, 1, 'the outage is logged')
+  t.ok('fields' in (await apply()))
+  t.equal(lines.length, 1, 'a request decided from a lease says nothing of the store')
+  await apply()
+  t.same(lines.slice(1), ['traffic limits: store answers again'], 'the next store answer ends the outage')
 })
