@@ -51,7 +51,7 @@ import { deskFor } from '../as/approvals/desk.js'
 import { ApprovalNotifier, TOP_LEVEL_TARGET } from '../as/approvals/notify.js'
 import type { ApprovalNotifyConfig } from '../config/validated-config.js'
 import { epochSeconds } from '../clock.js'
-import type { LimitPlan } from './limits/plan.js'
+import type { LimitOutcome, LimitPlan } from './limits/plan.js'
 
 /** What outlives a Runtime and is handed to every gateway the process builds. */
 export interface GatewayShared {
@@ -412,7 +412,9 @@ class Gateway implements GatewayFace {
       // The limits first: a `reuse: once` approval is used only by a call that is then forwarded, never by one a
       // limit refuses (a call that waits for the person is counted, as any request the gateway answers for the route).
       if (plan.limits === null) return pass()
-      return this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp).then((d) => (d === forward ? pass() : d))
+      const limited = this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp)
+      if (limited instanceof Promise) return limited.then((d) => (d === forward ? pass() : d))
+      return limited === forward ? pass() : limited
     }
     return plan.limits === null ? forward : this.#limit(req, ctx, plan, plan.limits, forward, identity, mcp)
   }
@@ -422,7 +424,7 @@ class Gateway implements GatewayFace {
    * judged: the request is counted only when everything else let it through.
    * What it allows carries the RateLimit fields to the answer.
    */
-  async #limit(
+  #limit(
     req: IncomingMessage,
     ctx: RequestContext,
     plan: RoutePlan,
@@ -430,8 +432,14 @@ class Gateway implements GatewayFace {
     forward: ForwardRequest,
     identity: TokenIdentity | null,
     mcp: McpJudgement | null,
-  ): Promise<Decision> {
-    const outcome = await limits.apply({ req, identity, toolCalls: mcp?.toolCalls ?? [], mcp: plan.mcp === null ? null : { id: mcp?.id ?? null } })
+  ): Decision | Promise<Decision> {
+    const outcome = limits.apply({ req, identity, toolCalls: mcp?.toolCalls ?? [], mcp: plan.mcp === null ? null : { id: mcp?.id ?? null } })
+    // Decided from leases: at once, so the request is forwarded in this turn of the event loop.
+    if (!(outcome instanceof Promise)) return this.#limited(outcome, ctx, plan, forward)
+    return outcome.then((o) => this.#limited(o, ctx, plan, forward))
+  }
+
+  #limited(outcome: LimitOutcome, ctx: RequestContext, plan: RoutePlan, forward: ForwardRequest): Decision {
     if ('refusal' in outcome) return { refusal: this.#refusals.answer(outcome.refusal, ctx, false), reply: plan.reply }
     if (outcome.fields.length > 0) forward.fields = outcome.fields
     return forward

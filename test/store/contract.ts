@@ -84,6 +84,9 @@ export function runStoreContract(t: Test, name: string, makeStore: MakeStore): v
     await tt.rejects(h.store.allowances.list('alice'), StoreUnavailableError)
     await tt.rejects(h.store.approvals.get('a', 0), StoreUnavailableError)
     await tt.rejects(h.store.allowances.withdraw('alice', 'app', 600), StoreUnavailableError)
-    await tt.rejects(h.store.trafficLimits.take([{ key: 'k', cost: 1, rule: { kind: 'rate', intervalMs: 1000, capacityMs: 1000 } }]), StoreUnavailableError)
+    await tt.rejects(
+      async () => h.store.trafficLimits.take([{ key: 'k', cost: 1, rule: { kind: 'rate', intervalMs: 1000, capacityMs: 1000 } }]),
+      StoreUnavailableError,
+    )
   })
 }

@@ -84,6 +84,8 @@ interface Compiled {
   readonly deny: boolean
   /** Hash input prefix: route and limit name. */
   readonly prefix: string
+  /** Store keys of the identities this limit counted lately: the same callers repeat, a hash per request is waste. */
+  readonly keys: Map<string, string>
   readonly allowed: string
   readonly limited: string
 }
@@ -124,6 +126,17 @@ export const UNNAMED_TOOL_BUCKETS = 1024
 const MAX_CACHED_TOOL_NAMES = 4096
 
 /** A 128-bit hash, base64url: the store key of who is counted by which limit. */
+/** Keys kept per limit (about 100 bytes each): a flood of new identities clears them, never grows them. */
+const MAX_CACHED_KEYS = 10_000
+
+/** The store key of `identity` under `limit`, kept for its next request. */
+function keyOf(limit: Compiled, identity: string): string {
+  const key = keyHash(limit.prefix, identity)
+  if (limit.keys.size >= MAX_CACHED_KEYS) limit.keys.clear()
+  limit.keys.set(identity, key)
+  return key
+}
+
 function keyHash(prefix: string, identity: string): string {
   return createHash('sha256')
     .update(prefix + identity)
@@ -187,6 +200,7 @@ export class LimitPlan {
         limit,
         deny,
         prefix: `${route.name}\n${name}\n${key}\n`,
+        keys: new Map<string, string>(),
         allowed: labelKey({ route: route.name, limit: name, result: 'allowed' }),
         limited: labelKey({ route: route.name, limit: name, result: 'limited' }),
         ...extra,
@@ -212,19 +226,32 @@ export class LimitPlan {
   }
 
   /** Decide `r` against every limit it meets, and count it in them when each has room. */
-  async apply(r: LimitedRequest): Promise<LimitOutcome> {
+  apply(r: LimitedRequest): LimitOutcome | Promise<LimitOutcome> {
     const applied = this.#applied(r)
     if (applied.length === 0) return { fields: [] }
-    let verdict: LimitVerdict
+    let verdict: LimitVerdict | Promise<LimitVerdict>
     try {
-      verdict = await this.#deps.store.take(applied.map((a) => a.take))
-      // Decided from leases, the store was not asked: that says nothing about an outage's end.
-      if (verdict.leased !== true) this.#deps.outage.answered()
+      verdict = this.#deps.store.take(applied.map((a) => a.take))
     } catch (err) {
-      if (!(err instanceof StoreUnavailableError)) throw err
-      return this.#withoutStore(err, applied)
+      return this.#failed(err, applied)
     }
-    return this.#outcome(verdict, applied, r.mcp)
+    // Decided from leases, at once: no promise, so the request goes on in this turn of the event loop.
+    if (!(verdict instanceof Promise)) return this.#decided(verdict, applied, r.mcp)
+    return verdict.then(
+      (v) => this.#decided(v, applied, r.mcp),
+      (err: unknown) => this.#failed(err, applied),
+    )
+  }
+
+  #decided(verdict: LimitVerdict, applied: readonly Applied[], mcp: LimitedRequest['mcp']): LimitOutcome {
+    // Decided from leases, the store was not asked: that says nothing about an outage's end.
+    if (verdict.leased !== true) this.#deps.outage.answered()
+    return this.#outcome(verdict, applied, mcp)
+  }
+
+  #failed(err: unknown, applied: readonly Applied[]): LimitOutcome {
+    if (!(err instanceof StoreUnavailableError)) throw err
+    return this.#withoutStore(err, applied)
   }
 
   /** The limits `r` meets, each with the key of who it counts and the units it costs. */
@@ -235,7 +262,7 @@ export class LimitPlan {
       r.identity !== null && r.identity.issuerId === 'self' && r.identity.clientId !== null ? this.#deps.overrides.get(r.identity.clientId) : undefined
     const add = (limit: CompiledLimit, identity: string, cost: number): void => {
       const quota = override?.[limit.name] ?? limit.limit
-      const key = keyHash(limit.prefix, identity)
+      const key = limit.keys.get(identity) ?? keyOf(limit, identity)
       // A tool name is the body's free text: the memory store keeps its keys apart from identities' (memory.ts).
       const named = limit.key === 'tool'
       if (limit.kind === 'rate') {

@@ -84,12 +84,29 @@ export class RedisTrafficLimits implements TrafficLimitStore {
     return this.#r.key('tl', take.key, take.rule.kind === 'quota' ? take.rule.period : '')
   }
 
-  async take(takes: readonly LimitTake[]): Promise<LimitVerdict> {
+  take(takes: readonly LimitTake[]): LimitVerdict | Promise<LimitVerdict> {
     if (!takes.some(isLeasable)) {
-      const d = await this.#send(takes.map((take) => ({ take, key: this.#key(take), want: take.cost, back: 0, run: '' })))
-      return { allowed: d.allowed, states: d.states }
+      return this.#send(takes.map((take) => ({ take, key: this.#key(take), want: take.cost, back: 0, run: '' }))).then((d) => ({
+        allowed: d.allowed,
+        states: d.states,
+      }))
     }
-    return this.#takeLeased(takes)
+    return this.#fromLeases(takes) ?? this.#takeLeased(takes)
+  }
+
+  /** The verdict when every limit of the request has a lease here with room for it (spent now), else null. */
+  #fromLeases(takes: readonly LimitTake[]): LimitVerdict | null {
+    // Spent only while the connection is up: in an outage the store's on_store_failure decides, as without leases.
+    if (!this.#r.main.up) return null
+    const now = this.#r.clock.now()
+    const leases: Lease[] = []
+    for (const t of takes) {
+      const lease = this.#leases.get(this.#key(t))
+      if (lease === undefined || now >= lease.expiresMs || lease.left < t.cost) return null
+      leases.push(lease)
+    }
+    for (const [i, l] of leases.entries()) l.left -= (takes[i] as LimitTake).cost
+    return { allowed: true, states: leases.map((l) => leaseState(l, now)), leased: true }
   }
 
   /**

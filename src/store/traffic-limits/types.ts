@@ -68,6 +68,10 @@ export interface LimitVerdict {
 }
 
 export interface TrafficLimitStore {
-  /** Decide and count one request against all its limits at once; rejects with StoreUnavailableError when the store cannot be reached. */
-  take(takes: readonly LimitTake[]): Promise<LimitVerdict>
+  /**
+   * Decide and count one request against all its limits at once; rejects with StoreUnavailableError when the store
+   * cannot be reached. A verdict decided without the store (from leases) comes back at once, not as a promise: a
+   * request that needs no store call then takes no extra turn of the event loop.
+   */
+  take(takes: readonly LimitTake[]): LimitVerdict | Promise<LimitVerdict>
 }
