@@ -1,8 +1,9 @@
 // `npm test`: run tap as it is configured in package.json, pass its output
 // through unchanged, and when something failed, end with the list of failed
 // assertions (their subtest path and the first lines of their diagnostics).
-// CI keeps only the tail of a run, and the tail is the coverage table: without
-// this list a red run says "fail: 1" and not which of 12,000 assertions it was.
+// CI keeps only the tail of a run (with `npm run test:coverage`, the coverage
+// table): without this list a red run says "fail: 1" and not which of 24,000
+// assertions it was.
 import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
