@@ -12,9 +12,10 @@
  * grapheme joiner), the blank braille pattern U+2800, and every space but U+0020 (U+00A0, U+3000):
  * `"bob\u3164"` is another account than `"bob"`, and must not read as it.
  */
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]|(?! )\p{Zs}/gu
+const HIDDEN = String.raw`[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]|(?! )\p{Zs}`
+const INVISIBLE = new RegExp(HIDDEN, 'gu')
 /** As INVISIBLE, but a line break stays: in JSON text it is layout (a string's own is already `\n`). */
-const INVISIBLE_IN_JSON = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]|(?! )\p{Zs}/gu
+const INVISIBLE_IN_JSON = new RegExp(String.raw`(?!\n)(?:${HIDDEN})`, 'gu')
 
 /** Each UTF-16 unit as `\uXXXX`: a character beyond U+FFFF (a tag, a variation selector) as its surrogate pair, as JSON writes it. */
 function escapeCharacter(c: string): string {

@@ -125,7 +125,6 @@ export const UNNAMED_TOOL_BUCKETS = 1024
 /** Called names whose identity is kept worked out (the names of real tools repeat; a flood clears it). */
 const MAX_CACHED_TOOL_NAMES = 4096
 
-/** A 128-bit hash, base64url: the store key of who is counted by which limit. */
 /** Keys kept per limit (about 100 bytes each): a flood of new identities clears them, never grows them. */
 const MAX_CACHED_KEYS = 10_000
 
@@ -137,6 +136,7 @@ function keyOf(limit: Compiled, identity: string): string {
   return key
 }
 
+/** A 128-bit hash, base64url: the store key of who is counted by which limit. */
 function keyHash(prefix: string, identity: string): string {
   return createHash('sha256')
     .update(prefix + identity)

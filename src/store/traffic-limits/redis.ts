@@ -58,6 +58,12 @@ interface Waiting {
   readonly reject: (err: unknown) => void
 }
 
+/** Each take's cost spent from its lease: the request decided here, without the store. */
+function spentFrom(leases: readonly Lease[], takes: readonly LimitTake[], now: number): LimitVerdict {
+  for (const [i, l] of leases.entries()) l.left -= (takes[i] as LimitTake).cost
+  return { allowed: true, states: leases.map((l) => leaseState(l, now)), leased: true }
+}
+
 function isLeasable(t: LimitTake): t is LimitTake & { rule: RateRule & { lease: number } } {
   return t.rule.kind === 'rate' && t.named !== true && t.rule.lease !== undefined && t.rule.lease > t.cost
 }
@@ -91,22 +97,28 @@ export class RedisTrafficLimits implements TrafficLimitStore {
         states: d.states,
       }))
     }
-    return this.#fromLeases(takes) ?? this.#takeLeased(takes)
+    const keys = takes.map((t) => this.#key(t))
+    return this.#fromLeases(takes, keys) ?? this.#takeLeased(takes, keys)
+  }
+
+  /** The lease of `key` when it may still be spent and has room for `cost`, else null. */
+  #leaseWithRoom(key: string, cost: number, now: number): Lease | null {
+    const lease = this.#leases.get(key)
+    return lease !== undefined && now < lease.expiresMs && lease.left >= cost ? lease : null
   }
 
   /** The verdict when every limit of the request has a lease here with room for it (spent now), else null. */
-  #fromLeases(takes: readonly LimitTake[]): LimitVerdict | null {
+  #fromLeases(takes: readonly LimitTake[], keys: readonly string[]): LimitVerdict | null {
     // Spent only while the connection is up: in an outage the store's on_store_failure decides, as without leases.
     if (!this.#r.main.up) return null
     const now = this.#r.clock.now()
     const leases: Lease[] = []
-    for (const t of takes) {
-      const lease = this.#leases.get(this.#key(t))
-      if (lease === undefined || now >= lease.expiresMs || lease.left < t.cost) return null
+    for (const [i, t] of takes.entries()) {
+      const lease = this.#leaseWithRoom(keys[i] as string, t.cost, now)
+      if (lease === null) return null
       leases.push(lease)
     }
-    for (const [i, l] of leases.entries()) l.left -= (takes[i] as LimitTake).cost
-    return { allowed: true, states: leases.map((l) => leaseState(l, now)), leased: true }
+    return spentFrom(leases, takes, now)
   }
 
   /**
@@ -115,22 +127,15 @@ export class RedisTrafficLimits implements TrafficLimitStore {
    * without, asking a lease for those that may have one, while the others
    * spend theirs (given back here when the store refuses the request).
    */
-  async #takeLeased(takes: readonly LimitTake[]): Promise<LimitVerdict> {
-    const keys = takes.map((t) => this.#key(t))
+  async #takeLeased(takes: readonly LimitTake[], keys: readonly string[]): Promise<LimitVerdict> {
     let waited = false
     let retried = false
     for (;;) {
       const now = this.#r.clock.now()
       // Spent only while the connection is up: in an outage the store's on_store_failure decides, as without leases.
       const up = this.#r.main.up
-      const local = takes.map((t, i) => {
-        const lease = this.#leases.get(keys[i] as string)
-        return up && lease !== undefined && now < lease.expiresMs && lease.left >= t.cost ? lease : null
-      })
-      if (local.every((l) => l !== null)) {
-        for (const [i, l] of local.entries()) l.left -= (takes[i] as LimitTake).cost
-        return { allowed: true, states: local.map((l) => leaseState(l, now)), leased: true }
-      }
+      const local = takes.map((t, i) => (up ? this.#leaseWithRoom(keys[i] as string, t.cost, now) : null))
+      if (local.every((l) => l !== null)) return spentFrom(local, takes, now)
       if (!waited) {
         const pending = keys.flatMap((k, i) => (local[i] === null ? (this.#pending.get(k) ?? []) : []))
         if (pending.length > 0) {
@@ -151,10 +156,7 @@ export class RedisTrafficLimits implements TrafficLimitStore {
   /** Every limit of the request has a lease here with room for it. */
   #usable(takes: readonly LimitTake[], keys: readonly string[]): boolean {
     const now = this.#r.clock.now()
-    return takes.every((t, i) => {
-      const lease = this.#leases.get(keys[i] as string)
-      return lease !== undefined && now < lease.expiresMs && lease.left >= t.cost
-    })
+    return takes.every((t, i) => this.#leaseWithRoom(keys[i] as string, t.cost, now) !== null)
   }
 
   async #askStore(takes: readonly LimitTake[], keys: readonly string[], local: readonly (Lease | null)[]): Promise<LimitVerdict> {
