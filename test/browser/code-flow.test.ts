@@ -134,7 +134,7 @@ t.test('the authorization code flow in Chromium', async (t) => {
       t.teardown(() => context.close())
       const request = authorizeRequest(as)
       await page.goto(request.url)
-      t.match(await checker.focused(), { tag: 'input', id: 'username' }, 'the username field has the focus on arrival (autofocus)')
+      t.match(await checker.focusedOnArrival(), { tag: 'input', id: 'username' }, 'the username field has the focus on arrival (autofocus)')
       await page.keyboard.type(person.keyboard)
       await page.keyboard.press('Tab')
       t.match(await checker.focused(), { tag: 'input', id: 'password', indicated: true }, 'Tab: the password field, with a visible focus ring')

@@ -188,6 +188,17 @@ export class PageChecker {
     return this.page.evaluate(FOCUSED) as Promise<FocusedElement>
   }
 
+  /**
+   * Which element has the focus once the page has rendered. Chromium applies
+   * `autofocus` at a rendering step after the load event, so on a busy machine
+   * the focus can still be on the body when `page.goto` returns; two animation
+   * frames later the rendering step has run.
+   */
+  async focusedOnArrival(): Promise<FocusedElement> {
+    await this.page.evaluate('new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))')
+    return this.focused()
+  }
+
   /** How many CSS pixels the document is wider than the viewport (0 when it does not scroll sideways). */
   async horizontalOverflow(): Promise<number> {
     return this.page.evaluate('Math.max(0, document.documentElement.scrollWidth - document.documentElement.clientWidth)') as Promise<number>
