@@ -4,11 +4,19 @@
 // hop-by-hop headers dropped, bodies streamed both ways with backpressure.
 // No routing, no auth, no logging: the ceiling an undici-based gateway can
 // reach on this machine.
-// `node bare-undici-proxy.mjs UPSTREAM_URL` → prints {"msg":"ready","url":...}
+//
+// With `--gateway-headers` it also sends what every bearward route sends
+// whatever its config (issue #39's floor): X-Forwarded-For, -Proto and -Host
+// and a `traceparent` (a random trace id and span id) upstream, and an
+// X-Request-Id (a prefix and a counter) on the answer. bearward's public
+// route at `warn` against this twin is what bearward's own code costs.
+// `node bare-undici-proxy.mjs UPSTREAM_URL [--gateway-headers]` → prints {"msg":"ready","url":...}
+import { randomBytes, randomFillSync } from 'node:crypto'
 import { createServer } from 'node:http'
 import { Pool } from 'undici'
 
 const upstream = new URL(process.argv[2])
+const gatewayHeaders = process.argv.includes('--gateway-headers')
 const pool = new Pool(upstream.origin, { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 })
 
 // RFC 9110 7.6.1 hop-by-hop fields, plus host (undici sets the upstream's).
@@ -31,16 +39,34 @@ function endToEnd(headers) {
   return out
 }
 
+// Random ids from a pooled buffer, one CSPRNG call per 256 ids, as bearward makes them.
+const idPool = Buffer.allocUnsafe(24 * 256)
+let idOffset = idPool.length
+function randomHex(n) {
+  if (idOffset + n > idPool.length) {
+    randomFillSync(idPool)
+    idOffset = 0
+  }
+  const hex = idPool.toString('hex', idOffset, idOffset + n)
+  idOffset += n
+  return hex
+}
+const idPrefix = randomBytes(6).toString('hex')
+let idCounter = 0
+
 class Relay {
-  constructor(res) {
+  constructor(res, requestId) {
     this.res = res
+    this.requestId = requestId
   }
   onRequestStart() {}
   onResponseStart(controller, statusCode, headers) {
     if (statusCode < 200) return
     // The client went away: free the upstream connection (a paused exchange would hold it forever).
     if (this.res.destroyed) return controller.abort(new Error('client gone'))
-    this.res.writeHead(statusCode, endToEnd(headers))
+    const answer = endToEnd(headers)
+    if (this.requestId !== null) answer['x-request-id'] = this.requestId
+    this.res.writeHead(statusCode, answer)
     this.res.on('drain', () => controller.resume())
   }
   onResponseData(controller, chunk) {
@@ -58,7 +84,16 @@ class Relay {
 
 const server = createServer((req, res) => {
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined
-  pool.dispatch({ path: req.url, method: req.method, headers: endToEnd(req.headers), body: hasBody ? req : null }, new Relay(res))
+  const headers = endToEnd(req.headers)
+  let requestId = null
+  if (gatewayHeaders) {
+    headers['x-forwarded-for'] = req.socket.remoteAddress
+    headers['x-forwarded-proto'] = 'http'
+    headers['x-forwarded-host'] = req.headers.host
+    headers.traceparent = `00-${randomHex(16)}-${randomHex(8)}-00`
+    requestId = `${idPrefix}-${(++idCounter).toString(36)}`
+  }
+  pool.dispatch({ path: req.url, method: req.method, headers, body: hasBody ? req : null }, new Relay(res, requestId))
 })
 server.keepAliveTimeout = 65_000
 

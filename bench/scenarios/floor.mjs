@@ -12,9 +12,11 @@
 //   JWT route, tracing configured but off (OTEL_TRACES_EXPORTER=none): what configuring it costs
 //   JWT route, tracing on, 10 % sampled and exported to a local OTLP sink: what spans cost
 // The extras config cannot turn off (X-Request-Id on every answer, the
-// X-Forwarded-* headers upstream, identity headers on a token route, a
-// traceparent upstream when a span is sampled) are split out by a CPU profile
-// of the `warn` instance (`--cpu-prof`, bench/profile.mjs; bench/README.md).
+// X-Forwarded-* headers and a traceparent upstream) are measured by a twin
+// of the bare proxy that sends them too (`--gateway-headers`): the public
+// route at `warn` over that twin is bearward's own code. Identity headers on
+// a token route are split out by a CPU profile of the `warn` instance
+// (`--cpu-prof`, bench/profile.mjs; bench/README.md).
 //
 // Each row says its CPU per request, its ratio to the bare proxy within
 // pairs of rounds, and, for a row with one extra more than another, the µs
@@ -77,6 +79,8 @@ export default {
           profileDir: bareProfileDir,
         }
       : await ctx.baseline('bare-undici-proxy.mjs', [up.url])
+    // The same proxy sending the headers every bearward route sends whatever its config.
+    const bareHeaders = await ctx.baseline('bare-undici-proxy.mjs', [up.url, '--gateway-headers'], 'bare-undici-proxy-gateway-headers')
     const info = await startDeployed(ctx, { name: 'bearward-floor-info' })
     const warn = await startDeployed(ctx, { name: 'bearward-floor-warn', shared: info, logLevel: 'warn' })
     const sink = ctx.track(await startProcess({ name: 'otlp-sink-floor', args: [SINK], logDir: ctx.workDir }))
@@ -104,6 +108,7 @@ export default {
     const jwt = requestFor(info, 'jwt')
     const targets = [
       target('bare', 'bare undici proxy', { ...jwt, url: bare.url + PATHS.jwt }, bare),
+      target('bareHeaders', 'bare undici proxy + gateway headers', { ...jwt, url: bareHeaders.url + PATHS.jwt }, bareHeaders),
       target('publicWarn', 'bearward public route, log.level warn', requestFor(warn, 'public', warn.bw.url), warn.bw),
       target('publicInfo', 'bearward public route, log.level info', requestFor(info, 'public'), info.bw),
       target('jwtWarn', 'bearward JWT route, log.level warn', requestFor(warn, 'jwt', warn.bw.url), warn.bw),
@@ -134,7 +139,20 @@ export default {
         const r = (x, subject, added) => row(x, { subject, ratio: added ? `${vsBare(x)}; ${added.text}` : vsBare(x) })
         return [
           row(a.bare, { subject: 'bare undici proxy (baseline)' }),
+          r(
+            a.bareHeaders,
+            'bare proxy + the headers every bearward route sends (X-Forwarded-For/-Proto/-Host, traceparent upstream; X-Request-Id back)',
+            pairedCpuAdded(a.bareHeaders, a.bare, 'bare'),
+          ),
           r(a.publicWarn, 'floor: public route, log.level warn (X-Request-Id and X-Forwarded-* still on)', pairedCpuAdded(a.publicWarn, a.bare, 'bare')),
+          row(a.publicWarn, {
+            subject: "the same public route against the bare proxy sending the same headers: bearward's own code",
+            ratio: `${pairedCpuRatio(a.publicWarn, a.bareHeaders, 'bare + headers').text}; ${pairedCpuAdded(a.publicWarn, a.bareHeaders, 'bare + headers').text}`,
+          }),
+          row(a.jwtWarn, {
+            subject: 'JWT route, log.level warn, against the bare proxy sending the same headers',
+            ratio: pairedCpuRatio(a.jwtWarn, a.bareHeaders, 'bare + headers').text,
+          }),
           r(a.publicInfo, 'public route, log.level info (+ the access line)', pairedCpuAdded(a.publicInfo, a.publicWarn, 'warn')),
           r(a.jwtWarn, 'JWT route, log.level warn (+ token from the cache, identity headers)', pairedCpuAdded(a.jwtWarn, a.publicWarn, 'public at warn')),
           r(a.jwtInfo, 'JWT route, log.level info (+ the access line)', pairedCpuAdded(a.jwtInfo, a.jwtWarn, 'warn')),
