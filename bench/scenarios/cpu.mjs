@@ -68,7 +68,13 @@ export default {
 
     const common = { connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec, mode: 'max' }
     const jwt = requestFor(d, 'jwt')
-    const target = (id, label, req, server) => ({ id, label, measure: () => runOpenLoop({ ...common, ...req, serverPids: [server.pid] }, ctx.workDir) })
+    // profileDir: with --cpu-prof, the runner prints each target's profile summary command over its measured phases.
+    const target = (id, label, req, server) => ({
+      id,
+      label,
+      profileDir: server.profileDir,
+      measure: () => runOpenLoop({ ...common, ...req, serverPids: [server.pid] }, ctx.workDir),
+    })
     const onBare = { ...jwt, url: bare.url + PATHS.jwt }
     const seconds = opts.warmupSec + opts.durationSec
     const mcp = requestFor(d, 'mcp')
