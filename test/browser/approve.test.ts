@@ -50,6 +50,7 @@ t.test('the approval page in Chromium', async (t: Test) => {
       await signIn(page, 'alice', ALICE_PASSWORD)
       t.equal(await page.locator('h1').textContent(), 'Approve this request?')
       t.match(await page.locator('main').textContent(), /delete_order[\s\S]*"duplicate order"/)
+      t.match(await page.locator('.lead').textContent(), /the tool delete_order of mcp for you/, 'the page names the route the call goes to')
       await checker.check(t, 'approve', { replace: { [id]: 'fixed-approval-id-00000' } })
       await submitAndWait(page, () => page.getByRole('button', { name: 'Approve' }).click())
       t.equal(await page.locator('h1').textContent(), 'Approved')

@@ -53,7 +53,7 @@ async function clientView(as: AsContext, clientId: string): Promise<ClientView> 
 /** What is asked, for the approval page and the account page's list. */
 export function whatOf(as: AsContext, r: ApprovalRecord): ApprovalWhat {
   const s = r.subject
-  if (s.kind === 'mcp_tool') return { kind: 'mcp_tool', tool: s.tool, argumentsJson: s.argumentsJson }
+  if (s.kind === 'mcp_tool') return { kind: 'mcp_tool', route: s.route, tool: s.tool, argumentsJson: s.argumentsJson }
   return { kind: 'ciba', scopes: describeScopes(as, [...s.scopes]), bindingMessage: s.bindingMessage, authorizationDetailsJson: s.authorizationDetailsJson }
 }
 

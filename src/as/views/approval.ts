@@ -47,12 +47,13 @@ ${entries.map(([k, v]) => html`<dt dir="ltr"><bdi>${visibleText(k)}</bdi></dt><d
 
 /** What is asked, as the page shows it. */
 export type ApprovalWhat =
-  | { readonly kind: 'mcp_tool'; readonly tool: string; readonly argumentsJson: string }
+  /** `route`: the gateway route (config name) the call goes to: one tool name can exist on two servers. */
+  | { readonly kind: 'mcp_tool'; readonly route: string; readonly tool: string; readonly argumentsJson: string }
   | { readonly kind: 'ciba'; readonly scopes: readonly ScopeView[]; readonly bindingMessage: string | null; readonly authorizationDetailsJson: string | null }
 
 function whatView(name: SafeHtml, what: ApprovalWhat): SafeHtml {
   if (what.kind === 'mcp_tool')
-    return html`<p class="lead"><span class="client">${name}</span> asks to run the tool <code dir="ltr"><bdi>${visibleText(what.tool)}</bdi></code> for you, with these arguments:</p>
+    return html`<p class="lead"><span class="client">${name}</span> asks to run the tool <code dir="ltr"><bdi>${visibleText(what.tool)}</bdi></code> of <code dir="ltr"><bdi>${visibleText(what.route)}</bdi></code> for you, with these arguments:</p>
 ${argumentsView(what.argumentsJson)}`
   return html`<p class="lead"><span class="client">${name}</span> asks to act for you.</p>
 ${
