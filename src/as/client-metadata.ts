@@ -192,8 +192,11 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
   if (!grants.some((g) => ownGrants.includes(g))) throw new InvalidClientMetadata(`grant_types must include ${ownGrants.join(' or ')}`)
   // RFC 6749 4.4: the client credentials grant needs client authentication.
   if (grants.includes('client_credentials') && method === 'none') throw new InvalidClientMetadata('a public client (none) cannot use client_credentials')
+  // RFC 7591 2.1: response type `code` goes with the authorization_code grant. A client without it
+  // uses no response type: a `code` it asks for anyway is dropped (the server may replace
+  // inconsistent values), as many registration libraries send it by default.
   const responseTypes = strings(input, 'response_types', 2) ?? ['code']
-  if (responseTypes.length !== 1 || responseTypes[0] !== 'code') throw new InvalidClientMetadata('response_types may only hold code')
+  if (responseTypes.some((r) => r !== 'code') || (codeFlow && responseTypes.length !== 1)) throw new InvalidClientMetadata('response_types may only hold code')
 
   // Without the code flow (CIBA or client credentials only) nothing redirects: redirect_uris may be absent or empty.
   const redirectUris = input.redirect_uris ?? (codeFlow ? undefined : [])
@@ -229,7 +232,7 @@ export function validateClientMetadata(input: unknown, rules: MetadataRules): Re
     redirect_uris: [...new Set(redirectUris as string[])],
     token_endpoint_auth_method: method as RegisteredClientMetadata['token_endpoint_auth_method'],
     grant_types: grants as RegisteredClientMetadata['grant_types'],
-    response_types: ['code'],
+    response_types: codeFlow ? ['code'] : [],
     ...keys,
   }
   const optional: Partial<RegisteredClientMetadata> = {

@@ -8,7 +8,8 @@ export interface RegisteredClientMetadata {
   jwks_uri?: string
   /** `client_credentials` only for clients an operator created through the admin API (client-metadata.ts `extraGrants`). */
   grant_types: Array<'authorization_code' | 'refresh_token' | 'urn:openid:params:grant-type:ciba' | 'client_credentials'>
-  response_types: ['code']
+  /** `code` with the authorization_code grant; empty without it (RFC 7591 2.1). */
+  response_types: ['code'] | []
   client_name?: string
   client_uri?: string
   logo_uri?: string

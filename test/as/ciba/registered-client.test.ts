@@ -82,6 +82,7 @@ t.test('a CIBA-only client registers without the code grant or redirect URIs, an
   t.equal(poll.status, 201, poll.text)
   t.same(poll.json?.grant_types, [CIBA], 'the CIBA grant alone')
   t.same(poll.json?.redirect_uris, [], 'no redirect URI: nothing redirects')
+  t.same(poll.json?.response_types, [], 'no response type: it never calls /authorize (RFC 7591 2.1)')
   t.equal(poll.json?.backchannel_token_delivery_mode, 'poll')
   const clientId = String(poll.json?.client_id)
   const secret = String(poll.json?.client_secret)
@@ -89,11 +90,13 @@ t.test('a CIBA-only client registers without the code grant or redirect URIs, an
 
   const ping = await register(h.url, {
     grant_types: [CIBA],
+    response_types: ['code'],
     backchannel_token_delivery_mode: 'ping',
     backchannel_client_notification_endpoint: 'https://agent.example.com/ciba',
   })
   t.equal(ping.status, 201, ping.text)
   t.same(ping.json?.redirect_uris, [])
+  t.same(ping.json?.response_types, [], 'a `code` response type sent without the code grant is dropped')
   t.same((await h.as.findClient(String(ping.json?.client_id)))?.ciba, { deliveryMode: 'ping', notificationEndpoint: 'https://agent.example.com/ciba' })
 
   const refusals: Array<[string, Record<string, unknown>, string]> = [
