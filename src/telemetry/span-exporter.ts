@@ -33,6 +33,8 @@ export interface SpanExportOptions {
   /** The first retry's wait, growing 1.5 × a retry up to `maxBackoffMs`, ± 20 %. */
   readonly backoffMs?: number
   readonly maxBackoffMs?: number
+  /** Told of spans as their fate is known (the `bearward_trace_spans_total` metric). */
+  readonly onSpans?: (outcome: keyof SpanExportCounts, spans: number) => void
 }
 
 /** What became of the spans handed to the exporter, for tests and the operator. */
@@ -67,6 +69,7 @@ export class OtlpSpanExporter implements SpanExporter {
   readonly #maxRetries: number
   readonly #backoffMs: number
   readonly #maxBackoffMs: number
+  readonly #onSpans: (outcome: keyof SpanExportCounts, spans: number) => void
   readonly #agent = new Agent({ connections: 2 })
   #queue: Span[] = []
   #timer: NodeJS.Timeout | null = null
@@ -88,6 +91,7 @@ export class OtlpSpanExporter implements SpanExporter {
     this.#maxRetries = options.maxRetries ?? 5
     this.#backoffMs = options.backoffMs ?? 1000
     this.#maxBackoffMs = options.maxBackoffMs ?? 5000
+    this.#onSpans = options.onSpans ?? (() => undefined)
   }
 
   get counts(): SpanExportCounts {
@@ -99,6 +103,7 @@ export class OtlpSpanExporter implements SpanExporter {
     if (this.#closing !== null) return
     if (this.#queue.length >= this.#maxQueue) {
       this.#dropped++
+      this.#onSpans('dropped', 1)
       return
     }
     this.#queue.push(span)
@@ -160,19 +165,18 @@ export class OtlpSpanExporter implements SpanExporter {
     let backoff = this.#backoffMs
     for (let retries = 0; ; retries++) {
       const attempt = await this.#post(body, deadline - Date.now())
-      if (attempt.done) {
-        if (attempt.ok) this.#exported += spans.length
-        else this.#failed += spans.length
-        return
-      }
+      if (attempt.done) return attempt.ok ? this.#count('exported', spans.length) : this.#count('failed', spans.length)
       const wait = attempt.retryAfterMs ?? Math.min(backoff * (0.8 + Math.random() * 0.4), this.#maxBackoffMs)
       backoff *= 1.5
-      if (retries >= this.#maxRetries || wait >= deadline - Date.now()) {
-        this.#failed += spans.length
-        return
-      }
+      if (retries >= this.#maxRetries || wait >= deadline - Date.now()) return this.#count('failed', spans.length)
       await new Promise((resolve) => setTimeout(resolve, wait))
     }
+  }
+
+  #count(outcome: 'exported' | 'failed', spans: number): void {
+    if (outcome === 'exported') this.#exported += spans
+    else this.#failed += spans
+    this.#onSpans(outcome, spans)
   }
 
   async #post(body: Buffer, timeoutMs: number): Promise<Attempt> {

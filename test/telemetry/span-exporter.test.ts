@@ -192,7 +192,8 @@ t.test('past 2048 waiting spans, spans are dropped and counted, and ending a spa
     if (n === 1) release = () => res.writeHead(200).end('{}')
     else res.writeHead(200).end('{}')
   })
-  const exporter = exporterFor(t, sink.url)
+  const told = { exported: 0, dropped: 0, failed: 0 }
+  const exporter = exporterFor(t, sink.url, { onSpans: (outcome, n) => (told[outcome] += n) })
   endSpans(exporter, 512)
   t.ok(await eventually(() => sink.received.length === 1), 'a full batch is being exported, and the collector does not answer yet')
   endSpans(exporter, 2048 + 10)
@@ -200,6 +201,7 @@ t.test('past 2048 waiting spans, spans are dropped and counted, and ending a spa
   release()
   await exporter.close()
   t.same(exporter.counts, { exported: 2560, dropped: 10, failed: 0 })
+  t.same(told, exporter.counts, 'the metric is told the same')
   t.same(batchSizes(sink.received), [512, 512, 512, 512, 512])
 })
 
@@ -240,11 +242,13 @@ t.test('a network error is retried', async (t) => {
 t.test('an export the collector never answers times out, and close() does not hang on it', async (t) => {
   const aborted: boolean[] = []
   const sink = await startSink(t, (_res, _n, req) => req.socket.on('close', () => aborted.push(true)))
-  const exporter = exporterFor(t, sink.url, { delayMs: 1, timeoutMs: 300, backoffMs: 10 })
+  let failed = 0
+  const exporter = exporterFor(t, sink.url, { delayMs: 1, timeoutMs: 300, backoffMs: 10, onSpans: (outcome, n) => (failed += outcome === 'failed' ? n : 0) })
   endSpans(exporter, 2)
   t.ok(await eventually(() => sink.received.length === 1))
   await exporter.close()
   t.same(exporter.counts, { exported: 0, dropped: 0, failed: 2 }, 'the batch is given up after its timeout')
+  t.equal(failed, 2, 'and counted as failed for the metric')
   t.ok(await eventually(() => aborted.length > 0), 'the request was abandoned')
 })
 
