@@ -7,8 +7,9 @@
 // process (otlp) or held for a second and dropped (noop). Beside each sampled
 // request the loop makes nine unsampled requests' worth of short-lived
 // garbage, so queued spans meet the scavenges they would meet in bearward.
-// The three loops (bare, sdk, own) take turns for --rounds rounds; each
-// figure is the median over rounds of (loop − bare) µs of CPU.
+// The three loops (bare, then sdk and own, which goes first alternating) run
+// for --rounds rounds after a warm-up round; each figure is the median over
+// rounds of (loop − bare) µs of CPU.
 //
 //   npm run build && node --no-memory-reducer --max-semi-space-size=8 bench/tracing-own.mjs [otlp|noop] [--rounds N]
 import { fork } from 'node:child_process'
@@ -181,26 +182,31 @@ async function main() {
   }
 
   const rows = { sdk: [], own: [] }
-  for (let round = 0; round < ROUNDS; round++) {
+  const sdkLoop = () =>
+    measure(
+      () => {
+        churn()
+        sdkRequest()
+      },
+      () => provider.forceFlush(),
+    )
+  const ownLoop = () =>
+    measure(
+      () => {
+        churn()
+        ownRequest()
+      },
+      mode === 'noop' ? async () => {} : ownSettled,
+    )
+  // Round 0 warms up (JIT, undici's first connection) and is not counted; then the two take turns going first.
+  for (let round = 0; round <= ROUNDS; round++) {
     const bare = await measure(churn, async () => {})
-    rows.sdk.push(
-      (await measure(
-        () => {
-          churn()
-          sdkRequest()
-        },
-        () => provider.forceFlush(),
-      )) - bare,
-    )
-    rows.own.push(
-      (await measure(
-        () => {
-          churn()
-          ownRequest()
-        },
-        mode === 'noop' ? async () => {} : ownSettled,
-      )) - bare,
-    )
+    const first = round % 2 === 0 ? 'sdk' : 'own'
+    const a = await (first === 'sdk' ? sdkLoop() : ownLoop())
+    const b = await (first === 'sdk' ? ownLoop() : sdkLoop())
+    if (round === 0) continue
+    rows.sdk.push((first === 'sdk' ? a : b) - bare)
+    rows.own.push((first === 'sdk' ? b : a) - bare)
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const fmt = (xs) => `${median(xs).toFixed(1)} µs (rounds ${xs.map((x) => x.toFixed(1)).join(', ')})`
