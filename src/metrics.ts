@@ -192,6 +192,10 @@ export class Metrics {
     'bearward_approval_notifications_total',
     'Approval notifications POSTed to approvals.notify, by outcome: delivered, failed (will be retried), dropped (given up or the queue was full)',
   )
+  readonly traceSpans = new Counter(
+    'bearward_trace_spans_total',
+    'Recorded spans by outcome: exported, dropped (the export queue was full) or failed (the collector refused or did not answer)',
+  )
   readonly auditEvents = new Counter('bearward_audit_events_total', 'Audit events written, by event (docs/operating.md, "Audit trail")')
 
   readonly trafficLimitDecisions = new Counter(

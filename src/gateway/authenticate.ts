@@ -25,7 +25,6 @@ import { TokenCache } from './token-cache.js'
 import type { TokenIdentity } from './token-identity.js'
 import { identityFromClaims } from './identity.js'
 import { invalidToken, JwtVerifier, unverifiedIssuer, type JwtIssuer } from '../tokens/verify-jwt.js'
-import { SpanStatusCode } from '@opentelemetry/api'
 import type { IncomingMessage } from 'node:http'
 import type { ClientCertificates } from '../http/client-certificate.js'
 import { checkBoundCertificate } from '../tokens/certificate-binding.js'
@@ -191,8 +190,7 @@ export class Authenticator {
       return result instanceof Promise ? result.then(settle, fail) : settle(result)
     }
     const fail = (err: unknown): never => {
-      span.setStatus({ code: SpanStatusCode.ERROR })
-      span.setAttribute('error.type', err instanceof OAuthError ? err.code : 'error')
+      span.fail(err instanceof OAuthError ? err.code : 'error')
       span.end()
       throw err
     }

@@ -2,10 +2,13 @@
  * Traces: every request gets a trace context (continued from the client's
  * `traceparent`, or new), which the access log names and the upstream
  * receives. With an exporter configured (`telemetry.traces.otlp`, or the
- * standard `OTEL_EXPORTER_OTLP_*` variables) spans are also recorded through
- * the OpenTelemetry SDK and sent over OTLP/HTTP: the request (server span),
- * and as its children token verification, introspection, JWKS fetches,
- * store calls and the upstream exchange.
+ * standard `OTEL_EXPORTER_OTLP_*` variables) spans are also recorded and
+ * sent over OTLP/HTTP as JSON: the request (server span), and as its
+ * children token verification, introspection, JWKS fetches, store calls and
+ * the upstream exchange. Recording and export are bearward's own (span.ts,
+ * span-exporter.ts), not the OpenTelemetry SDK's: the SDK cost a sampled
+ * request 84–111 µs, more than a tenth of a request's CPU at 10 % sampling
+ * (docs/performance.md "Tracing on, the arithmetic").
  *
  * The gateway passes a request's span explicitly along its route's plan
  * (`child(..., parent)`): on Node 20 an AsyncLocalStorage, once entered,
@@ -15,8 +18,8 @@
  * request's span through an AsyncLocalStorage owned by this object (`within`),
  * switched off again whenever no traced endpoint request is in flight. With
  * no exporter, none of that runs: a request costs one header parse and two
- * random ids. With one, the sampling decision is made before the SDK is
- * called, so an unsampled request costs the same and the sampler's check.
+ * random ids. With one, an unsampled request costs the same and the
+ * sampler's check (ParentBased over TraceIdRatioBased, as the SDK decides).
  *
  * No span attribute holds a token, a secret or a query string (queries can
  * carry `access_token`); paths and header-free attributes only.
@@ -25,12 +28,13 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { IncomingMessage } from 'node:http'
-import { ROOT_CONTEXT, SamplingDecision, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
-import type { IdGenerator, Sampler, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { TracesConfig } from '../config/validated-config.js'
+import { RatioSampler } from './ratio-sampler.js'
+import { Span, SpanKind, type Attributes } from './span.js'
+import { OtlpSpanExporter, type SpanExportCounts, type SpanExportOptions, type SpanExporter } from './span-exporter.js'
 import { formatTraceparent, traceOf, TraceIds, tracestateOf, type TraceParent } from './trace-context.js'
 
-export { SpanKind, type Span } from '@opentelemetry/api'
+export { Span, SpanKind, type Attributes } from './span.js'
 
 /** One request's place in its trace. */
 export interface RequestTrace extends TraceParent {
@@ -88,102 +92,63 @@ export function exportSettings(config: TracesConfig | null, env: NodeJS.ProcessE
 
 /** Process-wide: built once at start (changing `telemetry` takes a restart). */
 export class Tracing {
-  readonly #ids: TraceIds
-  readonly #provider: TracerProvider | null
-  readonly #tracer: Tracer | null
+  readonly #ids = new TraceIds()
+  /** Where ended spans go; null: nothing is recorded. */
+  readonly #exporter: SpanExporter | null
+  /** The ratio of new traces sampled (a caller's sampled flag is followed). */
+  readonly #sampler: RatioSampler
   readonly #current = new AsyncLocalStorage<Span>()
   /** The traced requests that entered #current and have not finished: when none is left, it is disabled. */
   readonly #inside = new Set<RequestTrace>()
 
-  /**
-   * How a new trace is sampled, and the trace ids the SDK starts root spans
-   * with, when `create` built the provider: the decision is then made before
-   * the SDK is called. null: every request goes through the SDK's sampler.
-   */
-  readonly #sampling: NewTraceSampling | null
-
-  /** Tracing that records spans through `provider`; null: trace context only, nothing recorded. */
-  constructor(provider: TracerProvider | null, version = '0', sampling: NewTraceSampling | null = null) {
-    this.#provider = provider
-    this.#tracer = provider === null ? null : provider.getTracer('bearward', version)
-    this.#sampling = sampling
-    // One id source: the SDK's root spans take the trace ids sampled here.
-    this.#ids = sampling?.ids.source ?? new TraceIds()
+  /** Tracing that records spans into `exporter`, sampling new traces at `sample`; null: trace context only, nothing recorded. */
+  constructor(exporter: SpanExporter | null, sample = 1) {
+    this.#exporter = exporter
+    this.#sampler = new RatioSampler(sample)
   }
 
   /**
-   * Tracing for `settings` (null: no exporter). The OpenTelemetry SDK is
-   * imported only when spans are exported: a process that exports none
-   * does not pay for loading it.
+   * Tracing for `settings` (null: no exporter), exporting over OTLP/HTTP
+   * JSON. `options` changes the batching, timeout and retry numbers (tests).
    */
-  static async create(settings: ExportSettings | null, version = '0'): Promise<Tracing> {
-    if (settings === null) return new Tracing(null, version)
-    const [{ OTLPTraceExporter }, { resourceFromAttributes }, sdk] = await Promise.all([
-      import('@opentelemetry/exporter-trace-otlp-http'),
-      import('@opentelemetry/resources'),
-      import('@opentelemetry/sdk-trace'),
-    ])
-    const exporter = new OTLPTraceExporter({ url: settings.url, headers: { ...settings.headers } })
-    const root = new sdk.TraceIdRatioBasedSampler(settings.sample)
-    const ids = new ChosenTraceIds(new TraceIds())
-    const provider = new sdk.TracerProvider({
-      resource: resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': version }),
-      sampler: new sdk.ParentBasedSampler({ root }),
-      idGenerator: ids,
-      spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: 1000 })],
-    })
-    return new Tracing(provider, version, { root, ids })
+  static async create(
+    settings: ExportSettings | null,
+    version = '0',
+    options: Omit<SpanExportOptions, 'url' | 'headers' | 'serviceName' | 'version'> = {},
+  ): Promise<Tracing> {
+    if (settings === null) return new Tracing(null)
+    const exporter = new OtlpSpanExporter({ ...options, url: settings.url, headers: settings.headers, serviceName: settings.serviceName, version })
+    return new Tracing(exporter, settings.sample)
   }
 
   /** Whether spans are recorded and exported. */
   get exporting(): boolean {
-    return this.#tracer !== null
+    return this.#exporter !== null
+  }
+
+  /** What became of the recorded spans: exported, dropped (queue full), failed; null when nothing is exported. */
+  get counts(): SpanExportCounts | null {
+    return this.#exporter === null ? null : this.#exporter.counts
   }
 
   /**
-   * The trace of one arriving request, and its server span when exporting.
-   * The span's name is the method until the route is known (see `finish`).
+   * The trace of one arriving request, and its server span when exporting
+   * and sampled. The span's name is the method until the route is known (see `finish`).
    */
   start(req: IncomingMessage): RequestTrace {
     const tracestate = tracestateOf(req.headers.tracestate)
-    const tracer = this.#tracer
-    if (tracer === null) {
-      // Fields copied one by one: V8 clones a spread object here on its slow path, which made this
-      // the costliest step of a request with tracing off (docs/performance.md).
-      const t = traceOf(req.headers.traceparent, this.#ids, false)
-      return { traceId: t.traceId, parentSpanId: t.parentSpanId, spanId: t.spanId, flags: t.flags, tracestate, span: null }
-    }
-    const incoming = traceOf(req.headers.traceparent, this.#ids, false)
-    const sampling = this.#sampling
-    if (sampling !== null) {
-      // The sampler's decision, made here (ParentBased: a caller's flag, else the ratio over the trace
-      // id), so the unsampled majority never enters the SDK; a sampled new trace keeps this trace id.
-      const sampled =
-        incoming.parentSpanId !== null
-          ? incoming.flags === 1
-          : sampling.root.shouldSample(ROOT_CONTEXT, incoming.traceId, '', SpanKind.SERVER, {}, []).decision === SamplingDecision.RECORD_AND_SAMPLED
-      if (!sampled) return { traceId: incoming.traceId, parentSpanId: incoming.parentSpanId, spanId: incoming.spanId, flags: 0, tracestate, span: null }
-      if (incoming.parentSpanId === null) sampling.ids.next = incoming.traceId
-    }
-    const parent =
-      incoming.parentSpanId === null
-        ? ROOT_CONTEXT
-        : trace.setSpanContext(ROOT_CONTEXT, { traceId: incoming.traceId, spanId: incoming.parentSpanId, traceFlags: incoming.flags, isRemote: true })
+    // Fields copied one by one: V8 clones a spread object here on its slow path, which made this
+    // the costliest step of a request with tracing off (docs/performance.md).
+    const t = traceOf(req.headers.traceparent, this.#ids, false)
+    const exporter = this.#exporter
+    if (exporter === null) return { traceId: t.traceId, parentSpanId: t.parentSpanId, spanId: t.spanId, flags: t.flags, tracestate, span: null }
+    // ParentBased: a caller's sampled flag decides; a trace that starts here is sampled by its id's ratio.
+    const sampled = t.parentSpanId !== null ? t.flags === 1 : this.#sampler.sampled(t.traceId)
+    if (!sampled) return { traceId: t.traceId, parentSpanId: t.parentSpanId, spanId: t.spanId, flags: 0, tracestate, span: null }
     const method = req.method ?? 'GET'
-    const span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent)
-    if (sampling !== null) sampling.ids.next = null
-    const recording = span.isRecording()
     // Attributes for a recorded span only: most requests are not sampled, and the sampler reads none of them.
-    if (recording) span.setAttributes(serverAttributes(req, method))
-    const sc = span.spanContext()
-    return {
-      traceId: sc.traceId,
-      parentSpanId: incoming.parentSpanId,
-      spanId: sc.spanId,
-      flags: sc.traceFlags & 1,
-      tracestate,
-      span: recording ? span : null,
-    }
+    const span = new Span(exporter, method, SpanKind.SERVER, t.traceId, t.spanId, t.parentSpanId, serverAttributes(req, method))
+    return { traceId: t.traceId, parentSpanId: t.parentSpanId, spanId: t.spanId, flags: 1, tracestate, span }
   }
 
   /**
@@ -215,22 +180,17 @@ export class Tracing {
     // The last traced endpoint request is over: async hooks off again (see the file's comment).
     if (this.#inside.delete(trace) && this.#inside.size === 0) this.#current.disable()
     if (httpRoute !== null) {
-      span.updateName(`${method} ${httpRoute}`)
+      span.name = `${method} ${httpRoute}`
       span.setAttribute('http.route', httpRoute)
     }
     span.setAttribute('url.path', path)
     span.setAttribute('bearward.route', routeLabel)
     if (clientId !== null) span.setAttribute('bearward.client_id', clientId)
-    if (status === null) {
-      span.setAttribute('error.type', 'aborted')
-      span.setStatus({ code: SpanStatusCode.ERROR })
-    } else {
+    if (status === null) span.fail('aborted')
+    else {
       span.setAttribute('http.response.status_code', status)
       // HTTP semconv: a server span is an error for 5xx only.
-      if (status >= 500) {
-        span.setAttribute('error.type', String(status))
-        span.setStatus({ code: SpanStatusCode.ERROR })
-      }
+      if (status >= 500) span.fail(String(status))
     }
     span.end()
   }
@@ -238,14 +198,15 @@ export class Tracing {
   /**
    * A child of `parent`, or when it is undefined of the current endpoint
    * request's span (`within`); null when nothing is recorded (no exporter,
-   * not sampled, no parent).
+   * not sampled, no parent). `attributes` becomes the span's own: pass a fresh object.
    */
   child(name: string, kind: SpanKind, attributes: Attributes, parent?: Span | null): Span | null {
-    const tracer = this.#tracer
-    if (tracer === null) return null
+    const exporter = this.#exporter
+    if (exporter === null) return null
     const of = parent === undefined ? this.#current.getStore() : parent
     if (of === undefined || of === null) return null
-    return tracer.startSpan(name, { kind, attributes }, trace.setSpan(ROOT_CONTEXT, of))
+    // ParentBased: the child of a recorded (sampled) span is recorded.
+    return new Span(exporter, name, kind, of.traceId, this.#ids.spanId(), of.spanId, attributes)
   }
 
   /** Trace `work` as a child span (of `parent`, see `child`) that ends when it settles (see `withinSpan`). */
@@ -256,43 +217,12 @@ export class Tracing {
 
   /** The `traceparent` for the upstream: the trace, and as parent our client span when one is recorded, else our server span. */
   traceparent(trace: RequestTrace, clientSpan: Span | null = null): string {
-    return formatTraceparent(trace, clientSpan === null ? trace.spanId : clientSpan.spanContext().spanId)
+    return formatTraceparent(trace, clientSpan === null ? trace.spanId : clientSpan.spanId)
   }
 
-  /** Export what is buffered and stop (at shutdown). */
+  /** Export what is queued and stop (at shutdown). */
   async close(): Promise<void> {
-    await this.#provider?.shutdown().catch(() => undefined)
-  }
-}
-
-/** How `Tracing.start` samples a new trace before the SDK is called: the SDK's own root sampler, and its id source. */
-interface NewTraceSampling {
-  /** The ratio sampler under ParentBased (TraceIdRatioBased: deterministic in the trace id). */
-  readonly root: Sampler
-  readonly ids: ChosenTraceIds
-}
-
-/**
- * The SDK's id source: a root span starts with the trace id `Tracing.start`
- * sampled (`next`, taken once), so the SDK's sampler, asked again, sees the
- * same id and decides the same; anything else gets fresh random ids.
- */
-class ChosenTraceIds implements IdGenerator {
-  next: string | null = null
-  readonly source: TraceIds
-
-  constructor(source: TraceIds) {
-    this.source = source
-  }
-
-  generateTraceId(): string {
-    const id = this.next ?? this.source.traceId()
-    this.next = null
-    return id
-  }
-
-  generateSpanId(): string {
-    return this.source.spanId()
+    await this.#exporter?.close()
   }
 }
 
@@ -310,9 +240,8 @@ function serverAttributes(req: IncomingMessage, method: string): Attributes {
 }
 
 function failed(span: Span, err: unknown): void {
-  span.setStatus({ code: SpanStatusCode.ERROR })
   // The class name only: an error's message can hold values.
-  span.setAttribute('error.type', err instanceof Error ? err.constructor.name : 'error')
+  span.fail(err instanceof Error ? err.constructor.name : 'error')
   span.end()
 }
 

@@ -23,7 +23,7 @@
  * Every failure is 401 invalid_token with a fixed description: jose's
  * messages stay in the server log as the `cause`.
  */
-import type { Span } from '@opentelemetry/api'
+import type { Span } from '../telemetry/span.js'
 import type { KeyObject } from 'node:crypto'
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import type { Clock } from '../clock.js'

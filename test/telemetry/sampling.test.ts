@@ -3,12 +3,15 @@ import type { AddressInfo } from 'node:net'
 import { ROOT_CONTEXT, SamplingDecision } from '@opentelemetry/api'
 import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace'
 import t, { type Test } from 'tap'
+import { RatioSampler } from '../../src/telemetry/ratio-sampler.js'
+import { TraceIds } from '../../src/telemetry/trace-context.js'
 import { Tracing } from '../../src/telemetry/tracing.js'
 
 /**
- * Tracing.start decides the sampling before the SDK is called (so unsampled
- * requests skip it): its decisions must be the SDK's own, ParentBased over
- * TraceIdRatioBased, and a sampled new trace must keep the trace id decided on.
+ * Tracing.start decides the sampling with bearward's own sampler: its
+ * decisions must be the OpenTelemetry SDK's, ParentBased over
+ * TraceIdRatioBased, so bearward keeps the traces other services sampling by
+ * ratio keep; and a sampled new trace must keep the trace id decided on.
  */
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
@@ -48,8 +51,8 @@ t.test('a new trace is sampled exactly when the SDK sampler samples its trace id
     t.equal(trace.flags, expected ? 1 : 0)
     if (trace.span !== null) {
       sampled++
-      t.equal(trace.span.spanContext().traceId, trace.traceId, 'the recorded span carries the trace id sampled on')
-      t.equal(trace.span.spanContext().spanId, trace.spanId)
+      t.equal(trace.span.traceId, trace.traceId, 'the recorded span carries the trace id sampled on')
+      t.equal(trace.span.spanId, trace.spanId)
       tracing.finish(trace, 'GET', '/x', null, 'r', 200, null)
     }
   }
@@ -77,4 +80,16 @@ t.test("a caller's sampled flag is followed either way, whatever the ratio", asy
   const fresh = always.start(request())
   t.not(fresh.span, null, 'a new trace at ratio 1 is recorded')
   always.finish(fresh, 'GET', '/x', null, 'r', 200, null)
+})
+
+t.test("the ratio sampler decides as the SDK's TraceIdRatioBased sampler, at every ratio", async (t) => {
+  const ids = new TraceIds()
+  const traceIds = ['ffffffffffffffffffffffffffffffff', '00000000000000000000000000000001', 'ABCDEF0123456789abcdef0123456789'.toLowerCase()]
+  for (let i = 0; i < 2000; i++) traceIds.push(ids.traceId())
+  for (const ratio of [0, 1e-9, 0.01, 0.1, 0.25, 0.5, 0.999, 1, -1, 2, Number.NaN]) {
+    const ours = new RatioSampler(ratio)
+    const sdk = new TraceIdRatioBasedSampler(ratio)
+    const differing = traceIds.filter((id) => ours.sampled(id) !== (sdk.shouldSample(ROOT_CONTEXT, id).decision === SamplingDecision.RECORD_AND_SAMPLED))
+    t.same(differing, [], `ratio ${ratio}: the same decision for every trace id`)
+  }
 })

@@ -343,5 +343,5 @@ export class UpstreamProxy {
 
 /** What the upstream is told of the trace: ours, with our client span (when recorded) or our server span as the parent. */
 function upstreamTrace(ctx: RequestContext, span: Span | null): UpstreamTrace {
-  return { traceparent: formatTraceparent(ctx.trace, span === null ? ctx.trace.spanId : span.spanContext().spanId), tracestate: ctx.trace.tracestate }
+  return { traceparent: formatTraceparent(ctx.trace, span === null ? ctx.trace.spanId : span.spanId), tracestate: ctx.trace.tracestate }
 }
