@@ -1,7 +1,7 @@
 // What tracing costs a sampled request, bearward's own recorder and OTLP
 // exporter (src/telemetry/span.ts, span-exporter.ts) beside the OpenTelemetry
 // SDK as bearward configured it before (issue #39), in the same process and
-// the same loop as bench/tracing-sdk.mjs: the three spans of a sampled JWT
+// one loop: the three spans of a sampled JWT
 // request (server, bearward.token.verify, the upstream client span) with
 // their attributes, exported over OTLP/HTTP JSON to a receiver in this
 // process (otlp) or held for a second and dropped (noop). Beside each sampled
