@@ -8,9 +8,13 @@ import { configYaml, type ConfigTree } from './config-tree.js'
 export const BIN = resolve('bin/bearward')
 
 /**
- * The environment for a child bearward: ours minus NODE_OPTIONS, which under
- * tap carries the TypeScript loader hooks meant for test files, not for the
- * built binary. NODE_V8_COVERAGE stays, so the binary's coverage still counts.
+ * The environment for a child bearward: ours minus NODE_OPTIONS, meant for
+ * test files, not for the built binary. Under tap, @tapjs/processinfo puts
+ * the test process's NODE_OPTIONS and its own --import back into every child
+ * process (that is how the binary's coverage is collected), so a child started
+ * by a test still pays for its module hook; `npm test` turns its recording off
+ * (scripts/tap-no-file-record.mjs). NODE_V8_COVERAGE stays, so the binary's
+ * coverage still counts.
  */
 export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env = { ...process.env, ...extra }
