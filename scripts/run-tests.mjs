@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const DIAGNOSTIC_LINES = 40
 
@@ -32,7 +33,16 @@ try {
   process.stderr.write(`# could not compare tap's plugins with package.json: ${err}\n`)
 }
 
-const tap = spawn(process.execPath, [tapBin, ...process.argv.slice(2)], {
+// Without coverage, each test process skips processinfo's list of the modules
+// it loaded, which only coverage reads (see tap-no-file-record.mjs).
+const args = process.argv.slice(2)
+if (args.includes('--disable-coverage')) {
+  const preload = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), 'tap-no-file-record.mjs'))
+  const nodeOptions = [process.env.NODE_OPTIONS, `--import=${preload}`].filter((o) => o !== undefined && o !== '').join(' ')
+  args.push(`--test-env=NODE_OPTIONS=${nodeOptions}`)
+}
+
+const tap = spawn(process.execPath, [tapBin, ...args], {
   stdio: ['inherit', 'pipe', 'inherit'],
 })
 

@@ -9,12 +9,12 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { type ManualClock, epochSeconds } from '../../src/clock.js'
-import { hashSecret } from '../../src/crypto/secret.js'
 import { generatePrivateJwk, type SigningAlg } from '../../src/keys/keyset.js'
 import { hashToken } from '../../src/store/hash.js'
 import type { CodeRecord, Store } from '../../src/store/types.js'
 import { basic as basicAuth } from './client-auth.js'
 import { postForm, reply, type Reply } from './http.js'
+import { testSecretHash } from './secret-hashes.js'
 import { serveRuntime, type ServedRuntime } from './serve-runtime.js'
 
 export type { Reply } from './http.js'
@@ -36,13 +36,13 @@ export const SECRETS: Readonly<Record<string, string>> = {
   looker: 'looker-secret-0123456789abcdefghijklmnopqr',
 }
 
-/** Secret hashes are scrypt: compute them once per test process (and the users' one password hash). */
+/** The clients' secret hashes and the users' one password hash (stored ones, secret-hashes.ts). */
 let hashed: Promise<Record<string, string>> | null = null
 function secretHashes(): Promise<Record<string, string>> {
   hashed ??= (async () => {
     const out: Record<string, string> = {}
-    for (const [id, secret] of Object.entries(SECRETS)) out[id] = await hashSecret(secret)
-    out.password = await hashSecret(USER_PASSWORD)
+    for (const [id, secret] of Object.entries(SECRETS)) out[id] = await testSecretHash(secret)
+    out.password = await testSecretHash(USER_PASSWORD)
     return out
   })()
   return hashed

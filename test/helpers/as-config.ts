@@ -1,14 +1,14 @@
-import { hashSecret } from '../../src/crypto/secret.js'
 import { configYaml, mergeConfig, type ConfigTree } from './config-tree.js'
+import { testSecretHash } from './secret-hashes.js'
 
 export const DEMO_SECRET = 'e2e-client-secret-value-0123456789abcdef'
 export const DEMO_PASSWORD = 'correct horse battery staple'
 
 let cached: Promise<{ secretHash: string; passwordHash: string }> | null = null
 
-/** Hashes used by e2e configs (computed once per test process). */
+/** Hashes used by e2e configs (stored ones, secret-hashes.ts). */
 export function demoHashes(): Promise<{ secretHash: string; passwordHash: string }> {
-  cached ??= Promise.all([hashSecret(DEMO_SECRET), hashSecret(DEMO_PASSWORD)]).then(([secretHash, passwordHash]) => ({ secretHash, passwordHash }))
+  cached ??= Promise.all([testSecretHash(DEMO_SECRET), testSecretHash(DEMO_PASSWORD)]).then(([secretHash, passwordHash]) => ({ secretHash, passwordHash }))
   return cached
 }
 

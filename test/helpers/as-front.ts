@@ -9,9 +9,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { AsContext } from '../../src/as/context.js'
 import type { ManualClock } from '../../src/clock.js'
-import { hashSecret } from '../../src/crypto/secret.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import { Browser, parseForms, type HtmlForm } from './browser.js'
+import { testSecretHash } from './secret-hashes.js'
 import { serveRuntime } from './serve-runtime.js'
 
 export const ALICE_PASSWORD = 'alice: correct horse battery staple'
@@ -23,7 +23,7 @@ export const HOSTILE_NAME = '<script>alert("x")</script> & <b>Evil</b>'
 
 let hashes: Promise<{ alice: string; bob: string; secret: string }> | null = null
 function testHashes(): Promise<{ alice: string; bob: string; secret: string }> {
-  hashes ??= Promise.all([hashSecret(ALICE_PASSWORD), hashSecret(BOB_PASSWORD), hashSecret(CLIENT_SECRET)]).then(([alice, bob, secret]) => ({
+  hashes ??= Promise.all([testSecretHash(ALICE_PASSWORD), testSecretHash(BOB_PASSWORD), testSecretHash(CLIENT_SECRET)]).then(([alice, bob, secret]) => ({
     alice,
     bob,
     secret,

@@ -8,14 +8,31 @@ import { configYaml, type ConfigTree } from './config-tree.js'
 export const BIN = resolve('bin/bearward')
 
 /**
- * The environment for a child bearward: ours minus NODE_OPTIONS, which under
- * tap carries the TypeScript loader hooks meant for test files, not for the
- * built binary. NODE_V8_COVERAGE stays, so the binary's coverage still counts.
+ * The environment for a child bearward: ours minus NODE_OPTIONS, meant for
+ * test files, not for the built binary. Under tap, @tapjs/processinfo puts
+ * the test process's NODE_OPTIONS and its own --import back into every child
+ * process (that is how the binary's coverage is collected): see binCommand.
+ * NODE_V8_COVERAGE stays, so the binary's coverage still counts.
  */
 export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env = { ...process.env, ...extra }
   delete env.NODE_OPTIONS
   return env
+}
+
+/**
+ * `command args` for spawning the binary. Without coverage (`npm test`), run
+ * through `env -u NODE_OPTIONS`: processinfo adds its NODE_OPTIONS to every
+ * child (see childEnv), `env` removes them and execs the command, so the
+ * binary runs as users run it, with no module hook. The hook's loader thread
+ * cost 0.9 CPU-s of a `start` that takes 1.3 without it (Node 20), in every
+ * bin/bearward, CLI run and worker of the suite. `env` execs in place, so the
+ * child's pid and signals are the command's. With coverage the hook stays: it
+ * is what collects the binary's coverage.
+ */
+export function binCommand(command: string, args: readonly string[]): [string, string[]] {
+  if (process.env.TAP_DISABLE_COVERAGE !== '1') return [command, [...args]]
+  return ['/usr/bin/env', ['-u', 'NODE_OPTIONS', command, ...args]]
 }
 
 export interface RunningBin {
@@ -67,7 +84,7 @@ export async function startBinOrCleanUp(file: string, cleanup: () => Promise<voi
  * flags); `shebang` executes bin/bearward itself, as an installed binary runs.
  */
 export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000, launch: 'node' | 'shebang' = 'node'): Promise<RunningBin> {
-  const [command, args] = launch === 'node' ? [process.execPath, [BIN, 'start', '-c', file]] : [BIN, ['start', '-c', file]]
+  const [command, args] = launch === 'node' ? binCommand(process.execPath, [BIN, 'start', '-c', file]) : binCommand(BIN, ['start', '-c', file])
   const child = spawn(command, args, {
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -148,7 +165,7 @@ export async function startBin(file: string, env: NodeJS.ProcessEnv = {}, timeou
 /** Run the CLI to completion. */
 export function runCli(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((res) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(...binCommand(process.execPath, [BIN, ...args]), { env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))

@@ -5,10 +5,10 @@
  */
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { hashSecret } from '../../src/crypto/secret.js'
 import { basic, type Harness } from './as-back.js'
 import { basic as basicAuth } from './client-auth.js'
 import { postForm, reply, type Reply } from './http.js'
+import { testSecretHash } from './secret-hashes.js'
 
 export const CIBA = 'urn:openid:params:grant-type:ciba'
 const AGENT_SECRET = 'agent-secret-0123456789abcdefghijklmnopqrs'
@@ -58,7 +58,7 @@ export async function startReceiver(): Promise<{ url: string; pings: Ping[]; nex
 }
 
 export async function cibaClients(pingUrl: string): Promise<string> {
-  const [agent, pinger] = await Promise.all([hashSecret(AGENT_SECRET), hashSecret(PINGER_SECRET)])
+  const [agent, pinger] = await Promise.all([testSecretHash(AGENT_SECRET), testSecretHash(PINGER_SECRET)])
   return `    - { client_id: agent, name: Order agent, type: confidential, secret_hash: "${agent}", grant_types: [ciba, refresh_token], scopes: [openid, profile, email, orders:read] }
     - client_id: pinger
       type: confidential
