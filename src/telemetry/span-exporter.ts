@@ -49,13 +49,13 @@ export interface SpanExportCounts {
 
 const RETRYABLE = new Set([429, 502, 503, 504])
 
-/** An attempt's outcome: done (accepted, or refused for good), or worth retrying, after the wait the collector asked for if any. */
 /** What Tracing records into: a queue that exports, and flushes at close. */
 export interface SpanExporter extends SpanSink {
   readonly counts: SpanExportCounts
   close(): Promise<void>
 }
 
+/** An attempt's outcome: done (accepted, or refused for good), or worth retrying, after the wait the collector asked for if any. */
 type Attempt = { readonly done: true; readonly ok: boolean } | { readonly done: false; readonly retryAfterMs: number | null }
 
 export class OtlpSpanExporter implements SpanExporter {

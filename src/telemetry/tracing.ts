@@ -52,6 +52,37 @@ export interface ExportSettings {
   /** The ratio of new traces sampled (a caller's sampled flag is followed). */
   readonly sample: number
   readonly serviceName: string
+  /** The batching and timeout the standard variables set; absent ones keep the exporter's defaults. */
+  readonly tuning: ExportTuning
+}
+
+/** What `OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT` and `OTEL_BSP_*` set (see {@link exportTuning}). */
+export type ExportTuning = Pick<SpanExportOptions, 'timeoutMs' | 'maxQueue' | 'maxBatch'>
+
+/** A variable holding a whole number above 0, else undefined (an unreadable value keeps the default, as the SDKs do). */
+function positiveInteger(text: string | undefined): number | undefined {
+  if (text === undefined || !/^\s*\d+\s*$/.test(text)) return undefined
+  const n = Number(text)
+  return n > 0 && Number.isSafeInteger(n) ? n : undefined
+}
+
+/**
+ * The export's timeout and batch sizes from the standard variables, which
+ * the OpenTelemetry SDK read by itself when bearward exported through it:
+ * `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` (else `OTEL_EXPORTER_OTLP_TIMEOUT`),
+ * `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, all read
+ * whether `telemetry.traces` or the variables name the endpoint.
+ * `OTEL_BSP_SCHEDULE_DELAY` stays 1 s, as bearward always set it.
+ */
+export function exportTuning(env: NodeJS.ProcessEnv): ExportTuning {
+  const tuning: { timeoutMs?: number; maxQueue?: number; maxBatch?: number } = {}
+  const timeoutMs = positiveInteger(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT) ?? positiveInteger(env.OTEL_EXPORTER_OTLP_TIMEOUT)
+  if (timeoutMs !== undefined) tuning.timeoutMs = timeoutMs
+  const maxQueue = positiveInteger(env.OTEL_BSP_MAX_QUEUE_SIZE)
+  if (maxQueue !== undefined) tuning.maxQueue = maxQueue
+  const maxBatch = positiveInteger(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
+  if (maxBatch !== undefined) tuning.maxBatch = maxBatch
+  return tuning
 }
 
 /** `OTEL_EXPORTER_OTLP_HEADERS`: `k=v,k2=v2`, values URL-encoded. */
@@ -80,14 +111,15 @@ export function exportSettings(config: TracesConfig | null, env: NodeJS.ProcessE
   if (env.OTEL_SDK_DISABLED === 'true') return null
   const serviceName = env.OTEL_SERVICE_NAME ?? 'bearward'
   const envSample = env.OTEL_TRACES_SAMPLER_ARG === undefined ? Number.NaN : Number(env.OTEL_TRACES_SAMPLER_ARG)
+  const tuning = exportTuning(env)
   if (config !== null) {
-    return { url: tracesUrl(config.otlp.endpoint), headers: config.otlp.headers, sample: config.sample, serviceName }
+    return { url: tracesUrl(config.otlp.endpoint), headers: config.otlp.headers, sample: config.sample, serviceName, tuning }
   }
   if (env.OTEL_TRACES_EXPORTER !== undefined && env.OTEL_TRACES_EXPORTER !== 'otlp') return null
   const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT === undefined ? undefined : tracesUrl(env.OTEL_EXPORTER_OTLP_ENDPOINT))
   if (url === undefined) return null
   const headers = { ...parseHeaderList(env.OTEL_EXPORTER_OTLP_HEADERS), ...parseHeaderList(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) }
-  return { url, headers, sample: Number.isFinite(envSample) && envSample >= 0 && envSample <= 1 ? envSample : 1, serviceName }
+  return { url, headers, sample: Number.isFinite(envSample) && envSample >= 0 && envSample <= 1 ? envSample : 1, serviceName, tuning }
 }
 
 /** Process-wide: built once at start (changing `telemetry` takes a restart). */
@@ -117,7 +149,14 @@ export class Tracing {
     options: Omit<SpanExportOptions, 'url' | 'headers' | 'serviceName' | 'version'> = {},
   ): Promise<Tracing> {
     if (settings === null) return new Tracing(null)
-    const exporter = new OtlpSpanExporter({ ...options, url: settings.url, headers: settings.headers, serviceName: settings.serviceName, version })
+    const exporter = new OtlpSpanExporter({
+      ...settings.tuning,
+      ...options,
+      url: settings.url,
+      headers: settings.headers,
+      serviceName: settings.serviceName,
+      version,
+    })
     return new Tracing(exporter, settings.sample)
   }
 

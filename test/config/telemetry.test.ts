@@ -1,5 +1,5 @@
 import t from 'tap'
-import { exportSettings } from '../../src/telemetry/tracing.js'
+import { exportSettings, exportTuning } from '../../src/telemetry/tracing.js'
 import { at, describe, inspect } from './helpers.js'
 
 /** `telemetry.traces`: read at load with positions; the OTEL_* environment when it is absent. */
@@ -44,6 +44,7 @@ t.test('without a telemetry section, the standard OTEL_* variables decide', asyn
       headers: { 'api-key': 'a b', x: '1' },
       sample: 0.25,
       serviceName: 'bearward',
+      tuning: {},
     },
   )
   t.equal(
@@ -62,5 +63,30 @@ t.test('without a telemetry section, the standard OTEL_* variables decide', asyn
     { otlp: { endpoint: 'http://cfg:4318', headers: {} }, sample: 0.1 },
     { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://env:4318', OTEL_SERVICE_NAME: 'edge' },
   )
-  t.same(configured, { url: 'http://cfg:4318/v1/traces', headers: {}, sample: 0.1, serviceName: 'edge' }, 'the config wins over the environment')
+  t.same(configured, { url: 'http://cfg:4318/v1/traces', headers: {}, sample: 0.1, serviceName: 'edge', tuning: {} }, 'the config wins over the environment')
+})
+
+t.test('the export timeout and batch sizes follow the variables the OpenTelemetry SDK read, with the config or without', async (t) => {
+  const env = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+    OTEL_EXPORTER_OTLP_TIMEOUT: '2500',
+    OTEL_BSP_MAX_QUEUE_SIZE: '4096',
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '128',
+  }
+  t.same(exportSettings(null, env)?.tuning, { timeoutMs: 2500, maxQueue: 4096, maxBatch: 128 }, 'from the variables')
+  t.same(
+    exportSettings({ otlp: { endpoint: 'http://cfg:4318', headers: {} }, sample: 0.1 }, env)?.tuning,
+    { timeoutMs: 2500, maxQueue: 4096, maxBatch: 128 },
+    'with a telemetry section too',
+  )
+  t.same(
+    exportTuning({ OTEL_EXPORTER_OTLP_TIMEOUT: '2500', OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '700' }),
+    { timeoutMs: 700 },
+    'the traces variable wins over the general one',
+  )
+  t.same(
+    exportTuning({ OTEL_EXPORTER_OTLP_TIMEOUT: '-1', OTEL_BSP_MAX_QUEUE_SIZE: 'lots', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '0' }),
+    {},
+    'unreadable, negative or zero values keep the defaults',
+  )
 })

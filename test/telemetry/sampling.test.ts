@@ -30,7 +30,7 @@ async function tracingAt(sample: number, t: Test): Promise<Tracing> {
   })
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
   const { port } = receiver.address() as AddressInfo
-  const tracing = await Tracing.create({ url: `http://127.0.0.1:${port}/v1/traces`, headers: {}, sample, serviceName: 'bearward-test' })
+  const tracing = await Tracing.create({ url: `http://127.0.0.1:${port}/v1/traces`, headers: {}, sample, serviceName: 'bearward-test', tuning: {} })
   t.teardown(async () => {
     await tracing.close()
     receiver.closeAllConnections()

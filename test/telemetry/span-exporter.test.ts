@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { OtlpSpanExporter, type SpanExportOptions } from '../../src/telemetry/span-exporter.js'
 import { Span, SpanKind } from '../../src/telemetry/span.js'
 import { TraceIds } from '../../src/telemetry/trace-context.js'
-import { Tracing } from '../../src/telemetry/tracing.js'
+import { exportSettings, Tracing } from '../../src/telemetry/tracing.js'
 import { eventually, listen } from '../helpers/http.js'
 
 /**
@@ -100,7 +100,7 @@ function attr(span: OtlpSpan | undefined, key: string): OtlpValue | undefined {
 
 t.test('a collector reads back OTLP JSON: resource, scope, ids, kinds, times, attributes, status', async (t) => {
   const sink = await startSink(t)
-  const tracing = await Tracing.create({ url: sink.url, headers: { 'x-api-key': 'collector-key' }, sample: 1, serviceName: 'edge' }, '1.2.3')
+  const tracing = await Tracing.create({ url: sink.url, headers: { 'x-api-key': 'collector-key' }, sample: 1, serviceName: 'edge', tuning: {} }, '1.2.3')
   const before = BigInt(Date.now()) * 1_000_000n
   const req = {
     headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'user-agent': 'agent "quoted" \\ ü' },
@@ -184,6 +184,21 @@ t.test('spans are batched: a batch waits for the delay, a full one of 512 leaves
   await batched.close()
   t.same(batchSizes(slow.received), [512, 512, 76], 'the rest at close')
   t.same(batched.counts, { exported: 1100, dropped: 0, failed: 0 })
+})
+
+t.test('OTEL_BSP_MAX_EXPORT_BATCH_SIZE and OTEL_BSP_MAX_QUEUE_SIZE reach the exporter Tracing builds', async (t) => {
+  const sink = await startSink(t)
+  const settings = exportSettings(null, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sink.url, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2', OTEL_BSP_MAX_QUEUE_SIZE: '3' })
+  const tracing = await Tracing.create(settings, '1')
+  const req = { headers: {}, method: 'GET', httpVersion: '1.1', socket: {} } as unknown as IncomingMessage
+  // Two spans fill a batch, which leaves at once; three wait behind it; the sixth and seventh find the queue full.
+  for (let i = 0; i < 7; i++) {
+    const trace = tracing.start(req)
+    tracing.finish(trace, 'GET', '/a', null, 'a', 200, null)
+  }
+  await tracing.close()
+  t.same(tracing.counts, { exported: 5, dropped: 2, failed: 0 }, 'a queue of three: two spans ended while the first batch was out are dropped')
+  t.same(batchSizes(sink.received), [2, 2, 1], 'batches of at most two')
 })
 
 t.test('past 2048 waiting spans, spans are dropped and counted, and ending a span never waits', async (t) => {
