@@ -238,6 +238,16 @@ t.test("a 429's Retry-After is waited for; a 400 is not retried", async (t) => {
   t.equal(sink.received.length, 2, 'the 400 ends it')
 })
 
+t.test('a collector asking to be retried after a day is not waited for: the batch fails at once and the next one goes out', async (t) => {
+  const sink = await startSink(t, (res, n) => (n === 1 ? res.writeHead(503, { 'retry-after': '86400' }).end() : res.writeHead(200).end('{}')))
+  const exporter = exporterFor(t, sink.url, { delayMs: 1, timeoutMs: 2_000 })
+  endSpans(exporter, 2)
+  t.ok(await eventually(() => exporter.counts.failed === 2), 'a wait beyond the export time fails the batch rather than holding the queue')
+  t.equal(sink.received.length, 1, 'no retry was made')
+  endSpans(exporter, 3)
+  t.ok(await eventually(() => exporter.counts.exported === 3), 'the exporter is not stalled')
+})
+
 t.test('retries are bounded: a collector that keeps answering 503 gets a few, then the spans count as failed', async (t) => {
   const sink = await startSink(t, (res) => res.writeHead(503).end())
   const exporter = exporterFor(t, sink.url, { delayMs: 1, backoffMs: 5 })
