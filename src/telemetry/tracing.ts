@@ -180,10 +180,10 @@ export class Tracing {
     // the costliest step of a request with tracing off (docs/performance.md).
     const t = traceOf(req.headers.traceparent, this.#ids, false)
     const exporter = this.#exporter
-    if (exporter === null) return { traceId: t.traceId, parentSpanId: t.parentSpanId, spanId: t.spanId, flags: t.flags, tracestate, span: null }
     // ParentBased: a caller's sampled flag decides; a trace that starts here is sampled by its id's ratio.
-    const sampled = t.parentSpanId !== null ? t.flags === 1 : this.#sampler.sampled(t.traceId)
-    if (!sampled) return { traceId: t.traceId, parentSpanId: t.parentSpanId, spanId: t.spanId, flags: 0, tracestate, span: null }
+    // Without an exporter nothing is recorded, and the caller's flag is passed on as it came.
+    const sampled = exporter !== null && (t.parentSpanId !== null ? t.flags === 1 : this.#sampler.sampled(t.traceId))
+    if (!sampled) return { traceId: t.traceId, parentSpanId: t.parentSpanId, spanId: t.spanId, flags: t.flags, tracestate, span: null }
     const method = req.method ?? 'GET'
     // Attributes for a recorded span only: most requests are not sampled, and the sampler reads none of them.
     const span = new Span(exporter, method, SpanKind.SERVER, t.traceId, t.spanId, t.parentSpanId, serverAttributes(req, method))
