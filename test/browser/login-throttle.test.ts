@@ -52,7 +52,9 @@ class Attack {
     this.statuses.push(res.status)
     const retryAfter = res.headers['retry-after']
     const guess = { status: res.status, retryAfterSec: typeof retryAfter === 'string' ? Number(retryAfter) : null }
-    this.#waiters = this.#waiters.filter((w) => (w.until(guess) ? (w.resolve(), false) : true))
+    const met = this.#waiters.filter((w) => w.until(guess))
+    this.#waiters = this.#waiters.filter((w) => !met.includes(w))
+    for (const w of met) w.resolve()
     return res.status
   }
 
