@@ -23,8 +23,12 @@ export function nameProblem(name: string): string | null {
   return null
 }
 
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
+
 /** Compatibility-normalised and case-folded: the name a lenient server may take `name` for. */
 export function foldName(name: string): string {
+  // Printable ASCII is its own NFKC form, and its case fold is its lower case.
+  if (PRINTABLE_ASCII.test(name)) return name.toLowerCase()
   return name.normalize('NFKC').toUpperCase().toLowerCase().normalize('NFKC')
 }
 

@@ -123,6 +123,7 @@ type NamedKind = 'tools' | 'resources' | 'prompts'
 /** True when the Content-Type's media type is application/json (charset, if named, UTF-8: the only one JSON has, RFC 8259 8.1). */
 function isJsonContentType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false
+  if (contentType === 'application/json') return true
   const [media = '', ...params] = contentType.split(';')
   if (media.trim().toLowerCase() !== 'application/json') return false
   for (const p of params) {

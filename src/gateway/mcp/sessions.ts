@@ -118,9 +118,21 @@ function announcedSession(text: string): string | null | undefined | 'malformed'
   return id === undefined ? null : id === null ? 'malformed' : id
 }
 
+/**
+ * Owners already hashed, by identity. A token's identity is one object for as
+ * long as the token cache keeps its validation, so a client's requests hash
+ * their owner once rather than once each (a SHA-256 and a JSON array a request).
+ */
+const OWNERS = new WeakMap<TokenIdentity, string>()
+
 /** Who a session belongs to: the token's issuer, subject and client, hashed (the store holds no names). */
 function ownerOf(identity: TokenIdentity): string {
-  return hashToken(JSON.stringify([identity.issuer, identity.sub, identity.clientId]))
+  let owner = OWNERS.get(identity)
+  if (owner === undefined) {
+    owner = hashToken(JSON.stringify([identity.issuer, identity.sub, identity.clientId]))
+    OWNERS.set(identity, owner)
+  }
+  return owner
 }
 
 /**
