@@ -41,12 +41,12 @@ t.test('the account page in Chromium', async (t) => {
 
       await page.goto(`${as.issuer}/account`)
       t.equal(await heading(page), 'Sign in', 'not signed in: the login page first')
-      await t.resolves(page.getByText('to see the applications you allowed.').waitFor({ timeout: 1000 }))
+      await t.resolves(page.getByText('to see the applications you allowed.').waitFor({ timeout: 10_000 }))
       await checker.check(t, 'account-login')
       await signIn(page, { username: person, password: DEMO_PASSWORD })
       t.equal(new URL(page.url()).pathname, '/account', 'back at the account page')
       t.equal(await heading(page), 'Your account')
-      await t.resolves(page.getByText('No application has access to your account.').waitFor({ timeout: 1000 }))
+      await t.resolves(page.getByText('No application has access to your account.').waitFor({ timeout: 10_000 }))
       await checker.check(t, 'account-empty')
 
       // The person allows the application, which gets tokens and uses them at the gateway.
@@ -68,7 +68,7 @@ t.test('the account page in Chromium', async (t) => {
         'Example Web App',
         'the application is listed',
       )
-      await t.resolves(page.getByText('Read your orders').waitFor({ timeout: 1000 }), 'with its scopes in plain words')
+      await t.resolves(page.getByText('Read your orders').waitFor({ timeout: 10_000 }), 'with its scopes in plain words')
       t.match(await page.locator('time').textContent(), /^\d{1,2} [A-Z][a-z]+ \d{4}$/, 'and when it was allowed')
       t.equal(
         await page.locator('img.client-logo').evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth),
@@ -98,8 +98,8 @@ t.test('the account page in Chromium', async (t) => {
       t.comment(`click -> withdrawal answered: ${(withdrawnAt - clicked).toFixed(1)} ms; -> gateway refusal: ${ms.toFixed(1)} ms`)
       await page.waitForLoadState()
       t.equal(await heading(page), 'Your account')
-      await t.resolves(page.getByRole('status').filter({ hasText: 'You withdrew the access of Example Web App.' }).waitFor({ timeout: 2000 }))
-      await t.resolves(page.getByText('No application has access to your account.').waitFor({ timeout: 1000 }), 'no longer listed')
+      await t.resolves(page.getByRole('status').filter({ hasText: 'You withdrew the access of Example Web App.' }).waitFor({ timeout: 10_000 }))
+      await t.resolves(page.getByText('No application has access to your account.').waitFor({ timeout: 10_000 }), 'no longer listed')
       await checker.check(t, 'account-withdrawn')
 
       const refresh = await fetch(`${as.issuer}/token`, {
@@ -130,11 +130,11 @@ t.test('"Sign out everywhere" in Chromium: the other device is signed out too', 
     t.equal(await heading(d.page), 'Your account', 'signed in')
   }
 
-  await t.resolves(laptop.page.getByRole('heading', { name: 'Signed in elsewhere?' }).waitFor({ timeout: 1000 }))
+  await t.resolves(laptop.page.getByRole('heading', { name: 'Signed in elsewhere?' }).waitFor({ timeout: 10_000 }))
   await laptop.checker.check(t, 'account-everywhere')
   await submitAndWait(laptop.page, () => laptop.page.getByRole('button', { name: 'Sign out everywhere' }).click())
   t.equal(await heading(laptop.page), 'Signed out')
-  await t.resolves(laptop.page.getByRole('status').filter({ hasText: 'You have signed out everywhere' }).waitFor({ timeout: 1000 }))
+  await t.resolves(laptop.page.getByRole('status').filter({ hasText: 'You have signed out everywhere' }).waitFor({ timeout: 10_000 }))
   await laptop.checker.check(t, 'signed-out-everywhere')
 
   await phone.page.reload()

@@ -91,7 +91,7 @@ t.test('the account page lists the authorization details a person approved, esca
 
       await page.goto(`${as.issuer}/account`)
       const section = page.getByRole('region', { name: 'What you approved in detail' })
-      await t.resolves(section.waitFor({ timeout: 2000 }), 'the application lists what was approved in detail')
+      await t.resolves(section.waitFor({ timeout: 10_000 }), 'the application lists what was approved in detail')
       t.same(await section.locator('h4').allTextContents(), ['payment_initiation'], 'a heading per type')
       t.equal(await section.locator('img, script').count(), 0, 'the markup in a value made no element')
       t.equal(await page.evaluate('globalThis.__pwned'), undefined, 'no script ran')

@@ -52,7 +52,7 @@ t.test('the authorization code flow in Chromium', async (t) => {
         const request = authorizeRequest(as)
         await page.goto(request.url)
         t.equal(await heading(page), 'Sign in')
-        await t.resolves(page.getByText('to continue to Example Web App').waitFor({ timeout: 1000 }), 'the login page names the application')
+        await t.resolves(page.getByText('to continue to Example Web App').waitFor({ timeout: 10_000 }), 'the login page names the application')
         await checker.check(t, 'login')
 
         await signIn(page, { username: person.allow, password: DEMO_PASSWORD })

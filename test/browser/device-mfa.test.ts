@@ -66,7 +66,7 @@ t.test('require_mfa on a device client, in Chromium', async (t) => {
       await page.goto(first.verification_uri_complete)
       await signIn(page, { username: person, password: DEMO_PASSWORD })
       t.equal(await heading(page), 'Your account')
-      await t.resolves(page.getByText(MFA_SETUP).waitFor({ timeout: 2000 }), 'the account page says why')
+      await t.resolves(page.getByText(MFA_SETUP).waitFor({ timeout: 10_000 }), 'the account page says why')
       await checker.check(t, 'device-mfa-setup')
       await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
       const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
@@ -79,7 +79,7 @@ t.test('require_mfa on a device client, in Chromium', async (t) => {
       await checker.check(t, 'device-mfa-recovery-codes', { replace: fixedCodes })
       await submitAndWait(page, () => page.getByRole('link', { name: 'Continue to connect your device' }).click())
       // Turning the app on did not make the session two-factor: a sign-in that uses it does (issue #38 item 7).
-      await t.resolves(page.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 2000 }), 'asked to sign in with the new app')
+      await t.resolves(page.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 10_000 }), 'asked to sign in with the new app')
       await signIn(page, { username: person, password: DEMO_PASSWORD })
       t.equal(await heading(page), 'Enter your code')
       await page.getByLabel('Recovery code').fill(codes[0] ?? '')
@@ -97,7 +97,7 @@ t.test('require_mfa on a device client, in Chromium', async (t) => {
       const second = await startDevice(as.issuer)
       const { page: other, checker: otherChecker } = earlier
       await other.goto(second.verification_uri_complete)
-      await t.resolves(other.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 2000 }), 'asked to sign in again')
+      await t.resolves(other.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 10_000 }), 'asked to sign in again')
       t.equal(await other.getByRole('button', { name: 'Allow' }).count(), 0, 'no confirmation offered')
       await otherChecker.check(t, 'device-mfa-sign-in-again', { replace: { [second.user_code]: SHOWN_CODE } })
       await signIn(other, { username: person, password: DEMO_PASSWORD })

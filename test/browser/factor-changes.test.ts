@@ -70,7 +70,7 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
       t.equal(await heading(page), 'Your account')
       await page.getByLabel('Name of the new passkey').fill(`${person}'s laptop`)
       await submitAndWait(page, () => page.getByRole('button', { name: 'Add a passkey' }).click())
-      await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 2000 }), 'her first factor')
+      await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 10_000 }), 'her first factor')
 
       // A stranger who learned the password signs in through an application that asks for nothing more.
       const stranger = await openPage(browser, viewport)
@@ -80,7 +80,7 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
       t.match(await heading(stranger.page), /^Allow .* to access your account\?$/, 'a one-factor session')
       await stranger.page.goto(`${A}/account`)
       t.equal(await heading(stranger.page), 'Your account')
-      await t.resolves(stranger.page.getByText('sign in again with your passkey first').waitFor({ timeout: 2000 }), 'asked to confirm')
+      await t.resolves(stranger.page.getByText('sign in again with your passkey first').waitFor({ timeout: 10_000 }), 'asked to confirm')
       t.equal(await stranger.page.getByRole('button', { name: 'Set up an authenticator app' }).count(), 0, 'no app set-up')
       t.equal(await stranger.page.getByRole('button', { name: 'Add a passkey' }).count(), 0, 'no passkey to add')
       t.equal(await stranger.page.getByRole('button', { name: /^Remove passkey/ }).count(), 0, 'none to remove')
@@ -99,12 +99,12 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
       await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
       t.equal(await heading(page), 'Your recovery codes', 'the app is on')
       await page.goto(`${A}/account`)
-      await t.resolves(page.getByText('An authenticator app was added to your account on').waitFor({ timeout: 2000 }), 'the page tells of the app')
-      await t.resolves(page.getByText(`The passkey “${person}'s laptop” was added to your account on`).waitFor({ timeout: 2000 }), 'and of the passkey')
+      await t.resolves(page.getByText('An authenticator app was added to your account on').waitFor({ timeout: 10_000 }), 'the page tells of the app')
+      await t.resolves(page.getByText(`The passkey “${person}'s laptop” was added to your account on`).waitFor({ timeout: 10_000 }), 'and of the passkey')
 
       // The stranger's session still changes nothing, and its sign-in stays one factor.
       await stranger.page.goto(`${A}/account`)
-      await t.resolves(stranger.page.getByText('sign in again with your passkey first').waitFor({ timeout: 2000 }))
+      await t.resolves(stranger.page.getByText('sign in again with your passkey first').waitFor({ timeout: 10_000 }))
     })
 
     await t.test(`${viewport}: acr_values=mfa without a second factor: set up, sign in with it, back at the client`, async (t) => {
@@ -115,7 +115,7 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
       await page.goto(onA(request.url))
       await signIn(page, { username: person, password: DEMO_PASSWORD })
       t.equal(await heading(page), 'Your account', 'not the login page again')
-      await t.resolves(page.getByText(MFA_SETUP).waitFor({ timeout: 2000 }), 'the account page says why')
+      await t.resolves(page.getByText(MFA_SETUP).waitFor({ timeout: 10_000 }), 'the account page says why')
       await checker.check(t, 'acr-mfa-setup', { replace: { ...stable, [person]: 'leo' } })
       await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
       const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
@@ -123,7 +123,7 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
       await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
       const codes = await page.locator('.recovery-codes code').allTextContents()
       await submitAndWait(page, () => page.getByRole('link', { name: 'Continue to the application' }).click())
-      await t.resolves(page.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 2000 }), 'a sign-in with the new app is asked for')
+      await t.resolves(page.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 10_000 }), 'a sign-in with the new app is asked for')
       await signIn(page, { username: person, password: DEMO_PASSWORD })
       t.equal(await heading(page), 'Enter your code')
       await page.getByLabel('Recovery code').fill(codes[0] ?? '')

@@ -134,7 +134,7 @@ t.test('the owner signs in from a browser that signed in before while an attacke
       const wait = Number(refused.retryAfter)
       t.ok(wait >= 1 && wait <= 60, `Retry-After ${wait} s, at most login_delay_max`)
       const alert = fresh.page.getByRole('alert')
-      await t.resolves(alert.waitFor({ timeout: 2000 }), 'the page shows an alert')
+      await t.resolves(alert.waitFor({ timeout: 10_000 }), 'the page shows an alert')
       t.match(
         await alert.textContent(),
         /sign-in from new browsers is slowed down\. Try again in \d+ seconds?\. A browser you have signed in with before is not affected\./,

@@ -85,7 +85,7 @@ t.test('a passkey as the second factor in Chromium', async (t) => {
       await password(page, person)
       t.equal(await heading(page), 'Your account')
       await submitAndWait(page, () => page.getByRole('button', { name: 'Add a passkey' }).click())
-      await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 2000 }))
+      await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 10_000 }))
       const synced = ((await page.locator('ul.passkeys .when').textContent()) ?? '').includes('synced')
       await notDiscoverable(cdp, authenticatorId)
       await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out', exact: true }).click())
@@ -96,7 +96,7 @@ t.test('a passkey as the second factor in Chromium', async (t) => {
       t.equal(await heading(page), 'Sign in')
       await password(page, person)
       t.equal(await heading(page), 'Use your passkey', 'the passkey is asked for next')
-      await t.resolves(page.getByRole('button', { name: 'Use your passkey' }).waitFor({ timeout: 2000 }), 'the script shows the button')
+      await t.resolves(page.getByRole('button', { name: 'Use your passkey' }).waitFor({ timeout: 10_000 }), 'the script shows the button')
       await checker.check(t, 'passkey-second-factor', { replace: stable })
 
       const posted = page.waitForRequest((r: Request) => r.method() === 'POST' && new URL(r.url()).pathname === '/second-factor')
@@ -140,7 +140,7 @@ t.test('a passkey as the second factor in Chromium', async (t) => {
 
       // With an authenticator app on too, the code page offers the passkey beside the code.
       await page.goto(`${A}/account`)
-      await t.resolves(page.getByRole('button', { name: 'Set up an authenticator app' }).waitFor({ timeout: 5000 }))
+      await t.resolves(page.getByRole('button', { name: 'Set up an authenticator app' }).waitFor({ timeout: 10_000 }))
       await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
       const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
       const code = OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 })
@@ -152,7 +152,7 @@ t.test('a passkey as the second factor in Chromium', async (t) => {
       await page.goto(authorizeUrl({ acr_values: 'mfa' }).url)
       await password(page, person)
       t.equal(await heading(page), 'Enter your code')
-      await t.resolves(page.getByRole('button', { name: 'Use your passkey' }).waitFor({ timeout: 2000 }), 'the passkey beside the code')
+      await t.resolves(page.getByRole('button', { name: 'Use your passkey' }).waitFor({ timeout: 10_000 }), 'the passkey beside the code')
       await checker.check(t, 'totp-code-passkey', { replace: stable })
       await submitAndWait(page, () => page.getByRole('button', { name: 'Use your passkey' }).click())
       // Consent is remembered from the first time: straight back to the client.

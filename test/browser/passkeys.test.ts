@@ -60,19 +60,19 @@ t.test('passkeys in Chromium across two instances', async (t) => {
 
       await page.goto(`${A}/account`)
       t.equal(await heading(page), 'Sign in')
-      await t.resolves(page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor({ timeout: 2000 }), 'the login page offers a passkey')
+      await t.resolves(page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor({ timeout: 10_000 }), 'the login page offers a passkey')
       t.equal(await page.getByLabel('Username').getAttribute('autocomplete'), 'username webauthn', "the username field asks for the browser's passkey autofill")
       await checker.check(t, 'login-passkey', { replace: stable(A) })
       await page.getByLabel('Username').fill(person)
       await page.getByLabel('Password').fill(DEMO_PASSWORD)
       await submitAndWait(page, () => page.getByRole('button', { name: 'Sign in', exact: true }).click())
       t.equal(await heading(page), 'Your account')
-      await t.resolves(page.getByText('You have no passkeys yet.').waitFor({ timeout: 2000 }))
+      await t.resolves(page.getByText('You have no passkeys yet.').waitFor({ timeout: 10_000 }))
       await checker.check(t, 'account-passkeys-empty', { replace: stable(A) })
 
       await page.getByLabel('Name of the new passkey').fill(`${person}'s laptop`)
       await submitAndWait(page, () => page.getByRole('button', { name: 'Add a passkey' }).click())
-      await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 2000 }))
+      await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 10_000 }))
       t.equal(await page.locator('ul.passkeys h3').textContent(), `${person}'s laptop`, 'listed under its name')
       t.match(
         await page.locator('ul.passkeys .when').textContent(),
@@ -86,7 +86,7 @@ t.test('passkeys in Chromium across two instances', async (t) => {
       t.equal((await passkeyKeys()).length, 2, 'the store holds it in Redis (the credential and its owner)')
       await page.getByLabel(`New name for ${person}'s laptop`).fill(`${person}'s work laptop`)
       await submitAndWait(page, () => page.getByRole('button', { name: `Rename passkey ${person}'s laptop` }).click())
-      await t.resolves(page.getByRole('status').filter({ hasText: 'The passkey was renamed.' }).waitFor({ timeout: 2000 }))
+      await t.resolves(page.getByRole('status').filter({ hasText: 'The passkey was renamed.' }).waitFor({ timeout: 10_000 }))
       t.equal(await page.locator('ul.passkeys h3').textContent(), `${person}'s work laptop`, 'renamed')
       const shownDate = (await page.locator('ul.passkeys time').first().textContent()) ?? ''
       await checker.check(t, 'account-passkeys', { replace: { ...stable(A), [shownDate]: '23 November 2026' } })
@@ -103,7 +103,7 @@ t.test('passkeys in Chromium across two instances', async (t) => {
         'signed in on B with the passkey alone (no username, no password)',
       )
       t.equal(new URL(page.url()).origin, B)
-      await t.resolves(page.getByText(`Signed in as ${person}`).waitFor({ timeout: 2000 }))
+      await t.resolves(page.getByText(`Signed in as ${person}`).waitFor({ timeout: 10_000 }))
       t.match(await page.locator('ul.passkeys .when').textContent(), /last used on/, 'the sign-in is recorded on the passkey')
 
       // The same signed answer sent again: its challenge was used, nothing signs in.
@@ -118,8 +118,8 @@ t.test('passkeys in Chromium across two instances', async (t) => {
       await t.resolves(b.bin.waitForLog((e) => e.event === 'passkey_login_failed' && String(e.reason).includes('challenge'), 5000))
 
       await submitAndWait(page, () => page.getByRole('button', { name: `Remove passkey ${person}'s work laptop` }).click())
-      await t.resolves(page.getByRole('status').filter({ hasText: 'The passkey was removed.' }).waitFor({ timeout: 2000 }))
-      await t.resolves(page.getByText('You have no passkeys yet.').waitFor({ timeout: 2000 }))
+      await t.resolves(page.getByRole('status').filter({ hasText: 'The passkey was removed.' }).waitFor({ timeout: 10_000 }))
+      await t.resolves(page.getByText('You have no passkeys yet.').waitFor({ timeout: 10_000 }))
       t.same(await passkeyKeys(), [], 'gone from the store')
 
       // The authenticator still has it; bearward no longer accepts it: not from the autofill, not from the button.
@@ -130,13 +130,13 @@ t.test('passkeys in Chromium across two instances', async (t) => {
       await page.goto(`${A}/account`)
       t.equal(await answered, 400, 'the autofill offered it; a removed passkey signs nobody in')
       await page.waitForLoadState()
-      await t.resolves(page.getByRole('alert').filter({ hasText: 'That passkey could not sign you in.' }).waitFor({ timeout: 5000 }))
+      await t.resolves(page.getByRole('alert').filter({ hasText: 'That passkey could not sign you in.' }).waitFor({ timeout: 10_000 }))
       answered = refusal()
       await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
       t.equal(await answered, 400, 'nor when chosen with the button')
       await page.waitForLoadState()
       t.equal(await heading(page), 'Sign in')
-      await t.resolves(page.getByRole('alert').filter({ hasText: 'That passkey could not sign you in.' }).waitFor({ timeout: 5000 }))
+      await t.resolves(page.getByRole('alert').filter({ hasText: 'That passkey could not sign you in.' }).waitFor({ timeout: 10_000 }))
       await checker.check(t, 'login-passkey-refused', { replace: stable(A) })
     })
   }
@@ -168,7 +168,7 @@ t.test('passkeys in Chromium across two instances', async (t) => {
     await page.goto(`${A}/account`)
     t.equal((await cloned).status(), 400, 'the clone signs nobody in')
     await page.waitForLoadState()
-    await t.resolves(page.getByRole('alert').filter({ hasText: 'That passkey could not sign you in.' }).waitFor({ timeout: 5000 }))
+    await t.resolves(page.getByRole('alert').filter({ hasText: 'That passkey could not sign you in.' }).waitFor({ timeout: 10_000 }))
     await t.resolves(
       a.bin.waitForLog((e) => e.event === 'passkey_counter_regressed' && e.level === 40, 5000),
       'the clone warning is logged',

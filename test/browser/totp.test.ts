@@ -79,7 +79,7 @@ t.test('an authenticator app in Chromium', async (t) => {
       await checker.check(t, 'totp-recovery-codes', { replace: fixedCodes })
 
       await page.goto(`${as.issuer}/account`)
-      await t.resolves(page.getByText('10 of 10 recovery codes unused.').waitFor({ timeout: 2000 }))
+      await t.resolves(page.getByText('10 of 10 recovery codes unused.').waitFor({ timeout: 10_000 }))
       await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out', exact: true }).click())
 
       // The password, then a code from the app.
@@ -89,7 +89,7 @@ t.test('an authenticator app in Chromium', async (t) => {
       await checker.check(t, 'totp-code')
       await page.getByLabel('Code', { exact: true }).fill('000000' === first ? '111111' : '000000')
       await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
-      await t.resolves(page.getByText('That code is not right.').waitFor({ timeout: 2000 }), 'a wrong code is refused')
+      await t.resolves(page.getByText('That code is not right.').waitFor({ timeout: 10_000 }), 'a wrong code is refused')
       await checker.check(t, 'totp-code-wrong')
       const second = nextCode(secret, first)
       await page.getByLabel('Code', { exact: true }).fill(second)
@@ -103,7 +103,7 @@ t.test('an authenticator app in Chromium', async (t) => {
       await page.getByLabel('Recovery code').fill(codes[0] ?? '')
       await submitAndWait(page, () => page.getByRole('button', { name: 'Use a recovery code' }).click())
       t.equal(await heading(page), 'Your account', 'signed in with a recovery code')
-      await t.resolves(page.getByText(/9 of 10 recovery codes unused; one was last used on/).waitFor({ timeout: 2000 }), 'its use is shown')
+      await t.resolves(page.getByText(/9 of 10 recovery codes unused; one was last used on/).waitFor({ timeout: 10_000 }), 'its use is shown')
       const shownDate = (await page.locator('#totp time').last().textContent()) ?? ''
       await checker.check(t, 'totp-account', { replace: { [shownDate]: '23 November 2026' } })
     })

@@ -77,7 +77,7 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
       const request = authorizeRequest(as, 'openid profile email')
       await page.goto(request.url)
       t.equal(await heading(page), 'Sign in')
-      await t.resolves(page.getByRole('button', { name: 'Continue with Corp SSO' }).waitFor({ timeout: 1000 }), 'the provider button is there')
+      await t.resolves(page.getByRole('button', { name: 'Continue with Corp SSO' }).waitFor({ timeout: 10_000 }), 'the provider button is there')
       await checker.check(t, 'login-providers')
 
       await submitAndWait(page, () => page.getByRole('button', { name: 'Continue with Corp SSO' }).click())
@@ -85,7 +85,7 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
       await signInAtProvider(page, checker, op.issuer, as.issuer, login)
       await page.waitForURL((u) => u.origin === new URL(as.issuer).origin && u.pathname === '/authorize')
       t.equal(await heading(page), 'Allow Example Web App to access your account?')
-      await t.resolves(page.getByText(`Person ${login}`).first().waitFor({ timeout: 1000 }), 'consent names the upstream person')
+      await t.resolves(page.getByText(`Person ${login}`).first().waitFor({ timeout: 10_000 }), 'consent names the upstream person')
       t.same(checker.consoleErrors.splice(0), [], 'no console error on our pages on the way back')
       await submitAndWait(page, () => page.getByRole('button', { name: 'Allow' }).click())
 
@@ -206,7 +206,7 @@ t.test('signing in with an identity provider in Chromium', async (t) => {
       await signInAtProvider(page, checker, op.issuer, as.issuer, 'sam@other.org')
       await page.waitForURL((u) => u.pathname === '/login/upstream/corp/callback')
       t.equal(await heading(page), 'You cannot sign in here')
-      await t.resolves(page.getByText('Your Corp SSO account (sam@other.org) is not allowed').waitFor({ timeout: 1000 }))
+      await t.resolves(page.getByText('Your Corp SSO account (sam@other.org) is not allowed').waitFor({ timeout: 10_000 }))
       await checker.check(t, 'upstream-not-allowed')
       t.equal(await context.cookies().then((cs) => cs.filter((c) => c.name === 'bw_session').length), 0, 'no session')
 
