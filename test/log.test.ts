@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
 import type { DestinationStream } from 'pino'
-import { createAccessLogger, createLogger, writeAccessLine } from '../src/log.js'
+import { createAccessLogger, createLogger, timeFieldAt, writeAccessLine } from '../src/log.js'
 
 /** A destination that keeps every line written to it. */
 function capture(): { dest: DestinationStream; lines: string[] } {
@@ -101,4 +101,20 @@ t.test('nothing is written when the level is above info, and the line comes back
   writeAccessLine(log, 'loud', null, 'GET', '/', 'r', 200, 1)
   t.equal(lines.length, 1)
   t.match(JSON.parse(String(lines[0])), { req_id: 'loud', level: 30, msg: 'request', service: 'bearward' })
+})
+
+t.test('the time field is what toISOString writes, across milliseconds, seconds, days and years, and back', async (t) => {
+  const start = Date.UTC(2026, 11, 31, 23, 59, 58, 990)
+  const times = [
+    ...Array.from({ length: 3000 }, (_, i) => start + i), // 23:59:58.990 to the next year
+    start + 5, // back in time: the cache must not keep the later second
+    Date.UTC(2024, 1, 29, 12, 0, 0, 0), // a leap day, .000
+    Date.UTC(1970, 0, 1, 0, 0, 0, 1),
+    Date.UTC(2038, 0, 19, 3, 14, 8, 999),
+    ...Array.from({ length: 2000 }, (_, i) => 1_700_000_000_000 + i * 7_919_993), // spread over months, every millisecond value
+  ]
+  let wrong = 0
+  for (const ms of times) if (timeFieldAt(ms) !== `,"time":"${new Date(ms).toISOString()}"`) wrong++
+  t.equal(wrong, 0, `${times.length} times written as toISOString writes them`)
+  t.equal(timeFieldAt(start + 1010), ',"time":"2027-01-01T00:00:00.000Z"', 'the first millisecond of a year')
 })
