@@ -15,3 +15,27 @@
 // processinfo passes NODE_OPTIONS on to every process a test starts
 // (bin/bearward, the CLI, workers), so those skip the recording too.
 process.env._TAPJS_PROCESSINFO_EXCLUDE_ = '/./'
+
+// Even excluding every file, the hook is still there: with `module.register`
+// (Node 20 and 22; processinfo uses in-thread hooks only from Node 24.13) every
+// import of the test goes to the loader thread and back, to a hook that then
+// returns at once. That round trip, and the thread, cost 0.3 to 1.1 CPU-s a
+// test process (2026-11-29, Node 20: errors.test.js 1.15 s without the hook,
+// 1.28 with it; runtime.test.js 1.66 and 2.78), more than the recording did.
+// So when processinfo registers its loader, do not: nothing it would do reads
+// a file once every file is excluded. The process's own record (the
+// processinfo JSON that the runner reads) is written by processinfo's --import
+// itself, not by the hook, and is unchanged. Any other module.register, and
+// every one after processinfo's, goes through as before.
+import module from 'node:module'
+
+const register = module.register
+if (typeof register === 'function') {
+  module.register = function registerUnlessProcessinfo(specifier, ...rest) {
+    if (String(specifier).includes('/@tapjs/processinfo/')) {
+      module.register = register
+      return
+    }
+    return register.call(this, specifier, ...rest)
+  }
+}

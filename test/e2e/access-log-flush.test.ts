@@ -5,7 +5,8 @@
  * uncaught exception. Only a process killed outright (SIGKILL, an OOM kill)
  * can lose a buffer's worth (docs/performance.md).
  */
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { closeSync, constants, openSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import t, { type Test } from 'tap'
@@ -88,16 +89,28 @@ t.test('every request answered before SIGTERM has its access line in the output'
  * scrypt secret checks or DNS lookups keep it), so a batch is written while
  * nothing on the pool can run; an asynchronous write would still be queued
  * there when the process dies, and come out after the lines written at exit.
+ *
+ * The pool's threads are kept busy by opening a FIFO for reading, which blocks
+ * each one until a writer opens it; this test opens it once the process has
+ * written its dying words to stderr. (It used to be four pbkdf2 runs of 2M
+ * iterations: 6.4 CPU-s, all spent, since a dying Node still waits for its
+ * pool's work; blocked opens hold the threads for as long without CPU, and as
+ * long as the process lives, however slow the machine.)
  */
 async function crashAfterRequests(t: Test, busyPool: boolean): Promise<void> {
   const cfg = await tempConfig(config('http://127.0.0.1:1'))
   t.teardown(() => cfg.cleanup())
   const script = join(cfg.dir, 'crash.mjs')
+  const fifo = join(cfg.dir, 'pool.fifo')
   const N = 25
+  if (busyPool) {
+    const made = spawnSync('mkfifo', [fifo], { encoding: 'utf8' })
+    if (made.status !== 0) throw new Error(`mkfifo failed: ${made.error ?? made.stderr}`)
+  }
   await writeFile(
     script,
     `
-import { pbkdf2 } from 'node:crypto'
+import { open } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { App } from ${JSON.stringify(resolve('dist/app.js'))}
 import { LOG_FLUSH_INTERVAL_MS } from ${JSON.stringify(resolve('dist/log.js'))}
@@ -106,10 +119,14 @@ const base = app.addresses().listen
 for (let i = 0; i < ${N}; i++) {
   const res = await fetch(base + '/nowhere/' + i)
   await res.arrayBuffer()
-  if (res.status !== 404) process.exit(3)
+  if (res.status !== 404) {
+    // Said on stderr first: that is when the test lets a blocked pool go, so the process can exit.
+    console.error('status ' + res.status)
+    process.exit(3)
+  }
   if (${busyPool} && i === 12) {
     const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4)
-    for (let k = 0; k < threads; k++) pbkdf2('x', 'y', 2_000_000, 32, 'sha256', () => undefined)
+    for (let k = 0; k < threads; k++) open(${JSON.stringify(fifo)}, 'r', () => undefined)
     await sleep(LOG_FLUSH_INTERVAL_MS * 1.5)
   }
 }
@@ -123,7 +140,20 @@ setImmediate(() => {
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  let released = !busyPool
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString()
+    if (released) return
+    released = true
+    // The process is dying (or failed): open the FIFO's writing end, which lets every blocked
+    // open in its pool return, so the process can finish exiting. Non-blocking: with no
+    // reader (it failed before blocking its pool) this fails with ENXIO and nothing waits.
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK))
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err
+    }
+  })
   const code = await new Promise<number | null>((res) => child.on('close', (c) => res(c)))
   t.equal(code, 1, 'the process died of the exception')
   t.match(stderr, /deliberate crash after 25 requests/)
