@@ -7,6 +7,7 @@
 //            --log-level L (warn)  --cpu-prof (run bearward under node --cpu-prof; prints how to summarize)
 //            --wait-quiet F (before each scenario, wait up to 10 min until other work takes < F of the CPU, e.g. 0.05)
 //            --compare REF (build REF in a worktree; both builds in the same rounds, CPU/req side by side)
+//            --pin (each measured server alone on the last CPU, with taskset; everything else on the others)
 //
 // Each server and the load generator run in their own processes; the targets
 // of a scenario are measured in interleaved rounds (A B C, then C B A, ...)
@@ -20,7 +21,7 @@
 // commit they measured, `+dirty` when the work tree had uncommitted changes.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { cpus, totalmem } from 'node:os'
+import { availableParallelism, cpus, totalmem } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -28,6 +29,7 @@ import { parseArgs } from 'node:util'
 import { BenchContext } from './lib/context.mjs'
 import { cpuSnapshot, foreignShare } from './lib/cpu.mjs'
 import { formatTable, median } from './lib/report.mjs'
+import { pinServersTo } from './lib/spawn.mjs'
 import { bothTargets, compareRows, prepareRef, removeRef, splitResults } from './lib/compare.mjs'
 
 export const SCENARIOS = [
@@ -60,6 +62,7 @@ const { values, positionals } = parseArgs({
     'cpu-prof': { type: 'boolean', default: false },
     'wait-quiet': { type: 'string' },
     compare: { type: 'string' },
+    pin: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -67,7 +70,7 @@ if (values.help) {
   process.stdout.write(
     readFileSync(fileURLToPath(import.meta.url), 'utf8')
       .split('\n')
-      .slice(1, 9)
+      .slice(1, 10)
       .map((l) => l.replace(/^\/\/ ?/, ''))
       .join('\n') + `\nscenarios: ${SCENARIOS.join(', ')}\n`,
   )
@@ -89,7 +92,10 @@ const opts = {
   logLevel: values['log-level'],
   cpuProf: values['cpu-prof'],
   waitQuiet: values['wait-quiet'] === undefined ? null : Number(values['wait-quiet']),
+  pin: values.pin,
 }
+// The measured server on the last CPU, alone; the runner, the load generator, the upstream and Redis on the others.
+if (opts.pin) pinServersTo(availableParallelism() - 1)
 const selected = positionals.length > 0 ? positionals : SCENARIOS
 
 const log = (msg) => process.stderr.write(`${msg}\n`)

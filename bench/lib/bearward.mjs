@@ -63,6 +63,7 @@ export async function startBearward(ctx, { name = 'bearward', port, config, logL
     logDir: ctx.workDir,
     cwd: buildRoot(ctx),
     env,
+    measured: true,
     probe: async () => ((await httpProbe(`http://127.0.0.1:${adminPort}/readyz`)) ? `http://127.0.0.1:${port}` : null),
   })
   return { ...handle, configFile: file, adminUrl: `http://127.0.0.1:${adminPort}`, profileDir: cpuProfDir ?? null }

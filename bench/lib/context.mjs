@@ -57,7 +57,7 @@ export class BenchContext {
 
   /** Start `bench/baselines/<file>` with `args` as its own process. */
   async baseline(file, args, name = file.replace(/\.mjs$/, '')) {
-    return this.track(await startProcess({ name, args: [join(BENCH, 'baselines', file), ...args.map(String)], logDir: this.workDir }))
+    return this.track(await startProcess({ name, args: [join(BENCH, 'baselines', file), ...args.map(String)], logDir: this.workDir, measured: true }))
   }
 
   /**

@@ -93,6 +93,7 @@ http {
     command: path,
     args: ['-p', dir, '-c', file],
     logDir: ctx.workDir,
+    measured: true,
     probe: () => httpProbe(`${url}/`).then((u) => u && url),
   })
   return ctx.track({ ...handle, configFile: file })
@@ -162,6 +163,7 @@ backend upstream
     command: path,
     args: ['-db', '-f', file],
     logDir: ctx.workDir,
+    measured: true,
     probe: () => httpProbe(`${url}/`, 401).then((u) => u && url),
   })
   return ctx.track({ ...handle, configFile: file })

@@ -2,9 +2,10 @@
 // stdout/stderr go to files in the run's log directory (no pipe for the
 // runner to drain while the load runs); readiness is a JSON line in stdout
 // with a `url` (our own programs) or a probe the caller supplies.
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { openSync, closeSync, readFileSync, readdirSync, existsSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -63,13 +64,39 @@ export function readyUrlFromStdout(text) {
 export const NODE_SERVER_FLAGS = ['--no-memory-reducer', '--max-semi-space-size=8', '--heap-growing-percent=100']
 
 /**
+ * `--pin` (run.mjs): the CPU every measured server (bearward, a baseline, a
+ * native peer) is started on, with `taskset`; the runner has moved itself,
+ * and so everything else it starts (the upstream, Redis, the load
+ * generator), to the other CPUs. null: no pinning.
+ */
+let serverCpu = null
+
+/** Pin measured servers to `cpu` and this process (and so every other child) to the rest. */
+export function pinServersTo(cpu) {
+  const cpus = availableParallelism()
+  if (cpus < 2) throw new Error('--pin needs at least 2 CPUs: one for the measured server, one for the rest')
+  const rest = Array.from({ length: cpus }, (_, i) => i).filter((i) => i !== cpu)
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', rest.join(','), String(process.pid)], { stdio: 'ignore' })
+  } catch (err) {
+    throw new Error(`--pin needs taskset (util-linux): ${err.message}`)
+  }
+  serverCpu = cpu
+}
+
+/**
  * Spawn `command args` with output to `<logDir>/<name>.{out,err}.log` and
  * wait until ready: `probe()` resolves to a URL string, or (default) stdout
  * shows a JSON line with `url`. Rejects with the stderr tail when the process
  * exits first or `timeoutMs` passes.
  */
-export async function startProcess({ name, command = process.execPath, args = [], env = {}, logDir, probe, timeoutMs = 30_000, cwd }) {
+export async function startProcess({ name, command = process.execPath, args = [], env = {}, logDir, probe, timeoutMs = 30_000, cwd, measured = false }) {
   if (command === process.execPath) args = [...NODE_SERVER_FLAGS, ...args]
+  // taskset execs the command: the pid, and so the CPU read from /proc, stay the server's.
+  if (measured && serverCpu !== null) {
+    args = ['-c', String(serverCpu), command, ...args]
+    command = 'taskset'
+  }
   const outFile = join(logDir, `${name}.out.log`)
   const errFile = join(logDir, `${name}.err.log`)
   const out = openSync(outFile, 'w')

@@ -74,6 +74,7 @@ export default {
               name: 'bare-undici-proxy-floor',
               args: ['--cpu-prof', `--cpu-prof-dir=${bareProfileDir}`, join(BENCH, 'baselines', 'bare-undici-proxy.mjs'), up.url],
               logDir: ctx.workDir,
+              measured: true,
             }),
           ),
           profileDir: bareProfileDir,
