@@ -121,7 +121,7 @@ export class App {
     const clock = options.clock ?? systemClock
     const metrics = new Metrics()
     const tracing = await Tracing.create(exportSettings(config.traces, env), '0', { onSpans: (outcome, n) => metrics.traceSpans.inc({ outcome }, n) })
-    const created = createStore(config.store, { clock, log, onReplicaWaitTimeout: () => metrics.replicaWaitTimeouts.inc() })
+    const created = await createStore(config.store, { clock, log, onReplicaWaitTimeout: () => metrics.replicaWaitTimeouts.inc() })
     // Store calls are spans of their request only when spans are exported; otherwise the store is used as it is.
     const store = tracing.exporting ? tracedStore(created, tracing, config.store.kind) : created
     if (config.store.kind === 'redis') {

@@ -4,10 +4,9 @@ import { fileURLToPath } from 'node:url'
 import { dirname, join, resolve } from 'node:path'
 import type { App } from './app.js'
 import cluster from 'node:cluster'
-import { checkConfig, loadConfigSnapshot } from './config/load.js'
 import { ConfigError, formatProblem } from './errors.js'
 import { generateClientSecret, hashSecret } from './crypto/secret.js'
-import { generatePrivateJwk, SUPPORTED_ALGS, type SigningAlg } from './keys/keyset.js'
+import type { SigningAlg } from './keys/keyset.js'
 import { handleSignals, shutdownBoundMs } from './server/lifecycle.js'
 import { compileWasmAtTopTier } from './server/wasm-tier.js'
 
@@ -108,14 +107,15 @@ async function cmdStart(args: string[]): Promise<number> {
   const file = configPath(values.config)
   // Before undici compiles llhttp: no background compile job to wait for at exit.
   compileWasmAtTopTier()
-  // The server's modules load only here: the other commands (--version, hash-secret, keygen,
-  // check-config) answer without paying for the server's module loading (docs/performance.md).
+  // The server's modules load only here, and each other command loads only its own (the config
+  // loader for check-config, jose for keygen, the admin client for admin): --version, hash-secret
+  // and admin answer without paying for the config loader's yaml, ajv and jose (docs/performance.md).
   // `workers` > 1: this process is the primary, or one of the workers it forked (docs/many-instances.md).
   if (cluster.isWorker) {
     const { runWorker } = await import('./workers/worker.js')
     return runWorker(file)
   }
-  const [{ App }, { runPrimary }] = await Promise.all([import('./app.js'), import('./workers/run.js')])
+  const [{ App }, { runPrimary }, { loadConfigSnapshot }] = await Promise.all([import('./app.js'), import('./workers/run.js'), import('./config/load.js')])
   const reducerWarning = (log: App['log']): void => {
     if (!memoryReducerOff(process.execArgv)) {
       log.warn(
@@ -155,6 +155,7 @@ async function cmdStart(args: string[]): Promise<number> {
 async function cmdCheckConfig(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } })
   if (values.help) return print(HELP['check-config'])
+  const { checkConfig } = await import('./config/load.js')
   const result = await checkConfig(configPath(values.config), process.env)
   for (const w of result.warnings) process.stdout.write(`warning: ${formatProblem(w)}\n`)
   if (result.problems.length > 0) {
@@ -195,6 +196,7 @@ async function cmdKeys(args: string[]): Promise<number> {
     process.stdout.write(HELP.keys ?? '')
     return values.help ? 0 : 1
   }
+  const { generatePrivateJwk, SUPPORTED_ALGS } = await import('./keys/keyset.js')
   const alg = (values.alg ?? 'RS256') as SigningAlg
   if (!(SUPPORTED_ALGS as readonly string[]).includes(alg)) {
     process.stderr.write(`bearward: --alg must be one of ${SUPPORTED_ALGS.join(', ')}\n`)

@@ -9,8 +9,14 @@
  * remote `$ref`: nothing is ever fetched, a reference outside the schema
  * itself refuses it at load.
  */
-import { Ajv, type ValidateFunction } from 'ajv'
-import addFormats from 'ajv-formats'
+import { createRequire } from 'node:module'
+import type { Ajv, ValidateFunction } from 'ajv'
+import type addFormats from 'ajv-formats'
+
+// ajv and ajv-formats (CommonJS) load on the first compile, synchronously: a config
+// without authorization_details_types, and `bearward start` with one until it compiles,
+// do not pay for loading them.
+const require = createRequire(import.meta.url)
 
 /** One compiled type: validate an entry, and say where it fails. */
 export type DetailsValidator = ValidateFunction
@@ -18,7 +24,9 @@ export type DetailsValidator = ValidateFunction
 /** A fresh validator set: strict, all formats, nothing loaded from elsewhere. */
 function newAjv(): Ajv {
   // strictSchema: an unknown or misspelt keyword is refused; the stricter type and `required` rules would refuse schemas JSON Schema allows.
-  const ajv = new Ajv({
+  const { Ajv: AjvClass } = require('ajv') as { Ajv: typeof Ajv }
+  const formats = require('ajv-formats') as typeof addFormats
+  const ajv = new AjvClass({
     strict: true,
     strictTypes: false,
     strictTuples: false,
@@ -28,7 +36,7 @@ function newAjv(): Ajv {
     validateFormats: true,
     addUsedSchema: false,
   })
-  addFormats.default(ajv)
+  formats.default(ajv)
   return ajv
 }
 

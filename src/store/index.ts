@@ -5,13 +5,11 @@
 import type { Clock } from '../clock.js'
 import type { StoreConfig } from '../config/validated-config.js'
 import { MemoryStore } from './memory.js'
-import { RedisStore } from './redis.js'
 import type { StoreLog } from './redis/replies.js'
 import type { Store } from './types.js'
 
 export type { StoreLog } from './redis/replies.js'
 export { MemoryStore } from './memory.js'
-export { RedisStore } from './redis.js'
 export { RevocationList } from './revocation-list.js'
 
 export interface StoreDeps {
@@ -22,9 +20,14 @@ export interface StoreDeps {
   onReplicaWaitTimeout?: () => void
 }
 
-/** Create the store `config` describes. Redis connects in the background; it never throws for an unreachable server. */
-export function createStore(config: StoreConfig, deps: StoreDeps): Store {
+/**
+ * Create the store `config` describes. Redis connects in the background; it never throws for an unreachable server.
+ * The Redis store's modules (ioredis and the scripts) load only when a config names Redis: a memory-store start does
+ * not pay for them.
+ */
+export async function createStore(config: StoreConfig, deps: StoreDeps): Promise<Store> {
   if (config.kind === 'memory') return new MemoryStore(deps.clock, deps.log ? { log: deps.log } : {})
+  const { RedisStore } = await import('./redis.js')
   return new RedisStore({
     url: config.url,
     cluster: config.cluster,

@@ -64,7 +64,7 @@ async function dump(keyPrefix: string): Promise<Map<string, string>> {
 }
 
 t.test('redis: createStore builds a RedisStore from the config', async (t) => {
-  const store = createStore(
+  const store = await createStore(
     {
       kind: 'redis',
       url: redis.url,
@@ -80,7 +80,7 @@ t.test('redis: createStore builds a RedisStore from the config', async (t) => {
   t.teardown(() => store.close())
   t.equal(store.kind, 'redis')
   await t.resolves(store.ping())
-  const mem = createStore({ kind: 'memory' }, { clock: new ManualClock() })
+  const mem = await createStore({ kind: 'memory' }, { clock: new ManualClock() })
   t.teardown(() => mem.close())
   t.equal(mem.kind, 'memory')
 })

@@ -12,7 +12,6 @@
  */
 import { randomInt } from 'node:crypto'
 import * as OTPAuth from 'otpauth'
-import QRCode from 'qrcode'
 
 export const TOTP_PERIOD_SEC = 30
 const DIGITS = 6
@@ -55,6 +54,8 @@ export function totpStep(secret: string, code: string, nowMs: number): number | 
 
 /** The QR code of `uri` as SVG markup: plain elements and attributes, no script or style, so the pages' CSP allows it inline. */
 export async function qrSvg(uri: string): Promise<string> {
+  // Loaded on first use: a start, and a server where nobody enrols an app, does not pay for it.
+  const { default: QRCode } = await import('qrcode')
   return QRCode.toString(uri, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' })
 }
 

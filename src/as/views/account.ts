@@ -3,8 +3,9 @@ import type { DetailsView, ScopeView } from './consent.js'
 import { html, type HtmlValue, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 import { passkeyScript } from './passkeys.js'
+import { lazyDateFormat } from './date-format.js'
 
-const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+const DATE = lazyDateFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
 
 /** One application the person allowed. */
 export interface AppView {

@@ -10,8 +10,9 @@ import type { ScopeView } from './consent.js'
 import { html, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 import { visibleJson, visibleText } from './visible-text.js'
+import { lazyDateFormat } from './date-format.js'
 
-const WHEN = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', hour: '2-digit', minute: '2-digit', timeZone: 'UTC', timeZoneName: 'short' })
+const WHEN = lazyDateFormat('en-GB', { day: 'numeric', month: 'long', hour: '2-digit', minute: '2-digit', timeZone: 'UTC', timeZoneName: 'short' })
 
 /** A value longer than this (as shown) is folded: its start is shown, the rest behind a disclosure. */
 export const FOLD_AT = 240

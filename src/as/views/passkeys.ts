@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
+import { lazyDateFormat } from './date-format.js'
 
 /**
  * The passkey parts of the pages. Each is a plain form that the passkey
@@ -28,7 +29,7 @@ export interface PasskeyView {
   synced: boolean
 }
 
-const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+const DATE = lazyDateFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
 
 function when(sec: number): SafeHtml {
   const d = new Date(sec * 1000)

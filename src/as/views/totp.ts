@@ -1,5 +1,6 @@
 import { html, SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
+import { lazyDateFormat } from './date-format.js'
 
 /**
  * The authenticator-app (TOTP) parts of the pages: the second-factor page
@@ -9,7 +10,7 @@ import { hiddenFields, renderPage } from './layout.js'
  * pages' CSP allows as it is.
  */
 
-const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+const DATE = lazyDateFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
 
 function when(sec: number): SafeHtml {
   const d = new Date(sec * 1000)
