@@ -64,7 +64,7 @@ export default {
     const { createStore } = await import(join(ROOT, 'dist/store/index.js'))
     const { hashToken } = await import(join(ROOT, 'dist/store/hash.js'))
     const { systemClock } = await import(join(ROOT, 'dist/clock.js'))
-    const store = createStore({ kind: 'redis', url: redis.url, cluster: [], keyPrefix: KEY_PREFIX, commandTimeoutMs: 5000 }, { clock: systemClock })
+    const store = await createStore({ kind: 'redis', url: redis.url, cluster: [], keyPrefix: KEY_PREFIX, commandTimeoutMs: 5000 }, { clock: systemClock })
     await store.ping()
 
     const now = () => Math.floor(Date.now() / 1000)
