@@ -58,6 +58,8 @@ export default {
         },
       ],
     })
+    // The person the codes and refresh tokens speak for: the token endpoint checks that they still exist.
+    config.authorization_server.users = [{ username: 'bench-user', password_hash: await hashSecret(SECRET) }]
     const bw = ctx.track(await startBearward(ctx, { name: 'bearward-token-code', port, config }))
 
     // The product's own store code, so records are written exactly as it writes them.
