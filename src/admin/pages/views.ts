@@ -5,19 +5,17 @@
  * steps: the first form only asks for confirmation (see confirmPage).
  */
 import { html, type HtmlValue, type SafeHtml } from '../../as/views/html.js'
+import { DAY, dayElement } from '../../as/views/date-format.js'
 import { hiddenFields, renderPage } from '../../as/views/layout.js'
 
-const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
-
 function when(epochSec: number): SafeHtml {
-  const at = new Date(epochSec * 1000)
-  return html`<time datetime="${at.toISOString()}">${DATE.format(at)}</time>`
+  return dayElement(new Date(epochSec * 1000))
 }
 
 /** A date with its time of day (UTC), for an end that is hours away. */
 function whenExactly(epochSec: number): SafeHtml {
   const at = new Date(epochSec * 1000)
-  return html`<time datetime="${at.toISOString()}">${DATE.format(at)}, ${at.toISOString().slice(11, 16)} UTC</time>`
+  return html`<time datetime="${at.toISOString()}">${DAY.format(at)}, ${at.toISOString().slice(11, 16)} UTC</time>`
 }
 
 /** Every admin page: the heading, who is signed in, a way back home and out. */

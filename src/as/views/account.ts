@@ -3,9 +3,7 @@ import type { DetailsView, ScopeView } from './consent.js'
 import { html, type HtmlValue, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
 import { passkeyScript } from './passkeys.js'
-import { lazyDateFormat } from './date-format.js'
-
-const DATE = lazyDateFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+import { dayElement } from './date-format.js'
 
 /** One application the person allowed. */
 export interface AppView {
@@ -68,7 +66,7 @@ function factorsAdded(list: readonly FactorAddedView[]): SafeHtml {
   return html`<div class="notice" role="status">
 ${list.map((f) => {
   const when = new Date(f.at * 1000)
-  return html`<p>${f.what} was added to your account on <time datetime="${when.toISOString()}">${DATE.format(when)}</time>.</p>
+  return html`<p>${f.what} was added to your account on ${dayElement(when)}.</p>
 `
 })}<p>If that was not you, remove it and change your password.</p>
 </div>
@@ -98,7 +96,7 @@ function app(a: AppView, csrf: string): SafeHtml {
   const logo = clientLogo(a.client, 32)
   return html`<li>
 <div class="client-head">${logo}<h3>${isolated(a.client.name)}</h3></div>
-<p class="when">Allowed on <time datetime="${when.toISOString()}">${DATE.format(when)}</time></p>
+<p class="when">Allowed on ${dayElement(when)}</p>
 ${
   a.scopes.length === 0
     ? html`<p>It knows who you are, and has no other access to your account.</p>`

@@ -1,3 +1,5 @@
+import { html, type SafeHtml } from './html.js'
+
 /**
  * A date formatter built on its first use. Building the first
  * Intl.DateTimeFormat of a process loads ICU's locale and time zone data
@@ -13,4 +15,12 @@ export function lazyDateFormat(locale: string, options: Intl.DateTimeFormatOptio
       return built.format(date)
     },
   }
+}
+
+/** `29 November 2026` (UTC): how every page writes a day. */
+export const DAY = lazyDateFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
+
+/** `at` as a day in a `<time>` element that carries the exact instant. */
+export function dayElement(at: Date): SafeHtml {
+  return html`<time datetime="${at.toISOString()}">${DAY.format(at)}</time>`
 }

@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
-import { lazyDateFormat } from './date-format.js'
+import { dayElement } from './date-format.js'
 
 /**
  * The passkey parts of the pages. Each is a plain form that the passkey
@@ -29,11 +29,8 @@ export interface PasskeyView {
   synced: boolean
 }
 
-const DATE = lazyDateFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
-
 function when(sec: number): SafeHtml {
-  const d = new Date(sec * 1000)
-  return html`<time datetime="${d.toISOString()}">${DATE.format(d)}</time>`
+  return dayElement(new Date(sec * 1000))
 }
 
 function passkey(p: PasskeyView, i: number, csrf: string, canChange: boolean): SafeHtml {

@@ -1,6 +1,6 @@
 import { html, SafeHtml } from './html.js'
 import { hiddenFields, renderPage } from './layout.js'
-import { lazyDateFormat } from './date-format.js'
+import { dayElement } from './date-format.js'
 
 /**
  * The authenticator-app (TOTP) parts of the pages: the second-factor page
@@ -10,11 +10,8 @@ import { lazyDateFormat } from './date-format.js'
  * pages' CSP allows as it is.
  */
 
-const DATE = lazyDateFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })
-
 function when(sec: number): SafeHtml {
-  const d = new Date(sec * 1000)
-  return html`<time datetime="${d.toISOString()}">${DATE.format(d)}</time>`
+  return dayElement(new Date(sec * 1000))
 }
 
 /** The SVG of qrcode's `toString`: trusted output of that library (no text of anyone's in it but the encoded modules). */
