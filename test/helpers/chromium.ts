@@ -13,21 +13,24 @@ import type { Test } from 'tap'
  * ```ts
  * const chromium = await launchChromium()          // one browser per test file
  * t.teardown(() => chromium.close())
- * for (const viewport of VIEWPORT_NAMES) {
- *   await t.test(`sign in at ${viewport}`, async (t) => {
- *     const { page, checker, context } = await openPage(chromium, viewport)
- *     t.teardown(() => context.close())
- *     await page.goto(authorizeUrl)
- *     await checker.check(t, 'login')             // docs/screenshots/login-390.png
- *     ...
- *   })
- * }
+ * await t.test('sign in', async (t) => {
+ *   const { page, checker, context } = await openPage(chromium)
+ *   t.teardown(() => context.close())
+ *   await page.goto(authorizeUrl)
+ *   await checker.check(t, 'login')  // docs/screenshots/login-390.png and login-1280.png
+ *   ...
+ * })
  * ```
  *
- * `checker.check` asserts, for the page currently shown: no console error,
- * no CSP violation (the page's own CSP stays enforced), no horizontal scroll,
- * no serious or critical axe-core violation; and writes the screenshot the
- * README shows. Axe is evaluated through the DevTools protocol, which the
+ * `checker.check` asserts, for the page currently shown and at each of the
+ * page's widths: no horizontal scroll, no serious or critical axe-core
+ * violation, and writes the screenshot the README shows; then no console
+ * error and no CSP violation (the page's own CSP stays enforced). A page
+ * opened without a viewport is checked at both VIEWPORTS: the flow runs
+ * once, at a phone's width, and each check resizes the page to a laptop's
+ * width and back (the same document, so the same state: a flow run twice,
+ * once a width, cost the suite twice the time for the same pages). A test
+ * about one width opens its page at that viewport, and is checked there only. Axe is evaluated through the DevTools protocol, which the
  * page's CSP does not govern, so it runs without weakening the CSP that the
  * violation check watches. Pass `{ replace: { [randomValue]: 'fixed' } }` to
  * `check` when a page shows something random (a user code, a port, a date),
@@ -155,14 +158,21 @@ export class PageChecker {
   /** Console messages of type error, and uncaught exceptions, in order. */
   readonly consoleErrors: string[] = []
   readonly cspViolations: CspViolation[] = []
+  /** The widths `check` checks each page at; the first is the page's own, which it is left at. */
+  readonly #widths: readonly ViewportName[]
 
-  private constructor(page: Page) {
+  private constructor(page: Page, widths: readonly ViewportName[]) {
     this.page = page
+    this.#widths = widths
   }
 
-  /** Start watching `page`; call before its first navigation. */
-  static async watch(page: Page): Promise<PageChecker> {
-    const checker = new PageChecker(page)
+  /**
+   * Start watching `page`; call before its first navigation. `widths`: the
+   * VIEWPORTS `check` checks each page at, the page's own first (default: only
+   * the width the page has).
+   */
+  static async watch(page: Page, widths: readonly ViewportName[] = []): Promise<PageChecker> {
+    const checker = new PageChecker(page, widths)
     await page.exposeFunction('__bwCspViolation', (json: string) => {
       checker.cspViolations.push(JSON.parse(json) as CspViolation)
     })
@@ -246,19 +256,28 @@ export class PageChecker {
   }
 
   /**
-   * The checks every page passes, as tap assertions named after `name`: no
-   * console error and no CSP violation since the page was watched (or since the
-   * last check), no horizontal scroll, no serious or critical axe finding; then
-   * the screenshot (see `screenshot`, which takes `replace`). The console and
-   * CSP lists are read last, so anything the other checks provoke is caught.
+   * The checks every page passes, as tap assertions named after `name`, at
+   * each of the checker's widths (the page is resized to each in turn and
+   * left at its own): no horizontal scroll, no serious or critical axe
+   * finding, then the screenshot (see `screenshot`, which takes `replace`);
+   * last, no console error and no CSP violation since the page was watched
+   * (or since the last check), read last so that anything the other checks
+   * provoke is caught.
    */
   async check(t: Test, name: string, options: { replace?: Readonly<Record<string, string>> } = {}): Promise<void> {
-    const width = this.page.viewportSize()?.width ?? 0
-    const label = `${name} at ${width}px`
-    t.equal(await this.horizontalOverflow(), 0, `${label}: no horizontal scroll`)
-    const findings = await this.axe()
-    t.same(findings, [], `${label}: axe finds no serious or critical violation`)
-    await this.screenshot(name, options.replace)
+    const own = this.page.viewportSize()
+    const labels: string[] = []
+    // null: the page as it is (a checker of one width).
+    for (const size of this.#widths.length === 0 ? [null] : this.#widths.map((v) => VIEWPORTS[v])) {
+      if (size !== null) await this.page.setViewportSize({ ...size })
+      const label = `${name} at ${this.page.viewportSize()?.width ?? 0}px`
+      labels.push(label)
+      t.equal(await this.horizontalOverflow(), 0, `${label}: no horizontal scroll`)
+      t.same(await this.axe(), [], `${label}: axe finds no serious or critical violation`)
+      await this.screenshot(name, options.replace)
+    }
+    if (own !== null && this.#widths.length > 0) await this.page.setViewportSize(own)
+    const label = labels.join(', ')
     t.same(this.consoleErrors.splice(0), [], `${label}: no console error`)
     t.same(this.cspViolations.splice(0), [], `${label}: no CSP violation`)
   }
@@ -320,16 +339,20 @@ function replaceText(replace: Readonly<Record<string, string>>): string {
 })()`
 }
 
-/** A page in a fresh context at `viewport`, watched from its first document. Close `context` when done. */
+/**
+ * A page in a fresh context, watched from its first document. Without
+ * `viewport` it is at a phone's width and its checker checks each page at
+ * both VIEWPORTS; at a `viewport`, at that one only. Close `context` when done.
+ */
 export async function openPage(
   browser: Browser,
-  viewport: ViewportName,
+  viewport: ViewportName | null = null,
   options: BrowserContextOptions = {},
 ): Promise<{ context: BrowserContext; page: Page; checker: PageChecker }> {
-  const context = await newContext(browser, viewport, options)
+  const context = await newContext(browser, viewport ?? VIEWPORT_NAMES[0]!, options)
   try {
     const page = await context.newPage()
-    const checker = await PageChecker.watch(page)
+    const checker = await PageChecker.watch(page, viewport === null ? VIEWPORT_NAMES : [])
     return { context, page, checker }
   } catch (err) {
     await context.close()
