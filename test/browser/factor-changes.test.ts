@@ -6,7 +6,7 @@ import { MFA_SETUP } from '../../src/as/interaction/account.js'
 import { STRONGER_SIGN_IN_TOTP } from '../../src/as/interaction/authorization-steps.js'
 import { DEMO_PASSWORD, type DemoConfig } from '../helpers/as-config.js'
 import { authorizeRequest, exchangeCode, startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
-import { launchChromium, openPage, VIEWPORT_NAMES, type ViewportName } from '../helpers/chromium.js'
+import { launchChromium, openPage } from '../helpers/chromium.js'
 import { addAuthenticator } from '../helpers/webauthn.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
@@ -23,11 +23,12 @@ t.setTimeout(300_000)
  * - `acr_values=mfa` for a person without a second factor leads to the
  *   authenticator-app set-up and back to the client, with a sign-in that uses
  *   the new app, instead of the login page coming back for ever.
- * Every page passes PageChecker.check (axe, CSP, console, screenshots).
+ * Every page passes PageChecker.check (axe, CSP, console, screenshots) at a
+ * phone's and a laptop's width.
  */
 
-const PASSKEY_OWNER: Record<ViewportName, string> = { phone: 'judy', desktop: 'ken' }
-const NO_FACTOR: Record<ViewportName, string> = { phone: 'leo', desktop: 'mia' }
+const PASSKEY_OWNER = 'judy'
+const NO_FACTOR = 'leo'
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
 
@@ -58,86 +59,84 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
   const stable = { [new URL(A).host]: 'localhost:8080' }
   const onA = (url: string): string => url.replace(as.issuer, A)
 
-  for (const viewport of VIEWPORT_NAMES) {
-    await t.test(`${viewport}: a stranger with the password changes nothing; the owner's passkey lets her add an app`, async (t) => {
-      const person = PASSKEY_OWNER[viewport]
-      const owner = await openPage(browser, viewport)
-      t.teardown(() => owner.context.close())
-      const { page } = owner
-      await addAuthenticator(page)
-      await page.goto(`${A}/account`)
-      await signIn(page, { username: person, password: DEMO_PASSWORD })
-      t.equal(await heading(page), 'Your account')
-      await page.getByLabel('Name of the new passkey').fill(`${person}'s laptop`)
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Add a passkey' }).click())
-      await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 10_000 }), 'her first factor')
+  await t.test("a stranger with the password changes nothing; the owner's passkey lets her add an app", async (t) => {
+    const person = PASSKEY_OWNER
+    const owner = await openPage(browser)
+    t.teardown(() => owner.context.close())
+    const { page } = owner
+    await addAuthenticator(page)
+    await page.goto(`${A}/account`)
+    await signIn(page, { username: person, password: DEMO_PASSWORD })
+    t.equal(await heading(page), 'Your account')
+    await page.getByLabel('Name of the new passkey').fill(`${person}'s laptop`)
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Add a passkey' }).click())
+    await t.resolves(page.getByRole('status').filter({ hasText: 'Your passkey was added.' }).waitFor({ timeout: 10_000 }), 'her first factor')
 
-      // A stranger who learned the password signs in through an application that asks for nothing more.
-      const stranger = await openPage(browser, viewport)
-      t.teardown(() => stranger.context.close())
-      await stranger.page.goto(onA(authorizeRequest(as).url))
-      await signIn(stranger.page, { username: person, password: DEMO_PASSWORD })
-      t.match(await heading(stranger.page), /^Allow .* to access your account\?$/, 'a one-factor session')
-      await stranger.page.goto(`${A}/account`)
-      t.equal(await heading(stranger.page), 'Your account')
-      await t.resolves(stranger.page.getByText('sign in again with your passkey first').waitFor({ timeout: 10_000 }), 'asked to confirm')
-      t.equal(await stranger.page.getByRole('button', { name: 'Set up an authenticator app' }).count(), 0, 'no app set-up')
-      t.equal(await stranger.page.getByRole('button', { name: 'Add a passkey' }).count(), 0, 'no passkey to add')
-      t.equal(await stranger.page.getByRole('button', { name: /^Remove passkey/ }).count(), 0, 'none to remove')
-      const shownDate = (await stranger.page.locator('ul.passkeys time').first().textContent()) ?? ''
-      await stranger.checker.check(t, 'account-confirm', { replace: { ...stable, [shownDate]: '23 November 2026', [person]: 'judy' } })
+    // A stranger who learned the password signs in through an application that asks for nothing more.
+    const stranger = await openPage(browser)
+    t.teardown(() => stranger.context.close())
+    await stranger.page.goto(onA(authorizeRequest(as).url))
+    await signIn(stranger.page, { username: person, password: DEMO_PASSWORD })
+    t.match(await heading(stranger.page), /^Allow .* to access your account\?$/, 'a one-factor session')
+    await stranger.page.goto(`${A}/account`)
+    t.equal(await heading(stranger.page), 'Your account')
+    await t.resolves(stranger.page.getByText('sign in again with your passkey first').waitFor({ timeout: 10_000 }), 'asked to confirm')
+    t.equal(await stranger.page.getByRole('button', { name: 'Set up an authenticator app' }).count(), 0, 'no app set-up')
+    t.equal(await stranger.page.getByRole('button', { name: 'Add a passkey' }).count(), 0, 'no passkey to add')
+    t.equal(await stranger.page.getByRole('button', { name: /^Remove passkey/ }).count(), 0, 'none to remove')
+    const shownDate = (await stranger.page.locator('ul.passkeys time').first().textContent()) ?? ''
+    await stranger.checker.check(t, 'account-confirm', { replace: { ...stable, [shownDate]: '23 November 2026' } })
 
-      // The owner, signed in with her passkey alone (the autofill finds it), sets up an authenticator app.
-      await owner.context.clearCookies()
-      const posted = page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/passkey-login')
-      await page.goto(`${A}/account`)
-      t.equal((await posted).status(), 303, 'signed in with the passkey')
-      await page.locator('h1', { hasText: 'Your account' }).waitFor({ timeout: 10_000 })
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-      const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-      await page.getByLabel('Code from the app').fill(codeAt(secret, Date.now()))
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
-      t.equal(await heading(page), 'Your recovery codes', 'the app is on')
-      await page.goto(`${A}/account`)
-      await t.resolves(page.getByText('An authenticator app was added to your account on').waitFor({ timeout: 10_000 }), 'the page tells of the app')
-      await t.resolves(page.getByText(`The passkey “${person}'s laptop” was added to your account on`).waitFor({ timeout: 10_000 }), 'and of the passkey')
+    // The owner, signed in with her passkey alone (the autofill finds it), sets up an authenticator app.
+    await owner.context.clearCookies()
+    const posted = page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/passkey-login')
+    await page.goto(`${A}/account`)
+    t.equal((await posted).status(), 303, 'signed in with the passkey')
+    await page.locator('h1', { hasText: 'Your account' }).waitFor({ timeout: 10_000 })
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
+    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
+    await page.getByLabel('Code from the app').fill(codeAt(secret, Date.now()))
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+    t.equal(await heading(page), 'Your recovery codes', 'the app is on')
+    await page.goto(`${A}/account`)
+    await t.resolves(page.getByText('An authenticator app was added to your account on').waitFor({ timeout: 10_000 }), 'the page tells of the app')
+    await t.resolves(page.getByText(`The passkey “${person}'s laptop” was added to your account on`).waitFor({ timeout: 10_000 }), 'and of the passkey')
 
-      // The stranger's session still changes nothing, and its sign-in stays one factor.
-      await stranger.page.goto(`${A}/account`)
-      await t.resolves(stranger.page.getByText('sign in again with your passkey first').waitFor({ timeout: 10_000 }))
-    })
+    // The stranger's session still changes nothing, and its sign-in stays one factor.
+    await stranger.page.goto(`${A}/account`)
+    await t.resolves(stranger.page.getByText('sign in again with your passkey first').waitFor({ timeout: 10_000 }))
+  })
 
-    await t.test(`${viewport}: acr_values=mfa without a second factor: set up, sign in with it, back at the client`, async (t) => {
-      const person = NO_FACTOR[viewport]
-      const { context, page, checker } = await openPage(browser, viewport)
-      t.teardown(() => context.close())
-      const request = authorizeRequest(as, 'openid orders:read', { acr_values: 'mfa' })
-      await page.goto(onA(request.url))
-      await signIn(page, { username: person, password: DEMO_PASSWORD })
-      t.equal(await heading(page), 'Your account', 'not the login page again')
-      await t.resolves(page.getByText(MFA_SETUP).waitFor({ timeout: 10_000 }), 'the account page says why')
-      await checker.check(t, 'acr-mfa-setup', { replace: { ...stable, [person]: 'leo' } })
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-      const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-      await page.getByLabel('Code from the app').fill(codeAt(secret, Date.now()))
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
-      const codes = await page.locator('.recovery-codes code').allTextContents()
-      await submitAndWait(page, () => page.getByRole('link', { name: 'Continue to the application' }).click())
-      await t.resolves(page.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 10_000 }), 'a sign-in with the new app is asked for')
-      await signIn(page, { username: person, password: DEMO_PASSWORD })
-      t.equal(await heading(page), 'Enter your code')
-      await page.getByLabel('Recovery code').fill(codes[0] ?? '')
-      await submitAndWait(page, () => page.getByRole('button', { name: 'Use a recovery code' }).click())
-      if ((await page.getByRole('button', { name: 'Allow' }).count()) > 0) await submitAndWait(page, () => page.getByRole('button', { name: 'Allow' }).click())
-      const back = new URL(page.url())
-      t.equal(`${back.origin}${back.pathname}`, as.callback, 'back at the client')
-      t.equal(back.searchParams.get('state'), request.state)
-      const res = await exchangeCode(as, back.searchParams.get('code') ?? '', request.verifier)
-      const body = (await res.json()) as { access_token?: string }
-      t.equal(res.status, 200)
-      t.equal(decodeJwt(String(body.access_token)).acr, 'mfa')
-    })
-  }
+  await t.test('acr_values=mfa without a second factor: set up, sign in with it, back at the client', async (t) => {
+    const person = NO_FACTOR
+    const { context, page, checker } = await openPage(browser)
+    t.teardown(() => context.close())
+    const request = authorizeRequest(as, 'openid orders:read', { acr_values: 'mfa' })
+    await page.goto(onA(request.url))
+    await signIn(page, { username: person, password: DEMO_PASSWORD })
+    t.equal(await heading(page), 'Your account', 'not the login page again')
+    await t.resolves(page.getByText(MFA_SETUP).waitFor({ timeout: 10_000 }), 'the account page says why')
+    await checker.check(t, 'acr-mfa-setup', { replace: stable })
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
+    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
+    await page.getByLabel('Code from the app').fill(codeAt(secret, Date.now()))
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+    const codes = await page.locator('.recovery-codes code').allTextContents()
+    await submitAndWait(page, () => page.getByRole('link', { name: 'Continue to the application' }).click())
+    await t.resolves(page.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 10_000 }), 'a sign-in with the new app is asked for')
+    await signIn(page, { username: person, password: DEMO_PASSWORD })
+    t.equal(await heading(page), 'Enter your code')
+    await page.getByLabel('Recovery code').fill(codes[0] ?? '')
+    await submitAndWait(page, () => page.getByRole('button', { name: 'Use a recovery code' }).click())
+    if ((await page.getByRole('button', { name: 'Allow' }).count()) > 0) await submitAndWait(page, () => page.getByRole('button', { name: 'Allow' }).click())
+    const back = new URL(page.url())
+    t.equal(`${back.origin}${back.pathname}`, as.callback, 'back at the client')
+    t.equal(back.searchParams.get('state'), request.state)
+    const res = await exchangeCode(as, back.searchParams.get('code') ?? '', request.verifier)
+    const body = (await res.json()) as { access_token?: string }
+    t.equal(res.status, 200)
+    t.equal(decodeJwt(String(body.access_token)).acr, 'mfa')
+  })
 })
 
 t.test('acr_values=mfa where no second factor can be set up: access_denied with a description at the client', async (t) => {

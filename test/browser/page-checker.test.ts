@@ -1,5 +1,8 @@
-import t from 'tap'
-import { findChromium, INSTALL_HINT, launchChromium, openPage } from '../helpers/chromium.js'
+import t, { type Test } from 'tap'
+import { access, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { findChromium, INSTALL_HINT, launchChromium, openPage, VIEWPORTS } from '../helpers/chromium.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { eventually } from '../helpers/http.js'
 
@@ -15,6 +18,8 @@ t.setTimeout(300_000)
 const PAGES: Record<string, { status?: number; headers?: Record<string, string>; body: string }> = {
   '/unlabelled': { body: '<!doctype html><html><title>x</title><body><input type="text"><p style="color:#ccc;background:#fff">faint</p></body></html>' },
   '/wide': { body: '<!doctype html><html lang="en"><title>x</title><body><main><div style="width:3000px">wide</div></main></body></html>' },
+  // Wider than a phone (390 px), narrower than a laptop (1280 px).
+  '/wider-than-a-phone': { body: '<!doctype html><html lang="en"><title>x</title><body><main><div style="width:800px">800 px wide</div></main></body></html>' },
   '/csp': {
     headers: { 'content-security-policy': "default-src 'none'" },
     body: '<!doctype html><html lang="en"><title>x</title><body><main><img src="/pixel.png" alt="pixel"></main></body></html>',
@@ -67,4 +72,40 @@ t.test('the page checks catch what they look for', async (t) => {
   await page.goto(`${server.url}/error-status`)
   await page.waitForLoadState('load')
   t.same(checker.consoleErrors, [], 'a document answered with an error status on purpose is not a console error')
+
+  await t.test('a page opened without a viewport is checked at both widths, and left at the phone width', async (t) => {
+    const both = await openPage(browser)
+    t.teardown(() => both.context.close())
+    const shots = await mkdtemp(join(tmpdir(), 'bearward-page-checker-'))
+    t.teardown(() => rm(shots, { recursive: true, force: true }))
+    await both.page.goto(`${server.url}/wider-than-a-phone`)
+    t.same(both.page.viewportSize(), VIEWPORTS.phone, 'opened at the phone width')
+
+    // `check` asserts on the sub-test it is given. Every failing assertion
+    // goes out through the sub-test's `fail`: replaced, it records the
+    // failures instead of reporting them, so this test reads them and stays
+    // green; the passing ones are reported as usual, and recorded too.
+    const failures: string[] = []
+    const passes: string[] = []
+    await t.test('check, its failures captured', async (checked: Test) => {
+      const pass = checked.pass
+      checked.pass = (...args: Parameters<Test['pass']>) => {
+        passes.push(typeof args[0] === 'string' ? args[0] : '')
+        return pass(...args)
+      }
+      checked.fail = (...args: Parameters<Test['fail']>) => {
+        failures.push(typeof args[0] === 'string' ? args[0] : JSON.stringify(args[0]))
+        return false
+      }
+      // An absolute name: the screenshots go to the temporary directory, not docs/screenshots.
+      await both.checker.check(checked, join(shots, 'page'))
+    })
+    t.same(failures, [`${join(shots, 'page')} at 390px: no horizontal scroll`], 'check fails at 390 px: the page scrolls sideways there')
+    t.ok(passes.includes(`${join(shots, 'page')} at 1280px: no horizontal scroll`), 'and passes at 1280 px, where it does not')
+    t.ok(passes.includes(`${join(shots, 'page')} at 1280px: axe finds no serious or critical violation`), 'axe ran at 1280 px too')
+    await t.resolves(access(join(shots, 'page-390.png')), 'a screenshot at 390 px')
+    await t.resolves(access(join(shots, 'page-1280.png')), 'and at 1280 px')
+    t.same(both.page.viewportSize(), VIEWPORTS.phone, 'the page is back at the phone width afterwards')
+    t.ok((await both.checker.horizontalOverflow()) > 0, 'where it scrolls sideways again')
+  })
 })
