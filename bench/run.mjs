@@ -45,6 +45,7 @@ export const SCENARIOS = [
   'open-loop',
   'cpu',
   'floor',
+  'instructions',
   'memory',
   'rate-limit',
   'rate-limit-keys',
@@ -106,6 +107,7 @@ function aggregate(results) {
     p50: median(results.map((r) => r.latency?.p50).filter((v) => v != null)),
     p99: median(results.map((r) => r.latency?.p99).filter((v) => v != null)),
     cpuUsPerReq: median(results.map((r) => r.serverCpuUsPerReq).filter((v) => v != null)),
+    instructionsPerReq: median(results.map((r) => r.instructionsPerReq).filter((v) => v != null)),
     problems: [...new Set(results.flatMap((r) => r.problems ?? []))],
     foreignCpuMax: Math.max(0, ...results.map((r) => r.foreignCpu ?? 0)),
     rounds: results,
@@ -167,7 +169,8 @@ for (const name of selected) {
         results[target.id].push(r)
         const lat =
           (r.latency ? ` p50 ${r.latency.p50?.toFixed(2)} ms p99 ${r.latency.p99?.toFixed(2)} ms` : '') +
-          (r.serverCpuUsPerReq != null ? `, server CPU ${r.serverCpuUsPerReq.toFixed(0)} µs/req` : '')
+          (r.serverCpuUsPerReq != null ? `, server CPU ${r.serverCpuUsPerReq.toFixed(0)} µs/req` : '') +
+          (r.instructionsPerReq != null ? `, ${(r.instructionsPerReq / 1000).toFixed(1)} k instructions/req` : '')
         log(
           `[${name}] round ${round + 1}/${rounds} ${target.label}: ${Math.round(r.rps)} req/s${lat}${r.problems?.length ? ` PROBLEMS: ${r.problems.join('; ')}` : ''} ${r.foreignCpu != null ? ` (other work: ${(100 * r.foreignCpu).toFixed(0)}% CPU)` : ''}`,
         )

@@ -43,9 +43,10 @@ export async function reserveAddress() {
  * admin_listen and log filled in, start bearward, and wait until the admin
  * /readyz answers 200. With `--cpu-prof` it runs under `node --cpu-prof`,
  * its profile going to `<work dir>/cpuprof/<name>/` (`profileDir`). `env` is
- * added to the process environment (e.g. OTEL_* variables).
+ * added to the process environment (e.g. OTEL_* variables). `callgrind`: run
+ * it under valgrind's callgrind (spawn.mjs, callgrind.mjs).
  */
-export async function startBearward(ctx, { name = 'bearward', port, config, logLevel, env = {} }) {
+export async function startBearward(ctx, { name = 'bearward', port, config, logLevel, env = {}, callgrind = false }) {
   const cpuProfDir = ctx.opts.cpuProf ? join(ctx.workDir, 'cpuprof', name) : undefined
   const adminPort = await freePort()
   const full = {
@@ -64,6 +65,7 @@ export async function startBearward(ctx, { name = 'bearward', port, config, logL
     cwd: buildRoot(ctx),
     env,
     measured: true,
+    callgrind,
     probe: async () => ((await httpProbe(`http://127.0.0.1:${adminPort}/readyz`)) ? `http://127.0.0.1:${port}` : null),
   })
   return { ...handle, configFile: file, adminUrl: `http://127.0.0.1:${adminPort}`, profileDir: cpuProfDir ?? null }

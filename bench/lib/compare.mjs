@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { ROOT } from './bearward.mjs'
-import { pairedCpuRatio, pairedRatio } from './report.mjs'
+import { instructionRatio, pairedCpuRatio, pairedRatio } from './report.mjs'
 
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
 
@@ -66,10 +66,17 @@ export function compareRows(mine, theirs, targets, prepared) {
   return targets
     .filter((t) => mine[t.id] && theirs[t.id])
     .map((t) => {
+      const subject = `${t.label}: this build against ${prepared.ref} (${prepared.commit})`
+      if (mine[t.id].instructionsPerReq != null) {
+        // Counted under callgrind (the instructions scenario): its times are valgrind's, not the server's.
+        const kilo = (a) => `${(a.instructionsPerReq / 1000).toFixed(1)} k`
+        const ratio = `${kilo(mine[t.id])} here, ${kilo(theirs[t.id])} at ${prepared.commit}; ${instructionRatio(mine[t.id], theirs[t.id], prepared.commit).text}`
+        return { subject, target: 'side by side', ratio }
+      }
       const cpu = pairedCpuRatio(mine[t.id], theirs[t.id], prepared.commit)
       const rate = pairedRatio(mine[t.id], theirs[t.id], prepared.commit)
       return {
-        subject: `${t.label}: this build against ${prepared.ref} (${prepared.commit})`,
+        subject,
         target: 'side by side',
         rps: mine[t.id].rps,
         cpuUsPerReq: mine[t.id].cpuUsPerReq,

@@ -55,9 +55,11 @@ export class BenchContext {
     return handle
   }
 
-  /** Start `bench/baselines/<file>` with `args` as its own process. */
-  async baseline(file, args, name = file.replace(/\.mjs$/, '')) {
-    return this.track(await startProcess({ name, args: [join(BENCH, 'baselines', file), ...args.map(String)], logDir: this.workDir, measured: true }))
+  /** Start `bench/baselines/<file>` with `args` as its own process (under callgrind with `{ callgrind: true }`, spawn.mjs). */
+  async baseline(file, args, name = file.replace(/\.mjs$/, ''), { callgrind = false } = {}) {
+    return this.track(
+      await startProcess({ name, args: [join(BENCH, 'baselines', file), ...args.map(String)], logDir: this.workDir, measured: true, callgrind }),
+    )
   }
 
   /**

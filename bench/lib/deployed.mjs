@@ -76,20 +76,26 @@ export function everyFeature(upstream) {
  * POST /token), and `dpopProofs(count)`, which signs `count` fresh
  * `<token> <proof>` lines just before a measurement. The JWTs are minted for
  * the first instance's public_url; pass `shared` (a previous call's result)
- * to start another instance that accepts the same values.
+ * to start another instance that accepts the same values. `memoryStore`:
+ * no Redis, the embedded memory store (the instructions scenario's: under
+ * callgrind the Redis heartbeat misses its deadline and the store is taken
+ * for unreachable).
  */
-export async function startDeployed(ctx, { name = 'bearward-deployed', logLevel = 'info', extra = {}, env, shared = null, routes = deployedRoutes } = {}) {
+export async function startDeployed(
+  ctx,
+  { name = 'bearward-deployed', logLevel = 'info', extra = {}, env, shared = null, routes = deployedRoutes, callgrind = false, memoryStore = false } = {},
+) {
   const up = await ctx.upstream()
-  const redis = shared?.redis ?? ctx.track(await startRedis(ctx.workDir, `redis-${name}`))
+  const redis = memoryStore ? null : (shared?.redis ?? ctx.track(await startRedis(ctx.workDir, `redis-${name}`)))
   const address = await reserveAddress()
   const publicUrl = shared?.publicUrl ?? address.publicUrl
   const jwk = shared?.jwk ?? (await generateSigningJwk())
   const keyFile = shared?.keyFile ?? writeJson(ctx.file(`${name}.jwk`), jwk)
   const config = {
-    ...(await gatewayConfig({ publicUrl, keyFile, store: redis.url, accessFormat: 'opaque', routes: routes(up.url) })),
+    ...(await gatewayConfig({ publicUrl, keyFile, store: redis?.url ?? 'memory', accessFormat: 'opaque', routes: routes(up.url) })),
     ...extra,
   }
-  const bw = ctx.track(await startBearward(ctx, { name, port: address.port, config, logLevel, env }))
+  const bw = ctx.track(await startBearward(ctx, { name, port: address.port, config, logLevel, env, callgrind }))
   if (shared) return { ...shared, bw }
 
   const jwts = mintJwts({ privateJwk: jwk, issuer: publicUrl, audience: publicUrl, scope: SCOPE, count: TOKENS })

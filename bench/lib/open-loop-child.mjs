@@ -11,15 +11,20 @@
 // is measured from its *scheduled* send time to the end of its answer. A
 // server that falls behind therefore shows as latency, as users would feel it.
 //
-// SPEC: { url, mode: 'rate' | 'max', rate?, connections, warmupSec, durationSec,
-//         method, headers, body, serverPids?, values?: { file, as: 'bearer' | 'dpop', once? } }
+// SPEC: { url, mode: 'rate' | 'max', rate?, connections, warmupSec, warmupRequests?, durationSec, requests?,
+//         method, headers, body, serverPids?, values?: { file, as: 'bearer' | 'dpop', once? },
+//         callgrind?: { dir, pid } }
 // mode 'max' is a closed loop on every connection (the bare proxy's maximum,
-// which sets the rates of an open-loop run). `values` walks a newline-separated
+// which sets the rates of an open-loop run); with `requests` its measured phase
+// is that many requests instead of `durationSec`. `callgrind`: the server runs
+// under callgrind (callgrind.mjs), and its instructions are counted over the
+// measured phase only (`instructionsPerReq`, less what it runs when idle). `values` walks a newline-separated
 // list (see autocannon-child.mjs): `bearer` sets Authorization: Bearer <v>,
 // `dpop` takes `<token> <proof>` lines; `once` reports running out.
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { Pool } from 'undici'
+import { countInstructions } from './callgrind.mjs'
 
 const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'))
 const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100)
@@ -85,11 +90,12 @@ function send(rec, scheduledNs) {
     })
 }
 
-/** Closed loop on every connection for `sec` seconds. */
-async function closedLoop(rec, sec) {
+/** Closed loop on every connection for `sec` seconds, or until `requests` were sent (when given). */
+async function closedLoop(rec, sec, requests = null) {
   const until = process.hrtime.bigint() + BigInt(Math.round(sec * 1e9))
+  const more = requests === null ? () => process.hrtime.bigint() < until : () => rec.sent < requests
   const worker = async () => {
-    while (process.hrtime.bigint() < until) await send(rec, process.hrtime.bigint())
+    while (more()) await send(rec, process.hrtime.bigint())
   }
   await Promise.all(Array.from({ length: spec.connections }, worker))
 }
@@ -127,8 +133,10 @@ function summary(lat) {
   return { count: s.length, p50: at(50), p90: at(90), p99: at(99), p999: at(99.9), max: s.length ? s[s.length - 1] : null }
 }
 
-const run = (rec, sec) => (spec.mode === 'max' ? closedLoop(rec, sec) : openLoop(rec, spec.rate, sec))
+const run = (rec, sec, requests = null) => (spec.mode === 'max' ? closedLoop(rec, sec, requests) : openLoop(rec, spec.rate, sec))
 if (spec.warmupSec > 0) await run(phase(), spec.warmupSec)
+// A warm-up counted in requests (a closed loop): under callgrind the rate is too low for seconds to say how much code ran.
+if (spec.warmupRequests > 0) await closedLoop(phase(), 0, spec.warmupRequests)
 // Reused values (tokens) each go out once before the measured phase, however far the warm-up got: a slow
 // warm-up (a busy machine, a profiled server) left first uses, cold signature checks, in the measured phase.
 if (values !== null && spec.values.once !== true && wraps === 0) {
@@ -143,9 +151,22 @@ const rec = phase()
 const pids = spec.serverPids ?? []
 const cpuBefore = cpuUs(pids)
 const started = process.hrtime.bigint()
-await run(rec, spec.durationSec)
+const measured = () => run(rec, spec.durationSec, spec.requests ?? null)
+let instructions = null
+if (spec.callgrind) instructions = (await countInstructions(spec.callgrind.dir, spec.callgrind.pid, measured)).instructions
+else await measured()
 const elapsedSec = Number(process.hrtime.bigint() - started) / 1e9
 const serverCpuUs = cpuUs(pids) - cpuBefore
+// What the server runs on its timers whatever the load (bearward's store heartbeat, four PINGs a
+// second; its log flush): under callgrind a request takes 20-100 times longer, so that work is
+// charged to 20-100 times fewer requests than in a real run. Counted over an idle window, as a
+// rate, and taken off the measured phase's count for its duration.
+let idlePerSec = null
+if (spec.callgrind) {
+  const idleSec = spec.callgrind.idleSec ?? 3
+  const { instructions: idle } = await countInstructions(spec.callgrind.dir, spec.callgrind.pid, () => new Promise((r) => setTimeout(r, idleSec * 1000)))
+  idlePerSec = idle / idleSec
+}
 await pool.close()
 const non2xx = Object.entries(rec.statuses)
   .filter(([code]) => !code.startsWith('2'))
@@ -161,6 +182,9 @@ process.stdout.write(
     latency: summary(rec.lat),
     serverCpuUsPerReq: pids.length > 0 && rec.done > 0 ? serverCpuUs / rec.done : null,
     serverCpuCores: pids.length > 0 ? serverCpuUs / 1e6 / elapsedSec : null,
+    instructionsPerReq: instructions !== null && rec.done > 0 ? Math.max(0, instructions - idlePerSec * elapsedSec) / rec.done : null,
+    instructionsRaw: instructions,
+    idleInstructionsPerSec: idlePerSec,
     statuses: rec.statuses,
     non2xx,
     errors: rec.errors,

@@ -121,6 +121,26 @@ export function pairedLatencyAdded(a, b, key) {
 }
 
 /**
+ * Instructions per request of `a` ÷ `b` (callgrind.mjs), round by round (each
+ * round's two counts were taken minutes apart, but a count does not depend on
+ * what else ran), the median over rounds and their range.
+ */
+export function instructionRatio(a, b, of) {
+  const ra = a?.rounds ?? []
+  const rb = b?.rounds ?? []
+  const ratios = []
+  for (let i = 0; i < Math.min(ra.length, rb.length); i++) {
+    const x = ra[i].instructionsPerReq
+    const y = rb[i].instructionsPerReq
+    if (x != null && y > 0) ratios.push(x / y)
+  }
+  const value = median(ratios)
+  if (value === null) return { value: null, ratios, text: '—' }
+  const range = ratios.length > 1 ? ` (rounds ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)})` : ''
+  return { value, ratios, text: `instructions/req ${value.toFixed(3)} × ${of}${range}` }
+}
+
+/**
  * How a's server CPU time per request compares with b's, judged within
  * rounds like pairedRatio (each round's ratio, geometric mean over each
  * forward/reverse pair, median over pairs).

@@ -8,6 +8,7 @@ import { createServer, connect } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { underCallgrind } from './callgrind.mjs'
 
 /** Every child this runner started and has not stopped yet (killed on exit). */
 const live = new Set()
@@ -88,10 +89,16 @@ export function pinServersTo(cpu) {
  * Spawn `command args` with output to `<logDir>/<name>.{out,err}.log` and
  * wait until ready: `probe()` resolves to a URL string, or (default) stdout
  * shows a JSON line with `url`. Rejects with the stderr tail when the process
- * exits first or `timeoutMs` passes.
+ * exits first or `timeoutMs` passes. `callgrind`: run it under valgrind's
+ * callgrind, counting nothing until asked (callgrind.mjs), its dumps in `logDir`.
  */
-export async function startProcess({ name, command = process.execPath, args = [], env = {}, logDir, probe, timeoutMs = 30_000, cwd, measured = false }) {
+export async function startProcess({ name, command = process.execPath, args = [], env = {}, logDir, probe, timeoutMs = 30_000, cwd, measured = false, callgrind = false }) {
   if (command === process.execPath) args = [...NODE_SERVER_FLAGS, ...args]
+  if (callgrind) {
+    // Counted, not timed (callgrind.mjs); it starts 20-100 times slower too.
+    ;({ command, args } = underCallgrind(logDir, name, command, args))
+    timeoutMs *= 20
+  }
   // taskset execs the command: the pid, and so the CPU read from /proc, stay the server's.
   if (measured && serverCpu !== null) {
     args = ['-c', String(serverCpu), command, ...args]
