@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { Request } from 'playwright-core'
-import { launchChromium, openPage, VIEWPORT_NAMES } from '../helpers/chromium.js'
+import { launchChromium, openPage } from '../helpers/chromium.js'
 import { ALICE, authorizeRequest, signIn, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
 import { escapeHtml } from '../../src/as/views/html.js'
 import { startUpstream } from '../helpers/upstream.js'
@@ -79,50 +79,48 @@ t.test('Referrer-Policy no-referrer made Chromium post the login, consent and de
  * null`), both post a login with the right password: both are refused, and
  * nobody is signed in.
  */
-for (const viewport of VIEWPORT_NAMES) {
-  t.test(`${viewport}: the Origin check stays strict: a form on a sibling origin and one in a sandboxed frame (Origin: null) sign nobody in`, async (t) => {
-    let forged = ''
-    const attacker = await startUpstream('attacker', (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-      res.end(forged)
-    })
-    t.teardown(() => attacker.close())
-    const { context, page, checker } = await openPage(browser, viewport)
-    t.teardown(() => context.close())
-
-    const request = authorizeRequest(as)
-    await page.goto(request.url)
-    // The login form's own hidden fields (CSRF token, pending request), as a sibling that could read them would copy them.
-    const fields: Array<[string, string]> = []
-    for (const input of await page.locator('form input[type="hidden"]').all()) {
-      fields.push([(await input.getAttribute('name')) ?? '', (await input.getAttribute('value')) ?? ''])
-    }
-    fields.push(['username', ALICE.username], ['password', ALICE.password])
-    const form = `<form method="post" action="${as.issuer}/login">${fields
-      .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
-      .join('')}<button type="submit">Go</button></form>`
-
-    forged = `<!doctype html><html lang="en"><title>sibling</title><main>${form}</main></html>`
-    await page.goto(`${attacker.url}/sibling`)
-    const siblingPost = page.waitForResponse((r) => r.request().method() === 'POST' && r.url() === `${as.issuer}/login`)
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Go' }).click())
-    const refused = await siblingPost
-    t.equal(await refused.request().headerValue('origin'), attacker.url, 'the sibling origin posts with its own Origin')
-    t.equal(await refused.request().headerValue('sec-fetch-site'), 'same-site', 'same site')
-    t.match(await refused.request().headerValue('cookie'), /bw_csrf=/, 'so the SameSite=Lax CSRF cookie went along')
-    t.equal(refused.status(), 403, 'refused although the token and the password are right')
-    t.equal(await page.locator('h1').textContent(), 'This form has expired', 'the person sees why')
-    await checker.check(t, 'form-refused')
-
-    forged = `<!doctype html><html lang="en"><title>sandboxed</title><main><iframe title="form" sandbox="allow-forms" srcdoc="${escapeHtml(form)}"></iframe></main></html>`
-    await page.goto(`${attacker.url}/sandboxed`)
-    const nullPost = page.waitForResponse((r) => r.request().method() === 'POST' && r.url() === `${as.issuer}/login`)
-    await page.frameLocator('iframe').getByRole('button', { name: 'Go' }).click()
-    const refusedNull = await nullPost
-    t.equal(await refusedNull.request().headerValue('origin'), 'null', 'a sandboxed frame posts Origin: null')
-    t.equal(refusedNull.status(), 403, 'Origin: null is refused')
-
-    await page.goto(request.url)
-    t.equal(await page.locator('h1').textContent(), 'Sign in', 'nobody was signed in: the login page again')
+t.test('the Origin check stays strict: a form on a sibling origin and one in a sandboxed frame (Origin: null) sign nobody in', async (t) => {
+  let forged = ''
+  const attacker = await startUpstream('attacker', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    res.end(forged)
   })
-}
+  t.teardown(() => attacker.close())
+  const { context, page, checker } = await openPage(browser)
+  t.teardown(() => context.close())
+
+  const request = authorizeRequest(as)
+  await page.goto(request.url)
+  // The login form's own hidden fields (CSRF token, pending request), as a sibling that could read them would copy them.
+  const fields: Array<[string, string]> = []
+  for (const input of await page.locator('form input[type="hidden"]').all()) {
+    fields.push([(await input.getAttribute('name')) ?? '', (await input.getAttribute('value')) ?? ''])
+  }
+  fields.push(['username', ALICE.username], ['password', ALICE.password])
+  const form = `<form method="post" action="${as.issuer}/login">${fields
+    .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
+    .join('')}<button type="submit">Go</button></form>`
+
+  forged = `<!doctype html><html lang="en"><title>sibling</title><main>${form}</main></html>`
+  await page.goto(`${attacker.url}/sibling`)
+  const siblingPost = page.waitForResponse((r) => r.request().method() === 'POST' && r.url() === `${as.issuer}/login`)
+  await submitAndWait(page, () => page.getByRole('button', { name: 'Go' }).click())
+  const refused = await siblingPost
+  t.equal(await refused.request().headerValue('origin'), attacker.url, 'the sibling origin posts with its own Origin')
+  t.equal(await refused.request().headerValue('sec-fetch-site'), 'same-site', 'same site')
+  t.match(await refused.request().headerValue('cookie'), /bw_csrf=/, 'so the SameSite=Lax CSRF cookie went along')
+  t.equal(refused.status(), 403, 'refused although the token and the password are right')
+  t.equal(await page.locator('h1').textContent(), 'This form has expired', 'the person sees why')
+  await checker.check(t, 'form-refused')
+
+  forged = `<!doctype html><html lang="en"><title>sandboxed</title><main><iframe title="form" sandbox="allow-forms" srcdoc="${escapeHtml(form)}"></iframe></main></html>`
+  await page.goto(`${attacker.url}/sandboxed`)
+  const nullPost = page.waitForResponse((r) => r.request().method() === 'POST' && r.url() === `${as.issuer}/login`)
+  await page.frameLocator('iframe').getByRole('button', { name: 'Go' }).click()
+  const refusedNull = await nullPost
+  t.equal(await refusedNull.request().headerValue('origin'), 'null', 'a sandboxed frame posts Origin: null')
+  t.equal(refusedNull.status(), 403, 'Origin: null is refused')
+
+  await page.goto(request.url)
+  t.equal(await page.locator('h1').textContent(), 'Sign in', 'nobody was signed in: the login page again')
+})
