@@ -32,12 +32,26 @@ async function startAdmin(t: Test, admin?: ConfigTree, edit: (config: DemoConfig
 /**
  * One instance for the tests that only read it or change what is theirs
  * alone, since a start costs about a second of CPU on the suite's two cores;
- * the grants test (it counts alice's grants) and other configs start their own.
+ * the grants test (it counts alice's grants) runs before any other test signs
+ * alice in.
  */
 let shared: ReturnType<typeof startAdmin> | undefined
 function sharedAdmin(): ReturnType<typeof startAdmin> {
   shared ??= startAdmin(t)
   return shared
+}
+
+/**
+ * One instance for the two tests of other configs: `public_path` (a second
+ * mount of the API) and `mfa` (it changes what a person signed in with a
+ * password alone may get; the public_path test uses only a client's token).
+ */
+let other: ReturnType<typeof startAdmin> | undefined
+function publicPathAndMfa(): ReturnType<typeof startAdmin> {
+  other ??= startAdmin(t, { public_path: '/-/admin' }, (config) => {
+    config.authorization_server.mfa = { required: false }
+  })
+  return other
 }
 
 t.test('the OpenAPI document is served without a token and describes every route', async (t) => {
@@ -84,6 +98,40 @@ t.test('an admin client lists the YAML clients, read-only with source config, in
   const one = await api.call('GET', '/clients/web', { token })
   t.equal(one.status, 200)
   t.match(one.headers.get('etag'), /^"h[A-Za-z0-9_-]+"$/)
+})
+
+t.test("grants: a person's grants listed, one revoked, its tokens refused at once", async (t) => {
+  const { bin, api, up } = await sharedAdmin()
+  const token = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin'))
+  const first = accessTokenOf(await personToken(bin.url, { client: 'web', username: 'alice', scope: 'openid orders:read' }))
+  accessTokenOf(await personToken(bin.url, { client: 'web', username: 'alice', scope: 'openid orders:read' }))
+  const listed = await api.call('GET', '/grants?person=alice', { token })
+  t.equal(listed.status, 200, listed.text)
+  const grants = itemsOf(listed)
+  t.equal(grants.length, 2)
+  t.equal(grants[0]?.client_id, 'web')
+  const page = await api.call('GET', '/grants?person=alice&limit=1', { token })
+  t.equal(itemsOf(page).length, 1)
+  const cursor = page.json?.next_cursor as string
+  const otherPerson = await api.call('GET', `/grants?person=bob&limit=1&cursor=${encodeURIComponent(cursor)}`, { token })
+  t.equal(otherPerson.status, 400, "a cursor of alice's grants is refused on bob's")
+  const second = await api.call('GET', `/grants?person=alice&limit=1&cursor=${encodeURIComponent(cursor)}`, { token })
+  t.equal(itemsOf(second).length, 1)
+  t.not(itemsOf(second)[0]?.id, itemsOf(page)[0]?.id)
+
+  const firstGrant = JSON.parse(Buffer.from(first.split('.')[1] ?? '', 'base64url').toString('utf8')).grant_id as string
+  t.equal((await reply(fetch(`${bin.url}/orders`, { headers: { authorization: `Bearer ${first}` } }))).status, 200)
+  const seenBefore = up.seen.length
+  const wrongKind = await api.call('DELETE', '/grants/web', { token })
+  t.equal(wrongKind.status, 404, 'a client id is not a grant id')
+  const revoked = await api.call('DELETE', `/grants/${encodeURIComponent(firstGrant)}`, { token })
+  t.equal(revoked.status, 204)
+  const refused = await reply(fetch(`${bin.url}/orders`, { headers: { authorization: `Bearer ${first}` } }))
+  t.equal(refused.status, 401)
+  t.equal(up.seen.length, seenBefore, 'nothing reached the upstream')
+  const after = itemsOf(await api.call('GET', '/grants?person=alice', { token }))
+  t.same(after.map((g) => g.id).includes(firstGrant), false)
+  t.equal(after.length, 1)
 })
 
 t.test('attacks on who may hold the admin scopes and what a token may do', async (t) => {
@@ -198,42 +246,8 @@ t.test('requests the API refuses: problems with a status and a type', async (t) 
   t.equal(notJson.headers.get('content-type'), 'application/problem+json')
 })
 
-t.test("grants: a person's grants listed, one revoked, its tokens refused at once", async (t) => {
-  const { bin, api, up } = await startAdmin(t)
-  const token = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin'))
-  const first = accessTokenOf(await personToken(bin.url, { client: 'web', username: 'alice', scope: 'openid orders:read' }))
-  accessTokenOf(await personToken(bin.url, { client: 'web', username: 'alice', scope: 'openid orders:read' }))
-  const listed = await api.call('GET', '/grants?person=alice', { token })
-  t.equal(listed.status, 200, listed.text)
-  const grants = itemsOf(listed)
-  t.equal(grants.length, 2)
-  t.equal(grants[0]?.client_id, 'web')
-  const page = await api.call('GET', '/grants?person=alice&limit=1', { token })
-  t.equal(itemsOf(page).length, 1)
-  const cursor = page.json?.next_cursor as string
-  const otherPerson = await api.call('GET', `/grants?person=bob&limit=1&cursor=${encodeURIComponent(cursor)}`, { token })
-  t.equal(otherPerson.status, 400, "a cursor of alice's grants is refused on bob's")
-  const second = await api.call('GET', `/grants?person=alice&limit=1&cursor=${encodeURIComponent(cursor)}`, { token })
-  t.equal(itemsOf(second).length, 1)
-  t.not(itemsOf(second)[0]?.id, itemsOf(page)[0]?.id)
-
-  const firstGrant = JSON.parse(Buffer.from(first.split('.')[1] ?? '', 'base64url').toString('utf8')).grant_id as string
-  t.equal((await reply(fetch(`${bin.url}/orders`, { headers: { authorization: `Bearer ${first}` } }))).status, 200)
-  const seenBefore = up.seen.length
-  const wrongKind = await api.call('DELETE', '/grants/web', { token })
-  t.equal(wrongKind.status, 404, 'a client id is not a grant id')
-  const revoked = await api.call('DELETE', `/grants/${encodeURIComponent(firstGrant)}`, { token })
-  t.equal(revoked.status, 204)
-  const refused = await reply(fetch(`${bin.url}/orders`, { headers: { authorization: `Bearer ${first}` } }))
-  t.equal(refused.status, 401)
-  t.equal(up.seen.length, seenBefore, 'nothing reached the upstream')
-  const after = itemsOf(await api.call('GET', '/grants?person=alice', { token }))
-  t.same(after.map((g) => g.id).includes(firstGrant), false)
-  t.equal(after.length, 1)
-})
-
 t.test('admin_api.public_path serves the same API on the main listener', async (t) => {
-  const { bin, checker } = await startAdmin(t, { public_path: '/-/admin' })
+  const { bin, checker } = await publicPathAndMfa()
   const token = accessTokenOf(await adminToken(bin.url, 'ops', 'bearward:admin:read'))
   const main = new AdminClient(bin.url, checker, '/-/admin/v1')
   const r = await main.call('GET', '/clients', { token })
@@ -279,9 +293,7 @@ t.test('a DPoP-bound admin token works with its proof and is refused without one
 })
 
 t.test('with mfa configured, an admin person signed in with a password alone gets invalid_scope', async (t) => {
-  const { bin, api } = await startAdmin(t, undefined, (config) => {
-    config.authorization_server.mfa = { required: false }
-  })
+  const { bin, api } = await publicPathAndMfa()
   const r = await personToken(bin.url, { client: 'console', username: 'alice', scope: 'openid bearward:admin', resource: `${bin.url}/admin/v1` })
   t.equal(r.status, 400, r.text)
   t.equal(r.json?.error, 'invalid_scope')

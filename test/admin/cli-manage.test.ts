@@ -43,10 +43,20 @@ t.test('bearward admin manages clients and people', async (t) => {
     const created = await json('clients', 'create', 'svc', '--grant-type', 'client_credentials', '--scope', 'orders:read', '--name', 'Billing')
     t.match(created, { id: 'svc', source: 'admin', name: 'Billing' })
     const first = String(created.client_secret)
-    t.equal(await tokenStatus(first), 200, 'the printed secret works')
-    const table = await cli('clients', 'list', '--source', 'admin')
+    // Runs that neither change svc nor depend on each other run at once: a CLI run is a process start.
+    const [firstWorks, table, yaml, bad] = await Promise.all([
+      tokenStatus(first),
+      cli('clients', 'list', '--source', 'admin'),
+      cli('clients', 'rotate-secret', 'web'),
+      cli('clients', 'create', 'x', '--redirect-uri', 'http://evil.example/cb'),
+    ])
+    t.equal(firstWorks, 200, 'the printed secret works')
     t.match(table.stdout, /^ID\s+SOURCE/)
     t.match(table.stdout, /\nsvc\s+admin\s+confidential\s+client_credentials\s+false/)
+    t.equal(yaml.code, 1)
+    t.match(yaml.stderr, /409/)
+    t.equal(bad.code, 1)
+    t.match(bad.stderr, /400/)
     const rotated = await json('clients', 'rotate-secret', 'svc', '--previous-expires-in', '0')
     const second = String(rotated.client_secret)
     t.not(second, first)
@@ -57,12 +67,6 @@ t.test('bearward admin manages clients and people', async (t) => {
     t.equal(await tokenStatus(second), 401, 'disabled: refused at /token')
     t.match(await json('clients', 'enable', 'svc'), { disabled: false })
     t.equal(await tokenStatus(second), 200)
-    const yaml = await cli('clients', 'rotate-secret', 'web')
-    t.equal(yaml.code, 1)
-    t.match(yaml.stderr, /409/)
-    const bad = await cli('clients', 'create', 'x', '--redirect-uri', 'http://evil.example/cb')
-    t.equal(bad.code, 1)
-    t.match(bad.stderr, /400/)
     t.equal((await cli('clients', 'delete', 'svc')).code, 0)
     t.equal(await tokenStatus(second), 401, 'deleted: refused')
   })
@@ -76,20 +80,30 @@ t.test('bearward admin manages clients and people', async (t) => {
 
   t.test('people: create, list, get, password-link, factors, sign-out, disable, enable, delete', async (t) => {
     t.match(await json('people', 'create', 'carol', '--claims', '{"email":"carol@example.com"}'), { id: 'carol', source: 'admin', has_password: false })
-    const list = await cli('people', 'list')
+    // Runs that do not depend on each other run at once (a CLI run is a process start): the reads,
+    // then alice's factors and sessions beside carol's disable, enable and delete.
+    const [list, got, link, factors] = await Promise.all([
+      cli('people', 'list'),
+      json('people', 'get', 'alice'),
+      json('people', 'password-link', 'carol'),
+      cli('people', 'factors', 'alice', '--output', 'json'),
+    ])
     t.match(list.stdout, /\ncarol\s+admin\s+carol\s+false\s+false/)
-    t.match(await json('people', 'get', 'alice'), { id: 'alice', source: 'config' })
-    const link = await json('people', 'password-link', 'carol')
+    t.match(got, { id: 'alice', source: 'config' })
     t.match(link.url, /\/set-password\?token=/)
-    const factors = await cli('people', 'factors', 'alice', '--output', 'json')
     t.same(JSON.parse(factors.stdout), [], 'no factors')
-    t.equal((await cli('people', 'factors', 'alice', '--remove', 'all')).code, 0)
-    t.match(await json('people', 'sign-out', 'alice'), { sessions_ended: 1 }, 'her session from the grants subtest')
-    t.match(await json('people', 'disable', 'carol'), { disabled: true })
-    t.match(await json('people', 'enable', 'carol'), { disabled: false })
-    t.equal((await cli('people', 'delete', 'carol')).code, 0)
-    const gone = await cli('people', 'get', 'carol')
-    t.equal(gone.code, 1)
-    t.match(gone.stderr, /404/)
+    const alice = async () => {
+      t.equal((await cli('people', 'factors', 'alice', '--remove', 'all')).code, 0)
+      t.match(await json('people', 'sign-out', 'alice'), { sessions_ended: 1 }, 'her session from the grants subtest')
+    }
+    const carol = async () => {
+      t.match(await json('people', 'disable', 'carol'), { disabled: true })
+      t.match(await json('people', 'enable', 'carol'), { disabled: false })
+      t.equal((await cli('people', 'delete', 'carol')).code, 0)
+      const gone = await cli('people', 'get', 'carol')
+      t.equal(gone.code, 1)
+      t.match(gone.stderr, /404/)
+    }
+    await Promise.all([alice(), carol()])
   })
 })

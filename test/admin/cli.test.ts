@@ -28,7 +28,11 @@ t.test('bearward admin over the API', async (t) => {
   }
 
   t.test('clients list as json and as a table', async (t) => {
-    const json = await runCli(['admin', 'clients', 'list', '--output', 'json'], undefined, env)
+    // The two runs at once: a CLI run is a process start.
+    const [json, tableOut] = await Promise.all([
+      runCli(['admin', 'clients', 'list', '--output', 'json'], undefined, env),
+      runCli(['admin', 'clients', 'list'], undefined, env),
+    ])
     t.equal(json.code, 0, json.stderr)
     const clients = JSON.parse(json.stdout) as Array<{ id: string; source: string }>
     t.same(
@@ -36,7 +40,6 @@ t.test('bearward admin over the API', async (t) => {
       ['auditor', 'cli', 'console', 'ops', 'service', 'web'],
     )
     t.ok(clients.every((c) => c.source === 'config'))
-    const tableOut = await runCli(['admin', 'clients', 'list'], undefined, env)
     t.equal(tableOut.code, 0)
     t.match(tableOut.stdout, /^ID\s+SOURCE\s+TYPE/)
     t.match(tableOut.stdout, /\nweb\s+config\s+confidential/)
@@ -57,14 +60,17 @@ t.test('bearward admin over the API', async (t) => {
   })
 
   t.test('a read-only token cannot revoke; a wrong secret gets no token; missing settings are named', async (t) => {
-    const read = await runCli(['admin', 'tokens', 'revoke', 'some-jti'], undefined, { ...env, BEARWARD_ADMIN_SCOPE: 'bearward:admin:read' })
+    // The three runs at once: a CLI run is a process start, and none changes anything.
+    const [read, wrong, missing] = await Promise.all([
+      runCli(['admin', 'tokens', 'revoke', 'some-jti'], undefined, { ...env, BEARWARD_ADMIN_SCOPE: 'bearward:admin:read' }),
+      runCli(['admin', 'clients', 'list'], undefined, { ...env, BEARWARD_ADMIN_CLIENT_SECRET: 'not-the-secret' }),
+      runCli(['admin', 'clients', 'list'], undefined, { ...env, BEARWARD_ADMIN_URL: '' }),
+    ])
     t.equal(read.code, 1)
     t.match(read.stderr, /403/)
-    const wrong = await runCli(['admin', 'clients', 'list'], undefined, { ...env, BEARWARD_ADMIN_CLIENT_SECRET: 'not-the-secret' })
     t.equal(wrong.code, 1)
     t.match(wrong.stderr, /invalid_client/)
     t.notMatch(wrong.stderr, /not-the-secret/, 'the secret is not echoed')
-    const missing = await runCli(['admin', 'clients', 'list'], undefined, { ...env, BEARWARD_ADMIN_URL: '' })
     t.equal(missing.code, 1)
     t.match(missing.stderr, /BEARWARD_ADMIN_URL/)
   })

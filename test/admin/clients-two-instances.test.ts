@@ -34,8 +34,7 @@ t.test('a client created, rotated and disabled on one instance is seen by the ot
     const config = await adminConfig({ port, upstream: up.url, store: redis.url })
     await writeFile(join(cfg.dir, name), configYaml(mergeConfig(config, oneIssuer(portA, keyFile))))
   }
-  const a = await startBin(join(cfg.dir, 'a.yaml'))
-  const b = await startBin(join(cfg.dir, 'b.yaml'))
+  const [a, b] = await Promise.all([startBin(join(cfg.dir, 'a.yaml')), startBin(join(cfg.dir, 'b.yaml'))])
   t.teardown(async () => {
     await Promise.all([a.stop(), b.stop()])
     await up.close()

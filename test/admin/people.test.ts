@@ -45,8 +45,10 @@ async function startAdmin(t: Test) {
 /**
  * One instance for the tests that can share it, since a start costs about a
  * second of CPU on the suite's two cores: each creates people of its own and
- * the listing test runs first; tests that disable alice, reload the config or
- * use Redis start their own.
+ * the listing test runs first; the one that disables alice runs after those
+ * that read her factors and sessions, and enables her again; the refused
+ * reload runs last (it leaves the running config as it was, which is what it
+ * checks). The Redis test starts its own two.
  */
 let shared: ReturnType<typeof startAdmin> | undefined
 function sharedAdmin(): ReturnType<typeof startAdmin> {
@@ -143,23 +145,6 @@ t.test('people: a read token reads but cannot disable; an id of another kind is 
   t.equal((await api.call('GET', '/people/web/factors', { token: write })).status, 404)
 })
 
-t.test('people: disabling a YAML person refuses their sign-in and ends their grants; enabling lets them back', async (t) => {
-  const { bin, api, write } = await startAdmin(t)
-  const before = await aliceTokens(bin, 'openid orders:read')
-  t.type(before.refresh_token, 'string')
-  const disabled = await api.call('POST', '/people/alice/disable', { token: write })
-  t.equal(disabled.status, 200, disabled.text)
-  t.equal(disabled.json?.disabled, true)
-  const refreshed = await refresh(bin, before.refresh_token as string)
-  t.equal(refreshed.status, 400, 'the refresh token is refused: the grant was revoked')
-  t.equal(((await refreshed.json()) as { error: string }).error, 'invalid_grant')
-  const orders = await fetch(`${bin.url}/orders`, { headers: { authorization: `Bearer ${before.access_token}` } })
-  t.equal(orders.status, 401, 'the access token is refused at the gateway')
-  await t.rejects(aliceTokens(bin, 'openid orders:read'), 'she cannot sign in')
-  t.equal((await api.call('POST', '/people/alice/enable', { token: write })).json?.disabled, false)
-  t.type((await aliceTokens(bin, 'openid orders:read')).access_token, 'string', 'signed in again once enabled')
-})
-
 t.test('people: password links: 24 h, kept hashed, refused for YAML and disabled people', async (t) => {
   const { api, write } = await sharedAdmin()
   await api.call('POST', '/people', { token: write, body: { username: 'cara' } })
@@ -184,6 +169,23 @@ t.test('people: factors are listed and removed; sessions end everywhere', async 
   t.type(ended.json?.sessions_ended, 'number')
 })
 
+t.test('people: disabling a YAML person refuses their sign-in and ends their grants; enabling lets them back', async (t) => {
+  const { bin, api, write } = await sharedAdmin()
+  const before = await aliceTokens(bin, 'openid orders:read')
+  t.type(before.refresh_token, 'string')
+  const disabled = await api.call('POST', '/people/alice/disable', { token: write })
+  t.equal(disabled.status, 200, disabled.text)
+  t.equal(disabled.json?.disabled, true)
+  const refreshed = await refresh(bin, before.refresh_token as string)
+  t.equal(refreshed.status, 400, 'the refresh token is refused: the grant was revoked')
+  t.equal(((await refreshed.json()) as { error: string }).error, 'invalid_grant')
+  const orders = await fetch(`${bin.url}/orders`, { headers: { authorization: `Bearer ${before.access_token}` } })
+  t.equal(orders.status, 401, 'the access token is refused at the gateway')
+  await t.rejects(aliceTokens(bin, 'openid orders:read'), 'she cannot sign in')
+  t.equal((await api.call('POST', '/people/alice/enable', { token: write })).json?.disabled, false)
+  t.type((await aliceTokens(bin, 'openid orders:read')).access_token, 'string', 'signed in again once enabled')
+})
+
 t.test('people on Redis, two instances: a disable on one is refused on the other at once', async (t) => {
   const redis = await startRedis()
   const up = await startUpstream('orders')
@@ -197,8 +199,7 @@ t.test('people on Redis, two instances: a disable on one is refused on the other
   const fileB = join(cfg.dir, 'b.yaml')
   await writeFile(fileA, JSON.stringify(await configOf(portA)))
   await writeFile(fileB, JSON.stringify(await configOf(await freePort())))
-  const a = await startBin(fileA)
-  const b = await startBin(fileB)
+  const [a, b] = await Promise.all([startBin(fileA), startBin(fileB)])
   t.teardown(async () => {
     await Promise.all([a.stop(), b.stop()])
     await up.close()
@@ -220,19 +221,6 @@ t.test('people on Redis, two instances: a disable on one is refused on the other
   await t.rejects(aliceTokens(a, 'openid orders:read'), 'sign-in on A is refused at once')
   t.equal((await refresh(a, tokens.refresh_token as string)).status, 400, "A refuses the grant's refresh token")
   t.equal((await fetch(`${b.url}/orders`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status, 401, 'B refuses the access token')
-})
-
-t.test('people: a reload that adds a YAML user already created through the API is refused, naming both', async (t) => {
-  const { bin, api, write, rewrite } = await startAdmin(t)
-  t.equal((await api.call('POST', '/people', { token: write, body: { username: 'carol' } })).status, 201)
-  await rewrite((c) => {
-    c.authorization_server.users.push({ ...(c.authorization_server.users[0] as Record<string, unknown>), username: 'carol', sub: 'carol-yaml' })
-  })
-  bin.child.kill('SIGHUP')
-  const refused = await bin.waitForLog((e) => String(e.msg).startsWith('config reload refused'))
-  t.match(String(refused.msg), /authorization_server\.users\[2\].*username carol is also a person created through the admin API/)
-  const carol = await api.call('GET', '/people/carol', { token: write })
-  t.equal(carol.json?.source, 'admin', 'still served by the previous config: carol is the stored person')
 })
 
 t.test('people: a created person sets a password through the link, once, then signs in with it', async (t) => {
@@ -285,4 +273,17 @@ t.test('people: a created person sets a password through the link, once, then si
   const claims = JSON.parse(Buffer.from(body.id_token.split('.')[1] as string, 'base64url').toString('utf8')) as Record<string, unknown>
   t.equal(claims.sub, 'dora')
   t.equal(claims.email, 'dora@example.com', 'her stored claims reach the id_token')
+})
+
+t.test('people: a reload that adds a YAML user already created through the API is refused, naming both', async (t) => {
+  const { bin, api, write, rewrite } = await sharedAdmin()
+  t.equal((await api.call('POST', '/people', { token: write, body: { username: 'cleo' } })).status, 201)
+  await rewrite((c) => {
+    c.authorization_server.users.push({ ...(c.authorization_server.users[0] as Record<string, unknown>), username: 'cleo', sub: 'cleo-yaml' })
+  })
+  bin.child.kill('SIGHUP')
+  const refused = await bin.waitForLog((e) => String(e.msg).startsWith('config reload refused'))
+  t.match(String(refused.msg), /authorization_server\.users\[2\].*username cleo is also a person created through the admin API/)
+  const cleo = await api.call('GET', '/people/cleo', { token: write })
+  t.equal(cleo.json?.source, 'admin', 'still served by the previous config: cleo is the stored person')
 })

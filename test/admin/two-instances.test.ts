@@ -32,8 +32,7 @@ t.test('a revoke through one instance is refused on the other', async (t) => {
     const config = await adminConfig({ port, upstream: up.url, store: redis.url })
     await writeFile(join(cfg.dir, name), configYaml(mergeConfig(config, oneIssuer(portA, keyFile))))
   }
-  const a = await startBin(join(cfg.dir, 'a.yaml'))
-  const b = await startBin(join(cfg.dir, 'b.yaml'))
+  const [a, b] = await Promise.all([startBin(join(cfg.dir, 'a.yaml')), startBin(join(cfg.dir, 'b.yaml'))])
   t.teardown(async () => {
     await Promise.all([a.stop(), b.stop()])
     await up.close()
