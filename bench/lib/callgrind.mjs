@@ -19,13 +19,7 @@ import { join } from 'node:path'
 export function underCallgrind(dir, name, command, args) {
   return {
     command: 'valgrind',
-    args: [
-      '--tool=callgrind',
-      '--instr-atstart=no',
-      `--callgrind-out-file=${join(dir, `${name}.%p.callgrind`)}`,
-      command,
-      ...args,
-    ],
+    args: ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, `${name}.%p.callgrind`)}`, command, ...args],
   }
 }
 

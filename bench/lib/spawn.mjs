@@ -92,7 +92,18 @@ export function pinServersTo(cpu) {
  * exits first or `timeoutMs` passes. `callgrind`: run it under valgrind's
  * callgrind, counting nothing until asked (callgrind.mjs), its dumps in `logDir`.
  */
-export async function startProcess({ name, command = process.execPath, args = [], env = {}, logDir, probe, timeoutMs = 30_000, cwd, measured = false, callgrind = false }) {
+export async function startProcess({
+  name,
+  command = process.execPath,
+  args = [],
+  env = {},
+  logDir,
+  probe,
+  timeoutMs = 30_000,
+  cwd,
+  measured = false,
+  callgrind = false,
+}) {
   if (command === process.execPath) args = [...NODE_SERVER_FLAGS, ...args]
   if (callgrind) {
     // Counted, not timed (callgrind.mjs); it starts 20-100 times slower too.
