@@ -243,8 +243,13 @@ t.test('clients: a rotated secret works at once, the previous one until previous
     body: { previous_expires_at: Math.floor(Date.now() / 1000) + 2 * 86400 },
   })
   t.equal(tooLong.status, 400, 'no more than 24 h of overlap')
-  const now = await api.call('POST', '/clients/rotating/secrets', { token: write, body: { previous_expires_at: Math.floor(Date.now() / 1000) } })
+  const longPast = await api.call('POST', '/clients/rotating/secrets', { token: write, body: { previous_expires_at: Math.floor(Date.now() / 1000) - 3600 } })
+  t.equal(longPast.status, 400, 'an hour ago is refused')
+  // "End it now" from a clock 10 s behind the server's (or sent across a second boundary): still now.
+  const sent = Math.floor(Date.now() / 1000) - 10
+  const now = await api.call('POST', '/clients/rotating/secrets', { token: write, body: { previous_expires_at: sent } })
   t.equal(now.status, 200, 'an overlap of nothing: the previous secret stops now')
+  t.ok(Number(now.json?.previous_expires_at) > sent, 'a time just past is taken as now')
   const third = String(now.json?.client_secret)
   t.equal((await clientCredentials(bin.url, 'rotating', third)).status, 200)
   t.equal((await clientCredentials(bin.url, 'rotating', second)).status, 401, 'the previous secret, its overlap over, is refused')

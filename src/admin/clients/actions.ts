@@ -112,6 +112,15 @@ export function changed(result: AdminClientUpdate): AdminClientRecord {
 export const PREVIOUS_SECRET_MAX_SEC = 24 * 3600
 
 /**
+ * How far in the past a `previous_expires_at` may be and still mean "now":
+ * the CLI's `--previous-expires-in 0` is the caller's clock, in whole
+ * seconds, read before the request travels, so a second boundary crossed on
+ * the way, or a clock a little behind the server's, would otherwise refuse
+ * "end it now" with a 400.
+ */
+export const PAST_AS_NOW_SEC = 30
+
+/**
  * Rotate the secret: a new one (returned once), the current one kept as the
  * previous until `previousExpiresAt` (default and at most 24 h from now).
  */
@@ -125,8 +134,12 @@ export async function rotateSecret(
 ): Promise<{ record: AdminClientRecord; secret: string }> {
   if (record.secretHash === null) throw conflict('This client has no secret to rotate (public or private_key_jwt)')
   const now = epochSeconds(as.clock)
-  const until = previousExpiresAt ?? now + PREVIOUS_SECRET_MAX_SEC
-  if (until < now || until > now + PREVIOUS_SECRET_MAX_SEC) throw badRequest('previous_expires_at must be from now to 24 hours from now (epoch seconds)')
+  const requested = previousExpiresAt ?? now + PREVIOUS_SECRET_MAX_SEC
+  if (requested < now - PAST_AS_NOW_SEC || requested > now + PREVIOUS_SECRET_MAX_SEC) {
+    throw badRequest('previous_expires_at must be from now to 24 hours from now (epoch seconds)')
+  }
+  // A time just past ends the previous secret now.
+  const until = Math.max(requested, now)
   const secret = generateClientSecret()
   const result = await as.store.adminClients.update(
     record.clientId,
