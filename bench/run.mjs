@@ -8,6 +8,7 @@
 //            --wait-quiet F (before each scenario, wait up to 10 min until other work takes < F of the CPU, e.g. 0.05)
 //            --compare REF (build REF in a worktree; both builds in the same rounds, CPU/req side by side)
 //            --pin (each measured server alone on the last CPU, with taskset; everything else on the others)
+//            --only ID,ID (measure only these targets of each scenario, by id; rows of the others read —)
 //
 // Each server and the load generator run in their own processes; the targets
 // of a scenario are measured in interleaved rounds (A B C, then C B A, ...)
@@ -64,6 +65,7 @@ const { values, positionals } = parseArgs({
     'wait-quiet': { type: 'string' },
     compare: { type: 'string' },
     pin: { type: 'boolean', default: false },
+    only: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -114,6 +116,15 @@ function aggregate(results) {
   }
 }
 
+/** --only: the targets named, by id (a scenario whose targets are all left out measures nothing). */
+const only = values.only === undefined ? null : new Set(values.only.split(',').map((id) => id.trim()))
+function onlySelected(plan) {
+  if (only === null || plan.skip) return plan
+  const targets = plan.targets.filter((t) => only.has(t.id))
+  if (targets.length === 0) throw new Error(`--only ${values.only}: no target of this scenario (its ids: ${plan.targets.map((t) => t.id).join(', ')})`)
+  return { ...plan, targets }
+}
+
 const ctx = new BenchContext(opts)
 // --compare <ref>: every scenario is set up for this build and for <ref>'s, measured in the same rounds (lib/compare.mjs).
 const ref = values.compare === undefined ? null : prepareRef(values.compare, ctx.workDir, log)
@@ -147,9 +158,9 @@ for (const name of selected) {
   let refPlan = null
   let mine = null
   try {
-    plan = await scenario.setup(ctx)
+    plan = onlySelected(await scenario.setup(ctx))
     if (ref !== null && !plan.skip) {
-      refPlan = await scenario.setup(ctx.forBuild(ref.root, `build-${ref.commit}`))
+      refPlan = onlySelected(await scenario.setup(ctx.forBuild(ref.root, `build-${ref.commit}`)))
       if (refPlan.skip) throw new Error(`${ref.ref} cannot run ${name}: ${refPlan.skip}`)
       mine = plan
       plan = { ...plan, targets: bothTargets(plan.targets, refPlan.targets, ref.commit) }
@@ -160,7 +171,8 @@ for (const name of selected) {
       details[name] = { title: scenario.title, skipped: plan.skip }
       continue
     }
-    const rounds = plan.rounds ?? opts.rounds
+    // A scenario's own round count (instructions: 5) unless --rounds names one.
+    const rounds = values.rounds === undefined ? (plan.rounds ?? opts.rounds) : opts.rounds
     const results = Object.fromEntries(plan.targets.map((t) => [t.id, []]))
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? plan.targets : [...plan.targets].reverse()

@@ -15,7 +15,7 @@ import { startRedis } from './redis.mjs'
 import { pool, postToken } from './token-endpoint.mjs'
 import { checkWithJose, generateSigningJwk, mintJwts, writeLines } from './tokens.mjs'
 
-export const PATHS = { public: '/public/items', jwt: '/api/items', opaque: '/opq/items', mcp: '/mcp' }
+export const PATHS = { public: '/public/items', jwt: '/api/items', opaque: '/opq/items', mcp: '/mcp', post: '/post' }
 
 /** A tools/call the token's scope allows (get_order needs only the route's orders:read). */
 export const MCP_BODY = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'get_order', arguments: { id: '42' } } })
@@ -46,6 +46,15 @@ export function deployedRoutes(upstream) {
     route('opq', '/opq', upstream, { token: 'introspect', scopes: { GET: [SCOPE] } }),
     route('mcp', '/mcp', upstream, { token: 'jwt', scopes: { '*': [SCOPE] }, mcp: MCP_RULES }),
   ]
+}
+
+/**
+ * The deployed routes and the MCP route's twin without its `mcp` section
+ * (`/post`): the same token and scope rule, the same POST forwarded unread.
+ * The MCP route over it is what the MCP inspection itself costs.
+ */
+export function withMcpTwin(upstream) {
+  return [...deployedRoutes(upstream), route('post', '/post', upstream, { token: 'jwt', scopes: { '*': [SCOPE] } })]
 }
 
 /** Only the JWT route of the deployed config: what a route costs when no other feature is configured anywhere. */
@@ -154,6 +163,8 @@ export function requestFor(d, kind, base = d.bw.url) {
       return { url: base + PATHS.opaque, method: 'GET', headers: {}, values: { file: d.opaqueFile, as: 'bearer' } }
     case 'mcp':
       return { url: base + PATHS.mcp, method: 'POST', headers: MCP_HEADERS, body: MCP_BODY, values: { file: d.jwtFile, as: 'bearer' } }
+    case 'post':
+      return { ...requestFor(d, 'mcp', base), url: base + PATHS.post }
     default:
       throw new Error(`no request for ${kind}`)
   }

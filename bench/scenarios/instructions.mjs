@@ -14,12 +14,13 @@
 // Targets: the bare undici proxy (GET, and the MCP POST), its twin sending the
 // headers every bearward route sends (`--gateway-headers`), and bearward as
 // deployed (lib/deployed.mjs: log.level info; the memory store, see below) on its public, JWT,
-// opaque, MCP and DPoP routes. Each round: a closed loop of CONNECTIONS
+// opaque, MCP and DPoP routes, and the MCP route's twin without its `mcp`
+// section (the same POST, forwarded unread: the MCP inspection's own cost). Each round: a closed loop of CONNECTIONS
 // connections, a warm-up (5,000 requests in the first round, for V8 to tier
 // its code up), then REQUESTS requests counted.
 import { bearwardUnavailable } from '../lib/bearward.mjs'
 import { assertValgrind } from '../lib/callgrind.mjs'
-import { PATHS, requestFor, startDeployed } from '../lib/deployed.mjs'
+import { PATHS, requestFor, startDeployed, withMcpTwin } from '../lib/deployed.mjs'
 import { runOpenLoop } from '../lib/open-loop.mjs'
 import { instructionRatio } from '../lib/report.mjs'
 import { row } from '../lib/rows.mjs'
@@ -47,7 +48,7 @@ export default {
     // 503 (seen on a loaded VM). Two routes touch the store per request: the opaque one looks its
     // token up on every use (revocation deletes it) and DPoP writes its proof's jti; here they do
     // it in memory, as deployed over Redis (ioredis's command and reply work is not counted).
-    const d = await startDeployed(ctx, { name: 'bearward-counted', callgrind: true, memoryStore: true })
+    const d = await startDeployed(ctx, { name: 'bearward-counted', callgrind: true, memoryStore: true, routes: withMcpTwin })
     const counted = (id, label, server, req) => ({
       id,
       label,
@@ -77,6 +78,7 @@ export default {
       counted('public', 'bearward public route', d.bw, () => requestFor(d, 'public')),
       counted('jwt', 'bearward JWT route', d.bw, () => jwt),
       counted('opaque', 'bearward opaque route (cached)', d.bw, () => requestFor(d, 'opaque')),
+      counted('jwtPost', 'bearward JWT route, the MCP POST (no mcp section)', d.bw, () => requestFor(d, 'post')),
       counted('mcp', 'bearward MCP route, tools/call with per-tool rules', d.bw, () => mcp),
       counted('dpop', 'bearward DPoP route, a fresh proof per request', d.bw, dpop),
     ]
@@ -100,6 +102,8 @@ export default {
           r(a.jwt, 'JWT route ÷ bare proxy (#39: ≤ 1.10 ×)', a.bare, 'bare'),
           r(a.opaque, 'opaque route (cached) ÷ bare proxy (#39: ≤ 1.20 ×)', a.bare, 'bare'),
           r(a.mcp, 'MCP route ÷ bare proxy forwarding the same POST (#39: ≤ 1.3 ×)', a.barePost, 'bare POST'),
+          r(a.jwtPost, 'the same POST through a JWT route without mcp ÷ bare POST', a.barePost, 'bare POST'),
+          r(a.mcp, 'MCP route ÷ its twin without mcp: the MCP inspection', a.jwtPost, 'twin'),
           r(a.dpop, 'DPoP route ÷ bare proxy (#39: ≤ 2.5 ×)', a.bare, 'bare'),
         ]
       },
