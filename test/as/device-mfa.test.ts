@@ -16,6 +16,7 @@ import { DEVICE_CODE_GRANT } from '../../src/as/grants/device-code.js'
 import { hashToken } from '../../src/store/hash.js'
 import { ALICE_PASSWORD, BOB_PASSWORD, Browser, formWith, frontYaml, parseForms, startFront, type Front } from '../helpers/as-front.js'
 import { postForm, reply } from '../helpers/http.js'
+import { codeAt } from '../helpers/totp-code.js'
 
 const ADMIN_TV = `    - client_id: tv-admin
       name: Admin Console TV
@@ -27,10 +28,6 @@ const ADMIN_TV = `    - client_id: tv-admin
 
 const front = await startFront(await frontYaml({ clientsExtra: ADMIN_TV }))
 t.teardown(() => front.close())
-
-function codeAt(secret: string, ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), timestamp: ms, algorithm: 'SHA1', digits: 6, period: 30 })
-}
 
 /** What /device_authorization answers `clientId`. */
 async function startDevice(f: Front, clientId: string): Promise<{ deviceCode: string; userCode: string }> {

@@ -17,6 +17,7 @@ import { hashToken } from '../../src/store/hash.js'
 import { ALICE_PASSWORD, BOB_PASSWORD, Browser, formWith, frontYaml, parseForms } from '../helpers/as-front.js'
 import { askRedis, startRedis } from '../helpers/redis.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
+import { codeAt } from '../helpers/totp-code.js'
 
 const KEY_A = 'totp-key-a-0123456789abcdefghijklmnopqrstuv'
 const KEY_B = 'totp-key-b-0123456789abcdefghijklmnopqrstuv'
@@ -42,10 +43,6 @@ async function instance(keys: string): Promise<ServedRuntime> {
 
 const rawKey = (sub: string): string => `${redis.prefix}totp:{${encodeURIComponent(sub)}}`
 const raw = (sub: string): Promise<string | null> => askRedis(redis.port, (c) => c.get(rawKey(sub)))
-
-function codeAt(secret: string, ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), timestamp: ms, algorithm: 'SHA1', digits: 6, period: 30 })
-}
 
 async function page(s: ServedRuntime, b: Browser, path: string): Promise<{ status: number; html: string; url: string }> {
   const url = `${s.url}/${path}`

@@ -9,7 +9,6 @@
  */
 import t from 'tap'
 import { decodeJwt } from 'jose'
-import * as OTPAuth from 'otpauth'
 import { CODE_FAILED, CODE_REUSED, RECOVERY_FAILED } from '../../src/as/interaction/second-factor.js'
 import { STRONGER_SIGN_IN_TOTP } from '../../src/as/interaction/authorization-steps.js'
 import { hashToken } from '../../src/store/hash.js'
@@ -27,13 +26,10 @@ import {
   type Front,
 } from '../helpers/as-front.js'
 import { postForm, reply } from '../helpers/http.js'
+import { codeAt } from '../helpers/totp-code.js'
 
 const front: Front = await startFront(await frontYaml())
 t.teardown(() => front.close())
-
-function codeAt(secret: string, ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), timestamp: ms, algorithm: 'SHA1', digits: 6, period: 30 })
-}
 
 async function page(b: Browser, path: string): Promise<{ status: number; html: string; headers: Headers; url: string }> {
   const url = `${front.url}/${path}`

@@ -3,15 +3,15 @@ import { createHash, randomBytes } from 'node:crypto'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import * as OTPAuth from 'otpauth'
 import type { Browser, Page } from 'playwright-core'
 import { accessTokenOf, adminToken, basic } from '../helpers/admin-api.js'
 import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
 import { authorizeAsPerson, Browser as HttpBrowser } from '../helpers/browser.js'
-import { type BrowserAs, signIn, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
+import { type BrowserAs, signIn, startBrowserAs, submitAndWait, turnOnAuthenticatorApp } from '../helpers/browser-as.js'
 import { launchChromium, openPage } from '../helpers/chromium.js'
 import { freePort, reply } from '../helpers/http.js'
 import { form } from '../helpers/store-pair.js'
+import { nextCode } from '../helpers/totp-code.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000)
@@ -34,23 +34,10 @@ const CLIENT_ID = 'billing-phone'
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
 
-function codeAt(secret: string, ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30, timestamp: ms })
-}
-
-function unusedCode(secret: string, used: string): string {
-  const code = codeAt(secret, Date.now())
-  return code !== used ? code : codeAt(secret, Date.now() + 30_000)
-}
-
 async function enrolTotp(page: Page, as: BrowserAs, username: string): Promise<{ secret: string; used: string }> {
   await page.goto(`${as.issuer}/account`)
   await signIn(page, { username, password: DEMO_PASSWORD })
-  await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-  const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-  const used = codeAt(secret, Date.now())
-  await page.getByLabel('Code from the app').fill(used)
-  await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+  const { secret, used } = await turnOnAuthenticatorApp(page)
   if ((await heading(page)) !== 'Your recovery codes') throw new Error(`no recovery codes for ${username}: ${await heading(page)}`)
   return { secret, used }
 }
@@ -139,7 +126,7 @@ t.test('the admin pages’ client tasks in Chromium', async (t) => {
     const { secret, used } = await enrolTotp(page, as, ADMIN)
     await page.goto(`${pages}/`)
     await signIn(page, { username: ADMIN, password: DEMO_PASSWORD })
-    await page.getByLabel('Code', { exact: true }).fill(unusedCode(secret, used))
+    await page.getByLabel('Code', { exact: true }).fill(nextCode(secret, used))
     await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
     t.equal(await heading(page), 'Admin')
 

@@ -2,12 +2,12 @@ import t, { type Test } from 'tap'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import * as OTPAuth from 'otpauth'
 import type { Browser, Page } from 'playwright-core'
 import { DEMO_PASSWORD, demoHashes } from '../helpers/as-config.js'
-import { type BrowserAs, signIn, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
+import { type BrowserAs, signIn, startBrowserAs, submitAndWait, turnOnAuthenticatorApp } from '../helpers/browser-as.js'
 import { launchChromium, openPage } from '../helpers/chromium.js'
 import { freePort } from '../helpers/http.js'
+import { nextCode } from '../helpers/totp-code.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000)
@@ -36,25 +36,11 @@ const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.str
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
 
-function codeAt(secret: string, ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30, timestamp: ms })
-}
-
-/** A code the server has not seen: of this step, or of the next when this step's was `used`. */
-function unusedCode(secret: string, used: string): string {
-  const code = codeAt(secret, Date.now())
-  return code !== used ? code : codeAt(secret, Date.now() + 30_000)
-}
-
 /** Sign `username` in on /account and turn on an authenticator app; the session stays password-only. Returns the key and the code used. */
 async function enrolTotp(page: Page, as: BrowserAs, username: string): Promise<{ secret: string; used: string }> {
   await page.goto(`${as.issuer}/account`)
   await signIn(page, { username, password: DEMO_PASSWORD })
-  await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-  const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-  const used = codeAt(secret, Date.now())
-  await page.getByLabel('Code from the app').fill(used)
-  await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+  const { secret, used } = await turnOnAuthenticatorApp(page)
   if ((await heading(page)) !== 'Your recovery codes') throw new Error(`no recovery codes for ${username}: ${await heading(page)}`)
   return { secret, used }
 }
@@ -111,7 +97,7 @@ t.test('the admin pages in Chromium', async (t) => {
     const otherCodes = await enrolTotp(other.page, as, OTHER_ADMIN)
     await other.page.goto(`${pages}/`)
     await signIn(other.page, { username: OTHER_ADMIN, password: DEMO_PASSWORD })
-    await other.page.getByLabel('Code', { exact: true }).fill(unusedCode(otherCodes.secret, otherCodes.used))
+    await other.page.getByLabel('Code', { exact: true }).fill(nextCode(otherCodes.secret, otherCodes.used))
     await submitAndWait(other.page, () => other.page.getByRole('button', { name: 'Continue' }).click())
     t.equal(await heading(other.page), 'Admin', 'the other admin is signed in to the pages')
 
@@ -126,7 +112,7 @@ t.test('the admin pages in Chromium', async (t) => {
     await checker.check(t, 'admin-step-up')
     await signIn(page, { username: ADMIN, password: DEMO_PASSWORD })
     t.equal(await heading(page), 'Enter your code')
-    await page.getByLabel('Code', { exact: true }).fill(unusedCode(secret, used))
+    await page.getByLabel('Code', { exact: true }).fill(nextCode(secret, used))
     await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
     t.equal(await heading(page), 'Admin')
     t.equal(page.url(), `${pages}/`)
@@ -223,7 +209,7 @@ t.test('the admin pages in Chromium', async (t) => {
     const { secret, used } = await enrolTotp(page, as, NOT_ADMIN)
     await page.goto(`${pages}/`)
     await signIn(page, { username: NOT_ADMIN, password: DEMO_PASSWORD })
-    await page.getByLabel('Code', { exact: true }).fill(unusedCode(secret, used))
+    await page.getByLabel('Code', { exact: true }).fill(nextCode(secret, used))
     await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
     t.equal(await heading(page), 'Not an administrator')
     t.equal(new URL(page.url()).pathname, '/admin/callback')

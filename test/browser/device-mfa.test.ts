@@ -1,13 +1,13 @@
 import t from 'tap'
 import { decodeJwt } from 'jose'
-import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
 import { MFA_SETUP } from '../../src/as/interaction/account.js'
 import { STRONGER_SIGN_IN_TOTP } from '../../src/as/interaction/authorization-steps.js'
 import { DEMO_PASSWORD, demoClient } from '../helpers/as-config.js'
-import { signIn, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
+import { signIn, startBrowserAs, submitAndWait, turnOnAuthenticatorApp } from '../helpers/browser-as.js'
 import { launchChromium, openPage } from '../helpers/chromium.js'
 import { pollUntilDecided, startDevice } from '../helpers/device-client.js'
+import { nextCode } from '../helpers/totp-code.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000)
@@ -29,16 +29,6 @@ const PERSON = 'leo'
 const SHOWN_CODE = 'WDJB-MJHT'
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
-
-function codeAt(secret: string, ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30, timestamp: ms })
-}
-
-/** The code of now or, when it is `used` (the same step), of the next step, which the server accepts too. */
-function unusedCode(secret: string, used: string): string {
-  const code = codeAt(secret, Date.now())
-  return code !== used ? code : codeAt(secret, Date.now() + 30_000)
-}
 
 t.test('require_mfa on a device client, in Chromium', async (t) => {
   const browser = await launchChromium()
@@ -66,11 +56,7 @@ t.test('require_mfa on a device client, in Chromium', async (t) => {
     t.equal(await heading(page), 'Your account')
     await t.resolves(page.getByText(MFA_SETUP).waitFor({ timeout: 10_000 }), 'the account page says why')
     await checker.check(t, 'device-mfa-setup')
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-    const enrolled = codeAt(secret, Date.now())
-    await page.getByLabel('Code from the app').fill(enrolled)
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+    const { secret, used } = await turnOnAuthenticatorApp(page)
     t.equal(await heading(page), 'Your recovery codes')
     const codes = await page.locator('.recovery-codes code').allTextContents()
     const fixedCodes = Object.fromEntries(codes.map((c, i) => [c, `abcde-fgh${'jkmnpqrstu'[i]}${i}`.slice(0, 11)]))
@@ -100,7 +86,7 @@ t.test('require_mfa on a device client, in Chromium', async (t) => {
     await otherChecker.check(t, 'device-mfa-sign-in-again', { replace: { [second.user_code]: SHOWN_CODE } })
     await signIn(other, { username: PERSON, password: DEMO_PASSWORD })
     t.equal(await heading(other), 'Enter your code')
-    await other.getByLabel('Code', { exact: true }).fill(unusedCode(secret, enrolled))
+    await other.getByLabel('Code', { exact: true }).fill(nextCode(secret, used))
     await submitAndWait(other, () => other.getByRole('button', { name: 'Continue' }).click())
     t.equal(await heading(other), 'Connect a device to your account?')
     await submitAndWait(other, () => other.getByRole('button', { name: 'Allow' }).click())

@@ -1,11 +1,10 @@
 import t from 'tap'
 import { decodeJwt } from 'jose'
-import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
 import { MFA_SETUP } from '../../src/as/interaction/account.js'
 import { STRONGER_SIGN_IN_TOTP } from '../../src/as/interaction/authorization-steps.js'
 import { DEMO_PASSWORD, type DemoConfig } from '../helpers/as-config.js'
-import { authorizeRequest, exchangeCode, startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
+import { authorizeRequest, exchangeCode, startBrowserAs, submitAndWait, turnOnAuthenticatorApp, type BrowserAs } from '../helpers/browser-as.js'
 import { launchChromium, openPage } from '../helpers/chromium.js'
 import { addAuthenticator } from '../helpers/webauthn.js'
 
@@ -31,10 +30,6 @@ const PASSKEY_OWNER = 'judy'
 const NO_FACTOR = 'leo'
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
-
-function codeAt(secret: string, ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30, timestamp: ms })
-}
 
 /** The password form of a login page that also offers a passkey. */
 async function signIn(page: Page, user: { username: string; password: string }): Promise<void> {
@@ -93,10 +88,7 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
     await page.goto(`${A}/account`)
     t.equal((await posted).status(), 303, 'signed in with the passkey')
     await page.locator('h1', { hasText: 'Your account' }).waitFor({ timeout: 10_000 })
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-    await page.getByLabel('Code from the app').fill(codeAt(secret, Date.now()))
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+    await turnOnAuthenticatorApp(page)
     t.equal(await heading(page), 'Your recovery codes', 'the app is on')
     await page.goto(`${A}/account`)
     await t.resolves(page.getByText('An authenticator app was added to your account on').waitFor({ timeout: 10_000 }), 'the page tells of the app')
@@ -117,10 +109,7 @@ t.test('factor changes and acr enrolment in Chromium', async (t) => {
     t.equal(await heading(page), 'Your account', 'not the login page again')
     await t.resolves(page.getByText(MFA_SETUP).waitFor({ timeout: 10_000 }), 'the account page says why')
     await checker.check(t, 'acr-mfa-setup', { replace: stable })
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-    await page.getByLabel('Code from the app').fill(codeAt(secret, Date.now()))
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+    await turnOnAuthenticatorApp(page)
     const codes = await page.locator('.recovery-codes code').allTextContents()
     await submitAndWait(page, () => page.getByRole('link', { name: 'Continue to the application' }).click())
     await t.resolves(page.getByText(STRONGER_SIGN_IN_TOTP).waitFor({ timeout: 10_000 }), 'a sign-in with the new app is asked for')

@@ -1,9 +1,8 @@
 import t from 'tap'
-import * as OTPAuth from 'otpauth'
 import type { CDPSession, Page, Request } from 'playwright-core'
 import { PASSKEY_SECOND_FACTOR_FAILED } from '../../src/as/interaction/passkey-second-factor.js'
 import { DEMO_PASSWORD, DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
-import { authorizeRequest, startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
+import { authorizeRequest, startBrowserAs, submitAndWait, turnOnAuthenticatorApp, type BrowserAs } from '../helpers/browser-as.js'
 import { Browser, parseForms } from '../helpers/browser.js'
 import { launchChromium, openPage } from '../helpers/chromium.js'
 import { addAuthenticator } from '../helpers/webauthn.js'
@@ -139,11 +138,7 @@ t.test('a passkey as the second factor in Chromium', async (t) => {
     // With an authenticator app on too, the code page offers the passkey beside the code.
     await page.goto(`${A}/account`)
     await t.resolves(page.getByRole('button', { name: 'Set up an authenticator app' }).waitFor({ timeout: 10_000 }))
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-    const code = OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 })
-    await page.getByLabel('Code from the app').fill(code)
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+    await turnOnAuthenticatorApp(page)
     t.equal(await heading(page), 'Your recovery codes')
     await page.goto(`${A}/account`)
     await submitAndWait(page, () => page.getByRole('button', { name: 'Sign out', exact: true }).click())

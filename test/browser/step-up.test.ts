@@ -1,11 +1,11 @@
 import t from 'tap'
 import { decodeJwt } from 'jose'
-import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
-import { authorizeRequest, exchangeCode, signIn, startBrowserAs, submitAndWait, type BrowserAs } from '../helpers/browser-as.js'
+import { authorizeRequest, exchangeCode, signIn, startBrowserAs, submitAndWait, turnOnAuthenticatorApp, type BrowserAs } from '../helpers/browser-as.js'
 import { launchChromium, openPage } from '../helpers/chromium.js'
 import { eventually } from '../helpers/http.js'
+import { nextCode } from '../helpers/totp-code.js'
 import { startUpstream } from '../helpers/upstream.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
@@ -30,16 +30,6 @@ const MAX_AGE_SEC = 5
 const PERSON = 'judy'
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
-
-function codeAt(secret: string, ms: number): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30, timestamp: ms })
-}
-
-/** The code of `at` or, when it is the one `used` (the same step), of the next step, which the server accepts too (totp/codes.ts WINDOW). */
-function unusedCode(secret: string, used: string, at: number): string {
-  const code = codeAt(secret, at)
-  return code !== used ? code : codeAt(secret, at + 30_000)
-}
 
 /** The code the client's redirect_uri received in the page's URL, after checking its state. */
 function codeFrom(page: Page, as: BrowserAs, state: string): string {
@@ -83,11 +73,7 @@ t.test('step-up in Chromium: too old a sign-in is refused, a second factor again
     // The PERSON turns on an authenticator app, then signs in with it (setting it up does not make the session two-factor).
     await page.goto(`${as.issuer}/account`)
     await signIn(page, { username: PERSON, password: DEMO_PASSWORD })
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
-    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
-    const enrolled = codeAt(secret, Date.now())
-    await page.getByLabel('Code from the app').fill(enrolled)
-    await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+    const { secret, used } = await turnOnAuthenticatorApp(page)
     t.equal(await heading(page), 'Your recovery codes')
     const recovery = await page.locator('.recovery-codes code').allTextContents()
     await page.goto(`${as.issuer}/account?sign_in=again`)
@@ -145,7 +131,7 @@ t.test('step-up in Chromium: too old a sign-in is refused, a second factor again
     await signIn(page, { username: PERSON, password: DEMO_PASSWORD })
     t.equal(await heading(page), 'Enter your code', 'the password alone is not enough')
     await checker.check(t, 'step-up-code')
-    await page.getByLabel('Code', { exact: true }).fill(unusedCode(secret, enrolled, Date.now()))
+    await page.getByLabel('Code', { exact: true }).fill(nextCode(secret, used))
     await submitAndWait(page, () => page.getByRole('button', { name: 'Continue' }).click())
     const secondToken = await tokenFor(as, codeFrom(page, as, second.state), second.verifier)
     const secondClaims = decodeJwt(secondToken)

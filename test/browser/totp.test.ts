@@ -1,10 +1,10 @@
 import t from 'tap'
-import * as OTPAuth from 'otpauth'
 import type { Page } from 'playwright-core'
 import QRCode from 'qrcode'
 import { DEMO_PASSWORD, demoHashes } from '../helpers/as-config.js'
 import { signIn, startBrowserAs, submitAndWait } from '../helpers/browser-as.js'
 import { launchChromium, openPage } from '../helpers/chromium.js'
+import { codeAt, nextCode } from '../helpers/totp-code.js'
 
 // A real browser on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000)
@@ -23,21 +23,6 @@ const PERSON = 'nora'
 const SHOWN_KEY = 'JBSW Y3DP EHPK 3PXP JBSW Y3DP EHPK 3PXP'
 
 const heading = (page: Page): Promise<string | null> => page.locator('h1').textContent()
-
-function codeNow(secret: string): string {
-  return OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 })
-}
-
-/**
- * A code of the next 30-second step, without waiting for it: the server accepts a code of the
- * step before or after its own (clock drift between a phone and the server), and a code is
- * accepted once per step, so a second sign-in uses the step after the one `used` belongs to.
- */
-function nextCode(secret: string, used: string): string {
-  const code = OTPAuth.TOTP.generate({ secret: OTPAuth.Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30, timestamp: Date.now() + 30_000 })
-  if (code === used) throw new Error('the next step gave the same code (one chance in a million): run the test again')
-  return code
-}
 
 t.test('an authenticator app in Chromium', async (t) => {
   const browser = await launchChromium()
@@ -66,7 +51,7 @@ t.test('an authenticator app in Chromium', async (t) => {
     await page.evaluate(`document.querySelector('.qr svg').outerHTML = ${JSON.stringify(fixed)}`)
     await checker.check(t, 'totp-setup', { replace: { [shownKey]: SHOWN_KEY } })
 
-    const first = codeNow(secret)
+    const first = codeAt(secret, Date.now())
     await page.getByLabel('Code from the app').fill(first)
     await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
     t.equal(await heading(page), 'Your recovery codes')

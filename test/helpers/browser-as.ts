@@ -5,6 +5,7 @@ import { basic } from './client-auth.js'
 import { asConfig, demoClient, demoHashes, DEMO_PASSWORD, DEMO_SECRET, type DemoConfig } from './as-config.js'
 import { startUpstream, type SeenRequest } from './upstream.js'
 import { freePort } from './http.js'
+import { codeAt } from './totp-code.js'
 
 /**
  * `bin/bearward` with the authorization server (the demo config of
@@ -134,6 +135,24 @@ export async function submitAndWait(page: Page, act: () => Promise<void>): Promi
   await act()
   await navigated
   await page.waitForLoadState()
+}
+
+/**
+ * On the account page, as the caller has it open (signed in, the button
+ * offered): press "Set up an authenticator app", read the key the page shows
+ * (#totp-secret), type its code of now into "Code from the app" and press
+ * "Turn on", waiting for the page that follows. Returns the key without its
+ * spaces and the code typed: a later sign-in needs another code,
+ * `nextCode(secret, used)` (totp-code.ts). Asserts nothing: the caller checks
+ * what the page says after.
+ */
+export async function turnOnAuthenticatorApp(page: Page): Promise<{ secret: string; used: string }> {
+  await submitAndWait(page, () => page.getByRole('button', { name: 'Set up an authenticator app' }).click())
+  const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '')
+  const used = codeAt(secret, Date.now())
+  await page.getByLabel('Code from the app').fill(used)
+  await submitAndWait(page, () => page.getByRole('button', { name: 'Turn on' }).click())
+  return { secret, used }
 }
 
 /** The device authorization response (RFC 8628 3.2). */
