@@ -13,7 +13,7 @@
  * Transfer-Encoding) are watched; the watch ends when the body has been read
  * to its end or the request closes.
  */
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ClientTimeouts } from '../config/validated-config.js'
 
 /** Which bound a body missed: the names of the config keys. */
@@ -28,11 +28,23 @@ export function announcesBody(req: IncomingMessage): boolean {
 
 /**
  * Call `onTimeout` once if the body of `req` stalls for `bodyIdleMs` or is
- * not complete within `requestMs`. `responded` tells whether an answer has
- * already been fully written (the keep-alive timer Node then sets on the
- * socket is left alone).
+ * not complete within `requestMs`. Only the client's sending is bounded: a
+ * body received whole is never timed out, however long the server leaves it
+ * unread (a token verified over the network, an upstream connecting).
+ * `res` is the request's response: once it has been fully written, the
+ * keep-alive timer Node then sets on the socket is left alone.
  */
-export function watchBody(req: IncomingMessage, timeouts: ClientTimeouts, responded: () => boolean, onTimeout: (which: BodyTimeout) => void): void {
+export function watchBody(req: IncomingMessage, res: ServerResponse, timeouts: ClientTimeouts, onTimeout: (which: BodyTimeout) => void): void {
+  // Most bodies arrive in the packets that carried their headers. Node's
+  // parser reads the rest of such a read after this 'request' handler (a
+  // nextTick still comes first), so in the loop's check phase the request is
+  // complete and needs no timer: two timers and four listeners a POST
+  // otherwise. A body still arriving is watched from then on.
+  setImmediate(watchRest, req, res, timeouts, onTimeout)
+}
+
+function watchRest(req: IncomingMessage, res: ServerResponse, timeouts: ClientTimeouts, onTimeout: (which: BodyTimeout) => void): void {
+  if (req.complete || req.destroyed) return
   const socket = req.socket
   let done = false
   const stop = (): void => {
@@ -42,19 +54,28 @@ export function watchBody(req: IncomingMessage, timeouts: ClientTimeouts, respon
     req.off('timeout', onIdle)
     req.off('end', stop)
     req.off('close', stop)
+    res.off('timeout', onSocketIdle)
     // An HTTP/2 request's timer is its stream's (its socket's setTimeout would be the whole session's).
     if (req.httpVersionMajor === 2) req.setTimeout(0)
-    else if (!socket.destroyed && !responded()) socket.setTimeout(0)
+    else if (!socket.destroyed && !res.writableFinished) socket.setTimeout(0)
   }
   const fire = (which: BodyTimeout): void => {
     if (done) return
     stop()
-    onTimeout(which)
+    // Received whole meanwhile, only not read yet ('end' comes with reading): nothing to time out.
+    if (!req.complete) onTimeout(which)
   }
   const onIdle = (): void => fire('body_idle')
+  // Node tells an idle socket's request only while it is incomplete, and
+  // destroys a socket whose timeout nobody handled: this listener handles it
+  // for a body that was completed after the check above and is still unread.
+  const onSocketIdle = (): void => {
+    if (req.complete) stop()
+  }
   const deadline = setTimeout(() => fire('request'), timeouts.requestMs)
   deadline.unref()
   req.setTimeout(timeouts.bodyIdleMs, onIdle)
+  res.on('timeout', onSocketIdle)
   req.once('end', stop)
   req.once('close', stop)
 }

@@ -70,12 +70,7 @@ export class RequestDispatcher {
     const h2 = isHttp2(req)
     if (!h2) trackRequest(req, res)
     if (h2 ? http2HasBody(req) : announcesBody(req)) {
-      watchBody(
-        req,
-        runtime.config.clientTimeouts,
-        () => res.writableFinished,
-        (which) => this.#bodyTimedOut(req, res, ctx, which),
-      )
+      watchBody(req, res, runtime.config.clientTimeouts, (which) => this.#bodyTimedOut(req, res, ctx, which))
     }
     this.#dispatch(req, res, ctx, runtime)
   }
