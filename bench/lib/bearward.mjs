@@ -57,7 +57,9 @@ export async function startBearward(ctx, { name = 'bearward', port, config, logL
   }
   const file = join(ctx.workDir, `${name}.yaml`)
   writeFileSync(file, JSON.stringify(full, null, 2) + '\n')
-  const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : []
+  // BENCH_BEARWARD_NODE_FLAGS: extra node flags for diagnosis (`--trace-gc`: pauses in its .out.log).
+  const extraFlags = (process.env.BENCH_BEARWARD_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+  const nodeArgs = [...extraFlags, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])]
   const handle = await startProcess({
     name,
     args: [...nodeArgs, join(buildRoot(ctx), 'bin/bearward'), 'start', '-c', file],

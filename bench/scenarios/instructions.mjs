@@ -15,21 +15,33 @@
 // headers every bearward route sends (`--gateway-headers`), and bearward as
 // deployed (lib/deployed.mjs: log.level info; the memory store, see below) on its public, JWT,
 // opaque, MCP and DPoP routes, and the MCP route's twin without its `mcp`
-// section (the same POST, forwarded unread: the MCP inspection's own cost). Each round: a closed loop of CONNECTIONS
+// section (the same POST, forwarded unread: the MCP inspection's own cost).
+// Three more instances on the same values, as in the `cpu` scenario: tracing
+// on (10 % sampled, exported to a local OTLP sink), the JWT route alone in its
+// config, and the JWT route among a route of every other per-route feature. Each round: a closed loop of CONNECTIONS
 // connections, a warm-up (5,000 requests in the first round, for V8 to tier
 // its code up), then REQUESTS requests counted.
 import { bearwardUnavailable } from '../lib/bearward.mjs'
 import { assertValgrind } from '../lib/callgrind.mjs'
-import { PATHS, requestFor, startDeployed, withMcpTwin } from '../lib/deployed.mjs'
+import { fileURLToPath } from 'node:url'
+import { everyFeature, jwtRouteAlone, PATHS, requestFor, startDeployed, withMcpTwin } from '../lib/deployed.mjs'
 import { runOpenLoop } from '../lib/open-loop.mjs'
 import { instructionRatio } from '../lib/report.mjs'
 import { row } from '../lib/rows.mjs'
+import { startProcess } from '../lib/spawn.mjs'
+
+const SINK = fileURLToPath(new URL('../lib/otlp-sink.mjs', import.meta.url))
 
 const REQUESTS = 1000
 const CONNECTIONS = 4
 /** Warm-up requests: the first round's let V8 tier its code up (the first counted rounds of the bare proxy fell from 164 to 139 k after 6,000); later rounds' reopen connections. */
 const FIRST_WARMUP = 5000
-const WARMUP = 200
+/**
+ * Later rounds' warm-up. A process left idle for the minutes the other targets take loses compiled
+ * code (V8 flushes what old-generation GCs found unused), and at 200 requests many second rounds read
+ * 1.5-3 × the first (2026-11-29, 13 targets).
+ */
+const WARMUP = 1000
 
 export default {
   title: 'instructions per request under callgrind (issue #39 ratios, counted)',
@@ -49,6 +61,15 @@ export default {
     // token up on every use (revocation deletes it) and DPoP writes its proof's jti; here they do
     // it in memory, as deployed over Redis (ioredis's command and reply work is not counted).
     const d = await startDeployed(ctx, { name: 'bearward-counted', callgrind: true, memoryStore: true, routes: withMcpTwin })
+    const sink = ctx.track(await startProcess({ name: 'otlp-sink-counted', args: [SINK], logDir: ctx.workDir }))
+    const same = { shared: d, callgrind: true, memoryStore: true }
+    const traced = await startDeployed(ctx, {
+      ...same,
+      name: 'bearward-counted-tracing-10',
+      extra: { telemetry: { traces: { otlp: { endpoint: sink.url }, sample: 0.1 } } },
+    })
+    const alone = await startDeployed(ctx, { ...same, name: 'bearward-counted-jwt-alone', routes: jwtRouteAlone })
+    const mixed = await startDeployed(ctx, { ...same, name: 'bearward-counted-every-feature', routes: everyFeature })
     const counted = (id, label, server, req) => ({
       id,
       label,
@@ -81,6 +102,9 @@ export default {
       counted('jwtPost', 'bearward JWT route, the MCP POST (no mcp section)', d.bw, () => requestFor(d, 'post')),
       counted('mcp', 'bearward MCP route, tools/call with per-tool rules', d.bw, () => mcp),
       counted('dpop', 'bearward DPoP route, a fresh proof per request', d.bw, dpop),
+      counted('tracing', 'bearward JWT route, tracing on (10 % sampled, exported)', traced.bw, () => requestFor(traced, 'jwt')),
+      counted('jwtAlone', 'bearward JWT route, no other route configured', alone.bw, () => requestFor(alone, 'jwt')),
+      counted('everyFeature', 'bearward JWT route among every per-route feature', mixed.bw, () => requestFor(mixed, 'jwt')),
     ]
     return {
       targets,
@@ -105,6 +129,8 @@ export default {
           r(a.jwtPost, 'the same POST through a JWT route without mcp ÷ bare POST', a.barePost, 'bare POST'),
           r(a.mcp, 'MCP route ÷ its twin without mcp: the MCP inspection', a.jwtPost, 'twin'),
           r(a.dpop, 'DPoP route ÷ bare proxy (#39: ≤ 2.5 ×)', a.bare, 'bare'),
+          r(a.tracing, 'tracing on (10 %) ÷ the JWT route, tracing off (#39: req/s ≥ 0.95 ×, so ≤ 1.053 × here)', a.jwt, 'JWT route'),
+          r(a.everyFeature, 'the JWT route among every feature ÷ alone (#39: ≥ 0.98 × alone, so ≤ 1.020 × here)', a.jwtAlone, 'alone'),
         ]
       },
       extra: { requests: REQUESTS, connections: CONNECTIONS },
