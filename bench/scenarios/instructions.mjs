@@ -90,8 +90,9 @@ export default {
     })
     const jwt = requestFor(d, 'jwt')
     const mcp = requestFor(d, 'mcp')
-    // A fresh proof per request, signed just before its round (their iat must be recent); warm-up included.
-    const dpop = () => ({ ...jwt, values: { file: d.dpopProofs(REQUESTS + FIRST_WARMUP), as: 'dpop', once: true } })
+    // A fresh proof per request, signed just before its round (their iat must be recent); warm-up included,
+    // and a margin: the first round ran out at exactly warm-up + counted (requests in flight when each phase ends).
+    const dpop = () => ({ ...jwt, values: { file: d.dpopProofs(REQUESTS + FIRST_WARMUP + 10 * CONNECTIONS), as: 'dpop', once: true } })
     const targets = [
       counted('bare', 'bare undici proxy, GET', bare, () => ({ ...jwt, url: bare.url + PATHS.jwt })),
       counted('bareHeaders', 'bare undici proxy + gateway headers, GET', bareHeaders, () => ({ ...jwt, url: bareHeaders.url + PATHS.jwt })),
