@@ -10,8 +10,10 @@
  * - `request`: a deadline for the whole body, however steadily it trickles.
  *
  * Only requests that announce a body (Content-Length > 0 or
- * Transfer-Encoding) are watched; the watch ends when the body has been read
- * to its end or the request closes.
+ * Transfer-Encoding) and have not received it whole by the end of the read
+ * that brought their head are watched; the watch ends when the body has been
+ * read to its end, has been received whole (an HTTP/1 body; over HTTP/2
+ * Node counts a body complete only once it is read), or the request closes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ClientTimeouts } from '../config/validated-config.js'
