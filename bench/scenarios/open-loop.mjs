@@ -49,9 +49,11 @@ export default {
     const d = await startDeployed(ctx, { name: 'bearward-open-loop' })
     const jwt = requestFor(d, 'jwt')
     const common = { connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec }
+    /** The JWT route's request stream, sent to a bare proxy instead. */
+    const throughBare = (server) => ({ ...jwt, url: server.url + new URL(jwt.url).pathname })
 
     // The bare proxy's maximum on this machine now, with the JWT route's request stream.
-    const max = await runOpenLoop({ ...common, ...jwt, url: bare.url + new URL(jwt.url).pathname, mode: 'max', serverPids: [bare.pid] }, ctx.workDir)
+    const max = await runOpenLoop({ ...common, ...throughBare(bare), mode: 'max', serverPids: [bare.pid] }, ctx.workDir)
     if (max.problems.length > 0) throw new Error(`bare proxy maximum: ${max.problems.join('; ')}`)
     log(`bare undici proxy maximum: ${Math.round(max.rps)} req/s (closed loop, ${opts.connections} connections)`)
 
@@ -62,12 +64,12 @@ export default {
       targets.push({
         id: `bareTwin@${level.pct}`,
         label: `bare undici proxy, a second process @${level.pct} % (${rate} req/s)`,
-        measure: measure({ ...jwt, url: bareTwin.url + new URL(jwt.url).pathname }, bareTwin),
+        measure: measure(throughBare(bareTwin), bareTwin),
       })
       targets.push({
         id: `bare@${level.pct}`,
         label: `bare undici proxy @${level.pct} % (${rate} req/s)`,
-        measure: measure({ ...jwt, url: bare.url + new URL(jwt.url).pathname }, bare),
+        measure: measure(throughBare(bare), bare),
       })
       for (const r of ROUTES) {
         const id = `${r.kind}@${level.pct}`

@@ -48,7 +48,7 @@ async function startServer(t: Test): Promise<Server> {
     })
     arrivals.get(req.url ?? '')?.()
   })
-  const { url } = await listen(server)
+  const { port } = await listen(server)
   t.teardown(
     () =>
       new Promise<void>((resolve) => {
@@ -57,7 +57,7 @@ async function startServer(t: Test): Promise<Server> {
       }),
   )
   return {
-    port: Number(new URL(url).port),
+    port,
     fired,
     pending,
     next: () => new Promise<Fired>((resolve) => waiting.push(resolve)),
