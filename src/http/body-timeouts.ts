@@ -12,11 +12,12 @@
  * Only requests that announce a body (Content-Length > 0 or
  * Transfer-Encoding) and have not received it whole by the end of the read
  * that brought their head are watched; the watch ends when the body has been
- * read to its end, has been received whole (an HTTP/1 body; over HTTP/2
- * Node counts a body complete only once it is read), or the request closes.
+ * read to its end, has been received whole (over HTTP/2: the client ended
+ * the stream), or the request closes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ClientTimeouts } from '../config/validated-config.js'
+import { bodyReceived } from './http2-request.js'
 
 /** Which bound a body missed: the names of the config keys. */
 export type BodyTimeout = 'body_idle' | 'request'
@@ -46,7 +47,7 @@ export function watchBody(req: IncomingMessage, res: ServerResponse, timeouts: C
 }
 
 function watchRest(req: IncomingMessage, res: ServerResponse, timeouts: ClientTimeouts, onTimeout: (which: BodyTimeout) => void): void {
-  if (req.complete || req.destroyed) return
+  if (req.destroyed || bodyReceived(req)) return
   const socket = req.socket
   let done = false
   const stop = (): void => {
@@ -65,14 +66,14 @@ function watchRest(req: IncomingMessage, res: ServerResponse, timeouts: ClientTi
     if (done) return
     stop()
     // Received whole meanwhile, only not read yet ('end' comes with reading): nothing to time out.
-    if (!req.complete) onTimeout(which)
+    if (!bodyReceived(req)) onTimeout(which)
   }
   const onIdle = (): void => fire('body_idle')
   // Node tells an idle socket's request only while it is incomplete, and
   // destroys a socket whose timeout nobody handled: this listener handles it
   // for a body that was completed after the check above and is still unread.
   const onSocketIdle = (): void => {
-    if (req.complete) stop()
+    if (bodyReceived(req)) stop()
   }
   const deadline = setTimeout(() => fire('request'), timeouts.requestMs)
   deadline.unref()

@@ -100,6 +100,19 @@ export function http2HasBody(req: IncomingMessage): boolean {
 }
 
 /**
+ * Whether a request's body has arrived whole, read or not. node:http's
+ * `complete` says so over HTTP/1.1; node:http2's compatibility request sets
+ * `complete` only once the body has been read, so there the stream's own
+ * state answers: the client has ended its side (END_STREAM).
+ */
+export function bodyReceived(req: IncomingMessage): boolean {
+  if (req.complete) return true
+  if (!isHttp2(req)) return false
+  const stream = (req as unknown as Http2ServerRequest).stream
+  return stream !== undefined && (stream.endAfterHeaders || stream.state.remoteClose === 1)
+}
+
+/**
  * Whether a response was answered in full. node:http2's compatibility
  * response reports `writableFinished` once its stream closed, also when the
  * client reset it unanswered; only `writableEnded` (our `end()`) tells the

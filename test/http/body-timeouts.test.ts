@@ -8,6 +8,14 @@
  * would not.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import {
+  type ClientHttp2Session,
+  type ClientHttp2Stream,
+  connect as connectHttp2,
+  createServer as createHttp2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+} from 'node:http2'
 import { connect, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
 import type { ClientTimeouts } from '../../src/config/validated-config.js'
@@ -146,4 +154,104 @@ t.test('a body trickled under body_idle still meets the request deadline', async
   t.teardown(() => clearInterval(trickle))
   t.same(await fired, { path: '/trickle', which: 'request' })
   t.ok(performance.now() - sent >= TIMEOUTS.requestMs - 20, 'at the deadline, not before')
+})
+
+/**
+ * Over HTTP/2 Node counts a request complete only once its body is read, so
+ * "received whole" is the stream's own state: the client ended it
+ * (END_STREAM), whether or not the server has read what came.
+ */
+interface Http2Server {
+  readonly client: ClientHttp2Session
+  readonly fired: Fired[]
+  next(): Promise<Fired>
+  arrival(path: string): Promise<void>
+  readonly pending: Map<string, Http2ServerResponse>
+}
+
+/** startServer's twin over HTTP/2 (cleartext), with one client session to it. */
+async function startHttp2(t: Test): Promise<Http2Server> {
+  const fired: Fired[] = []
+  const waiting: Array<(f: Fired) => void> = []
+  const pending = new Map<string, Http2ServerResponse>()
+  const arrivals = new Map<string, () => void>()
+  const server = createHttp2Server((req: Http2ServerRequest, res: Http2ServerResponse) => {
+    const path = req.url
+    pending.set(path, res)
+    watchBody(req as unknown as IncomingMessage, res as unknown as ServerResponse, TIMEOUTS, (which) => {
+      const f = { path, which }
+      fired.push(f)
+      waiting.shift()?.(f)
+      res.writeHead(408).end()
+    })
+    arrivals.get(path)?.()
+  })
+  const { port } = await listen(server)
+  const client = connectHttp2(`http://127.0.0.1:${port}`)
+  client.on('error', () => undefined)
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        client.destroy()
+        server.close(() => resolve())
+      }),
+  )
+  return {
+    client,
+    fired,
+    pending,
+    next: () => new Promise<Fired>((resolve) => waiting.push(resolve)),
+    arrival: (path) => new Promise<void>((resolve) => arrivals.set(path, resolve)),
+  }
+}
+
+/** A POST on its own stream; what the client reads of its answer. */
+function postHttp2(s: Http2Server, path: string, length: number): { stream: ClientHttp2Stream; answer: Promise<{ status: number; body: string }> } {
+  const stream = s.client.request({ ':method': 'POST', ':path': path, 'content-length': String(length) })
+  stream.on('error', () => undefined)
+  stream.setEncoding('utf8')
+  let body = ''
+  stream.on('data', (chunk: string) => {
+    body += chunk
+  })
+  const answer = new Promise<{ status: number; body: string }>((resolve) => {
+    let status = 0
+    stream.on('response', (h) => {
+      status = Number(h[':status'])
+    })
+    stream.on('close', () => resolve({ status, body }))
+  })
+  return { stream, answer }
+}
+
+t.test('HTTP/2: a body the client ended is not timed out while the server leaves it unread', async (t) => {
+  const s = await startHttp2(t)
+  const arrived = s.arrival('/whole')
+  const whole = postHttp2(s, '/whole', 5)
+  whole.stream.end('hello')
+  await arrived
+  // The clock: a second stream trickled under body_idle until its request deadline, which comes after /whole's body_idle would have.
+  const clock = s.next()
+  const trickle = postHttp2(s, '/trickle', 1000)
+  const drip = setInterval(() => trickle.stream.write('x'), BODY_IDLE_MS / 3)
+  t.teardown(() => clearInterval(drip))
+  t.same(await clock, { path: '/trickle', which: 'request' })
+  t.same(
+    s.fired.map((f) => f.path),
+    ['/trickle'],
+    '/whole was never timed out',
+  )
+  s.pending.get('/whole')?.writeHead(200).end('judged')
+  t.same(await whole.answer, { status: 200, body: 'judged' }, 'the late answer is the one the client reads')
+})
+
+t.test('HTTP/2: a body whose client stops sending gets 408 after body_idle', async (t) => {
+  const s = await startHttp2(t)
+  const fired = s.next()
+  const sent = performance.now()
+  const part = postHttp2(s, '/part', 100)
+  part.stream.write('0123456789')
+  t.same(await fired, { path: '/part', which: 'body_idle' })
+  t.ok(performance.now() - sent >= BODY_IDLE_MS - 20, 'not before body_idle')
+  t.equal((await part.answer).status, 408)
 })
