@@ -32,6 +32,17 @@ export async function hashSecret(secret) {
   return mod.hashSecret(secret)
 }
 
+/**
+ * `BENCH_AB_NODE_FLAGS="--max-semi-space-size=16"`: the `open-loop` and
+ * `memory` scenarios also run a second bearward with these node flags (after
+ * the launchers' own), measured in the same rounds as the first, so a runtime
+ * setting is judged against the shipped one in one run. null when unset.
+ */
+export function abNodeFlags() {
+  const flags = (process.env.BENCH_AB_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+  return flags.length > 0 ? flags : null
+}
+
 /** A listen port and the public_url (issuer, default audience) that goes with it. */
 export async function reserveAddress() {
   const port = await freePort()
@@ -44,9 +55,11 @@ export async function reserveAddress() {
  * /readyz answers 200. With `--cpu-prof` it runs under `node --cpu-prof`,
  * its profile going to `<work dir>/cpuprof/<name>/` (`profileDir`). `env` is
  * added to the process environment (e.g. OTEL_* variables). `callgrind`: run
- * it under valgrind's callgrind (spawn.mjs, callgrind.mjs).
+ * it under valgrind's callgrind (spawn.mjs, callgrind.mjs). `nodeFlags`: node
+ * flags for this instance, after the launchers' own (a later V8 flag wins):
+ * an A/B of runtime settings (`BENCH_AB_NODE_FLAGS`, bench/README.md).
  */
-export async function startBearward(ctx, { name = 'bearward', port, config, logLevel, env = {}, callgrind = false }) {
+export async function startBearward(ctx, { name = 'bearward', port, config, logLevel, env = {}, callgrind = false, nodeFlags = [] }) {
   const cpuProfDir = ctx.opts.cpuProf ? join(ctx.workDir, 'cpuprof', name) : undefined
   const adminPort = await freePort()
   const full = {
@@ -59,7 +72,7 @@ export async function startBearward(ctx, { name = 'bearward', port, config, logL
   writeFileSync(file, JSON.stringify(full, null, 2) + '\n')
   // BENCH_BEARWARD_NODE_FLAGS: extra node flags for diagnosis (`--trace-gc`: pauses in its .out.log).
   const extraFlags = (process.env.BENCH_BEARWARD_NODE_FLAGS ?? '').split(' ').filter(Boolean)
-  const nodeArgs = [...extraFlags, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])]
+  const nodeArgs = [...extraFlags, ...nodeFlags, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])]
   const handle = await startProcess({
     name,
     args: [...nodeArgs, join(buildRoot(ctx), 'bin/bearward'), 'start', '-c', file],

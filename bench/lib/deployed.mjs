@@ -92,7 +92,17 @@ export function everyFeature(upstream) {
  */
 export async function startDeployed(
   ctx,
-  { name = 'bearward-deployed', logLevel = 'info', extra = {}, env, shared = null, routes = deployedRoutes, callgrind = false, memoryStore = false } = {},
+  {
+    name = 'bearward-deployed',
+    logLevel = 'info',
+    extra = {},
+    env,
+    shared = null,
+    routes = deployedRoutes,
+    callgrind = false,
+    memoryStore = false,
+    nodeFlags = [],
+  } = {},
 ) {
   const up = await ctx.upstream()
   const redis = memoryStore ? null : (shared?.redis ?? ctx.track(await startRedis(ctx.workDir, `redis-${name}`)))
@@ -104,7 +114,7 @@ export async function startDeployed(
     ...(await gatewayConfig({ publicUrl, keyFile, store: redis?.url ?? 'memory', accessFormat: 'opaque', routes: routes(up.url) })),
     ...extra,
   }
-  const bw = ctx.track(await startBearward(ctx, { name, port: address.port, config, logLevel, env, callgrind }))
+  const bw = ctx.track(await startBearward(ctx, { name, port: address.port, config, logLevel, env, callgrind, nodeFlags }))
   if (shared) return { ...shared, bw }
 
   const jwts = mintJwts({ privateJwk: jwk, issuer: publicUrl, audience: publicUrl, scope: SCOPE, count: TOKENS })

@@ -137,7 +137,12 @@ export function instructionRatio(a, b, of) {
   const value = median(ratios)
   if (value === null) return { value: null, ratios, text: '—' }
   const range = ratios.length > 1 ? ` (rounds ${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)})` : ''
-  return { value, ratios, text: `instructions/req ${value.toFixed(3)} × ${of}${range}` }
+  // Work a round can pick up besides its requests (a recompilation, a full GC) only ever adds to its
+  // count, so the smallest round of each side is the steady state: their ratio is printed too.
+  const least = (r) => Math.min(...r.map((x) => x.instructionsPerReq).filter((n) => n != null))
+  const steady = ratios.length > 1 ? least(ra) / least(rb) : null
+  const steadyText = steady === null ? '' : `; smallest rounds ${steady.toFixed(3)} ×`
+  return { value, ratios, steady, text: `instructions/req ${value.toFixed(3)} × ${of}${range}${steadyText}` }
 }
 
 /**

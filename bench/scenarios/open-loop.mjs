@@ -15,7 +15,11 @@
 // CPU, and a single stall of the machine (tens of ms) moves a 3 s round's p99
 // by as much. Where that floor exceeds a target, the row says it could not be
 // judged in this run rather than yes or no.
-import { bearwardUnavailable } from '../lib/bearward.mjs'
+//
+// With BENCH_AB_NODE_FLAGS set (lib/bearward.mjs), a second bearward on the
+// same values runs with those node flags, its public, JWT and opaque routes
+// measured in the same rounds (`<kind>+ab@<pct>`).
+import { abNodeFlags, bearwardUnavailable } from '../lib/bearward.mjs'
 import { requestFor, startDeployed } from '../lib/deployed.mjs'
 import { runOpenLoop } from '../lib/open-loop.mjs'
 import { pairedLatencyAdded } from '../lib/report.mjs'
@@ -47,6 +51,9 @@ export default {
     const bare = await ctx.baseline('bare-undici-proxy.mjs', [up.url])
     const bareTwin = await ctx.baseline('bare-undici-proxy.mjs', [up.url], 'bare-undici-proxy-twin')
     const d = await startDeployed(ctx, { name: 'bearward-open-loop' })
+    const ab = abNodeFlags()
+    const b = ab === null ? null : await startDeployed(ctx, { name: 'bearward-open-loop-ab', shared: d, nodeFlags: ab })
+    const AB_ROUTES = b === null ? [] : ROUTES.filter((r) => ['public', 'jwt', 'opaque'].includes(r.kind))
     const jwt = requestFor(d, 'jwt')
     const common = { connections: opts.connections, warmupSec: opts.warmupSec, durationSec: opts.durationSec }
     /** The JWT route's request stream, sent to a bare proxy instead. */
@@ -88,6 +95,13 @@ export default {
           })
         } else targets.push({ id, label, measure: measure(requestFor(d, r.kind), d.bw) })
       }
+      for (const r of AB_ROUTES) {
+        targets.push({
+          id: `${r.kind}+ab@${level.pct}`,
+          label: `bearward ${r.label} with ${ab.join(' ')} @${level.pct} % (${rate} req/s)`,
+          measure: measure(requestFor(b, r.kind, b.bw.url), b.bw),
+        })
+      }
     }
     return {
       // Fourteen targets: fewer rounds than the closed-loop scenarios, still in forward/reverse pairs.
@@ -114,8 +128,12 @@ export default {
           )
           // Two identical servers differing by more than the target at p99: this run cannot tell a route's tail from the machine's.
           const judgeable = floor == null || Math.abs(floor) <= level.maxP99AddedMs
-          for (const r of ROUTES) {
-            const agg = a[`${r.kind}@${level.pct}`]
+          const variants = [
+            ...ROUTES.map((r) => ({ id: r.kind, label: r.label })),
+            ...AB_ROUTES.map((r) => ({ id: `${r.kind}+ab`, label: `${r.label} with ${ab.join(' ')}` })),
+          ]
+          for (const r of variants) {
+            const agg = a[`${r.id}@${level.pct}`]
             if (!agg) {
               rows.push(notRun(`bearward ${r.label} @${level.pct} %`, '', 'no measurement'))
               continue
