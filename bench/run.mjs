@@ -258,7 +258,8 @@ const out = {
   memoryBytes: totalmem(),
   lastCommand: command,
   params: opts,
-  scenarios: { ...previous.scenarios, ...Object.fromEntries(Object.keys(details).map((n) => [n, entry(n)])) },
+  // A run of some targets (--only) is kept beside a whole run of the same scenario, never over it.
+  scenarios: { ...previous.scenarios, ...Object.fromEntries(Object.keys(details).map((n) => [only === null ? n : `${n} --only ${values.only}`, entry(n)])) },
 }
 /** The short commit of the build measured, `+dirty` when the work tree differs from it; `unknown` outside git. */
 function measuredCommit() {

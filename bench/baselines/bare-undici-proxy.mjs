@@ -10,13 +10,19 @@
 // and a `traceparent` (a random trace id and span id) upstream, and an
 // X-Request-Id (a prefix and a counter) on the answer. bearward's public
 // route at `warn` against this twin is what bearward's own code costs.
-// `node bare-undici-proxy.mjs UPSTREAM_URL [--gateway-headers]` → prints {"msg":"ready","url":...}
+// With `--identity-headers` it sends, besides those, the four identity headers
+// a token route sends by default (X-Auth-Subject, -Client-Id, -Scope, -Issuer,
+// docs/configuration.md `identity_headers`), fixed values of a bench token's
+// lengths: a token route against this twin is what its token work costs.
+// `node bare-undici-proxy.mjs UPSTREAM_URL [--gateway-headers] [--identity-headers]` → prints {"msg":"ready","url":...}
 import { randomBytes, randomFillSync } from 'node:crypto'
 import { createServer } from 'node:http'
 import { Pool } from 'undici'
 
 const upstream = new URL(process.argv[2])
-const gatewayHeaders = process.argv.includes('--gateway-headers')
+const identityHeaders = process.argv.includes('--identity-headers')
+const gatewayHeaders = identityHeaders || process.argv.includes('--gateway-headers')
+const ISSUER = `http://127.0.0.1:${upstream.port}`
 const pool = new Pool(upstream.origin, { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 })
 
 // RFC 9110 7.6.1 hop-by-hop fields, plus host (undici sets the upstream's).
@@ -92,6 +98,12 @@ const server = createServer((req, res) => {
     headers['x-forwarded-host'] = req.headers.host
     headers.traceparent = `00-${randomHex(16)}-${randomHex(8)}-00`
     requestId = `${idPrefix}-${(++idCounter).toString(36)}`
+    if (identityHeaders) {
+      headers['x-auth-subject'] = 'user-42'
+      headers['x-auth-client-id'] = 'bench-client'
+      headers['x-auth-scope'] = 'orders:read'
+      headers['x-auth-issuer'] = ISSUER
+    }
   }
   pool.dispatch({ path: req.url, method: req.method, headers, body: hasBody ? req : null }, new Relay(res, requestId))
 })

@@ -19,9 +19,11 @@
 //   tracing on, 10 % sampled          ≥ 0.95 × the JWT route's req/s (exporting to a local OTLP sink)
 // nginx (plain proxy) and HAProxy (jwt_verify) as references, when installed,
 // with their CPU per request beside bearward's (jwt-warm checks HAProxy's refusals).
+// With BENCH_AB_NODE_FLAGS set (lib/bearward.mjs), a second bearward with those
+// node flags: its public and JWT routes' CPU per request ÷ the first's.
 import { createPublicKey } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
-import { bearwardUnavailable } from '../lib/bearward.mjs'
+import { abNodeFlags, bearwardUnavailable } from '../lib/bearward.mjs'
 import { everyFeature, jwtRouteAlone, PATHS, requestFor, startDeployed } from '../lib/deployed.mjs'
 import { SCOPE } from '../lib/gateway-config.mjs'
 import { findPeer, startHaproxyJwt, startNginx } from '../lib/native-peers.mjs'
@@ -108,6 +110,14 @@ export default {
         },
       },
     ]
+    const ab = abNodeFlags()
+    if (ab !== null) {
+      const b = await startDeployed(ctx, { name: 'bearward-cpu-ab', shared: d, nodeFlags: ab })
+      targets.push(
+        target('public+ab', `bearward public route with ${ab.join(' ')}`, requestFor(b, 'public'), b.bw),
+        target('jwt+ab', `bearward JWT route with ${ab.join(' ')}`, requestFor(b, 'jwt'), b.bw),
+      )
+    }
     const nginxBin = findPeer('nginx')
     if (nginxBin.skip) log(`nginx skipped: ${nginxBin.skip}`)
     else {
@@ -192,6 +202,16 @@ export default {
             checks: [{ ok: onRate.value != null && onRate.value >= 0.95, what: '≥ 0.95 × the JWT route' }],
           }),
         ]
+        if (ab !== null) {
+          for (const kind of ['public', 'jwt']) {
+            rows.push(
+              row(a[`${kind}+ab`], {
+                subject: `bearward ${kind === 'jwt' ? 'JWT' : kind} route with ${ab.join(' ')}`,
+                ratio: `${pairedCpuRatio(a[`${kind}+ab`], a[kind], 'without').text}; ${pairedRatio(a[`${kind}+ab`], a[kind], 'without').text}`,
+              }),
+            )
+          }
+        }
         rows.push(
           a.nginx
             ? row(a.nginx, { subject: 'nginx 1 worker, plain proxy, no check (reference)', ratio: pairedCpuRatio(a.nginx, a.bare, 'bare').text })

@@ -12,7 +12,8 @@
 // difference that is code.
 //
 // Targets: the bare undici proxy (GET, and the MCP POST), its twin sending the
-// headers every bearward route sends (`--gateway-headers`), and bearward as
+// headers every bearward route sends (`--gateway-headers`), and those plus the
+// identity headers of a token route (`--identity-headers`), and bearward as
 // deployed (lib/deployed.mjs: log.level info; the memory store, see below) on its public, JWT,
 // opaque, MCP and DPoP routes, and the MCP route's twin without its `mcp`
 // section (the same POST, forwarded unread: the MCP inspection's own cost).
@@ -62,6 +63,9 @@ export default {
     const bareHeaders = await ctx.baseline('bare-undici-proxy.mjs', [up.url, '--gateway-headers'], 'bare-undici-proxy-headers-counted', {
       callgrind: true,
     })
+    const bareIdentity = await ctx.baseline('bare-undici-proxy.mjs', [up.url, '--identity-headers'], 'bare-undici-proxy-identity-counted', {
+      callgrind: true,
+    })
     // The memory store: under callgrind the event loop turns so slowly that the Redis heartbeat
     // (a PING answered within 750 ms) misses, the store is taken for unreachable and requests get
     // 503 (seen on a loaded VM). Two routes touch the store per request: the opaque one looks its
@@ -85,10 +89,7 @@ export default {
         for (let i = 0; i < (round === 0 ? FIRST_CYCLES : CYCLES); i++) {
           await runOpenLoop({ ...plain, warmupRequests: 0, requests: CYCLE_REQUESTS, ...req() }, ctx.workDir)
         }
-        return runOpenLoop(
-          { ...plain, warmupRequests: WARMUP, requests: REQUESTS, ...req(), callgrind: { dir: ctx.workDir, pid: server.pid } },
-          ctx.workDir,
-        )
+        return runOpenLoop({ ...plain, warmupRequests: WARMUP, requests: REQUESTS, ...req(), callgrind: { dir: ctx.workDir, pid: server.pid } }, ctx.workDir)
       },
     })
     const jwt = requestFor(d, 'jwt')
@@ -99,6 +100,7 @@ export default {
     const targets = [
       counted('bare', 'bare undici proxy, GET', bare, () => ({ ...jwt, url: bare.url + PATHS.jwt })),
       counted('bareHeaders', 'bare undici proxy + gateway headers, GET', bareHeaders, () => ({ ...jwt, url: bareHeaders.url + PATHS.jwt })),
+      counted('bareIdentity', 'bare undici proxy + gateway and identity headers, GET', bareIdentity, () => ({ ...jwt, url: bareIdentity.url + PATHS.jwt })),
       counted('barePost', 'bare undici proxy, the MCP POST', bare, () => ({ ...mcp, url: bare.url + PATHS.mcp })),
       counted('public', 'bearward public route', d.bw, () => requestFor(d, 'public')),
       counted('jwt', 'bearward JWT route', d.bw, () => jwt),
@@ -127,7 +129,9 @@ export default {
           row(a.barePost, { subject: 'bare undici proxy, the MCP POST (baseline)', ratio: `${kilo(a.barePost)}${spread(a.barePost)}` }),
           r(a.public, 'public route ÷ bare proxy (#39: ≤ 1.05 × in CPU)', a.bare, 'bare'),
           r(a.public, "public route ÷ the bare proxy sending the same headers: bearward's own code", a.bareHeaders, 'bare + headers'),
+          r(a.bareIdentity, 'bare proxy + those headers + the four identity headers a token route sends', a.bare, 'bare'),
           r(a.jwt, 'JWT route ÷ bare proxy (#39: ≤ 1.10 ×)', a.bare, 'bare'),
+          r(a.jwt, 'JWT route ÷ the bare proxy sending the same headers, identity included: its token work', a.bareIdentity, 'bare + identity'),
           r(a.opaque, 'opaque route (cached) ÷ bare proxy (#39: ≤ 1.20 ×)', a.bare, 'bare'),
           r(a.mcp, 'MCP route ÷ bare proxy forwarding the same POST (#39: ≤ 1.3 ×)', a.barePost, 'bare POST'),
           r(a.jwtPost, 'the same POST through a JWT route without mcp ÷ bare POST', a.barePost, 'bare POST'),
