@@ -19,7 +19,7 @@ import type { Socket } from 'node:net'
 import { documentUrlProblem, MetadataDocuments } from '../../src/as/client-id-metadata-document.js'
 import { authorizeUrl, authParams, frontYaml, get, startFront } from '../helpers/as-front.js'
 import { selfSignedCert } from '../helpers/tls.js'
-import { listen } from '../helpers/http.js'
+import { closeServer, listen } from '../helpers/http.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse, base: string) => void
 
@@ -44,11 +44,7 @@ async function startDocServer(
       handler = h
     },
     ca: cert.certFile,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 

@@ -16,7 +16,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
 import { basic, mintCode, startAs, type Harness } from '../helpers/as-back.js'
-import { listen, postForm, reply } from '../helpers/http.js'
+import { closeServer, listen, postForm, reply } from '../helpers/http.js'
 import { selfSignedCert } from '../helpers/tls.js'
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'
@@ -45,8 +45,7 @@ t.test('private_key_jwt for registered and metadata document clients', async (t)
   })
   const { port: loopbackPort } = await listen(loopback)
   t.teardown(async () => {
-    https.closeAllConnections()
-    await new Promise<void>((resolve) => https.close(() => resolve()))
+    await closeServer(https)
     await new Promise<void>((resolve) => loopback.close(() => resolve()))
     await rm(dir, { recursive: true, force: true })
   })

@@ -4,7 +4,7 @@ import { createAuthorizationServer } from '../../src/as/server.js'
 import { MemoryStore } from '../../src/store/memory.js'
 import type { TakeCodeResult } from '../../src/store/types.js'
 import { basic, codeParams, mintCode, send, startAs, token } from '../helpers/as-back.js'
-import { postForm, reply, listen } from '../helpers/http.js'
+import { closeServer, postForm, reply, listen } from '../helpers/http.js'
 import { contextExtras } from '../helpers/trace.js'
 
 t.test('routing: back channel, front channel, and unknown paths', async (t) => {
@@ -90,13 +90,7 @@ t.test('each endpoint sets its route label', async (t) => {
     })
   })
   const serverAt = await listen(server)
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  )
+  t.teardown(() => closeServer(server))
   const base = serverAt.url
   for (const path of [
     '/token',

@@ -26,7 +26,7 @@ import { z } from 'zod'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
 import { selfSignedCert } from '../helpers/tls.js'
-import { freePort, listen } from '../helpers/http.js'
+import { closeServer, freePort, listen } from '../helpers/http.js'
 import { basic } from '../helpers/client-auth.js'
 import { PersonAtTheBrowser, refusal } from '../helpers/mcp-sign-in.js'
 
@@ -120,8 +120,7 @@ routes:
 `)
   const closeServers = async (): Promise<void> => {
     for (const s of [mcpServer.server, other.server]) {
-      s.closeAllConnections()
-      await new Promise<void>((resolve) => s.close(() => resolve()))
+      await closeServer(s)
     }
     await config.cleanup()
   }
@@ -250,8 +249,7 @@ routes:
 `)
   const cleanup = async (): Promise<void> => {
     for (const s of [mcpServer.server, docs]) {
-      s.closeAllConnections()
-      await new Promise<void>((resolve) => s.close(() => resolve()))
+      await closeServer(s)
     }
     await config.cleanup()
     await rm(dir, { recursive: true, force: true })

@@ -42,7 +42,7 @@ import { z } from 'zod'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { DEMO_SECRET, demoHashes } from '../helpers/as-config.js'
 import { selfSignedCert } from '../helpers/tls.js'
-import { eventually, freePort, listen } from '../helpers/http.js'
+import { closeServer, eventually, freePort, listen } from '../helpers/http.js'
 import { serveMcpHandler, type RunningMcpHandler } from '../helpers/mcp-sdk2.js'
 import { basic } from '../helpers/client-auth.js'
 import { PersonAtTheBrowser, refusal } from '../helpers/mcp-sign-in.js'
@@ -212,8 +212,7 @@ routes:
 `)
   const cleanup = async (): Promise<void> => {
     await mcp.close()
-    docs.closeAllConnections()
-    await new Promise<void>((resolve) => docs.close(() => resolve()))
+    await closeServer(docs)
     await config.cleanup()
     await rm(dir, { recursive: true, force: true })
   }

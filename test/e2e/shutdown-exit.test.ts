@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { startBin, tempConfig } from '../helpers/bin.js'
+import { closeServer } from '../helpers/http.js'
 
 /** How long after its last line the process may take to be gone. */
 const EXIT_BOUND_MS = 500
@@ -39,8 +40,7 @@ routes:
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
     await bin.stop('SIGKILL')
-    upstream.closeAllConnections()
-    await new Promise<void>((resolve) => upstream.close(() => resolve()))
+    await closeServer(upstream)
     await cfg.cleanup()
   })
   const exitedAt = new Promise<number>((resolve) => bin.child.once('exit', () => resolve(performance.now())))

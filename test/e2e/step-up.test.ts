@@ -12,7 +12,7 @@ import { SignJWT } from 'jose'
 import { startBinOrCleanUp, tempConfig } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
 import { newKey } from '../gateway/fixture.js'
-import { listen } from '../helpers/http.js'
+import { closeServer, listen } from '../helpers/http.js'
 
 t.setTimeout(120_000)
 
@@ -49,8 +49,7 @@ routes:
 `)
   const cleanup = async (): Promise<void> => {
     await up.close()
-    jwks.closeAllConnections()
-    await new Promise<void>((resolve) => jwks.close(() => resolve()))
+    await closeServer(jwks)
     await cfg.cleanup()
   }
   const bin = await startBinOrCleanUp(cfg.file, cleanup)

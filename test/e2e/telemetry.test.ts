@@ -2,7 +2,7 @@ import t from 'tap'
 import { createServer, type IncomingMessage } from 'node:http'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { startUpstream } from '../helpers/upstream.js'
-import { eventually, listen } from '../helpers/http.js'
+import { closeServer, eventually, listen } from '../helpers/http.js'
 import { basic } from '../helpers/client-auth.js'
 
 /**
@@ -60,11 +60,7 @@ async function startReceiver(): Promise<{ url: string; bodies: string[]; spans()
     bodies,
     headers,
     spans: () => bodies.flatMap((b) => (JSON.parse(b) as OtlpExport).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 

@@ -8,7 +8,7 @@
 import t from 'tap'
 import { createServer, request as httpRequest, type ServerResponse } from 'node:http'
 import { mint, newKey, startGateway } from './fixture.js'
-import { listen, eventually } from '../helpers/http.js'
+import { closeServer, listen, eventually } from '../helpers/http.js'
 
 const ISSUER = 'https://idp.example'
 const AUDIENCE = 'https://api.example'
@@ -29,13 +29,7 @@ t.test('a request whose client left while its keys were fetched is not forwarded
       res.end(JSON.stringify({ keys: [key.publicJwk] }))
     }
   }
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        jwks.closeAllConnections()
-        jwks.close(() => resolve())
-      }),
-  )
+  t.teardown(() => closeServer(jwks))
   const gw = await startGateway({
     routes: (up) => `
   - name: corp

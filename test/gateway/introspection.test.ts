@@ -8,7 +8,7 @@ import t from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { hashToken } from '../../src/store/hash.js'
 import { startGateway, PUBLIC_URL } from './fixture.js'
-import { eventually, listen } from '../helpers/http.js'
+import { closeServer, eventually, listen } from '../helpers/http.js'
 
 const ISSUER = 'https://idp.example'
 const AUDIENCE = 'https://api.example'
@@ -45,11 +45,7 @@ async function startIntrospection(): Promise<{
     url: `${serverAt.url}/introspect`,
     seen,
     answers,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 

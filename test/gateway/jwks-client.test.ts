@@ -15,7 +15,7 @@ import { parseJwks } from '../../src/keys/jwk-set.js'
 import { ProcessState } from '../../src/runtime.js'
 import { createLogger } from '../../src/log.js'
 import type { SigningKey } from '../../src/keys/keyset.js'
-import { eventually, listen } from '../helpers/http.js'
+import { closeServer, eventually, listen } from '../helpers/http.js'
 import { mint, newKey, startGateway, type Harness, type MintOptions } from './fixture.js'
 
 const ISSUER = 'https://idp.example'
@@ -60,11 +60,7 @@ async function startJwks(keys: SigningKey[]): Promise<JwksServer> {
     release: () => {
       for (const res of held.splice(0)) answer(res)
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
   return state
 }

@@ -19,7 +19,7 @@ import type { UpstreamTargets } from '../../src/gateway/upstream/targets.js'
 import type { ForwardRequest } from '../../src/gateway/forward-request.js'
 import type { TokenIdentity } from '../../src/gateway/token-identity.js'
 import { contextExtras } from '../helpers/trace.js'
-import { listen as listenOnPortZero } from '../helpers/http.js'
+import { closeServer, listen as listenOnPortZero } from '../helpers/http.js'
 
 /** Helpers shared by the proxy tests: real servers on 127.0.0.1, port 0. */
 
@@ -98,11 +98,7 @@ export async function listen(server: Server): Promise<Listening> {
     url,
     port,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 

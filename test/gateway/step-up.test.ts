@@ -10,7 +10,7 @@ import { createServer } from 'node:http'
 import { PUBLIC_URL, startGateway, type Harness, type Reply } from './fixture.js'
 import { StepUp, StepUpRule } from '../../src/gateway/step-up.js'
 import { hashToken } from '../../src/store/hash.js'
-import { listen } from '../helpers/http.js'
+import { closeServer, listen } from '../helpers/http.js'
 
 /** Every protected route takes DPoP-bound tokens too (dpop: allowed): its challenges say so (RFC 9449 7.1). */
 const ACCEPTS_DPOP = ', DPoP algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"'
@@ -321,13 +321,7 @@ t.test('opaque tokens of a remote issuer: acr and auth_time from the introspecti
     })
   })
   const idpAt = await listen(idp)
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        idp.closeAllConnections()
-        idp.close(() => resolve())
-      }),
-  )
+  t.teardown(() => closeServer(idp))
   const gw: Harness = await startGateway({
     extra: `
 issuers:

@@ -13,7 +13,7 @@ import { createServer } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { ManualClock } from '../../src/clock.js'
 import { backYaml, basic, codeParams, mintCode, token as tokenRequest, harnessOf, type Harness } from '../helpers/as-back.js'
-import { eventually, postForm, listen } from '../helpers/http.js'
+import { closeServer, eventually, postForm, listen } from '../helpers/http.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 import { openSocket, openStream, startStreamingUpstream, type StreamRequest, within, type StreamingUpstream } from '../helpers/streams.js'
 
@@ -330,8 +330,7 @@ routes:
   t.teardown(async () => {
     await served.close()
     await up.close()
-    idp.closeAllConnections()
-    await new Promise<void>((resolve) => idp.close(() => resolve()))
+    await closeServer(idp)
   })
   const [byJti, byGrant, short, kept] = await Promise.all(['by-jti', 'by-grant', 'short', 'kept'].map((tok) => openStream(`${served.url}/remote/events`, tok)))
   if (byJti === undefined || byGrant === undefined || short === undefined || kept === undefined) throw new Error('streams')

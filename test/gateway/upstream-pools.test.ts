@@ -23,6 +23,7 @@ import { UpstreamTargets } from '../../src/gateway/upstream/targets.js'
 import type { Balancer } from '../../src/gateway/upstream/balancer.js'
 import { gatewayConfig, proxyFor, selfSignedCert, send, startProxy } from './proxy-helpers.js'
 import { startDnsServer, type DnsRecord } from '../helpers/dns-server.js'
+import { closeServer } from '../helpers/http.js'
 
 /** A route as the loader makes it from `upstream` / `upstreams` YAML (the line(s) after `public: true`). */
 function poolRoute(upstream: string, name = 'pool'): RouteConfig {
@@ -116,10 +117,7 @@ async function closedPort(): Promise<number> {
 
 function stop(target: TestTarget): Promise<void> {
   if (!target.server.listening) return Promise.resolve()
-  return new Promise<void>((resolve) => {
-    target.server.closeAllConnections()
-    target.server.close(() => resolve())
-  })
+  return closeServer(target.server)
 }
 
 /** The next health change of the target dialled at `label`. */
@@ -634,8 +632,7 @@ t.test('an https host name target: dialled by address, with the name as SNI and 
   const gw = await startProxy([route], gatewayConfig(), () => ({}), registry)
   t.teardown(async () => {
     await gw.close()
-    server.closeAllConnections()
-    server.close()
+    void closeServer(server)
     await dns.close()
   })
   const reply = await send(gw.url, { path: '/tls' })

@@ -10,7 +10,7 @@ import { createServer } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { selfSignedCert } from './tls.js'
-import { listen } from './http.js'
+import { closeServer, listen } from './http.js'
 
 export interface ClientDocuments {
   /** `https://localhost:<port>` */
@@ -46,8 +46,7 @@ export async function startClientDocuments(): Promise<ClientDocuments> {
     configYaml: (scopes) =>
       `  client_id_metadata_documents: { enabled: true, allow_hosts: [localhost], ca_file: ${cert.certFile}, scopes: [${scopes.map((s) => `"${s}"`).join(', ')}] }`,
     async close() {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await closeServer(server)
       await rm(dir, { recursive: true, force: true })
     },
   }

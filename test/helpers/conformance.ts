@@ -18,7 +18,7 @@ import { basic } from './client-auth.js'
 import { jsonTree } from './config-tree.js'
 import { asConfig, demoHashes, DEMO_PASSWORD, DEMO_SECRET } from './as-config.js'
 import { startUpstream } from './upstream.js'
-import { freePort, postForm, listen } from './http.js'
+import { closeServer, freePort, postForm, listen } from './http.js'
 
 /** Re-exported so suites that import it from here keep working; it lives in http.ts. */
 export { postForm } from './http.js'
@@ -409,11 +409,7 @@ export async function startLoopbackReceiver(): Promise<LoopbackReceiver> {
   return {
     redirectUri: `http://127.0.0.1:${port}/callback`,
     received,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections()
-        server.close(() => r())
-      }),
+    close: () => closeServer(server),
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * The small network helpers every kind of test needs, once: a server started
- * on port 0, a free port for a process that must know its port before it
- * starts, and a bounded poll for effects that happen in another process or
- * after a message crosses a connection.
+ * on port 0 and closed with its connections, a free port for a process that
+ * must know its port before it starts, and a bounded poll for effects that
+ * happen in another process or after a message crosses a connection.
  */
 import { createServer, type AddressInfo, type Server } from 'node:net'
 
@@ -60,6 +60,31 @@ export async function listen(server: Server, host = '127.0.0.1'): Promise<{ port
   })
   const { port } = server.address() as AddressInfo
   return { port, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}` }
+}
+
+/**
+ * A server closeServer stops: a node:http or node:https one, which has
+ * closeAllConnections(), or a node:http2 one, which has not.
+ */
+export interface HttpServerLike {
+  close(callback?: (err?: Error) => void): unknown
+  closeAllConnections?(): void
+}
+
+/**
+ * Stop a server a test started: destroy its connections (when it can), then
+ * close it; resolves once it is closed. close() alone stops accepting but
+ * waits for every open connection to end, and a client's keep-alive
+ * connection can hold a teardown open until it times out. An http2 server
+ * has no closeAllConnections: it is just closed. Never rejects: a server that
+ * was not listening (close's callback gets ERR_SERVER_NOT_RUNNING) counts as
+ * closed.
+ */
+export function closeServer(server: HttpServerLike): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.closeAllConnections?.()
+    server.close(() => resolve())
+  })
 }
 
 /**

@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os'
 import type { Test } from 'tap'
 import { childEnv, startBin, tempConfig, type RunningBin } from './bin.js'
 import { demoHashes } from './as-config.js'
-import { freePort, listen } from './http.js'
+import { closeServer, freePort, listen } from './http.js'
 
 export const CONFORMANCE_CLI = resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js')
 /**
@@ -167,8 +167,7 @@ export async function startRelay(target: string): Promise<Relay> {
       token = value
     },
     async close() {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await closeServer(server)
     },
   }
 }

@@ -41,7 +41,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js'
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
-import { listen } from './http.js'
+import { closeServer, listen } from './http.js'
 
 const IMAGE = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
 const AUDIO = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
@@ -504,8 +504,7 @@ export async function startEverythingServer(): Promise<RunningEverything> {
     server,
     async close() {
       for (const t of sessions.values()) await t.close().catch(() => {})
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await closeServer(server)
     },
   }
 }

@@ -9,7 +9,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { McpHttpHandler } from '@modelcontextprotocol/server'
-import { listen } from './http.js'
+import { closeServer, listen } from './http.js'
 
 /** One request as the MCP server received it. */
 export interface SeenMcpRequest {
@@ -95,8 +95,7 @@ export async function serveMcpHandler(handler: McpHttpHandler): Promise<RunningM
     open,
     async close() {
       await handler.close()
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await closeServer(server)
     },
   }
 }

@@ -34,7 +34,7 @@ import { MemoryStore } from '../../src/store/memory.js'
 import { RevocationList } from '../../src/store/revocation-list.js'
 import type { Store } from '../../src/store/types.js'
 import { Tracing } from '../../src/telemetry/tracing.js'
-import { listen } from './http.js'
+import { closeServer, listen } from './http.js'
 
 export interface ServeOptions {
   /** ManualClock at 2026-01-01 by default; Redis tests pass one that follows real time. */
@@ -130,12 +130,10 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
   const publicUrl = o.env?.PUBLIC_URL ?? url + (o.basePath ?? '')
 
   let h2: Http2Front | null = null
-  const closeServer = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      h2?.destroyAll()
-      server.closeAllConnections()
-      server.close(() => resolve())
-    })
+  const closeFront = (): Promise<void> => {
+    h2?.destroyAll()
+    return closeServer(server)
+  }
   let revocations: RevocationList | null = null
   try {
     const text = typeof yaml === 'string' ? yaml : await yaml(url)
@@ -176,7 +174,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
       logs,
       audit,
       async close() {
-        await closeServer()
+        await closeFront()
         await built.close()
         if (o.state === undefined) await state.close()
         await liveRevocations.stop()
@@ -184,7 +182,7 @@ export async function serveRuntime(yaml: string | ((url: string) => Promise<stri
       },
     }
   } catch (err) {
-    await closeServer()
+    await closeFront()
     await revocations?.stop()
     await store.close()
     throw err

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
 import type { ManualClock } from '../../src/clock.js'
-import { listen, reply, type Reply } from './http.js'
+import { closeServer, listen, reply, type Reply } from './http.js'
 
 export const CAEP = 'https://schemas.openid.net/secevent/caep/event-type/'
 export const RISC = 'https://schemas.openid.net/secevent/risc/event-type/'
@@ -130,10 +130,7 @@ export class TestTransmitter {
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#server.closeAllConnections()
-      this.#server.close(() => resolve())
-    })
+    return closeServer(this.#server)
   }
 }
 

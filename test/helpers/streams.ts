@@ -11,7 +11,7 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import { performance } from 'node:perf_hooks'
 import type { Duplex } from 'node:stream'
 import { WebSocket } from 'undici'
-import { listen } from './http.js'
+import { closeServer, listen } from './http.js'
 
 /** One connection the upstream served: when it opened and when it saw it close (performance.now()). */
 export interface UpstreamStream {
@@ -100,11 +100,7 @@ export async function startStreamingUpstream(): Promise<StreamingUpstream> {
     url,
     streams,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 

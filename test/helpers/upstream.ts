@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { listen } from './http.js'
+import { closeServer, listen } from './http.js'
 
 export interface SeenRequest {
   method: string
@@ -35,10 +35,6 @@ export async function startUpstream(
     url,
     seen,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }

@@ -10,7 +10,7 @@ import { connect } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { asConfigYaml } from '../helpers/as-config.js'
-import { eventually, listen } from '../helpers/http.js'
+import { closeServer, eventually, listen } from '../helpers/http.js'
 import { serveRuntime, type ServedRuntime } from '../helpers/serve-runtime.js'
 
 /** An upstream that records each request as it arrives (before its body ends). */
@@ -26,11 +26,7 @@ async function startRecordingUpstream(): Promise<{ url: string; arrived: Incomin
   return {
     url,
     arrived,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 

@@ -20,7 +20,7 @@ import { connect, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
 import type { ClientTimeouts } from '../../src/config/validated-config.js'
 import { watchBody, type BodyTimeout } from '../../src/http/body-timeouts.js'
-import { listen } from '../helpers/http.js'
+import { closeServer, listen } from '../helpers/http.js'
 
 const BODY_IDLE_MS = 150
 const TIMEOUTS: ClientTimeouts = { headersMs: 5000, bodyIdleMs: BODY_IDLE_MS, requestMs: 400, keepAliveMs: 5000 }
@@ -57,13 +57,7 @@ async function startServer(t: Test): Promise<Server> {
     arrivals.get(req.url ?? '')?.()
   })
   const { port } = await listen(server)
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  )
+  t.teardown(() => closeServer(server))
   return {
     port,
     fired,

@@ -19,7 +19,7 @@ import { connect, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { accessClaims, AT_HEADER, basic, healthy, rawHttp, send, signEs256, startTarget, type RawResponse, type Target } from '../helpers/attack.js'
 import type { SeenRequest } from '../helpers/upstream.js'
-import { listen } from '../helpers/http.js'
+import { closeServer, listen } from '../helpers/http.js'
 
 const BODY_IDLE_MS = 400
 const REQUEST_MS = 1500
@@ -61,11 +61,7 @@ async function startRecorder(): Promise<{ url: string; arrivals: Arrival[]; clos
     url: serverAt.url,
     arrivals,
     closed,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 
@@ -99,11 +95,7 @@ async function startHeldJwks(): Promise<{
       res?.writeHead(200, { 'content-type': 'application/jwk-set+json' })
       res?.end(JSON.stringify({ keys: [publicMembers(keys[which])].map((k) => ({ ...k, kid: keys[which].kid, alg: 'ES256', use: 'sig' })) }))
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close: () => closeServer(server),
   }
 }
 

@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage } from 'node:http'
 import { asConfig, DEMO_SECRET } from '../helpers/as-config.js'
 import { startBin, tempConfig, type RunningBin } from '../helpers/bin.js'
 import { basic } from '../helpers/client-auth.js'
-import { eventually, freePort, listen, postForm } from '../helpers/http.js'
+import { closeServer, eventually, freePort, listen, postForm } from '../helpers/http.js'
 import { startStreamingUpstream, type StreamingUpstream } from '../helpers/streams.js'
 
 interface Seen {
@@ -53,8 +53,7 @@ t.before(async () => {
     session.destroy()
     await bin.stop()
     await streaming.close()
-    recorder.closeAllConnections()
-    recorder.close()
+    void closeServer(recorder)
     await cfg.cleanup()
   })
 })

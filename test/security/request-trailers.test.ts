@@ -11,7 +11,7 @@ import { asConfig, DEMO_SECRET } from '../helpers/as-config.js'
 import { rawHttp } from '../helpers/attack.js'
 import { startBin, tempConfig } from '../helpers/bin.js'
 import { basic } from '../helpers/client-auth.js'
-import { freePort, listen, postForm } from '../helpers/http.js'
+import { closeServer, freePort, listen, postForm } from '../helpers/http.js'
 
 t.test('request trailers naming identity or forwarding headers never reach the upstream', async (t) => {
   const seen: Array<{ url: string; rawHeaders: string[]; rawTrailers: string[]; body: string }> = []
@@ -37,8 +37,7 @@ t.test('request trailers naming identity or forwarding headers never reach the u
   const bin = await startBin(cfg.file)
   t.teardown(async () => {
     await bin.stop()
-    up.closeAllConnections()
-    up.close()
+    void closeServer(up)
     await cfg.cleanup()
   })
   const tokenRes = await postForm(

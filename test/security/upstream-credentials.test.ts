@@ -17,7 +17,7 @@ import { connect, type ClientHttp2Session, type IncomingHttpHeaders as H2Headers
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import { gzipSync } from 'node:zlib'
-import { listen } from '../helpers/http.js'
+import { closeServer, listen } from '../helpers/http.js'
 import { openLoginForm, postLogin, rawHttp, send, serviceToken, startTarget, type Target } from '../helpers/attack.js'
 import { DEMO_PASSWORD } from '../helpers/as-config.js'
 
@@ -111,8 +111,7 @@ t.before(async () => {
   t.teardown(async () => {
     session.destroy()
     await target.close()
-    recorder.closeAllConnections()
-    recorder.close()
+    void closeServer(recorder)
   })
 })
 

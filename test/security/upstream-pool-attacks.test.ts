@@ -11,6 +11,7 @@ import { Pool } from 'undici'
 import { ManualClock } from '../../src/clock.js'
 import { HealthChecker } from '../../src/gateway/upstream/health-check.js'
 import { TargetHealth } from '../../src/gateway/upstream/target-health.js'
+import { closeServer } from '../helpers/http.js'
 
 const SETTINGS = { path: '/healthz', intervalMs: 60_000, timeoutMs: 300, unhealthyAfter: 1, healthyAfter: 1 }
 
@@ -46,8 +47,7 @@ class Watched extends TargetHealth {
 
 async function listen(t: Test, server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  t.teardown(() => server.closeAllConnections())
+  t.teardown(() => closeServer(server))
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 

@@ -19,7 +19,7 @@ import { receiverQueue } from '../../src/signals/transmitter/deliver.js'
 import type { Runtime } from '../../src/runtime.js'
 import { backYaml, codeParams, type Harness, harnessOf, mintCode, SECRETS, send } from '../helpers/as-back.js'
 import { basic } from '../helpers/client-auth.js'
-import { postForm, reply, type Reply } from '../helpers/http.js'
+import { closeServer, postForm, reply, type Reply } from '../helpers/http.js'
 import { serveRuntime } from '../helpers/serve-runtime.js'
 import { generatePrivateJwk } from '../../src/keys/keyset.js'
 
@@ -62,8 +62,7 @@ class TestReceiver {
     const s = this.#server
     this.#server = null
     if (s === null) return
-    s.closeAllConnections()
-    await new Promise<void>((resolve) => s.close(() => resolve()))
+    await closeServer(s)
   }
 }
 

@@ -6,6 +6,7 @@ import t, { type Test } from 'tap'
 import { RatioSampler } from '../../src/telemetry/ratio-sampler.js'
 import { TraceIds } from '../../src/telemetry/trace-context.js'
 import { Tracing } from '../../src/telemetry/tracing.js'
+import { closeServer } from '../helpers/http.js'
 
 /**
  * Tracing.start decides the sampling with bearward's own sampler: its
@@ -33,8 +34,7 @@ async function tracingAt(sample: number, t: Test): Promise<Tracing> {
   const tracing = await Tracing.create({ url: `http://127.0.0.1:${port}/v1/traces`, headers: {}, sample, serviceName: 'bearward-test', tuning: {} })
   t.teardown(async () => {
     await tracing.close()
-    receiver.closeAllConnections()
-    await new Promise((resolve) => receiver.close(resolve))
+    await closeServer(receiver)
   })
   return tracing
 }

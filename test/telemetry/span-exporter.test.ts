@@ -5,7 +5,7 @@ import { OtlpSpanExporter, type SpanExportOptions } from '../../src/telemetry/sp
 import { Span, SpanKind } from '../../src/telemetry/span.js'
 import { TraceIds } from '../../src/telemetry/trace-context.js'
 import { exportSettings, Tracing } from '../../src/telemetry/tracing.js'
-import { eventually, listen } from '../helpers/http.js'
+import { closeServer, eventually, listen } from '../helpers/http.js'
 
 /**
  * bearward's own span export (src/telemetry/span-exporter.ts) against a real
@@ -62,13 +62,7 @@ async function startSink(
     })
   })
   const { url } = await listen(server)
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  )
+  t.teardown(() => closeServer(server))
   return {
     url: `${url}/v1/traces`,
     received,
