@@ -30,41 +30,60 @@ interface Fired {
   readonly which: BodyTimeout
 }
 
-/** A server that watches every body, answers nothing and reads nothing; each timeout is recorded and answered 408. */
-interface Server {
-  readonly port: number
+/**
+ * What a server that watches every body, answers nothing and reads nothing
+ * has seen: each timeout is recorded (and answered 408 by the server).
+ */
+interface Watched<Res> {
   readonly fired: Fired[]
   /** The next timeout to fire. */
   next(): Promise<Fired>
   /** Resolves when the request for `path` has arrived (its head read). */
   arrival(path: string): Promise<void>
-  readonly pending: Map<string, ServerResponse>
+  readonly pending: Map<string, Res>
 }
 
-async function startServer(t: Test): Promise<Server> {
+/** The record both servers keep, and the request handler's part of it: `arrived` a request, `timedOut` its body. */
+function watched<Res>(): Watched<Res> & { arrived(path: string, res: Res): void; timedOut(path: string, which: BodyTimeout): void } {
   const fired: Fired[] = []
   const waiting: Array<(f: Fired) => void> = []
-  const pending = new Map<string, ServerResponse>()
+  const pending = new Map<string, Res>()
   const arrivals = new Map<string, () => void>()
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    pending.set(req.url ?? '', res)
-    watchBody(req, res, TIMEOUTS, (which) => {
-      const f = { path: req.url ?? '', which }
-      fired.push(f)
-      waiting.shift()?.(f)
-      res.writeHead(408, { connection: 'close' }).end()
-    })
-    arrivals.get(req.url ?? '')?.()
-  })
-  const { port } = await listen(server)
-  t.teardown(() => closeServer(server))
   return {
-    port,
     fired,
     pending,
     next: () => new Promise<Fired>((resolve) => waiting.push(resolve)),
     arrival: (path) => new Promise<void>((resolve) => arrivals.set(path, resolve)),
+    arrived(path, res) {
+      pending.set(path, res)
+      arrivals.get(path)?.()
+    },
+    timedOut(path, which) {
+      const f = { path, which }
+      fired.push(f)
+      waiting.shift()?.(f)
+    },
   }
+}
+
+/** An HTTP/1.1 server on port 0 whose bodies are watched and never read. */
+interface Server extends Watched<ServerResponse> {
+  readonly port: number
+}
+
+async function startServer(t: Test): Promise<Server> {
+  const w = watched<ServerResponse>()
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = req.url ?? ''
+    watchBody(req, res, TIMEOUTS, (which) => {
+      w.timedOut(path, which)
+      res.writeHead(408, { connection: 'close' }).end()
+    })
+    w.arrived(path, res)
+  })
+  const { port } = await listen(server)
+  t.teardown(() => closeServer(server))
+  return { ...w, port }
 }
 
 /** The answer a client reads on `socket` until the server closes it. */
@@ -155,48 +174,29 @@ t.test('a body trickled under body_idle still meets the request deadline', async
  * "received whole" is the stream's own state: the client ended it
  * (END_STREAM), whether or not the server has read what came.
  */
-interface Http2Server {
+interface Http2Server extends Watched<Http2ServerResponse> {
   readonly client: ClientHttp2Session
-  readonly fired: Fired[]
-  next(): Promise<Fired>
-  arrival(path: string): Promise<void>
-  readonly pending: Map<string, Http2ServerResponse>
 }
 
 /** startServer's twin over HTTP/2 (cleartext), with one client session to it. */
 async function startHttp2(t: Test): Promise<Http2Server> {
-  const fired: Fired[] = []
-  const waiting: Array<(f: Fired) => void> = []
-  const pending = new Map<string, Http2ServerResponse>()
-  const arrivals = new Map<string, () => void>()
+  const w = watched<Http2ServerResponse>()
   const server = createHttp2Server((req: Http2ServerRequest, res: Http2ServerResponse) => {
     const path = req.url
-    pending.set(path, res)
     watchBody(req as unknown as IncomingMessage, res as unknown as ServerResponse, TIMEOUTS, (which) => {
-      const f = { path, which }
-      fired.push(f)
-      waiting.shift()?.(f)
+      w.timedOut(path, which)
       res.writeHead(408).end()
     })
-    arrivals.get(path)?.()
+    w.arrived(path, res)
   })
   const { port } = await listen(server)
   const client = connectHttp2(`http://127.0.0.1:${port}`)
   client.on('error', () => undefined)
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        client.destroy()
-        server.close(() => resolve())
-      }),
-  )
-  return {
-    client,
-    fired,
-    pending,
-    next: () => new Promise<Fired>((resolve) => waiting.push(resolve)),
-    arrival: (path) => new Promise<void>((resolve) => arrivals.set(path, resolve)),
-  }
+  t.teardown(() => {
+    client.destroy()
+    return closeServer(server)
+  })
+  return { ...w, client }
 }
 
 /** A POST on its own stream; what the client reads of its answer. */
