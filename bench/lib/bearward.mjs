@@ -39,8 +39,13 @@ export async function hashSecret(secret) {
  * setting is judged against the shipped one in one run. null when unset.
  */
 export function abNodeFlags() {
-  const flags = (process.env.BENCH_AB_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+  const flags = nodeFlagsIn('BENCH_AB_NODE_FLAGS')
   return flags.length > 0 ? flags : null
+}
+
+/** The node flags an environment variable lists, space-separated (none when unset). */
+function nodeFlagsIn(name) {
+  return (process.env[name] ?? '').split(' ').filter(Boolean)
 }
 
 /** A listen port and the public_url (issuer, default audience) that goes with it. */
@@ -71,7 +76,7 @@ export async function startBearward(ctx, { name = 'bearward', port, config, logL
   const file = join(ctx.workDir, `${name}.yaml`)
   writeFileSync(file, JSON.stringify(full, null, 2) + '\n')
   // BENCH_BEARWARD_NODE_FLAGS: extra node flags for diagnosis (`--trace-gc`: pauses in its .out.log).
-  const extraFlags = (process.env.BENCH_BEARWARD_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+  const extraFlags = nodeFlagsIn('BENCH_BEARWARD_NODE_FLAGS')
   const nodeArgs = [...extraFlags, ...nodeFlags, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])]
   const handle = await startProcess({
     name,

@@ -74,6 +74,8 @@ export default {
       extra: { samples },
       evaluate(a) {
         return targets.map((t) => {
+          // A target left out by --only: its row reads not run, as other scenarios' do.
+          if (!a[t.id]) return notRun(`bearward${t.suffix}`, TARGET, 'not measured in this run')
           const r = a[t.id].rounds[0]
           const text = `max RSS ${(r.maxRss / MB).toFixed(0)} MB (start ${(r.startRss / MB).toFixed(0)}, end ${(r.endRss / MB).toFixed(0)})`
           return row(a[t.id], {

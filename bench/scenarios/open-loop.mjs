@@ -99,7 +99,7 @@ export default {
         targets.push({
           id: `${r.kind}+ab@${level.pct}`,
           label: `bearward ${r.label} with ${ab.join(' ')} @${level.pct} % (${rate} req/s)`,
-          measure: measure(requestFor(b, r.kind, b.bw.url), b.bw),
+          measure: measure(requestFor(b, r.kind), b.bw),
         })
       }
     }
