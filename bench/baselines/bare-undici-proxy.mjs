@@ -14,7 +14,12 @@
 // a token route sends by default (X-Auth-Subject, -Client-Id, -Scope, -Issuer,
 // docs/configuration.md `identity_headers`), fixed values of a bench token's
 // lengths: a token route against this twin is what its token work costs.
-// `node bare-undici-proxy.mjs UPSTREAM_URL [--gateway-headers] [--identity-headers]` → prints {"msg":"ready","url":...}
+// With `--read-json` a request with a body is read whole, decoded as strict
+// UTF-8 and parsed with JSON.parse before it is forwarded (as the bytes
+// read): the least any gateway that judges a JSON-RPC body does, and so, with
+// the identity headers, the floor of the MCP row (bearward's MCP inspection
+// reads the same way, src/gateway/mcp/json.ts, and also judges what it read).
+// `node bare-undici-proxy.mjs UPSTREAM_URL [--gateway-headers] [--identity-headers] [--read-json]` → prints {"msg":"ready","url":...}
 import { randomBytes, randomFillSync } from 'node:crypto'
 import { createServer } from 'node:http'
 import { Pool } from 'undici'
@@ -22,6 +27,8 @@ import { Pool } from 'undici'
 const upstream = new URL(process.argv[2])
 const identityHeaders = process.argv.includes('--identity-headers')
 const gatewayHeaders = identityHeaders || process.argv.includes('--gateway-headers')
+const readJson = process.argv.includes('--read-json')
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 const ISSUER = `http://127.0.0.1:${upstream.port}`
 const pool = new Pool(upstream.origin, { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 })
 
@@ -105,8 +112,29 @@ const server = createServer((req, res) => {
       headers['x-auth-issuer'] = ISSUER
     }
   }
+  if (readJson && hasBody) return forwardParsed(req, res, headers, requestId)
   pool.dispatch({ path: req.url, method: req.method, headers, body: hasBody ? req : null }, new Relay(res, requestId))
 })
+
+/** `--read-json`: the body read whole and parsed, then forwarded as read (400 when it is not JSON). */
+function forwardParsed(req, res, headers, requestId) {
+  const chunks = []
+  let size = 0
+  req.on('data', (chunk) => {
+    chunks.push(chunk)
+    size += chunk.length
+  })
+  req.on('end', () => {
+    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
+    try {
+      JSON.parse(UTF8.decode(body))
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('not json')
+      return
+    }
+    pool.dispatch({ path: req.url, method: req.method, headers, body }, new Relay(res, requestId))
+  })
+}
 server.keepAliveTimeout = 65_000
 
 server.listen(0, '127.0.0.1', () => {

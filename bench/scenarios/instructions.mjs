@@ -13,7 +13,8 @@
 //
 // Targets: the bare undici proxy (GET, and the MCP POST), its twin sending the
 // headers every bearward route sends (`--gateway-headers`), and those plus the
-// identity headers of a token route (`--identity-headers`), and bearward as
+// identity headers of a token route (`--identity-headers`), and those with the
+// MCP POST's body read and parsed (`--read-json`, the MCP row's floor), and bearward as
 // deployed (lib/deployed.mjs: log.level info; the memory store, see below) on its public, JWT,
 // opaque, MCP and DPoP routes, and the MCP route's twin without its `mcp`
 // section (the same POST, forwarded unread: the MCP inspection's own cost).
@@ -66,6 +67,10 @@ export default {
     const bareIdentity = await ctx.baseline('bare-undici-proxy.mjs', [up.url, '--identity-headers'], 'bare-undici-proxy-identity-counted', {
       callgrind: true,
     })
+    // The MCP row's floor: those headers, and the POST's body read whole and parsed before it is forwarded.
+    const bareJson = await ctx.baseline('bare-undici-proxy.mjs', [up.url, '--identity-headers', '--read-json'], 'bare-undici-proxy-json-counted', {
+      callgrind: true,
+    })
     // The memory store: under callgrind the event loop turns so slowly that the Redis heartbeat
     // (a PING answered within 750 ms) misses, the store is taken for unreachable and requests get
     // 503 (seen on a loaded VM). Two routes touch the store per request: the opaque one looks its
@@ -102,6 +107,10 @@ export default {
       counted('bareHeaders', 'bare undici proxy + gateway headers, GET', bareHeaders, () => ({ ...jwt, url: bareHeaders.url + PATHS.jwt })),
       counted('bareIdentity', 'bare undici proxy + gateway and identity headers, GET', bareIdentity, () => ({ ...jwt, url: bareIdentity.url + PATHS.jwt })),
       counted('barePost', 'bare undici proxy, the MCP POST', bare, () => ({ ...mcp, url: bare.url + PATHS.mcp })),
+      counted('bareJsonPost', 'bare undici proxy + gateway and identity headers, the MCP POST read and parsed', bareJson, () => ({
+        ...mcp,
+        url: bareJson.url + PATHS.mcp,
+      })),
       counted('public', 'bearward public route', d.bw, () => requestFor(d, 'public')),
       counted('jwt', 'bearward JWT route', d.bw, () => jwt),
       counted('opaque', 'bearward opaque route (cached)', d.bw, () => requestFor(d, 'opaque')),
@@ -134,6 +143,8 @@ export default {
           r(a.jwt, 'JWT route ÷ the bare proxy sending the same headers, identity included: its token work', a.bareIdentity, 'bare + identity'),
           r(a.opaque, 'opaque route (cached) ÷ bare proxy (#39: ≤ 1.20 ×)', a.bare, 'bare'),
           r(a.mcp, 'MCP route ÷ bare proxy forwarding the same POST (#39: ≤ 1.3 ×)', a.barePost, 'bare POST'),
+          r(a.bareJsonPost, "the MCP row's floor: bare POST + every header a token route sends + the body read and JSON-parsed", a.barePost, 'bare POST'),
+          r(a.mcp, "MCP route ÷ that floor: bearward's routing, token work and MCP rules", a.bareJsonPost, 'floor'),
           r(a.jwtPost, 'the same POST through a JWT route without mcp ÷ bare POST', a.barePost, 'bare POST'),
           r(a.mcp, 'MCP route ÷ its twin without mcp: the MCP inspection', a.jwtPost, 'twin'),
           r(a.dpop, 'DPoP route ÷ bare proxy (#39: ≤ 2.5 ×)', a.bare, 'bare'),
