@@ -112,7 +112,7 @@ const server = createServer((req, res) => {
       headers['x-auth-issuer'] = ISSUER
     }
   }
-  if (readJson && hasBody) return forwardParsed(req, res, headers, requestId)
+  if (readJson && hasBody && req.headers['content-length'] !== '0') return forwardParsed(req, res, headers, requestId)
   pool.dispatch({ path: req.url, method: req.method, headers, body: hasBody ? req : null }, new Relay(res, requestId))
 })
 
@@ -120,6 +120,8 @@ const server = createServer((req, res) => {
 function forwardParsed(req, res, headers, requestId) {
   const chunks = []
   let size = 0
+  // A client that goes away mid-body: nothing to forward (an unheard 'error' would end the process).
+  req.on('error', () => res.destroy())
   req.on('data', (chunk) => {
     chunks.push(chunk)
     size += chunk.length
