@@ -111,12 +111,17 @@ export default {
       },
     ]
     const ab = abNodeFlags()
+    /** The routes the second bearward (BENCH_AB_NODE_FLAGS) is measured on, and each one's row label. */
+    const abRoutes =
+      ab === null
+        ? []
+        : [
+            { kind: 'public', label: `bearward public route with ${ab.join(' ')}` },
+            { kind: 'jwt', label: `bearward JWT route with ${ab.join(' ')}` },
+          ]
     if (ab !== null) {
       const b = await startDeployed(ctx, { name: 'bearward-cpu-ab', shared: d, nodeFlags: ab })
-      targets.push(
-        target('public+ab', `bearward public route with ${ab.join(' ')}`, requestFor(b, 'public'), b.bw),
-        target('jwt+ab', `bearward JWT route with ${ab.join(' ')}`, requestFor(b, 'jwt'), b.bw),
-      )
+      for (const r of abRoutes) targets.push(target(`${r.kind}+ab`, r.label, requestFor(b, r.kind), b.bw))
     }
     const nginxBin = findPeer('nginx')
     if (nginxBin.skip) log(`nginx skipped: ${nginxBin.skip}`)
@@ -202,15 +207,9 @@ export default {
             checks: [{ ok: onRate.value != null && onRate.value >= 0.95, what: '≥ 0.95 × the JWT route' }],
           }),
         ]
-        if (ab !== null) {
-          for (const kind of ['public', 'jwt']) {
-            rows.push(
-              row(a[`${kind}+ab`], {
-                subject: `bearward ${kind === 'jwt' ? 'JWT' : kind} route with ${ab.join(' ')}`,
-                ratio: `${pairedCpuRatio(a[`${kind}+ab`], a[kind], 'without').text}; ${pairedRatio(a[`${kind}+ab`], a[kind], 'without').text}`,
-              }),
-            )
-          }
+        for (const { kind, label } of abRoutes) {
+          const x = a[`${kind}+ab`]
+          rows.push(row(x, { subject: label, ratio: `${pairedCpuRatio(x, a[kind], 'without').text}; ${pairedRatio(x, a[kind], 'without').text}` }))
         }
         rows.push(
           a.nginx
