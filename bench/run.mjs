@@ -17,9 +17,12 @@
 // pair's own ratio (report.mjs pairedRatio: a subject runs next to its
 // baseline, and each pair holds both orders once). Rounds come in even
 // numbers for that reason. Prints a table and writes
-// bench/results/<YYYY-MM-DD>-<commit>.json (merged with the scenarios of an
-// earlier run of the same build that day): runs are labelled by date and the
-// commit they measured, `+dirty` when the work tree had uncommitted changes.
+// bench/results/<YYYY-MM-DD>-<commit>-node<major>.json (merged with the
+// scenarios of an earlier run of the same build on the same Node major that
+// day): runs are labelled by date and the commit they measured, `+dirty` when
+// the work tree had uncommitted changes, and by the runtime every Node server
+// of the run ran on (the runner's own). Files written before 2026-11-30 have
+// no `-node` part: they are all Node 20 runs, as their `node` field says.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { availableParallelism, cpus, totalmem } from 'node:os'
@@ -244,7 +247,9 @@ const commit = measuredCommit()
 const dir = fileURLToPath(new URL('./results/', import.meta.url))
 mkdirSync(dir, { recursive: true })
 // A smoke run (--quick) or a profiled one (slowed by the profiler) stays out of the dated results.
-const file = opts.cpuProf || opts.quick ? join(ctx.workDir, 'results.json') : join(dir, `${date}-${commit}.json`)
+// One runtime per file: a Node 24 run of a build is never merged into that day's Node 20 run.
+const runtime = `node${process.versions.node.split('.')[0]}`
+const file = opts.cpuProf || opts.quick ? join(ctx.workDir, 'results.json') : join(dir, `${date}-${commit}-${runtime}.json`)
 const previous = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { scenarios: {} }
 const args = process.argv.slice(2).join(' ')
 const command = process.env.npm_lifecycle_event === 'bench' ? `npm run bench${args ? ' -- ' + args : ''}` : `node bench/run.mjs${args ? ' ' + args : ''}`

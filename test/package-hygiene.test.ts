@@ -63,7 +63,8 @@ t.test('bench/README.md labels runs by date and commit; results files are named 
   t.notMatch(readme, /\b[Ss]ession \d+\b/, 'no run is labelled by work session')
   for (const file of readdirSync('bench/results')) {
     if (!file.endsWith('.json')) continue
-    t.match(file, /^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}(\+dirty)?\.json$/, `${file}: <date>-<commit>.json`)
+    // The runtime part came in on 2026-11-30; earlier files are all Node 20 runs.
+    t.match(file, /^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}(\+dirty)?(-node\d+)?\.json$/, `${file}: <date>-<commit>[-node<major>].json`)
   }
-  t.match(readFileSync('bench/run.mjs', 'utf8'), /\$\{date\}-\$\{commit\}\.json/, 'the runner writes them so')
+  t.match(readFileSync('bench/run.mjs', 'utf8'), /\$\{date\}-\$\{commit\}-\$\{runtime\}\.json/, 'the runner writes them so')
 })
