@@ -63,8 +63,10 @@ t.test('bench/README.md labels runs by date and commit; results files are named 
   t.notMatch(readme, /\b[Ss]ession \d+\b/, 'no run is labelled by work session')
   for (const file of readdirSync('bench/results')) {
     if (!file.endsWith('.json')) continue
-    // The runtime part came in on 2026-11-30; earlier files are all Node 20 runs.
-    t.match(file, /^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}(\+dirty)?(-node\d+)?\.json$/, `${file}: <date>-<commit>[-node<major>].json`)
+    // The runtime part came in on 2026-11-30: files of earlier days (all Node 20 runs) have none, later ones must.
+    const named =
+      file.slice(0, 10) < '2026-11-30' ? /^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}(\+dirty)?\.json$/ : /^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}(\+dirty)?-node\d+\.json$/
+    t.match(file, named, `${file}: <date>-<commit>[-node<major>].json`)
   }
   t.match(readFileSync('bench/run.mjs', 'utf8'), /\$\{date\}-\$\{commit\}-\$\{runtime\}\.json/, 'the runner writes them so')
 })
