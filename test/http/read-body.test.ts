@@ -6,46 +6,37 @@
  * so a small body does not keep a whole read of the connection alive.
  */
 import { createServer, request, type IncomingMessage } from 'node:http'
-import { connect, createServer as createH2Server, type Http2ServerRequest } from 'node:http2'
+import { createServer as createH2Server, type Http2ServerRequest } from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { PayloadTooLarge } from '../../src/errors.js'
 import { readBody } from '../../src/http/body.js'
 import { closeServer, listen } from '../helpers/http.js'
+import { h2Request, openSession } from '../helpers/http2.js'
 
 type Read = { body: Buffer } | { error: unknown }
 
-/** An HTTP/1.1 server that reads each body with `limit` and hands the outcome to the test. */
-async function h1Server(limit: number): Promise<{ url: string; next(): Promise<Read>; close(): Promise<void> }> {
-  const reads: Array<(r: Read) => void> = []
-  const pending: Read[] = []
-  const deliver = (r: Read): void => {
-    const waiter = reads.shift()
-    if (waiter) waiter(r)
-    else pending.push(r)
-  }
+/**
+ * An HTTP/1.1 server that reads each body with `limit`; `reads` holds each
+ * outcome, recorded before the answer is sent, so it is there once the client has its status.
+ */
+async function h1Server(limit: number): Promise<{ url: string; reads: Read[]; close(): Promise<void> }> {
+  const reads: Read[] = []
   const server = createServer((req: IncomingMessage, res) => {
     readBody(req, limit).then(
       (body) => {
-        deliver({ body })
+        reads.push({ body })
         res.end('ok')
       },
       (error: unknown) => {
-        deliver({ error })
+        reads.push({ error })
         res.statusCode = 413
         res.end()
       },
     )
   })
   const { url } = await listen(server)
-  return {
-    url,
-    next: () => {
-      const r = pending.shift()
-      return r ? Promise.resolve(r) : new Promise((resolve) => reads.push(resolve))
-    },
-    close: () => closeServer(server),
-  }
+  return { url, reads, close: () => closeServer(server) }
 }
 
 /** POST `parts` one write each; resolves with the status. */
@@ -67,22 +58,22 @@ t.test('HTTP/1.1: a body in one chunk and one in many come back byte for byte', 
 
   const small = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'get_order' } }))
   t.equal(await post(server.url, [small]), 200)
-  const one = await server.next()
-  t.ok('body' in one && one.body.equals(small), 'the one-chunk body is the bytes sent')
+  const one = server.reads[0]
+  t.ok(one !== undefined && 'body' in one && one.body.equals(small), 'the one-chunk body is the bytes sent')
 
   // 300 KiB in 30 writes: more than one socket read, so more than one chunk.
   const parts = Array.from({ length: 30 }, (_, i) => Buffer.alloc(10 * 1024, i))
   t.equal(await post(server.url, parts), 200)
-  const many = await server.next()
-  t.ok('body' in many && many.body.equals(Buffer.concat(parts)), 'the many-chunk body is the bytes sent, in order')
+  const many = server.reads[1]
+  t.ok(many !== undefined && 'body' in many && many.body.equals(Buffer.concat(parts)), 'the many-chunk body is the bytes sent, in order')
 })
 
 t.test('HTTP/1.1: a body over the limit is refused with PayloadTooLarge', async (t) => {
   const server = await h1Server(1024)
   t.teardown(() => server.close())
   t.equal(await post(server.url, [Buffer.alloc(600), Buffer.alloc(600)]), 413)
-  const read = await server.next()
-  t.ok('error' in read && read.error instanceof PayloadTooLarge, 'refused as too large')
+  const read = server.reads[0]
+  t.ok(read !== undefined && 'error' in read && read.error instanceof PayloadTooLarge, 'refused as too large')
 })
 
 t.test('HTTP/2: the body is the bytes sent, in memory of its own', async (t) => {
@@ -102,18 +93,12 @@ t.test('HTTP/2: the body is the bytes sent, in memory of its own', async (t) => 
     )
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  const client = connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
-  t.teardown(() => client.close())
+  t.teardown(() => closeServer(server))
+  const session = await openSession(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+  t.teardown(() => session.close())
 
   const sent = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping"}')
-  const status = await new Promise<number>((resolve, reject) => {
-    const stream = client.request({ ':method': 'POST', ':path': '/', 'content-type': 'application/json' })
-    stream.on('response', (headers) => resolve(Number(headers[':status'])))
-    stream.on('error', reject)
-    stream.resume()
-    stream.end(sent)
-  })
+  const { status } = await h2Request(session, { ':method': 'POST', ':path': '/', 'content-type': 'application/json' }, sent)
   t.equal(status, 200)
   const body = bodies[0]
   t.ok(body?.equals(sent), 'the body is the bytes sent')
